@@ -1,0 +1,158 @@
+/*  cg_config — server settings from defaults, CELLGATE_* environment variables and flags. */
+#include "cg_config.h"
+#include "cg_util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef CG_KERNELS_DIR
+#define CG_KERNELS_DIR "kernels"
+#endif
+
+typedef enum { S_STRING, S_INT, S_DOUBLE, S_SIZE_MB, S_LOG_LEVEL } s_kind_t;
+
+typedef struct {
+    const char *flag;       /* --flag VALUE */
+    const char *env;        /* CELLGATE_... */
+    s_kind_t kind;
+    size_t offset;
+    double min, max;
+    const char *help;
+} s_option_t;
+
+#define OFF(field) offsetof (cg_config_t, field)
+
+static const s_option_t s_options[] = {
+    {"--state-dir", "CELLGATE_STATE_DIR", S_STRING, OFF (state_dir), 0, 0,
+     "where sandboxes, workspaces and runtime state live (default /var/lib/cellgate)"},
+    {"--runtime", "CELLGATE_RUNTIME", S_STRING, OFF (runtime), 0, 0,
+     "OCI runtime: auto, runc or crun (auto: crun on a pure cgroup v2 host, else runc)"},
+    {"--kernels-dir", "CELLGATE_KERNELS_DIR", S_STRING, OFF (kernels_dir), 0, 0,
+     "directory of kernel specs (<language>/kernel.json)"},
+    {"--memory-mb", "CELLGATE_MEMORY_MB", S_INT, OFF (memory_mb), 32, 1 << 20,
+     "memory limit per sandbox in MB, no swap (default 512)"},
+    {"--cpus", "CELLGATE_CPUS", S_DOUBLE, OFF (cpus), 0.01, 1024, "CPU limit per sandbox (default 1.0)"},
+    {"--pids", "CELLGATE_PIDS", S_INT, OFF (pids), 16, 1 << 20, "process limit per sandbox (default 256)"},
+    {"--tmp-mb", "CELLGATE_TMP_MB", S_INT, OFF (tmp_mb), 1, 1 << 20, "size of the sandbox's /tmp in MB (default 64)"},
+    {"--nofile", "CELLGATE_NOFILE", S_INT, OFF (nofile), 64, 1 << 20, "open files per sandbox process (default 1024)"},
+    {"--fsize-mb", "CELLGATE_FSIZE_MB", S_INT, OFF (fsize_mb), 1, 1 << 30, "largest file a sandbox may write in MB (default 1024)"},
+    {"--sandbox-uid", "CELLGATE_SANDBOX_UID", S_INT, OFF (sandbox_uid), 1, 2147483647, "uid inside the sandbox (default 65532)"},
+    {"--sandbox-gid", "CELLGATE_SANDBOX_GID", S_INT, OFF (sandbox_gid), 1, 2147483647, "gid inside the sandbox (default 65532)"},
+    {"--default-timeout", "CELLGATE_DEFAULT_TIMEOUT", S_INT, OFF (default_timeout_s), 1, 300, "default execute_code timeout in seconds (default 30)"},
+    {"--interrupt-grace-ms", "CELLGATE_INTERRUPT_GRACE_MS", S_INT, OFF (interrupt_grace_ms), 100, 600000, "wait after an interrupt before restarting the kernel (default 3000)"},
+    {"--kernel-start-timeout", "CELLGATE_KERNEL_START_TIMEOUT", S_INT, OFF (kernel_start_timeout_s), 1, 600, "seconds a kernel may take to start (default 60)"},
+    {"--max-message-mb", "CELLGATE_MAX_MESSAGE_MB", S_SIZE_MB, OFF (max_message_bytes), 1, 4096, "largest message accepted from a kernel in MB (default 64)"},
+    {"--max-output-mb", "CELLGATE_MAX_OUTPUT_MB", S_SIZE_MB, OFF (max_output_bytes), 1, 4096, "stdout/stderr kept per stream per run in MB (default 8)"},
+    {"--log-level", "CELLGATE_LOG_LEVEL", S_LOG_LEVEL, OFF (log_level), 0, 3, "error, warn, info or debug (default info)"},
+};
+#define S_OPTION_COUNT (sizeof s_options / sizeof s_options[0])
+
+static int
+s_set (cg_config_t *self, const s_option_t *option, const char *value, const char *source,
+       cg_error_t **err)
+{
+    char *field = (char *) self + option->offset;
+    if (option->kind == S_STRING) {
+        if (!*value)
+            return cg_error_set (err, EINVAL, "%s: empty value", source);
+        free (*(char **) field);
+        *(char **) field = cg_xstrdup (value);
+        return 0;
+    }
+    if (option->kind == S_LOG_LEVEL) {
+        int level = cg_log_level_from_name (value);
+        if (level < 0)
+            return cg_error_set (err, EINVAL, "%s: '%s' is not error, warn, info or debug", source, value);
+        *(int *) field = level;
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    double number = strtod (value, &end);
+    if (errno || end == value || *end || number < option->min || number > option->max
+        || (option->kind != S_DOUBLE && number != (double) (long long) number))
+        return cg_error_set (err, EINVAL, "%s: '%s' is not a %s from %g to %g", source, value,
+                             option->kind == S_DOUBLE ? "number" : "whole number", option->min,
+                             option->max);
+    if (option->kind == S_INT)
+        *(int *) field = (int) number;
+    else if (option->kind == S_DOUBLE)
+        *(double *) field = number;
+    else
+        *(size_t *) field = (size_t) number * 1024 * 1024;
+    return 0;
+}
+
+int
+cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
+{
+    *self = (cg_config_t){
+        .state_dir = cg_xstrdup ("/var/lib/cellgate"),
+        .runtime = cg_xstrdup ("auto"),
+        .kernels_dir = cg_xstrdup (CG_KERNELS_DIR),
+        .memory_mb = 512,
+        .cpus = 1.0,
+        .pids = 256,
+        .tmp_mb = 64,
+        .nofile = 1024,
+        .fsize_mb = 1024,
+        .sandbox_uid = 65532,
+        .sandbox_gid = 65532,
+        .default_timeout_s = 30,
+        .interrupt_grace_ms = 3000,
+        .kernel_start_timeout_s = 60,
+        .max_message_bytes = 64 * 1024 * 1024,
+        .max_output_bytes = 8 * 1024 * 1024,
+        .log_level = 2,
+    };
+    for (size_t i = 0; i < S_OPTION_COUNT; i++) {
+        const char *value = getenv (s_options[i].env);
+        if (value && s_set (self, &s_options[i], value, s_options[i].env, err) < 0)
+            return -1;
+    }
+    for (int arg = 0; arg < argc; arg++) {
+        const char *name = argv[arg];
+        const char *value = NULL;
+        const char *equals = strchr (name, '=');
+        size_t name_len = equals ? (size_t) (equals - name) : strlen (name);
+        const s_option_t *option = NULL;
+        for (size_t i = 0; i < S_OPTION_COUNT && !option; i++)
+            if (strlen (s_options[i].flag) == name_len
+                && strncmp (s_options[i].flag, name, name_len) == 0)
+                option = &s_options[i];
+        if (!option)
+            return cg_error_set (err, EINVAL, "unknown option '%s' (see --help)", name);
+        if (equals)
+            value = equals + 1;
+        else if (arg + 1 < argc)
+            value = argv[++arg];
+        else
+            return cg_error_set (err, EINVAL, "%s needs a value", option->flag);
+        if (s_set (self, option, value, option->flag, err) < 0)
+            return -1;
+    }
+    if (strcmp (self->runtime, "auto") && strcmp (self->runtime, "runc")
+        && strcmp (self->runtime, "crun"))
+        return cg_error_set (err, EINVAL, "--runtime: '%s' is not auto, runc or crun", self->runtime);
+    if (self->state_dir[0] != '/')
+        return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path", self->state_dir);
+    return 0;
+}
+
+void
+cg_config_clear (cg_config_t *self)
+{
+    free (self->state_dir);
+    free (self->runtime);
+    free (self->kernels_dir);
+    self->state_dir = self->runtime = self->kernels_dir = NULL;
+}
+
+void
+cg_config_usage (void)
+{
+    printf ("options (each also read from its environment variable):\n");
+    for (size_t i = 0; i < S_OPTION_COUNT; i++)
+        printf ("  %-24s %-30s %s\n", s_options[i].flag, s_options[i].env, s_options[i].help);
+}

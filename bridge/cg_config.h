@@ -1,0 +1,40 @@
+/*  cg_config — server settings from defaults, CELLGATE_* environment variables and flags. */
+#ifndef CG_CONFIG_H
+#define CG_CONFIG_H
+
+#include "cg_error.h"
+
+#include <stddef.h>
+
+typedef struct {
+    char *state_dir;            /* containers' bundles, workspaces, runtime dirs */
+    char *runtime;              /* "auto", "runc" or "crun" */
+    char *kernels_dir;          /* kernel specs: <dir>/<language>/kernel.json */
+    int memory_mb;              /* per sandbox, swap included */
+    double cpus;
+    int pids;
+    int tmp_mb;                 /* size of the sandbox's /tmp tmpfs */
+    int nofile;                 /* RLIMIT_NOFILE inside the sandbox */
+    int fsize_mb;               /* RLIMIT_FSIZE inside the sandbox */
+    int sandbox_uid;
+    int sandbox_gid;
+    int default_timeout_s;      /* execute_code's default timeout */
+    int interrupt_grace_ms;     /* after an interrupt, before the kernel is restarted */
+    int kernel_start_timeout_s;
+    size_t max_message_bytes;   /* largest message accepted from a kernel */
+    size_t max_output_bytes;    /* stdout/stderr kept per stream per run */
+    int log_level;
+} cg_config_t;
+
+/*  Fills SELF with defaults, then CELLGATE_* environment variables, then the flags in
+    ARGV (ARGC entries, the subcommand already removed). Returns 0, or -1 with *err set
+    for an unknown flag or a bad value. Free with cg_config_clear. */
+int cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err);
+
+/*  Frees the strings SELF owns. */
+void cg_config_clear (cg_config_t *self);
+
+/*  Prints the flags and variables to stdout. */
+void cg_config_usage (void);
+
+#endif

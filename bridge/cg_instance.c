@@ -1,0 +1,112 @@
+/*  cg_instance — one running server's claim on the state dir: a locked instance dir,
+    its container name prefix, and the clean-up of what crashed servers left. */
+#define _GNU_SOURCE
+#include "cg_instance.h"
+#include "cg_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+struct cg_instance_t {
+    cg_backend_t *backend;      /* borrowed */
+    char *dir;
+    char *sessions_dir;
+    char *prefix;
+    int lock_fd;
+};
+
+//  Removes one dead instance: its containers first, then its files.
+static void
+s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *name)
+{
+    cleanup_free char *dir = cg_strdupf ("%s/%s", instances_dir, name);
+    cleanup_free char *lock = cg_strdupf ("%s/lock", dir);
+    cleanup_close int fd = open (lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
+        return;     /* its server is alive */
+    cleanup_free char *prefix = cg_strdupf ("cg-%s-", name);
+    cg_error_t *err = NULL;
+    int removed = cg_container_remove_orphans (backend, prefix, &err);
+    if (removed < 0)
+        cg_log (1, "clean up instance %s: %s", name, cg_error_message (err));
+    else if (removed > 0)
+        cg_log (2, "removed %d sandbox(es) left by a previous run (instance %s)", removed, name);
+    cg_error_destroy (&err);
+    if (removed >= 0 && cg_rm_rf (dir, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+}
+
+cg_instance_t *
+cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **err)
+{
+    cleanup_free char *instances_dir = cg_strdupf ("%s/instances", config->state_dir);
+    if (cg_mkdir_p (instances_dir, 0700, err) < 0)
+        return NULL;
+    DIR *dir = opendir (instances_dir);
+    if (dir) {
+        struct dirent *entry;
+        while ((entry = readdir (dir)))
+            if (entry->d_name[0] != '.')
+                s_reap_instance (backend, instances_dir, entry->d_name);
+        closedir (dir);
+    }
+    char name[13];
+    cg_random_hex (name, 6);
+    cg_instance_t *self = cg_xcalloc (1, sizeof *self);
+    self->backend = backend;
+    self->lock_fd = -1;
+    self->dir = cg_strdupf ("%s/%s", instances_dir, name);
+    self->sessions_dir = cg_strdupf ("%s/sessions", self->dir);
+    self->prefix = cg_strdupf ("cg-%s-", name);
+    cleanup_free char *lock = cg_strdupf ("%s/lock", self->dir);
+    if (cg_mkdir_p (self->sessions_dir, 0711, err) < 0) {
+        cg_instance_destroy (&self);
+        return NULL;
+    }
+    self->lock_fd = open (lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (self->lock_fd < 0 || flock (self->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        cg_error_set (err, errno, "lock %s: %s", lock, strerror (errno));
+        cg_instance_destroy (&self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+cg_instance_destroy (cg_instance_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_instance_t *self = *self_p;
+    cg_error_t *err = NULL;
+    if (cg_container_remove_orphans (self->backend, self->prefix, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+    if (cg_rm_rf (self->dir, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+    if (self->lock_fd >= 0)
+        close (self->lock_fd);
+    free (self->dir);
+    free (self->sessions_dir);
+    free (self->prefix);
+    free (self);
+    *self_p = NULL;
+}
+
+const char *
+cg_instance_sessions_dir (cg_instance_t *self)
+{
+    return self->sessions_dir;
+}
+
+const char *
+cg_instance_prefix (cg_instance_t *self)
+{
+    return self->prefix;
+}

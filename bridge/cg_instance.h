@@ -1,0 +1,27 @@
+/*  cg_instance — one running server's claim on the state dir: a locked instance dir,
+    its container name prefix, and the clean-up of what crashed servers left. */
+#ifndef CG_INSTANCE_H
+#define CG_INSTANCE_H
+
+#include "../containers/cg_container.h"
+#include "cg_config.h"
+#include "cg_error.h"
+
+typedef struct cg_instance_t cg_instance_t;
+
+/*  Creates STATE/instances/<12 hex>, locked for this process's life, after removing
+    the containers and directories of instances whose server is gone (their lock is
+    free). BACKEND and CONFIG are borrowed. Returns a new instance the caller owns, or
+    NULL with *err set. */
+cg_instance_t *cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **err);
+
+/*  Removes this instance's remaining containers and its directory. */
+void cg_instance_destroy (cg_instance_t **self_p);
+
+/*  Returns the directory sessions are created in. */
+const char *cg_instance_sessions_dir (cg_instance_t *self);
+
+/*  Returns the prefix of this instance's container ids ("cg-<12 hex>-"). */
+const char *cg_instance_prefix (cg_instance_t *self);
+
+#endif

@@ -1,0 +1,820 @@
+/*  cg_kernel — a Jupyter kernel running in a sandbox: spec, start, execute (collecting
+    iopub output, answering input requests), interrupt, heartbeat, shutdown. */
+#define _GNU_SOURCE
+#include "cg_kernel.h"
+#include "cg_util.h"
+#include "cg_wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sodium.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LOG_TAIL 4096
+#define HB_INTERVAL_US 1000000
+#define HB_MAX_MISSES 5
+#define SHUTDOWN_WAIT_MS 1000
+
+typedef enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_HB, CH_COUNT } s_channel_t;
+static const char *s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control", "hb"};
+
+struct cg_kernel_t {
+    cg_backend_t *backend;          /* borrowed */
+    const cg_sandbox_t *sandbox;    /* borrowed */
+    const cg_kernel_spec_t *spec;   /* borrowed */
+    const cg_config_t *config;      /* borrowed */
+    cg_wire_t *wire;
+    zsock_t *sockets[CH_COUNT];
+    char *connection_file;          /* host path */
+    pid_t helper_pid;               /* the runtime's exec process, our child */
+    int helper_pidfd;               /* readable when it exits */
+    pid_t kernel_pid;               /* host pid of the kernel itself */
+    int log_fd;                     /* read end of the kernel's stdout+stderr */
+    char log_tail[LOG_TAIL + 1];
+    size_t log_len;
+    unsigned hb_sent, hb_received;
+    zsock_t *stdin_monitor;         /* handshake events of the stdin socket, until live */
+};
+
+//  --------------------------------------------------------------------------
+//  Kernel specs
+
+static char **
+s_strv_new (size_t count)
+{
+    return cg_xcalloc (count + 1, sizeof (char *));
+}
+
+static void
+s_strv_free (char **strv)
+{
+    for (size_t i = 0; strv && strv[i]; i++)
+        free (strv[i]);
+    free (strv);
+}
+
+cg_kernel_spec_t *
+cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err)
+{
+    cleanup_free char *path = cg_strdupf ("%s/%s/kernel.json", dir, language);
+    json_error_t jerr;
+    json_t *root = json_load_file (path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        cg_error_set (err, EINVAL, "kernel spec %s: %s", path, jerr.text);
+        return NULL;
+    }
+    json_t *argv = json_object_get (root, "argv");
+    json_t *env = json_object_get (root, "env");
+    const char *mode = json_string_value (json_object_get (root, "interrupt_mode"));
+    const char *endpoint = json_string_value (
+        json_object_get (json_object_get (json_object_get (root, "metadata"), "cellgate"), "endpoint"));
+    if (!json_is_array (argv) || json_array_size (argv) == 0 || (env && !json_is_object (env))) {
+        json_decref (root);
+        cg_error_set (err, EINVAL, "kernel spec %s: argv must be a non-empty array", path);
+        return NULL;
+    }
+    cg_kernel_spec_t *self = cg_xcalloc (1, sizeof *self);
+    self->language = cg_xstrdup (language);
+    self->argv = s_strv_new (json_array_size (argv));
+    for (size_t i = 0; i < json_array_size (argv); i++) {
+        const char *arg = json_string_value (json_array_get (argv, i));
+        self->argv[i] = cg_xstrdup (arg ? arg : "");
+    }
+    self->env = s_strv_new (json_object_size (env));
+    const char *key;
+    json_t *value;
+    size_t n = 0;
+    json_object_foreach (env, key, value)
+        if (json_is_string (value))
+            self->env[n++] = cg_strdupf ("%s=%s", key, json_string_value (value));
+    self->interrupt_message = mode && strcmp (mode, "message") == 0;
+    self->endpoint_colon = endpoint && strcmp (endpoint, "colon") == 0;
+    json_decref (root);
+    return self;
+}
+
+void
+cg_kernel_spec_destroy (cg_kernel_spec_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_kernel_spec_t *self = *self_p;
+    free (self->language);
+    s_strv_free (self->argv);
+    s_strv_free (self->env);
+    free (self);
+    *self_p = NULL;
+}
+
+//  --------------------------------------------------------------------------
+//  Results
+
+static void
+s_text_init (cg_text_t *text, size_t max)
+{
+    *text = (cg_text_t){.data = cg_xcalloc (1, 1), .max = max};
+}
+
+static void
+s_text_append (cg_text_t *text, const char *data, size_t len)
+{
+    size_t room = text->max > text->len ? text->max - text->len : 0;
+    size_t keep = len < room ? len : room;
+    text->dropped += len - keep;
+    if (!keep)
+        return;
+    text->data = cg_xrealloc (text->data, text->len + keep + 1);
+    memcpy (text->data + text->len, data, keep);
+    text->len += keep;
+    text->data[text->len] = '\0';
+}
+
+static void
+s_text_reset (cg_text_t *text)
+{
+    text->len = 0;
+    text->dropped = 0;
+    text->data[0] = '\0';
+}
+
+void
+cg_run_init (cg_run_t *run, size_t max_output)
+{
+    *run = (cg_run_t){.outputs = json_array ()};
+    s_text_init (&run->out, max_output);
+    s_text_init (&run->err, max_output);
+}
+
+void
+cg_run_clear (cg_run_t *run)
+{
+    free (run->out.data);
+    free (run->err.data);
+    json_decref (run->outputs);
+    json_decref (run->return_value);
+    free (run->reply_status);
+    free (run->ename);
+    free (run->evalue);
+    *run = (cg_run_t){0};
+}
+
+//  Appends TEXT without ANSI escape sequences (tracebacks are colored for terminals).
+static void
+s_text_append_plain (cg_text_t *text, const char *data)
+{
+    const char *p = data;
+    while (*p) {
+        const char *esc = strchr (p, '\x1b');
+        if (!esc) {
+            s_text_append (text, p, strlen (p));
+            return;
+        }
+        s_text_append (text, p, (size_t) (esc - p));
+        p = esc + 1;
+        if (*p == '[') {
+            p++;
+            while (*p && !(*p >= 0x40 && *p <= 0x7e))
+                p++;
+            if (*p)
+                p++;
+        }
+    }
+}
+
+//  --------------------------------------------------------------------------
+//  Start and stop
+
+static int
+s_pidfd_open (pid_t pid)
+{
+    return (int) syscall (SYS_pidfd_open, pid, 0);
+}
+
+static void
+s_close_sockets (cg_kernel_t *self)
+{
+    for (int i = 0; i < CH_COUNT; i++)
+        zsock_destroy (&self->sockets[i]);
+}
+
+static int
+s_open_sockets (cg_kernel_t *self, const char *host_ip, cg_error_t **err)
+{
+    static const int types[CH_COUNT] = {ZMQ_DEALER, ZMQ_SUB, ZMQ_DEALER, ZMQ_DEALER, ZMQ_DEALER};
+    char identity[33];
+    cg_random_hex (identity, 16);
+    for (int i = 0; i < CH_COUNT; i++) {
+        zsock_t *sock = zsock_new (types[i]);
+        if (!sock)
+            return cg_error_set (err, ENOMEM, "create %s socket", s_channel_names[i]);
+        self->sockets[i] = sock;
+        zsock_set_linger (sock, 0);
+        zsock_set_maxmsgsize (sock, (int64_t) self->config->max_message_bytes);
+        //  ipykernel routes input_request to the shell socket's identity.
+        if (i == CH_SHELL || i == CH_STDIN)
+            zsock_set_identity (sock, identity);
+        if (i == CH_IOPUB)
+            zsock_set_subscribe (sock, "");
+        zsock_set_reconnect_ivl (sock, 20);
+        //  The kernel's stdin ROUTER drops an input_request for an identity it has not
+        //  seen connect, so the handshake waits until this socket is connected.
+        if (i == CH_STDIN) {
+            char endpoint[64];
+            snprintf (endpoint, sizeof endpoint, "inproc://cg-stdin-monitor-%p", (void *) self);
+            if (zmq_socket_monitor (zsock_resolve (sock), endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) < 0)
+                return cg_error_set (err, errno, "monitor stdin socket: %s", zmq_strerror (errno));
+            self->stdin_monitor = zsock_new_pair (endpoint);
+            if (!self->stdin_monitor)
+                return cg_error_set (err, EIO, "monitor stdin socket");
+        }
+        if (zsock_connect (sock, "ipc://%s%c%d", host_ip, self->spec->endpoint_colon ? ':' : '-',
+                           i + 1)
+            < 0)
+            return cg_error_set (err, EIO, "connect %s socket to %s", s_channel_names[i], host_ip);
+    }
+    return 0;
+}
+
+static int
+s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_ip,
+                         cg_error_t **err)
+{
+    json_t *conn = json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport",
+                              "ipc", "ip", inside_ip, "shell_port", CH_SHELL + 1, "iopub_port",
+                              CH_IOPUB + 1, "stdin_port", CH_STDIN + 1, "control_port",
+                              CH_CONTROL + 1, "hb_port", CH_HB + 1, "key", key, "signature_scheme",
+                              "hmac-sha256", "kernel_name", self->spec->language);
+    cleanup_free char *text = json_dumps (conn, JSON_INDENT (1));
+    json_decref (conn);
+    if (cg_write_file (self->connection_file, text, strlen (text), 0400, err) < 0)
+        return -1;
+    if (chown (self->connection_file, (uid_t) self->config->sandbox_uid,
+               (gid_t) self->config->sandbox_gid)
+        < 0)
+        return cg_error_set (err, errno, "chown %s: %s", self->connection_file, strerror (errno));
+    return 0;
+}
+
+static char **
+s_kernel_env (const cg_kernel_spec_t *spec)
+{
+    static const char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                                 "HOME=/tmp",
+                                 "TMPDIR=/tmp",
+                                 "LANG=C.UTF-8",
+                                 "TERM=xterm-256color",
+                                 "XDG_CACHE_HOME=/tmp/.cache",
+                                 "JUPYTER_RUNTIME_DIR=/tmp/.jupyter/runtime",
+                                 NULL};
+    size_t base_count = 0, spec_count = 0;
+    while (base[base_count])
+        base_count++;
+    while (spec->env[spec_count])
+        spec_count++;
+    char **env = s_strv_new (base_count + spec_count);
+    for (size_t i = 0; i < base_count; i++)
+        env[i] = cg_xstrdup (base[i]);
+    for (size_t i = 0; i < spec_count; i++)
+        env[base_count + i] = cg_xstrdup (spec->env[i]);
+    return env;
+}
+
+static int
+s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err)
+{
+    size_t argc = 0;
+    while (self->spec->argv[argc])
+        argc++;
+    char **argv = s_strv_new (argc);
+    for (size_t i = 0; i < argc; i++)
+        argv[i] = strcmp (self->spec->argv[i], "{connection_file}") == 0
+                      ? cg_xstrdup (inside_connection_file)
+                      : cg_xstrdup (self->spec->argv[i]);
+    char **env = s_kernel_env (self->spec);
+    int log_pipe[2];
+    int null_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0 || pipe2 (log_pipe, O_CLOEXEC) < 0) {
+        if (null_fd >= 0)
+            close (null_fd);
+        s_strv_free (argv);
+        s_strv_free (env);
+        return cg_error_set (err, errno, "pipe: %s", strerror (errno));
+    }
+    fcntl (log_pipe[0], F_SETFL, O_NONBLOCK);
+    cleanup_free char *pid_file = cg_strdupf ("%s/kernel-%s.pid", self->sandbox->bundle_dir,
+                                              self->spec->language);
+    cg_exec_spec_t exec = {.argv = (const char *const *) argv,
+                           .env = (const char *const *) env,
+                           .cwd = "/mnt/data",
+                           .pid_file = pid_file,
+                           .stdin_fd = null_fd,
+                           .stdout_fd = log_pipe[1],
+                           .stderr_fd = log_pipe[1]};
+    self->helper_pid = cg_container_exec (self->backend, self->sandbox, &exec, err);
+    close (null_fd);
+    close (log_pipe[1]);
+    s_strv_free (argv);
+    s_strv_free (env);
+    self->log_fd = log_pipe[0];
+    if (self->helper_pid < 0)
+        return -1;
+    self->helper_pidfd = s_pidfd_open (self->helper_pid);
+    if (self->helper_pidfd < 0)
+        return cg_error_set (err, errno, "pidfd_open: %s", strerror (errno));
+    return 0;
+}
+
+static bool
+s_helper_exited (cg_kernel_t *self)
+{
+    struct pollfd pfd = {self->helper_pidfd, POLLIN, 0};
+    return self->helper_pidfd >= 0 && poll (&pfd, 1, 0) == 1;
+}
+
+static void
+s_read_kernel_pid (cg_kernel_t *self)
+{
+    if (self->kernel_pid > 0)
+        return;
+    cleanup_free char *pid_file = cg_strdupf ("%s/kernel-%s.pid", self->sandbox->bundle_dir,
+                                              self->spec->language);
+    cleanup_free char *text = cg_read_file (pid_file, 64, NULL, NULL);
+    if (text)
+        self->kernel_pid = (pid_t) atol (text);
+}
+
+void
+cg_kernel_drain_log (cg_kernel_t *self)
+{
+    if (self->log_fd < 0)
+        return;
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read (self->log_fd, chunk, sizeof chunk)) > 0) {
+        //  Keep only the last LOG_TAIL bytes; the rest is discarded (bounded).
+        size_t keep = (size_t) n > LOG_TAIL ? LOG_TAIL : (size_t) n;
+        const char *src = chunk + n - keep;
+        if (self->log_len + keep > LOG_TAIL) {
+            size_t drop = self->log_len + keep - LOG_TAIL;
+            memmove (self->log_tail, self->log_tail + drop, self->log_len - drop);
+            self->log_len -= drop;
+        }
+        memcpy (self->log_tail + self->log_len, src, keep);
+        self->log_len += keep;
+        self->log_tail[self->log_len] = '\0';
+    }
+    if (n == 0) {
+        close (self->log_fd);
+        self->log_fd = -1;
+    }
+}
+
+int
+cg_kernel_log_fd (cg_kernel_t *self)
+{
+    return self->log_fd;
+}
+
+//  The last line of the kernel's own output, for error messages.
+static const char *
+s_log_last_line (cg_kernel_t *self)
+{
+    while (self->log_len > 0 && (self->log_tail[self->log_len - 1] == '\n'))
+        self->log_tail[--self->log_len] = '\0';
+    const char *last = strrchr (self->log_tail, '\n');
+    return last ? last + 1 : self->log_tail;
+}
+
+//  Sends kernel_info_request until a reply and an iopub message arrive (so the iopub
+//  subscription is known to be live), the kernel exits, or the start timeout passes.
+static int
+s_handshake (cg_kernel_t *self, cg_error_t **err)
+{
+    int64_t deadline = cg_now_us () + (int64_t) self->config->kernel_start_timeout_s * 1000000;
+    int64_t next_request = 0;
+    bool replied = false, iopub_live = false, stdin_live = false;
+    while (!(replied && iopub_live && stdin_live)) {
+        int64_t now = cg_now_us ();
+        if (zsys_interrupted)
+            return cg_error_set (err, EINTR, "interrupted");
+        if (now > deadline)
+            return cg_error_set (err, ETIMEDOUT, "no kernel_info_reply within %d s",
+                                 self->config->kernel_start_timeout_s);
+        //  Until iopub is known to be live, keep asking: each request makes the kernel
+        //  publish busy/idle, and the first ones are lost while SUB connects.
+        if (now >= next_request) {
+            cg_wire_send (self->wire, self->sockets[CH_SHELL], "kernel_info_request", NULL,
+                          NULL, NULL);
+            next_request = now + 500000;
+        }
+        zmq_pollitem_t items[] = {{zsock_resolve (self->sockets[CH_SHELL]), 0, ZMQ_POLLIN, 0},
+                                  {zsock_resolve (self->sockets[CH_IOPUB]), 0, ZMQ_POLLIN, 0},
+                                  {NULL, self->helper_pidfd, ZMQ_POLLIN, 0},
+                                  {zsock_resolve (self->stdin_monitor), 0, ZMQ_POLLIN, 0},
+                                  {NULL, self->log_fd, ZMQ_POLLIN, 0}};
+        int wait_ms = (int) ((next_request - now) / 1000) + 1;
+        if (zmq_poll (items, self->log_fd >= 0 ? 5 : 4, wait_ms) < 0 && errno != EINTR)
+            return cg_error_set (err, errno, "poll: %s", zmq_strerror (errno));
+        if (self->log_fd >= 0 && items[4].revents)
+            cg_kernel_drain_log (self);
+        if (items[3].revents) {
+            zmsg_t *event = zmsg_recv (self->stdin_monitor);
+            stdin_live = event != NULL;
+            zmsg_destroy (&event);
+        }
+        if (items[2].revents) {
+            cg_kernel_drain_log (self);
+            return cg_error_set (err, ECHILD, "kernel exited during startup: %s",
+                                 *s_log_last_line (self) ? s_log_last_line (self) : "no output");
+        }
+        if (items[0].revents) {
+            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_SHELL]);
+            if (msg && strcmp (msg->msg_type, "kernel_info_reply") == 0)
+                replied = true;
+            cg_msg_destroy (&msg);
+        }
+        if (items[1].revents) {
+            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_IOPUB]);
+            if (msg)
+                iopub_live = true;
+            cg_msg_destroy (&msg);
+        }
+    }
+    zmq_socket_monitor (zsock_resolve (self->sockets[CH_STDIN]), NULL, 0);
+    zsock_destroy (&self->stdin_monitor);
+    s_read_kernel_pid (self);
+    return 0;
+}
+
+cg_kernel_t *
+cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_kernel_spec_t *spec,
+                 const cg_config_t *config, cg_error_t **err)
+{
+    cg_kernel_t *self = cg_xcalloc (1, sizeof *self);
+    self->backend = backend;
+    self->sandbox = sandbox;
+    self->spec = spec;
+    self->config = config;
+    self->helper_pid = -1;
+    self->helper_pidfd = -1;
+    self->log_fd = -1;
+    self->connection_file = cg_strdupf ("%s/kernel-%s.json", sandbox->run_dir, spec->language);
+    cleanup_free char *inside_file = cg_strdupf ("/run/cellgate/kernel-%s.json", spec->language);
+    cleanup_free char *inside_ip = cg_strdupf ("/run/cellgate/%s", spec->language);
+    cleanup_free char *host_ip = cg_strdupf ("%s/%s", sandbox->run_dir, spec->language);
+    //  A fresh key for every kernel start (32 random bytes as hex).
+    char key[65];
+    cg_random_hex (key, 32);
+    self->wire = cg_wire_new (key, strlen (key), config->max_message_bytes);
+    //  Stale socket files would make the kernel pick other ports.
+    for (int i = 0; i < CH_COUNT; i++) {
+        cleanup_free char *path = cg_strdupf ("%s%c%d", host_ip, spec->endpoint_colon ? ':' : '-', i + 1);
+        unlink (path);
+    }
+    unlink (self->connection_file);
+    if (s_write_connection_file (self, key, inside_ip, err) < 0
+        || s_open_sockets (self, host_ip, err) < 0 || s_spawn (self, inside_file, err) < 0
+        || s_handshake (self, err) < 0) {
+        cg_error_wrap (err, "start kernel %s", spec->language);
+        cg_kernel_destroy (&self);
+        return NULL;
+    }
+    sodium_memzero (key, sizeof key);
+    return self;
+}
+
+static void
+s_reap (cg_kernel_t *self, int wait_ms)
+{
+    if (self->helper_pid <= 0)
+        return;
+    struct pollfd pfd = {self->helper_pidfd, POLLIN, 0};
+    if (self->helper_pidfd >= 0 && poll (&pfd, 1, wait_ms) == 0) {
+        if (self->kernel_pid > 0)
+            kill (self->kernel_pid, SIGKILL);
+        kill (self->helper_pid, SIGKILL);
+    }
+    while (waitpid (self->helper_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    self->helper_pid = -1;
+}
+
+void
+cg_kernel_destroy (cg_kernel_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_kernel_t *self = *self_p;
+    if (self->helper_pid > 0 && !s_helper_exited (self) && self->sockets[CH_CONTROL])
+        cg_wire_send (self->wire, self->sockets[CH_CONTROL], "shutdown_request",
+                      json_pack ("{s:b}", "restart", 0), NULL, NULL);
+    s_reap (self, SHUTDOWN_WAIT_MS);
+    zsock_destroy (&self->stdin_monitor);
+    s_close_sockets (self);
+    if (self->helper_pidfd >= 0)
+        close (self->helper_pidfd);
+    if (self->log_fd >= 0)
+        close (self->log_fd);
+    if (self->connection_file)
+        unlink (self->connection_file);
+    free (self->connection_file);
+    cg_wire_destroy (&self->wire);
+    free (self);
+    *self_p = NULL;
+}
+
+pid_t
+cg_kernel_pid (cg_kernel_t *self)
+{
+    return self->kernel_pid;
+}
+
+size_t
+cg_kernel_rejected (cg_kernel_t *self)
+{
+    return cg_wire_rejected (self->wire);
+}
+
+const char *
+cg_kernel_connection_file (cg_kernel_t *self)
+{
+    return self->connection_file;
+}
+
+int
+cg_kernel_interrupt (cg_kernel_t *self)
+{
+    if (self->spec->interrupt_message)
+        return cg_wire_send (self->wire, self->sockets[CH_CONTROL], "interrupt_request", NULL,
+                             NULL, NULL);
+    s_read_kernel_pid (self);
+    if (self->kernel_pid <= 0)
+        return -1;
+    return kill (self->kernel_pid, SIGINT);
+}
+
+//  --------------------------------------------------------------------------
+//  Execute
+
+typedef struct {
+    cg_kernel_t *kernel;
+    cg_run_t *run;
+    const char *parent_id;
+    const char *stdin_next;         /* the rest of stdin, NULL when there was none */
+    bool idle, replied;
+    bool clear_pending;             /* clear_output(wait=True) seen */
+} s_exec_t;
+
+static void
+s_clear_output (s_exec_t *exec)
+{
+    s_text_reset (&exec->run->out);
+    s_text_reset (&exec->run->err);
+    json_array_clear (exec->run->outputs);
+    exec->clear_pending = false;
+}
+
+static void
+s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
+{
+    cg_run_t *run = exec->run;
+    const char *type = msg->msg_type;
+    json_t *content = msg->content;
+    if (strcmp (type, "status") == 0) {
+        const char *state = json_string_value (json_object_get (content, "execution_state"));
+        if (state && strcmp (state, "idle") == 0)
+            exec->idle = true;
+        return;
+    }
+    if (strcmp (type, "execute_input") == 0)
+        return;
+    if (exec->clear_pending && strcmp (type, "clear_output") != 0)
+        s_clear_output (exec);
+    if (strcmp (type, "stream") == 0) {
+        const char *name = json_string_value (json_object_get (content, "name"));
+        const char *text = json_string_value (json_object_get (content, "text"));
+        if (text)
+            s_text_append (name && strcmp (name, "stderr") == 0 ? &run->err : &run->out, text,
+                           strlen (text));
+    }
+    else if (strcmp (type, "display_data") == 0 || strcmp (type, "execute_result") == 0
+             || strcmp (type, "update_display_data") == 0) {
+        json_t *data = json_object_get (content, "data");
+        if (!json_is_object (data))
+            return;
+        json_t *metadata = json_object_get (content, "metadata");
+        json_t *item = json_pack ("{s:s, s:O}", "type", type, "data", data);
+        json_object_set_new (item, "metadata",
+                             json_is_object (metadata) ? json_incref (metadata) : json_object ());
+        json_t *transient = json_object_get (content, "transient");
+        const char *display_id = json_string_value (json_object_get (transient, "display_id"));
+        if (display_id)
+            json_object_set_new (item, "display_id", json_string (display_id));
+        if (strcmp (type, "execute_result") == 0) {
+            json_decref (run->return_value);
+            run->return_value = json_incref (data);
+            json_t *count = json_object_get (content, "execution_count");
+            if (json_is_integer (count))
+                run->execution_count = (int) json_integer_value (count);
+        }
+        json_array_append_new (run->outputs, item);
+    }
+    else if (strcmp (type, "error") == 0) {
+        json_t *traceback = json_object_get (content, "traceback");
+        size_t i;
+        json_t *line;
+        json_array_foreach (traceback, i, line) {
+            if (json_is_string (line)) {
+                s_text_append_plain (&run->err, json_string_value (line));
+                s_text_append (&run->err, "\n", 1);
+            }
+        }
+        if (!json_array_size (traceback)) {
+            const char *ename = json_string_value (json_object_get (content, "ename"));
+            const char *evalue = json_string_value (json_object_get (content, "evalue"));
+            cleanup_free char *text = cg_strdupf ("%s: %s\n", ename ? ename : "Error", evalue ? evalue : "");
+            s_text_append (&run->err, text, strlen (text));
+        }
+    }
+    else if (strcmp (type, "clear_output") == 0) {
+        if (json_is_true (json_object_get (content, "wait")))
+            exec->clear_pending = true;
+        else
+            s_clear_output (exec);
+    }
+}
+
+static void
+s_on_shell (s_exec_t *exec, cg_msg_t *msg)
+{
+    if (strcmp (msg->msg_type, "execute_reply") != 0)
+        return;
+    cg_run_t *run = exec->run;
+    exec->replied = true;
+    const char *status = json_string_value (json_object_get (msg->content, "status"));
+    free (run->reply_status);
+    run->reply_status = cg_xstrdup (status ? status : "error");
+    json_t *count = json_object_get (msg->content, "execution_count");
+    if (json_is_integer (count))
+        run->execution_count = (int) json_integer_value (count);
+    const char *ename = json_string_value (json_object_get (msg->content, "ename"));
+    const char *evalue = json_string_value (json_object_get (msg->content, "evalue"));
+    if (ename) {
+        free (run->ename);
+        run->ename = cg_xstrdup (ename);
+    }
+    if (evalue) {
+        free (run->evalue);
+        run->evalue = cg_xstrdup (evalue);
+    }
+}
+
+//  Answers input_request with the next line of stdin, or with EOF (ipykernel raises
+//  EOFError for "\x04") when stdin is exhausted, so input() never hangs.
+static void
+s_on_stdin (s_exec_t *exec, cg_msg_t *msg)
+{
+    if (strcmp (msg->msg_type, "input_request") != 0)
+        return;
+    const char *value = "\x04";
+    cleanup_free char *line = NULL;
+    if (exec->stdin_next && *exec->stdin_next) {
+        const char *newline = strchr (exec->stdin_next, '\n');
+        size_t len = newline ? (size_t) (newline - exec->stdin_next) : strlen (exec->stdin_next);
+        line = cg_xstrndup (exec->stdin_next, len);
+        if (len > 0 && line[len - 1] == '\r')
+            line[len - 1] = '\0';
+        exec->stdin_next += newline ? len + 1 : len;
+        value = line;
+    }
+    else
+        exec->run->stdin_exhausted = true;
+    const char *prompt = json_string_value (json_object_get (msg->content, "prompt"));
+    if (prompt && *value != '\x04')
+        s_text_append (&exec->run->out, prompt, strlen (prompt));
+    cg_wire_send (exec->kernel->wire, exec->kernel->sockets[CH_STDIN], "input_reply",
+                  json_pack ("{s:s}", "value", value), msg->header, NULL);
+}
+
+cg_exec_end_t
+cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
+                   int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
+                   cg_run_t *run)
+{
+    char parent_id[33];
+    run->started_us = cg_now_us ();
+    json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0,
+                                 "store_history", 1, "user_expressions", "allow_stdin", 1,
+                                 "stop_on_error", 1);
+    if (cg_wire_send (self->wire, self->sockets[CH_SHELL], "execute_request", content, NULL,
+                      parent_id)
+        < 0) {
+        run->ended_us = cg_now_us ();
+        return CG_EXEC_FAILED;
+    }
+    s_exec_t exec = {.kernel = self, .run = run, .parent_id = parent_id, .stdin_next = stdin_text};
+    int64_t grace_end = 0;          /* set once interrupted */
+    int64_t next_hb = run->started_us + HB_INTERVAL_US;
+    unsigned hb_misses = 0;
+    cg_exec_end_t end = CG_EXEC_DONE;
+
+    while (!(exec.idle && exec.replied)) {
+        int64_t now = cg_now_us ();
+        if (!grace_end && now >= deadline_us) {
+            run->timed_out = true;
+            cg_kernel_interrupt (self);
+            grace_end = now + (int64_t) self->config->interrupt_grace_ms * 1000;
+        }
+        if (grace_end && now >= grace_end) {
+            end = CG_EXEC_STUCK;
+            break;
+        }
+        if (now >= next_hb) {
+            if (self->hb_sent != self->hb_received && ++hb_misses >= HB_MAX_MISSES) {
+                end = CG_EXEC_DIED;
+                break;
+            }
+            char ping[16];
+            snprintf (ping, sizeof ping, "%u", ++self->hb_sent);
+            zstr_send (self->sockets[CH_HB], ping);
+            next_hb = now + HB_INTERVAL_US;
+        }
+        int64_t wake = grace_end ? grace_end : deadline_us;
+        if (next_hb < wake)
+            wake = next_hb;
+        zmq_pollitem_t items[] = {
+            {zsock_resolve (self->sockets[CH_IOPUB]), 0, ZMQ_POLLIN, 0},
+            {zsock_resolve (self->sockets[CH_SHELL]), 0, ZMQ_POLLIN, 0},
+            {zsock_resolve (self->sockets[CH_STDIN]), 0, ZMQ_POLLIN, 0},
+            {zsock_resolve (self->sockets[CH_CONTROL]), 0, ZMQ_POLLIN, 0},
+            {zsock_resolve (self->sockets[CH_HB]), 0, ZMQ_POLLIN, 0},
+            {NULL, self->helper_pidfd, ZMQ_POLLIN, 0},
+            {control ? zsock_resolve (control) : NULL, control ? 0 : -1, ZMQ_POLLIN, 0},
+            {NULL, self->log_fd, ZMQ_POLLIN, 0},
+        };
+        int count = self->log_fd >= 0 ? 8 : 7;
+        if (!control)
+            items[6].events = 0, items[6].fd = self->helper_pidfd;
+        long wait_ms = (long) ((wake - now) / 1000) + 1;
+        if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
+            break;
+        //  iopub first: a stream that arrives with its execute_reply is not lost.
+        if (items[0].revents) {
+            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_IOPUB]);
+            if (msg && msg->parent_msg_id && strcmp (msg->parent_msg_id, parent_id) == 0)
+                s_on_iopub (&exec, msg);
+            cg_msg_destroy (&msg);
+            continue;   /* drain iopub before looking at the reply */
+        }
+        if (items[1].revents) {
+            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_SHELL]);
+            if (msg && msg->parent_msg_id && strcmp (msg->parent_msg_id, parent_id) == 0)
+                s_on_shell (&exec, msg);
+            cg_msg_destroy (&msg);
+        }
+        if (items[2].revents) {
+            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_STDIN]);
+            if (msg && msg->parent_msg_id && strcmp (msg->parent_msg_id, parent_id) == 0)
+                s_on_stdin (&exec, msg);
+            cg_msg_destroy (&msg);
+        }
+        if (items[3].revents) {
+            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_CONTROL]);
+            cg_msg_destroy (&msg);
+        }
+        if (items[4].revents) {
+            char *pong = zstr_recv (self->sockets[CH_HB]);
+            if (pong && (unsigned) atol (pong) == self->hb_sent) {
+                self->hb_received = self->hb_sent;
+                hb_misses = 0;
+            }
+            zstr_free (&pong);
+        }
+        if (count == 8 && items[7].revents)
+            cg_kernel_drain_log (self);
+        if (items[5].revents) {
+            end = CG_EXEC_DIED;
+            break;
+        }
+        if (control && items[6].revents) {
+            cg_control_t action = control_cb (control, arg);
+            if (action == CG_CONTROL_ABORT) {
+                end = CG_EXEC_ABORTED;
+                break;
+            }
+            if (action == CG_CONTROL_CANCEL && !grace_end) {
+                run->cancelled = true;
+                cg_kernel_interrupt (self);
+                grace_end = cg_now_us () + (int64_t) self->config->interrupt_grace_ms * 1000;
+            }
+        }
+    }
+    run->ended_us = cg_now_us ();
+    return end;
+}

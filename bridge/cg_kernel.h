@@ -1,0 +1,107 @@
+/*  cg_kernel — a Jupyter kernel running in a sandbox: spec, start, execute (collecting
+    iopub output, answering input requests), interrupt, heartbeat, shutdown. */
+#ifndef CG_KERNEL_H
+#define CG_KERNEL_H
+
+#include "../containers/cg_container.h"
+#include "cg_config.h"
+#include "cg_error.h"
+
+#include <czmq.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct cg_kernel_t cg_kernel_t;
+
+/*  A kernel spec (kernels/<language>/kernel.json). */
+typedef struct {
+    char *language;
+    char **argv;            /* NULL-terminated; "{connection_file}" is substituted */
+    char **env;             /* NULL-terminated KEY=VALUE from the spec's "env" */
+    bool interrupt_message; /* interrupt_mode "message": interrupt_request on control */
+    bool endpoint_colon;    /* ipc endpoints are <ip>:<port> instead of <ip>-<port> */
+} cg_kernel_spec_t;
+
+/*  Loads DIR/LANGUAGE/kernel.json. Returns a new spec the caller owns, or NULL with
+    *err set. */
+cg_kernel_spec_t *cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err);
+void cg_kernel_spec_destroy (cg_kernel_spec_t **self_p);
+
+/*  A growing text buffer that keeps at most MAX bytes and counts what it dropped. */
+typedef struct {
+    char *data;             /* NUL-terminated */
+    size_t len;
+    size_t max;
+    size_t dropped;         /* bytes past MAX that were not kept */
+} cg_text_t;
+
+/*  What one execution produced. */
+typedef struct {
+    cg_text_t out;          /* stream stdout */
+    cg_text_t err;          /* stream stderr, plus the traceback of an error */
+    json_t *outputs;        /* [{type, data, metadata}] display_data/execute_result/... */
+    json_t *return_value;   /* the execute_result's data, or NULL */
+    char *reply_status;     /* execute_reply status: "ok", "error", "aborted", or NULL */
+    char *ename;            /* exception name when reply_status is "error" */
+    char *evalue;
+    int execution_count;
+    bool timed_out;         /* the deadline passed and the kernel was interrupted */
+    bool cancelled;         /* a cancel arrived and the kernel was interrupted */
+    bool stdin_exhausted;   /* input() asked for more lines than stdin had */
+    int64_t started_us, ended_us;
+} cg_run_t;
+
+void cg_run_init (cg_run_t *run, size_t max_output);
+void cg_run_clear (cg_run_t *run);
+
+/*  How an execution ended. */
+typedef enum {
+    CG_EXEC_DONE,           /* execute_reply and status idle arrived */
+    CG_EXEC_STUCK,          /* interrupted (timeout or cancel) but did not finish in the grace */
+    CG_EXEC_DIED,           /* the kernel process exited or stopped answering heartbeats */
+    CG_EXEC_ABORTED,        /* the control callback asked to stop (server shutdown) */
+    CG_EXEC_FAILED,         /* the request could not be sent */
+} cg_exec_end_t;
+
+/*  What the control callback asks for when CONTROL is readable. */
+typedef enum { CG_CONTROL_NONE, CG_CONTROL_CANCEL, CG_CONTROL_ABORT } cg_control_t;
+typedef cg_control_t (cg_control_cb) (zsock_t *control, void *arg);
+
+/*  Starts a kernel of SPEC inside the running SANDBOX and waits for its kernel_info
+    reply. All pointers are borrowed and must outlive the kernel. Returns a new kernel
+    the caller owns, or NULL with *err set (the process is killed). */
+cg_kernel_t *cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox,
+                              const cg_kernel_spec_t *spec, const cg_config_t *config,
+                              cg_error_t **err);
+
+/*  Stops the kernel (shutdown_request, then SIGKILL after a short wait), closes its
+    sockets, reaps its process and sets *self_p to NULL. */
+void cg_kernel_destroy (cg_kernel_t **self_p);
+
+/*  Runs CODE, answering input requests from STDIN_TEXT line by line (NULL: none; when
+    exhausted the kernel gets EOF), until DEADLINE_US (cg_now_us clock), then interrupts
+    and waits the configured grace. While it runs, CONTROL (may be NULL) is polled and
+    CONTROL_CB decides what its messages mean. Fills RUN. */
+cg_exec_end_t cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
+                                 int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb,
+                                 void *arg, cg_run_t *run);
+
+/*  Interrupts the running cell per the spec's interrupt_mode. Returns 0 or -1. */
+int cg_kernel_interrupt (cg_kernel_t *self);
+
+/*  Returns the host pid of the kernel process, or 0 when unknown. */
+pid_t cg_kernel_pid (cg_kernel_t *self);
+
+/*  Reads pending kernel process output (kept as a short tail for error messages).
+    Returns the fd to poll for it, or -1. */
+int cg_kernel_log_fd (cg_kernel_t *self);
+void cg_kernel_drain_log (cg_kernel_t *self);
+
+/*  Returns how many kernel messages failed verification and were dropped. */
+size_t cg_kernel_rejected (cg_kernel_t *self);
+
+/*  Returns the host path of the kernel's connection file. */
+const char *cg_kernel_connection_file (cg_kernel_t *self);
+
+#endif

@@ -1,0 +1,131 @@
+/*  cellgate — the server program: `cellgate mcp` serves MCP on stdio; `cellgate kernel`
+    starts one sandboxed kernel and prints its connection file (for benchmarks and
+    Jupyter clients). */
+#include "../containers/cg_container.h"
+#include "../mcp/cg_mcp.h"
+#include "cg_config.h"
+#include "cg_instance.h"
+#include "cg_session.h"
+#include "cg_util.h"
+
+#include <czmq.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void
+s_usage (void)
+{
+    printf ("usage: cellgate mcp [options]      serve MCP over stdio\n"
+            "       cellgate kernel [options]   start one sandboxed Python kernel, print the host\n"
+            "                                   path of its connection file, run until stdin closes\n"
+            "       cellgate --version\n\n");
+    cg_config_usage ();
+}
+
+//  Writes a copy of the kernel's connection file whose ipc paths are the host's.
+static char *
+s_host_connection_file (cg_kernel_t *kernel, cg_error_t **err)
+{
+    const char *inside = cg_kernel_connection_file (kernel);
+    json_t *conn = json_load_file (inside, 0, NULL);
+    if (!conn) {
+        cg_error_set (err, EIO, "read %s", inside);
+        return NULL;
+    }
+    cleanup_free char *dir = cg_xstrdup (inside);
+    *strrchr (dir, '/') = '\0';
+    cleanup_free char *ip = cg_strdupf ("%s/python", dir);
+    json_object_set_new (conn, "ip", json_string (ip));
+    char *path = cg_strdupf ("%s.host.json", inside);
+    cleanup_free char *text = json_dumps (conn, JSON_INDENT (1));
+    json_decref (conn);
+    if (cg_write_file (path, text, strlen (text), 0600, err) < 0) {
+        free (path);
+        return NULL;
+    }
+    return path;
+}
+
+static int
+s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance)
+{
+    cg_error_t *err = NULL;
+    cg_session_t *session = cg_session_new (backend, config, cg_instance_sessions_dir (instance),
+                                            cg_instance_prefix (instance), &err);
+    cg_kernel_t *kernel = session ? cg_session_kernel (session, "python", &err) : NULL;
+    char *path = kernel ? s_host_connection_file (kernel, &err) : NULL;
+    if (!path) {
+        fprintf (stderr, "cellgate kernel: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_session_destroy (&session);
+        return 1;
+    }
+    printf ("%s\n", path);
+    fflush (stdout);
+    free (path);
+    char buf[256];
+    while (!zsys_interrupted && read (STDIN_FILENO, buf, sizeof buf) > 0)
+        ;
+    cg_session_destroy (&session);
+    return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+    if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0) {
+        s_usage ();
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp (argv[1], "--version") == 0) {
+        printf ("cellgate %s\n", CG_VERSION);
+        return 0;
+    }
+    const char *command = argv[1];
+    if (strcmp (command, "mcp") != 0 && strcmp (command, "kernel") != 0) {
+        fprintf (stderr, "cellgate: unknown command '%s' (try --help)\n", command);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++)
+        if (strcmp (argv[i], "--help") == 0) {
+            s_usage ();
+            return 0;
+        }
+    cg_config_t config;
+    cg_error_t *err = NULL;
+    if (cg_config_load (&config, argc - 2, argv + 2, &err) < 0) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_config_clear (&config);
+        return 2;
+    }
+    cg_log_set_level (config.log_level);
+    if (sodium_init () < 0) {
+        fprintf (stderr, "cellgate: libsodium failed to initialize\n");
+        return 1;
+    }
+    signal (SIGPIPE, SIG_IGN);
+    zsys_init ();
+    zsys_set_logstream (stderr);
+
+    int rc = 1;
+    cg_backend_t *backend = cg_backend_new (&config, &err);
+    cg_instance_t *instance = backend ? cg_instance_new (backend, &config, &err) : NULL;
+    if (!instance)
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+    else if (strcmp (command, "mcp") == 0) {
+        cg_log (2, "serving MCP on stdio (runtime %s, state %s)", cg_backend_name (backend),
+                config.state_dir);
+        rc = cg_mcp_serve_stdio (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO);
+    }
+    else
+        rc = s_kernel_command (&config, backend, instance);
+    cg_error_destroy (&err);
+    cg_instance_destroy (&instance);
+    cg_backend_destroy (&backend);
+    cg_config_clear (&config);
+    return rc;
+}

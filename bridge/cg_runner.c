@@ -1,0 +1,122 @@
+/*  cg_runner — an actor that owns one session and runs its cells one at a time, so a
+    long cell never blocks the server or other sessions. */
+#include "cg_runner.h"
+#include "cg_session.h"
+#include "cg_util.h"
+
+#include <string.h>
+
+typedef struct {
+    cg_runner_args_t args;
+    zsock_t *pipe;
+    zsock_t *results;
+    cg_session_t *session;
+    bool terminated;
+} s_runner_t;
+
+static cg_control_t
+s_control_cb (zsock_t *control, void *arg)
+{
+    s_runner_t *self = arg;
+    char *command = zstr_recv (control);
+    cg_control_t action = CG_CONTROL_NONE;
+    if (!command || strcmp (command, "$TERM") == 0) {
+        self->terminated = true;
+        action = CG_CONTROL_ABORT;
+    }
+    else if (strcmp (command, "CANCEL") == 0)
+        action = CG_CONTROL_CANCEL;
+    //  Anything else (an EXEC while busy) is the server's mistake; it is dropped.
+    zstr_free (&command);
+    return action;
+}
+
+static json_t *
+s_run (s_runner_t *self, json_t *request_json)
+{
+    cg_exec_request_t request = {
+        .language = json_string_value (json_object_get (request_json, "language")),
+        .code = json_string_value (json_object_get (request_json, "code")),
+        .stdin_text = json_string_value (json_object_get (request_json, "stdin")),
+        .timeout_s = json_number_value (json_object_get (request_json, "timeout")),
+        .execution_id = json_string_value (json_object_get (request_json, "execution_id")),
+        .session_id = json_string_value (json_object_get (request_json, "session_id")),
+    };
+    if (!self->session) {
+        cg_error_t *err = NULL;
+        self->session = cg_session_new (self->args.backend, self->args.config,
+                                        self->args.sessions_dir, self->args.container_prefix, &err);
+        if (!self->session) {
+            json_t *result = cg_result_setup_error (&request, "SANDBOX_SETUP_FAILED", cg_error_message (err));
+            cg_error_destroy (&err);
+            return result;
+        }
+    }
+    json_t *result = cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
+    if (self->args.oneshot)
+        cg_session_destroy (&self->session);
+    return result;
+}
+
+static void
+s_handle_exec (s_runner_t *self, zmsg_t *msg)
+{
+    char *key = zmsg_popstr (msg);
+    char *text = zmsg_popstr (msg);
+    json_t *request = text ? json_loads (text, 0, NULL) : NULL;
+    if (key && request) {
+        json_t *result = s_run (self, request);
+        char *result_text = json_dumps (result, JSON_COMPACT);
+        if (!result_text)
+            abort ();
+        zmsg_t *out = zmsg_new ();
+        zmsg_addstr (out, "RESULT");
+        zmsg_addstr (out, key);
+        zmsg_addstr (out, result_text);
+        zmsg_send (&out, self->results);
+        free (result_text);
+        json_decref (result);
+    }
+    json_decref (request);
+    zstr_free (&key);
+    zstr_free (&text);
+}
+
+void
+cg_runner_actor (zsock_t *pipe, void *args)
+{
+    s_runner_t self = {.args = *(cg_runner_args_t *) args, .pipe = pipe};
+    free (args);
+    self.results = zsock_new_push (NULL);
+    zsock_set_linger (self.results, -1);
+    zsock_connect (self.results, "%s", self.args.results_endpoint);
+    zsock_signal (pipe, 0);
+
+    while (!self.terminated) {
+        //  Idle: wait for a command, draining the kernels' own output meanwhile.
+        int fds[8];
+        int fd_count = self.session ? cg_session_log_fds (self.session, fds, 8) : 0;
+        zmq_pollitem_t items[9] = {{zsock_resolve (pipe), 0, ZMQ_POLLIN, 0}};
+        for (int i = 0; i < fd_count; i++)
+            items[i + 1] = (zmq_pollitem_t){NULL, fds[i], ZMQ_POLLIN, 0};
+        if (zmq_poll (items, fd_count + 1, -1) < 0)
+            continue;
+        if (fd_count && self.session)
+            cg_session_drain (self.session);
+        if (!items[0].revents)
+            continue;
+        zmsg_t *msg = zmsg_recv (pipe);
+        if (!msg)
+            break;
+        char *command = zmsg_popstr (msg);
+        if (command && strcmp (command, "EXEC") == 0)
+            s_handle_exec (&self, msg);
+        else if (!command || strcmp (command, "$TERM") == 0)
+            self.terminated = true;
+        //  CANCEL while idle: nothing runs, nothing to do.
+        zstr_free (&command);
+        zmsg_destroy (&msg);
+    }
+    cg_session_destroy (&self.session);
+    zsock_destroy (&self.results);
+}

@@ -1,0 +1,343 @@
+/*  cg_session — one sandbox (container + workspace) with its kernels started lazily, and
+    the execution of one cell into one assembled result. */
+#define _GNU_SOURCE
+#include "cg_session.h"
+#include "cg_util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_KERNELS 4
+
+struct cg_session_t {
+    cg_backend_t *backend;          /* borrowed */
+    const cg_config_t *config;      /* borrowed */
+    char *dir;                      /* host dir holding bundle/, workspace/, run/ */
+    char *bundle_dir;
+    char *workspace;
+    char *run_dir;
+    char *container_id;
+    cg_sandbox_t sandbox;           /* points into the strings above */
+    bool container_running;
+    cg_kernel_spec_t *specs[MAX_KERNELS];
+    cg_kernel_t *kernels[MAX_KERNELS];
+};
+
+static int
+s_make_dir (const char *path, int mode, const cg_config_t *config, cg_error_t **err)
+{
+    if (cg_mkdir_p (path, mode, err) < 0)
+        return -1;
+    if (chown (path, (uid_t) config->sandbox_uid, (gid_t) config->sandbox_gid) < 0)
+        return cg_error_set (err, errno, "chown %s: %s", path, strerror (errno));
+    return 0;
+}
+
+static int
+s_start_container (cg_session_t *self, cg_error_t **err)
+{
+    if (cg_container_create (self->backend, &self->sandbox, err) < 0)
+        return -1;
+    self->container_running = true;
+    return 0;
+}
+
+cg_session_t *
+cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
+                const char *container_prefix, cg_error_t **err)
+{
+    char slot[13];
+    cg_random_hex (slot, 6);
+    cg_session_t *self = cg_xcalloc (1, sizeof *self);
+    self->backend = backend;
+    self->config = config;
+    self->dir = cg_strdupf ("%s/%s", sessions_dir, slot);
+    self->bundle_dir = cg_strdupf ("%s/bundle", self->dir);
+    self->workspace = cg_strdupf ("%s/workspace", self->dir);
+    self->run_dir = cg_strdupf ("%s/run", self->dir);
+    self->container_id = cg_strdupf ("%s%s", container_prefix, slot);
+    self->sandbox = (cg_sandbox_t){.id = self->container_id,
+                                   .bundle_dir = self->bundle_dir,
+                                   .workspace = self->workspace,
+                                   .run_dir = self->run_dir};
+    if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
+        || s_make_dir (self->workspace, 0755, config, err) < 0
+        || s_make_dir (self->run_dir, 0700, config, err) < 0 || s_start_container (self, err) < 0) {
+        cg_error_wrap (err, "create session sandbox");
+        cg_session_destroy (&self);
+    }
+    return self;
+}
+
+void
+cg_session_destroy (cg_session_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_session_t *self = *self_p;
+    for (int i = 0; i < MAX_KERNELS; i++) {
+        cg_kernel_destroy (&self->kernels[i]);
+        cg_kernel_spec_destroy (&self->specs[i]);
+    }
+    cg_error_t *err = NULL;
+    if (self->container_running && cg_container_destroy (self->backend, &self->sandbox, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+    if (cg_rm_rf (self->dir, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+    free (self->dir);
+    free (self->bundle_dir);
+    free (self->workspace);
+    free (self->run_dir);
+    free (self->container_id);
+    free (self);
+    *self_p = NULL;
+}
+
+static int
+s_kernel_index (cg_session_t *self, const char *language, bool create)
+{
+    for (int i = 0; i < MAX_KERNELS; i++)
+        if (self->specs[i] && strcmp (self->specs[i]->language, language) == 0)
+            return i;
+    if (!create)
+        return -1;
+    for (int i = 0; i < MAX_KERNELS; i++)
+        if (!self->specs[i])
+            return i;
+    return -1;
+}
+
+cg_kernel_t *
+cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err)
+{
+    int index = s_kernel_index (self, language, true);
+    if (index < 0) {
+        cg_error_set (err, ENOSPC, "too many kernels in one session");
+        return NULL;
+    }
+    if (!self->specs[index]) {
+        self->specs[index] = cg_kernel_spec_load (self->config->kernels_dir, language, err);
+        if (!self->specs[index])
+            return NULL;
+    }
+    if (!self->kernels[index]) {
+        if (!self->container_running && s_start_container (self, err) < 0)
+            return NULL;
+        self->kernels[index] = cg_kernel_start (self->backend, &self->sandbox, self->specs[index],
+                                                self->config, err);
+    }
+    return self->kernels[index];
+}
+
+int
+cg_session_log_fds (cg_session_t *self, int *fds, int max)
+{
+    int count = 0;
+    for (int i = 0; i < MAX_KERNELS && count < max; i++)
+        if (self->kernels[i] && cg_kernel_log_fd (self->kernels[i]) >= 0)
+            fds[count++] = cg_kernel_log_fd (self->kernels[i]);
+    return count;
+}
+
+void
+cg_session_drain (cg_session_t *self)
+{
+    for (int i = 0; i < MAX_KERNELS; i++)
+        if (self->kernels[i])
+            cg_kernel_drain_log (self->kernels[i]);
+}
+
+//  --------------------------------------------------------------------------
+//  Results
+
+static json_t *
+s_result_new (const cg_exec_request_t *request)
+{
+    return json_pack ("{s:s, s:s, s:i, s:s, s:n, s:n, s:f, s:i, s:s, s:o, s:s, s:[], s:b, s:b, "
+                      "s:b, s:b, s:b, s:b}",
+                      "stdout", "", "stderr", "", "exit_code", 0, "status", "success",
+                      "error_code", "error_message", "execution_time", 0.0, "duration_ms", 0,
+                      "execution_id", request->execution_id, "session_id",
+                      request->session_id ? json_string (request->session_id) : json_null (),
+                      "language", request->language, "outputs", "success", 1, "timed_out", 0,
+                      "kernel_restarted", 0, "cancelled", 0, "stdout_truncated", 0,
+                      "stderr_truncated", 0);
+}
+
+static void
+s_set_failure (json_t *result, const char *status, int exit_code, const char *error_code,
+               const char *message)
+{
+    json_object_set_new (result, "status", json_string (status));
+    json_object_set_new (result, "exit_code", json_integer (exit_code));
+    json_object_set_new (result, "error_code", json_string (error_code));
+    json_object_set_new (result, "error_message", json_string (message));
+    json_object_set_new (result, "success", json_false ());
+}
+
+json_t *
+cg_result_setup_error (const cg_exec_request_t *request, const char *error_code,
+                       const char *message)
+{
+    json_t *result = s_result_new (request);
+    s_set_failure (result, "setup_error", -1, error_code, message);
+    return result;
+}
+
+static void
+s_append_stderr (json_t *result, const char *text)
+{
+    const char *old = json_string_value (json_object_get (result, "stderr"));
+    cleanup_free char *joined = cg_strdupf ("%s%s%s", old, *old && old[strlen (old) - 1] != '\n' ? "\n" : "", text);
+    json_object_set_new (result, "stderr", json_string (joined));
+}
+
+static void
+s_fill_run (json_t *result, const cg_run_t *run)
+{
+    //  Kernel text is untrusted: json_stringn_nocheck would accept bad UTF-8, so the
+    //  checked constructor is used and invalid text is replaced.
+    json_t *out = json_stringn (run->out.data, run->out.len);
+    json_t *err = json_stringn (run->err.data, run->err.len);
+    json_object_set_new (result, "stdout", out ? out : json_string ("<output was not valid UTF-8>"));
+    json_object_set_new (result, "stderr", err ? err : json_string ("<output was not valid UTF-8>"));
+    json_object_set_new (result, "stdout_truncated", json_boolean (run->out.dropped > 0));
+    json_object_set_new (result, "stderr_truncated", json_boolean (run->err.dropped > 0));
+    json_object_set (result, "outputs", run->outputs);
+    if (run->return_value)
+        json_object_set (result, "return_value", run->return_value);
+    if (run->execution_count > 0)
+        json_object_set_new (result, "execution_count", json_integer (run->execution_count));
+    double seconds = (double) (run->ended_us - run->started_us) / 1e6;
+    json_object_set_new (result, "execution_time", json_real (round (seconds * 1e6) / 1e6));
+    json_object_set_new (result, "duration_ms", json_integer ((run->ended_us - run->started_us) / 1000));
+}
+
+//  Kills whatever the cell left running beside the kernel (forked children, a fork
+//  bomb's processes) so the session is clean for the next call.
+static void
+s_kill_strays (cg_session_t *self)
+{
+    pid_t keep[MAX_KERNELS];
+    size_t count = 0;
+    for (int i = 0; i < MAX_KERNELS; i++)
+        if (self->kernels[i] && cg_kernel_pid (self->kernels[i]) > 0)
+            keep[count++] = cg_kernel_pid (self->kernels[i]);
+    cg_error_t *err = NULL;
+    if (cg_container_signal_others (self->backend, &self->sandbox, SIGKILL, keep, count, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+}
+
+//  Replaces a stuck or dead kernel: kill it and everything beside it, start a new one;
+//  when that fails, restart the whole container. Returns 0 when a kernel runs again.
+static int
+s_restart_kernel (cg_session_t *self, const char *language, cg_error_t **err)
+{
+    int index = s_kernel_index (self, language, false);
+    if (index >= 0)
+        cg_kernel_destroy (&self->kernels[index]);
+    s_kill_strays (self);
+    cg_error_t *first = NULL;
+    if (cg_session_kernel (self, language, &first))
+        return 0;
+    cg_log (1, "restart kernel in %s: %s; restarting the container", self->container_id,
+            cg_error_message (first));
+    cg_error_destroy (&first);
+    for (int i = 0; i < MAX_KERNELS; i++)
+        cg_kernel_destroy (&self->kernels[i]);
+    cg_container_destroy (self->backend, &self->sandbox, NULL);
+    self->container_running = false;
+    return cg_session_kernel (self, language, err) ? 0 : -1;
+}
+
+json_t *
+cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_t *control,
+                    cg_control_cb *control_cb, void *arg)
+{
+    cg_error_t *err = NULL;
+    cg_kernel_t *kernel = cg_session_kernel (self, request->language, &err);
+    if (!kernel) {
+        json_t *result = cg_result_setup_error (request, "SANDBOX_SETUP_FAILED", cg_error_message (err));
+        cg_error_destroy (&err);
+        return result;
+    }
+    cg_container_stats_t before = {.oom_kills = -1};
+    cg_container_stats (self->backend, &self->sandbox, &before, NULL);
+
+    cg_run_t run;
+    cg_run_init (&run, self->config->max_output_bytes);
+    int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
+    cg_exec_end_t end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline,
+                                           control, control_cb, arg, &run);
+    json_t *result = s_result_new (request);
+    s_fill_run (result, &run);
+    int grace = self->config->interrupt_grace_ms;
+
+    if (end == CG_EXEC_DONE && !run.timed_out && !run.cancelled) {
+        if (run.reply_status && strcmp (run.reply_status, "ok") != 0) {
+            cleanup_free char *message = run.ename
+                                             ? cg_strdupf ("%s: %s", run.ename, run.evalue ? run.evalue : "")
+                                             : cg_strdupf ("execution %s", run.reply_status);
+            s_set_failure (result, "execution_error", 1, "RUNTIME_ERROR", message);
+        }
+    }
+    else if (end == CG_EXEC_DONE) {
+        s_kill_strays (self);
+        if (run.timed_out) {
+            cleanup_free char *message = cg_strdupf (
+                "Execution timed out after %g seconds; the kernel was interrupted and its state kept.",
+                request->timeout_s);
+            s_set_failure (result, "timeout", 124, "EXECUTION_TIMEOUT", message);
+        }
+        else
+            s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", "Execution was cancelled; the kernel was interrupted and its state kept.");
+        json_object_set_new (result, "timed_out", json_boolean (run.timed_out));
+        json_object_set_new (result, "cancelled", json_boolean (run.cancelled));
+    }
+    else if (end == CG_EXEC_STUCK || end == CG_EXEC_DIED || end == CG_EXEC_FAILED) {
+        cg_container_stats_t after = {.oom_kills = -1};
+        cg_container_stats (self->backend, &self->sandbox, &after, NULL);
+        bool oom = after.oom_kills > before.oom_kills && before.oom_kills >= 0;
+        int restarted = s_restart_kernel (self, request->language, &err);
+        const char *then = restarted == 0
+                               ? "The kernel was restarted: variables and imports from earlier calls are gone; files in /mnt/data remain."
+                               : cg_error_message (err);
+        cleanup_free char *message = NULL;
+        if (end == CG_EXEC_STUCK && run.timed_out) {
+            message = cg_strdupf ("Execution timed out after %g seconds and the kernel did not stop within %d ms of the interrupt. %s",
+                                  request->timeout_s, grace, then);
+            s_set_failure (result, "timeout", 124, "EXECUTION_TIMEOUT", message);
+        }
+        else if (end == CG_EXEC_STUCK) {
+            message = cg_strdupf ("Execution was cancelled and the kernel did not stop within %d ms of the interrupt. %s", grace, then);
+            s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", message);
+        }
+        else if (oom) {
+            message = cg_strdupf ("The kernel ran out of memory (limit %d MB) and was killed. %s",
+                                  self->config->memory_mb, then);
+            s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
+        }
+        else {
+            message = cg_strdupf ("The kernel died while running the cell. %s", then);
+            s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
+        }
+        s_append_stderr (result, message);
+        json_object_set_new (result, "timed_out", json_boolean (run.timed_out));
+        json_object_set_new (result, "cancelled", json_boolean (run.cancelled));
+        json_object_set_new (result, "kernel_restarted", json_boolean (restarted == 0));
+        if (restarted < 0)
+            json_object_set_new (result, "status", json_string ("setup_error"));
+    }
+    else {
+        s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", "The server is shutting down.");
+    }
+    cg_error_destroy (&err);
+    cg_run_clear (&run);
+    return result;
+}

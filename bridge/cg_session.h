@@ -1,0 +1,58 @@
+/*  cg_session — one sandbox (container + workspace) with its kernels started lazily, and
+    the execution of one cell into one assembled result. */
+#ifndef CG_SESSION_H
+#define CG_SESSION_H
+
+#include "../containers/cg_container.h"
+#include "cg_config.h"
+#include "cg_error.h"
+#include "cg_kernel.h"
+
+#include <czmq.h>
+#include <jansson.h>
+
+typedef struct cg_session_t cg_session_t;
+
+/*  One execute_code call, validated. */
+typedef struct {
+    const char *language;       /* canonical: "python" */
+    const char *code;
+    const char *stdin_text;     /* may be NULL */
+    double timeout_s;
+    const char *execution_id;   /* exec_<12 hex> */
+    const char *session_id;     /* the client's id, or NULL for a one-shot sandbox */
+} cg_exec_request_t;
+
+/*  Creates the session's directories under SESSIONS_DIR and starts its container named
+    CONTAINER_PREFIX + a random slot. BACKEND and CONFIG are borrowed. Returns a new
+    session the caller owns, or NULL with *err set (nothing is left behind). */
+cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
+                              const char *sessions_dir, const char *container_prefix,
+                              cg_error_t **err);
+
+/*  Kills the kernels and the container and removes the session's directories. */
+void cg_session_destroy (cg_session_t **self_p);
+
+/*  Runs REQUEST, starting its language's kernel first if needed, and escalating a
+    timeout (interrupt, then kernel restart, then container restart). CONTROL and
+    CONTROL_CB are passed to cg_kernel_execute. Returns the structured result (the
+    seeds' fields: stdout, stderr, exit_code, status, error_code, error_message, ...),
+    which the caller owns. Never returns NULL. */
+json_t *cg_session_execute (cg_session_t *self, const cg_exec_request_t *request,
+                            zsock_t *control, cg_control_cb *control_cb, void *arg);
+
+/*  Starts the kernel for LANGUAGE if it is not running. Returns it (owned by the
+    session), or NULL with *err set. */
+cg_kernel_t *cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err);
+
+/*  Builds a result for a request that never ran (status setup_error). ERROR_CODE is a
+    seed 001 code. Caller owns the result. */
+json_t *cg_result_setup_error (const cg_exec_request_t *request, const char *error_code,
+                               const char *message);
+
+/*  Fills POLLFDS (room for MAX) with the fds of running kernels' output, to be drained
+    with cg_session_drain while idle. Returns how many were written. */
+int cg_session_log_fds (cg_session_t *self, int *fds, int max);
+void cg_session_drain (cg_session_t *self);
+
+#endif

@@ -1,0 +1,59 @@
+/*  cg_util — small helpers shared by every module: memory, strings, time, ids, files. */
+#ifndef CG_UTIL_H
+#define CG_UTIL_H
+
+#include "cg_error.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/*  Allocation that aborts on out-of-memory (czmq, crun and bubblewrap do the same). */
+void *cg_xmalloc (size_t size);
+void *cg_xcalloc (size_t count, size_t size);
+void *cg_xrealloc (void *ptr, size_t size);
+char *cg_xstrdup (const char *s);
+char *cg_xstrndup (const char *s, size_t n);
+
+/*  Returns a new printf-formatted string. Caller owns the result. */
+char *cg_strdupf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+char *cg_vstrdupf (const char *fmt, va_list args);
+
+/*  Monotonic clock in microseconds. */
+int64_t cg_now_us (void);
+
+/*  Fills BUF with 2*NBYTES lowercase hex characters from libsodium's CSPRNG and a NUL.
+    BUF must hold 2*NBYTES+1 bytes. */
+void cg_random_hex (char *buf, size_t nbytes);
+
+/*  Writes LEN bytes of DATA to PATH (created with MODE, truncated), atomically via a
+    temporary file and rename. Returns 0, or -1 with *err set. */
+int cg_write_file (const char *path, const void *data, size_t len, int mode, cg_error_t **err);
+
+/*  Reads at most MAX bytes of PATH into a new NUL-terminated buffer; *len_p gets the
+    length when not NULL. Returns NULL with *err set on failure or when the file is
+    larger than MAX. Caller owns the result. */
+char *cg_read_file (const char *path, size_t max, size_t *len_p, cg_error_t **err);
+
+/*  Creates DIR and its parents with MODE (like mkdir -p). Returns 0 or -1 with *err. */
+int cg_mkdir_p (const char *dir, int mode, cg_error_t **err);
+
+/*  Removes PATH and everything below it without following symlinks. Returns 0, or -1
+    with *err set. A missing PATH is not an error. */
+int cg_rm_rf (const char *path, cg_error_t **err);
+
+/*  Cleanup helpers for __attribute__((cleanup)) locals (crun's cleanup_free). */
+void cg_cleanup_free (void *ptr);
+void cg_cleanup_close (int *fd);
+#define cleanup_free __attribute__ ((cleanup (cg_cleanup_free)))
+#define cleanup_close __attribute__ ((cleanup (cg_cleanup_close)))
+
+/*  Log to stderr (stdout belongs to the MCP stdio transport). LEVEL: 0 error, 1 warn,
+    2 info, 3 debug. Messages above the level set by cg_log_set_level are dropped. */
+void cg_log (int level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+void cg_log_set_level (int level);
+int cg_log_level_from_name (const char *name);
+
+#endif

@@ -1,0 +1,272 @@
+/*  cg_wire — the Jupyter wire protocol (messaging 5.3): framing, HMAC-SHA256 signing and
+    verification. The only module that touches ZeroMQ frames. */
+#include "cg_wire.h"
+#include "cg_util.h"
+
+#include <sodium.h>
+#include <string.h>
+#include <time.h>
+
+#define DELIMITER "<IDS|MSG>"
+#define DELIMITER_LEN 9
+#define SIGNATURE_HEX 64
+#define MAX_FRAMES 1024
+
+struct cg_wire_t {
+    unsigned char *key;
+    size_t key_len;
+    size_t max_msg_size;
+    char session[33];       /* our session id in every header we send */
+    size_t rejected;        /* messages dropped, all reasons */
+};
+
+cg_wire_t *
+cg_wire_new (const char *key, size_t key_len, size_t max_msg_size)
+{
+    cg_wire_t *self = cg_xcalloc (1, sizeof *self);
+    self->key = cg_xmalloc (key_len);
+    memcpy (self->key, key, key_len);
+    self->key_len = key_len;
+    self->max_msg_size = max_msg_size;
+    cg_random_hex (self->session, 16);
+    return self;
+}
+
+void
+cg_wire_destroy (cg_wire_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_wire_t *self = *self_p;
+    sodium_memzero (self->key, self->key_len);
+    free (self->key);
+    free (self);
+    *self_p = NULL;
+}
+
+static void
+s_hmac (cg_wire_t *self, const cg_frame_t parts[4], unsigned char mac[32])
+{
+    crypto_auth_hmacsha256_state state;
+    crypto_auth_hmacsha256_init (&state, self->key, self->key_len);
+    for (int i = 0; i < 4; i++)
+        crypto_auth_hmacsha256_update (&state, parts[i].data, parts[i].size);
+    crypto_auth_hmacsha256_final (&state, mac);
+}
+
+void
+cg_wire_sign (cg_wire_t *self, const cg_frame_t parts[4], char out[65])
+{
+    unsigned char mac[32];
+    s_hmac (self, parts, mac);
+    sodium_bin2hex (out, 65, mac, sizeof mac);
+}
+
+static bool
+s_is_hex (const char *data, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        char c = data[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return false;
+    }
+    return true;
+}
+
+static json_t *
+s_parse_object (const cg_frame_t *frame)
+{
+    json_t *value = json_loadb (frame->data, frame->size, JSON_REJECT_DUPLICATES, NULL);
+    if (value && !json_is_object (value)) {
+        json_decref (value);
+        return NULL;
+    }
+    return value;
+}
+
+static cg_wire_verdict_t
+s_reject (cg_wire_t *self, cg_wire_verdict_t verdict)
+{
+    self->rejected++;
+    return verdict;
+}
+
+cg_wire_verdict_t
+cg_wire_decode (cg_wire_t *self, const cg_frame_t *frames, size_t count, cg_msg_t **msg_p)
+{
+    *msg_p = NULL;
+    //  Untrusted: these frames come from a kernel running model-written code.
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++)
+        total += frames[i].size;
+    if (count > MAX_FRAMES || total > self->max_msg_size)
+        return s_reject (self, CG_WIRE_TOO_LARGE);
+
+    size_t delim = 0;
+    while (delim < count
+           && !(frames[delim].size == DELIMITER_LEN
+                && memcmp (frames[delim].data, DELIMITER, DELIMITER_LEN) == 0))
+        delim++;
+    if (delim == count)
+        return s_reject (self, CG_WIRE_NO_DELIMITER);
+    if (count - delim - 1 < 5)
+        return s_reject (self, CG_WIRE_TOO_FEW_FRAMES);
+
+    const cg_frame_t *signature = &frames[delim + 1];
+    const cg_frame_t *parts = &frames[delim + 2];
+    if (signature->size != SIGNATURE_HEX || !s_is_hex (signature->data, signature->size))
+        return s_reject (self, CG_WIRE_BAD_SIGNATURE_LENGTH);
+
+    unsigned char expected[32], received[32];
+    s_hmac (self, parts, expected);
+    if (sodium_hex2bin (received, sizeof received, signature->data, signature->size, NULL,
+                        NULL, NULL)
+            != 0
+        || sodium_memcmp (expected, received, sizeof expected) != 0)
+        return s_reject (self, CG_WIRE_BAD_SIGNATURE);
+
+    //  Signature verified: only now is the JSON parsed.
+    json_t *objects[4];
+    for (int i = 0; i < 4; i++) {
+        objects[i] = s_parse_object (&parts[i]);
+        if (!objects[i]) {
+            for (int j = 0; j < i; j++)
+                json_decref (objects[j]);
+            return s_reject (self, CG_WIRE_BAD_JSON);
+        }
+    }
+    const char *msg_id = json_string_value (json_object_get (objects[0], "msg_id"));
+    const char *msg_type = json_string_value (json_object_get (objects[0], "msg_type"));
+    if (!msg_id || !msg_type) {
+        for (int i = 0; i < 4; i++)
+            json_decref (objects[i]);
+        return s_reject (self, CG_WIRE_BAD_HEADER);
+    }
+    cg_msg_t *msg = cg_xcalloc (1, sizeof *msg);
+    msg->header = objects[0];
+    msg->parent_header = objects[1];
+    msg->metadata = objects[2];
+    msg->content = objects[3];
+    msg->msg_id = msg_id;
+    msg->msg_type = msg_type;
+    msg->parent_msg_id = json_string_value (json_object_get (objects[1], "msg_id"));
+    msg->buffer_count = count - delim - 6;
+    *msg_p = msg;
+    return CG_WIRE_OK;
+}
+
+cg_msg_t *
+cg_wire_recv (cg_wire_t *self, zsock_t *sock)
+{
+    zmsg_t *zmsg = zmsg_recv (sock);
+    if (!zmsg)
+        return NULL;
+    size_t count = zmsg_size (zmsg);
+    cg_msg_t *msg = NULL;
+    if (count > MAX_FRAMES)
+        s_reject (self, CG_WIRE_TOO_LARGE);
+    else {
+        cg_frame_t frames[count ? count : 1];
+        size_t i = 0;
+        for (zframe_t *frame = zmsg_first (zmsg); frame; frame = zmsg_next (zmsg), i++) {
+            frames[i].data = zframe_data (frame);
+            frames[i].size = zframe_size (frame);
+        }
+        cg_wire_verdict_t verdict = cg_wire_decode (self, frames, count, &msg);
+        if (verdict != CG_WIRE_OK)
+            cg_log (1, "dropped a kernel message: %s (%zu frames; %zu dropped so far)", cg_wire_verdict_name (verdict), count,
+                    self->rejected);
+    }
+    zmsg_destroy (&zmsg);
+    return msg;
+}
+
+static char *
+s_dump (const json_t *value)
+{
+    char *text = json_dumps (value, JSON_COMPACT | JSON_ENSURE_ASCII);
+    if (!text)
+        abort ();
+    return text;
+}
+
+int
+cg_wire_send (cg_wire_t *self, zsock_t *sock, const char *msg_type, json_t *content,
+              const json_t *parent, char *msg_id_out)
+{
+    char msg_id[33];
+    cg_random_hex (msg_id, 16);
+    char date[40];
+    struct timespec ts;
+    clock_gettime (CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r (&ts.tv_sec, &tm);
+    size_t n = strftime (date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf (date + n, sizeof date - n, ".%06ldZ", ts.tv_nsec / 1000);
+
+    json_t *header = json_pack ("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", msg_id,
+                                "session", self->session, "username", "cellgate", "date",
+                                date, "msg_type", msg_type, "version", "5.3");
+    cleanup_free char *header_text = s_dump (header);
+    json_decref (header);
+    cleanup_free char *parent_text = parent ? s_dump (parent) : cg_xstrdup ("{}");
+    cleanup_free char *content_text = content ? s_dump (content) : cg_xstrdup ("{}");
+    json_decref (content);
+    const char *metadata_text = "{}";
+
+    cg_frame_t parts[4] = {{header_text, strlen (header_text)},
+                           {parent_text, strlen (parent_text)},
+                           {metadata_text, 2},
+                           {content_text, strlen (content_text)}};
+    char signature[65];
+    cg_wire_sign (self, parts, signature);
+
+    zmsg_t *zmsg = zmsg_new ();
+    zmsg_addmem (zmsg, DELIMITER, DELIMITER_LEN);
+    zmsg_addmem (zmsg, signature, SIGNATURE_HEX);
+    for (int i = 0; i < 4; i++)
+        zmsg_addmem (zmsg, parts[i].data, parts[i].size);
+    if (zmsg_send (&zmsg, sock) != 0) {
+        zmsg_destroy (&zmsg);
+        return -1;
+    }
+    if (msg_id_out)
+        memcpy (msg_id_out, msg_id, 33);
+    return 0;
+}
+
+size_t
+cg_wire_rejected (cg_wire_t *self)
+{
+    return self->rejected;
+}
+
+const char *
+cg_wire_verdict_name (cg_wire_verdict_t verdict)
+{
+    switch (verdict) {
+    case CG_WIRE_OK: return "ok";
+    case CG_WIRE_NO_DELIMITER: return "no_delimiter";
+    case CG_WIRE_TOO_FEW_FRAMES: return "too_few_frames";
+    case CG_WIRE_BAD_SIGNATURE_LENGTH: return "bad_signature_length";
+    case CG_WIRE_BAD_SIGNATURE: return "bad_signature";
+    case CG_WIRE_BAD_JSON: return "bad_json";
+    case CG_WIRE_BAD_HEADER: return "bad_header";
+    case CG_WIRE_TOO_LARGE: return "too_large";
+    }
+    return "unknown";
+}
+
+void
+cg_msg_destroy (cg_msg_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_msg_t *self = *self_p;
+    json_decref (self->header);
+    json_decref (self->parent_header);
+    json_decref (self->metadata);
+    json_decref (self->content);
+    free (self);
+    *self_p = NULL;
+}

@@ -1,0 +1,77 @@
+/*  cg_container — the sandbox backend interface (create, exec, stats, destroy, orphans)
+    and the security profile every backend applies. */
+#ifndef CG_CONTAINER_H
+#define CG_CONTAINER_H
+
+#include "../bridge/cg_config.h"
+#include "../bridge/cg_error.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct cg_backend_t cg_backend_t;
+
+/*  One sandbox: host directories and the container's name. */
+typedef struct {
+    const char *id;             /* container id, unique per server instance */
+    const char *bundle_dir;     /* host dir for the backend's own files */
+    const char *workspace;      /* host dir mounted read-write at /mnt/data */
+    const char *run_dir;        /* host dir mounted at /run/cellgate (ZeroMQ ipc sockets) */
+} cg_sandbox_t;
+
+/*  A process to start inside a running sandbox. */
+typedef struct {
+    const char *const *argv;    /* NULL-terminated */
+    const char *const *env;     /* NULL-terminated KEY=VALUE list, already allow-listed */
+    const char *cwd;            /* inside the sandbox */
+    const char *pid_file;       /* host path that receives the process's host pid */
+    int stdin_fd, stdout_fd, stderr_fd; /* host fds given to the process */
+} cg_exec_spec_t;
+
+typedef struct {
+    double memory_mb;           /* current usage */
+    double memory_peak_mb;      /* high-water mark */
+    long oom_kills;             /* processes killed by the OOM killer, -1 if unknown */
+} cg_container_stats_t;
+
+/*  Creates the backend named by CONFIG->runtime ("auto", "runc", "crun"), preparing the
+    shared read-only root (under CONFIG->state_dir). CONFIG is borrowed and must outlive
+    the backend. Returns NULL with *err set when no usable runtime is installed. */
+cg_backend_t *cg_backend_new (const cg_config_t *config, cg_error_t **err);
+
+/*  Destroys *self_p (not the containers) and sets it to NULL. */
+void cg_backend_destroy (cg_backend_t **self_p);
+
+/*  Returns the runtime in use, e.g. "runc". */
+const char *cg_backend_name (cg_backend_t *self);
+
+/*  Creates and starts SANDBOX: a container with no network, a read-only root, the
+    workspace and run dir as its only writable binds, limits and seccomp, and a reaping
+    init as its first process. Returns 0, or -1 with *err set. */
+int cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err);
+
+/*  Starts SPEC inside SANDBOX as the unprivileged sandbox user. Returns the host pid of
+    the local helper process whose exit means the sandboxed process exited (its exit
+    status is the process's), or -1 with *err set. The caller reaps it. */
+pid_t cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox,
+                         const cg_exec_spec_t *spec, cg_error_t **err);
+
+/*  Sends SIGNAL to every process in SANDBOX except its init and the host pids in KEEP
+    (KEEP_COUNT entries). Returns how many were signalled, or -1 with *err set. */
+int cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal,
+                                const pid_t *keep, size_t keep_count, cg_error_t **err);
+
+/*  Reads memory usage and OOM kills of SANDBOX from its cgroup. Returns 0, or -1 with
+    *err set. */
+int cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox,
+                        cg_container_stats_t *stats, cg_error_t **err);
+
+/*  Kills and removes SANDBOX's container (not its directories). Returns 0, or -1 with
+    *err set; a container that no longer exists is not an error. */
+int cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err);
+
+/*  Kills and removes every container of this backend whose id starts with PREFIX (what
+    a crashed server left). Returns how many were removed, or -1 with *err set. */
+int cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t **err);
+
+#endif

@@ -1,0 +1,617 @@
+/*  cg_oci — the default sandbox backend: OCI containers through runc or crun, with the
+    config.json written here (read-only root, no network, no capabilities, seccomp). */
+#define _GNU_SOURCE
+#include "cg_container.h"
+#include "cg_seccomp.h"
+#include "../bridge/cg_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define CAPTURE_MAX (4 * 1024 * 1024)
+#define CGROUP_PARENT "cellgate"
+
+struct cg_backend_t {
+    const cg_config_t *config;  /* borrowed */
+    char *runtime_path;         /* /usr/bin/runc or /usr/bin/crun */
+    char *runtime_name;
+    char *runtime_root;         /* the runtime's own state (--root) */
+    char *rootfs;               /* shared empty read-only root with mount points */
+    char *etc_dir;              /* shared synthetic /etc */
+    bool cgroup_v2;             /* the host's cgroup layout is unified only */
+    bool memsw;                 /* cgroup v1 swap accounting present */
+};
+
+//  --------------------------------------------------------------------------
+//  Running the runtime
+
+//  Returns the "msg" of the last JSON line in the runtime's log file. Caller owns it.
+static char *
+s_log_error (const char *path)
+{
+    cleanup_free char *text = cg_read_file (path, CAPTURE_MAX, NULL, NULL);
+    char *result = cg_xstrdup ("");
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr (line, '\n');
+        if (next)
+            *next++ = '\0';
+        json_t *entry = json_loads (line, 0, NULL);
+        const char *msg = json_string_value (json_object_get (entry, "msg"));
+        if (msg) {
+            free (result);
+            result = cg_xstrdup (msg);
+        }
+        json_decref (entry);
+    }
+    return result;
+}
+
+//  Runs ARGV to completion with stdin from /dev/null. Captures stdout into *out (when
+//  OUT is not NULL; caller owns it) and stderr for the error message.
+//  DETACHED_LOG: for a command that leaves a container running, whose first process
+//  would inherit (and keep open) the runtime's stdio: stdio is /dev/null and errors
+//  are read from this log file (runtime --log, JSON lines) instead.
+static int
+s_run (char *const argv[], char **out, const char *detached_log, cg_error_t **err)
+{
+    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+    if (pipe2 (out_pipe, O_CLOEXEC) < 0 || pipe2 (err_pipe, O_CLOEXEC) < 0) {
+        int saved = errno;
+        for (int i = 0; i < 2; i++) {
+            if (out_pipe[i] >= 0)
+                close (out_pipe[i]);
+            if (err_pipe[i] >= 0)
+                close (err_pipe[i]);
+        }
+        return cg_error_set (err, saved, "pipe: %s", strerror (saved));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init (&actions);
+    posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (detached_log) {
+        posix_spawn_file_actions_addopen (&actions, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen (&actions, 2, "/dev/null", O_WRONLY, 0);
+    }
+    else {
+        posix_spawn_file_actions_adddup2 (&actions, out_pipe[1], 1);
+        posix_spawn_file_actions_adddup2 (&actions, err_pipe[1], 2);
+    }
+    pid_t pid;
+    int rc = posix_spawn (&pid, argv[0], &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy (&actions);
+    close (out_pipe[1]);
+    close (err_pipe[1]);
+    if (rc != 0) {
+        close (out_pipe[0]);
+        close (err_pipe[0]);
+        return cg_error_set (err, rc, "%s: %s", argv[0], strerror (rc));
+    }
+    char *bufs[2] = {cg_xmalloc (1), cg_xmalloc (1)};
+    size_t lens[2] = {0, 0};
+    struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    int open_count = 2;
+    while (open_count > 0) {
+        if (poll (fds, 2, -1) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !fds[i].revents)
+                continue;
+            char chunk[8192];
+            ssize_t n = read (fds[i].fd, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                close (fds[i].fd);
+                fds[i].fd = -1;
+                open_count--;
+                continue;
+            }
+            if (lens[i] + (size_t) n <= CAPTURE_MAX) {
+                bufs[i] = cg_xrealloc (bufs[i], lens[i] + (size_t) n + 1);
+                memcpy (bufs[i] + lens[i], chunk, (size_t) n);
+                lens[i] += (size_t) n;
+            }
+        }
+    }
+    bufs[0][lens[0]] = bufs[1][lens[1]] = '\0';
+    int status = 0;
+    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    rc = 0;
+    if ((!WIFEXITED (status) || WEXITSTATUS (status) != 0) && detached_log) {
+        free (bufs[1]);
+        bufs[1] = s_log_error (detached_log);
+        lens[1] = strlen (bufs[1]);
+    }
+    if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
+        //  Keep the runtime's last line: it says what went wrong.
+        char *msg = bufs[1];
+        while (lens[1] > 0 && (msg[lens[1] - 1] == '\n' || msg[lens[1] - 1] == ' '))
+            msg[--lens[1]] = '\0';
+        char *last = strrchr (msg, '\n');
+        const char *base = strrchr (argv[0], '/') ? strrchr (argv[0], '/') + 1 : argv[0];
+        rc = cg_error_set (err, EIO, "%s: %s", base, *msg ? (last ? last + 1 : msg) : "failed");
+    }
+    if (out && rc == 0)
+        *out = bufs[0];
+    else
+        free (bufs[0]);
+    free (bufs[1]);
+    return rc;
+}
+
+//  Runs the runtime with ARGS (NULL-terminated, after the global flags).
+static int
+s_runtime (cg_backend_t *self, char **out, const char *detached_log, cg_error_t **err, ...)
+{
+    char *argv[20];
+    int argc = 0;
+    argv[argc++] = self->runtime_path;
+    argv[argc++] = "--root";
+    argv[argc++] = self->runtime_root;
+    if (detached_log) {
+        argv[argc++] = "--log";
+        argv[argc++] = (char *) detached_log;
+        argv[argc++] = "--log-format";
+        argv[argc++] = "json";
+    }
+    va_list args;
+    va_start (args, err);
+    const char *subcommand = NULL;
+    char *arg;
+    while ((arg = va_arg (args, char *)) && argc < 19) {
+        if (!subcommand)
+            subcommand = arg;
+        argv[argc++] = arg;
+    }
+    va_end (args);
+    argv[argc] = NULL;
+    if (s_run (argv, out, detached_log, err) < 0)
+        return cg_error_wrap (err, "%s", subcommand);
+    return 0;
+}
+
+//  --------------------------------------------------------------------------
+//  The shared root and /etc
+
+static int
+s_copy_etc (const char *name, const char *etc_dir, cg_error_t **err)
+{
+    cleanup_free char *src = cg_strdupf ("/etc/%s", name);
+    if (access (src, F_OK) != 0)
+        return 0;
+    char *argv[] = {"/bin/cp", "-a", "--no-preserve=ownership", src, (char *) etc_dir, NULL};
+    return s_run (argv, NULL, NULL, err);
+}
+
+static int
+s_write_text (const char *dir, const char *name, const char *text, cg_error_t **err)
+{
+    cleanup_free char *path = cg_strdupf ("%s/%s", dir, name);
+    return cg_write_file (path, text, strlen (text), 0644, err);
+}
+
+//  Builds the synthetic /etc: generated account files plus an allow-list of host files
+//  a Python toolchain needs (the dynamic loader's cache, fonts, matplotlib and Python
+//  defaults). No host secrets are copied.
+static int
+s_prepare_etc (cg_backend_t *self, cg_error_t **err)
+{
+    cleanup_free char *fresh = cg_strdupf ("%s.new", self->etc_dir);
+    if (cg_rm_rf (fresh, err) < 0 || cg_mkdir_p (fresh, 0755, err) < 0)
+        return -1;
+    static const char *copies[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
+                                   "fonts", "matplotlibrc", "python3", "python3.11", "mime.types",
+                                   "localtime", "bash.bashrc", "profile", "inputrc", NULL};
+    for (int i = 0; copies[i]; i++)
+        if (s_copy_etc (copies[i], fresh, err) < 0)
+            return -1;
+    const cg_config_t *c = self->config;
+    cleanup_free char *passwd = cg_strdupf ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                            "sandbox:x:%d:%d:sandbox:/tmp:/bin/bash\n"
+                                            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                                            c->sandbox_uid, c->sandbox_gid);
+    cleanup_free char *group = cg_strdupf ("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n",
+                                           c->sandbox_gid);
+    if (s_write_text (fresh, "passwd", passwd, err) < 0
+        || s_write_text (fresh, "group", group, err) < 0
+        || s_write_text (fresh, "hosts", "127.0.0.1 localhost sandbox\n::1 localhost\n", err) < 0
+        || s_write_text (fresh, "hostname", "sandbox\n", err) < 0
+        || s_write_text (fresh, "resolv.conf", "", err) < 0
+        || s_write_text (fresh, "nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n", err) < 0)
+        return -1;
+    //  Swap in atomically enough: running containers keep their old bind.
+    cleanup_free char *old = cg_strdupf ("%s.old", self->etc_dir);
+    cg_rm_rf (old, NULL);
+    rename (self->etc_dir, old);
+    if (rename (fresh, self->etc_dir) < 0)
+        return cg_error_set (err, errno, "rename %s: %s", fresh, strerror (errno));
+    cg_rm_rf (old, NULL);
+    return 0;
+}
+
+//  Builds the shared empty root: mount points, and the host's merged-/usr symlinks.
+static int
+s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
+{
+    static const char *dirs[] = {"usr", "etc", "proc", "sys", "dev", "tmp", "mnt/data",
+                                 "run/cellgate", NULL};
+    for (int i = 0; dirs[i]; i++) {
+        cleanup_free char *path = cg_strdupf ("%s/%s", self->rootfs, dirs[i]);
+        if (cg_mkdir_p (path, 0755, err) < 0)
+            return -1;
+    }
+    static const char *links[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL};
+    for (int i = 0; links[i]; i++) {
+        cleanup_free char *host = cg_strdupf ("/%s", links[i]);
+        cleanup_free char *path = cg_strdupf ("%s/%s", self->rootfs, links[i]);
+        char target[256];
+        ssize_t n = readlink (host, target, sizeof target - 1);
+        if (n < 0)
+            continue;   /* absent or a real directory: bound below if present */
+        target[n] = '\0';
+        unlink (path);
+        if (symlink (target, path) < 0)
+            return cg_error_set (err, errno, "symlink %s: %s", path, strerror (errno));
+    }
+    return 0;
+}
+
+static const char *
+s_find_runtime (const char *name)
+{
+    static const char *dirs[] = {"/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", NULL};
+    for (int i = 0; dirs[i]; i++) {
+        char path[256];
+        snprintf (path, sizeof path, "%s/%s", dirs[i], name);
+        if (access (path, X_OK) == 0)
+            return dirs[i];
+    }
+    return NULL;
+}
+
+cg_backend_t *
+cg_backend_new (const cg_config_t *config, cg_error_t **err)
+{
+    struct statfs fs;
+    bool v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
+    const char *name = config->runtime;
+    //  crun refuses hybrid cgroup layouts (v1 controllers plus a v2 mount); runc works.
+    if (strcmp (name, "auto") == 0)
+        name = v2 && s_find_runtime ("crun") ? "crun" : "runc";
+    const char *dir = s_find_runtime (name);
+    if (!dir) {
+        cg_error_set (err, ENOENT, "OCI runtime '%s' is not installed (run scripts/setup.sh)", name);
+        return NULL;
+    }
+    cg_backend_t *self = cg_xcalloc (1, sizeof *self);
+    self->config = config;
+    self->runtime_name = cg_xstrdup (name);
+    self->runtime_path = cg_strdupf ("%s/%s", dir, name);
+    self->runtime_root = cg_strdupf ("%s/runtime-%s", config->state_dir, name);
+    self->rootfs = cg_strdupf ("%s/rootfs", config->state_dir);
+    self->etc_dir = cg_strdupf ("%s/etc", config->state_dir);
+    self->cgroup_v2 = v2;
+    self->memsw = access ("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
+    if (cg_mkdir_p (self->runtime_root, 0700, err) < 0 || s_prepare_rootfs (self, err) < 0
+        || s_prepare_etc (self, err) < 0) {
+        cg_error_wrap (err, "prepare sandbox root");
+        cg_backend_destroy (&self);
+    }
+    return self;
+}
+
+void
+cg_backend_destroy (cg_backend_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_backend_t *self = *self_p;
+    free (self->runtime_path);
+    free (self->runtime_name);
+    free (self->runtime_root);
+    free (self->rootfs);
+    free (self->etc_dir);
+    free (self);
+    *self_p = NULL;
+}
+
+const char *
+cg_backend_name (cg_backend_t *self)
+{
+    return self->runtime_name;
+}
+
+//  --------------------------------------------------------------------------
+//  config.json
+
+static json_t *
+s_mount (const char *destination, const char *type, const char *source, const char *options)
+{
+    json_t *opts = json_array ();
+    cleanup_free char *copy = cg_xstrdup (options);
+    char *save = NULL;
+    for (char *tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save))
+        json_array_append_new (opts, json_string (tok));
+    return json_pack ("{s:s, s:s, s:s, s:o}", "destination", destination, "type", type,
+                      "source", source, "options", opts);
+}
+
+static json_t *
+s_string_array (const char *const *items)
+{
+    json_t *array = json_array ();
+    for (int i = 0; items[i]; i++)
+        json_array_append_new (array, json_string (items[i]));
+    return array;
+}
+
+static json_t *
+s_rlimits (const cg_config_t *c)
+{
+    return json_pack ("[{s:s,s:I,s:I},{s:s,s:I,s:I},{s:s,s:I,s:I}]",
+                      "type", "RLIMIT_NOFILE", "hard", (json_int_t) c->nofile, "soft", (json_int_t) c->nofile,
+                      "type", "RLIMIT_FSIZE", "hard", (json_int_t) c->fsize_mb * 1024 * 1024,
+                      "soft", (json_int_t) c->fsize_mb * 1024 * 1024,
+                      "type", "RLIMIT_CORE", "hard", (json_int_t) 0, "soft", (json_int_t) 0);
+}
+
+//  The process object shared by the init and every exec'd process: unprivileged user,
+//  no capabilities at all, no_new_privileges, limits.
+static json_t *
+s_process (const cg_config_t *c, const char *const *argv, const char *const *env,
+           const char *cwd)
+{
+    json_t *caps = json_pack ("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
+                              "inheritable", "permitted", "ambient");
+    return json_pack ("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:b, s:o}", "terminal", 0,
+                      "user", "uid", c->sandbox_uid, "gid", c->sandbox_gid, "args",
+                      s_string_array (argv), "env", s_string_array (env), "cwd", cwd,
+                      "capabilities", caps, "noNewPrivileges", 1, "rlimits", s_rlimits (c));
+}
+
+static json_t *
+s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
+{
+    const cg_config_t *c = self->config;
+    static const char *init_argv[] = {"/usr/bin/catatonit", "-P", NULL};
+    static const char *init_env[] = {"PATH=/usr/bin:/bin", NULL};
+
+    json_t *mounts = json_array ();
+    json_array_append_new (mounts, s_mount ("/proc", "proc", "proc", "nosuid,noexec,nodev"));
+    json_array_append_new (mounts, s_mount ("/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"));
+    json_array_append_new (mounts, s_mount ("/dev/pts", "devpts", "devpts", "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620"));
+    json_array_append_new (mounts, s_mount ("/dev/shm", "tmpfs", "shm", "nosuid,noexec,nodev,mode=1777,size=65536k"));
+    json_array_append_new (mounts, s_mount ("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
+    json_array_append_new (mounts, s_mount ("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"));
+    json_array_append_new (mounts, s_mount ("/usr", "bind", "/usr", "rbind,ro,nosuid,nodev"));
+    json_array_append_new (mounts, s_mount ("/etc", "bind", self->etc_dir, "rbind,ro,nosuid,nodev"));
+    cleanup_free char *tmp_opts = cg_strdupf ("nosuid,nodev,mode=1777,size=%dm", c->tmp_mb);
+    json_array_append_new (mounts, s_mount ("/tmp", "tmpfs", "tmpfs", tmp_opts));
+    json_array_append_new (mounts, s_mount ("/mnt/data", "bind", sandbox->workspace, "rbind,rw,nosuid,nodev"));
+    json_array_append_new (mounts, s_mount ("/run/cellgate", "bind", sandbox->run_dir, "rbind,rw,nosuid,nodev,noexec"));
+
+    static const char *masked[] = {"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
+                                   "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                                   "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+                                   "/sys/devices/virtual/powercap", "/sys/kernel", NULL};
+    static const char *readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                     "/proc/sysrq-trigger", NULL};
+
+    json_int_t memory = (json_int_t) c->memory_mb * 1024 * 1024;
+    json_t *memory_obj = json_pack ("{s:I}", "limit", memory);
+    if (self->cgroup_v2 || self->memsw)
+        json_object_set_new (memory_obj, "swap", json_integer (memory));
+    json_t *resources = json_pack (
+        "{s:[{s:b, s:s}], s:o, s:{s:I, s:I}, s:{s:I}}", "devices", "allow", 0, "access", "rwm",
+        "memory", memory_obj, "cpu", "quota", (json_int_t) (c->cpus * 100000), "period",
+        (json_int_t) 100000, "pids", "limit", (json_int_t) c->pids);
+
+    json_t *namespaces = json_pack ("[{s:s},{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type",
+                                    "network", "type", "ipc", "type", "uts", "type", "mount",
+                                    "type", "cgroup");
+    cleanup_free char *cgroups_path = cg_strdupf ("/%s/%s", CGROUP_PARENT, sandbox->id);
+
+    json_t *linux_obj = json_pack ("{s:o, s:s, s:o, s:o, s:o, s:o}", "namespaces", namespaces,
+                                   "cgroupsPath", cgroups_path, "resources", resources,
+                                   "maskedPaths", s_string_array (masked), "readonlyPaths",
+                                   s_string_array (readonly), "seccomp", cg_seccomp_profile ());
+    return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2",
+                      "process", s_process (c, init_argv, init_env, "/"), "root", "path",
+                      self->rootfs, "readonly", 1, "hostname", "sandbox", "mounts", mounts,
+                      "linux", linux_obj);
+}
+
+static int
+s_write_json (const char *path, json_t *value, cg_error_t **err)
+{
+    cleanup_free char *text = json_dumps (value, JSON_INDENT (1));
+    if (!text)
+        abort ();
+    return cg_write_file (path, text, strlen (text), 0600, err);
+}
+
+//  --------------------------------------------------------------------------
+//  Life cycle
+
+int
+cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err)
+{
+    json_t *config = s_config_json (self, sandbox);
+    cleanup_free char *path = cg_strdupf ("%s/config.json", sandbox->bundle_dir);
+    int rc = s_write_json (path, config, err);
+    json_decref (config);
+    if (rc < 0)
+        return cg_error_wrap (err, "container %s", sandbox->id);
+    cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
+    cleanup_free char *log = cg_strdupf ("%s/runtime.log", sandbox->bundle_dir);
+    if (s_runtime (self, NULL, log, err, "run", "--detach", "--bundle", (char *) sandbox->bundle_dir,
+                   "--pid-file", pid_file, (char *) sandbox->id, NULL)
+        < 0) {
+        cg_container_destroy (self, sandbox, NULL);
+        return cg_error_wrap (err, "container %s", sandbox->id);
+    }
+    return 0;
+}
+
+pid_t
+cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
+                   cg_error_t **err)
+{
+    json_t *process = s_process (self->config, spec->argv, spec->env, spec->cwd);
+    char suffix[9];
+    cg_random_hex (suffix, 4);
+    cleanup_free char *path = cg_strdupf ("%s/exec-%s.json", sandbox->bundle_dir, suffix);
+    int rc = s_write_json (path, process, err);
+    json_decref (process);
+    if (rc < 0)
+        return cg_error_wrap (err, "exec in %s", sandbox->id);
+    unlink (spec->pid_file);
+    char *argv[] = {self->runtime_path, "--root", self->runtime_root, "exec", "--process", path,
+                    "--pid-file", (char *) spec->pid_file, (char *) sandbox->id, NULL};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init (&actions);
+    posix_spawn_file_actions_adddup2 (&actions, spec->stdin_fd, 0);
+    posix_spawn_file_actions_adddup2 (&actions, spec->stdout_fd, 1);
+    posix_spawn_file_actions_adddup2 (&actions, spec->stderr_fd, 2);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init (&attr);
+    //  Its own process group: a terminal's ^C to the server must not reach the kernel.
+    posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+    sigset_t empty;
+    sigemptyset (&empty);
+    posix_spawnattr_setsigmask (&attr, &empty);
+    pid_t pid;
+    rc = posix_spawn (&pid, argv[0], &actions, &attr, argv, environ);
+    posix_spawn_file_actions_destroy (&actions);
+    posix_spawnattr_destroy (&attr);
+    if (rc != 0)
+        return cg_error_set (err, rc, "exec in %s: %s: %s", sandbox->id, argv[0], strerror (rc));
+    return pid;
+}
+
+int
+cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal,
+                            const pid_t *keep, size_t keep_count, cg_error_t **err)
+{
+    cleanup_free char *out = NULL;
+    if (s_runtime (self, &out, NULL, err, "ps", "--format", "json", (char *) sandbox->id, NULL) < 0)
+        return -1;
+    cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
+    cleanup_free char *init_text = cg_read_file (pid_file, 64, NULL, NULL);
+    pid_t init = init_text ? (pid_t) atol (init_text) : 0;
+    json_t *pids = json_loads (out, 0, NULL);
+    if (!json_is_array (pids)) {
+        json_decref (pids);
+        return cg_error_set (err, EIO, "%s ps %s: unexpected output", self->runtime_name, sandbox->id);
+    }
+    int count = 0;
+    size_t i;
+    json_t *item;
+    json_array_foreach (pids, i, item) {
+        pid_t pid = (pid_t) json_integer_value (item);
+        bool skip = pid <= 1 || pid == init;
+        for (size_t k = 0; k < keep_count && !skip; k++)
+            skip = keep[k] == pid;
+        if (!skip && kill (pid, signal) == 0)
+            count++;
+    }
+    json_decref (pids);
+    return count;
+}
+
+static long
+s_read_long (const char *path)
+{
+    cleanup_free char *text = cg_read_file (path, 4096, NULL, NULL);
+    return text ? atol (text) : -1;
+}
+
+static long
+s_read_key (const char *path, const char *key)
+{
+    cleanup_free char *text = cg_read_file (path, 65536, NULL, NULL);
+    if (!text)
+        return -1;
+    size_t key_len = strlen (key);
+    for (char *line = text; line && *line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+        if (strncmp (line, key, key_len) == 0 && line[key_len] == ' ')
+            return atol (line + key_len + 1);
+    return -1;
+}
+
+int
+cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox,
+                    cg_container_stats_t *stats, cg_error_t **err)
+{
+    cleanup_free char *dir = self->cgroup_v2
+                                 ? cg_strdupf ("/sys/fs/cgroup/%s/%s", CGROUP_PARENT, sandbox->id)
+                                 : cg_strdupf ("/sys/fs/cgroup/memory/%s/%s", CGROUP_PARENT, sandbox->id);
+    cleanup_free char *usage = cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.current" : "memory.usage_in_bytes");
+    cleanup_free char *peak = cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.peak" : "memory.max_usage_in_bytes");
+    cleanup_free char *events = cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.events" : "memory.oom_control");
+    long current = s_read_long (usage);
+    if (current < 0)
+        return cg_error_set (err, ENOENT, "stats %s: no memory cgroup at %s", sandbox->id, dir);
+    long high = s_read_long (peak);
+    stats->memory_mb = (double) current / (1024.0 * 1024.0);
+    stats->memory_peak_mb = (double) (high > current ? high : current) / (1024.0 * 1024.0);
+    stats->oom_kills = s_read_key (events, "oom_kill");
+    return 0;
+}
+
+int
+cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err)
+{
+    cg_error_t *local = NULL;
+    if (s_runtime (self, NULL, NULL, &local, "delete", "--force", (char *) sandbox->id, NULL) < 0) {
+        bool gone = strstr (local->message, "does not exist") || strstr (local->message, "not exist")
+                    || strstr (local->message, "not found");
+        if (!gone) {
+            cg_error_set (err, local->code, "destroy container %s: %s", sandbox->id, local->message);
+            cg_error_destroy (&local);
+            return -1;
+        }
+        cg_error_destroy (&local);
+    }
+    return 0;
+}
+
+int
+cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t **err)
+{
+    cleanup_free char *out = NULL;
+    if (s_runtime (self, &out, NULL, err, "list", "--format", "json", NULL) < 0)
+        return -1;
+    json_t *list = json_loads (out, 0, NULL);
+    int removed = 0;
+    size_t i;
+    json_t *item;
+    json_array_foreach (list, i, item) {
+        const char *id = json_string_value (json_object_get (item, "id"));
+        if (!id || strncmp (id, prefix, strlen (prefix)) != 0)
+            continue;
+        cg_sandbox_t orphan = {.id = id};
+        cg_error_t *local = NULL;
+        if (s_runtime (self, NULL, NULL, &local, "delete", "--force", (char *) id, NULL) == 0)
+            removed++;
+        else
+            cg_log (1, "remove orphan container %s: %s", id, cg_error_message (local));
+        (void) orphan;
+        cg_error_destroy (&local);
+    }
+    json_decref (list);
+    return removed;
+}

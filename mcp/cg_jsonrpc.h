@@ -1,0 +1,29 @@
+/*  cg_jsonrpc — JSON-RPC 2.0 messages: classify what arrives, build what leaves. */
+#ifndef CG_JSONRPC_H
+#define CG_JSONRPC_H
+
+#include <jansson.h>
+
+#define CG_JSONRPC_PARSE_ERROR -32700
+#define CG_JSONRPC_INVALID_REQUEST -32600
+#define CG_JSONRPC_METHOD_NOT_FOUND -32601
+#define CG_JSONRPC_INVALID_PARAMS -32602
+#define CG_JSONRPC_INTERNAL_ERROR -32603
+
+typedef enum {
+    CG_JSONRPC_REQUEST,         /* method + id */
+    CG_JSONRPC_NOTIFICATION,    /* method, no id */
+    CG_JSONRPC_RESPONSE,        /* result or error + id (from the client) */
+    CG_JSONRPC_INVALID,         /* anything else */
+} cg_jsonrpc_kind_t;
+
+/*  Classifies MESSAGE (borrowed). For CG_JSONRPC_INVALID, *why says what is wrong. */
+cg_jsonrpc_kind_t cg_jsonrpc_classify (json_t *message, const char **why);
+
+/*  Returns a new response {jsonrpc, id, result}; RESULT is stolen, ID borrowed. */
+json_t *cg_jsonrpc_result (json_t *id, json_t *result);
+
+/*  Returns a new error response; ID borrowed (NULL means null). */
+json_t *cg_jsonrpc_error (json_t *id, int code, const char *message);
+
+#endif

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything cellgate needs on Debian 12 (run as root or with sudo):
+# build tools and libraries, the sandbox runtime, the kernel's Python packages,
+# and the npm packages the end-to-end tests use. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+DEBS=(
+  # build
+  build-essential cmake pkg-config
+  libzmq3-dev libczmq-dev libjansson-dev libsodium-dev
+  # sandbox: OCI runtimes and the container's init
+  runc crun catatonit
+  # the kernel and what the sandboxed Python ships with
+  python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy
+  # tests
+  nodejs npm
+)
+
+missing=()
+for p in "${DEBS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# A machine may carry a newer Node.js than Debian's; keep it.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  filtered=()
+  for p in "${missing[@]}"; do
+    case "$p" in nodejs|npm) ;; *) filtered+=("$p") ;; esac
+  done
+  missing=("${filtered[@]}")
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm packages for the end-to-end tests (the official MCP TypeScript SDK client).
+if [ -f tests/e2e/package.json ]; then
+  (cd tests/e2e && { [ -f package-lock.json ] && npm ci --no-audit --no-fund --silent || npm install --no-audit --no-fund --silent; })
+fi

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: set-up (idempotent), the normal build with every ctest
+# test (unit + end-to-end against real runc sandboxes, ipykernel and the MCP TypeScript
+# SDK client), then the unit tests again under ASan/UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+jobs=$(nproc)
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure --timeout 600)
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCELLGATE_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ctest --output-on-failure --timeout 300)
+
+echo "all tests passed"

@@ -1,0 +1,178 @@
+// Helpers for cellgate's end-to-end tests: start the server over stdio with the official MCP SDK client.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const DEFAULT_BIN = path.join(REPO_ROOT, 'build', 'cellgate');
+export const DEFAULT_CALL_TIMEOUT_MS = 120000;
+
+const STDERR_KEEP = 64 * 1024;
+
+/** Returns the server binary to test: env CELLGATE_BIN, else <repo>/build/cellgate. */
+export function serverBinary() {
+  return process.env.CELLGATE_BIN || DEFAULT_BIN;
+}
+
+/** Returns the mount points at or below dir (from /proc/self/mountinfo); empty when none. */
+function mountsBelow(dir) {
+  let text;
+  try {
+    text = fs.readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return [];
+  }
+  const prefix = dir.endsWith('/') ? dir : dir + '/';
+  const found = [];
+  for (const line of text.split('\n')) {
+    const fields = line.split(' ');
+    if (fields.length < 5) continue;
+    const mountPoint = fields[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+    if (mountPoint === dir || mountPoint.startsWith(prefix)) found.push(mountPoint);
+  }
+  return found;
+}
+
+/**
+ * Spawns `cellgate mcp --state-dir <fresh temp dir> ...opts.args` through the SDK's
+ * StdioClientTransport, connects an SDK Client and lists the tools once (so the client
+ * validates every structuredContent against the tool's outputSchema).
+ * opts: { args?: string[], env?: object (added to this process's env), name?: string,
+ *         connectTimeoutMs?: number }.
+ * Returns { client, stateDir, transport, tools, stderrText(), close() }.
+ * Throws with the binary path and the server's stderr when the binary is missing or the
+ * server does not complete the MCP handshake.
+ */
+export async function startServer(opts = {}) {
+  const bin = serverBinary();
+  try {
+    fs.accessSync(bin, fs.constants.X_OK);
+    if (!fs.statSync(bin).isFile()) throw new Error('not a regular file');
+  } catch (err) {
+    throw new Error(
+      `cellgate binary not usable at ${bin} (${err.code || err.message}); ` +
+        'build it first (build/cellgate) or set CELLGATE_BIN to its path',
+    );
+  }
+
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-'));
+  let stderrBuf = '';
+  const stderrText = () => stderrBuf;
+
+  const transport = new StdioClientTransport({
+    command: bin,
+    args: ['mcp', '--state-dir', stateDir, ...(opts.args ?? [])],
+    env: { ...process.env, ...(opts.env ?? {}) },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (chunk) => {
+    stderrBuf += chunk.toString('utf8');
+    if (stderrBuf.length > STDERR_KEEP) stderrBuf = stderrBuf.slice(-STDERR_KEEP);
+  });
+
+  const client = new Client({ name: opts.name ?? 'cellgate-e2e', version: '0.0.0' }, { capabilities: {} });
+
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    try {
+      await client.close(); // ends the server's stdin, then SIGTERM/SIGKILL after grace periods
+    } catch {
+      // already closed
+    }
+    const mounts = mountsBelow(stateDir);
+    if (mounts.length > 0) {
+      // Never recurse into a mount the server left behind; leave the dir for inspection.
+      process.stderr.write(`cellgate e2e: state dir ${stateDir} still has mounts, not removed: ${mounts.join(', ')}\n`);
+      return;
+    }
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  };
+
+  let tools;
+  try {
+    await client.connect(transport, { timeout: opts.connectTimeoutMs ?? 30000 });
+    tools = (await client.listTools()).tools;
+  } catch (err) {
+    const stderr = stderrText();
+    await close();
+    throw new Error(
+      `cellgate (${bin}) did not complete the MCP handshake: ${err.message}\n--- server stderr ---\n${stderr}`,
+    );
+  }
+
+  return { client, stateDir, transport, tools, stderrText, close };
+}
+
+/**
+ * Calls execute_code with the given arguments and returns the CallToolResult.
+ * opts: { timeoutMs? (SDK request timeout, default 120000), signal? (AbortSignal) }.
+ */
+export function callExec(client, args, { timeoutMs, signal } = {}) {
+  const options = { timeout: timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS };
+  if (signal) options.signal = signal;
+  return client.callTool({ name: 'execute_code', arguments: args }, undefined, options);
+}
+
+/** Returns result.structuredContent, asserting that it is an object. */
+export function sc(result) {
+  assert.ok(
+    result && typeof result.structuredContent === 'object' && result.structuredContent !== null,
+    `result has no structuredContent: ${JSON.stringify(result)}`,
+  );
+  return result.structuredContent;
+}
+
+/** Formats a result (and the server's stderr tail, when given) for assertion messages. */
+export function show(result, server) {
+  let text = `result: ${JSON.stringify(result, null, 1)}`;
+  if (text.length > 8000) text = text.slice(0, 8000) + ' ...';
+  if (server) text += `\n--- server stderr (tail) ---\n${server.stderrText().slice(-4000)}`;
+  return text;
+}
+
+/** Asserts the result's status (and that isError agrees with it); returns structuredContent. */
+export function expectStatus(result, status, server) {
+  const s = sc(result);
+  assert.equal(s.status, status, `expected status "${status}", got "${s.status}"\n${show(result, server)}`);
+  assert.equal(result.isError === true, status !== 'success', `isError must be ${status !== 'success'}: ${show(result, server)}`);
+  return s;
+}
+
+/** True when a result or error says the session is busy (seed 004's session_busy). */
+export function isBusy(resultOrError) {
+  if (resultOrError instanceof Error) return /busy/i.test(resultOrError.message);
+  const s = resultOrError?.structuredContent;
+  const said = s
+    ? [s.error_code, s.error, s.error_message].filter((v) => typeof v === 'string').join(' ')
+    : (resultOrError?.content ?? []).map((c) => c.text ?? '').join(' ');
+  return /busy/i.test(said);
+}
+
+/**
+ * Calls execute_code, retrying while the session answers session_busy (at most `tries`
+ * times, `delayMs` apart). For use after a cancelled call, whose teardown is asynchronous.
+ */
+export async function callExecWhenIdle(client, args, { tries = 60, delayMs = 500, timeoutMs } = {}) {
+  let last;
+  for (let i = 0; i < tries; i++) {
+    try {
+      last = await callExec(client, args, { timeoutMs });
+      if (!isBusy(last)) return last;
+    } catch (err) {
+      if (!isBusy(err)) throw err;
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, delayMs));
+  }
+  throw new Error(`session still busy after ${tries} tries: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,38 @@
+// Rich display output: a matplotlib inline plot comes back as an MCP image block and a display_data output.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { callExec, expectStatus, show, startServer } from './lib.mjs';
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+let server;
+
+before(async () => {
+  server = await startServer();
+});
+
+after(async () => {
+  await server?.close();
+});
+
+test('matplotlib plot → image/png content block and display_data output', async () => {
+  const r = await callExec(server.client, {
+    language: 'python',
+    code: 'import matplotlib.pyplot as plt\nplt.plot([1,2,3],[3,1,2])\nplt.show()',
+    session_id: 'sess_e2eplot00001',
+    timeout: 120,
+  });
+  const s = expectStatus(r, 'success', server);
+
+  const image = r.content.find((c) => c.type === 'image' && c.mimeType === 'image/png');
+  assert.ok(image, `no image/png content block: ${show(r, server)}`);
+  assert.equal(typeof image.data, 'string');
+  const png = Buffer.from(image.data, 'base64');
+  assert.ok(png.length > PNG_SIGNATURE.length, 'PNG too short');
+  assert.deepEqual(png.subarray(0, PNG_SIGNATURE.length), PNG_SIGNATURE, 'image data is not a PNG');
+
+  const display = s.outputs.find((o) => o.type === 'display_data' && o.data && 'image/png' in o.data);
+  assert.ok(display, `no display_data with image/png in outputs: ${show(r, server)}`);
+});
