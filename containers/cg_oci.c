@@ -253,6 +253,10 @@ s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
         if (cg_mkdir_p (path, 0755, err) < 0)
             return -1;
     }
+    //  runc gives a tmpfs the mode of the directory it covers.
+    cleanup_free char *tmp = cg_strdupf ("%s/tmp", self->rootfs);
+    if (chmod (tmp, 01777) < 0)
+        return cg_error_set (err, errno, "chmod %s: %s", tmp, strerror (errno));
     static const char *links[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL};
     for (int i = 0; links[i]; i++) {
         cleanup_free char *host = cg_strdupf ("/%s", links[i]);
