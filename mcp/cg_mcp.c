@@ -43,13 +43,34 @@ typedef struct {
     bool output_failed;
 } s_server_t;
 
+//  Waits for a runner that was sent $TERM to finish (its sandbox is then gone), even
+//  when a signal interrupts the wait, then destroys it.
+static void
+s_runner_join (zactor_t **runner_p)
+{
+    if (!*runner_p)
+        return;
+    for (;;) {
+        zmsg_t *msg = zmsg_recv (zactor_sock (*runner_p));
+        if (msg) {
+            bool signal = zmsg_signal (msg) >= 0;
+            zmsg_destroy (&msg);
+            if (signal)
+                break;
+        }
+        else if (errno != EINTR)
+            break;
+    }
+    zactor_destroy (runner_p);
+}
+
 static void
 s_session_free (void **item)
 {
     s_session_t *session = *item;
     if (!session)
         return;
-    zactor_destroy (&session->runner);
+    s_runner_join (&session->runner);
     free (session->busy_key);
     free (session);
     *item = NULL;
@@ -63,7 +84,7 @@ s_call_free (void **item)
         return;
     json_decref (call->id);
     free (call->session_id);
-    zactor_destroy (&call->oneshot);
+    s_runner_join (&call->oneshot);
     free (call);
     *item = NULL;
 }
@@ -305,6 +326,8 @@ s_handle_result (s_server_t *self)
             s_send (self, cg_jsonrpc_result (call->id, cg_tools_call_result (structured)));
         else
             s_send_error (self, call->id, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
+        if (call->oneshot)
+            zstr_send (call->oneshot, "$TERM");
         zhashx_delete (self->calls, key);
     }
     zstr_free (&tag);
