@@ -506,9 +506,10 @@ cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exe
     return pid;
 }
 
-int
-cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal,
-                            const pid_t *keep, size_t keep_count, cg_error_t **err)
+//  Signals every listed process but init and KEEP once. Returns how many.
+static int
+s_signal_listed (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal, const pid_t *keep,
+                 size_t keep_count, cg_error_t **err)
 {
     cleanup_free char *out = NULL;
     if (s_runtime (self, &out, NULL, err, "ps", "--format", "json", (char *) sandbox->id, NULL) < 0)
@@ -533,6 +534,21 @@ cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int
             count++;
     }
     json_decref (pids);
+    return count;
+}
+
+int
+cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal,
+                            const pid_t *keep, size_t keep_count, cg_error_t **err)
+{
+    //  Freeze the container first so that nothing can fork between listing and
+    //  signalling (a fork bomb would otherwise outrun us); the frozen processes die as
+    //  soon as it is thawed.
+    bool frozen = s_runtime (self, NULL, NULL, NULL, "pause", (char *) sandbox->id, NULL) == 0;
+    int count = s_signal_listed (self, sandbox, signal, keep, keep_count, err);
+    cg_log (3, "signalled %d process(es) in %s (frozen: %s)", count, sandbox->id, frozen ? "yes" : "no");
+    if (frozen && s_runtime (self, NULL, NULL, err, "resume", (char *) sandbox->id, NULL) < 0)
+        return -1;
     return count;
 }
 
