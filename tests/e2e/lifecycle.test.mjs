@@ -1,0 +1,108 @@
+// Protocol-level and lifecycle checks that the SDK client cannot make: malformed JSON-RPC
+// over raw stdio, and the clean-up of sandboxes a crashed (SIGKILLed) server left behind.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+
+import { serverBinary } from './lib.mjs';
+
+const INIT = { jsonrpc: '2.0', id: 0, method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+
+/** Starts `cellgate mcp` on STATE; returns {send(line), next(), proc}. */
+function startRaw(state) {
+  const proc = spawn(serverBinary(), ['mcp', '--state-dir', state], { stdio: ['pipe', 'pipe', 'pipe'] });
+  proc.stderr.on('data', () => {});
+  const lines = readline.createInterface({ input: proc.stdout });
+  const queue = [];
+  const waiters = [];
+  lines.on('line', (line) => {
+    const message = JSON.parse(line);
+    if (waiters.length) waiters.shift()(message); else queue.push(message);
+  });
+  return {
+    proc,
+    send: (text) => proc.stdin.write(text + '\n'),
+    next: () => (queue.length ? Promise.resolve(queue.shift())
+      : new Promise((resolve) => waiters.push(resolve))),
+  };
+}
+
+function runcContainers(state) {
+  const root = path.join(state, 'runtime-runc');
+  if (!fs.existsSync(root)) return [];
+  const out = execFileSync('runc', ['--root', root, 'list', '-q'], { encoding: 'utf8' });
+  return out.split('\n').filter(Boolean);
+}
+
+test('malformed JSON-RPC gets the right errors and the server stays up', async () => {
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-raw-'));
+  const s = startRaw(state);
+  try {
+    s.send('{"jsonrpc":"2.0","id":1,"method":"ping"');           // truncated
+    let m = await s.next();
+    assert.equal(m.error.code, -32700);
+    assert.equal(m.id, null);
+    s.send(JSON.stringify(INIT));
+    m = await s.next();
+    assert.equal(m.result.protocolVersion, '2025-11-25');
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'no/such/method' }));
+    m = await s.next();
+    assert.equal(m.error.code, -32601);
+    s.send(JSON.stringify({ jsonrpc: '1.0', id: 3, method: 'ping' }));
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'nope' } }));
+    m = await s.next();
+    assert.equal(m.error.code, -32602);
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: 'x' }));
+    m = await s.next();
+    assert.equal(m.error.code, -32600);
+    s.send('\u0000\u00ff garbage');
+    m = await s.next();
+    assert.equal(m.error.code, -32700);
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'initialize', params: { protocolVersion: '1999-01-01' } }));
+    m = await s.next();
+    assert.equal(m.result.protocolVersion, '2025-11-25', 'an unknown version is answered with ours');
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' }));
+    m = await s.next();
+    assert.equal(m.id, 7);
+    assert.deepEqual(m.result, {});
+  } finally {
+    s.proc.stdin.end();
+    await new Promise((resolve) => s.proc.on('exit', resolve));
+    fs.rmSync(state, { recursive: true, force: true });
+  }
+});
+
+test('a restarted server removes the sandboxes a killed server left', async () => {
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-crash-'));
+  const first = startRaw(state);
+  first.send(JSON.stringify(INIT));
+  await first.next();
+  first.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+    params: { name: 'execute_code', arguments: { language: 'python', code: 'x = 1', session_id: 'left_behind' } } }));
+  const r = await first.next();
+  assert.equal(r.result.structuredContent.status, 'success');
+  const before = runcContainers(state);
+  assert.equal(before.length, 1, 'one sandbox runs');
+  first.proc.kill('SIGKILL');
+  await new Promise((resolve) => first.proc.on('exit', resolve));
+  assert.deepEqual(runcContainers(state), before, 'the killed server could not clean up');
+
+  const second = startRaw(state);
+  second.send(JSON.stringify(INIT));
+  await second.next();      // start-up clean-up happens before the server answers
+  assert.deepEqual(runcContainers(state), [], 'the orphan sandbox is gone');
+  const instances = fs.readdirSync(path.join(state, 'instances'));
+  assert.equal(instances.length, 1, 'only the new instance directory remains');
+  second.proc.stdin.end();
+  await new Promise((resolve) => second.proc.on('exit', resolve));
+  assert.deepEqual(runcContainers(state), []);
+  fs.rmSync(state, { recursive: true, force: true });
+});
