@@ -623,13 +623,11 @@ cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t 
         const char *id = json_string_value (json_object_get (item, "id"));
         if (!id || strncmp (id, prefix, strlen (prefix)) != 0)
             continue;
-        cg_sandbox_t orphan = {.id = id};
         cg_error_t *local = NULL;
         if (s_runtime (self, NULL, NULL, &local, "delete", "--force", (char *) id, NULL) == 0)
             removed++;
         else
             cg_log (1, "remove orphan container %s: %s", id, cg_error_message (local));
-        (void) orphan;
         cg_error_destroy (&local);
     }
     json_decref (list);

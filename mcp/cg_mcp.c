@@ -4,10 +4,13 @@
 #include "cg_jsonrpc.h"
 #include "cg_tools.h"
 #include "../bridge/cg_runner.h"
+#include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
 
 #include <czmq.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,25 +46,19 @@ typedef struct {
     bool output_failed;
 } s_server_t;
 
-//  Waits for a runner that was sent $TERM to finish (its sandbox is then gone), even
-//  when a signal interrupts the wait, then destroys it.
+//  Stops a runner and waits for it (and so its sandbox) to be gone. SIGINT and SIGTERM
+//  are blocked in this thread meanwhile: an interrupted wait would leave the runner's
+//  thread running while the server exits.
 static void
 s_runner_join (zactor_t **runner_p)
 {
-    if (!*runner_p)
-        return;
-    for (;;) {
-        zmsg_t *msg = zmsg_recv (zactor_sock (*runner_p));
-        if (msg) {
-            bool signal = zmsg_signal (msg) >= 0;
-            zmsg_destroy (&msg);
-            if (signal)
-                break;
-        }
-        else if (errno != EINTR)
-            break;
-    }
+    sigset_t signals, old;
+    sigemptyset (&signals);
+    sigaddset (&signals, SIGINT);
+    sigaddset (&signals, SIGTERM);
+    pthread_sigmask (SIG_BLOCK, &signals, &old);
     zactor_destroy (runner_p);
+    pthread_sigmask (SIG_SETMASK, &old, NULL);
 }
 
 static void
@@ -155,15 +152,12 @@ s_start_call (s_server_t *self, json_t *id, json_t *request)
     const char *session_id = json_string_value (json_object_get (request, "session_id"));
     s_session_t *session = session_id ? zhashx_lookup (self->sessions, session_id) : NULL;
     if (session && session->busy_key) {
-        json_t *structured = json_pack (
-            "{s:s, s:s, s:i, s:s, s:s, s:s, s:f, s:i, s:O, s:s, s:O, s:[], s:b, s:b, s:b, s:b, s:b, s:b}",
-            "stdout", "", "stderr", "", "exit_code", -1, "status", "setup_error", "error_code",
-            "SESSION_BUSY", "error_message",
-            "Session is busy running another call; wait for it to finish or cancel it.",
-            "execution_time", 0.0, "duration_ms", 0, "execution_id",
-            json_object_get (request, "execution_id"), "session_id", session_id, "language",
-            json_object_get (request, "language"), "outputs", "success", 0, "timed_out", 0,
-            "kernel_restarted", 0, "cancelled", 0, "stdout_truncated", 0, "stderr_truncated", 0);
+        cg_exec_request_t busy = {
+            .language = json_string_value (json_object_get (request, "language")),
+            .execution_id = json_string_value (json_object_get (request, "execution_id")),
+            .session_id = session_id};
+        json_t *structured = cg_result_setup_error (
+            &busy, "SESSION_BUSY", "Session is busy running another call; wait for it to finish or cancel it.");
         s_send (self, cg_jsonrpc_result (id, cg_tools_call_result (structured)));
         json_decref (request);
         return;
@@ -326,8 +320,6 @@ s_handle_result (s_server_t *self)
             s_send (self, cg_jsonrpc_result (call->id, cg_tools_call_result (structured)));
         else
             s_send_error (self, call->id, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
-        if (call->oneshot)
-            zstr_send (call->oneshot, "$TERM");
         zhashx_delete (self->calls, key);
     }
     zstr_free (&tag);

@@ -1,6 +1,7 @@
 /*  cg_tools — the MCP tool registry: names, descriptions, input and output schemas, the
     validation of arguments, and the mapping of results onto MCP content. */
 #include "cg_tools.h"
+#include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
 
 #include <ctype.h>
@@ -99,14 +100,8 @@ s_invalid (const char *error_code, const char *message, const char *language)
 {
     char execution_id[18] = "exec_";
     cg_random_hex (execution_id + 5, 6);
-    json_t *structured = json_pack (
-        "{s:s, s:s, s:i, s:s, s:s, s:s, s:f, s:i, s:s, s:n, s:s, s:[], s:b, s:b, s:b, s:b, s:b, s:b}",
-        "stdout", "", "stderr", "", "exit_code", -1, "status", "setup_error", "error_code",
-        error_code, "error_message", message, "execution_time", 0.0, "duration_ms", 0,
-        "execution_id", execution_id, "session_id", "language", language ? language : "",
-        "outputs", "success", 0, "timed_out", 0, "kernel_restarted", 0, "cancelled", 0,
-        "stdout_truncated", 0, "stderr_truncated", 0);
-    return cg_tools_call_result (structured);
+    cg_exec_request_t request = {.language = language ? language : "", .execution_id = execution_id};
+    return cg_tools_call_result (cg_result_setup_error (&request, error_code, message));
 }
 
 static const char *
