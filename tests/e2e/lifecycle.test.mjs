@@ -106,3 +106,35 @@ test('a restarted server removes the sandboxes a killed server left', async () =
   assert.deepEqual(runcContainers(state), []);
   fs.rmSync(state, { recursive: true, force: true });
 });
+
+test('a second call on a busy session gets SESSION_BUSY at once; other calls still run', async () => {
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-busy-'));
+  const s = startRaw(state);
+  try {
+    s.send(JSON.stringify(INIT));
+    await s.next();
+    const call = (id, code, session_id) => s.send(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call',
+      params: { name: 'execute_code', arguments: { language: 'python', code, session_id } } }));
+    call(1, 'import time; time.sleep(8); print("first")', 'busy_one');
+    // Let the first call reach the runner before the second arrives.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    call(2, 'print("second")', 'busy_one');
+    call(3, 'print("other")', 'busy_two');
+    const order = [];
+    const byId = {};
+    for (let i = 0; i < 3; i++) {
+      const m = await s.next();
+      order.push(m.id);
+      byId[m.id] = m.result.structuredContent;
+    }
+    assert.equal(byId[2].error_code, 'SESSION_BUSY');
+    assert.equal(byId[2].status, 'setup_error');
+    assert.equal(byId[3].stdout, 'other\n');
+    assert.equal(byId[1].stdout, 'first\n');
+    assert.deepEqual(order, [2, 3, 1], 'busy answer first, the other session before the long cell');
+  } finally {
+    s.proc.stdin.end();
+    await new Promise((resolve) => s.proc.on('exit', resolve));
+    fs.rmSync(state, { recursive: true, force: true });
+  }
+});
