@@ -44,6 +44,8 @@ static const s_option_t s_options[] = {
     {"--kernel-start-timeout", "CELLGATE_KERNEL_START_TIMEOUT", S_INT, OFF (kernel_start_timeout_s), 1, 600, "seconds a kernel may take to start (default 60)"},
     {"--max-message-mb", "CELLGATE_MAX_MESSAGE_MB", S_SIZE_MB, OFF (max_message_bytes), 1, 4096, "largest message accepted from a kernel in MB (default 64)"},
     {"--max-output-mb", "CELLGATE_MAX_OUTPUT_MB", S_SIZE_MB, OFF (max_output_bytes), 1, 4096, "stdout/stderr kept per stream per run in MB (default 8)"},
+    {"--max-sessions", "CELLGATE_MAX_SESSIONS", S_INT, OFF (max_sessions), 1, 100000, "sandboxes at once, one-shot ones included (default 10)"},
+    {"--idle-ttl", "CELLGATE_IDLE_TTL", S_INT, OFF (idle_ttl_s), 1, 31536000, "seconds after which an unused session is closed (default 1800)"},
     {"--log-level", "CELLGATE_LOG_LEVEL", S_LOG_LEVEL, OFF (log_level), 0, 3, "error, warn, info or debug (default info)"},
 };
 #define S_OPTION_COUNT (sizeof s_options / sizeof s_options[0])
@@ -104,6 +106,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         .kernel_start_timeout_s = 60,
         .max_message_bytes = 64 * 1024 * 1024,
         .max_output_bytes = 8 * 1024 * 1024,
+        .max_sessions = 10,
+        .idle_ttl_s = 1800,
         .log_level = 2,
     };
     for (size_t i = 0; i < S_OPTION_COUNT; i++) {

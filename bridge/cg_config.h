@@ -23,6 +23,8 @@ typedef struct {
     int kernel_start_timeout_s;
     size_t max_message_bytes;   /* largest message accepted from a kernel */
     size_t max_output_bytes;    /* stdout/stderr kept per stream per run */
+    int max_sessions;           /* sandboxes at once, one-shot ones included */
+    int idle_ttl_s;             /* a session unused this long is closed */
     int log_level;
 } cg_config_t;
 

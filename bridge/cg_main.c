@@ -54,7 +54,7 @@ s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_
 {
     cg_error_t *err = NULL;
     cg_session_t *session = cg_session_new (backend, config, cg_instance_sessions_dir (instance),
-                                            cg_instance_prefix (instance), &err);
+                                            cg_instance_prefix (instance), NULL, &err);
     cg_kernel_t *kernel = session ? cg_session_kernel (session, "python", &err) : NULL;
     char *path = kernel ? s_host_connection_file (kernel, &err) : NULL;
     if (!path) {

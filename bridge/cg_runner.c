@@ -31,6 +31,31 @@ s_control_cb (zsock_t *control, void *arg)
     return action;
 }
 
+//  Creates the session on first use. Returns 0, or -1 with *err set.
+static int
+s_ensure_session (s_runner_t *self, cg_error_t **err)
+{
+    if (!self->session)
+        self->session = cg_session_new (self->args.backend, self->args.config, self->args.sessions_dir,
+                                        self->args.container_prefix,
+                                        self->args.slot[0] ? self->args.slot : NULL, err);
+    return self->session ? 0 : -1;
+}
+
+static json_t *
+s_start (s_runner_t *self, json_t *request_json)
+{
+    const char *language = json_string_value (json_object_get (request_json, "language"));
+    cg_error_t *err = NULL;
+    json_t *result;
+    if (s_ensure_session (self, &err) == 0 && cg_session_kernel (self->session, language, &err))
+        result = json_pack ("{s:b}", "ok", 1);
+    else
+        result = json_pack ("{s:b, s:s}", "ok", 0, "error", cg_error_message (err));
+    cg_error_destroy (&err);
+    return result;
+}
+
 static json_t *
 s_run (s_runner_t *self, json_t *request_json)
 {
@@ -44,9 +69,7 @@ s_run (s_runner_t *self, json_t *request_json)
     };
     if (!self->session) {
         cg_error_t *err = NULL;
-        self->session = cg_session_new (self->args.backend, self->args.config,
-                                        self->args.sessions_dir, self->args.container_prefix, &err);
-        if (!self->session) {
+        if (s_ensure_session (self, &err) < 0) {
             json_t *result = cg_result_setup_error (&request, "SANDBOX_SETUP_FAILED", cg_error_message (err));
             cg_error_destroy (&err);
             return result;
@@ -59,13 +82,13 @@ s_run (s_runner_t *self, json_t *request_json)
 }
 
 static void
-s_handle_exec (s_runner_t *self, zmsg_t *msg)
+s_handle (s_runner_t *self, zmsg_t *msg, bool start)
 {
     char *key = zmsg_popstr (msg);
     char *text = zmsg_popstr (msg);
     json_t *request = text ? json_loads (text, 0, NULL) : NULL;
     if (key && request) {
-        json_t *result = s_run (self, request);
+        json_t *result = start ? s_start (self, request) : s_run (self, request);
         char *result_text = json_dumps (result, JSON_COMPACT);
         if (!result_text)
             abort ();
@@ -109,8 +132,8 @@ cg_runner_actor (zsock_t *pipe, void *args)
         if (!msg)
             break;
         char *command = zmsg_popstr (msg);
-        if (command && strcmp (command, "EXEC") == 0)
-            s_handle_exec (&self, msg);
+        if (command && (strcmp (command, "EXEC") == 0 || strcmp (command, "START") == 0))
+            s_handle (&self, msg, strcmp (command, "START") == 0);
         else if (!command || strcmp (command, "$TERM") == 0)
             self.terminated = true;
         //  CANCEL while idle: nothing runs, nothing to do.

@@ -17,6 +17,7 @@ typedef struct {
     const char *sessions_dir;
     const char *container_prefix;
     const char *results_endpoint;   /* inproc PULL socket the results go to */
+    char slot[13];                  /* the session's slot (dir and container name) */
     bool oneshot;                   /* destroy the sandbox after the first run */
 } cg_runner_args_t;
 
@@ -25,6 +26,8 @@ typedef struct {
                                   language, code, stdin, timeout, execution_id,
                                   session_id); the result goes to results_endpoint as
                                   RESULT <key> <result JSON>
+      START <key> <JSON>          start the sandbox and the kernel for JSON's "language"
+                                  now; result {"ok": true} or {"ok": false, "error": ...}
       CANCEL                      interrupt the running cell, if any
       $TERM                       stop: the session's sandbox is destroyed */
 void cg_runner_actor (zsock_t *pipe, void *args);

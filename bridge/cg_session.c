@@ -47,10 +47,13 @@ s_start_container (cg_session_t *self, cg_error_t **err)
 
 cg_session_t *
 cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
-                const char *container_prefix, cg_error_t **err)
+                const char *container_prefix, const char *slot_or_null, cg_error_t **err)
 {
     char slot[13];
-    cg_random_hex (slot, 6);
+    if (slot_or_null)
+        snprintf (slot, sizeof slot, "%s", slot_or_null);
+    else
+        cg_random_hex (slot, 6);
     cg_session_t *self = cg_xcalloc (1, sizeof *self);
     self->backend = backend;
     self->config = config;
@@ -293,7 +296,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
             cleanup_free char *message = cg_strdupf (
                 "Execution timed out after %g seconds; the kernel was interrupted and its state kept.",
                 request->timeout_s);
-            s_set_failure (result, "timeout", 124, "EXECUTION_TIMEOUT", message);
+            s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
         }
         else
             s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", "Execution was cancelled; the kernel was interrupted and its state kept.");
@@ -312,7 +315,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         if (end == CG_EXEC_STUCK && run.timed_out) {
             message = cg_strdupf ("Execution timed out after %g seconds and the kernel did not stop within %d ms of the interrupt. %s",
                                   request->timeout_s, grace, then);
-            s_set_failure (result, "timeout", 124, "EXECUTION_TIMEOUT", message);
+            s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
         }
         else if (end == CG_EXEC_STUCK) {
             message = cg_strdupf ("Execution was cancelled and the kernel did not stop within %d ms of the interrupt. %s", grace, then);

@@ -23,12 +23,13 @@ typedef struct {
     const char *session_id;     /* the client's id, or NULL for a one-shot sandbox */
 } cg_exec_request_t;
 
-/*  Creates the session's directories under SESSIONS_DIR and starts its container named
-    CONTAINER_PREFIX + a random slot. BACKEND and CONFIG are borrowed. Returns a new
-    session the caller owns, or NULL with *err set (nothing is left behind). */
+/*  Creates the session's directories SESSIONS_DIR/SLOT and starts its container named
+    CONTAINER_PREFIX + SLOT (SLOT: 12 hex digits; NULL picks a random one). BACKEND and
+    CONFIG are borrowed. Returns a new session the caller owns, or NULL with *err set
+    (nothing is left behind). */
 cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
                               const char *sessions_dir, const char *container_prefix,
-                              cg_error_t **err);
+                              const char *slot, cg_error_t **err);
 
 /*  Kills the kernels and the container and removes the session's directories. */
 void cg_session_destroy (cg_session_t **self_p);

@@ -11,23 +11,36 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <math.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_LINE (64 * 1024 * 1024)
 
 static const char *s_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
 
-//  A session's runner and the call it is running, if any.
+//  A session: its runner, the call it is running, and what list_sessions shows.
 typedef struct {
+    char *id;
     zactor_t *runner;
     char *busy_key;             /* key of the call in flight, NULL when idle */
+    char slot[13];              /* directory and container name */
+    char *language;
+    char *name;                 /* may be NULL */
+    char started_at[32];        /* ISO 8601, UTC */
+    char last_activity_at[32];
+    int64_t started_us;         /* monotonic */
+    int64_t last_activity_us;
+    int executions;
 } s_session_t;
 
 //  A tools/call in flight.
 typedef struct {
     json_t *id;                 /* JSON-RPC id */
+    char *tool;                 /* tool name */
     char *session_id;           /* NULL for a one-shot sandbox */
+    char *run_id;               /* run_python's run id */
     zactor_t *oneshot;          /* the one-shot runner, owned here */
     bool cancelled;             /* notifications/cancelled arrived: send no response */
 } s_call_t;
@@ -68,7 +81,10 @@ s_session_free (void **item)
     if (!session)
         return;
     s_runner_join (&session->runner);
+    free (session->id);
     free (session->busy_key);
+    free (session->language);
+    free (session->name);
     free (session);
     *item = NULL;
 }
@@ -80,7 +96,9 @@ s_call_free (void **item)
     if (!call)
         return;
     json_decref (call->id);
+    free (call->tool);
     free (call->session_id);
+    free (call->run_id);
     s_runner_join (&call->oneshot);
     free (call);
     *item = NULL;
@@ -147,54 +165,292 @@ s_initialize (s_server_t *self, json_t *id, json_t *params)
 }
 
 static void
-s_start_call (s_server_t *self, json_t *id, json_t *request)
+s_iso_now (char out[32])
 {
-    const char *session_id = json_string_value (json_object_get (request, "session_id"));
-    s_session_t *session = session_id ? zhashx_lookup (self->sessions, session_id) : NULL;
-    if (session && session->busy_key) {
-        cg_exec_request_t busy = {
-            .language = json_string_value (json_object_get (request, "language")),
-            .execution_id = json_string_value (json_object_get (request, "execution_id")),
-            .session_id = session_id};
-        json_t *structured = cg_result_setup_error (
-            &busy, "SESSION_BUSY", "Session is busy running another call; wait for it to finish or cancel it.");
-        s_send (self, cg_jsonrpc_result (id, cg_tools_call_result (structured)));
-        json_decref (request);
-        return;
-    }
+    time_t now = time (NULL);
+    struct tm tm;
+    gmtime_r (&now, &tm);
+    strftime (out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static size_t
+s_sandbox_count (s_server_t *self)
+{
+    size_t count = zhashx_size (self->sessions);
+    for (s_call_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls))
+        if (call->oneshot)
+            count++;
+    return count;
+}
+
+static cg_runner_args_t *
+s_runner_args (s_server_t *self, const char *slot, bool oneshot)
+{
     cg_runner_args_t *args = cg_xcalloc (1, sizeof *args);
     *args = (cg_runner_args_t){.backend = self->backend,
                                .config = self->config,
                                .sessions_dir = cg_instance_sessions_dir (self->instance),
                                .container_prefix = cg_instance_prefix (self->instance),
                                .results_endpoint = self->results_endpoint,
-                               .oneshot = session_id == NULL};
+                               .oneshot = oneshot};
+    if (slot)
+        snprintf (args->slot, sizeof args->slot, "%s", slot);
+    return args;
+}
+
+static json_t *
+s_max_sessions_result (s_server_t *self, const char *tool, const char *session_id)
+{
+    cleanup_free char *message = cg_strdupf (
+        "Maximum %d concurrent sessions reached. Close an existing session first.",
+        self->config->max_sessions);
+    return tool ? cg_tools_run_error ("python", session_id, "max_sessions", message)
+                : cg_tools_error_object ("max_sessions", message, session_id);
+}
+
+//  Registers a new session and starts its runner. Returns it, or NULL when the limit
+//  of concurrent sandboxes is reached.
+static s_session_t *
+s_session_new (s_server_t *self, const char *session_id, const char *language, const char *name)
+{
+    if (s_sandbox_count (self) >= (size_t) self->config->max_sessions)
+        return NULL;
+    s_session_t *session = cg_xcalloc (1, sizeof *session);
+    session->id = cg_xstrdup (session_id);
+    cg_random_hex (session->slot, 6);
+    session->language = cg_xstrdup (language);
+    session->name = name ? cg_xstrdup (name) : NULL;
+    s_iso_now (session->started_at);
+    memcpy (session->last_activity_at, session->started_at, sizeof session->started_at);
+    session->started_us = session->last_activity_us = cg_now_us ();
+    session->runner = zactor_new (cg_runner_actor, s_runner_args (self, session->slot, false));
+    zhashx_insert (self->sessions, session_id, session);
+    return session;
+}
+
+static s_call_t *
+s_call_new (s_server_t *self, json_t *id, const char *tool, const char *session_id, char key[32])
+{
     s_call_t *call = cg_xcalloc (1, sizeof *call);
     call->id = json_incref (id);
+    call->tool = cg_xstrdup (tool);
+    call->session_id = session_id ? cg_xstrdup (session_id) : NULL;
+    snprintf (key, 32, "c%lu", ++self->next_key);
+    zhashx_insert (self->calls, key, call);
+    return call;
+}
+
+static const char *s_busy_message = "A run is already in progress for this session. Wait for it to complete.";
+
+//  Runs a validated REQUEST (stolen) of a running tool in its session's runner, or in
+//  a one-shot runner when it has no session.
+static void
+s_start_run (s_server_t *self, json_t *id, json_t *request)
+{
+    const char *tool = json_string_value (json_object_get (request, "tool"));
+    char generated[18];
+    if (strcmp (tool, "run_python") == 0 && !json_object_get (request, "session_id")) {
+        //  Seed 004: a session is generated and returned when none is given.
+        memcpy (generated, "sess_", 5);
+        cg_random_hex (generated + 5, 6);
+        json_object_set_new (request, "session_id", json_string (generated));
+    }
+    const char *session_id = json_string_value (json_object_get (request, "session_id"));
+    const char *language = json_string_value (json_object_get (request, "language"));
+    s_session_t *session = session_id ? zhashx_lookup (self->sessions, session_id) : NULL;
+    json_t *refusal = NULL;
+    if (strcmp (tool, "send_to_session") == 0 && !session) {
+        cleanup_free char *message = cg_strdupf ("No active session with id %s", session_id);
+        refusal = cg_tools_run_error (language, session_id, "session_not_found", message);
+    }
+    else if (session && session->busy_key)
+        refusal = cg_tools_run_error (language, session_id, "session_busy", s_busy_message);
+    else if (session_id && !session) {
+        session = s_session_new (self, session_id, json_string_value (json_object_get (request, "language")), NULL);
+        if (!session)
+            refusal = s_max_sessions_result (self, tool, session_id);
+    }
+    else if (!session_id && s_sandbox_count (self) >= (size_t) self->config->max_sessions)
+        refusal = s_max_sessions_result (self, tool, NULL);
+    if (refusal) {
+        s_send (self, cg_jsonrpc_result (id, refusal));
+        json_decref (request);
+        return;
+    }
     char key[32];
-    snprintf (key, sizeof key, "c%lu", ++self->next_key);
+    s_call_t *call = s_call_new (self, id, tool, session_id, key);
+    if (strcmp (tool, "run_python") == 0) {
+        //  run_<UTC time>_<4 hex>, seed 004's format.
+        char stamp[32], suffix[5];
+        time_t now = time (NULL);
+        struct tm tm;
+        gmtime_r (&now, &tm);
+        strftime (stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+        cg_random_hex (suffix, 2);
+        call->run_id = cg_strdupf ("run_%s_%s", stamp, suffix);
+    }
     zactor_t *runner;
-    if (session_id) {
-        if (!session) {
-            session = cg_xcalloc (1, sizeof *session);
-            session->runner = zactor_new (cg_runner_actor, args);
-            zhashx_insert (self->sessions, session_id, session);
-        }
-        else
-            free (args);
+    if (session) {
         session->busy_key = cg_xstrdup (key);
-        call->session_id = cg_xstrdup (session_id);
         runner = session->runner;
     }
     else {
-        call->oneshot = zactor_new (cg_runner_actor, args);
+        call->oneshot = zactor_new (cg_runner_actor, s_runner_args (self, NULL, true));
         runner = call->oneshot;
     }
-    zhashx_insert (self->calls, key, call);
     char *text = json_dumps (request, JSON_COMPACT);
     json_decref (request);
     zstr_sendx (runner, "EXEC", key, text, NULL);
     free (text);
+}
+
+static void
+s_start_session (s_server_t *self, json_t *id, json_t *arguments)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach (arguments, key, value)
+        if (strcmp (key, "language") && strcmp (key, "name") && strcmp (key, "working_dir")) {
+            cleanup_free char *message = cg_strdupf ("unknown argument '%.64s'; start_session takes language, name and working_dir", key);
+            s_send (self, cg_jsonrpc_result (id, cg_tools_error_object ("invalid_params", message, NULL)));
+            return;
+        }
+    json_t *language = json_object_get (arguments, "language");
+    json_t *name = json_object_get (arguments, "name");
+    json_t *working_dir = json_object_get (arguments, "working_dir");
+    const char *canonical = json_is_string (language) ? cg_tools_canonical_language (json_string_value (language)) : NULL;
+    const char *error = NULL;
+    if (!json_is_string (language))
+        error = "'language' is a required string";
+    else if (!canonical)
+        error = "language is not supported; supported: python (aliases py, python3)";
+    else if (name && (!json_is_string (name) || json_string_length (name) > 128))
+        error = "'name' must be a string of at most 128 characters";
+    else if (working_dir && (!json_is_string (working_dir)
+                             || (strcmp (json_string_value (working_dir), "/mnt/data") != 0
+                                 && strcmp (json_string_value (working_dir), "/mnt/data/") != 0)))
+        error = "working_dir is not a host path here: the session runs in a sandbox whose only "
+                "writable directory is /mnt/data (the default). Omit working_dir, or pass "
+                "/mnt/data, and upload files there instead.";
+    if (error) {
+        s_send (self, cg_jsonrpc_result (id, cg_tools_error_object (canonical || !json_is_string (language) ? "invalid_params" : "unsupported_language", error, NULL)));
+        return;
+    }
+    char session_id[18] = "sess_";
+    cg_random_hex (session_id + 5, 6);
+    s_session_t *session = s_session_new (self, session_id, canonical, json_string_value (name));
+    if (!session) {
+        s_send (self, cg_jsonrpc_result (id, s_max_sessions_result (self, NULL, NULL)));
+        return;
+    }
+    char call_key[32];
+    s_call_new (self, id, "start_session", session_id, call_key);
+    session->busy_key = cg_xstrdup (call_key);
+    cleanup_free char *text = cg_strdupf ("{\"language\":\"%s\"}", canonical);
+    zstr_sendx (session->runner, "START", call_key, text, NULL);
+}
+
+static json_t *
+s_session_pid (s_server_t *self, s_session_t *session)
+{
+    cleanup_free char *path = cg_strdupf ("%s/%s/bundle/kernel-%s.pid", cg_instance_sessions_dir (self->instance),
+                                          session->slot, session->language);
+    cleanup_free char *text = cg_read_file (path, 64, NULL, NULL);
+    return text ? json_integer (atol (text)) : json_null ();
+}
+
+static void
+s_list_sessions (s_server_t *self, json_t *id)
+{
+    json_t *list = json_array ();
+    for (s_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions)) {
+        cleanup_free char *container = cg_strdupf ("%s%s", cg_instance_prefix (self->instance), s->slot);
+        cg_sandbox_t sandbox = {.id = container};
+        cg_container_stats_t stats = {0};
+        json_t *memory = cg_container_stats (self->backend, &sandbox, &stats, NULL) == 0
+                             ? json_real (round (stats.memory_mb * 10) / 10)
+                             : json_null ();
+        json_array_append_new (list, json_pack (
+            "{s:s, s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:[], s:b}", "session_id", s->id, "language",
+            s->language, "name", s->name ? json_string (s->name) : json_null (), "started_at",
+            s->started_at, "last_activity_at", s->last_activity_at, "executions_count",
+            s->executions, "pid", s_session_pid (self, s), "memory_mb", memory,
+            "packages_installed", "busy", s->busy_key != NULL));
+    }
+    json_t *structured = json_pack ("{s:o}", "sessions", list);
+    char *text = json_dumps (structured, JSON_COMPACT);
+    s_send (self, cg_jsonrpc_result (id, json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+                                                    "structuredContent", structured, "isError", 0)));
+    free (text);
+}
+
+//  Ends SESSION: answers its call in flight (if any) with an error, stops its runner
+//  (destroying the sandbox) and forgets it.
+static void
+s_session_close (s_server_t *self, s_session_t *session, const char *why)
+{
+    if (session->busy_key) {
+        s_call_t *call = zhashx_lookup (self->calls, session->busy_key);
+        if (call && !call->cancelled)
+            s_send (self, cg_jsonrpc_result (call->id, cg_tools_error_object ("session_closed", why, session->id)));
+        zhashx_delete (self->calls, session->busy_key);
+    }
+    zhashx_delete (self->sessions, session->id);
+}
+
+static void
+s_close_session (s_server_t *self, json_t *id, json_t *arguments)
+{
+    json_t *session_id = json_object_get (arguments, "session_id");
+    if (!json_is_string (session_id)) {
+        s_send (self, cg_jsonrpc_result (id, cg_tools_error_object ("invalid_params", "'session_id' is a required string", NULL)));
+        return;
+    }
+    const char *sid = json_string_value (session_id);
+    s_session_t *session = zhashx_lookup (self->sessions, sid);
+    if (!session) {
+        cleanup_free char *message = cg_strdupf ("No active session with id %.128s", sid);
+        s_send (self, cg_jsonrpc_result (id, cg_tools_error_object ("session_not_found", message, sid)));
+        return;
+    }
+    int64_t duration_ms = (cg_now_us () - session->started_us) / 1000;
+    int executions = session->executions;
+    cleanup_free char *kept_id = cg_xstrdup (sid);
+    s_session_close (self, session, "The session was closed while this call was running.");
+    json_t *structured = json_pack ("{s:b, s:s, s:s, s:I, s:i}", "success", 1, "status", "closed",
+                                    "session_id", kept_id, "duration_total_ms", (json_int_t) duration_ms,
+                                    "executions_count", executions);
+    cleanup_free char *text = cg_strdupf ("Session %s closed.", kept_id);
+    s_send (self, cg_jsonrpc_result (id, json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+                                                    "structuredContent", structured, "isError", 0)));
+}
+
+//  Closes sessions idle for longer than the TTL. Returns the ms until the next check.
+static int
+s_reap_idle (s_server_t *self)
+{
+    int64_t ttl_us = (int64_t) self->config->idle_ttl_s * 1000000;
+    int64_t now = cg_now_us ();
+    int64_t next = INT64_MAX;
+    zlistx_t *expired = zlistx_new ();
+    for (s_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions)) {
+        if (s->busy_key)
+            continue;
+        int64_t due = s->last_activity_us + ttl_us;
+        if (due <= now)
+            zlistx_add_end (expired, s);
+        else if (due < next)
+            next = due;
+    }
+    for (s_session_t *s = zlistx_first (expired); s; s = zlistx_next (expired)) {
+        cg_log (2, "closing session %s: idle for %d s", s->id, self->config->idle_ttl_s);
+        s_session_close (self, s, "idle");
+    }
+    zlistx_destroy (&expired);
+    if (next == INT64_MAX)
+        return -1;
+    int64_t wait_ms = (next - now) / 1000 + 1;
+    return wait_ms > 60000 ? 60000 : (int) wait_ms;
 }
 
 static void
@@ -211,13 +467,29 @@ s_tools_call (s_server_t *self, json_t *id, json_t *params)
         s_send_error (self, id, CG_JSONRPC_INVALID_PARAMS, message);
         return;
     }
-    json_t *error_result = NULL;
-    json_t *request = cg_tools_execute_request (self->config, arguments, &error_result);
-    if (!request) {
-        s_send (self, cg_jsonrpc_result (id, error_result));
+    if (arguments && !json_is_object (arguments)) {
+        s_send (self, cg_jsonrpc_result (id, cg_tools_error_object ("invalid_params", "arguments must be an object", NULL)));
         return;
     }
-    s_start_call (self, id, request);
+    if (strcmp (name, "list_sessions") == 0)
+        s_list_sessions (self, id);
+    else if (strcmp (name, "close_session") == 0)
+        s_close_session (self, id, arguments);
+    else if (strcmp (name, "start_session") == 0)
+        s_start_session (self, id, arguments);
+    else {
+        json_t *error_result = NULL;
+        json_t *request = cg_tools_execute_request (self->config, name, arguments, &error_result);
+        if (request && strcmp (name, "send_to_session") == 0) {
+            s_session_t *session = zhashx_lookup (self->sessions, json_string_value (json_object_get (request, "session_id")));
+            if (session)
+                json_object_set_new (request, "language", json_string (session->language));
+        }
+        if (!request)
+            s_send (self, cg_jsonrpc_result (id, error_result));
+        else
+            s_start_run (self, id, request);
+    }
 }
 
 static void
@@ -295,6 +567,35 @@ s_handle_line (s_server_t *self, const char *line, size_t len)
     json_decref (message);
 }
 
+//  Completes a run's structured result for its tool: the seeds' extra fields.
+static json_t *
+s_run_response (s_call_t *call, json_t *structured)
+{
+    json_object_set_new (structured, "truncated",
+                         json_boolean (json_is_true (json_object_get (structured, "stdout_truncated"))
+                                       || json_is_true (json_object_get (structured, "stderr_truncated"))));
+    if (!json_object_get (structured, "artifacts"))
+        json_object_set_new (structured, "artifacts", json_array ());
+    if (call->run_id)
+        json_object_set_new (structured, "run_id", json_string (call->run_id));
+    return cg_tools_call_result (structured);
+}
+
+static json_t *
+s_start_response (s_server_t *self, s_session_t *session, json_t *result)
+{
+    if (!json_is_true (json_object_get (result, "ok")))
+        return cg_tools_error_object ("sandbox_setup_failed",
+                                      json_string_value (json_object_get (result, "error")), session->id);
+    json_t *structured = json_pack ("{s:b, s:s, s:s, s:o, s:o, s:s}", "success", 1, "session_id", session->id,
+                                    "language", session->language, "name",
+                                    session->name ? json_string (session->name) : json_null (), "pid",
+                                    s_session_pid (self, session), "started_at", session->started_at);
+    cleanup_free char *text = cg_strdupf ("Session %s started (%s).", session->id, session->language);
+    return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+                      "structuredContent", structured, "isError", 0);
+}
+
 static void
 s_handle_result (s_server_t *self)
 {
@@ -306,20 +607,26 @@ s_handle_result (s_server_t *self)
     char *text = zmsg_popstr (msg);
     s_call_t *call = key ? zhashx_lookup (self->calls, key) : NULL;
     if (call) {
-        if (call->session_id) {
-            s_session_t *session = zhashx_lookup (self->sessions, call->session_id);
-            if (session) {
-                free (session->busy_key);
-                session->busy_key = NULL;
-            }
+        s_session_t *session = call->session_id ? zhashx_lookup (self->sessions, call->session_id) : NULL;
+        if (session && session->busy_key && strcmp (session->busy_key, key) == 0) {
+            free (session->busy_key);
+            session->busy_key = NULL;
+            session->last_activity_us = cg_now_us ();
+            s_iso_now (session->last_activity_at);
         }
         json_t *structured = text ? json_loads (text, 0, NULL) : NULL;
+        bool start = strcmp (call->tool, "start_session") == 0;
+        if (session && !start)
+            session->executions++;
         if (call->cancelled)
-            json_decref (structured);   /* the spec: no response to a cancelled request */
-        else if (structured)
-            s_send (self, cg_jsonrpc_result (call->id, cg_tools_call_result (structured)));
-        else
+            ;   /* the spec: no response to a cancelled request */
+        else if (!structured)
             s_send_error (self, call->id, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
+        else if (start && session)
+            s_send (self, cg_jsonrpc_result (call->id, s_start_response (self, session, structured)));
+        else if (!start)
+            s_send (self, cg_jsonrpc_result (call->id, s_run_response (call, json_incref (structured))));
+        json_decref (structured);
         zhashx_delete (self->calls, key);
     }
     zstr_free (&tag);
@@ -348,7 +655,8 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
     while (input_open && !self.output_failed && !zsys_interrupted) {
         zmq_pollitem_t items[] = {{zsock_resolve (self.results), 0, ZMQ_POLLIN, 0},
                                   {NULL, in_fd, ZMQ_POLLIN, 0}};
-        if (zmq_poll (items, 2, -1) < 0) {
+        int wait_ms = s_reap_idle (&self);
+        if (zmq_poll (items, 2, wait_ms) < 0) {
             if (errno == EINTR)
                 continue;
             rc = 1;

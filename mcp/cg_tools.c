@@ -12,46 +12,69 @@ static const char *s_languages[][2] = {
     {"python", "python"}, {"py", "python"}, {"python3", "python"}, {NULL, NULL}};
 
 static json_t *
-s_execute_input_schema (const cg_config_t *config)
+s_prop (const char *type, const char *description)
+{
+    return json_pack ("{s:s, s:s}", "type", type, "description", description);
+}
+
+#define SESSION_ID_PATTERN "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+
+static json_t *
+s_session_id_prop (const char *description)
+{
+    json_t *prop = s_prop ("string", description);
+    json_object_set_new (prop, "pattern", json_string (SESSION_ID_PATTERN));
+    return prop;
+}
+
+//  The arguments every running tool shares: code, stdin, timeout.
+static void
+s_add_run_props (json_t *props, const cg_config_t *config)
 {
     cleanup_free char *timeout_doc = cg_strdupf (
         "Maximum execution time in seconds, 1 to 300 (default %d). On timeout the kernel is "
         "interrupted and partial output returned; the session keeps its state.",
         config->default_timeout_s);
-    return json_pack (
-        "{s:s, s:{"
-        "s:{s:s, s:s},"
-        "s:{s:s, s:s},"
-        "s:{s:s, s:s},"
-        "s:{s:s, s:s},"
-        "s:{s:s, s:i, s:i, s:s},"
-        "s:{s:s, s:i, s:i, s:s},"
-        "s:{s:s, s:s, s:s}"
-        "}, s:[s, s], s:b}",
-        "type", "object", "properties",
-        "language", "type", "string", "description", "Programming language: python (aliases py, python3).",
-        "code", "type", "string", "description", "The code to run, as a Jupyter cell: the value of a last expression is returned.",
-        "stdin", "type", "string", "description", "Text fed to input() calls, one line per call; when it runs out, input() raises EOFError.",
-        "stdin_data", "type", "string", "description", "Alias of stdin.",
-        "timeout", "type", "integer", "minimum", 1, "maximum", 300, "description", timeout_doc,
-        "timeout_ms", "type", "integer", "minimum", 1000, "maximum", 300000, "description", "Alias of timeout, in milliseconds.",
-        "session_id", "type", "string", "pattern", "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", "description",
-        "Keep state between calls: the same id reuses the same sandbox and kernel (created on first use). "
-        "Without it the code runs in a fresh sandbox that is destroyed afterwards.",
-        "required", "language", "code", "additionalProperties", 0);
+    json_object_set_new (props, "code", s_prop ("string", "The code to run, as a Jupyter cell: the value of a last expression is returned (at most 100 KB)."));
+    json_object_set_new (props, "stdin", s_prop ("string", "Text fed to input() calls, one line per call; when it runs out, input() raises EOFError."));
+    json_object_set_new (props, "stdin_data", s_prop ("string", "Alias of stdin."));
+    json_t *timeout = s_prop ("integer", timeout_doc);
+    json_object_set_new (timeout, "minimum", json_integer (1));
+    json_object_set_new (timeout, "maximum", json_integer (300));
+    json_object_set_new (props, "timeout", timeout);
+    json_t *timeout_ms = s_prop ("integer", "Alias of timeout, in milliseconds.");
+    json_object_set_new (timeout_ms, "minimum", json_integer (1000));
+    json_object_set_new (timeout_ms, "maximum", json_integer (300000));
+    json_object_set_new (props, "timeout_ms", timeout_ms);
 }
 
 static json_t *
-s_execute_output_schema (void)
+s_schema (json_t *props, const char *const *required)
 {
-    return json_pack (
+    json_t *schema = json_pack ("{s:s, s:o, s:b}", "type", "object", "properties", props,
+                                "additionalProperties", 0);
+    if (required && required[0]) {
+        json_t *list = json_array ();
+        for (int i = 0; required[i]; i++)
+            json_array_append_new (list, json_string (required[i]));
+        json_object_set_new (schema, "required", list);
+    }
+    return schema;
+}
+
+//  The result of every running tool: the union of seeds 000-004's fields.
+static json_t *
+s_run_output_schema (void)
+{
+    json_t *schema = json_pack (
         "{s:s, s:{"
         "s:{s:s}, s:{s:s}, s:{s:s},"
         "s:{s:s, s:[s,s,s,s]},"
         "s:{s:[s,s]}, s:{s:[s,s]},"
         "s:{s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:{s:s},"
         "s:{s:s, s:{s:s}},"
-        "s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{}"
+        "s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{},"
+        "s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}"
         "}, s:[s,s,s,s,s,s,s,s]}",
         "type", "object", "properties",
         "stdout", "type", "string", "stderr", "type", "string", "exit_code", "type", "integer",
@@ -65,31 +88,112 @@ s_execute_output_schema (void)
         "kernel_restarted", "type", "boolean", "cancelled", "type", "boolean",
         "stdout_truncated", "type", "boolean", "stderr_truncated", "type", "boolean",
         "execution_count", "type", "integer", "return_value",
+        "truncated", "type", "boolean", "artifacts", "type", "array", "run_id", "type", "string",
+        "error", "type", "string", "message", "type", "string",
         "required", "stdout", "stderr", "exit_code", "status", "error_code", "error_message",
         "execution_time", "duration_ms");
+    return schema;
+}
+
+static json_t *
+s_tool (const char *name, const char *title, const char *description, json_t *input,
+        json_t *output, bool read_only, bool destructive)
+{
+    return json_pack ("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", name, "title",
+                      title, "description", description, "inputSchema", input, "outputSchema",
+                      output, "annotations", "readOnlyHint", read_only, "destructiveHint",
+                      destructive, "idempotentHint", read_only, "openWorldHint", 0);
 }
 
 json_t *
 cg_tools_list (const cg_config_t *config)
 {
-    json_t *execute = json_pack (
-        "{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", "execute_code", "title",
-        "Execute code in a sandbox",
-        "description",
-        "Run code in an isolated, network-less sandbox (a locked-down container running a "
-        "Jupyter kernel). Returns stdout, stderr, exit code, status and rich outputs; "
-        "matplotlib charts come back as images. Pass session_id to keep variables, imports "
-        "and files in /mnt/data between calls.",
-        "inputSchema", s_execute_input_schema (config), "outputSchema", s_execute_output_schema (),
-        "annotations", "readOnlyHint", 0, "destructiveHint", 0, "idempotentHint", 0,
-        "openWorldHint", 0);
-    return json_pack ("[o]", execute);
+    json_t *tools = json_array ();
+
+    json_t *props = json_object ();
+    json_object_set_new (props, "language", s_prop ("string", "Programming language: python (aliases py, python3)."));
+    s_add_run_props (props, config);
+    json_object_set_new (props, "session_id", s_session_id_prop (
+        "Keep state between calls: the same id reuses the same sandbox and kernel (created on first use). "
+        "Without it the code runs in a fresh sandbox that is destroyed afterwards."));
+    static const char *exec_required[] = {"language", "code", NULL};
+    json_array_append_new (tools, s_tool (
+        "execute_code", "Execute code in a sandbox",
+        "Run code in an isolated, network-less sandbox (a locked-down container running a Jupyter "
+        "kernel). Returns stdout, stderr, exit code, status and rich outputs; matplotlib charts "
+        "come back as images. Pass session_id to keep variables, imports and files in /mnt/data "
+        "between calls.",
+        s_schema (props, exec_required), s_run_output_schema (), false, false));
+
+    props = json_object ();
+    s_add_run_props (props, config);
+    json_object_set_new (props, "session_id", s_session_id_prop (
+        "Session to run in; created on first use. Omitted: a new session is created and its id "
+        "returned (sess_<12 hex>) for later calls."));
+    static const char *code_required[] = {"code", NULL};
+    json_array_append_new (tools, s_tool (
+        "run_python", "Run Python in a session",
+        "Run Python in a persistent sandboxed session (variables and files in /mnt/data persist "
+        "between calls). Returns stdout, stderr, exit_code and the run_id.",
+        s_schema (props, code_required), s_run_output_schema (), false, false));
+
+    props = json_object ();
+    json_object_set_new (props, "language", s_prop ("string", "Programming language: python (aliases py, python3)."));
+    json_object_set_new (props, "name", s_prop ("string", "Optional human-readable name (at most 128 characters)."));
+    json_object_set_new (props, "working_dir", s_prop ("string", "Directory inside the sandbox to start in: /mnt/data (the default) or a directory below it. Host paths do not exist in the sandbox."));
+    static const char *start_required[] = {"language", NULL};
+    json_array_append_new (tools, s_tool (
+        "start_session", "Start a persistent session",
+        "Start a persistent sandboxed REPL session and return its session_id; use send_to_session "
+        "to run code in it and close_session when done.",
+        s_schema (props, start_required),
+        json_pack ("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:{s:[s,s]}, s:{s:s}, s:{s:s}, s:{s:s}}}",
+                   "type", "object", "properties", "success", "type", "boolean", "session_id", "type", "string",
+                   "language", "type", "string", "name", "type", "string", "null", "pid", "type", "integer", "null",
+                   "started_at", "type", "string", "error", "type", "string", "message", "type", "string"),
+        false, false));
+
+    props = json_object ();
+    json_object_set_new (props, "session_id", s_session_id_prop ("The session to run in (from start_session)."));
+    s_add_run_props (props, config);
+    static const char *send_required[] = {"session_id", "code", NULL};
+    json_array_append_new (tools, s_tool (
+        "send_to_session", "Run code in a session",
+        "Run code in an existing session; it builds on the state of earlier calls.",
+        s_schema (props, send_required), s_run_output_schema (), false, false));
+
+    props = json_object ();
+    json_object_set_new (props, "session_id", s_session_id_prop ("The session to close."));
+    static const char *close_required[] = {"session_id", NULL};
+    json_array_append_new (tools, s_tool (
+        "close_session", "Close a session",
+        "Destroy a session's sandbox, its kernels and its files.",
+        s_schema (props, close_required),
+        json_pack ("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}}",
+                   "type", "object", "properties", "success", "type", "boolean", "status", "type", "string",
+                   "session_id", "type", "string", "duration_total_ms", "type", "integer",
+                   "executions_count", "type", "integer", "error", "type", "string", "message", "type", "string"),
+        false, true));
+
+    json_array_append_new (tools, s_tool (
+        "list_sessions", "List sessions",
+        "List the active sessions with language, name, age, activity, executions and memory.",
+        s_schema (json_object (), NULL),
+        json_pack ("{s:s, s:{s:{s:s, s:{s:s}}}, s:[s]}", "type", "object", "properties", "sessions",
+                   "type", "array", "items", "type", "object", "required", "sessions"),
+        true, false));
+    return tools;
 }
 
 bool
 cg_tools_known (const char *name)
 {
-    return strcmp (name, "execute_code") == 0;
+    static const char *names[] = {"execute_code", "run_python", "start_session", "send_to_session",
+                                  "close_session", "list_sessions", NULL};
+    for (int i = 0; names[i]; i++)
+        if (strcmp (name, names[i]) == 0)
+            return true;
+    return false;
 }
 
 //  --------------------------------------------------------------------------
@@ -104,8 +208,8 @@ s_invalid (const char *error_code, const char *message, const char *language)
     return cg_tools_call_result (cg_result_setup_error (&request, error_code, message));
 }
 
-static const char *
-s_canonical_language (const char *name)
+const char *
+cg_tools_canonical_language (const char *name)
 {
     char lower[32];
     size_t len = strlen (name);
@@ -119,8 +223,8 @@ s_canonical_language (const char *name)
     return NULL;
 }
 
-static bool
-s_valid_session_id (const char *id)
+bool
+cg_tools_valid_session_id (const char *id)
 {
     size_t len = strlen (id);
     if (len == 0 || len > 128 || !isalnum ((unsigned char) id[0]))
@@ -132,11 +236,15 @@ s_valid_session_id (const char *id)
 }
 
 json_t *
-cg_tools_execute_request (const cg_config_t *config, json_t *arguments, json_t **error_result)
+cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *arguments,
+                          json_t **error_result)
 {
     *error_result = NULL;
-    static const char *allowed[] = {"language", "code", "stdin", "stdin_data", "timeout",
-                                    "timeout_ms", "session_id", NULL};
+    bool execute = strcmp (tool, "execute_code") == 0;
+    bool send = strcmp (tool, "send_to_session") == 0;
+    //  execute_code alone takes a language; the others run the session's (python).
+    static const char *allowed[] = {"code", "stdin", "stdin_data", "timeout", "timeout_ms",
+                                    "session_id", "language", NULL};
     if (arguments && !json_is_object (arguments)) {
         *error_result = s_invalid ("INVALID_PARAMS", "arguments must be an object", NULL);
         return NULL;
@@ -146,22 +254,22 @@ cg_tools_execute_request (const cg_config_t *config, json_t *arguments, json_t *
     json_object_foreach (arguments, key, value) {
         bool known = false;
         for (int i = 0; allowed[i] && !known; i++)
-            known = strcmp (key, allowed[i]) == 0;
+            known = strcmp (key, allowed[i]) == 0 && (execute || strcmp (key, "language") != 0);
         if (!known) {
             cleanup_free char *message = cg_strdupf (
-                "unknown argument '%.64s'; execute_code takes language, code, stdin (or stdin_data), "
-                "timeout (or timeout_ms) and session_id", key);
+                "unknown argument '%.64s'; %s takes %scode, stdin (or stdin_data), timeout (or "
+                "timeout_ms) and session_id", key, tool, execute ? "language, " : "");
             *error_result = s_invalid ("INVALID_PARAMS", message, NULL);
             return NULL;
         }
     }
-    json_t *language = json_object_get (arguments, "language");
+    json_t *language = execute ? json_object_get (arguments, "language") : NULL;
     json_t *code = json_object_get (arguments, "code");
-    if (!json_is_string (language) || !json_is_string (code)) {
-        *error_result = s_invalid ("INVALID_PARAMS", "'language' and 'code' are required strings", NULL);
+    if ((execute && !json_is_string (language)) || !json_is_string (code)) {
+        *error_result = s_invalid ("INVALID_PARAMS", execute ? "'language' and 'code' are required strings" : "'code' is a required string", NULL);
         return NULL;
     }
-    const char *canonical = s_canonical_language (json_string_value (language));
+    const char *canonical = execute ? cg_tools_canonical_language (json_string_value (language)) : "python";
     if (!canonical) {
         cleanup_free char *message = cg_strdupf (
             "language '%.64s' is not supported; supported: python (aliases py, python3)",
@@ -211,8 +319,12 @@ cg_tools_execute_request (const cg_config_t *config, json_t *arguments, json_t *
         seconds = ms / 1000.0;
     }
     json_t *session_id = json_object_get (arguments, "session_id");
+    if (send && !json_is_string (session_id)) {
+        *error_result = s_invalid ("INVALID_PARAMS", "'session_id' is required (start one with start_session)", canonical);
+        return NULL;
+    }
     if (session_id && !json_is_null (session_id)
-        && (!json_is_string (session_id) || !s_valid_session_id (json_string_value (session_id)))) {
+        && (!json_is_string (session_id) || !cg_tools_valid_session_id (json_string_value (session_id)))) {
         *error_result = s_invalid ("INVALID_PARAMS",
                                    "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit",
                                    canonical);
@@ -220,8 +332,8 @@ cg_tools_execute_request (const cg_config_t *config, json_t *arguments, json_t *
     }
     char execution_id[18] = "exec_";
     cg_random_hex (execution_id + 5, 6);
-    json_t *request = json_pack ("{s:s, s:O, s:f, s:s}", "language", canonical, "code", code,
-                                 "timeout", seconds, "execution_id", execution_id);
+    json_t *request = json_pack ("{s:s, s:O, s:f, s:s, s:s}", "language", canonical, "code", code,
+                                 "timeout", seconds, "execution_id", execution_id, "tool", tool);
     if (stdin_value)
         json_object_set (request, "stdin", stdin_value);
     if (json_is_string (session_id))
@@ -231,6 +343,36 @@ cg_tools_execute_request (const cg_config_t *config, json_t *arguments, json_t *
 
 //  --------------------------------------------------------------------------
 //  Results
+
+json_t *
+cg_tools_run_error (const char *language, const char *session_id, const char *error,
+                    const char *message)
+{
+    char execution_id[18] = "exec_";
+    cg_random_hex (execution_id + 5, 6);
+    char error_code[64];
+    size_t i = 0;
+    for (; error[i] && i < sizeof error_code - 1; i++)
+        error_code[i] = (char) toupper ((unsigned char) error[i]);
+    error_code[i] = '\0';
+    cg_exec_request_t request = {.language = language ? language : "",
+                                 .execution_id = execution_id,
+                                 .session_id = session_id};
+    json_t *structured = cg_result_setup_error (&request, error_code, message);
+    json_object_set_new (structured, "error", json_string (error));
+    json_object_set_new (structured, "message", json_string (message));
+    return cg_tools_call_result (structured);
+}
+
+json_t *
+cg_tools_error_object (const char *error, const char *message, const char *session_id)
+{
+    json_t *structured = json_pack ("{s:b, s:s, s:s}", "success", 0, "error", error, "message", message);
+    if (session_id)
+        json_object_set_new (structured, "session_id", json_string (session_id));
+    return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", message,
+                      "structuredContent", structured, "isError", 1);
+}
 
 static void
 s_append (char **text, const char *more)

@@ -17,13 +17,30 @@ json_t *cg_tools_list (const cg_config_t *config);
 /*  Returns true when NAME is a tool this server serves. */
 bool cg_tools_known (const char *name);
 
-/*  Validates execute_code ARGUMENTS (borrowed, may be NULL). On success returns a new
-    request object (language canonical, code, stdin, timeout in seconds, session_id,
-    execution_id) and sets *error_result to NULL. On bad input returns NULL and sets
+/*  Validates the ARGUMENTS (borrowed, may be NULL) of TOOL, one of the running tools
+    (execute_code, run_python, send_to_session). On success returns a new request object
+    (language canonical, code, stdin, timeout in seconds, session_id, execution_id,
+    tool) and sets *error_result to NULL. On bad input returns NULL and sets
     *error_result to a complete tools/call result (isError, status setup_error,
     error_code INVALID_PARAMS or UNSUPPORTED_LANGUAGE) the caller owns. */
-json_t *cg_tools_execute_request (const cg_config_t *config, json_t *arguments,
+json_t *cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *arguments,
                                   json_t **error_result);
+
+/*  Returns the canonical name of language NAME or an alias, or NULL if unsupported. */
+const char *cg_tools_canonical_language (const char *name);
+
+/*  Returns true when ID is a well-formed session id. */
+bool cg_tools_valid_session_id (const char *id);
+
+/*  Returns a tools/call result for a running tool (execute_code, run_python,
+    send_to_session) that could not run: the run result's fields (status setup_error,
+    error_code ERROR in capitals) plus seed 004's {error, message}. Caller owns it. */
+json_t *cg_tools_run_error (const char *language, const char *session_id, const char *error,
+                            const char *message);
+
+/*  Returns a tools/call result for an error object {error, message} (seed 002/004
+    style) plus the given session_id (may be NULL). Caller owns the result. */
+json_t *cg_tools_error_object (const char *error, const char *message, const char *session_id);
 
 /*  Turns a structured execution result (stolen) into a tools/call result: text and
     image content blocks, structuredContent, isError. Caller owns the result. */

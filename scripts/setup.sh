@@ -11,13 +11,13 @@ SUDO=""
 DEBS=(
   # build
   build-essential cmake pkg-config
-  libzmq3-dev libczmq-dev libjansson-dev libsodium-dev
+  libzmq3-dev libczmq-dev libjansson-dev libsodium-dev libmicrohttpd-dev
   # sandbox: OCI runtimes and the container's init
   runc crun catatonit
   # the kernel and what the sandboxed Python ships with
   python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy
   # tests
-  nodejs npm
+  nodejs npm curl
 )
 
 missing=()

@@ -37,7 +37,7 @@ s_validate (const cg_config_t *config, const char *arguments, double *timeout)
     static char code[64];
     json_t *args = json_loads (arguments, 0, NULL);
     json_t *error_result = NULL;
-    json_t *request = cg_tools_execute_request (config, args, &error_result);
+    json_t *request = cg_tools_execute_request (config, "execute_code", args, &error_result);
     if (request) {
         *timeout = json_number_value (json_object_get (request, "timeout"));
         strcpy (code, "OK");
