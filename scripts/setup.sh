@@ -16,6 +16,7 @@ DEBS=(
   runc crun catatonit
   # the kernel and what the sandboxed Python ships with
   python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy
+  python3-pandas python3-seaborn python3-scipy python3-openpyxl python3-reportlab
   # tests
   nodejs npm curl
 )
