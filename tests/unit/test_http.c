@@ -4,6 +4,7 @@
 #include "../../artifacts/cg_http.h"
 #include "../../artifacts/cg_workspace.h"
 #include "../../bridge/cg_util.h"
+#include "cg_test.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,18 +23,6 @@
 
 extern char **environ;
 
-static int s_failures = 0, s_passes = 0;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf (stderr, "FAIL %s: ", name);                                                   \
-            fprintf (stderr, __VA_ARGS__);                                                         \
-            fprintf (stderr, "\n");                                                                \
-            s_failures++;                                                                          \
-            return;                                                                                \
-        }                                                                                          \
-    } while (0)
 #define PASS() s_passes++
 
 #define SESSION "sess_aaaaaaaaaaaa"

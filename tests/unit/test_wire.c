@@ -1,6 +1,7 @@
 /*  test_wire — the wire layer against golden messages produced by jupyter_client:
     signatures, framing, and rejection of forged, short and garbled frames. */
 #include "../../bridge/cg_util.h"
+#include "cg_test.h"
 #include "../../bridge/cg_wire.h"
 
 #include <dirent.h>
@@ -8,18 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int s_failures = 0, s_passes = 0;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf (stderr, "FAIL %s: ", name);                                                   \
-            fprintf (stderr, __VA_ARGS__);                                                         \
-            fprintf (stderr, "\n");                                                                \
-            s_failures++;                                                                          \
-            return;                                                                                \
-        }                                                                                          \
-    } while (0)
 
 static json_t *
 s_load (const char *dir, const char *name, const char *file)
