@@ -22,6 +22,7 @@ struct cg_session_t {
     char *container_id;
     cg_sandbox_t sandbox;           /* points into the strings above */
     bool container_running;
+    long oom_kills;                 /* OOM kills counted so far, -1 when unknown */
     cg_kernel_spec_t *specs[MAX_KERNELS];
     cg_kernel_t *kernels[MAX_KERNELS];
 };
@@ -42,6 +43,9 @@ s_start_container (cg_session_t *self, cg_error_t **err)
     if (cg_container_create (self->backend, &self->sandbox, err) < 0)
         return -1;
     self->container_running = true;
+    cg_container_stats_t stats = {.oom_kills = -1};
+    cg_container_stats (self->backend, &self->sandbox, &stats, NULL);
+    self->oom_kills = stats.oom_kills;
     return 0;
 }
 
@@ -270,9 +274,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         cg_error_destroy (&err);
         return result;
     }
-    cg_container_stats_t before = {.oom_kills = -1};
-    cg_container_stats (self->backend, &self->sandbox, &before, NULL);
-
+    //  The OOM counter is read only when a kernel died, against the count kept since
+    //  the container started: no cgroup reads on the warm path.
     cg_run_t run;
     cg_run_init (&run, self->config->max_output_bytes);
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
@@ -306,7 +309,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     else if (end == CG_EXEC_STUCK || end == CG_EXEC_DIED || end == CG_EXEC_FAILED) {
         cg_container_stats_t after = {.oom_kills = -1};
         cg_container_stats (self->backend, &self->sandbox, &after, NULL);
-        bool oom = after.oom_kills > before.oom_kills && before.oom_kills >= 0;
+        bool oom = after.oom_kills > self->oom_kills && self->oom_kills >= 0;
+        self->oom_kills = after.oom_kills;
         int restarted = s_restart_kernel (self, request->language, &err);
         const char *then = restarted == 0
                                ? "The kernel was restarted: variables and imports from earlier calls are gone; files in /mnt/data remain."
