@@ -164,14 +164,18 @@ s_initialize (s_server_t *self, json_t *id, json_t *params)
     s_send (self, cg_jsonrpc_result (id, result));
 }
 
+//  Formats the current UTC time with FORMAT (strftime) into OUT (32 bytes).
 static void
-s_iso_now (char out[32])
+s_utc_now (char out[32], const char *format)
 {
     time_t now = time (NULL);
     struct tm tm;
     gmtime_r (&now, &tm);
-    strftime (out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    strftime (out, 32, format, &tm);
 }
+
+#define ISO_8601 "%Y-%m-%dT%H:%M:%SZ"
+
 
 static size_t
 s_sandbox_count (s_server_t *self)
@@ -198,13 +202,14 @@ s_runner_args (s_server_t *self, const char *slot, bool oneshot)
     return args;
 }
 
+//  LANGUAGE: the running tool's language, or NULL for start_session (an error object).
 static json_t *
-s_max_sessions_result (s_server_t *self, const char *tool, const char *session_id)
+s_max_sessions_result (s_server_t *self, const char *language, const char *session_id)
 {
     cleanup_free char *message = cg_strdupf (
         "Maximum %d concurrent sessions reached. Close an existing session first.",
         self->config->max_sessions);
-    return tool ? cg_tools_run_error ("python", session_id, "max_sessions", message)
+    return language ? cg_tools_run_error (language, session_id, "max_sessions", message)
                 : cg_tools_error_object ("max_sessions", message, session_id);
 }
 
@@ -220,7 +225,7 @@ s_session_new (s_server_t *self, const char *session_id, const char *language, c
     cg_random_hex (session->slot, 6);
     session->language = cg_xstrdup (language);
     session->name = name ? cg_xstrdup (name) : NULL;
-    s_iso_now (session->started_at);
+    s_utc_now (session->started_at, ISO_8601);
     memcpy (session->last_activity_at, session->started_at, sizeof session->started_at);
     session->started_us = session->last_activity_us = cg_now_us ();
     session->runner = zactor_new (cg_runner_actor, s_runner_args (self, session->slot, false));
@@ -266,12 +271,12 @@ s_start_run (s_server_t *self, json_t *id, json_t *request)
     else if (session && session->busy_key)
         refusal = cg_tools_run_error (language, session_id, "session_busy", s_busy_message);
     else if (session_id && !session) {
-        session = s_session_new (self, session_id, json_string_value (json_object_get (request, "language")), NULL);
+        session = s_session_new (self, session_id, language, NULL);
         if (!session)
-            refusal = s_max_sessions_result (self, tool, session_id);
+            refusal = s_max_sessions_result (self, language, session_id);
     }
     else if (!session_id && s_sandbox_count (self) >= (size_t) self->config->max_sessions)
-        refusal = s_max_sessions_result (self, tool, NULL);
+        refusal = s_max_sessions_result (self, language, NULL);
     if (refusal) {
         s_send (self, cg_jsonrpc_result (id, refusal));
         json_decref (request);
@@ -282,10 +287,7 @@ s_start_run (s_server_t *self, json_t *id, json_t *request)
     if (strcmp (tool, "run_python") == 0) {
         //  run_<UTC time>_<4 hex>, seed 004's format.
         char stamp[32], suffix[5];
-        time_t now = time (NULL);
-        struct tm tm;
-        gmtime_r (&now, &tm);
-        strftime (stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+        s_utc_now (stamp, "%Y%m%dT%H%M%SZ");
         cg_random_hex (suffix, 2);
         call->run_id = cg_strdupf ("run_%s_%s", stamp, suffix);
     }
@@ -378,10 +380,8 @@ s_list_sessions (s_server_t *self, json_t *id)
             "packages_installed", "busy", s->busy_key != NULL));
     }
     json_t *structured = json_pack ("{s:o}", "sessions", list);
-    char *text = json_dumps (structured, JSON_COMPACT);
-    s_send (self, cg_jsonrpc_result (id, json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
-                                                    "structuredContent", structured, "isError", 0)));
-    free (text);
+    cleanup_free char *text = json_dumps (structured, JSON_COMPACT);
+    s_send (self, cg_jsonrpc_result (id, cg_tools_object_result (structured, text, false)));
 }
 
 //  Ends SESSION: answers its call in flight (if any) with an error, stops its runner
@@ -421,8 +421,7 @@ s_close_session (s_server_t *self, json_t *id, json_t *arguments)
                                     "session_id", kept_id, "duration_total_ms", (json_int_t) duration_ms,
                                     "executions_count", executions);
     cleanup_free char *text = cg_strdupf ("Session %s closed.", kept_id);
-    s_send (self, cg_jsonrpc_result (id, json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
-                                                    "structuredContent", structured, "isError", 0)));
+    s_send (self, cg_jsonrpc_result (id, cg_tools_object_result (structured, text, false)));
 }
 
 //  Closes sessions idle for longer than the TTL. Returns the ms until the next check.
@@ -592,8 +591,7 @@ s_start_response (s_server_t *self, s_session_t *session, json_t *result)
                                     session->name ? json_string (session->name) : json_null (), "pid",
                                     s_session_pid (self, session), "started_at", session->started_at);
     cleanup_free char *text = cg_strdupf ("Session %s started (%s).", session->id, session->language);
-    return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
-                      "structuredContent", structured, "isError", 0);
+    return cg_tools_object_result (structured, text, false);
 }
 
 static void
@@ -612,7 +610,7 @@ s_handle_result (s_server_t *self)
             free (session->busy_key);
             session->busy_key = NULL;
             session->last_activity_us = cg_now_us ();
-            s_iso_now (session->last_activity_at);
+            s_utc_now (session->last_activity_at, ISO_8601);
         }
         json_t *structured = text ? json_loads (text, 0, NULL) : NULL;
         bool start = strcmp (call->tool, "start_session") == 0;

@@ -199,13 +199,23 @@ cg_tools_known (const char *name)
 //  --------------------------------------------------------------------------
 //  Arguments
 
+//  The run result of a call that never ran: status setup_error with ERROR_CODE.
 static json_t *
-s_invalid (const char *error_code, const char *message, const char *language)
+s_setup_error (const char *language, const char *session_id, const char *error_code,
+               const char *message)
 {
     char execution_id[18] = "exec_";
     cg_random_hex (execution_id + 5, 6);
-    cg_exec_request_t request = {.language = language ? language : "", .execution_id = execution_id};
-    return cg_tools_call_result (cg_result_setup_error (&request, error_code, message));
+    cg_exec_request_t request = {.language = language ? language : "",
+                                 .execution_id = execution_id,
+                                 .session_id = session_id};
+    return cg_result_setup_error (&request, error_code, message);
+}
+
+static json_t *
+s_invalid (const char *error_code, const char *message, const char *language)
+{
+    return cg_tools_call_result (s_setup_error (language, NULL, error_code, message));
 }
 
 const char *
@@ -348,20 +358,22 @@ json_t *
 cg_tools_run_error (const char *language, const char *session_id, const char *error,
                     const char *message)
 {
-    char execution_id[18] = "exec_";
-    cg_random_hex (execution_id + 5, 6);
     char error_code[64];
     size_t i = 0;
     for (; error[i] && i < sizeof error_code - 1; i++)
         error_code[i] = (char) toupper ((unsigned char) error[i]);
     error_code[i] = '\0';
-    cg_exec_request_t request = {.language = language ? language : "",
-                                 .execution_id = execution_id,
-                                 .session_id = session_id};
-    json_t *structured = cg_result_setup_error (&request, error_code, message);
+    json_t *structured = s_setup_error (language, session_id, error_code, message);
     json_object_set_new (structured, "error", json_string (error));
     json_object_set_new (structured, "message", json_string (message));
     return cg_tools_call_result (structured);
+}
+
+json_t *
+cg_tools_object_result (json_t *structured, const char *text, bool is_error)
+{
+    return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+                      "structuredContent", structured, "isError", is_error);
 }
 
 json_t *
@@ -370,8 +382,7 @@ cg_tools_error_object (const char *error, const char *message, const char *sessi
     json_t *structured = json_pack ("{s:b, s:s, s:s}", "success", 0, "error", error, "message", message);
     if (session_id)
         json_object_set_new (structured, "session_id", json_string (session_id));
-    return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", message,
-                      "structuredContent", structured, "isError", 1);
+    return cg_tools_object_result (structured, message, true);
 }
 
 static void

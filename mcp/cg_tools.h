@@ -38,6 +38,10 @@ bool cg_tools_valid_session_id (const char *id);
 json_t *cg_tools_run_error (const char *language, const char *session_id, const char *error,
                             const char *message);
 
+/*  Returns a tools/call result of STRUCTURED (stolen) with one text block TEXT. Caller
+    owns the result. */
+json_t *cg_tools_object_result (json_t *structured, const char *text, bool is_error);
+
 /*  Returns a tools/call result for an error object {error, message} (seed 002/004
     style) plus the given session_id (may be NULL). Caller owns the result. */
 json_t *cg_tools_error_object (const char *error, const char *message, const char *session_id);
