@@ -702,16 +702,18 @@ s_on_stdin (s_exec_t *exec, cg_msg_t *msg)
                   json_pack ("{s:s}", "value", value), msg->header, NULL);
 }
 
-cg_exec_end_t
-cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
-                   int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
-                   cg_run_t *run)
+//  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without
+//  execute_input/execute_result and without input().
+static cg_exec_end_t
+s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_text,
+           int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
+           cg_run_t *run)
 {
     char parent_id[33];
     run->started_us = cg_now_us ();
-    json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0,
-                                 "store_history", 1, "user_expressions", "allow_stdin", 1,
-                                 "stop_on_error", 1);
+    json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", silent,
+                                 "store_history", !silent, "user_expressions", "allow_stdin",
+                                 !silent, "stop_on_error", 1);
     if (cg_wire_send (self->wire, self->sockets[CH_SHELL], "execute_request", content, NULL,
                       parent_id)
         < 0) {
@@ -817,4 +819,31 @@ cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
     }
     run->ended_us = cg_now_us ();
     return end;
+}
+
+cg_exec_end_t
+cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
+                   int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
+                   cg_run_t *run)
+{
+    return s_execute (self, code, false, stdin_text, deadline_us, control, control_cb, arg, run);
+}
+
+int
+cg_kernel_reap_children (cg_kernel_t *self)
+{
+    //  Every other process in the sandbox was just killed, so each child of the kernel
+    //  is dead or dying: wait for all of them (a dying one is not a zombie yet). Runs in
+    //  a throwaway namespace so the user's variables are untouched.
+    static const char *code = "exec('import os\\n"
+                              "while True:\\n"
+                              "    try: os.waitpid(-1, 0)\\n"
+                              "    except ChildProcessError: break', {})";
+    cg_run_t run;
+    cg_run_init (&run, 4096);
+    cg_exec_end_t end = s_execute (self, code, true, NULL, cg_now_us () + 5000000, NULL, NULL,
+                                   NULL, &run);
+    int rc = end == CG_EXEC_DONE && run.reply_status && strcmp (run.reply_status, "ok") == 0 ? 0 : -1;
+    cg_run_clear (&run);
+    return rc;
 }

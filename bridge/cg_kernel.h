@@ -87,6 +87,13 @@ cg_exec_end_t cg_kernel_execute (cg_kernel_t *self, const char *code, const char
                                  int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb,
                                  void *arg, cg_run_t *run);
 
+/*  Reaps the kernel's exited child processes (zombies left when a cell's children were
+    killed: only their parent, the kernel, can reap them, and they hold the sandbox's
+    pid slots). Call it only after every other process in the sandbox was killed: it
+    waits for all of the kernel's children (at most 5 s). Runs silently in a throwaway
+    namespace; the user's state is untouched. Python kernels only. Returns 0, or -1 when the kernel did not complete it. */
+int cg_kernel_reap_children (cg_kernel_t *self);
+
 /*  Interrupts the running cell per the spec's interrupt_mode. Returns 0 or -1. */
 int cg_kernel_interrupt (cg_kernel_t *self);
 

@@ -295,6 +295,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     }
     else if (end == CG_EXEC_DONE) {
         s_kill_strays (self);
+        if (strcmp (request->language, "python") == 0 && cg_kernel_reap_children (kernel) < 0)
+            cg_log (1, "reap children of the kernel in %s: no reply", self->container_id);
         if (run.timed_out) {
             cleanup_free char *message = cg_strdupf (
                 "Execution timed out after %g seconds; the kernel was interrupted and its state kept.",

@@ -17,6 +17,25 @@ after(async () => {
   await server?.close();
 });
 
+test('a timed-out cell leaves no processes or zombies behind, and the session keeps its state', async () => {
+  const sid = 'sess_e2estrays001';
+  const fork = "import os, time\nkept = 'yes'\nfor i in range(5):\n    if os.fork() == 0:\n        while True: time.sleep(0.05)\ntime.sleep(100)";
+  const r = await callExec(client, { language: 'python', code: fork, session_id: sid, timeout: 2 });
+  const s = expectStatus(r, 'timeout', server);
+  assert.equal(s.kernel_restarted, false, show(r, server));
+  // Every process in the sandbox's pid namespace, with its state letter.
+  const census = "import os\nrows = []\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n        stat = open(f'/proc/{p}/stat').read()\n        rows.append(stat.rsplit(') ', 1)[1][0])\nprint(kept, len(rows), ''.join(sorted(rows)).count('Z'))";
+  const after = await callExec(client, { language: 'python', code: census, session_id: sid });
+  // catatonit and the kernel only: the five children are gone, none left as a zombie.
+  assert.equal(expectStatus(after, 'success', server).stdout, 'yes 2 0\n', show(after, server));
+  const again = await callExec(client, {
+    language: 'python',
+    code: "import subprocess\nprint(subprocess.run(['echo', 'forks again'], capture_output=True, text=True).stdout.strip())",
+    session_id: sid,
+  });
+  assert.equal(expectStatus(again, 'success', server).stdout, 'forks again\n');
+});
+
 test('timeout interrupts the cell, keeps partial output and session state', async () => {
   const sid = 'sess_e2etimeout01';
   expectStatus(await callExec(client, { language: 'python', code: 'x = 7', session_id: sid }), 'success', server);
