@@ -624,6 +624,9 @@ s_handle_result (s_server_t *self)
             s_send (self, cg_jsonrpc_result (call->id, s_start_response (self, session, structured)));
         else if (!start)
             s_send (self, cg_jsonrpc_result (call->id, s_run_response (call, json_incref (structured))));
+        //  A session whose start failed is not kept: it would hold a sandbox slot.
+        if (start && session && !json_is_true (json_object_get (structured, "ok")))
+            zhashx_delete (self->sessions, session->id);
         json_decref (structured);
         zhashx_delete (self->calls, key);
     }

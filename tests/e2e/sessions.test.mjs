@@ -142,3 +142,22 @@ test('max sessions and idle TTL', async () => {
     await small.close();
   }
 });
+
+test('a sandbox that cannot start gives clear errors and leaves no session behind', async () => {
+  const broken = await startServer({ name: 'broken', args: ['--kernels-dir', '/nonexistent/kernels'] });
+  try {
+    const c = (name, args) => broken.client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
+    const started = await c('start_session', { language: 'python' });
+    assert.equal(started.isError, true);
+    assert.equal(sc(started).error, 'sandbox_setup_failed');
+    assert.match(sc(started).message, /kernel spec \/nonexistent\/kernels\/python\/kernel.json/);
+    assert.deepEqual(sc(await c('list_sessions', {})).sessions, [], 'the failed session is not kept');
+    const oneshot = await c('execute_code', { language: 'python', code: 'print(1)' });
+    assert.equal(oneshot.isError, true);
+    assert.equal(sc(oneshot).status, 'setup_error');
+    assert.equal(sc(oneshot).error_code, 'SANDBOX_SETUP_FAILED');
+    assert.match(sc(oneshot).error_message, /kernel spec/);
+  } finally {
+    await broken.close();
+  }
+});
