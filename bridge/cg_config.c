@@ -10,7 +10,7 @@
 #define CG_KERNELS_DIR "kernels"
 #endif
 
-typedef enum { S_STRING, S_INT, S_DOUBLE, S_SIZE_MB, S_LOG_LEVEL } s_kind_t;
+typedef enum { S_STRING, S_INT, S_DOUBLE, S_SIZE, S_SIZE_MB, S_LOG_LEVEL } s_kind_t;
 
 typedef struct {
     const char *flag;       /* --flag VALUE */
@@ -43,7 +43,14 @@ static const s_option_t s_options[] = {
     {"--interrupt-grace-ms", "CELLGATE_INTERRUPT_GRACE_MS", S_INT, OFF (interrupt_grace_ms), 100, 600000, "wait after an interrupt before restarting the kernel (default 3000)"},
     {"--kernel-start-timeout", "CELLGATE_KERNEL_START_TIMEOUT", S_INT, OFF (kernel_start_timeout_s), 1, 600, "seconds a kernel may take to start (default 60)"},
     {"--max-message-mb", "CELLGATE_MAX_MESSAGE_MB", S_SIZE_MB, OFF (max_message_bytes), 1, 4096, "largest message accepted from a kernel in MB (default 64)"},
-    {"--max-output-mb", "CELLGATE_MAX_OUTPUT_MB", S_SIZE_MB, OFF (max_output_bytes), 1, 4096, "stdout/stderr kept per stream per run in MB (default 8)"},
+    {"--max-output-bytes", "CELLGATE_MAX_OUTPUT_BYTES", S_SIZE, OFF (max_output_bytes), 256, 1 << 30, "stdout/stderr in a result per stream; more is cut to head + tail (default 102400)"},
+    {"--output-head-bytes", "CELLGATE_OUTPUT_HEAD_BYTES", S_SIZE, OFF (output_head_bytes), 0, 1 << 30, "what a cut output keeps of its start (default 40960)"},
+    {"--output-tail-bytes", "CELLGATE_OUTPUT_TAIL_BYTES", S_SIZE, OFF (output_tail_bytes), 0, 1 << 30, "what a cut output keeps of its end (default 40960)"},
+    {"--max-output-kept-mb", "CELLGATE_MAX_OUTPUT_KEPT_MB", S_SIZE_MB, OFF (max_output_kept_bytes), 1, 4096, "output kept per stream per run for the full-output file in MB (default 8)"},
+    {"--max-code-bytes", "CELLGATE_MAX_CODE_BYTES", S_SIZE, OFF (max_code_bytes), 1, 1 << 30, "largest code argument (default 102400)"},
+    {"--max-upload-bytes", "CELLGATE_MAX_UPLOAD_BYTES", S_SIZE, OFF (max_upload_bytes), 1, 1 << 30, "largest upload_file (default 52428800)"},
+    {"--max-artifact-read-bytes", "CELLGATE_MAX_ARTIFACT_READ_BYTES", S_SIZE, OFF (max_artifact_read_bytes), 1, 1 << 30, "largest file read_artifact returns (default 10485760)"},
+    {"--http-listen", "CELLGATE_HTTP_LISTEN", S_STRING, OFF (http_listen), 0, 0, "download listener HOST:PORT, or off (default 127.0.0.1:8080; if that port is taken, a free one)"},
     {"--max-sessions", "CELLGATE_MAX_SESSIONS", S_INT, OFF (max_sessions), 1, 100000, "sandboxes at once, one-shot ones included (default 10)"},
     {"--idle-ttl", "CELLGATE_IDLE_TTL", S_INT, OFF (idle_ttl_s), 1, 31536000, "seconds after which an unused session is closed (default 1800)"},
     {"--log-level", "CELLGATE_LOG_LEVEL", S_LOG_LEVEL, OFF (log_level), 0, 3, "error, warn, info or debug (default info)"},
@@ -60,6 +67,8 @@ s_set (cg_config_t *self, const s_option_t *option, const char *value, const cha
             return cg_error_set (err, EINVAL, "%s: empty value", source);
         free (*(char **) field);
         *(char **) field = cg_xstrdup (value);
+        if (option->offset == OFF (http_listen))
+            self->http_listen_set = true;
         return 0;
     }
     if (option->kind == S_LOG_LEVEL) {
@@ -81,6 +90,8 @@ s_set (cg_config_t *self, const s_option_t *option, const char *value, const cha
         *(int *) field = (int) number;
     else if (option->kind == S_DOUBLE)
         *(double *) field = number;
+    else if (option->kind == S_SIZE)
+        *(size_t *) field = (size_t) number;
     else
         *(size_t *) field = (size_t) number * 1024 * 1024;
     return 0;
@@ -105,7 +116,14 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         .interrupt_grace_ms = 3000,
         .kernel_start_timeout_s = 60,
         .max_message_bytes = 64 * 1024 * 1024,
-        .max_output_bytes = 8 * 1024 * 1024,
+        .max_output_bytes = 100 * 1024,
+        .output_head_bytes = 40 * 1024,
+        .output_tail_bytes = 40 * 1024,
+        .max_output_kept_bytes = 8 * 1024 * 1024,
+        .max_code_bytes = 100 * 1024,
+        .max_upload_bytes = 50 * 1024 * 1024,
+        .max_artifact_read_bytes = 10 * 1024 * 1024,
+        .http_listen = cg_xstrdup ("127.0.0.1:8080"),
         .max_sessions = 10,
         .idle_ttl_s = 1800,
         .log_level = 2,
@@ -139,6 +157,11 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
     if (strcmp (self->runtime, "auto") && strcmp (self->runtime, "runc")
         && strcmp (self->runtime, "crun"))
         return cg_error_set (err, EINVAL, "--runtime: '%s' is not auto, runc or crun", self->runtime);
+    if (self->output_head_bytes + self->output_tail_bytes > self->max_output_bytes)
+        return cg_error_set (err, EINVAL, "--output-head-bytes + --output-tail-bytes (%zu) exceed --max-output-bytes (%zu)",
+                             self->output_head_bytes + self->output_tail_bytes, self->max_output_bytes);
+    if (self->max_output_kept_bytes < self->max_output_bytes)
+        return cg_error_set (err, EINVAL, "--max-output-kept-mb must hold at least --max-output-bytes");
     if (self->state_dir[0] != '/')
         return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path", self->state_dir);
     return 0;
@@ -150,7 +173,8 @@ cg_config_clear (cg_config_t *self)
     free (self->state_dir);
     free (self->runtime);
     free (self->kernels_dir);
-    self->state_dir = self->runtime = self->kernels_dir = NULL;
+    free (self->http_listen);
+    self->state_dir = self->runtime = self->kernels_dir = self->http_listen = NULL;
 }
 
 void
@@ -158,5 +182,5 @@ cg_config_usage (void)
 {
     printf ("options (each also read from its environment variable):\n");
     for (size_t i = 0; i < S_OPTION_COUNT; i++)
-        printf ("  %-24s %-30s %s\n", s_options[i].flag, s_options[i].env, s_options[i].help);
+        printf ("  %-26s %-34s %s\n", s_options[i].flag, s_options[i].env, s_options[i].help);
 }

@@ -4,6 +4,7 @@
 
 #include "cg_error.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
@@ -22,7 +23,15 @@ typedef struct {
     int interrupt_grace_ms;     /* after an interrupt, before the kernel is restarted */
     int kernel_start_timeout_s;
     size_t max_message_bytes;   /* largest message accepted from a kernel */
-    size_t max_output_bytes;    /* stdout/stderr kept per stream per run */
+    size_t max_output_bytes;    /* stdout/stderr in a result, per stream; more is cut */
+    size_t output_head_bytes;   /* what a cut keeps of the start ... */
+    size_t output_tail_bytes;   /* ... and of the end */
+    size_t max_output_kept_bytes; /* kept per stream per run for the full-output file */
+    size_t max_code_bytes;
+    size_t max_upload_bytes;
+    size_t max_artifact_read_bytes;
+    char *http_listen;          /* "HOST:PORT" of the download listener, or "off" */
+    bool http_listen_set;       /* given by flag or variable (no fallback port then) */
     int max_sessions;           /* sandboxes at once, one-shot ones included */
     int idle_ttl_s;             /* a session unused this long is closed */
     int log_level;

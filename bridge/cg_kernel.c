@@ -121,25 +121,94 @@ s_text_init (cg_text_t *text, size_t max)
     *text = (cg_text_t){.data = cg_xcalloc (1, 1), .max = max};
 }
 
-static void
-s_text_append (cg_text_t *text, const char *data, size_t len)
+static size_t
+s_utf8_chars (const char *data, size_t len)
 {
-    size_t room = text->max > text->len ? text->max - text->len : 0;
-    size_t keep = len < room ? len : room;
-    text->dropped += len - keep;
-    if (!keep)
+    size_t chars = 0;
+    for (size_t i = 0; i < len; i++)
+        chars += ((unsigned char) data[i] & 0xC0) != 0x80;
+    return chars;
+}
+
+void
+cg_text_append (cg_text_t *text, const char *data, size_t len)
+{
+    if (!text->tail && text->len + len <= text->max) {
+        text->data = cg_xrealloc (text->data, text->len + len + 1);
+        memcpy (text->data + text->len, data, len);
+        text->len += len;
+        text->data[text->len] = '\0';
         return;
+    }
+    size_t tail_max = text->max - text->max / 2;
+    if (!text->tail) {
+        //  Over MAX for the first time: the first MAX/2 bytes stay as the head, what
+        //  follows them starts the tail.
+        size_t head = text->max / 2;
+        text->tail = cg_xmalloc (2 * tail_max + 1);
+        text->tail_len = 0;
+        if (text->len > head) {
+            text->tail_len = text->len - head;      /* at most TAIL_MAX: fits */
+            memcpy (text->tail, text->data + head, text->tail_len);
+        }
+        else {
+            size_t fill = head - text->len;
+            text->data = cg_xrealloc (text->data, head + 1);
+            memcpy (text->data + text->len, data, fill);
+            data += fill;
+            len -= fill;
+        }
+        text->len = head;
+        text->data = cg_xrealloc (text->data, head + 1);
+        text->data[head] = '\0';
+    }
+    while (len > 0) {
+        size_t room = 2 * tail_max - text->tail_len;
+        if (room == 0) {
+            //  Keep the newest TAIL_MAX bytes; what falls out is dropped.
+            size_t drop = text->tail_len - tail_max;
+            text->dropped += drop;
+            text->dropped_chars += s_utf8_chars (text->tail, drop);
+            memmove (text->tail, text->tail + drop, tail_max);
+            text->tail_len = tail_max;
+            room = tail_max;
+        }
+        size_t take = len < room ? len : room;
+        memcpy (text->tail + text->tail_len, data, take);
+        text->tail_len += take;
+        data += take;
+        len -= take;
+    }
+}
+
+void
+cg_text_finish (cg_text_t *text)
+{
+    if (!text->tail)
+        return;
+    size_t tail_max = text->max - text->max / 2;
+    size_t drop = text->tail_len > tail_max ? text->tail_len - tail_max : 0;
+    text->dropped += drop;
+    text->dropped_chars += s_utf8_chars (text->tail, drop);
+    size_t keep = text->tail_len - drop;
+    text->cut = text->len;
     text->data = cg_xrealloc (text->data, text->len + keep + 1);
-    memcpy (text->data + text->len, data, keep);
+    memcpy (text->data + text->len, text->tail + drop, keep);
     text->len += keep;
     text->data[text->len] = '\0';
+    free (text->tail);
+    text->tail = NULL;
+    text->tail_len = 0;
 }
 
 static void
 s_text_reset (cg_text_t *text)
 {
+    free (text->tail);
+    text->tail = NULL;
+    text->tail_len = 0;
     text->len = 0;
-    text->dropped = 0;
+    text->dropped = text->dropped_chars = text->cut = 0;
     text->data[0] = '\0';
 }
 
@@ -156,6 +225,8 @@ cg_run_clear (cg_run_t *run)
 {
     free (run->out.data);
     free (run->err.data);
+    free (run->out.tail);
+    free (run->err.tail);
     json_decref (run->outputs);
     json_decref (run->return_value);
     free (run->reply_status);
@@ -172,10 +243,10 @@ s_text_append_plain (cg_text_t *text, const char *data)
     while (*p) {
         const char *esc = strchr (p, '\x1b');
         if (!esc) {
-            s_text_append (text, p, strlen (p));
+            cg_text_append (text, p, strlen (p));
             return;
         }
-        s_text_append (text, p, (size_t) (esc - p));
+        cg_text_append (text, p, (size_t) (esc - p));
         p = esc + 1;
         if (*p == '[') {
             p++;
@@ -600,7 +671,7 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
         const char *name = json_string_value (json_object_get (content, "name"));
         const char *text = json_string_value (json_object_get (content, "text"));
         if (text)
-            s_text_append (name && strcmp (name, "stderr") == 0 ? &run->err : &run->out, text,
+            cg_text_append (name && strcmp (name, "stderr") == 0 ? &run->err : &run->out, text,
                            strlen (text));
     }
     else if (strcmp (type, "display_data") == 0 || strcmp (type, "execute_result") == 0
@@ -632,14 +703,14 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
         json_array_foreach (traceback, i, line) {
             if (json_is_string (line)) {
                 s_text_append_plain (&run->err, json_string_value (line));
-                s_text_append (&run->err, "\n", 1);
+                cg_text_append (&run->err, "\n", 1);
             }
         }
         if (!json_array_size (traceback)) {
             const char *ename = json_string_value (json_object_get (content, "ename"));
             const char *evalue = json_string_value (json_object_get (content, "evalue"));
             cleanup_free char *text = cg_strdupf ("%s: %s\n", ename ? ename : "Error", evalue ? evalue : "");
-            s_text_append (&run->err, text, strlen (text));
+            cg_text_append (&run->err, text, strlen (text));
         }
     }
     else if (strcmp (type, "clear_output") == 0) {
@@ -697,7 +768,7 @@ s_on_stdin (s_exec_t *exec, cg_msg_t *msg)
         exec->run->stdin_exhausted = true;
     const char *prompt = json_string_value (json_object_get (msg->content, "prompt"));
     if (prompt && *value != '\x04')
-        s_text_append (&exec->run->out, prompt, strlen (prompt));
+        cg_text_append (&exec->run->out, prompt, strlen (prompt));
     cg_wire_send (exec->kernel->wire, exec->kernel->sockets[CH_STDIN], "input_reply",
                   json_pack ("{s:s}", "value", value), msg->header, NULL);
 }

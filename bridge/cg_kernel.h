@@ -28,13 +28,24 @@ typedef struct {
 cg_kernel_spec_t *cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err);
 void cg_kernel_spec_destroy (cg_kernel_spec_t **self_p);
 
-/*  A growing text buffer that keeps at most MAX bytes and counts what it dropped. */
+/*  A growing text buffer that keeps at most MAX bytes: everything while it fits, then
+    the first MAX/2 bytes and the last MAX - MAX/2, counting what it dropped between. */
 typedef struct {
-    char *data;             /* NUL-terminated */
+    char *data;             /* NUL-terminated: the kept bytes (after cg_text_finish) */
     size_t len;
     size_t max;
-    size_t dropped;         /* bytes past MAX that were not kept */
+    size_t dropped;         /* bytes dropped between the head and the tail */
+    size_t dropped_chars;   /* the same in UTF-8 characters */
+    size_t cut;             /* where in DATA the dropped bytes were (valid when dropped) */
+    char *tail;             /* while over MAX: the newest bytes, NULL before */
+    size_t tail_len;
 } cg_text_t;
+
+/*  Appends LEN bytes of DATA, keeping what fits as described above. */
+void cg_text_append (cg_text_t *text, const char *data, size_t len);
+
+/*  Joins the kept head and tail in DATA (after a run, before reading DATA). */
+void cg_text_finish (cg_text_t *text);
 
 /*  What one execution produced. */
 typedef struct {

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cg_session.h"
 #include "cg_util.h"
+#include "../artifacts/cg_artifacts.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,6 +21,7 @@ struct cg_session_t {
     char *workspace;
     char *run_dir;
     char *container_id;
+    cg_workspace_t *ws;             /* host-side access to the workspace */
     cg_sandbox_t sandbox;           /* points into the strings above */
     bool container_running;
     long oom_kills;                 /* OOM kills counted so far, -1 when unknown */
@@ -72,6 +74,7 @@ cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *se
                                    .run_dir = self->run_dir};
     if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
         || s_make_dir (self->workspace, 0755, config, err) < 0
+        || !(self->ws = cg_workspace_open (self->workspace, err))
         || s_make_dir (self->run_dir, 0700, config, err) < 0 || s_start_container (self, err) < 0) {
         cg_error_wrap (err, "create session sandbox");
         cg_session_destroy (&self);
@@ -93,6 +96,7 @@ cg_session_destroy (cg_session_t **self_p)
     if (self->container_running && cg_container_destroy (self->backend, &self->sandbox, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
+    cg_workspace_destroy (&self->ws);
     if (cg_rm_rf (self->dir, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
@@ -204,17 +208,56 @@ s_append_stderr (json_t *result, const char *text)
     json_object_set_new (result, "stderr", json_string (joined));
 }
 
-static void
-s_fill_run (json_t *result, const cg_run_t *run)
+//  Kernel text is untrusted: json_stringn_nocheck would accept bad UTF-8, so the checked
+//  constructor is used and invalid text is replaced.
+static json_t *
+s_text_json (const char *text, size_t len)
 {
-    //  Kernel text is untrusted: json_stringn_nocheck would accept bad UTF-8, so the
-    //  checked constructor is used and invalid text is replaced.
-    json_t *out = json_stringn (run->out.data, run->out.len);
-    json_t *err = json_stringn (run->err.data, run->err.len);
-    json_object_set_new (result, "stdout", out ? out : json_string ("<output was not valid UTF-8>"));
-    json_object_set_new (result, "stderr", err ? err : json_string ("<output was not valid UTF-8>"));
-    json_object_set_new (result, "stdout_truncated", json_boolean (run->out.dropped > 0));
-    json_object_set_new (result, "stderr_truncated", json_boolean (run->err.dropped > 0));
+    json_t *value = json_stringn (text, len);
+    return value ? value : json_string ("<output was not valid UTF-8>");
+}
+
+//  Puts one stream into RESULT as FIELD: whole when it fits the result's cap, else cut
+//  to head + marker + tail, with the whole text (as kept) saved in the workspace and
+//  named in FIELD_file.
+static void
+s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, json_t *result,
+               const char *field, cg_text_t *text)
+{
+    const cg_config_t *config = self->config;
+    cg_text_finish (text);
+    cleanup_free char *truncated_key = cg_strdupf ("%s_truncated", field);
+    if (text->len + text->dropped <= config->max_output_bytes) {
+        json_object_set_new (result, field, s_text_json (text->data, text->len));
+        json_object_set_new (result, truncated_key, json_false ());
+        return;
+    }
+    cleanup_free char *cut = cg_output_cut (text->data, text->len, config->output_head_bytes,
+                                            config->output_tail_bytes, text->cut, text->dropped_chars);
+    json_object_set_new (result, field, s_text_json (cut, strlen (cut)));
+    json_object_set_new (result, truncated_key, json_true ());
+    if (!request->session_id)
+        return;     /* a one-shot sandbox is gone with its files */
+    cleanup_free char *whole = text->dropped ? cg_output_join (text->data, text->len, text->cut, text->dropped_chars)
+                                             : NULL;
+    cleanup_free char *rel = cg_strdupf ("%s/%s-%s.txt", CG_ARTIFACTS_OUTPUT_DIR, request->execution_id, field);
+    cg_error_t *err = NULL;
+    if (cg_workspace_write (self->ws, rel, whole ? whole : text->data, whole ? strlen (whole) : text->len, true,
+                            (uid_t) config->sandbox_uid, (gid_t) config->sandbox_gid, &err) == 0) {
+        cleanup_free char *file_key = cg_strdupf ("%s_file", field);
+        cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
+        json_object_set_new (result, file_key, json_string (path));
+    }
+    else
+        cg_log (1, "save full %s: %s", field, cg_error_message (err));
+    cg_error_destroy (&err);
+}
+
+static void
+s_fill_run (cg_session_t *self, const cg_exec_request_t *request, json_t *result, cg_run_t *run)
+{
+    s_fill_stream (self, request, result, "stdout", &run->out);
+    s_fill_stream (self, request, result, "stderr", &run->err);
     json_object_set (result, "outputs", run->outputs);
     if (run->return_value)
         json_object_set (result, "return_value", run->return_value);
@@ -223,6 +266,33 @@ s_fill_run (json_t *result, const cg_run_t *run)
     double seconds = (double) (run->ended_us - run->started_us) / 1e6;
     json_object_set_new (result, "execution_time", json_real (round (seconds * 1e6) / 1e6));
     json_object_set_new (result, "duration_ms", json_integer ((run->ended_us - run->started_us) / 1000));
+    if (request->session_id)
+        cg_artifacts_save_displays (self->ws, run->outputs, request->execution_id,
+                                    (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid);
+}
+
+//  Adds what the run did to the workspace: seed 004's artifacts (created and modified
+//  files) and seed 002's created/modified/deleted names. As in seed 004, only a run that
+//  succeeded is scanned; BEFORE is the snapshot taken before it ran (may be NULL).
+static void
+s_fill_artifacts (cg_session_t *self, json_t *result, json_t *before)
+{
+    json_t *diff = NULL, *after = NULL;
+    const char *status = json_string_value (json_object_get (result, "status"));
+    if (before && strcmp (status, "success") == 0) {
+        cg_error_t *err = NULL;
+        after = cg_workspace_snapshot (self->ws, &err);
+        if (!after)
+            cg_log (1, "scan workspace after the run: %s", cg_error_message (err));
+        cg_error_destroy (&err);
+    }
+    diff = after ? cg_workspace_diff (before, after) : json_pack ("{s:[], s:[], s:[]}", "created", "modified", "deleted");
+    json_object_set_new (result, "artifacts", cg_artifacts_from_diff (diff, after));
+    json_object_set (result, "artifacts_created", json_object_get (diff, "created"));
+    json_object_set (result, "artifacts_modified", json_object_get (diff, "modified"));
+    json_object_set (result, "artifacts_deleted", json_object_get (diff, "deleted"));
+    json_decref (diff);
+    json_decref (after);
 }
 
 //  Kills whatever the cell left running beside the kernel (forked children, a fork
@@ -276,13 +346,18 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     }
     //  The OOM counter is read only when a kernel died, against the count kept since
     //  the container started: no cgroup reads on the warm path.
+    cg_error_t *scan_err = NULL;
+    json_t *before = cg_workspace_snapshot (self->ws, &scan_err);
+    if (!before)
+        cg_log (1, "scan workspace before the run: %s", cg_error_message (scan_err));
+    cg_error_destroy (&scan_err);
     cg_run_t run;
-    cg_run_init (&run, self->config->max_output_bytes);
+    cg_run_init (&run, self->config->max_output_kept_bytes);
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
     cg_exec_end_t end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline,
                                            control, control_cb, arg, &run);
     json_t *result = s_result_new (request);
-    s_fill_run (result, &run);
+    s_fill_run (self, request, result, &run);
     int grace = self->config->interrupt_grace_ms;
 
     if (end == CG_EXEC_DONE && !run.timed_out && !run.cancelled) {
@@ -346,6 +421,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     else {
         s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", "The server is shutting down.");
     }
+    s_fill_artifacts (self, result, before);
+    json_decref (before);
     cg_error_destroy (&err);
     cg_run_clear (&run);
     return result;

@@ -2,7 +2,9 @@
     requests to session runners, concurrency and cancellation. */
 #include "cg_mcp.h"
 #include "cg_jsonrpc.h"
+#include "cg_files.h"
 #include "cg_tools.h"
+#include "../artifacts/cg_http.h"
 #include "../bridge/cg_runner.h"
 #include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
@@ -16,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LINE (64 * 1024 * 1024)
+//  The longest line read from the client: 64 MiB, or more when uploads need it.
+#define MIN_LINE_MAX (64 * 1024 * 1024)
 
 static const char *s_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
 
@@ -26,6 +29,9 @@ typedef struct {
     zactor_t *runner;
     char *busy_key;             /* key of the call in flight, NULL when idle */
     char slot[13];              /* directory and container name */
+    char *dir;                  /* the session's host directory */
+    cg_workspace_t *ws;         /* its workspace, for the file tools and downloads */
+    char token[33];             /* download token: 128 random bits */
     char *language;
     char *name;                 /* may be NULL */
     char started_at[32];        /* ISO 8601, UTC */
@@ -54,6 +60,7 @@ typedef struct {
     char *results_endpoint;
     zhashx_t *sessions;         /* session_id -> s_session_t */
     zhashx_t *calls;            /* key -> s_call_t */
+    cg_http_t *http;            /* download listener, NULL when off */
     unsigned long next_key;
     bool initialized;
     bool output_failed;
@@ -81,6 +88,14 @@ s_session_free (void **item)
     if (!session)
         return;
     s_runner_join (&session->runner);
+    cg_workspace_destroy (&session->ws);
+    //  The runner removes what it made; a session that only had uploads has its
+    //  directory left, so it is removed here.
+    cg_error_t *err = NULL;
+    if (session->dir && cg_rm_rf (session->dir, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+    free (session->dir);
     free (session->id);
     free (session->busy_key);
     free (session->language);
@@ -159,8 +174,10 @@ s_initialize (s_server_t *self, json_t *id, json_t *params)
         "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
         "tools", "listChanged", 0, "serverInfo", "name", "cellgate", "title",
         "cellgate code sandbox", "version", CG_VERSION, "instructions",
-        "Use execute_code to run Python in a sandbox without network access. Pass a session_id "
-        "to keep state between calls; files in /mnt/data persist within a session.");
+        "Use execute_code or run_python to run Python in a sandbox without network access. Pass "
+        "a session_id to keep state between calls; files in /mnt/data persist within a session. "
+        "upload_file puts data in, list_artifacts and read_artifact get results out (charts "
+        "come back as images; download_url links work in a browser).");
     s_send (self, cg_jsonrpc_result (id, result));
 }
 
@@ -213,6 +230,39 @@ s_max_sessions_result (s_server_t *self, const char *language, const char *sessi
                 : cg_tools_error_object ("max_sessions", message, session_id);
 }
 
+//  Returns a tools/call error result when ARGUMENTS has a key that is not in ALLOWED
+//  (NULL-terminated), else NULL.
+static json_t *
+s_check_keys (json_t *arguments, const char *const *allowed, const char *tool)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach (arguments, key, value) {
+        bool known = false;
+        for (int i = 0; allowed[i] && !known; i++)
+            known = strcmp (key, allowed[i]) == 0;
+        if (known)
+            continue;
+        cleanup_free char *names = cg_xstrdup (allowed[0]);
+        for (int i = 1; allowed[i]; i++) {
+            char *more = cg_strdupf ("%s, %s", names, allowed[i]);
+            free (names);
+            names = more;
+        }
+        cleanup_free char *message = cg_strdupf ("unknown argument '%.64s'; %s takes %s", key, tool, names);
+        return cg_tools_error_object ("invalid_params", message, NULL);
+    }
+    return NULL;
+}
+
+//  A session was used: it is not idle.
+static void
+s_touch (s_session_t *session)
+{
+    session->last_activity_us = cg_now_us ();
+    s_utc_now (session->last_activity_at, ISO_8601);
+}
+
 //  Registers a new session and starts its runner. Returns it, or NULL when the limit
 //  of concurrent sandboxes is reached.
 static s_session_t *
@@ -228,6 +278,17 @@ s_session_new (s_server_t *self, const char *session_id, const char *language, c
     s_utc_now (session->started_at, ISO_8601);
     memcpy (session->last_activity_at, session->started_at, sizeof session->started_at);
     session->started_us = session->last_activity_us = cg_now_us ();
+    cg_random_hex (session->token, 16);
+    //  The workspace exists from the start so that files can be uploaded before the
+    //  sandbox runs; the runner creates the rest when the session first runs.
+    session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
+    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
+    cg_error_t *err = NULL;
+    if (cg_mkdir_p (session->dir, 0700, &err) < 0 || cg_mkdir_p (workspace, 0755, &err) < 0
+        || chown (workspace, (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid) < 0
+        || !(session->ws = cg_workspace_open (workspace, &err)))
+        cg_log (1, "session %s workspace: %s", session_id, err ? cg_error_message (err) : strerror (errno));
+    cg_error_destroy (&err);
     session->runner = zactor_new (cg_runner_actor, s_runner_args (self, session->slot, false));
     zhashx_insert (self->sessions, session_id, session);
     return session;
@@ -309,14 +370,12 @@ s_start_run (s_server_t *self, json_t *id, json_t *request)
 static void
 s_start_session (s_server_t *self, json_t *id, json_t *arguments)
 {
-    const char *key;
-    json_t *value;
-    json_object_foreach (arguments, key, value)
-        if (strcmp (key, "language") && strcmp (key, "name") && strcmp (key, "working_dir")) {
-            cleanup_free char *message = cg_strdupf ("unknown argument '%.64s'; start_session takes language, name and working_dir", key);
-            s_send (self, cg_jsonrpc_result (id, cg_tools_error_object ("invalid_params", message, NULL)));
-            return;
-        }
+    static const char *allowed[] = {"language", "name", "working_dir", NULL};
+    json_t *refusal = s_check_keys (arguments, allowed, "start_session");
+    if (refusal) {
+        s_send (self, cg_jsonrpc_result (id, refusal));
+        return;
+    }
     json_t *language = json_object_get (arguments, "language");
     json_t *name = json_object_get (arguments, "name");
     json_t *working_dir = json_object_get (arguments, "working_dir");
@@ -452,6 +511,82 @@ s_reap_idle (s_server_t *self)
     return wait_ms > 60000 ? 60000 : (int) wait_ms;
 }
 
+static cg_files_t
+s_files (s_server_t *self, s_session_t *session)
+{
+    return (cg_files_t){.config = self->config, .ws = session->ws, .session_id = session->id,
+                        .token = session->token, .http = self->http};
+}
+
+//  Finds the existing session that a file tool's ARGUMENTS name. Returns it, or NULL
+//  with *refusal set to the error result.
+static s_session_t *
+s_file_session (s_server_t *self, json_t *arguments, json_t **refusal)
+{
+    json_t *session_id = json_object_get (arguments, "session_id");
+    s_session_t *session = NULL;
+    if (!json_is_string (session_id))
+        *refusal = cg_tools_error_object ("invalid_params", "'session_id' is a required string", NULL);
+    else if (!cg_tools_valid_session_id (json_string_value (session_id)))
+        *refusal = cg_tools_error_object ("invalid_params", "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit", NULL);
+    else if (!(session = zhashx_lookup (self->sessions, json_string_value (session_id)))) {
+        cleanup_free char *message = cg_strdupf ("No active session with id %s", json_string_value (session_id));
+        *refusal = cg_tools_error_object ("session_not_found", message, json_string_value (session_id));
+    }
+    else if (!session->ws) {
+        *refusal = cg_tools_error_object ("sandbox_setup_failed", "the session's workspace could not be created; see the server log", session->id);
+        session = NULL;
+    }
+    return session;
+}
+
+static void
+s_file_tool (s_server_t *self, json_t *id, const char *tool, json_t *arguments)
+{
+    static const char *read_keys[] = {"session_id", "path", NULL};
+    static const char *list_keys[] = {"session_id", NULL};
+    bool read = strcmp (tool, "read_artifact") == 0;
+    json_t *result = s_check_keys (arguments, read ? read_keys : list_keys, tool);
+    s_session_t *session = result ? NULL : s_file_session (self, arguments, &result);
+    if (session) {
+        cg_files_t files = s_files (self, session);
+        result = read ? cg_files_read (&files, arguments) : cg_files_list (&files);
+        s_touch (session);
+    }
+    s_send (self, cg_jsonrpc_result (id, result));
+}
+
+static void
+s_upload_file (s_server_t *self, json_t *id, json_t *arguments)
+{
+    static const char *allowed[] = {"session_id", "filename", "content_base64", "overwrite", NULL};
+    json_t *result = s_check_keys (arguments, allowed, "upload_file");
+    json_t *session_id = json_object_get (arguments, "session_id");
+    if (!result && session_id && !json_is_null (session_id)
+        && (!json_is_string (session_id) || !cg_tools_valid_session_id (json_string_value (session_id))))
+        result = cg_tools_error_object ("invalid_params", "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit", NULL);
+    char generated[18] = "sess_";
+    cg_random_hex (generated + 5, 6);   /* seed 004: created and returned when omitted */
+    const char *name = json_is_string (session_id) ? json_string_value (session_id) : generated;
+    if (!result)
+        result = cg_files_upload_check (self->config, arguments, name);
+    s_session_t *session = result ? NULL : zhashx_lookup (self->sessions, name);
+    if (result)
+        ;
+    else if (session && session->busy_key)
+        result = cg_tools_error_object ("session_busy", s_busy_message, name);
+    else if (!session && !(session = s_session_new (self, name, "python", NULL)))
+        result = s_max_sessions_result (self, NULL, name);
+    else if (!session->ws)
+        result = cg_tools_error_object ("sandbox_setup_failed", "the session's workspace could not be created; see the server log", name);
+    else {
+        cg_files_t files = s_files (self, session);
+        result = cg_files_upload (&files, arguments);
+        s_touch (session);
+    }
+    s_send (self, cg_jsonrpc_result (id, result));
+}
+
 static void
 s_tools_call (s_server_t *self, json_t *id, json_t *params)
 {
@@ -476,6 +611,10 @@ s_tools_call (s_server_t *self, json_t *id, json_t *params)
         s_close_session (self, id, arguments);
     else if (strcmp (name, "start_session") == 0)
         s_start_session (self, id, arguments);
+    else if (strcmp (name, "upload_file") == 0)
+        s_upload_file (self, id, arguments);
+    else if (strcmp (name, "read_artifact") == 0 || strcmp (name, "list_artifacts") == 0)
+        s_file_tool (self, id, name, arguments);
     else {
         json_t *error_result = NULL;
         json_t *request = cg_tools_execute_request (self->config, name, arguments, &error_result);
@@ -557,6 +696,18 @@ s_handle_line (s_server_t *self, const char *line, size_t len)
         return;
     json_error_t jerr;
     json_t *message = json_loadb (line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!message && json_error_code (&jerr) == json_error_null_character) {
+        //  Valid JSON, but no string here may hold a NUL (it would cut C strings short):
+        //  the request is refused, answered with its own id so the client is not left
+        //  waiting.
+        message = json_loadb (line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+        json_t *id = json_object_get (message, "id");
+        if (message && (json_is_string (id) || json_is_integer (id)))
+            s_send_error (self, id, CG_JSONRPC_INVALID_PARAMS,
+                          "invalid params: strings must not contain NUL characters (\\u0000)");
+        json_decref (message);
+        return;
+    }
     if (!message) {
         cleanup_free char *text = cg_strdupf ("Parse error: %s", jerr.text);
         s_send_error (self, NULL, CG_JSONRPC_PARSE_ERROR, text);
@@ -568,8 +719,13 @@ s_handle_line (s_server_t *self, const char *line, size_t len)
 
 //  Completes a run's structured result for its tool: the seeds' extra fields.
 static json_t *
-s_run_response (s_call_t *call, json_t *structured)
+s_run_response (s_server_t *self, s_call_t *call, json_t *structured)
 {
+    s_session_t *session = call->session_id ? zhashx_lookup (self->sessions, call->session_id) : NULL;
+    if (session) {
+        cg_files_t files = s_files (self, session);
+        cg_files_add_urls (&files, structured);
+    }
     json_object_set_new (structured, "truncated",
                          json_boolean (json_is_true (json_object_get (structured, "stdout_truncated"))
                                        || json_is_true (json_object_get (structured, "stderr_truncated"))));
@@ -609,8 +765,7 @@ s_handle_result (s_server_t *self)
         if (session && session->busy_key && strcmp (session->busy_key, key) == 0) {
             free (session->busy_key);
             session->busy_key = NULL;
-            session->last_activity_us = cg_now_us ();
-            s_utc_now (session->last_activity_at, ISO_8601);
+            s_touch (session);
         }
         json_t *structured = text ? json_loads (text, 0, NULL) : NULL;
         bool start = strcmp (call->tool, "start_session") == 0;
@@ -623,7 +778,7 @@ s_handle_result (s_server_t *self)
         else if (start && session)
             s_send (self, cg_jsonrpc_result (call->id, s_start_response (self, session, structured)));
         else if (!start)
-            s_send (self, cg_jsonrpc_result (call->id, s_run_response (call, json_incref (structured))));
+            s_send (self, cg_jsonrpc_result (call->id, s_run_response (self, call, json_incref (structured))));
         //  A session whose start failed is not kept: it would hold a sandbox slot.
         if (start && session && !json_is_true (json_object_get (structured, "ok")))
             zhashx_delete (self->sessions, session->id);
@@ -636,11 +791,55 @@ s_handle_result (s_server_t *self)
     zmsg_destroy (&msg);
 }
 
+//  cg_http's lookup: a session's workspace and download token.
+static int
+s_http_lookup (void *arg, const char *session_id, cg_workspace_t **workspace, const char **token)
+{
+    s_server_t *self = arg;
+    s_session_t *session = zhashx_lookup (self->sessions, session_id);
+    if (!session || !session->ws)
+        return -1;
+    *workspace = session->ws;
+    *token = session->token;
+    return 0;
+}
+
+//  Starts the download listener per the configuration. Returns 0 (self->http stays NULL
+//  when it is off), or -1 when it cannot listen.
+static int
+s_http_start (s_server_t *self)
+{
+    const cg_config_t *config = self->config;
+    if (strcmp (config->http_listen, "off") == 0)
+        return 0;
+    cg_error_t *err = NULL;
+    self->http = cg_http_new (config->http_listen, s_http_lookup, self, &err);
+    if (!self->http && !config->http_listen_set && err && err->code == EADDRINUSE) {
+        //  The default port is taken (another cellgate, say): any free port will do.
+        cg_log (1, "downloads: %s; using a free port instead", cg_error_message (err));
+        cg_error_destroy (&err);
+        self->http = cg_http_new ("127.0.0.1:0", s_http_lookup, self, &err);
+    }
+    if (!self->http) {
+        cg_log (0, "downloads: cannot listen on %s: %s (--http-listen off disables them)", config->http_listen,
+                cg_error_message (err));
+        cg_error_destroy (&err);
+        return -1;
+    }
+    return 0;
+}
+
 int
 cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
                     int in_fd, int out_fd)
 {
     s_server_t self = {.config = config, .backend = backend, .instance = instance, .out_fd = out_fd};
+    if (s_http_start (&self) < 0)
+        return 1;
+    //  A line must hold the largest upload in base64 (4 characters per 3 bytes).
+    size_t line_max = config->max_upload_bytes / 3 * 4 + 1024 * 1024;
+    if (line_max < MIN_LINE_MAX)
+        line_max = MIN_LINE_MAX;
     self.results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *) &self);
     self.results = zsock_new_pull (self.results_endpoint);
     self.sessions = zhashx_new ();
@@ -655,14 +854,20 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
     int rc = 0;
     while (input_open && !self.output_failed && !zsys_interrupted) {
         zmq_pollitem_t items[] = {{zsock_resolve (self.results), 0, ZMQ_POLLIN, 0},
-                                  {NULL, in_fd, ZMQ_POLLIN, 0}};
+                                  {NULL, in_fd, ZMQ_POLLIN, 0},
+                                  {NULL, self.http ? cg_http_fd (self.http) : -1, ZMQ_POLLIN, 0}};
         int wait_ms = s_reap_idle (&self);
-        if (zmq_poll (items, 2, wait_ms) < 0) {
+        int http_ms = self.http ? cg_http_timeout_ms (self.http) : -1;
+        if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
+            wait_ms = http_ms;
+        if (zmq_poll (items, self.http ? 3 : 2, wait_ms) < 0) {
             if (errno == EINTR)
                 continue;
             rc = 1;
             break;
         }
+        if (self.http)
+            cg_http_process (self.http);
         if (items[0].revents)
             s_handle_result (&self);
         if (!items[1].revents)
@@ -691,9 +896,11 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
         }
         memmove (buf, buf + start, len - start);
         len -= start;
-        if (len > MAX_LINE) {
-            if (!discarding)
-                s_send_error (&self, NULL, CG_JSONRPC_INVALID_REQUEST, "message larger than 64 MiB");
+        if (len > line_max) {
+            if (!discarding) {
+                cleanup_free char *message = cg_strdupf ("message larger than %zu bytes", line_max);
+                s_send_error (&self, NULL, CG_JSONRPC_INVALID_REQUEST, message);
+            }
             discarding = true;
             len = 0;
         }
@@ -710,6 +917,7 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
         if (c->oneshot)
             zstr_send (c->oneshot, "$TERM");
     zhashx_destroy (&self.calls);
+    cg_http_destroy (&self.http);
     zhashx_destroy (&self.sessions);
     zsock_destroy (&self.results);
     free (self.results_endpoint);

@@ -35,7 +35,8 @@ s_add_run_props (json_t *props, const cg_config_t *config)
         "Maximum execution time in seconds, 1 to 300 (default %d). On timeout the kernel is "
         "interrupted and partial output returned; the session keeps its state.",
         config->default_timeout_s);
-    json_object_set_new (props, "code", s_prop ("string", "The code to run, as a Jupyter cell: the value of a last expression is returned (at most 100 KB)."));
+    cleanup_free char *code_doc = cg_strdupf ("The code to run, as a Jupyter cell: the value of a last expression is returned (at most %zu bytes).", config->max_code_bytes);
+    json_object_set_new (props, "code", s_prop ("string", code_doc));
     json_object_set_new (props, "stdin", s_prop ("string", "Text fed to input() calls, one line per call; when it runs out, input() raises EOFError."));
     json_object_set_new (props, "stdin_data", s_prop ("string", "Alias of stdin."));
     json_t *timeout = s_prop ("integer", timeout_doc);
@@ -60,6 +61,36 @@ s_schema (json_t *props, const char *const *required)
         json_object_set_new (schema, "required", list);
     }
     return schema;
+}
+
+//  The properties of one workspace file, seed 004's shape. CONTENT adds read_artifact's.
+static json_t *
+s_artifact_props (bool content)
+{
+    json_t *props = json_pack ("{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}", "path", "type", "string", "filename",
+                               "type", "string", "size_bytes", "type", "integer", "mime_type", "type", "string",
+                               "download_url", "type", "string");
+    if (content)
+        json_object_set_new (props, "content_base64", json_pack ("{s:s}", "type", "string"));
+    return props;
+}
+
+static json_t *
+s_artifact_schema (bool content)
+{
+    return json_pack ("{s:s, s:o, s:[s,s,s,s]}", "type", "object", "properties", s_artifact_props (content),
+                      "required", "path", "filename", "size_bytes", "mime_type");
+}
+
+//  An object result that may instead be an error object {error, message}: nothing is
+//  required, so both validate.
+static json_t *
+s_object_schema (json_t *props)
+{
+    json_object_set_new (props, "error", json_pack ("{s:s}", "type", "string"));
+    json_object_set_new (props, "message", json_pack ("{s:s}", "type", "string"));
+    json_object_set_new (props, "session_id", json_pack ("{s:s}", "type", "string"));
+    return json_pack ("{s:s, s:o}", "type", "object", "properties", props);
 }
 
 //  The result of every running tool: the union of seeds 000-004's fields.
@@ -92,6 +123,14 @@ s_run_output_schema (void)
         "error", "type", "string", "message", "type", "string",
         "required", "stdout", "stderr", "exit_code", "status", "error_code", "error_message",
         "execution_time", "duration_ms");
+    json_t *props = json_object_get (schema, "properties");
+    const char *strings[] = {"stdout_file", "stderr_file", "stdout_url", "stderr_url", NULL};
+    for (int i = 0; strings[i]; i++)
+        json_object_set_new (props, strings[i], json_pack ("{s:s}", "type", "string"));
+    const char *lists[] = {"artifacts_created", "artifacts_modified", "artifacts_deleted", NULL};
+    for (int i = 0; lists[i]; i++)
+        json_object_set_new (props, lists[i], json_pack ("{s:s, s:{s:s}}", "type", "array", "items", "type", "string"));
+    json_object_set_new (json_object_get (props, "artifacts"), "items", s_artifact_schema (false));
     return schema;
 }
 
@@ -134,7 +173,8 @@ cg_tools_list (const cg_config_t *config)
     json_array_append_new (tools, s_tool (
         "run_python", "Run Python in a session",
         "Run Python in a persistent sandboxed session (variables and files in /mnt/data persist "
-        "between calls). Returns stdout, stderr, exit_code and the run_id.",
+        "between calls). Returns stdout, stderr, exit_code, the run_id and the files the run "
+        "created or changed (artifacts, with download URLs); charts come back as images.",
         s_schema (props, code_required), s_run_output_schema (), false, false));
 
     props = json_object ();
@@ -175,6 +215,41 @@ cg_tools_list (const cg_config_t *config)
                    "executions_count", "type", "integer", "error", "type", "string", "message", "type", "string"),
         false, true));
 
+    props = json_object ();
+    json_object_set_new (props, "session_id", s_session_id_prop (
+        "Session to upload into; created on first use. Omitted: a new session is created and its id returned."));
+    json_object_set_new (props, "filename", s_prop ("string", "Name in /mnt/data, e.g. sales.csv or in/sales.csv; no '..', absolute paths or control characters."));
+    cleanup_free char *content_doc = cg_strdupf ("The file's bytes, base64-encoded (at most %zu bytes decoded).", config->max_upload_bytes);
+    json_object_set_new (props, "content_base64", s_prop ("string", content_doc));
+    json_object_set_new (props, "overwrite", s_prop ("boolean", "Replace an existing file (default false: file_exists error)."));
+    static const char *upload_required[] = {"filename", "content_base64", NULL};
+    json_t *upload_out = s_artifact_props (false);
+    json_array_append_new (tools, s_tool (
+        "upload_file", "Upload a file into a session",
+        "Upload a data file (base64) into the session's /mnt/data so code can read it. Returns the session_id and the path.",
+        s_schema (props, upload_required), s_object_schema (upload_out), false, false));
+
+    props = json_object ();
+    json_object_set_new (props, "session_id", s_session_id_prop ("An existing session."));
+    json_object_set_new (props, "path", s_prop ("string", "Absolute path within /mnt/data (or relative to it), e.g. /mnt/data/chart.png."));
+    static const char *read_required[] = {"session_id", "path", NULL};
+    json_t *read_out = s_artifact_props (true);
+    json_array_append_new (tools, s_tool (
+        "read_artifact", "Read a file from a session",
+        "Read a file from the session's /mnt/data as base64; images also come back as image content to look at.",
+        s_schema (props, read_required), s_object_schema (read_out), true, false));
+
+    props = json_object ();
+    json_object_set_new (props, "session_id", s_session_id_prop ("An existing session."));
+    static const char *list_required[] = {"session_id", NULL};
+    json_array_append_new (tools, s_tool (
+        "list_artifacts", "List a session's files",
+        "List every file in the session's /mnt/data with size, MIME type and download URL.",
+        s_schema (props, list_required),
+        s_object_schema (json_pack ("{s:{s:s, s:o}, s:{s:s}}", "artifacts", "type", "array", "items",
+                                    s_artifact_schema (false), "truncated", "type", "boolean")),
+        true, false));
+
     json_array_append_new (tools, s_tool (
         "list_sessions", "List sessions",
         "List the active sessions with language, name, age, activity, executions and memory.",
@@ -189,7 +264,8 @@ bool
 cg_tools_known (const char *name)
 {
     static const char *names[] = {"execute_code", "run_python", "start_session", "send_to_session",
-                                  "close_session", "list_sessions", NULL};
+                                  "close_session", "list_sessions", "upload_file", "read_artifact",
+                                  "list_artifacts", NULL};
     for (int i = 0; names[i]; i++)
         if (strcmp (name, names[i]) == 0)
             return true;
@@ -287,9 +363,9 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
         *error_result = s_invalid ("UNSUPPORTED_LANGUAGE", message, json_string_value (language));
         return NULL;
     }
-    if (json_string_length (code) > CG_MAX_CODE_BYTES) {
-        cleanup_free char *message = cg_strdupf ("code is %zu bytes; the limit is %d bytes",
-                                                 json_string_length (code), CG_MAX_CODE_BYTES);
+    if (json_string_length (code) > config->max_code_bytes) {
+        cleanup_free char *message = cg_strdupf ("code is %zu bytes; the limit is %zu bytes",
+                                                 json_string_length (code), config->max_code_bytes);
         *error_result = s_invalid ("INVALID_PARAMS", message, canonical);
         return NULL;
     }
@@ -425,6 +501,34 @@ cg_tools_call_result (json_t *structured)
             s_append (&text, *text ? "\n[result]\n" : "[result]\n");
             s_append (&text, json_string_value (json_object_get (data, "text/plain")));
         }
+    }
+    const char *streams[] = {"stdout", "stderr"};
+    for (int k = 0; k < 2; k++) {
+        cleanup_free char *file_key = cg_strdupf ("%s_file", streams[k]);
+        cleanup_free char *url_key = cg_strdupf ("%s_url", streams[k]);
+        cleanup_free char *cut_key = cg_strdupf ("%s_truncated", streams[k]);
+        const char *file = json_string_value (json_object_get (structured, file_key));
+        const char *url = json_string_value (json_object_get (structured, url_key));
+        if (!file && json_is_true (json_object_get (structured, cut_key))
+            && json_is_null (json_object_get (structured, "session_id"))) {
+            cleanup_free char *line = cg_strdupf ("%s[%s was cut; run with a session_id to keep the whole text as a file]",
+                                                  *text ? "\n" : "", streams[k]);
+            s_append (&text, line);
+        }
+        if (!file)
+            continue;
+        cleanup_free char *line = cg_strdupf ("%s[%s was cut; the whole text is in %s%s%s]", *text ? "\n" : "",
+                                              streams[k], file, url ? " " : "", url ? url : "");
+        s_append (&text, line);
+    }
+    json_t *artifacts = json_object_get (structured, "artifacts");
+    json_array_foreach (artifacts, i, item) {
+        const char *url = json_string_value (json_object_get (item, "download_url"));
+        cleanup_free char *line = cg_strdupf (
+            "%s%s (%s, %" JSON_INTEGER_FORMAT " bytes)%s%s", i == 0 ? (*text ? "\n[files created or changed]\n" : "[files created or changed]\n") : "\n",
+            json_string_value (json_object_get (item, "path")), json_string_value (json_object_get (item, "mime_type")),
+            json_integer_value (json_object_get (item, "size_bytes")), url ? " " : "", url ? url : "");
+        s_append (&text, line);
     }
     if (status && strcmp (status, "success") != 0 && message) {
         s_append (&text, *text ? "\n" : "");

@@ -8,7 +8,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#define CG_MAX_CODE_BYTES (100 * 1024)
 #define CG_MAX_STDIN_BYTES (1024 * 1024)
 
 /*  Returns the tools/list "tools" array. Caller owns the result. */

@@ -83,11 +83,11 @@ main (void)
     s_check (strcmp (s_validate (&config, "{\"language\":\"python\",\"code\":\"1\",\"stdin\":\"a\",\"stdin_data\":\"b\"}", &timeout), "INVALID_PARAMS") == 0, "conflicting stdin");
     s_check (strcmp (s_validate (&config, "{\"language\":\"python\",\"code\":\"1\",\"colour\":1}", &timeout), "INVALID_PARAMS") == 0, "unknown argument");
     s_check (strcmp (s_validate (&config, "[1]", &timeout), "INVALID_PARAMS") == 0, "arguments not an object");
-    char *big = cg_xmalloc (CG_MAX_CODE_BYTES + 64);
+    char *big = cg_xmalloc (config.max_code_bytes + 64);
     strcpy (big, "{\"language\":\"python\",\"code\":\"");
     size_t at = strlen (big);
-    memset (big + at, 'x', CG_MAX_CODE_BYTES + 1);
-    strcpy (big + at + CG_MAX_CODE_BYTES + 1, "\"}");
+    memset (big + at, 'x', config.max_code_bytes + 1);
+    strcpy (big + at + config.max_code_bytes + 1, "\"}");
     s_check (strcmp (s_validate (&config, big, &timeout), "INVALID_PARAMS") == 0, "oversized code");
     free (big);
     cg_config_clear (&config);

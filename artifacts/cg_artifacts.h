@@ -1,0 +1,43 @@
+/*  cg_artifacts — what a run leaves in its workspace: rich display outputs and full
+    stdout/stderr saved as files, cut output for results, and the files a run created,
+    modified or deleted. */
+#ifndef CG_ARTIFACTS_H
+#define CG_ARTIFACTS_H
+
+#include "cg_workspace.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*  Where saved outputs go, below the workspace. */
+#define CG_ARTIFACTS_OUTPUT_DIR "outputs"
+
+/*  Returns the LEN bytes at DATA cut to at most HEAD bytes of the start and TAIL bytes
+    of the end (both moved back to UTF-8 character boundaries) joined by seed 002's
+    marker "\n\n[... truncated N characters ...]\n\n", where N counts the characters left
+    out plus EXTRA_CHARS (characters dropped earlier, at byte CUT of DATA, 0 if none; the
+    head stays before CUT and the tail after it).
+    Returns a new NUL-terminated string (caller owns it). */
+char *cg_output_cut (const char *data, size_t len, size_t head, size_t tail, size_t cut,
+                     size_t extra_chars);
+
+/*  Returns the LEN bytes at DATA with the marker for EXTRA_CHARS dropped characters put
+    at byte CUT (the text as kept when more than the keep limit came). New string. */
+char *cg_output_join (const char *data, size_t len, size_t cut, size_t extra_chars);
+
+/*  Saves each item of OUTPUTS (display_data / execute_result items {type, data,
+    metadata}) that carries a rich type — image/png, image/jpeg, image/svg+xml,
+    application/pdf, text/html, application/json, first match wins — as the file
+    outputs/<PREFIX>-<n>.<ext> in WS, owned by UID:GID, and records its workspace path
+    in the item as "path". Failures are logged and leave the item without a path. */
+void cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *prefix,
+                                 uid_t uid, gid_t gid);
+
+/*  Describes the files named in DIFF's "created" and "modified" lists (see
+    cg_workspace_diff) from the snapshot AFTER: returns a new array of seed 004
+    artifacts {path, filename, size_bytes, mime_type}, sorted by path. */
+json_t *cg_artifacts_from_diff (json_t *diff, json_t *after);
+
+#endif
