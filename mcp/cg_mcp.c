@@ -243,8 +243,8 @@ s_check_keys (json_t *arguments, const char *const *allowed, const char *tool)
             known = strcmp (key, allowed[i]) == 0;
         if (known)
             continue;
-        cleanup_free char *names = cg_xstrdup (allowed[0]);
-        for (int i = 1; allowed[i]; i++) {
+        cleanup_free char *names = cg_xstrdup (allowed[0] ? allowed[0] : "no arguments");
+        for (int i = 1; allowed[0] && allowed[i]; i++) {
             char *more = cg_strdupf ("%s, %s", names, allowed[i]);
             free (names);
             names = more;
@@ -605,9 +605,15 @@ s_tools_call (s_server_t *self, json_t *id, json_t *params)
         s_send (self, cg_jsonrpc_result (id, cg_tools_error_object ("invalid_params", "arguments must be an object", NULL)));
         return;
     }
-    if (strcmp (name, "list_sessions") == 0)
+    static const char *no_keys[] = {NULL};
+    static const char *close_keys[] = {"session_id", NULL};
+    bool list = strcmp (name, "list_sessions") == 0, close = strcmp (name, "close_session") == 0;
+    json_t *refusal = list || close ? s_check_keys (arguments, list ? no_keys : close_keys, name) : NULL;
+    if (refusal)
+        s_send (self, cg_jsonrpc_result (id, refusal));
+    else if (list)
         s_list_sessions (self, id);
-    else if (strcmp (name, "close_session") == 0)
+    else if (close)
         s_close_session (self, id, arguments);
     else if (strcmp (name, "start_session") == 0)
         s_start_session (self, id, arguments);

@@ -180,7 +180,7 @@ cg_tools_list (const cg_config_t *config)
     props = json_object ();
     json_object_set_new (props, "language", s_prop ("string", "Programming language: python (aliases py, python3)."));
     json_object_set_new (props, "name", s_prop ("string", "Optional human-readable name (at most 128 characters)."));
-    json_object_set_new (props, "working_dir", s_prop ("string", "Directory inside the sandbox to start in: /mnt/data (the default) or a directory below it. Host paths do not exist in the sandbox."));
+    json_object_set_new (props, "working_dir", s_prop ("string", "Only /mnt/data (the default), the session's workspace: host paths do not exist in the sandbox; upload files there instead."));
     static const char *start_required[] = {"language", NULL};
     json_array_append_new (tools, s_tool (
         "start_session", "Start a persistent session",
@@ -254,8 +254,7 @@ cg_tools_list (const cg_config_t *config)
         "list_sessions", "List sessions",
         "List the active sessions with language, name, age, activity, executions and memory.",
         s_schema (json_object (), NULL),
-        json_pack ("{s:s, s:{s:{s:s, s:{s:s}}}, s:[s]}", "type", "object", "properties", "sessions",
-                   "type", "array", "items", "type", "object", "required", "sessions"),
+        s_object_schema (json_pack ("{s:{s:s, s:{s:s}}}", "sessions", "type", "array", "items", "type", "object")),
         true, false));
     return tools;
 }

@@ -85,6 +85,12 @@ test('start_session explains that working_dir is not a host path', async () => {
   const bad = await call('start_session', { language: 'cobol' });
   assert.equal(bad.isError, true);
   assert.equal(sc(bad).error, 'unsupported_language');
+  for (const [name, args] of [['start_session', { language: 'python', colour: 'red' }], ['list_sessions', { all: true }],
+    ['close_session', { session_id: 'sess_000000000000', force: true }], ['close_session', {}]]) {
+    const refused = await call(name, args);
+    assert.equal(refused.isError, true, name);
+    assert.equal(sc(refused).error, 'invalid_params', `${name} ${JSON.stringify(args)}: ${JSON.stringify(sc(refused))}`);
+  }
 });
 
 test('run_python generates a session, keeps state and files, and reports timeouts as exit_code -1', async () => {
