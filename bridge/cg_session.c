@@ -377,6 +377,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
                 "Execution timed out after %g seconds; the kernel was interrupted and its state kept.",
                 request->timeout_s);
             s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
+            s_append_stderr (result, message);      /* seed 004 says it in stderr */
         }
         else
             s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", "Execution was cancelled; the kernel was interrupted and its state kept.");

@@ -105,6 +105,7 @@ test('run_python generates a session, keeps state and files, and reports timeout
   const slow = await call('run_python', { session_id: sid, code: 'while True: pass', timeout: 2 });
   assert.equal(sc(slow).exit_code, -1);
   assert.equal(sc(slow).status, 'timeout');
+  assert.match(sc(slow).stderr, /Execution timed out after 2 seconds/, 'seed 004: the timeout is said in stderr');
   const failed = await call('run_python', { session_id: sid, code: "d = {}\nd['sales_amount']" });
   assert.equal(sc(failed).exit_code, 1);
   assert.match(sc(failed).stderr, /KeyError: 'sales_amount'/);
