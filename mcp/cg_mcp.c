@@ -59,6 +59,7 @@ typedef struct {
     zsock_t *results;
     char *results_endpoint;
     zhashx_t *sessions;         /* session_id -> s_session_t */
+    zlistx_t *closing;          /* s_session_t whose runners are destroying their sandboxes */
     zhashx_t *calls;            /* key -> s_call_t */
     cg_http_t *http;            /* download listener, NULL when off */
     unsigned long next_key;
@@ -443,6 +444,17 @@ s_list_sessions (s_server_t *self, json_t *id)
     s_send (self, cg_jsonrpc_result (id, cg_tools_object_result (structured, text, false)));
 }
 
+//  Takes SESSION out of the registry and tells its runner to stop. It waits in the
+//  closing list until the runner has destroyed the sandbox (the main loop polls for
+//  that), so closing a session never holds up other requests.
+static void
+s_session_retire (s_server_t *self, s_session_t *session)
+{
+    zstr_send (session->runner, "$TERM");
+    zhashx_delete (self->sessions, session->id);
+    zlistx_add_end (self->closing, session);
+}
+
 //  Ends SESSION: answers its call in flight (if any) with an error, stops its runner
 //  (destroying the sandbox) and forgets it.
 static void
@@ -454,7 +466,7 @@ s_session_close (s_server_t *self, s_session_t *session, const char *why)
             s_send (self, cg_jsonrpc_result (call->id, cg_tools_error_object ("session_closed", why, session->id)));
         zhashx_delete (self->calls, session->busy_key);
     }
-    zhashx_delete (self->sessions, session->id);
+    s_session_retire (self, session);
 }
 
 static void
@@ -787,7 +799,7 @@ s_handle_result (s_server_t *self)
             s_send (self, cg_jsonrpc_result (call->id, s_run_response (self, call, json_incref (structured))));
         //  A session whose start failed is not kept: it would hold a sandbox slot.
         if (start && session && !json_is_true (json_object_get (structured, "ok")))
-            zhashx_delete (self->sessions, session->id);
+            s_session_retire (self, session);
         json_decref (structured);
         zhashx_delete (self->calls, key);
     }
@@ -795,6 +807,20 @@ s_handle_result (s_server_t *self)
     zstr_free (&key);
     zstr_free (&text);
     zmsg_destroy (&msg);
+}
+
+//  Frees the closing sessions whose runner pipes (ITEMS, COUNT of them, in list order)
+//  are readable: their runners have finished, so the joins return at once.
+static void
+s_reap_closed (s_server_t *self, zmq_pollitem_t *items, size_t count)
+{
+    s_session_t *done[count ? count : 1];
+    size_t ready = 0, i = 0;
+    for (s_session_t *s = zlistx_first (self->closing); s && i < count; s = zlistx_next (self->closing), i++)
+        if (items[i].revents & ZMQ_POLLIN)
+            done[ready++] = s;
+    for (i = 0; i < ready; i++)
+        zlistx_delete (self->closing, zlistx_find (self->closing, done[i]));
 }
 
 //  cg_http's lookup: a session's workspace and download token.
@@ -849,7 +875,8 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
     self.results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *) &self);
     self.results = zsock_new_pull (self.results_endpoint);
     self.sessions = zhashx_new ();
-    zhashx_set_destructor (self.sessions, s_session_free);
+    self.closing = zlistx_new ();
+    zlistx_set_destructor (self.closing, s_session_free);
     self.calls = zhashx_new ();
     zhashx_set_destructor (self.calls, s_call_free);
 
@@ -859,14 +886,21 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
     bool input_open = true;
     int rc = 0;
     while (input_open && !self.output_failed && !zsys_interrupted) {
-        zmq_pollitem_t items[] = {{zsock_resolve (self.results), 0, ZMQ_POLLIN, 0},
-                                  {NULL, in_fd, ZMQ_POLLIN, 0},
-                                  {NULL, self.http ? cg_http_fd (self.http) : -1, ZMQ_POLLIN, 0}};
+        //  Polled: runner results, the client, the HTTP listener, and the pipes of the
+        //  runners still closing (each signals there once its sandbox is gone).
+        size_t closing = zlistx_size (self.closing);
+        zmq_pollitem_t items[3 + closing];
+        items[0] = (zmq_pollitem_t){zsock_resolve (self.results), 0, ZMQ_POLLIN, 0};
+        items[1] = (zmq_pollitem_t){NULL, in_fd, ZMQ_POLLIN, 0};
+        items[2] = (zmq_pollitem_t){NULL, self.http ? cg_http_fd (self.http) : in_fd, self.http ? ZMQ_POLLIN : 0, 0};
+        size_t i = 3;
+        for (s_session_t *s = zlistx_first (self.closing); s; s = zlistx_next (self.closing))
+            items[i++] = (zmq_pollitem_t){zsock_resolve (s->runner), 0, ZMQ_POLLIN, 0};
         int wait_ms = s_reap_idle (&self);
         int http_ms = self.http ? cg_http_timeout_ms (self.http) : -1;
         if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
             wait_ms = http_ms;
-        if (zmq_poll (items, self.http ? 3 : 2, wait_ms) < 0) {
+        if (zmq_poll (items, (int) (3 + closing), wait_ms) < 0) {
             if (errno == EINTR)
                 continue;
             rc = 1;
@@ -874,6 +908,7 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
         }
         if (self.http)
             cg_http_process (self.http);
+        s_reap_closed (&self, items + 3, closing);
         if (items[0].revents)
             s_handle_result (&self);
         if (!items[1].revents)
@@ -917,13 +952,16 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
     }
     free (buf);
     //  Ending: every sandbox goes. Ask all runners to stop first, then wait for each.
-    for (s_session_t *s = zhashx_first (self.sessions); s; s = zhashx_next (self.sessions))
-        zstr_send (s->runner, "$TERM");
+    zlistx_t *all = zhashx_values (self.sessions);
+    for (s_session_t *s = zlistx_first (all); s; s = zlistx_next (all))
+        s_session_retire (&self, s);
+    zlistx_destroy (&all);
     for (s_call_t *c = zhashx_first (self.calls); c; c = zhashx_next (self.calls))
         if (c->oneshot)
             zstr_send (c->oneshot, "$TERM");
     zhashx_destroy (&self.calls);
     cg_http_destroy (&self.http);
+    zlistx_destroy (&self.closing);
     zhashx_destroy (&self.sessions);
     zsock_destroy (&self.results);
     free (self.results_endpoint);
