@@ -53,6 +53,7 @@ static const s_option_t s_options[] = {
     {"--http-listen", "CELLGATE_HTTP_LISTEN", S_STRING, OFF (http_listen), 0, 0, "download listener HOST:PORT, or off (default 127.0.0.1:8080; if that port is taken, a free one)"},
     {"--max-sessions", "CELLGATE_MAX_SESSIONS", S_INT, OFF (max_sessions), 1, 100000, "sandboxes at once, one-shot ones included (default 10)"},
     {"--idle-ttl", "CELLGATE_IDLE_TTL", S_INT, OFF (idle_ttl_s), 1, 31536000, "seconds after which an unused session is closed (default 1800)"},
+    {"--tool-profile", "CELLGATE_TOOL_PROFILE", S_STRING, OFF (tool_profile), 0, 0, "default, or seed001: execute_code served as seed 001's code_execution_sandbox.execute_code"},
     {"--log-level", "CELLGATE_LOG_LEVEL", S_LOG_LEVEL, OFF (log_level), 0, 3, "error, warn, info or debug (default info)"},
 };
 #define S_OPTION_COUNT (sizeof s_options / sizeof s_options[0])
@@ -124,6 +125,7 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         .max_upload_bytes = 50 * 1024 * 1024,
         .max_artifact_read_bytes = 10 * 1024 * 1024,
         .http_listen = cg_xstrdup ("127.0.0.1:8080"),
+        .tool_profile = cg_xstrdup ("default"),
         .max_sessions = 10,
         .idle_ttl_s = 1800,
         .log_level = 2,
@@ -157,6 +159,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
     if (strcmp (self->runtime, "auto") && strcmp (self->runtime, "runc")
         && strcmp (self->runtime, "crun"))
         return cg_error_set (err, EINVAL, "--runtime: '%s' is not auto, runc or crun", self->runtime);
+    if (strcmp (self->tool_profile, "default") && strcmp (self->tool_profile, "seed001"))
+        return cg_error_set (err, EINVAL, "--tool-profile: '%s' is not default or seed001", self->tool_profile);
     if (self->output_head_bytes + self->output_tail_bytes > self->max_output_bytes)
         return cg_error_set (err, EINVAL, "--output-head-bytes + --output-tail-bytes (%zu) exceed --max-output-bytes (%zu)",
                              self->output_head_bytes + self->output_tail_bytes, self->max_output_bytes);
@@ -174,7 +178,8 @@ cg_config_clear (cg_config_t *self)
     free (self->runtime);
     free (self->kernels_dir);
     free (self->http_listen);
-    self->state_dir = self->runtime = self->kernels_dir = self->http_listen = NULL;
+    free (self->tool_profile);
+    self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile = NULL;
 }
 
 void

@@ -332,17 +332,24 @@ s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_
     return 0;
 }
 
+const char *const *
+cg_kernel_base_env (void)
+{
+    static const char *const base[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                                       "HOME=/tmp",
+                                       "TMPDIR=/tmp",
+                                       "LANG=C.UTF-8",
+                                       "TERM=xterm-256color",
+                                       "XDG_CACHE_HOME=/tmp/.cache",
+                                       "JUPYTER_RUNTIME_DIR=/tmp/.jupyter/runtime",
+                                       NULL};
+    return base;
+}
+
 static char **
 s_kernel_env (const cg_kernel_spec_t *spec)
 {
-    static const char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
-                                 "HOME=/tmp",
-                                 "TMPDIR=/tmp",
-                                 "LANG=C.UTF-8",
-                                 "TERM=xterm-256color",
-                                 "XDG_CACHE_HOME=/tmp/.cache",
-                                 "JUPYTER_RUNTIME_DIR=/tmp/.jupyter/runtime",
-                                 NULL};
+    const char *const *base = cg_kernel_base_env ();
     size_t base_count = 0, spec_count = 0;
     while (base[base_count])
         base_count++;

@@ -116,6 +116,10 @@ pid_t cg_kernel_pid (cg_kernel_t *self);
 int cg_kernel_log_fd (cg_kernel_t *self);
 void cg_kernel_drain_log (cg_kernel_t *self);
 
+/*  Returns the environment every sandboxed process starts with (NULL-terminated
+    KEY=VALUE strings, static): an allow-list, nothing from the host. */
+const char *const *cg_kernel_base_env (void);
+
 /*  Returns how many kernel messages failed verification and were dropped. */
 size_t cg_kernel_rejected (cg_kernel_t *self);
 

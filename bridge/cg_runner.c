@@ -66,6 +66,7 @@ s_run (s_runner_t *self, json_t *request_json)
         .timeout_s = json_number_value (json_object_get (request_json, "timeout")),
         .execution_id = json_string_value (json_object_get (request_json, "execution_id")),
         .session_id = json_string_value (json_object_get (request_json, "session_id")),
+        .files = json_object_get (request_json, "files"),
     };
     if (!self->session) {
         cg_error_t *err = NULL;

@@ -2,11 +2,13 @@
     the execution of one cell into one assembled result. */
 #define _GNU_SOURCE
 #include "cg_session.h"
+#include "cg_command.h"
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
 
 #include <errno.h>
 #include <math.h>
+#include <sodium.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,6 +51,13 @@ s_start_container (cg_session_t *self, cg_error_t **err)
     cg_container_stats (self->backend, &self->sandbox, &stats, NULL);
     self->oom_kills = stats.oom_kills;
     return 0;
+}
+
+//  Starts the container if it is not running (a restart may have stopped it).
+static int
+s_ensure_container (cg_session_t *self, cg_error_t **err)
+{
+    return self->container_running ? 0 : s_start_container (self, err);
 }
 
 cg_session_t *
@@ -259,16 +268,79 @@ s_fill_run (cg_session_t *self, const cg_exec_request_t *request, json_t *result
     s_fill_stream (self, request, result, "stdout", &run->out);
     s_fill_stream (self, request, result, "stderr", &run->err);
     json_object_set (result, "outputs", run->outputs);
-    if (run->return_value)
+    if (run->return_value) {
         json_object_set (result, "return_value", run->return_value);
+        //  Seed 003's returnValue: the JSON value when the kernel gave one, else the text.
+        json_t *value = json_object_get (run->return_value, "application/json");
+        if (!value)
+            value = json_object_get (run->return_value, "text/plain");
+        if (value)
+            json_object_set (result, "returnValue", value);
+    }
     if (run->execution_count > 0)
         json_object_set_new (result, "execution_count", json_integer (run->execution_count));
     double seconds = (double) (run->ended_us - run->started_us) / 1e6;
     json_object_set_new (result, "execution_time", json_real (round (seconds * 1e6) / 1e6));
     json_object_set_new (result, "duration_ms", json_integer ((run->ended_us - run->started_us) / 1000));
+    json_object_set_new (result, "executionTimeMs", json_integer ((run->ended_us - run->started_us) / 1000));
     if (request->session_id)
         cg_artifacts_save_displays (self->ws, run->outputs, request->execution_id,
                                     (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid);
+}
+
+#define S_TEXT_FILE_MAX (64 * 1024)
+#define S_TEXT_FILES_TOTAL (256 * 1024)
+
+//  Seed 003's output files: {rel: text} for the small text files (UTF-8, no NUL, at most
+//  64 KiB each, 256 KiB in all) that DIFF says the run created or modified, leaving out
+//  the outputs the server itself saved for EXECUTION_ID.
+static json_t *
+s_text_files (cg_session_t *self, json_t *diff, const char *execution_id)
+{
+    json_t *files = json_object ();
+    cleanup_free char *own = cg_strdupf ("%s/%s-", CG_ARTIFACTS_OUTPUT_DIR, execution_id);
+    size_t total = 0;
+    const char *lists[] = {"created", "modified"};
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *name;
+        json_array_foreach (json_object_get (diff, lists[k]), i, name) {
+            const char *rel = json_string_value (name);
+            if (strncmp (rel, own, strlen (own)) == 0)
+                continue;
+            size_t len = 0;
+            cleanup_free char *text = cg_workspace_read (self->ws, rel, S_TEXT_FILE_MAX, &len, NULL, NULL);
+            if (!text || memchr (text, '\0', len) || total + len > S_TEXT_FILES_TOTAL)
+                continue;
+            json_t *value = json_stringn (text, len);   /* NULL unless valid UTF-8 */
+            if (value) {
+                json_object_set_new (files, rel, value);
+                total += len;
+            }
+        }
+    }
+    return files;
+}
+
+//  Writes seed 003's input FILES ([{path, base64}]) into the workspace, replacing what is
+//  there. Returns 0, or -1 with *err set.
+static int
+s_write_files (cg_session_t *self, json_t *files, cg_error_t **err)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach (files, i, item) {
+        const char *b64 = json_string_value (json_object_get (item, "base64"));
+        const char *rel = json_string_value (json_object_get (item, "path"));
+        size_t cap = strlen (b64) / 4 * 3 + 3, len = 0;
+        cleanup_free unsigned char *bytes = cg_xmalloc (cap);
+        if (sodium_base642bin (bytes, cap, b64, strlen (b64), " \r\n", &len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
+            return cg_error_set (err, EINVAL, "files: %s: not valid base64", rel);
+        if (cg_workspace_write (self->ws, rel, bytes, len, true, (uid_t) self->config->sandbox_uid,
+                                (gid_t) self->config->sandbox_gid, err) < 0)
+            return cg_error_wrap (err, "files");
+    }
+    return 0;
 }
 
 //  Adds what the run did to the workspace: seed 004's artifacts (created and modified
@@ -288,6 +360,7 @@ s_fill_artifacts (cg_session_t *self, json_t *result, json_t *before)
     }
     diff = after ? cg_workspace_diff (before, after) : json_pack ("{s:[], s:[], s:[]}", "created", "modified", "deleted");
     json_object_set_new (result, "artifacts", cg_artifacts_from_diff (diff, after));
+    json_object_set_new (result, "files", s_text_files (self, diff, json_string_value (json_object_get (result, "execution_id"))));
     json_object_set (result, "artifacts_created", json_object_get (diff, "created"));
     json_object_set (result, "artifacts_modified", json_object_get (diff, "modified"));
     json_object_set (result, "artifacts_deleted", json_object_get (diff, "deleted"));
@@ -333,38 +406,23 @@ s_restart_kernel (cg_session_t *self, const char *language, cg_error_t **err)
     return cg_session_kernel (self, language, err) ? 0 : -1;
 }
 
-json_t *
-cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_t *control,
-                    cg_control_cb *control_cb, void *arg)
+//  Runs REQUEST's cell in KERNEL and puts the outcome in RESULT, escalating a timeout.
+static void
+s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel, zsock_t *control,
+            cg_control_cb *control_cb, void *arg, cg_run_t *run, json_t *result)
 {
     cg_error_t *err = NULL;
-    cg_kernel_t *kernel = cg_session_kernel (self, request->language, &err);
-    if (!kernel) {
-        json_t *result = cg_result_setup_error (request, "SANDBOX_SETUP_FAILED", cg_error_message (err));
-        cg_error_destroy (&err);
-        return result;
-    }
-    //  The OOM counter is read only when a kernel died, against the count kept since
-    //  the container started: no cgroup reads on the warm path.
-    cg_error_t *scan_err = NULL;
-    json_t *before = cg_workspace_snapshot (self->ws, &scan_err);
-    if (!before)
-        cg_log (1, "scan workspace before the run: %s", cg_error_message (scan_err));
-    cg_error_destroy (&scan_err);
-    cg_run_t run;
-    cg_run_init (&run, self->config->max_output_kept_bytes);
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
     cg_exec_end_t end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline,
-                                           control, control_cb, arg, &run);
-    json_t *result = s_result_new (request);
-    s_fill_run (self, request, result, &run);
+                                           control, control_cb, arg, run);
+    s_fill_run (self, request, result, run);
     int grace = self->config->interrupt_grace_ms;
 
-    if (end == CG_EXEC_DONE && !run.timed_out && !run.cancelled) {
-        if (run.reply_status && strcmp (run.reply_status, "ok") != 0) {
-            cleanup_free char *message = run.ename
-                                             ? cg_strdupf ("%s: %s", run.ename, run.evalue ? run.evalue : "")
-                                             : cg_strdupf ("execution %s", run.reply_status);
+    if (end == CG_EXEC_DONE && !run->timed_out && !run->cancelled) {
+        if (run->reply_status && strcmp (run->reply_status, "ok") != 0) {
+            cleanup_free char *message = run->ename
+                                             ? cg_strdupf ("%s: %s", run->ename, run->evalue ? run->evalue : "")
+                                             : cg_strdupf ("execution %s", run->reply_status);
             s_set_failure (result, "execution_error", 1, "RUNTIME_ERROR", message);
         }
     }
@@ -372,7 +430,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         s_kill_strays (self);
         if (strcmp (request->language, "python") == 0 && cg_kernel_reap_children (kernel) < 0)
             cg_log (1, "reap children of the kernel in %s: no reply", self->container_id);
-        if (run.timed_out) {
+        if (run->timed_out) {
             cleanup_free char *message = cg_strdupf (
                 "Execution timed out after %g seconds; the kernel was interrupted and its state kept.",
                 request->timeout_s);
@@ -381,10 +439,12 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         }
         else
             s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", "Execution was cancelled; the kernel was interrupted and its state kept.");
-        json_object_set_new (result, "timed_out", json_boolean (run.timed_out));
-        json_object_set_new (result, "cancelled", json_boolean (run.cancelled));
+        json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
+        json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
     }
     else if (end == CG_EXEC_STUCK || end == CG_EXEC_DIED || end == CG_EXEC_FAILED) {
+        //  The OOM counter is read only when a kernel died, against the count kept since
+        //  the container started: no cgroup reads on the warm path.
         cg_container_stats_t after = {.oom_kills = -1};
         cg_container_stats (self->backend, &self->sandbox, &after, NULL);
         bool oom = after.oom_kills > self->oom_kills && self->oom_kills >= 0;
@@ -394,7 +454,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
                                ? "The kernel was restarted: variables and imports from earlier calls are gone; files in /mnt/data remain."
                                : cg_error_message (err);
         cleanup_free char *message = NULL;
-        if (end == CG_EXEC_STUCK && run.timed_out) {
+        if (end == CG_EXEC_STUCK && run->timed_out) {
             message = cg_strdupf ("Execution timed out after %g seconds and the kernel did not stop within %d ms of the interrupt. %s",
                                   request->timeout_s, grace, then);
             s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
@@ -413,8 +473,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
             s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
         }
         s_append_stderr (result, message);
-        json_object_set_new (result, "timed_out", json_boolean (run.timed_out));
-        json_object_set_new (result, "cancelled", json_boolean (run.cancelled));
+        json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
+        json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
         json_object_set_new (result, "kernel_restarted", json_boolean (restarted == 0));
         if (restarted < 0)
             json_object_set_new (result, "status", json_string ("setup_error"));
@@ -422,9 +482,84 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     else {
         s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", "The server is shutting down.");
     }
+    cg_error_destroy (&err);
+}
+
+//  Runs REQUEST's code as a one-shot bash command and puts the outcome in RESULT.
+static void
+s_run_command (cg_session_t *self, const cg_exec_request_t *request, zsock_t *control,
+               cg_control_cb *control_cb, void *arg, cg_run_t *run, json_t *result)
+{
+    pid_t keep[MAX_KERNELS];
+    size_t count = 0;
+    for (int i = 0; i < MAX_KERNELS; i++)
+        if (self->kernels[i] && cg_kernel_pid (self->kernels[i]) > 0)
+            keep[count++] = cg_kernel_pid (self->kernels[i]);
+    cg_error_t *err = NULL;
+    int exit_code = -1;
+    int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
+    cg_exec_end_t end = cg_command_run (self->backend, &self->sandbox, keep, count, request->code, request->stdin_text,
+                                        deadline, control, control_cb, arg, run, &exit_code, &err);
+    s_fill_run (self, request, result, run);
+    if (end == CG_EXEC_FAILED) {
+        s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", cg_error_message (err));
+        cg_error_destroy (&err);
+        return;
+    }
+    json_object_set_new (result, "exit_code", json_integer (exit_code));
+    if (end == CG_EXEC_ABORTED)
+        s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", "The server is shutting down.");
+    else if (run->timed_out) {
+        cleanup_free char *message = cg_strdupf ("Execution timed out after %g seconds; the command and everything it started were killed.",
+                                                 request->timeout_s);
+        s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
+        s_append_stderr (result, message);
+    }
+    else if (run->cancelled)
+        s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", "Execution was cancelled; the command and everything it started were killed.");
+    else if (exit_code != 0) {
+        cleanup_free char *message = cg_strdupf ("bash exited with code %d", exit_code);
+        s_set_failure (result, "execution_error", exit_code, "RUNTIME_ERROR", message);
+    }
+    json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
+    json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
+}
+
+json_t *
+cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_t *control,
+                    cg_control_cb *control_cb, void *arg)
+{
+    bool command = strcmp (request->language, "bash") == 0;
+    cg_error_t *err = NULL;
+    cg_kernel_t *kernel = command ? NULL : cg_session_kernel (self, request->language, &err);
+    if (command ? s_ensure_container (self, &err) < 0 : !kernel) {
+        json_t *result = cg_result_setup_error (request, "SANDBOX_SETUP_FAILED", cg_error_message (err));
+        cg_error_destroy (&err);
+        return result;
+    }
+    if (request->files && s_write_files (self, request->files, &err) < 0) {
+        json_t *result = cg_result_setup_error (request, "INVALID_PARAMS", cg_error_message (err));
+        cg_error_destroy (&err);
+        return result;
+    }
+    cg_error_t *scan_err = NULL;
+    json_t *before = cg_workspace_snapshot (self->ws, &scan_err);
+    if (!before)
+        cg_log (1, "scan workspace before the run: %s", cg_error_message (scan_err));
+    cg_error_destroy (&scan_err);
+    cg_run_t run;
+    cg_run_init (&run, self->config->max_output_kept_bytes);
+    json_t *result = s_result_new (request);
+    if (command)
+        s_run_command (self, request, control, control_cb, arg, &run, result);
+    else
+        s_run_cell (self, request, kernel, control, control_cb, arg, &run, result);
     s_fill_artifacts (self, result, before);
     json_decref (before);
-    cg_error_destroy (&err);
     cg_run_clear (&run);
+    //  Seed 003's memoryUsedMB: the sandbox's peak memory, from its cgroup.
+    cg_container_stats_t stats = {.oom_kills = -1};
+    if (self->container_running && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0)
+        json_object_set_new (result, "memoryUsedMB", json_real (round (stats.memory_peak_mb * 10) / 10));
     return result;
 }

@@ -11,6 +11,9 @@
 
 typedef struct cg_backend_t cg_backend_t;
 
+/*  Where the kernels directory (--kernels-dir) appears, read-only, inside every sandbox. */
+#define CG_KERNELS_MOUNT "/opt/cellgate/kernels"
+
 /*  One sandbox: host directories and the container's name. */
 typedef struct {
     const char *id;             /* container id, unique per server instance */
@@ -24,7 +27,7 @@ typedef struct {
     const char *const *argv;    /* NULL-terminated */
     const char *const *env;     /* NULL-terminated KEY=VALUE list, already allow-listed */
     const char *cwd;            /* inside the sandbox */
-    const char *pid_file;       /* host path that receives the process's host pid */
+    const char *pid_file;       /* host path that receives the process's host pid, or NULL */
     int stdin_fd, stdout_fd, stderr_fd; /* host fds given to the process */
 } cg_exec_spec_t;
 

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -247,7 +248,7 @@ static int
 s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
 {
     static const char *dirs[] = {"usr", "etc", "proc", "sys", "dev", "tmp", "mnt/data",
-                                 "run/cellgate", NULL};
+                                 "run/cellgate", "opt/cellgate/kernels", NULL};
     for (int i = 0; dirs[i]; i++) {
         cleanup_free char *path = cg_strdupf ("%s/%s", self->rootfs, dirs[i]);
         if (cg_mkdir_p (path, 0755, err) < 0)
@@ -406,6 +407,12 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
     json_array_append_new (mounts, s_mount ("/tmp", "tmpfs", "tmpfs", tmp_opts));
     json_array_append_new (mounts, s_mount ("/mnt/data", "bind", sandbox->workspace, "rbind,rw,nosuid,nodev"));
     json_array_append_new (mounts, s_mount ("/run/cellgate", "bind", sandbox->run_dir, "rbind,rw,nosuid,nodev,noexec"));
+    //  The kernel specs and what kernels need beside them (a Node kernel's node_modules),
+    //  read-only; not noexec, since native addons are mapped executable.
+    cleanup_free char *kernels = realpath (c->kernels_dir, NULL);
+    struct stat st;
+    if (kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
+        json_array_append_new (mounts, s_mount (CG_KERNELS_MOUNT, "bind", kernels, "rbind,ro,nosuid,nodev"));
 
     static const char *masked[] = {"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
                                    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
@@ -474,22 +481,33 @@ pid_t
 cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
                    cg_error_t **err)
 {
+    //  The process spec goes to the runtime through a memfd it reads as its fd 3, so
+    //  no file is left behind per exec.
     json_t *process = s_process (self->config, spec->argv, spec->env, spec->cwd);
-    char suffix[9];
-    cg_random_hex (suffix, 4);
-    cleanup_free char *path = cg_strdupf ("%s/exec-%s.json", sandbox->bundle_dir, suffix);
-    int rc = s_write_json (path, process, err);
+    cleanup_free char *text = json_dumps (process, JSON_COMPACT);
     json_decref (process);
-    if (rc < 0)
-        return cg_error_wrap (err, "exec in %s", sandbox->id);
-    unlink (spec->pid_file);
+    if (!text)
+        abort ();
+    cleanup_close int memfd = memfd_create ("cellgate-exec", MFD_CLOEXEC);
+    size_t len = strlen (text);
+    if (memfd < 0 || write (memfd, text, len) != (ssize_t) len || lseek (memfd, 0, SEEK_SET) < 0)
+        return cg_error_set (err, errno, "exec in %s: process spec: %s", sandbox->id, strerror (errno));
+    char path[] = "/proc/self/fd/3";
+    int rc;
     char *argv[] = {self->runtime_path, "--root", self->runtime_root, "exec", "--process", path,
-                    "--pid-file", (char *) spec->pid_file, (char *) sandbox->id, NULL};
+                    (char *) sandbox->id, NULL, NULL, NULL};
+    if (spec->pid_file) {
+        unlink (spec->pid_file);
+        argv[6] = "--pid-file";
+        argv[7] = (char *) spec->pid_file;
+        argv[8] = (char *) sandbox->id;
+    }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init (&actions);
     posix_spawn_file_actions_adddup2 (&actions, spec->stdin_fd, 0);
     posix_spawn_file_actions_adddup2 (&actions, spec->stdout_fd, 1);
     posix_spawn_file_actions_adddup2 (&actions, spec->stderr_fd, 2);
+    posix_spawn_file_actions_adddup2 (&actions, memfd, 3);
     posix_spawnattr_t attr;
     posix_spawnattr_init (&attr);
     //  Its own process group: a terminal's ^C to the server must not reach the kernel.

@@ -154,6 +154,16 @@ s_send_error (s_server_t *self, json_t *id, int code, const char *message)
     s_send (self, cg_jsonrpc_error (id, code, message));
 }
 
+//  Sends the tools/call RESULT (stolen) of TOOL, in seed 001's status terms when TOOL
+//  is seed 001's.
+static void
+s_send_tool_result (s_server_t *self, json_t *id, const char *tool, json_t *result)
+{
+    if (strcmp (tool, CG_SEED001_TOOL) == 0)
+        cg_tools_seed001_status (json_object_get (result, "structuredContent"));
+    s_send (self, cg_jsonrpc_result (id, result));
+}
+
 //  --------------------------------------------------------------------------
 //  Methods
 
@@ -340,7 +350,7 @@ s_start_run (s_server_t *self, json_t *id, json_t *request)
     else if (!session_id && s_sandbox_count (self) >= (size_t) self->config->max_sessions)
         refusal = s_max_sessions_result (self, language, NULL);
     if (refusal) {
-        s_send (self, cg_jsonrpc_result (id, refusal));
+        s_send_tool_result (self, id, tool, refusal);
         json_decref (request);
         return;
     }
@@ -382,10 +392,11 @@ s_start_session (s_server_t *self, json_t *id, json_t *arguments)
     json_t *working_dir = json_object_get (arguments, "working_dir");
     const char *canonical = json_is_string (language) ? cg_tools_canonical_language (json_string_value (language)) : NULL;
     const char *error = NULL;
+    cleanup_free char *unsupported = cg_strdupf ("language is not supported; supported: %s", cg_tools_supported_languages ());
     if (!json_is_string (language))
         error = "'language' is a required string";
     else if (!canonical)
-        error = "language is not supported; supported: python (aliases py, python3)";
+        error = unsupported;
     else if (name && (!json_is_string (name) || json_string_length (name) > 128))
         error = "'name' must be a string of at most 128 characters";
     else if (working_dir && (!json_is_string (working_dir)
@@ -462,8 +473,12 @@ s_session_close (s_server_t *self, s_session_t *session, const char *why)
 {
     if (session->busy_key) {
         s_call_t *call = zhashx_lookup (self->calls, session->busy_key);
-        if (call && !call->cancelled)
+        //  A running tool's answer keeps its result shape; start_session's is an error object.
+        if (call && !call->cancelled && strcmp (call->tool, "start_session") == 0)
             s_send (self, cg_jsonrpc_result (call->id, cg_tools_error_object ("session_closed", why, session->id)));
+        else if (call && !call->cancelled)
+            s_send_tool_result (self, call->id, call->tool,
+                                cg_tools_run_error (session->language, session->id, "session_closed", why));
         zhashx_delete (self->calls, session->busy_key);
     }
     s_session_retire (self, session);
@@ -642,7 +657,7 @@ s_tools_call (s_server_t *self, json_t *id, json_t *params)
                 json_object_set_new (request, "language", json_string (session->language));
         }
         if (!request)
-            s_send (self, cg_jsonrpc_result (id, error_result));
+            s_send_tool_result (self, id, name, error_result);
         else
             s_start_run (self, id, request);
     }
@@ -796,7 +811,7 @@ s_handle_result (s_server_t *self)
         else if (start && session)
             s_send (self, cg_jsonrpc_result (call->id, s_start_response (self, session, structured)));
         else if (!start)
-            s_send (self, cg_jsonrpc_result (call->id, s_run_response (self, call, json_incref (structured))));
+            s_send_tool_result (self, call->id, call->tool, s_run_response (self, call, json_incref (structured)));
         //  A session whose start failed is not kept: it would hold a sandbox slot.
         if (start && session && !json_is_true (json_object_get (structured, "ok")))
             s_session_retire (self, session);

@@ -4,12 +4,26 @@
 #include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
 
+#include "../artifacts/cg_workspace.h"
+
 #include <ctype.h>
+#include <sodium.h>
 #include <math.h>
 #include <string.h>
 
 static const char *s_languages[][2] = {
-    {"python", "python"}, {"py", "python"}, {"python3", "python"}, {NULL, NULL}};
+    {"python", "python"},         {"py", "python"},         {"python3", "python"},
+    {"javascript", "javascript"}, {"js", "javascript"},     {"node", "javascript"},
+    {"nodejs", "javascript"},     {"bash", "bash"},         {"sh", "bash"},
+    {"shell", "bash"},            {NULL, NULL}};
+
+#define S_SUPPORTED "python (aliases py, python3), javascript (js, node, nodejs), bash (sh, shell)"
+
+const char *
+cg_tools_supported_languages (void)
+{
+    return S_SUPPORTED;
+}
 
 static json_t *
 s_prop (const char *type, const char *description)
@@ -47,6 +61,11 @@ s_add_run_props (json_t *props, const cg_config_t *config)
     json_object_set_new (timeout_ms, "minimum", json_integer (1000));
     json_object_set_new (timeout_ms, "maximum", json_integer (300000));
     json_object_set_new (props, "timeout_ms", timeout_ms);
+    json_t *files = s_prop ("object", "Files to write into /mnt/data before the code runs (seed 003): path -> text, or path -> {\"content_base64\": ...} for binary files. Small text files the run creates come back in the result's files.");
+    json_object_set_new (files, "additionalProperties",
+                         json_pack ("{s:[{s:s}, {s:s, s:{s:{s:s}}, s:[s]}]}", "anyOf", "type", "string", "type", "object",
+                                    "properties", "content_base64", "type", "string", "required", "content_base64"));
+    json_object_set_new (props, "files", files);
 }
 
 static json_t *
@@ -131,6 +150,11 @@ s_run_output_schema (void)
     for (int i = 0; lists[i]; i++)
         json_object_set_new (props, lists[i], json_pack ("{s:s, s:{s:s}}", "type", "array", "items", "type", "string"));
     json_object_set_new (json_object_get (props, "artifacts"), "items", s_artifact_schema (false));
+    //  Seed 003's names.
+    json_object_set_new (props, "returnValue", json_object ());
+    json_object_set_new (props, "executionTimeMs", json_pack ("{s:s}", "type", "number"));
+    json_object_set_new (props, "memoryUsedMB", json_pack ("{s:s}", "type", "number"));
+    json_object_set_new (props, "files", json_pack ("{s:s, s:{s:s}}", "type", "object", "additionalProperties", "type", "string"));
     return schema;
 }
 
@@ -144,25 +168,67 @@ s_tool (const char *name, const char *title, const char *description, json_t *in
                       destructive, "idempotentHint", read_only, "openWorldHint", 0);
 }
 
+//  Seed 001's tool, exactly: its invocation name, parameters, defaults and output.
+static json_t *
+s_seed001_tool (void)
+{
+    json_t *props = json_object ();
+    json_object_set_new (props, "language", s_prop ("string", "Programming language (e.g., python, javascript, bash)."));
+    json_object_set_new (props, "code", s_prop ("string", "The code snippet to execute."));
+    json_object_set_new (props, "stdin_data", s_prop ("string", "Data to pass to the script's standard input."));
+    json_t *timeout = s_prop ("integer", "Max execution time in milliseconds. Default: 5000.");
+    json_object_set_new (timeout, "default", json_integer (CG_SEED001_TIMEOUT_MS));
+    json_object_set_new (props, "timeout_ms", timeout);
+    json_t *input = json_pack ("{s:s, s:o, s:[s,s]}", "type", "object", "properties", props, "required", "language", "code");
+    json_t *output = json_pack ("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s, s:[s,s,s,s]}, s:{s:s}}, s:[s,s,s,s,s]}",
+                                "type", "object", "properties", "stdout", "type", "string", "stderr", "type",
+                                "string", "exit_code", "type", "integer", "status", "type", "string", "enum",
+                                "completed", "timeout", "error_runtime", "error_setup", "duration_ms", "type",
+                                "integer", "required", "stdout", "stderr", "exit_code", "status", "duration_ms");
+    return s_tool (CG_SEED001_TOOL, "Execute code in a sandbox",
+                   "Allows an LLM or AI agent to securely execute a given code snippet in a specified "
+                   "language (python, javascript, bash) within an isolated sandbox. Returns the standard "
+                   "output, standard error, and exit code.",
+                   input, output, false, false);
+}
+
+void
+cg_tools_seed001_status (json_t *structured)
+{
+    const char *status = json_string_value (json_object_get (structured, "status"));
+    if (!status)
+        return;
+    const char *mapped = strcmp (status, "success") == 0           ? "completed"
+                         : strcmp (status, "timeout") == 0         ? "timeout"
+                         : strcmp (status, "execution_error") == 0 ? "error_runtime"
+                                                                   : "error_setup";
+    json_object_set_new (structured, "status", json_string (mapped));
+}
+
 json_t *
 cg_tools_list (const cg_config_t *config)
 {
     json_t *tools = json_array ();
 
     json_t *props = json_object ();
-    json_object_set_new (props, "language", s_prop ("string", "Programming language: python (aliases py, python3)."));
+    json_object_set_new (props, "language", s_prop ("string", "Programming language: " S_SUPPORTED ". Python and JavaScript run in Jupyter kernels that keep state within a session; bash runs each call as a new process in the same sandbox."));
     s_add_run_props (props, config);
     json_object_set_new (props, "session_id", s_session_id_prop (
         "Keep state between calls: the same id reuses the same sandbox and kernel (created on first use). "
         "Without it the code runs in a fresh sandbox that is destroyed afterwards."));
     static const char *exec_required[] = {"language", "code", NULL};
-    json_array_append_new (tools, s_tool (
-        "execute_code", "Execute code in a sandbox",
-        "Run code in an isolated, network-less sandbox (a locked-down container running a Jupyter "
-        "kernel). Returns stdout, stderr, exit code, status and rich outputs; matplotlib charts "
-        "come back as images. Pass session_id to keep variables, imports and files in /mnt/data "
-        "between calls.",
-        s_schema (props, exec_required), s_run_output_schema (), false, false));
+    if (strcmp (config->tool_profile, "seed001") == 0) {
+        json_decref (props);
+        json_array_append_new (tools, s_seed001_tool ());
+    }
+    else
+        json_array_append_new (tools, s_tool (
+            "execute_code", "Execute code in a sandbox",
+            "Run Python, JavaScript or bash in an isolated, network-less sandbox (a locked-down "
+            "container running Jupyter kernels). Returns stdout, stderr, exit code, status and rich "
+            "outputs; matplotlib charts come back as images. Pass session_id to keep variables, "
+            "imports and files in /mnt/data between calls.",
+            s_schema (props, exec_required), s_run_output_schema (), false, false));
 
     props = json_object ();
     s_add_run_props (props, config);
@@ -178,7 +244,7 @@ cg_tools_list (const cg_config_t *config)
         s_schema (props, code_required), s_run_output_schema (), false, false));
 
     props = json_object ();
-    json_object_set_new (props, "language", s_prop ("string", "Programming language: python (aliases py, python3)."));
+    json_object_set_new (props, "language", s_prop ("string", "Programming language: " S_SUPPORTED ". Python and JavaScript run in Jupyter kernels that keep state within a session; bash runs each call as a new process in the same sandbox."));
     json_object_set_new (props, "name", s_prop ("string", "Optional human-readable name (at most 128 characters)."));
     json_object_set_new (props, "working_dir", s_prop ("string", "Only /mnt/data (the default), the session's workspace: host paths do not exist in the sandbox; upload files there instead."));
     static const char *start_required[] = {"language", NULL};
@@ -264,7 +330,7 @@ cg_tools_known (const char *name)
 {
     static const char *names[] = {"execute_code", "run_python", "start_session", "send_to_session",
                                   "close_session", "list_sessions", "upload_file", "read_artifact",
-                                  "list_artifacts", NULL};
+                                  "list_artifacts", CG_SEED001_TOOL, NULL};
     for (int i = 0; names[i]; i++)
         if (strcmp (name, names[i]) == 0)
             return true;
@@ -320,16 +386,80 @@ cg_tools_valid_session_id (const char *id)
     return true;
 }
 
+#define S_FILES_MAX 100
+
+//  Checks seed 003's files argument: path -> text, or path -> {"content_base64": ...}.
+//  Returns a new array [{"path": rel, "base64": ...}] (text is encoded too), or NULL with
+//  *why set (caller frees).
+static json_t *
+s_files_arg (const cg_config_t *config, json_t *files, char **why)
+{
+    if (!json_is_object (files)) {
+        *why = cg_xstrdup ("'files' must be an object mapping paths to contents");
+        return NULL;
+    }
+    if (json_object_size (files) > S_FILES_MAX) {
+        *why = cg_strdupf ("'files' holds %zu files; at most %d", json_object_size (files), S_FILES_MAX);
+        return NULL;
+    }
+    json_t *list = json_array ();
+    size_t total = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach (files, key, value) {
+        cg_error_t *err = NULL;
+        cleanup_free char *rel = cg_workspace_sanitize_filename (key, &err);
+        if (!rel) {
+            *why = cg_strdupf ("files: invalid path: %s", cg_error_message (err));
+            cg_error_destroy (&err);
+            break;
+        }
+        json_t *b64 = json_object_get (value, "content_base64");
+        size_t len = 0;
+        if (json_is_string (value)) {
+            len = json_string_length (value);
+            size_t cap = sodium_base64_encoded_len (len, sodium_base64_VARIANT_ORIGINAL);
+            cleanup_free char *encoded = cg_xmalloc (cap);
+            sodium_bin2base64 (encoded, cap, (const unsigned char *) json_string_value (value), len,
+                               sodium_base64_VARIANT_ORIGINAL);
+            json_array_append_new (list, json_pack ("{s:s, s:s}", "path", rel, "base64", encoded));
+        }
+        else if (json_is_object (value) && json_object_size (value) == 1 && json_is_string (b64)) {
+            size_t cap = json_string_length (b64) / 4 * 3 + 3;
+            cleanup_free unsigned char *bytes = cg_xmalloc (cap);
+            if (sodium_base642bin (bytes, cap, json_string_value (b64), json_string_length (b64), " \r\n", &len,
+                                   NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+                *why = cg_strdupf ("files: %s: content_base64 is not valid base64", rel);
+                break;
+            }
+            json_array_append_new (list, json_pack ("{s:s, s:O}", "path", rel, "base64", b64));
+        }
+        else {
+            *why = cg_strdupf ("files: %s: give the text as a string, or {\"content_base64\": ...}", rel);
+            break;
+        }
+        total += len;
+        if (total > config->max_upload_bytes) {
+            *why = cg_strdupf ("files: more than %zu bytes in all (the upload limit)", config->max_upload_bytes);
+            break;
+        }
+    }
+    if (*why)
+        json_decref (list), list = NULL;
+    return list;
+}
+
 json_t *
 cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *arguments,
                           json_t **error_result)
 {
     *error_result = NULL;
-    bool execute = strcmp (tool, "execute_code") == 0;
+    bool seed001 = strcmp (tool, CG_SEED001_TOOL) == 0;
+    bool execute = strcmp (tool, "execute_code") == 0 || seed001;
     bool send = strcmp (tool, "send_to_session") == 0;
     //  execute_code alone takes a language; the others run the session's (python).
     static const char *allowed[] = {"code", "stdin", "stdin_data", "timeout", "timeout_ms",
-                                    "session_id", "language", NULL};
+                                    "session_id", "language", "files", NULL};
     if (arguments && !json_is_object (arguments)) {
         *error_result = s_invalid ("INVALID_PARAMS", "arguments must be an object", NULL);
         return NULL;
@@ -343,7 +473,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
         if (!known) {
             cleanup_free char *message = cg_strdupf (
                 "unknown argument '%.64s'; %s takes %scode, stdin (or stdin_data), timeout (or "
-                "timeout_ms) and session_id", key, tool, execute ? "language, " : "");
+                "timeout_ms), session_id and files", key, tool, execute ? "language, " : "");
             *error_result = s_invalid ("INVALID_PARAMS", message, NULL);
             return NULL;
         }
@@ -357,7 +487,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     const char *canonical = execute ? cg_tools_canonical_language (json_string_value (language)) : "python";
     if (!canonical) {
         cleanup_free char *message = cg_strdupf (
-            "language '%.64s' is not supported; supported: python (aliases py, python3)",
+            "language '%.64s' is not supported; supported: " S_SUPPORTED,
             json_string_value (language));
         *error_result = s_invalid ("UNSUPPORTED_LANGUAGE", message, json_string_value (language));
         return NULL;
@@ -383,7 +513,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     }
     json_t *timeout = json_object_get (arguments, "timeout");
     json_t *timeout_ms = json_object_get (arguments, "timeout_ms");
-    double seconds = config->default_timeout_s;
+    double seconds = seed001 ? CG_SEED001_TIMEOUT_MS / 1000.0 : config->default_timeout_s;
     if (timeout && timeout_ms) {
         *error_result = s_invalid ("INVALID_PARAMS", "give either 'timeout' (seconds) or 'timeout_ms', not both", canonical);
         return NULL;
@@ -415,10 +545,21 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
                                    canonical);
         return NULL;
     }
+    json_t *files = NULL;
+    if (json_object_get (arguments, "files")) {
+        cleanup_free char *why = NULL;
+        files = s_files_arg (config, json_object_get (arguments, "files"), &why);
+        if (!files) {
+            *error_result = s_invalid ("INVALID_PARAMS", why, canonical);
+            return NULL;
+        }
+    }
     char execution_id[18] = "exec_";
     cg_random_hex (execution_id + 5, 6);
     json_t *request = json_pack ("{s:s, s:O, s:f, s:s, s:s}", "language", canonical, "code", code,
                                  "timeout", seconds, "execution_id", execution_id, "tool", tool);
+    if (files)
+        json_object_set_new (request, "files", files);
     if (stdin_value)
         json_object_set (request, "stdin", stdin_value);
     if (json_is_string (session_id))

@@ -10,6 +10,14 @@
 
 #define CG_MAX_STDIN_BYTES (1024 * 1024)
 
+/*  Seed 001's tool (the seed001 tool profile) and its default timeout. */
+#define CG_SEED001_TOOL "code_execution_sandbox.execute_code"
+#define CG_SEED001_TIMEOUT_MS 5000
+
+/*  Rewrites a run result's status in seed 001's terms: completed, timeout,
+    error_runtime, error_setup. */
+void cg_tools_seed001_status (json_t *structured);
+
 /*  Returns the tools/list "tools" array. Caller owns the result. */
 json_t *cg_tools_list (const cg_config_t *config);
 
@@ -27,6 +35,9 @@ json_t *cg_tools_execute_request (const cg_config_t *config, const char *tool, j
 
 /*  Returns the canonical name of language NAME or an alias, or NULL if unsupported. */
 const char *cg_tools_canonical_language (const char *name);
+
+/*  Returns the supported languages with their aliases, for messages (static string). */
+const char *cg_tools_supported_languages (void);
 
 /*  Returns true when ID is a well-formed session id. */
 bool cg_tools_valid_session_id (const char *id);

@@ -1,0 +1,214 @@
+/*  cg_command — one-shot commands (bash) in a running sandbox: a new process per call,
+    with stdin, a deadline, cancellation and the exit code. */
+#define _GNU_SOURCE
+#include "cg_command.h"
+#include "cg_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+//  After the script ends, how long output still in flight is read.
+#define S_DRAIN_MS 200
+//  After a kill, how long the command may take to be reaped before we stop waiting.
+#define S_KILL_WAIT_MS 5000
+
+typedef struct {
+    int fd;                     /* our end, -1 once closed */
+    cg_text_t *text;            /* where what is read goes (NULL: stdin) */
+} s_pipe_t;
+
+static void
+s_close (int *fd)
+{
+    if (*fd >= 0)
+        close (*fd);
+    *fd = -1;
+}
+
+//  Kills everything in the sandbox but the kernels: the command and all it started.
+static void
+s_kill (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t *keep, size_t keep_count)
+{
+    cg_error_t *err = NULL;
+    if (cg_container_signal_others (backend, sandbox, SIGKILL, keep, keep_count, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+}
+
+//  Reads what FD has now into TEXT. Returns false at EOF or on an error.
+static bool
+s_read (int fd, cg_text_t *text)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read (fd, buf, sizeof buf);
+        if (n > 0) {
+            cg_text_append (text, buf, (size_t) n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN;
+    }
+}
+
+//  Writes what the pipe takes of STDIN from *SENT on. Returns false when all is written
+//  or the reader has gone.
+static bool
+s_write (int fd, const char *data, size_t len, size_t *sent)
+{
+    while (*sent < len) {
+        ssize_t n = write (fd, data + *sent, len - *sent);
+        if (n > 0)
+            *sent += (size_t) n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            return n < 0 && errno == EAGAIN;
+    }
+    return false;
+}
+
+cg_exec_end_t
+cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t *keep,
+                size_t keep_count, const char *code, const char *stdin_text, int64_t deadline_us,
+                zsock_t *control, cg_control_cb *control_cb, void *arg, cg_run_t *run,
+                int *exit_code, cg_error_t **err)
+{
+    *exit_code = -1;
+    //  The script goes through a file in the run dir (read by bash, never executed
+    //  from there): an argument would be limited to 128 KiB.
+    char name[32] = "command-";
+    cg_random_hex (name + 8, 8);
+    cleanup_free char *host_script = cg_strdupf ("%s/%s.sh", sandbox->run_dir, name);
+    cleanup_free char *inside_script = cg_strdupf ("/run/cellgate/%s.sh", name);
+    if (cg_write_file (host_script, code, strlen (code), 0644, err) < 0)
+        return CG_EXEC_FAILED;
+
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+    if (pipe2 (in, O_CLOEXEC) < 0 || pipe2 (out, O_CLOEXEC) < 0 || pipe2 (errp, O_CLOEXEC) < 0) {
+        cg_error_set (err, errno, "pipe: %s", strerror (errno));
+        s_close (&in[0]), s_close (&in[1]), s_close (&out[0]), s_close (&out[1]), s_close (&errp[0]);
+        unlink (host_script);
+        return CG_EXEC_FAILED;
+    }
+    const char *argv[] = {"/bin/bash", inside_script, NULL};
+    cg_exec_spec_t spec = {.argv = argv,
+                           .env = cg_kernel_base_env (),
+                           .cwd = "/mnt/data",
+                           .stdin_fd = in[0],
+                           .stdout_fd = out[1],
+                           .stderr_fd = errp[1]};
+    run->started_us = cg_now_us ();
+    pid_t helper = cg_container_exec (backend, sandbox, &spec, err);
+    s_close (&in[0]), s_close (&out[1]), s_close (&errp[1]);
+    if (helper < 0) {
+        s_close (&in[1]), s_close (&out[0]), s_close (&errp[0]);
+        unlink (host_script);
+        return CG_EXEC_FAILED;
+    }
+    int pidfd = (int) syscall (SYS_pidfd_open, helper, 0);
+    fcntl (in[1], F_SETFL, O_NONBLOCK);
+    fcntl (out[0], F_SETFL, O_NONBLOCK);
+    fcntl (errp[0], F_SETFL, O_NONBLOCK);
+    //  Writing to a command that stopped reading must not kill the server.
+    signal (SIGPIPE, SIG_IGN);
+    if (!stdin_text)
+        s_close (&in[1]);
+    size_t stdin_len = stdin_text ? strlen (stdin_text) : 0, sent = 0;
+
+    s_pipe_t pipes[2] = {{out[0], &run->out}, {errp[0], &run->err}};
+    cg_exec_end_t end = CG_EXEC_DONE;
+    bool exited = false, killed = false;
+    int status = 0;
+    int64_t stop_reading_us = 0, give_up_us = 0;
+    for (;;) {
+        if (!exited && (pidfd < 0 || killed)) {
+            //  No pidfd (old kernel) or killed: ask directly, without blocking.
+            if (waitpid (helper, &status, WNOHANG) == helper)
+                exited = true;
+        }
+        int64_t now = cg_now_us ();
+        if (exited && !stop_reading_us)
+            stop_reading_us = now + S_DRAIN_MS * 1000;
+        bool reading = pipes[0].fd >= 0 || pipes[1].fd >= 0;
+        if (exited && (!reading || now >= stop_reading_us))
+            break;
+        if (killed && !exited && now >= give_up_us) {
+            cg_log (1, "command in %s did not end %d ms after it was killed", sandbox->id, S_KILL_WAIT_MS);
+            break;
+        }
+        if (!killed && now >= deadline_us) {
+            run->timed_out = true;
+            s_kill (backend, sandbox, keep, keep_count);
+            killed = true;
+            give_up_us = now + S_KILL_WAIT_MS * 1000;
+            continue;
+        }
+        zmq_pollitem_t items[5];
+        int count = 0, control_at = -1, pid_at = -1, in_at = -1;
+        int pipe_at[2] = {-1, -1};
+        if (control && !killed) {
+            control_at = count;
+            items[count++] = (zmq_pollitem_t){zsock_resolve (control), 0, ZMQ_POLLIN, 0};
+        }
+        if (pidfd >= 0 && !exited) {
+            pid_at = count;
+            items[count++] = (zmq_pollitem_t){NULL, pidfd, ZMQ_POLLIN, 0};
+        }
+        for (int k = 0; k < 2; k++)
+            if (pipes[k].fd >= 0) {
+                pipe_at[k] = count;
+                items[count++] = (zmq_pollitem_t){NULL, pipes[k].fd, ZMQ_POLLIN, 0};
+            }
+        if (in[1] >= 0 && !killed) {
+            in_at = count;
+            items[count++] = (zmq_pollitem_t){NULL, in[1], ZMQ_POLLOUT, 0};
+        }
+        int64_t until = killed ? give_up_us : deadline_us;
+        if (exited)
+            until = stop_reading_us;
+        long wait_ms = (long) ((until - now) / 1000) + 1;
+        if (pidfd < 0 || killed)
+            wait_ms = wait_ms > 50 ? 50 : wait_ms;     /* waitpid is polled */
+        if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
+            break;
+        for (int k = 0; k < 2; k++)
+            if (pipe_at[k] >= 0 && items[pipe_at[k]].revents && !s_read (pipes[k].fd, pipes[k].text))
+                s_close (&pipes[k].fd);
+        if (in_at >= 0 && items[in_at].revents && !s_write (in[1], stdin_text, stdin_len, &sent))
+            s_close (&in[1]);
+        if (pid_at >= 0 && items[pid_at].revents && waitpid (helper, &status, WNOHANG) == helper)
+            exited = true;
+        if (control_at >= 0 && items[control_at].revents) {
+            cg_control_t action = control_cb (control, arg);
+            if (action == CG_CONTROL_CANCEL || action == CG_CONTROL_ABORT) {
+                run->cancelled = action == CG_CONTROL_CANCEL;
+                if (action == CG_CONTROL_ABORT)
+                    end = CG_EXEC_ABORTED;
+                s_kill (backend, sandbox, keep, keep_count);
+                killed = true;
+                give_up_us = cg_now_us () + S_KILL_WAIT_MS * 1000;
+            }
+        }
+    }
+    run->ended_us = cg_now_us ();
+    s_close (&in[1]), s_close (&pipes[0].fd), s_close (&pipes[1].fd);
+    if (pidfd >= 0)
+        close (pidfd);
+    if (!exited) {
+        kill (helper, SIGKILL);
+        waitpid (helper, &status, 0);
+    }
+    unlink (host_script);
+    if (WIFEXITED (status))
+        *exit_code = WEXITSTATUS (status);
+    else if (WIFSIGNALED (status))
+        *exit_code = 128 + WTERMSIG (status);
+    return end;
+}
