@@ -128,9 +128,12 @@ cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *pre
     json_t *item;
     json_array_foreach (outputs, i, item) {
         json_t *data = json_object_get (item, "data");
+        const char *type = json_string_value (json_object_get (item, "type"));
+        //  A cell's value as JSON is returned inline (returnValue); it is not a file.
+        bool result = type && strcmp (type, "execute_result") == 0;
         for (size_t k = 0; k < sizeof s_rich / sizeof s_rich[0]; k++) {
             json_t *value = json_object_get (data, s_rich[k].mime);
-            if (!value)
+            if (!value || (result && strcmp (s_rich[k].mime, "application/json") == 0))
                 continue;
             size_t len = 0;
             cleanup_free unsigned char *bytes = s_display_bytes (value, s_rich[k].base64, &len);

@@ -29,7 +29,8 @@ char *cg_output_join (const char *data, size_t len, size_t cut, size_t extra_cha
 
 /*  Saves each item of OUTPUTS (display_data / execute_result items {type, data,
     metadata}) that carries a rich type — image/png, image/jpeg, image/svg+xml,
-    application/pdf, text/html, application/json, first match wins — as the file
+    application/pdf, text/html, application/json (not for an execute_result, whose JSON
+    is the cell's value), first match wins — as the file
     outputs/<PREFIX>-<n>.<ext> in WS, owned by UID:GID, and records its workspace path
     in the item as "path". Failures are logged and leave the item without a path. */
 void cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *prefix,

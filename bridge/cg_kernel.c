@@ -40,6 +40,7 @@ struct cg_kernel_t {
     size_t log_len;
     unsigned hb_sent, hb_received;
     zsock_t *stdin_monitor;         /* handshake events of the stdin socket, until live */
+    bool stdin_file_set;            /* the stdin file holds text (spec->stdin_file) */
 };
 
 //  --------------------------------------------------------------------------
@@ -72,8 +73,9 @@ cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err)
     json_t *argv = json_object_get (root, "argv");
     json_t *env = json_object_get (root, "env");
     const char *mode = json_string_value (json_object_get (root, "interrupt_mode"));
-    const char *endpoint = json_string_value (
-        json_object_get (json_object_get (json_object_get (root, "metadata"), "cellgate"), "endpoint"));
+    json_t *cellgate = json_object_get (json_object_get (root, "metadata"), "cellgate");
+    const char *endpoint = json_string_value (json_object_get (cellgate, "endpoint"));
+    const char *stdin_mode = json_string_value (json_object_get (cellgate, "stdin"));
     if (!json_is_array (argv) || json_array_size (argv) == 0 || (env && !json_is_object (env))) {
         json_decref (root);
         cg_error_set (err, EINVAL, "kernel spec %s: argv must be a non-empty array", path);
@@ -95,6 +97,7 @@ cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err)
             self->env[n++] = cg_strdupf ("%s=%s", key, json_string_value (value));
     self->interrupt_message = mode && strcmp (mode, "message") == 0;
     self->endpoint_colon = endpoint && strcmp (endpoint, "colon") == 0;
+    self->stdin_file = stdin_mode && strcmp (stdin_mode, "file") == 0;
     json_decref (root);
     return self;
 }
@@ -904,6 +907,16 @@ cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
                    int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
                    cg_run_t *run)
 {
+    if (self->spec->stdin_file && (stdin_text || self->stdin_file_set)) {
+        //  Written by us (a new file renamed into place, never through a link the sandbox
+        //  planted); the kernel reads it as the cell's standard input.
+        cleanup_free char *path = cg_strdupf ("%s/stdin-%s", self->sandbox->run_dir, self->spec->language);
+        cg_error_t *err = NULL;
+        if (cg_write_file (path, stdin_text ? stdin_text : "", stdin_text ? strlen (stdin_text) : 0, 0644, &err) < 0)
+            cg_log (1, "%s", cg_error_message (err));
+        cg_error_destroy (&err);
+        self->stdin_file_set = stdin_text != NULL;
+    }
     return s_execute (self, code, false, stdin_text, deadline_us, control, control_cb, arg, run);
 }
 

@@ -21,6 +21,8 @@ typedef struct {
     char **env;             /* NULL-terminated KEY=VALUE from the spec's "env" */
     bool interrupt_message; /* interrupt_mode "message": interrupt_request on control */
     bool endpoint_colon;    /* ipc endpoints are <ip>:<port> instead of <ip>-<port> */
+    bool stdin_file;        /* stdin goes to run/stdin-<language> before each cell, for a
+                               kernel without input_request (metadata.cellgate.stdin "file") */
 } cg_kernel_spec_t;
 
 /*  Loads DIR/LANGUAGE/kernel.json. Returns a new spec the caller owns, or NULL with

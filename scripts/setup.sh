@@ -17,8 +17,8 @@ DEBS=(
   # the kernel and what the sandboxed Python ships with
   python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy
   python3-pandas python3-seaborn python3-scipy python3-openpyxl python3-reportlab
-  # tests
-  nodejs npm curl
+  # tests (jupyter_kernel_test drives the kernels under ctest)
+  nodejs npm curl python3-jupyter-kernel-test
 )
 
 missing=()
@@ -38,7 +38,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# npm packages for the end-to-end tests (the official MCP TypeScript SDK client).
-if [ -f tests/e2e/package.json ]; then
-  (cd tests/e2e && { [ -f package-lock.json ] && npm ci --no-audit --no-fund --silent || npm install --no-audit --no-fund --silent; })
-fi
+# npm packages, each pinned by its lock file; a stamp of the lock file skips a repeat.
+npm_install() {
+  local dir=$1 stamp="$1/node_modules/.cellgate-lock.sha256"
+  [ -f "$dir/package-lock.json" ] || { echo "setup: $dir/package-lock.json is missing" >&2; exit 1; }
+  if [ -f "$stamp" ] && sha256sum --status -c "$stamp" 2>/dev/null; then
+    return 0
+  fi
+  (cd "$dir" && npm ci --no-audit --no-fund --silent)
+  (cd "$dir" && sha256sum package-lock.json) | sed "s|  |  $dir/|" > "$stamp"
+}
+# The JavaScript kernel (tslab); sandboxes see it read-only at /opt/cellgate/kernels/javascript.
+npm_install kernels/javascript
+# The end-to-end tests' client: the official MCP TypeScript SDK.
+npm_install tests/e2e

@@ -128,6 +128,106 @@ describe('bash', () => {
   });
 });
 
+describe('javascript', () => {
+  const sid = 'sess_javascript001';
+
+  test("seed 003: sorting [3,1,4,1,5,9,2,6]; console.log and console.error", async () => {
+    const r = await run({ language: 'javascript', session_id: sid, code: "console.log('sorting'); console.error('to stderr');\n[3,1,4,1,5,9,2,6].sort((a, b) => a - b)" });
+    const s = expectStatus(r, 'success', server);
+    assert.equal(s.stdout, 'sorting\n');
+    assert.equal(s.stderr, 'to stderr\n');
+    assert.deepEqual(s.returnValue, [1, 1, 2, 3, 4, 5, 6, 9], 'plain data comes back as JSON');
+    assert.equal(s.outputs[0].type, 'execute_result');
+  });
+
+  test('state persists and top-level await works', async () => {
+    expectStatus(await run({ language: 'js', session_id: sid, code: 'let counter = 40;' }), 'success', server);
+    const s = expectStatus(await run({ language: 'node', session_id: sid, code: 'await new Promise((r) => setTimeout(r, 100));\ncounter + 2' }), 'success', server);
+    assert.equal(s.returnValue, 42);
+  });
+
+  test('an uncaught exception: execution_error with the stack in stderr', async () => {
+    const s = expectStatus(await run({ language: 'javascript', session_id: sid, code: "function f() { throw new TypeError('bad thing'); }\nf()" }), 'execution_error', server);
+    assert.equal(s.error_code, 'RUNTIME_ERROR');
+    assert.match(s.error_message, /TypeError: bad thing/);
+    assert.match(s.stderr, /TypeError: bad thing/);
+    assert.match(s.stderr, /\n\s+at /, 'the stack');
+    // The next call runs at once (no abort window after an error).
+    const after = expectStatus(await run({ language: 'javascript', session_id: sid, code: 'counter' }), 'success', server);
+    assert.equal(after.returnValue, 40);
+  });
+
+  test('stdin: fs.readFileSync(0) and process.stdin with readline', async () => {
+    let s = expectStatus(await run({ language: 'javascript', session_id: sid, stdin: '1\n2\n3',
+      code: "const nums = require('fs').readFileSync(0, 'utf8').split('\\n').map(Number);\nconsole.log(nums.reduce((a, b) => a + b))" }), 'success', server);
+    assert.equal(s.stdout, '6\n');
+    s = expectStatus(await run({ language: 'javascript', session_id: sid, stdin: 'Alice\nBob\n',
+      code: "const rl = require('readline').createInterface({ input: process.stdin });\nconst names = await new Promise((done) => { const got = []; rl.on('line', (l) => got.push(l)); rl.on('close', () => done(got)); });\nconsole.log(names.map((n) => `Hello, ${n}!`).join(' '))" }), 'success', server);
+    assert.equal(s.stdout, 'Hello, Alice! Hello, Bob!\n');
+    // Without stdin: end of file at once.
+    s = expectStatus(await run({ language: 'javascript', session_id: sid, code: "require('fs').readFileSync(0, 'utf8').length" }), 'success', server);
+    assert.equal(s.returnValue, 0);
+  });
+
+  test('rich display helper: HTML, PNG (an image block), JSON', async () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+    const r = await run({ language: 'javascript', session_id: sid, code: [
+      "const tslab = require('tslab');",
+      "tslab.display.html('<b>bold</b>');",
+      `tslab.display.png(Buffer.from('${png}', 'base64'));`,
+      "tslab.display.raw('application/json', { a: 1 });",
+    ].join('\n') });
+    const s = expectStatus(r, 'success', server);
+    const types = s.outputs.filter((o) => o.type === 'display_data').map((o) => Object.keys(o.data).find((k) => k !== 'text/plain'));
+    assert.deepEqual(types, ['text/html', 'image/png', 'application/json']);
+    assert.equal(s.outputs[1].data['image/png'], png);
+    assert.ok(r.content.some((c) => c.type === 'image' && c.data === png), 'PNG as an MCP image block');
+  });
+
+  test('timeout: SIGINT stops a synchronous loop and the state is kept', async () => {
+    const s = expectStatus(await run({ language: 'javascript', session_id: sid, code: 'while (true) {}', timeout: 2 }), 'timeout', server);
+    assert.equal(s.kernel_restarted, false);
+    assert.match(s.error_message, /timed out after 2 seconds/);
+    const after = expectStatus(await run({ language: 'javascript', session_id: sid, code: 'counter' }), 'success', server);
+    assert.equal(after.returnValue, 40, 'state kept');
+  });
+
+  test('a loop SIGINT cannot stop (after an await): the kernel is restarted and the result says so', async () => {
+    const s = expectStatus(await run({ language: 'javascript', session_id: sid, code: 'await null;\nwhile (true) {}', timeout: 2 }), 'timeout', server);
+    assert.equal(s.kernel_restarted, true);
+    assert.match(s.error_message, /kernel was restarted/);
+    const after = expectStatus(await run({ language: 'javascript', session_id: sid, code: 'typeof counter' }), 'success', server);
+    assert.equal(after.returnValue, 'undefined', 'a new kernel');
+  });
+
+  test('cancellation interrupts the cell; the session keeps working', async () => {
+    expectStatus(await run({ language: 'javascript', session_id: sid, code: 'let kept = "yes";' }), 'success', server);
+    const err = await cancelAfter({ language: 'javascript', session_id: sid, code: 'while (true) {}' }, 1000);
+    assert.ok(err, 'the cancelled call gets no response');
+    const after = expectStatus(await callExecWhenIdle(client, { language: 'javascript', session_id: sid, code: 'kept' }), 'success', server);
+    assert.equal(after.returnValue, 'yes');
+    await client.callTool({ name: 'close_session', arguments: { session_id: sid } });
+  });
+});
+
+test('python and javascript in one session share /mnt/data', async () => {
+  const id = 'sess_pyjsshared001';
+  expectStatus(await run({ language: 'python', session_id: id, code: "import json\njson.dump({'from': 'python', 'n': [1, 2, 3]}, open('/mnt/data/shared.json', 'w'))" }), 'success', server);
+  const js = expectStatus(await run({ language: 'javascript', session_id: id, code: [
+    "const fs = require('fs');",
+    "const d = JSON.parse(fs.readFileSync('/mnt/data/shared.json', 'utf8'));",
+    "fs.writeFileSync('/mnt/data/reply.txt', `${d.from} sent ${d.n.reduce((a, b) => a + b)}`);",
+    'd.n.length',
+  ].join('\n') }), 'success', server);
+  assert.equal(js.returnValue, 3);
+  assert.deepEqual(js.artifacts_created, ['reply.txt']);
+  const py = expectStatus(await run({ language: 'python', session_id: id, code: "print(open('/mnt/data/reply.txt').read())" }), 'success', server);
+  assert.equal(py.stdout, 'python sent 6\n');
+  const listed = (await client.callTool({ name: 'list_sessions', arguments: {} })).structuredContent.sessions.find((x) => x.session_id === id);
+  assert.ok(listed, 'one session');
+  await client.callTool({ name: 'close_session', arguments: { session_id: id } });
+});
+
 test('python and bash share one session and its /mnt/data', async () => {
   const sid = 'sess_mixedlang0001';
   expectStatus(await run({ language: 'python', session_id: sid, code: "import json\njson.dump({'n': 41}, open('/mnt/data/shared.json', 'w'))\nkept = 'python state'" }), 'success', server);

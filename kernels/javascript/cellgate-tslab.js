@@ -1,0 +1,576 @@
+#!/usr/bin/env node
+/*
+ * cellgate's launcher for tslab's JavaScript kernel.
+ *
+ *   node cellgate-tslab.js kernel --config-path CONNECTION_FILE [--js|--ts]
+ *
+ * It runs tslab's own executor, TypeScript converter and ZeroMQ server
+ * (node_modules/tslab beside this file) and fixes what tslab 1.0.22 leaves
+ * out of the Jupyter protocol:
+ *
+ *   - an exception or a compile error gives an `error` message on iopub and an
+ *     execute_reply with ename, evalue and traceback (tslab only prints it to
+ *     stderr and replies {status: "error"});
+ *   - the value of a cell's last expression is an execute_result with
+ *     text/plain, and application/json when it is plain data (tslab
+ *     console.logs it to stdout);
+ *   - kernel_info_reply has status "ok" and the Node.js version;
+ *   - an aborted request's reply has status "aborted" (tslab: "abort"), and a
+ *     failed cell aborts the requests already queued behind it but not those
+ *     that arrive afterwards (tslab aborts everything for 200 ms);
+ *   - history_request, comm_info_request and interrupt_request are answered
+ *     (tslab answers no history or interrupt request and answers
+ *     comm_info_request with a message typed complete_reply);
+ *   - the process exits after shutdown_request (tslab's keeps running);
+ *   - an empty key in the connection file means unsigned messages.
+ *
+ * In JavaScript mode (the default here; --ts for TypeScript) only syntax
+ * errors stop a cell before it runs: tslab type-checks JavaScript too
+ * (checkJs), so valid JavaScript such as `let x = 1; x = "a"` would be
+ * rejected.  Type errors are dropped; the JavaScript engine reports real
+ * errors (ReferenceError, TypeError...) when the code runs.
+ *
+ * Interrupts: SIGINT stops synchronous code running in the cell itself
+ * (vm breakOnSigint) and a pending top-level await. It cannot stop a
+ * synchronous loop that runs after an await, or in a timer or callback:
+ * only killing the process does. interrupt_request only works while the
+ * kernel's event loop is free (a pending await), so interrupt_mode is
+ * "signal".
+ *
+ * Nothing is written to disk.
+ */
+"use strict";
+
+const crypto = require("crypto");
+const fs = require("fs");
+const path = require("path");
+const util = require("util");
+
+const dist = path.join(__dirname, "node_modules", "tslab", "dist");
+const tsPath = require.resolve("@tslab/typescript-for-tslab", { paths: [dist] });
+const ts = require(tsPath);
+
+function parseArgs(argv) {
+  const args = { configPath: "", jsKernel: true };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "kernel") continue;
+    if (a === "--config-path" || a === "-f") args.configPath = argv[++i];
+    else if (a.startsWith("--config-path=")) args.configPath = a.slice(14);
+    else if (a === "--js") args.jsKernel = true;
+    else if (a === "--ts") args.jsKernel = false;
+    else if (!args.configPath && !a.startsWith("-")) args.configPath = a;
+    else {
+      process.stderr.write(`cellgate-tslab: unknown argument ${a}\n`);
+      process.exit(2);
+    }
+  }
+  if (!args.configPath) {
+    process.stderr.write(
+      "usage: cellgate-tslab.js kernel --config-path CONNECTION_FILE [--js|--ts]\n"
+    );
+    process.exit(2);
+  }
+  return args;
+}
+
+const { configPath, jsKernel } = parseArgs(process.argv.slice(2));
+
+if (jsKernel) {
+  // tslab's converter gets its diagnostics from TypeScript's
+  // getPreEmitDiagnostics[OfFiles]; TypeScript's exports are read-only, so
+  // the converter is handed a copy of them whose two functions keep syntax
+  // errors (TS1xxx, including 1308 from which tslab learns of a top-level
+  // await) and drop type and declaration-emit errors.
+  const syntaxOnly = (f) =>
+    function (...args) {
+      return f.apply(this, args).filter((d) => d.code < 2000);
+    };
+  const replaced = {
+    getPreEmitDiagnostics: syntaxOnly(ts.getPreEmitDiagnostics),
+    getPreEmitDiagnosticsOfFiles: syntaxOnly(ts.getPreEmitDiagnosticsOfFiles),
+  };
+  const shim = {};
+  for (const k of Object.getOwnPropertyNames(ts)) {
+    const get = k in replaced ? () => replaced[k] : () => ts[k];
+    Object.defineProperty(shim, k, { enumerable: true, get });
+  }
+  require.cache[tsPath].exports = shim;
+}
+
+const { createConverter } = require(path.join(dist, "converter"));
+const { createExecutor } = require(path.join(dist, "executor"));
+const jupyter = require(path.join(dist, "jupyter"));
+const { TaskCanceledError } = require(path.join(dist, "util"));
+const tslabVersion = require(path.join(dist, "..", "package.json")).version;
+
+/* ---- what one execution produced, filled through the executor's console - */
+
+/** The outcome of the execution that is running (executions are serial). */
+let current = null;
+
+// A result that is plain data (numbers, strings, booleans, null, arrays and plain
+// objects of those) is also given as application/json, so clients get the value
+// itself; anything else (functions, class instances, cycles, NaN...) or more than
+// 1 MiB of JSON is left as text only.
+const JSON_RESULT_MAX = 1024 * 1024;
+function plainJson(value) {
+  const plain = (v, depth) => {
+    if (depth > 64) return false;
+    if (v === null || typeof v === "string" || typeof v === "boolean") return true;
+    if (typeof v === "number") return Number.isFinite(v);
+    if (Array.isArray(v)) return v.every((x) => plain(x, depth + 1));
+    if (typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype)
+      return Object.values(v).every((x) => plain(x, depth + 1));
+    return false;
+  };
+  try {
+    if (!plain(value, 0)) return undefined;
+    const text = JSON.stringify(value);
+    if (text === undefined || text.length > JSON_RESULT_MAX) return undefined;
+    return JSON.parse(text);
+  } catch (e) {
+    return undefined;
+  }
+}
+
+function newOutcome() {
+  return { hasResult: false, result: undefined, error: null, diagnostics: [] };
+}
+
+function errorInfo(e) {
+  if (e instanceof Error || (e && typeof e.stack === "string")) {
+    const ename = e.name || (e.constructor && e.constructor.name) || "Error";
+    const evalue = e.message === undefined ? String(e) : String(e.message);
+    let stack = typeof e.stack === "string" ? e.stack.split("\n") : [];
+    // Drop the frames of the vm, tslab and Node.js internals below the cell.
+    stack = stack.filter(
+      (l) =>
+        !/^\s+at /.test(l) ||
+        !(/\bnode:/.test(l) || l.includes(dist) || l.includes(__filename))
+    );
+    if (stack.length === 0) stack = [`${ename}: ${evalue}`];
+    return { ename, evalue, traceback: stack };
+  }
+  // `throw 42`, `throw "x"`, `throw {a: 1}`...
+  const evalue = util.inspect(e);
+  return { ename: "Uncaught", evalue, traceback: [`Uncaught ${evalue}`] };
+}
+
+/** The `console` the executor reports through. */
+const executorConsole = {
+  // Only called with the value of the cell's last expression.
+  log(value) {
+    if (current) {
+      current.hasResult = true;
+      current.result = value;
+    } else {
+      console.log(value);
+    }
+  },
+  // Called with a thrown value, or ("%s%d:%d - %s", file, line, col, message)
+  // for a compile error.
+  error(first, ...rest) {
+    if (!current) {
+      console.error(first, ...rest);
+    } else if (typeof first === "string" && first.startsWith("%s%d:%d - ")) {
+      current.diagnostics.push(util.format(first, ...rest));
+    } else {
+      current.error = errorInfo(first);
+    }
+  },
+};
+
+/* ---- executor and handler ---------------------------------------------- */
+
+/**
+ * tslab keeps a cell's top-level bindings in `exports` and tells later cells
+ * about them through a declaration file, but it drops `const x = require(..)`
+ * from that file after one more cell, so a later cell's `x` compiles to a
+ * bare `x` and throws a ReferenceError. Every binding is also reachable as a
+ * global (unless a real global has that name) that reads and writes it.
+ */
+const mirrored = new Set();
+function mirrorLocals(locals) {
+  for (const name of Object.keys(locals)) {
+    if (mirrored.has(name) || name.startsWith("tsLastExpr")) continue;
+    if (Object.prototype.hasOwnProperty.call(globalThis, name)) continue;
+    Object.defineProperty(globalThis, name, {
+      configurable: true,
+      enumerable: false,
+      get: () => locals[name],
+      set: (v) => {
+        locals[name] = v;
+      },
+    });
+    mirrored.add(name);
+  }
+}
+
+class ConverterSet {
+  constructor(jsKernel) {
+    this.jsKernel = jsKernel;
+  }
+  get node() {
+    if (!this._node) {
+      this._node = createConverter({ isJS: this.jsKernel, isBrowser: false });
+    }
+    return this._node;
+  }
+  get browser() {
+    if (!this._browser) {
+      this._browser = createConverter({ isJS: this.jsKernel, isBrowser: true });
+    }
+    return this._browser;
+  }
+  close() {
+    if (this._node) this._node.close();
+    if (this._browser) this._browser.close();
+  }
+}
+
+// A cell's standard input. Node kernels have no input_request, so cellgate writes
+// the call's stdin to the file named by CELLGATE_STDIN_FILE before each cell (and
+// empties it when the call has none). Reading fd 0 or /dev/stdin with
+// fs.readFileSync, or process.stdin (readline, 'data'/'end' events), gives that
+// text and then end-of-file.
+const stdinFile = process.env.CELLGATE_STDIN_FILE || "";
+const { Readable } = require("stream");
+const realReadFileSync = fs.readFileSync;
+let cellStdin = Buffer.alloc(0);
+let cellStdinStream = null;
+
+function loadCellStdin() {
+  cellStdin = Buffer.alloc(0);
+  cellStdinStream = null;
+  if (!stdinFile) return;
+  try {
+    cellStdin = realReadFileSync(stdinFile);
+  } catch (e) {
+    // No file yet: no input.
+  }
+}
+
+fs.readFileSync = function readFileSync(file, options) {
+  if (file === 0 || file === "/dev/stdin" || file === "/proc/self/fd/0") {
+    const encoding = typeof options === "string" ? options : options && options.encoding;
+    return encoding ? cellStdin.toString(encoding) : Buffer.from(cellStdin);
+  }
+  return realReadFileSync.apply(this, arguments);
+};
+
+Object.defineProperty(process, "stdin", {
+  configurable: true,
+  enumerable: true,
+  get() {
+    if (!cellStdinStream) {
+      const data = cellStdin;
+      let sent = false;
+      cellStdinStream = new Readable({
+        read() {
+          if (sent) return;
+          sent = true;
+          if (data.length) this.push(data);
+          this.push(null);
+        },
+      });
+    }
+    return cellStdinStream;
+  },
+});
+
+class Handler extends jupyter.JupyterHandlerImpl {
+  handleKernel() {
+    const reply = super.handleKernel();
+    reply.status = "ok";
+    reply.implementation = jsKernel ? "jslab" : "tslab";
+    reply.implementation_version = tslabVersion;
+    reply.language_info.version = jsKernel
+      ? process.versions.node
+      : ts.version;
+    reply.banner = `${jsKernel ? "JavaScript" : "TypeScript"} (tslab ${tslabVersion}, Node.js ${process.version})`;
+    reply.help_links = [];
+    return reply;
+  }
+
+  async handleExecuteImpl(req, writeStream, writeDisplayData) {
+    current = req.cellgate = newOutcome();
+    loadCellStdin();
+    try {
+      return await super.handleExecuteImpl(req, writeStream, writeDisplayData);
+    } finally {
+      current = null;
+      mirrorLocals(this.executor.locals);
+    }
+  }
+
+  async handleExecute(req, writeStream, writeDisplayData) {
+    let status = "ok";
+    let count = null;
+    // With stop_on_error false a failure does not reject the queue's chain,
+    // so the requests queued behind it still run.
+    const keepGoing = req.stop_on_error === false;
+    try {
+      const r = await this.execQueue.add(async () => {
+        try {
+          return { count: await this.handleExecuteImpl(req, writeStream, writeDisplayData) };
+        } catch (e) {
+          if (keepGoing) return { failed: true, error: e };
+          throw e;
+        }
+      });
+      if (r.failed) throw r.error;
+      count = r.count;
+    } catch (e) {
+      if (e instanceof TaskCanceledError) {
+        status = "aborted";
+      } else {
+        status = "error";
+        if (e && typeof e.count === "number") {
+          count = e; // tslab's ExecutionCount, thrown on failure
+        } else if (req.cellgate && !req.cellgate.error) {
+          req.cellgate.error = errorInfo(e);
+        }
+        if (!keepGoing) {
+          // Abort what is queued behind this cell, then take new requests.
+          setImmediate(() => this.execQueue.reset());
+        }
+      }
+    }
+    return {
+      status,
+      execution_count: count ? count.count : null,
+    };
+  }
+}
+
+/* ---- wire protocol ------------------------------------------------------ */
+
+const DELIM = Buffer.from("<IDS|MSG>");
+
+class Message {
+  static fromRaw(key, raw) {
+    const m = new Message();
+    const i = raw.findIndex((b) => b.equals(DELIM));
+    if (i < 0) throw new Error("message missing delimiter");
+    m.identity = raw.slice(0, i);
+    const hmac = raw[i + 1].toString();
+    const parts = raw.slice(i + 2);
+    if (key) {
+      const h = crypto.createHmac("sha256", key);
+      for (const p of parts.slice(0, 4)) h.update(p);
+      const want = h.digest("hex");
+      if (
+        hmac.length !== want.length ||
+        !crypto.timingSafeEqual(Buffer.from(hmac), Buffer.from(want))
+      ) {
+        throw new Error("invalid message signature");
+      }
+    }
+    m.header = JSON.parse(parts[0].toString());
+    m.parent = JSON.parse(parts[1].toString());
+    m.metadata = JSON.parse(parts[2].toString());
+    m.content = JSON.parse(parts[3].toString());
+    m.extra = parts.slice(4);
+    return m;
+  }
+
+  createReply(msgType) {
+    const r = new Message();
+    r.identity = this.identity;
+    r.header = {
+      version: "5.3",
+      date: new Date().toISOString(),
+      session: this.header.session,
+      username: this.header.username,
+      msg_type: msgType || this.header.msg_type,
+      msg_id: crypto.randomBytes(16).toString("hex"),
+    };
+    r.parent = this.header;
+    r.metadata = {};
+    r.content = {};
+    r.extra = [];
+    return r;
+  }
+
+  signAndSend(key, sock) {
+    const bodies = [this.header, this.parent, this.metadata, this.content].map(
+      (o) => JSON.stringify(o)
+    );
+    let sig = "";
+    if (key) {
+      const h = crypto.createHmac("sha256", key);
+      for (const b of bodies) h.update(b);
+      sig = h.digest("hex");
+    }
+    sock.send([...this.identity, DELIM, sig, ...bodies, ...this.extra]);
+  }
+}
+
+class Server extends jupyter.ZmqServer {
+  constructor(handler, configPath, executor) {
+    super(handler, configPath);
+    this.executor = executor;
+  }
+
+  async handleShellMessage(sock, ...raw) {
+    let msg;
+    try {
+      msg = Message.fromRaw(this.connInfo.key, raw);
+    } catch (e) {
+      process.stderr.write(`cellgate-tslab: dropped a message: ${e.message}\n`);
+      return;
+    }
+    const type = msg.header.msg_type;
+    let terminated = false;
+    this.publishStatus("busy", msg);
+    try {
+      switch (type) {
+        case "kernel_info_request":
+          this.handleKernelInfo(sock, msg);
+          break;
+        case "execute_request":
+          await this.handleExecute(sock, msg);
+          break;
+        case "is_complete_request":
+          this.handleIsComplete(sock, msg);
+          break;
+        case "inspect_request":
+          this.handleInspect(sock, msg);
+          break;
+        case "complete_request":
+          this.handleComplete(sock, msg);
+          break;
+        case "history_request":
+          this.reply(sock, msg, "history_reply", { status: "ok", history: [] });
+          break;
+        case "comm_info_request":
+          this.reply(sock, msg, "comm_info_reply", { status: "ok", comms: {} });
+          break;
+        case "interrupt_request":
+          this.executor.interrupt();
+          this.reply(sock, msg, "interrupt_reply", { status: "ok" });
+          break;
+        case "shutdown_request":
+          this.reply(sock, msg, "shutdown_reply", {
+            status: "ok",
+            restart: !!msg.content.restart,
+          });
+          terminated = true;
+          break;
+        default:
+          process.stderr.write(`cellgate-tslab: unknown msg_type ${type}\n`);
+      }
+    } catch (e) {
+      process.stderr.write(`cellgate-tslab: ${type}: ${e && e.stack}\n`);
+    } finally {
+      this.publishStatus("idle", msg);
+    }
+    if (terminated) {
+      // Let the reply and the idle status leave before exiting.
+      setTimeout(() => {
+        try {
+          this.close();
+        } finally {
+          setTimeout(() => process.exit(0), 50);
+        }
+      }, 50);
+    }
+  }
+
+  reply(sock, msg, type, content) {
+    const r = msg.createReply(type);
+    r.content = content;
+    r.signAndSend(this.connInfo.key, sock);
+  }
+
+  publish(parent, type, content) {
+    const r = parent.createReply(type);
+    r.content = content;
+    r.signAndSend(this.connInfo.key, this.iopub);
+  }
+
+  publishStatus(state, parent) {
+    this.publish(parent, "status", { execution_state: state });
+  }
+
+  handleKernelInfo(sock, msg) {
+    this.reply(sock, msg, "kernel_info_reply", this.handler.handleKernel());
+  }
+
+  handleCommInfoRequest(sock, msg) {
+    this.reply(sock, msg, "comm_info_reply", { status: "ok", comms: {} });
+  }
+
+  async handleExecute(sock, msg) {
+    const req = msg.content;
+    const writeStream = (name, text) =>
+      this.publish(msg, "stream", { name, text });
+    const writeDisplayData = (data, update) =>
+      this.publish(msg, update ? "update_display_data" : "display_data", data);
+    const content = await this.handler.handleExecute(
+      req,
+      writeStream,
+      writeDisplayData
+    );
+    const out = req.cellgate;
+    if (out && content.status === "ok") {
+      if (out.diagnostics.length > 0) {
+        writeStream("stderr", out.diagnostics.join("\n") + "\n");
+      }
+      if (out.hasResult && !req.silent) {
+        const data = { "text/plain": util.inspect(out.result) };
+        const json = plainJson(out.result);
+        if (json !== undefined) data["application/json"] = json;
+        this.publish(msg, "execute_result", {
+          execution_count: content.execution_count,
+          data,
+          metadata: {},
+        });
+      }
+    } else if (content.status === "error") {
+      let err = out && out.error;
+      if (!err && out && out.diagnostics.length > 0) {
+        err = {
+          ename: "CompileError",
+          evalue: out.diagnostics[0],
+          traceback: out.diagnostics,
+        };
+      }
+      if (!err) {
+        err = { ename: "Error", evalue: "execution failed", traceback: [] };
+      }
+      Object.assign(content, err);
+      this.publish(msg, "error", err);
+    } else if (content.status === "aborted") {
+      Object.assign(content, {
+        ename: "Aborted",
+        evalue: "an earlier cell failed",
+        traceback: [],
+      });
+    }
+    this.reply(sock, msg, "execute_reply", content);
+  }
+}
+
+/* ---- start -------------------------------------------------------------- */
+
+const convs = new ConverterSet(jsKernel);
+convs.node; // warm up the converter
+const executor = createExecutor(process.cwd(), convs, executorConsole);
+const server = new Server(new Handler(executor, jsKernel), configPath, executor);
+process.on("SIGINT", () => executor.interrupt());
+process.on("uncaughtException", (err) => {
+  console.error("Uncaught exception:", err);
+});
+process.on("unhandledRejection", (reason) => {
+  console.error("Unhandled promise rejection:", reason);
+});
+if (!fs.existsSync(configPath)) {
+  process.stderr.write(`cellgate-tslab: no connection file ${configPath}\n`);
+  process.exit(2);
+}
+server.init().catch((e) => {
+  process.stderr.write(`cellgate-tslab: cannot bind: ${e && e.stack}\n`);
+  process.exit(1);
+});

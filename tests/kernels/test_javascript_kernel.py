@@ -1,0 +1,284 @@
+"""Jupyter protocol tests of cellgate's JavaScript kernel (tslab), run on the host.
+
+    /usr/bin/python3 -m unittest tests/kernels/test_javascript_kernel.py -v
+
+The kernel runs unsandboxed from a kernelspec made in a temporary JUPYTER_PATH:
+kernels/javascript/kernel.json with /opt/cellgate/kernels (where sandboxes see
+the repo's kernels/ directory) replaced by the repo's kernels/ directory, over
+tcp as jupyter_kernel_test does. It needs kernels/javascript/node_modules
+(`cd kernels/javascript && npm ci`) and python3-jupyter-kernel-test.
+"""
+
+import base64
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+
+from jupyter_client.manager import start_new_kernel
+import jupyter_kernel_test
+from jupyter_kernel_test.msgspec_v5 import validate_message
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KERNELS = os.path.join(REPO, "kernels")
+SANDBOX_KERNELS = "/opt/cellgate/kernels"
+KERNEL_NAME = "cellgate-javascript-test"
+
+# One PNG pixel.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+
+_tmp = None
+_saved_env = {}
+
+
+def host_path(value):
+    return value.replace(SANDBOX_KERNELS, KERNELS)
+
+
+def make_kernelspec(root, language, name):
+    with open(os.path.join(KERNELS, language, "kernel.json")) as f:
+        spec = json.load(f)
+    spec["argv"] = [host_path(a) for a in spec["argv"]]
+    spec["env"] = {k: host_path(v) for k, v in spec.get("env", {}).items()}
+    spec["display_name"] += " (host test)"
+    kdir = os.path.join(root, "kernels", name)
+    os.makedirs(kdir)
+    with open(os.path.join(kdir, "kernel.json"), "w") as f:
+        json.dump(spec, f, indent=2)
+    return spec
+
+
+def setUpModule():
+    global _tmp
+    tslab = os.path.join(KERNELS, "javascript", "node_modules", "tslab", "package.json")
+    if not os.path.exists(tslab):
+        raise RuntimeError(
+            "kernels/javascript/node_modules is missing: run "
+            "`(cd kernels/javascript && npm ci --no-audit --no-fund)` or scripts/setup.sh"
+        )
+    _tmp = tempfile.mkdtemp(prefix="cellgate-jskernel-")
+    make_kernelspec(os.path.join(_tmp, "share"), "javascript", KERNEL_NAME)
+    os.makedirs(os.path.join(_tmp, "work"))
+    for k, v in (
+        ("JUPYTER_PATH", os.path.join(_tmp, "share")),
+        # Keep jupyter_client's runtime files (connection files) out of $HOME.
+        ("JUPYTER_RUNTIME_DIR", os.path.join(_tmp, "runtime")),
+    ):
+        _saved_env[k] = os.environ.get(k)
+        os.environ[k] = v
+
+
+def tearDownModule():
+    for k, v in _saved_env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    if _tmp:
+        shutil.rmtree(_tmp, ignore_errors=True)
+
+
+class JavaScriptKernelTests(jupyter_kernel_test.KernelTests):
+    kernel_name = KERNEL_NAME
+
+    @classmethod
+    def setUpClass(cls):
+        # The kernel's cwd is a scratch directory, as /mnt/data is in a sandbox.
+        cls.km, cls.kc = start_new_kernel(
+            kernel_name=cls.kernel_name, startup_timeout=60, cwd=os.path.join(_tmp, "work")
+        )
+
+    # -- kernel_info
+    language_name = "javascript"
+    file_extension = ".js"
+
+    # -- streams
+    code_hello_world = "console.log('hello, world')"
+    code_stderr = "console.error('oops')"
+
+    # -- completion: TypeScript's language service, with Node's types
+    completion_samples = [
+        {"text": "Math.ab", "matches": ["abs"]},
+        {"text": "let myVariable = 1; myVar", "matches": ["myVariable"]},
+        {"text": "require('fs').readFileS", "matches": ["readFileSync"]},
+    ]
+
+    # -- is_complete: tslab answers complete or incomplete, never invalid
+    complete_code_samples = [
+        "1 + 1",
+        "console.log('x')",
+        "function f() { return 1 }",
+        "const a = [1, 2, 3]",
+        "if (true) { 1 }",
+    ]
+    incomplete_code_samples = [
+        "function f() {",
+        "if (x) {",
+        "foo(",
+        "const o = {",
+        "for (let i = 0; i < 3; i++)",
+    ]
+
+    # -- rich output through tslab's display API
+    code_display_data = [
+        {"code": "require('tslab').display.html('<b>x</b>')", "mime": "text/html"},
+        {"code": "require('tslab').display.markdown('# title')", "mime": "text/markdown"},
+        {"code": "require('tslab').display.svg('<svg xmlns=\"http://www.w3.org/2000/svg\"/>')",
+         "mime": "image/svg+xml"},
+        {"code": "require('tslab').display.png(Buffer.from('%s', 'base64'))"
+                 % base64.b64encode(PNG).decode(), "mime": "image/png"},
+    ]
+
+    # -- the value of the last expression, as Node's util.inspect shows it
+    code_execute_result = [
+        {"code": "6 * 7", "result": "42"},
+        {"code": "'a' + 'b'", "result": "'ab'"},
+        {"code": "({a: 1, b: [1, 2]})", "result": "{ a: 1, b: [ 1, 2 ] }"},
+        {"code": "await new Promise(r => setTimeout(r, 100)); 42", "result": "42"},
+    ]
+
+    # -- an uncaught exception: one `error` message and an error reply
+    code_generate_error = "throw new Error('boom')"
+
+    # -- inspect: TypeScript's quick info
+    code_inspect_sample = "Math.max"
+
+    # history_request gets an empty history: no supported_history_operations.
+
+    # ---- beyond jupyter_kernel_test's own tests ---------------------------
+
+    def run_cell(self, code, timeout=30):
+        self.flush_channels()
+        return self.execute_helper(code, timeout=timeout)
+
+    def test_kernel_info_versions(self):
+        self.flush_channels()
+        msg_id = self.kc.kernel_info()
+        reply = self.kc.get_shell_msg(timeout=15)
+        validate_message(reply, "kernel_info_reply", msg_id)
+        content = reply["content"]
+        self.assertEqual(content["status"], "ok")
+        self.assertRegex(content["language_info"]["version"], r"^\d+\.\d+\.\d+$")
+        self.assertEqual(content["language_info"]["mimetype"], "text/javascript")
+
+    def test_error_reply_has_ename_evalue_traceback(self):
+        reply, out = self.run_cell("function f() { throw new TypeError('bad thing') }\nf()")
+        content = reply["content"]
+        self.assertEqual(content["status"], "error")
+        self.assertEqual(content["ename"], "TypeError")
+        self.assertEqual(content["evalue"], "bad thing")
+        self.assertTrue(any("at f " in line for line in content["traceback"]), content["traceback"])
+        errors = [m for m in out if m["msg_type"] == "error"]
+        self.assertEqual(len(errors), 1)
+        self.assertEqual(errors[0]["content"]["ename"], "TypeError")
+        # tslab's internals are not in the traceback.
+        self.assertFalse(any("tslab/dist" in line for line in content["traceback"]))
+
+    def test_async_rejection_is_an_error(self):
+        reply, out = self.run_cell("await Promise.reject(new RangeError('late'))")
+        self.assertEqual(reply["content"]["status"], "error")
+        self.assertEqual(reply["content"]["ename"], "RangeError")
+        self.assertEqual(reply["content"]["evalue"], "late")
+
+    def test_syntax_error(self):
+        reply, out = self.run_cell("let = ;")
+        self.assertEqual(reply["content"]["status"], "error")
+        self.assertEqual(reply["content"]["ename"], "CompileError")
+        self.assertIn("Expression expected", reply["content"]["evalue"])
+        self.assertEqual([m["msg_type"] for m in out], ["error"])
+
+    def test_thrown_non_error(self):
+        reply, out = self.run_cell("throw 42")
+        self.assertEqual(reply["content"]["status"], "error")
+        self.assertEqual(reply["content"]["evalue"], "42")
+
+    def test_next_cell_after_error_runs(self):
+        # tslab aborts every request for 200 ms after an error; cellgate-tslab.js
+        # aborts only those already queued.
+        self.run_cell("throw new Error('first')")
+        reply, out = self.run_cell("'second'")
+        self.assertEqual(reply["content"]["status"], "ok")
+
+    def test_plain_javascript_is_not_type_checked(self):
+        reply, out = self.run_cell("let retyped = 1; retyped = 'a'; retyped")
+        self.assertEqual(reply["content"]["status"], "ok", out)
+        results = [m for m in out if m["msg_type"] == "execute_result"]
+        self.assertEqual(results[0]["content"]["data"]["text/plain"], "'a'")
+
+    def test_unknown_name_is_a_reference_error(self):
+        reply, out = self.run_cell("noSuchFunction()")
+        self.assertEqual(reply["content"]["ename"], "ReferenceError")
+
+    def test_bindings_live_across_cells(self):
+        self.run_cell("const pathMod = require('path'); let counter = 1")
+        self.run_cell("counter++")
+        self.run_cell("counter++")
+        reply, out = self.run_cell("[pathMod.join('a', 'b'), counter]")
+        self.assertEqual(reply["content"]["status"], "ok", out)
+        results = [m for m in out if m["msg_type"] == "execute_result"]
+        self.assertEqual(results[0]["content"]["data"]["text/plain"], "[ 'a/b', 3 ]")
+
+    def test_import_statement(self):
+        reply, out = self.run_cell("import * as os from 'os'; typeof os.cpus")
+        self.assertEqual(reply["content"]["status"], "ok", out)
+        results = [m for m in out if m["msg_type"] == "execute_result"]
+        self.assertEqual(results[0]["content"]["data"]["text/plain"], "'function'")
+
+    def test_png_is_base64(self):
+        code = "require('tslab').display.png(new Uint8Array([%s]))" % ", ".join(str(b) for b in PNG)
+        reply, out = self.run_cell(code)
+        self.assertEqual(reply["content"]["status"], "ok")
+        data = [m for m in out if m["msg_type"] == "display_data"][0]["content"]["data"]
+        self.assertEqual(base64.b64decode(data["image/png"]), PNG)
+
+    def test_update_display(self):
+        reply, out = self.run_cell(
+            "const d = require('tslab').newDisplay(); d.text('one'); d.html('<i>two</i>')"
+        )
+        self.assertEqual(reply["content"]["status"], "ok")
+        types = [m["msg_type"] for m in out]
+        self.assertEqual(types, ["display_data", "update_display_data"])
+        ids = {m["content"]["transient"]["display_id"] for m in out}
+        self.assertEqual(len(ids), 1)
+
+    def test_stdout_interleaving(self):
+        reply, out = self.run_cell("console.log('a'); console.error('b'); console.log('c'); 1")
+        streams = [(m["content"]["name"], m["content"]["text"]) for m in out if m["msg_type"] == "stream"]
+        self.assertEqual(streams, [("stdout", "a\n"), ("stderr", "b\n"), ("stdout", "c\n")])
+
+    def test_interrupt_synchronous_loop(self):
+        self.flush_channels()
+        msg_id = self.kc.execute("while (true) {}")
+        time.sleep(1.0)
+        self.km.interrupt_kernel()  # interrupt_mode "signal": SIGINT
+        reply = self.get_non_kernel_info_reply(timeout=10)
+        validate_message(reply, "execute_reply", msg_id)
+        self.assertEqual(reply["content"]["status"], "error")
+        self.assertIn("interrupted", reply["content"]["evalue"])
+        reply, out = self.run_cell("'alive'")
+        self.assertEqual(reply["content"]["status"], "ok")
+
+    def test_interrupt_pending_await(self):
+        self.flush_channels()
+        msg_id = self.kc.execute("await new Promise(r => setTimeout(r, 60000))")
+        time.sleep(1.0)
+        self.km.interrupt_kernel()
+        reply = self.get_non_kernel_info_reply(timeout=10)
+        validate_message(reply, "execute_reply", msg_id)
+        self.assertEqual(reply["content"]["status"], "error")
+        self.assertIn("Interrupted", reply["content"]["evalue"])
+
+    def test_comm_info(self):
+        self.flush_channels()
+        msg_id = self.kc.comm_info()
+        reply = self.get_non_kernel_info_reply(timeout=15)
+        validate_message(reply, "comm_info_reply", msg_id)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
