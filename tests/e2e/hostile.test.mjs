@@ -269,3 +269,52 @@ test('fork bomb is contained; a new session still runs', async () => {
   assert.equal(expectStatus(ok, 'success', server).stdout, 'ok\n');
   await client.ping({ timeout: 10000 });
 });
+
+test('javascript and bash are held the same way: no network, read-only kernels and root, no capabilities', async () => {
+  const sid = 'sess_e2ehostjsbash';
+  const js = await callExec(client, {
+    language: 'javascript',
+    session_id: sid,
+    code: `
+const fs = require('fs');
+const net = require('net');
+const tryWrite = (p) => { try { fs.writeFileSync(p, 'x'); return 'WROTE'; } catch (e) { return 'FAILED ' + e.code; } };
+const connect = (host, port) => new Promise((done) => {
+  const s = net.connect({ host, port, timeout: 3000 });
+  s.on('connect', () => { s.destroy(); done('CONNECTED'); });
+  s.on('timeout', () => { s.destroy(); done('TIMEOUT'); });
+  s.on('error', (e) => done('FAILED ' + e.code));
+});
+const marks = {
+  kernels: tryWrite('/opt/cellgate/kernels/javascript/probe'),
+  usr: tryWrite('/usr/probe'),
+  shadow: (() => { try { fs.readFileSync('/etc/shadow'); return 'READ'; } catch (e) { return 'FAILED ' + e.code; } })(),
+  net: await connect('1.1.1.1', 53),
+  uid: process.getuid(),
+};
+JSON.stringify(marks)`,
+  });
+  const jm = JSON.parse(expectStatus(js, 'success', server).returnValue);
+  assert.equal(jm.kernels, 'FAILED EROFS', JSON.stringify(jm));
+  assert.equal(jm.usr, 'FAILED EROFS', JSON.stringify(jm));
+  assert.ok(jm.shadow.startsWith('FAILED'), JSON.stringify(jm));
+  assert.ok(jm.net.startsWith('FAILED') || jm.net === 'TIMEOUT', JSON.stringify(jm));
+  assert.equal(jm.uid, 65532);
+
+  const sh = await callExec(client, {
+    language: 'bash',
+    session_id: sid,
+    code: `(echo > /dev/tcp/1.1.1.1/53) 2>/dev/null && echo net=OPEN || echo net=CLOSED
+touch /opt/cellgate/kernels/probe 2>/dev/null && echo kernels=WROTE || echo kernels=READONLY
+grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\\t ' ' '
+echo "secret=\${${SECRET_NAME}:-absent}"`,
+  });
+  const out = expectStatus(sh, 'success', server).stdout;
+  assert.match(out, /net=CLOSED/);
+  assert.match(out, /kernels=READONLY/);
+  assert.match(out, /CapEff: 0000000000000000/);
+  assert.match(out, /NoNewPrivs: 1/);
+  assert.match(out, /Seccomp: 2/);
+  assert.match(out, /secret=absent/);
+  await client.callTool({ name: 'close_session', arguments: { session_id: sid } });
+});
