@@ -23,8 +23,34 @@ struct cg_http_t {
     struct MHD_Daemon *daemon;
     int port;                   /* the bound port */
     char *url_host;             /* host part of download URLs: "127.0.0.1", "[::1]" */
+    bool loopback;              /* bound to a loopback address */
     cg_http_lookup_fn *lookup;
     void *lookup_arg;
+    cg_http_mcp_fn *mcp;        /* the /mcp handler, NULL when none */
+    void *mcp_arg;
+    size_t mcp_body_max;
+    cg_http_exchange_t *exchanges; /* live /mcp exchanges (to resume before stopping) */
+};
+
+struct cg_http_exchange_t {
+    int refs;
+    cg_http_t *http;
+    struct MHD_Connection *connection; /* NULL once the request is over */
+    char *method;
+    char *body;
+    size_t body_len, body_cap;
+    bool too_large;             /* the body passed the limit: 413 */
+    bool called;                /* the handler has seen it */
+    bool suspended;             /* waiting in the access callback for an answer */
+    struct MHD_Response *pending; /* the answer, queued at the next access callback */
+    unsigned int pending_status;
+    bool answered;
+    bool streaming;             /* an SSE body: BUF is what is still to be sent */
+    bool stream_closed;
+    bool reader_suspended;      /* waiting in the content reader for more to send */
+    char *buf;
+    size_t buf_len, buf_off;
+    cg_http_exchange_t *next, *prev;
 };
 
 /*  One request; MHD keeps it in *con_cls from the URI callback until the completion
@@ -32,6 +58,7 @@ struct cg_http_t {
 typedef struct {
     size_t target_len;          /* length of the raw request target, query included */
     bool answered;              /* a response is queued */
+    cg_http_exchange_t *exchange; /* for /mcp */
 } s_request_t;
 
 /*  A route answers every request whose path starts with PREFIX; REST is the raw
@@ -43,12 +70,16 @@ typedef enum MHD_Result (s_route_fn) (cg_http_t *self, struct MHD_Connection *co
                                       size_t *upload_data_size);
 
 static s_route_fn s_files_route;
+static s_route_fn s_mcp_route;
+static void s_exchange_unlink (cg_http_exchange_t *ex);
 
 static const struct {
     const char *prefix;
+    bool exact;                 /* the path is the prefix itself */
     s_route_fn *handler;
 } s_routes[] = {
-    { "/files/", s_files_route },
+    { "/files/", false, s_files_route },
+    { "/mcp", true, s_mcp_route },
 };
 
 /*  --------------------------------------------------------------------------------------
@@ -218,12 +249,8 @@ s_files_route (cg_http_t *self, struct MHD_Connection *connection, s_request_t *
     if (!token || token_len == 0 || token_len > CG_HTTP_TOKEN_MAX || session_len == 0
         || session_len > CG_HTTP_SESSION_ID_MAX || memchr (session_id, '\0', session_len))
         return s_respond_not_found (connection, request);
-    cg_workspace_t *workspace = NULL;
-    const char *expected = NULL;
-    if (self->lookup (self->lookup_arg, session_id, &workspace, &expected) != 0 || !workspace
-        || !expected || expected[0] == '\0')
-        return s_respond_not_found (connection, request);
-    if (strlen (expected) != token_len || sodium_memcmp (expected, token, token_len) != 0)
+    cg_workspace_t *workspace = self->lookup (self->lookup_arg, session_id, token, token_len);
+    if (!workspace)
         return s_respond_not_found (connection, request);
 
     cg_error_t *err = NULL;
@@ -258,6 +285,262 @@ s_files_route (cg_http_t *self, struct MHD_Connection *connection, s_request_t *
 }
 
 /*  --------------------------------------------------------------------------------------
+    /mcp: requests handed whole to the MCP layer, answered now or later */
+
+static void
+s_exchange_unlink (cg_http_exchange_t *ex)
+{
+    if (!ex->http)
+        return;
+    if (ex->prev)
+        ex->prev->next = ex->next;
+    else
+        ex->http->exchanges = ex->next;
+    if (ex->next)
+        ex->next->prev = ex->prev;
+    ex->next = ex->prev = NULL;
+    ex->http = NULL;
+}
+
+cg_http_exchange_t *
+cg_http_exchange_keep (cg_http_exchange_t *exchange)
+{
+    exchange->refs++;
+    return exchange;
+}
+
+void
+cg_http_exchange_release (cg_http_exchange_t **exchange_p)
+{
+    if (!exchange_p || !*exchange_p)
+        return;
+    cg_http_exchange_t *ex = *exchange_p;
+    *exchange_p = NULL;
+    if (--ex->refs > 0)
+        return;
+    if (ex->pending)
+        MHD_destroy_response (ex->pending);
+    free (ex->method);
+    free (ex->body);
+    free (ex->buf);
+    free (ex);
+}
+
+const char *
+cg_http_exchange_method (cg_http_exchange_t *exchange)
+{
+    return exchange->method;
+}
+
+const char *
+cg_http_exchange_header (cg_http_exchange_t *exchange, const char *name)
+{
+    return exchange->connection
+               ? MHD_lookup_connection_value (exchange->connection, MHD_HEADER_KIND, name)
+               : NULL;
+}
+
+const char *
+cg_http_exchange_body (cg_http_exchange_t *exchange, size_t *len)
+{
+    if (len)
+        *len = exchange->body_len;
+    return exchange->body ? exchange->body : "";
+}
+
+bool
+cg_http_exchange_alive (cg_http_exchange_t *exchange)
+{
+    return exchange->connection != NULL;
+}
+
+//  Hands RESPONSE to the connection: at the next access callback, which a suspended
+//  connection gets once resumed.
+static void
+s_answer (cg_http_exchange_t *ex, unsigned int status, struct MHD_Response *response,
+          const char *const *headers)
+{
+    if (ex->answered || !ex->connection) {
+        MHD_destroy_response (response);
+        return;
+    }
+    s_add_common_headers (response);
+    for (size_t i = 0; headers && headers[i] && headers[i + 1]; i += 2)
+        MHD_add_response_header (response, headers[i], headers[i + 1]);
+    ex->answered = true;
+    ex->pending = response;
+    ex->pending_status = status;
+    if (ex->suspended) {
+        ex->suspended = false;
+        MHD_resume_connection (ex->connection);
+    }
+}
+
+void
+cg_http_respond (cg_http_exchange_t *exchange, unsigned int status, const char *content_type,
+                 const char *body, size_t len, const char *const *headers)
+{
+    struct MHD_Response *response
+        = MHD_create_response_from_buffer (len, (void *) (body ? body : ""), MHD_RESPMEM_MUST_COPY);
+    if (!response)
+        return;
+    if (content_type)
+        MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    s_answer (exchange, status, response, headers);
+}
+
+static ssize_t
+s_stream_reader (void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void) pos;
+    cg_http_exchange_t *ex = cls;
+    if (ex->buf_off < ex->buf_len) {
+        size_t n = ex->buf_len - ex->buf_off;
+        if (n > max)
+            n = max;
+        memcpy (buf, ex->buf + ex->buf_off, n);
+        ex->buf_off += n;
+        if (ex->buf_off == ex->buf_len)
+            ex->buf_off = ex->buf_len = 0;
+        return (ssize_t) n;
+    }
+    if (ex->stream_closed || !ex->connection)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    //  Nothing to send yet: wait without polling until a write resumes us.
+    ex->reader_suspended = true;
+    MHD_suspend_connection (ex->connection);
+    return 0;
+}
+
+static void
+s_stream_free (void *cls)
+{
+    cg_http_exchange_t *ex = cls;
+    cg_http_exchange_release (&ex);
+}
+
+void
+cg_http_stream_open (cg_http_exchange_t *exchange, const char *const *headers)
+{
+    if (exchange->answered || !exchange->connection)
+        return;
+    struct MHD_Response *response = MHD_create_response_from_callback (
+        MHD_SIZE_UNKNOWN, 4096, s_stream_reader, cg_http_exchange_keep (exchange), s_stream_free);
+    if (!response) {
+        cg_http_exchange_release (&exchange);
+        return;
+    }
+    exchange->streaming = true;
+    MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    s_answer (exchange, MHD_HTTP_OK, response, headers);
+}
+
+static void
+s_stream_wake (cg_http_exchange_t *ex)
+{
+    if (ex->reader_suspended && ex->connection) {
+        ex->reader_suspended = false;
+        MHD_resume_connection (ex->connection);
+    }
+}
+
+void
+cg_http_stream_write (cg_http_exchange_t *exchange, const char *data, size_t len)
+{
+    if (!exchange->streaming || exchange->stream_closed || !exchange->connection)
+        return;
+    exchange->buf = cg_xrealloc (exchange->buf, exchange->buf_len + len + 1);
+    memcpy (exchange->buf + exchange->buf_len, data, len);
+    exchange->buf_len += len;
+    s_stream_wake (exchange);
+}
+
+void
+cg_http_stream_close (cg_http_exchange_t *exchange)
+{
+    exchange->stream_closed = true;
+    s_stream_wake (exchange);
+}
+
+static enum MHD_Result
+s_mcp_route (cg_http_t *self, struct MHD_Connection *connection, s_request_t *request,
+             const char *method, const char *rest, const char *upload_data,
+             size_t *upload_data_size)
+{
+    (void) rest;
+    if (!self->mcp)
+        return s_respond_error (connection, request, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
+    cg_http_exchange_t *ex = request->exchange;
+    if (!ex) {
+        //  First call: the headers are in. A declared body over the limit is refused now.
+        const char *length = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                                          MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length && strtoull (length, NULL, 10) > self->mcp_body_max)
+            return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE,
+                                    "payload_too_large", "the request body is larger than the limit");
+        ex = cg_xcalloc (1, sizeof *ex);
+        ex->refs = 1;
+        ex->http = self;
+        ex->connection = connection;
+        ex->method = cg_xstrdup (method);
+        ex->next = self->exchanges;
+        if (ex->next)
+            ex->next->prev = ex;
+        self->exchanges = ex;
+        request->exchange = ex;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        //  Untrusted: the body, bounded before it is kept.
+        if (!ex->too_large && ex->body_len + *upload_data_size <= self->mcp_body_max) {
+            if (ex->body_len + *upload_data_size + 1 > ex->body_cap) {
+                ex->body_cap = (ex->body_len + *upload_data_size + 1) * 2;
+                if (ex->body_cap > self->mcp_body_max + 1)
+                    ex->body_cap = self->mcp_body_max + 1;
+                ex->body = cg_xrealloc (ex->body, ex->body_cap);
+            }
+            memcpy (ex->body + ex->body_len, upload_data, *upload_data_size);
+            ex->body_len += *upload_data_size;
+            ex->body[ex->body_len] = '\0';
+        }
+        else
+            ex->too_large = true;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (ex->too_large)
+        return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large",
+                                "the request body is larger than the limit");
+    if (!ex->called) {
+        ex->called = true;
+        self->mcp (self->mcp_arg, ex);
+    }
+    if (ex->pending) {
+        struct MHD_Response *response = ex->pending;
+        ex->pending = NULL;
+        return s_queue (connection, request, ex->pending_status, response);
+    }
+    //  No answer yet: wait, without holding up the loop, until one comes.
+    ex->suspended = true;
+    MHD_suspend_connection (connection);
+    return MHD_YES;
+}
+
+void
+cg_http_set_mcp (cg_http_t *self, size_t body_max, cg_http_mcp_fn *handler, void *arg)
+{
+    self->mcp = handler;
+    self->mcp_arg = arg;
+    self->mcp_body_max = body_max;
+}
+
+bool
+cg_http_loopback (cg_http_t *self)
+{
+    return self->loopback;
+}
+
+/*  --------------------------------------------------------------------------------------
     MHD callbacks */
 
 /*  Leaves escapes in the path and the query arguments alone: MHD would otherwise decode
@@ -288,7 +571,14 @@ s_completed_cb (void *cls, struct MHD_Connection *connection, void **con_cls,
     (void) cls;
     (void) connection;
     (void) toe;
-    free (*con_cls);
+    s_request_t *request = *con_cls;
+    if (request && request->exchange) {
+        cg_http_exchange_t *ex = request->exchange;
+        ex->connection = NULL;
+        s_exchange_unlink (ex);
+        cg_http_exchange_release (&request->exchange);
+    }
+    free (request);
     *con_cls = NULL;
 }
 
@@ -311,7 +601,7 @@ s_access_cb (void *cls, struct MHD_Connection *connection, const char *url, cons
                                 "the request URL is longer than 4096 bytes");
     for (size_t i = 0; i < sizeof s_routes / sizeof s_routes[0]; i++) {
         size_t prefix_len = strlen (s_routes[i].prefix);
-        if (strncmp (url, s_routes[i].prefix, prefix_len) == 0)
+        if (strncmp (url, s_routes[i].prefix, prefix_len) == 0 && (!s_routes[i].exact || url[prefix_len] == '\0'))
             return s_routes[i].handler (self, connection, request, method, url + prefix_len,
                                         upload_data, upload_data_size);
     }
@@ -450,12 +740,13 @@ cg_http_new (const char *listen, cg_http_lookup_fn *lookup, void *arg, cg_error_
         cg_http_destroy (&self);
         return NULL;
     }
+    self->loopback = strncmp (listen, "127.", 4) == 0 || strncmp (listen, "[::1]:", 6) == 0;
     /*  No MHD thread: MHD_USE_EPOLL without MHD_USE_INTERNAL_POLLING_THREAD gives one epoll
         fd for the caller's poll loop. SIGPIPE is left to MHD (MSG_NOSIGNAL), so file
         bodies go out with pread and send rather than sendfile: a file the sandbox
         truncates mid-download then ends the response at once instead of stalling it. */
     self->daemon = MHD_start_daemon (
-        MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, s_access_cb, self,
+        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, s_access_cb, self,
         MHD_OPTION_EXTERNAL_LOGGER, s_log_cb, self,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int) CG_HTTP_CONNECTIONS_MAX,
@@ -482,6 +773,13 @@ cg_http_destroy (cg_http_t **self_p)
     if (!self_p || !*self_p)
         return;
     cg_http_t *self = *self_p;
+    //  MHD must not be stopped with suspended connections: wake them, ended.
+    for (cg_http_exchange_t *ex = self->exchanges; ex; ex = ex->next) {
+        ex->stream_closed = true;
+        if ((ex->suspended || ex->reader_suspended) && ex->connection)
+            MHD_resume_connection (ex->connection);
+        ex->suspended = ex->reader_suspended = false;
+    }
     if (self->daemon)
         MHD_stop_daemon (self->daemon); /* closes the listening socket too */
     free (self->url_host);

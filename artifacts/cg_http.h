@@ -16,12 +16,24 @@
 
 typedef struct cg_http_t cg_http_t;
 
-/*  Looks up SESSION_ID: fills *workspace (an open cg_workspace_t, borrowed) and *token
-    (borrowed, the session's download token); returns 0, or -1 when no such session.
-    Called on the thread that calls cg_http_process, and only while it runs; what it
-    lends must stay valid until cg_http_process returns. */
-typedef int (cg_http_lookup_fn) (void *arg, const char *session_id, cg_workspace_t **workspace,
-                                 const char **token);
+/*  Looks up the session SESSION_ID whose download token is the TOKEN_LEN bytes at TOKEN
+    (compared in constant time): returns its workspace (an open cg_workspace_t, borrowed),
+    or NULL when there is no such session or the token is not its. Called on the thread
+    that calls cg_http_process, and only while it runs; the workspace must stay valid
+    until cg_http_process returns. */
+typedef cg_workspace_t *(cg_http_lookup_fn) (void *arg, const char *session_id, const char *token,
+                                             size_t token_len);
+
+/*  One request to the MCP endpoint (/mcp), from its arrival until both the listener and
+    the handler are done with it. */
+typedef struct cg_http_exchange_t cg_http_exchange_t;
+
+/*  Called on the cg_http_process thread once a request to /mcp has arrived whole (a body
+    larger than the limit gets 413 without a call). The handler answers with
+    cg_http_respond, or with cg_http_stream_open, writes and cg_http_stream_close, now or
+    later; when it keeps EXCHANGE past the call it takes a reference
+    (cg_http_exchange_keep) and gives it back with cg_http_exchange_release. */
+typedef void (cg_http_mcp_fn) (void *arg, cg_http_exchange_t *exchange);
 
 /*  Starts listening on LISTEN, "HOST:PORT" where HOST is a numeric IPv4 address
     ("127.0.0.1", "0.0.0.0") or a numeric IPv6 address in brackets ("[::1]", "[::]";
@@ -35,6 +47,37 @@ typedef int (cg_http_lookup_fn) (void *arg, const char *session_id, cg_workspace
     to start. */
 cg_http_t *cg_http_new (const char *listen, cg_http_lookup_fn *lookup, void *arg,
                         cg_error_t **err);
+
+/*  Routes /mcp to HANDLER (with ARG); request bodies over BODY_MAX bytes get 413. */
+void cg_http_set_mcp (cg_http_t *self, size_t body_max, cg_http_mcp_fn *handler, void *arg);
+
+/*  The request's method ("POST", ...), a request header (NULL when absent; the first
+    when repeated), and its body (*LEN bytes, NUL-terminated; "" when none). */
+const char *cg_http_exchange_method (cg_http_exchange_t *exchange);
+const char *cg_http_exchange_header (cg_http_exchange_t *exchange, const char *name);
+const char *cg_http_exchange_body (cg_http_exchange_t *exchange, size_t *len);
+
+/*  Returns false once the client's connection is gone (writes are then dropped). */
+bool cg_http_exchange_alive (cg_http_exchange_t *exchange);
+
+/*  Takes a reference to EXCHANGE (returns it); cg_http_exchange_release gives it back
+    and sets *exchange_p to NULL. */
+cg_http_exchange_t *cg_http_exchange_keep (cg_http_exchange_t *exchange);
+void cg_http_exchange_release (cg_http_exchange_t **exchange_p);
+
+/*  Answers with STATUS, CONTENT_TYPE (NULL: none) and the LEN bytes at BODY (copied).
+    HEADERS: NULL, or a NULL-terminated list of name, value, name, value... Once only. */
+void cg_http_respond (cg_http_exchange_t *exchange, unsigned int status, const char *content_type,
+                      const char *body, size_t len, const char *const *headers);
+
+/*  Answers 200 with a text/event-stream body that stays open: cg_http_stream_write sends
+    the LEN bytes at DATA (one or more complete SSE events), cg_http_stream_close ends it. */
+void cg_http_stream_open (cg_http_exchange_t *exchange, const char *const *headers);
+void cg_http_stream_write (cg_http_exchange_t *exchange, const char *data, size_t len);
+void cg_http_stream_close (cg_http_exchange_t *exchange);
+
+/*  Returns true when the listener is bound to a loopback address (127.0.0.0/8, ::1). */
+bool cg_http_loopback (cg_http_t *self);
 
 /*  Closes every connection and the listening socket, frees *self_p and sets it to NULL.
     Safe on NULL. */

@@ -31,6 +31,8 @@ typedef struct {
     size_t max_upload_bytes;
     size_t max_artifact_read_bytes;
     char *http_listen;          /* "HOST:PORT" of the download listener, or "off" */
+    char *http;                 /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
+    char *http_token;           /* bearer token the HTTP transport requires, or NULL */
     char *tool_profile;         /* "default" or "seed001": which tools tools/list shows */
     bool http_listen_set;       /* given by flag or variable (no fallback port then) */
     int max_sessions;           /* sandboxes at once, one-shot ones included */

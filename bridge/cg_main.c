@@ -117,9 +117,9 @@ main (int argc, char **argv)
     if (!instance)
         fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
     else if (strcmp (command, "mcp") == 0) {
-        cg_log (2, "serving MCP on stdio (runtime %s, state %s)", cg_backend_name (backend),
+        cg_log (2, "serving MCP on %s (runtime %s, state %s)", config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
                 config.state_dir);
-        rc = cg_mcp_serve_stdio (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO);
+        rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO);
     }
     else
         rc = s_kernel_command (&config, backend, instance);

@@ -11,6 +11,7 @@
 
 #include <czmq.h>
 #include <errno.h>
+#include <sodium.h>
 #include <pthread.h>
 #include <signal.h>
 #include <math.h>
@@ -23,9 +24,32 @@
 
 static const char *s_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
 
+//  An MCP client: the stdio peer, or one Streamable HTTP session (Mcp-Session-Id).
+//  Each client has its own sandbox sessions; no client sees another's.
+typedef struct {
+    char *id;                   /* "stdio", or the Mcp-Session-Id */
+    bool http;
+    bool initialized;
+    char version[16];           /* the negotiated protocol version */
+    int log_level;              /* logging/setLevel (cg_log levels); -1: none asked */
+} s_client_t;
+
+//  Where the messages for one request go: stdout (stdio), or one HTTP POST's answer,
+//  first pending, then JSON or an SSE stream.
+typedef enum { S_CHANNEL_PENDING, S_CHANNEL_STREAM, S_CHANNEL_DONE } s_channel_state_t;
+typedef struct {
+    s_client_t *client;
+    cg_http_exchange_t *exchange; /* NULL for stdio */
+    json_t *request_id;         /* the request the HTTP answer is for */
+    s_channel_state_t state;
+    bool kept;                  /* a call owns it */
+} s_channel_t;
+
 //  A session: its runner, the call it is running, and what list_sessions shows.
 typedef struct {
     char *id;
+    char *key;                  /* registry key: client id + "/" + id */
+    s_client_t *client;
     zactor_t *runner;
     char *busy_key;             /* key of the call in flight, NULL when idle */
     char slot[13];              /* directory and container name */
@@ -49,6 +73,9 @@ typedef struct {
     char *run_id;               /* run_python's run id */
     zactor_t *oneshot;          /* the one-shot runner, owned here */
     bool cancelled;             /* notifications/cancelled arrived: send no response */
+    s_channel_t *channel;       /* where its answer goes (owned) */
+    json_t *progress_token;     /* _meta.progressToken, or NULL */
+    int progress;               /* progress notifications sent */
 } s_call_t;
 
 typedef struct {
@@ -56,15 +83,20 @@ typedef struct {
     cg_backend_t *backend;
     cg_instance_t *instance;
     int out_fd;
+    s_client_t *stdio;          /* the stdio client, NULL when serving HTTP */
+    s_channel_t stdio_channel;
+    s_channel_t *current;       /* where what is being handled is answered */
+    zhashx_t *clients;          /* Mcp-Session-Id -> s_client_t (HTTP) */
     zsock_t *results;
     char *results_endpoint;
-    zhashx_t *sessions;         /* session_id -> s_session_t */
+    zhashx_t *sessions;         /* client id + "/" + session_id -> s_session_t */
     zlistx_t *closing;          /* s_session_t whose runners are destroying their sandboxes */
     zhashx_t *calls;            /* key -> s_call_t */
     cg_http_t *http;            /* download listener, NULL when off */
     unsigned long next_key;
-    bool initialized;
     bool output_failed;
+    size_t line_max;            /* the largest message accepted */
+    json_t *progress_token;     /* the tools/call being handled asked for progress */
 } s_server_t;
 
 //  Stops a runner and waits for it (and so its sandbox) to be gone. SIGINT and SIGTERM
@@ -97,6 +129,7 @@ s_session_free (void **item)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
     free (session->dir);
+    free (session->key);
     free (session->id);
     free (session->busy_key);
     free (session->language);
@@ -105,12 +138,16 @@ s_session_free (void **item)
     *item = NULL;
 }
 
+static void s_channel_free (s_channel_t **channel_p);
+
 static void
 s_call_free (void **item)
 {
     s_call_t *call = *item;
     if (!call)
         return;
+    s_channel_free (&call->channel);
+    json_decref (call->progress_token);
     json_decref (call->id);
     free (call->tool);
     free (call->session_id);
@@ -124,15 +161,8 @@ s_call_free (void **item)
 //  Output
 
 static void
-s_send (s_server_t *self, json_t *message)
+s_write_stdout (s_server_t *self, const char *text, size_t len)
 {
-    char *text = json_dumps (message, JSON_COMPACT | JSON_REAL_PRECISION (9));
-    json_decref (message);
-    if (!text)
-        abort ();
-    size_t len = strlen (text);
-    text = cg_xrealloc (text, len + 2);
-    text[len++] = '\n';
     size_t done = 0;
     while (done < len && !self->output_failed) {
         ssize_t n = write (self->out_fd, text + done, len - done);
@@ -145,7 +175,79 @@ s_send (s_server_t *self, json_t *message)
         }
         done += (size_t) n;
     }
+}
+
+//  True when MESSAGE is the response (result or error) to the request ID.
+static bool
+s_answers (json_t *message, json_t *id)
+{
+    return id && (json_object_get (message, "result") || json_object_get (message, "error"))
+           && json_equal (json_object_get (message, "id"), id);
+}
+
+//  Sends MESSAGE (stolen) on CHANNEL: a line on stdout, or the HTTP answer — JSON when it
+//  is the response and nothing came before it, else events on an SSE stream that ends
+//  with the response.
+static void
+s_send_to (s_server_t *self, s_channel_t *channel, json_t *message)
+{
+    char *text = json_dumps (message, JSON_COMPACT | JSON_REAL_PRECISION (9));
+    if (!text)
+        abort ();
+    if (!channel || !channel->exchange) {
+        json_decref (message);
+        size_t len = strlen (text);
+        text = cg_xrealloc (text, len + 2);
+        text[len++] = '\n';
+        s_write_stdout (self, text, len);
+        free (text);
+        return;
+    }
+    bool final = s_answers (message, channel->request_id);
+    json_decref (message);
+    const char *session_header[] = {"Mcp-Session-Id", channel->client ? channel->client->id : NULL, NULL};
+    const char *const *headers = channel->client ? session_header : NULL;
+    if (channel->state == S_CHANNEL_PENDING && final) {
+        cg_http_respond (channel->exchange, 200, "application/json", text, strlen (text), headers);
+        channel->state = S_CHANNEL_DONE;
+    }
+    else if (channel->state != S_CHANNEL_DONE) {
+        if (channel->state == S_CHANNEL_PENDING) {
+            cg_http_stream_open (channel->exchange, headers);
+            channel->state = S_CHANNEL_STREAM;
+        }
+        cleanup_free char *event = cg_strdupf ("event: message\ndata: %s\n\n", text);
+        cg_http_stream_write (channel->exchange, event, strlen (event));
+        if (final) {
+            cg_http_stream_close (channel->exchange);
+            channel->state = S_CHANNEL_DONE;
+        }
+    }
     free (text);
+}
+
+static void
+s_send (s_server_t *self, json_t *message)
+{
+    s_send_to (self, self->current, message);
+}
+
+//  Ends CHANNEL's HTTP answer if it is still open (an empty stream when nothing was
+//  sent: a cancelled request gets no response) and frees it.
+static void
+s_channel_free (s_channel_t **channel_p)
+{
+    s_channel_t *channel = *channel_p;
+    if (!channel)
+        return;
+    if (channel->exchange && channel->state == S_CHANNEL_PENDING)
+        cg_http_stream_open (channel->exchange, NULL);
+    if (channel->exchange && channel->state != S_CHANNEL_DONE)
+        cg_http_stream_close (channel->exchange);
+    cg_http_exchange_release (&channel->exchange);
+    json_decref (channel->request_id);
+    free (channel);
+    *channel_p = NULL;
 }
 
 static void
@@ -180,7 +282,8 @@ s_initialize (s_server_t *self, json_t *id, json_t *params)
     for (int i = 0; s_versions[i]; i++)
         if (strcmp (requested, s_versions[i]) == 0)
             version = s_versions[i];
-    self->initialized = true;
+    self->current->client->initialized = true;
+    snprintf (self->current->client->version, sizeof self->current->client->version, "%s", version);
     json_t *result = json_pack (
         "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
         "tools", "listChanged", 0, "serverInfo", "name", "cellgate", "title",
@@ -274,6 +377,16 @@ s_touch (s_session_t *session)
     s_utc_now (session->last_activity_at, ISO_8601);
 }
 
+//  Returns the current client's session SESSION_ID, or NULL.
+static s_session_t *
+s_find (s_server_t *self, const char *session_id)
+{
+    if (!session_id)
+        return NULL;
+    cleanup_free char *key = cg_strdupf ("%s/%s", self->current->client->id, session_id);
+    return zhashx_lookup (self->sessions, key);
+}
+
 //  Registers a new session and starts its runner. Returns it, or NULL when the limit
 //  of concurrent sandboxes is reached.
 static s_session_t *
@@ -283,6 +396,8 @@ s_session_new (s_server_t *self, const char *session_id, const char *language, c
         return NULL;
     s_session_t *session = cg_xcalloc (1, sizeof *session);
     session->id = cg_xstrdup (session_id);
+    session->client = self->current->client;
+    session->key = cg_strdupf ("%s/%s", session->client->id, session_id);
     cg_random_hex (session->slot, 6);
     session->language = cg_xstrdup (language);
     session->name = name ? cg_xstrdup (name) : NULL;
@@ -301,7 +416,7 @@ s_session_new (s_server_t *self, const char *session_id, const char *language, c
         cg_log (1, "session %s workspace: %s", session_id, err ? cg_error_message (err) : strerror (errno));
     cg_error_destroy (&err);
     session->runner = zactor_new (cg_runner_actor, s_runner_args (self, session->slot, false));
-    zhashx_insert (self->sessions, session_id, session);
+    zhashx_insert (self->sessions, session->key, session);
     return session;
 }
 
@@ -309,6 +424,17 @@ static s_call_t *
 s_call_new (s_server_t *self, json_t *id, const char *tool, const char *session_id, char key[32])
 {
     s_call_t *call = cg_xcalloc (1, sizeof *call);
+    //  The answer comes later: the call takes the request's HTTP channel, or a stdio one.
+    if (self->current->exchange) {
+        call->channel = self->current;
+        self->current->kept = true;
+    }
+    else {
+        call->channel = cg_xcalloc (1, sizeof *call->channel);
+        call->channel->client = self->current->client;
+    }
+    if (self->progress_token)
+        call->progress_token = json_incref (self->progress_token);
     call->id = json_incref (id);
     call->tool = cg_xstrdup (tool);
     call->session_id = session_id ? cg_xstrdup (session_id) : NULL;
@@ -334,7 +460,7 @@ s_start_run (s_server_t *self, json_t *id, json_t *request)
     }
     const char *session_id = json_string_value (json_object_get (request, "session_id"));
     const char *language = json_string_value (json_object_get (request, "language"));
-    s_session_t *session = session_id ? zhashx_lookup (self->sessions, session_id) : NULL;
+    s_session_t *session = s_find (self, session_id);
     json_t *refusal = NULL;
     if (strcmp (tool, "send_to_session") == 0 && !session) {
         cleanup_free char *message = cg_strdupf ("No active session with id %s", session_id);
@@ -372,6 +498,8 @@ s_start_run (s_server_t *self, json_t *id, json_t *request)
         call->oneshot = zactor_new (cg_runner_actor, s_runner_args (self, NULL, true));
         runner = call->oneshot;
     }
+    if (call->progress_token)
+        json_object_set_new (request, "progress", json_true ());
     char *text = json_dumps (request, JSON_COMPACT);
     json_decref (request);
     zstr_sendx (runner, "EXEC", key, text, NULL);
@@ -437,6 +565,8 @@ s_list_sessions (s_server_t *self, json_t *id)
 {
     json_t *list = json_array ();
     for (s_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions)) {
+        if (s->client != self->current->client)
+            continue;
         cleanup_free char *container = cg_strdupf ("%s%s", cg_instance_prefix (self->instance), s->slot);
         cg_sandbox_t sandbox = {.id = container};
         cg_container_stats_t stats = {0};
@@ -462,7 +592,7 @@ static void
 s_session_retire (s_server_t *self, s_session_t *session)
 {
     zstr_send (session->runner, "$TERM");
-    zhashx_delete (self->sessions, session->id);
+    zhashx_delete (self->sessions, session->key);
     zlistx_add_end (self->closing, session);
 }
 
@@ -473,12 +603,16 @@ s_session_close (s_server_t *self, s_session_t *session, const char *why)
 {
     if (session->busy_key) {
         s_call_t *call = zhashx_lookup (self->calls, session->busy_key);
+        s_channel_t *saved = self->current;
+        if (call)
+            self->current = call->channel;
         //  A running tool's answer keeps its result shape; start_session's is an error object.
         if (call && !call->cancelled && strcmp (call->tool, "start_session") == 0)
             s_send (self, cg_jsonrpc_result (call->id, cg_tools_error_object ("session_closed", why, session->id)));
         else if (call && !call->cancelled)
             s_send_tool_result (self, call->id, call->tool,
                                 cg_tools_run_error (session->language, session->id, "session_closed", why));
+        self->current = saved;
         zhashx_delete (self->calls, session->busy_key);
     }
     s_session_retire (self, session);
@@ -493,7 +627,7 @@ s_close_session (s_server_t *self, json_t *id, json_t *arguments)
         return;
     }
     const char *sid = json_string_value (session_id);
-    s_session_t *session = zhashx_lookup (self->sessions, sid);
+    s_session_t *session = s_find (self, sid);
     if (!session) {
         cleanup_free char *message = cg_strdupf ("No active session with id %.128s", sid);
         s_send (self, cg_jsonrpc_result (id, cg_tools_error_object ("session_not_found", message, sid)));
@@ -556,7 +690,7 @@ s_file_session (s_server_t *self, json_t *arguments, json_t **refusal)
         *refusal = cg_tools_error_object ("invalid_params", "'session_id' is a required string", NULL);
     else if (!cg_tools_valid_session_id (json_string_value (session_id)))
         *refusal = cg_tools_error_object ("invalid_params", "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit", NULL);
-    else if (!(session = zhashx_lookup (self->sessions, json_string_value (session_id)))) {
+    else if (!(session = s_find (self, json_string_value (session_id)))) {
         cleanup_free char *message = cg_strdupf ("No active session with id %s", json_string_value (session_id));
         *refusal = cg_tools_error_object ("session_not_found", message, json_string_value (session_id));
     }
@@ -597,7 +731,7 @@ s_upload_file (s_server_t *self, json_t *id, json_t *arguments)
     const char *name = json_is_string (session_id) ? json_string_value (session_id) : generated;
     if (!result)
         result = cg_files_upload_check (self->config, arguments, name);
-    s_session_t *session = result ? NULL : zhashx_lookup (self->sessions, name);
+    s_session_t *session = result ? NULL : s_find (self, name);
     if (result)
         ;
     else if (session && session->busy_key)
@@ -614,8 +748,19 @@ s_upload_file (s_server_t *self, json_t *id, json_t *arguments)
     s_send (self, cg_jsonrpc_result (id, result));
 }
 
+static void s_tools_call_named (s_server_t *self, json_t *id, json_t *params);
+
 static void
 s_tools_call (s_server_t *self, json_t *id, json_t *params)
+{
+    json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
+    self->progress_token = json_is_string (token) || json_is_integer (token) ? token : NULL;
+    s_tools_call_named (self, id, params);
+    self->progress_token = NULL;
+}
+
+static void
+s_tools_call_named (s_server_t *self, json_t *id, json_t *params)
 {
     const char *name = json_string_value (json_object_get (params, "name"));
     json_t *arguments = json_object_get (params, "arguments");
@@ -652,7 +797,7 @@ s_tools_call (s_server_t *self, json_t *id, json_t *params)
         json_t *error_result = NULL;
         json_t *request = cg_tools_execute_request (self->config, name, arguments, &error_result);
         if (request && strcmp (name, "send_to_session") == 0) {
-            s_session_t *session = zhashx_lookup (self->sessions, json_string_value (json_object_get (request, "session_id")));
+            s_session_t *session = s_find (self, json_string_value (json_object_get (request, "session_id")));
             if (session)
                 json_object_set_new (request, "language", json_string (session->language));
         }
@@ -670,12 +815,12 @@ s_cancel (s_server_t *self, json_t *params)
     if (!request_id)
         return;
     for (s_call_t *call = zhashx_first (self->calls); call; call = zhashx_next (self->calls)) {
-        if (!json_equal (call->id, request_id) || call->cancelled)
+        if (!json_equal (call->id, request_id) || call->cancelled || call->channel->client != self->current->client)
             continue;
         call->cancelled = true;
         zactor_t *runner = call->oneshot;
         if (!runner) {
-            s_session_t *session = zhashx_lookup (self->sessions, call->session_id);
+            s_session_t *session = s_find (self, call->session_id);
             runner = session ? session->runner : NULL;
         }
         if (runner)
@@ -707,7 +852,7 @@ s_handle_message (s_server_t *self, json_t *message)
         s_initialize (self, id, params);
     else if (strcmp (method, "ping") == 0)
         s_send (self, cg_jsonrpc_result (id, json_object ()));
-    else if (!self->initialized)
+    else if (!self->current->client->initialized)
         s_send_error (self, id, CG_JSONRPC_INVALID_REQUEST, "the session is not initialized: send 'initialize' first");
     else if (strcmp (method, "tools/list") == 0)
         s_send (self, cg_jsonrpc_result (id, json_pack ("{s:o}", "tools", cg_tools_list (self->config))));
@@ -754,7 +899,7 @@ s_handle_line (s_server_t *self, const char *line, size_t len)
 static json_t *
 s_run_response (s_server_t *self, s_call_t *call, json_t *structured)
 {
-    s_session_t *session = call->session_id ? zhashx_lookup (self->sessions, call->session_id) : NULL;
+    s_session_t *session = s_find (self, call->session_id);
     if (session) {
         cg_files_t files = s_files (self, session);
         cg_files_add_urls (&files, structured);
@@ -783,6 +928,26 @@ s_start_response (s_server_t *self, s_session_t *session, json_t *result)
     return cg_tools_object_result (structured, text, false);
 }
 
+//  Forwards a runner's output note TEXT ({"stream", "text"}) as notifications/progress
+//  when the call asked for progress.
+static void
+s_progress (s_server_t *self, s_call_t *call, const char *text)
+{
+    json_t *note = text ? json_loads (text, 0, NULL) : NULL;
+    const char *stream = json_string_value (json_object_get (note, "stream"));
+    const char *chunk = json_string_value (json_object_get (note, "text"));
+    if (call->progress_token && !call->cancelled && stream && chunk) {
+        cleanup_free char *message = strcmp (stream, "display") == 0
+                                         ? cg_strdupf ("[display: %s]", chunk)
+                                         : cg_strdupf ("%s%s", strcmp (stream, "stderr") == 0 ? "[stderr] " : "", chunk);
+        json_t *params = json_pack ("{s:O, s:i, s:s}", "progressToken", call->progress_token, "progress",
+                                    ++call->progress, "message", message);
+        s_send (self, json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", "notifications/progress",
+                                 "params", params));
+    }
+    json_decref (note);
+}
+
 static void
 s_handle_result (s_server_t *self)
 {
@@ -793,8 +958,15 @@ s_handle_result (s_server_t *self)
     char *key = zmsg_popstr (msg);
     char *text = zmsg_popstr (msg);
     s_call_t *call = key ? zhashx_lookup (self->calls, key) : NULL;
+    s_channel_t *saved = self->current;
+    if (call && tag && strcmp (tag, "PROGRESS") == 0) {
+        self->current = call->channel;
+        s_progress (self, call, text);
+        call = NULL;
+    }
     if (call) {
-        s_session_t *session = call->session_id ? zhashx_lookup (self->sessions, call->session_id) : NULL;
+        self->current = call->channel;
+        s_session_t *session = s_find (self, call->session_id);
         if (session && session->busy_key && strcmp (session->busy_key, key) == 0) {
             free (session->busy_key);
             session->busy_key = NULL;
@@ -818,6 +990,7 @@ s_handle_result (s_server_t *self)
         json_decref (structured);
         zhashx_delete (self->calls, key);
     }
+    self->current = saved;
     zstr_free (&tag);
     zstr_free (&key);
     zstr_free (&text);
@@ -838,17 +1011,219 @@ s_reap_closed (s_server_t *self, zmq_pollitem_t *items, size_t count)
         zlistx_delete (self->closing, zlistx_find (self->closing, done[i]));
 }
 
-//  cg_http's lookup: a session's workspace and download token.
-static int
-s_http_lookup (void *arg, const char *session_id, cg_workspace_t **workspace, const char **token)
+//  cg_http's lookup: the workspace of the session SESSION_ID (of any client) whose
+//  download token is TOKEN.
+static cg_workspace_t *
+s_http_lookup (void *arg, const char *session_id, const char *token, size_t token_len)
 {
     s_server_t *self = arg;
-    s_session_t *session = zhashx_lookup (self->sessions, session_id);
-    if (!session || !session->ws)
-        return -1;
-    *workspace = session->ws;
-    *token = session->token;
-    return 0;
+    for (s_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions))
+        if (s->ws && strcmp (s->id, session_id) == 0 && token_len == strlen (s->token)
+            && sodium_memcmp (s->token, token, token_len) == 0)
+            return s->ws;
+    return NULL;
+}
+
+//  --------------------------------------------------------------------------
+//  Streamable HTTP
+
+//  Frees CLIENT: closes its sessions (answering their calls in flight), drops its other
+//  calls (their streams end) and forgets it.
+static void
+s_client_close (s_server_t *self, s_client_t *client)
+{
+    zlistx_t *mine = zlistx_new ();
+    for (s_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions))
+        if (s->client == client)
+            zlistx_add_end (mine, s);
+    for (s_session_t *s = zlistx_first (mine); s; s = zlistx_next (mine))
+        s_session_close (self, s, "The MCP session was ended.");
+    zlistx_purge (mine);
+    for (s_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
+        if (c->channel->client == client)
+            zlistx_add_end (mine, (void *) zhashx_cursor (self->calls));
+    for (const char *key = zlistx_first (mine); key; key = zlistx_next (mine)) {
+        s_call_t *c = zhashx_lookup (self->calls, key);
+        if (c && c->oneshot)
+            zstr_send (c->oneshot, "$TERM");
+        zhashx_delete (self->calls, key);
+    }
+    zlistx_destroy (&mine);
+    zhashx_delete (self->clients, client->id);
+}
+
+static void
+s_client_free (void **item)
+{
+    s_client_t *client = *item;
+    if (!client)
+        return;
+    free (client->id);
+    free (client);
+    *item = NULL;
+}
+
+//  Answers EXCHANGE with STATUS and a JSON-RPC error (id null) saying MESSAGE.
+static void
+s_http_refuse (cg_http_exchange_t *ex, unsigned int status, int code, const char *message,
+               const char *const *headers)
+{
+    json_t *error = cg_jsonrpc_error (NULL, code, message);
+    cleanup_free char *body = json_dumps (error, JSON_COMPACT);
+    json_decref (error);
+    cg_http_respond (ex, status, "application/json", body, strlen (body), headers);
+}
+
+//  True when AUTHORITY ("host:port") names this listener on loopback.
+static bool
+s_loopback_authority (s_server_t *self, const char *authority, size_t len)
+{
+    int port = cg_http_port (self->http);
+    const char *hosts[] = {"127.0.0.1", "localhost", "[::1]", NULL};
+    for (int i = 0; hosts[i]; i++) {
+        cleanup_free char *expected = cg_strdupf ("%s:%d", hosts[i], port);
+        if (strlen (expected) == len && strncasecmp (expected, authority, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+//  DNS rebinding: on loopback, Host must name this listener, and an Origin (a browser's
+//  page) must be this listener too. Returns true when the request may go on.
+static bool
+s_http_origin_ok (s_server_t *self, cg_http_exchange_t *ex)
+{
+    const char *host = cg_http_exchange_header (ex, "Host");
+    if (cg_http_loopback (self->http) && (!host || !s_loopback_authority (self, host, strlen (host))))
+        return false;
+    const char *origin = cg_http_exchange_header (ex, "Origin");
+    if (!origin)
+        return true;
+    const char *authority = strstr (origin, "://");
+    if (!authority || (strncmp (origin, "http://", 7) != 0 && strncmp (origin, "https://", 8) != 0))
+        return false;
+    authority += 3;
+    size_t len = strcspn (authority, "/");
+    return s_loopback_authority (self, authority, len)
+           || (host && strlen (host) == len && strncasecmp (host, authority, len) == 0);
+}
+
+static bool
+s_http_token_ok (s_server_t *self, cg_http_exchange_t *ex)
+{
+    const char *expected = self->config->http_token;
+    if (!expected)
+        return true;
+    const char *given = cg_http_exchange_header (ex, "Authorization");
+    if (!given || strncasecmp (given, "Bearer ", 7) != 0)
+        return false;
+    given += 7;
+    size_t len = strlen (given);
+    return len == strlen (expected) && sodium_memcmp (given, expected, len) == 0;
+}
+
+//  cg_http's /mcp handler: one POST (a JSON-RPC message), GET or DELETE.
+static void
+s_http_mcp (void *arg, cg_http_exchange_t *ex)
+{
+    s_server_t *self = arg;
+    const char *method = cg_http_exchange_method (ex);
+    static const char *bearer[] = {"WWW-Authenticate", "Bearer realm=\"cellgate\"", NULL};
+    static const char *allow[] = {"Allow", "POST, DELETE", NULL};
+    if (!s_http_origin_ok (self, ex)) {
+        s_http_refuse (ex, 403, CG_JSONRPC_INVALID_REQUEST, "Forbidden: Host or Origin is not this server", NULL);
+        return;
+    }
+    if (!s_http_token_ok (self, ex)) {
+        s_http_refuse (ex, 401, CG_JSONRPC_INVALID_REQUEST, "Unauthorized: send Authorization: Bearer <token>", bearer);
+        return;
+    }
+    const char *version = cg_http_exchange_header (ex, "MCP-Protocol-Version");
+    bool known_version = !version;
+    for (int i = 0; version && s_versions[i]; i++)
+        known_version = known_version || strcmp (version, s_versions[i]) == 0;
+    if (!known_version) {
+        s_http_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, "Bad Request: unsupported MCP-Protocol-Version", NULL);
+        return;
+    }
+    const char *sid = cg_http_exchange_header (ex, "Mcp-Session-Id");
+    s_client_t *client = sid ? zhashx_lookup (self->clients, sid) : NULL;
+    if (strcmp (method, "DELETE") == 0) {
+        if (!sid)
+            s_http_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required", NULL);
+        else if (!client)
+            s_http_refuse (ex, 404, CG_JSONRPC_INVALID_REQUEST, "Session not found", NULL);
+        else {
+            s_client_close (self, client);
+            cg_http_respond (ex, 200, NULL, "", 0, NULL);
+        }
+        return;
+    }
+    if (strcmp (method, "POST") != 0) {
+        //  No server-initiated stream: every message to a client answers one of its
+        //  requests and goes on that request's response.
+        s_http_refuse (ex, 405, CG_JSONRPC_INVALID_REQUEST, "Method Not Allowed: POST JSON-RPC messages; DELETE ends the session", allow);
+        return;
+    }
+    const char *accept = cg_http_exchange_header (ex, "Accept");
+    if (accept && !strstr (accept, "*/*") && (!strstr (accept, "application/json") || !strstr (accept, "text/event-stream"))) {
+        s_http_refuse (ex, 406, CG_JSONRPC_INVALID_REQUEST, "Not Acceptable: accept both application/json and text/event-stream", NULL);
+        return;
+    }
+    size_t len = 0;
+    const char *body = cg_http_exchange_body (ex, &len);
+    json_error_t jerr;
+    json_t *message = json_loadb (body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!message) {
+        cleanup_free char *text = cg_strdupf ("Parse error: %s", jerr.text);
+        s_http_refuse (ex, 400, CG_JSONRPC_PARSE_ERROR, text, NULL);
+        return;
+    }
+    const char *why = NULL;
+    cg_jsonrpc_kind_t kind = cg_jsonrpc_classify (message, &why);
+    json_t *id = json_object_get (message, "id");
+    const char *rpc_method = json_string_value (json_object_get (message, "method"));
+    bool initialize = kind == CG_JSONRPC_REQUEST && rpc_method && strcmp (rpc_method, "initialize") == 0;
+    if (kind == CG_JSONRPC_INVALID) {
+        s_http_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, why, NULL);
+        json_decref (message);
+        return;
+    }
+    if (initialize) {
+        //  A new MCP session: its id is 128 random bits.
+        client = cg_xcalloc (1, sizeof *client);
+        client->http = true;
+        client->log_level = -1;
+        char hex[33];
+        cg_random_hex (hex, 16);
+        client->id = cg_xstrdup (hex);
+        zhashx_insert (self->clients, client->id, client);
+    }
+    else if (!sid) {
+        s_http_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required", NULL);
+        json_decref (message);
+        return;
+    }
+    else if (!client) {
+        s_http_refuse (ex, 404, CG_JSONRPC_INVALID_REQUEST, "Session not found", NULL);
+        json_decref (message);
+        return;
+    }
+    s_channel_t *channel = cg_xcalloc (1, sizeof *channel);
+    channel->client = client;
+    channel->exchange = cg_http_exchange_keep (ex);
+    channel->request_id = kind == CG_JSONRPC_REQUEST ? json_incref (id) : NULL;
+    s_channel_t *saved = self->current;
+    self->current = channel;
+    s_handle_message (self, message);
+    self->current = saved;
+    json_decref (message);
+    if (kind != CG_JSONRPC_REQUEST && channel->state == S_CHANNEL_PENDING) {
+        cg_http_respond (ex, 202, NULL, "", 0, NULL);
+        channel->state = S_CHANNEL_DONE;
+    }
+    if (!channel->kept)
+        s_channel_free (&channel);
 }
 
 //  Starts the download listener per the configuration. Returns 0 (self->http stays NULL
@@ -857,36 +1232,57 @@ static int
 s_http_start (s_server_t *self)
 {
     const cg_config_t *config = self->config;
-    if (strcmp (config->http_listen, "off") == 0)
+    const char *listen = config->http ? config->http : config->http_listen;
+    if (strcmp (listen, "off") == 0)
         return 0;
     cg_error_t *err = NULL;
-    self->http = cg_http_new (config->http_listen, s_http_lookup, self, &err);
-    if (!self->http && !config->http_listen_set && err && err->code == EADDRINUSE) {
+    self->http = cg_http_new (listen, s_http_lookup, self, &err);
+    if (!self->http && !config->http && !config->http_listen_set && err && err->code == EADDRINUSE) {
         //  The default port is taken (another cellgate, say): any free port will do.
         cg_log (1, "downloads: %s; using a free port instead", cg_error_message (err));
         cg_error_destroy (&err);
         self->http = cg_http_new ("127.0.0.1:0", s_http_lookup, self, &err);
     }
     if (!self->http) {
-        cg_log (0, "downloads: cannot listen on %s: %s (--http-listen off disables them)", config->http_listen,
-                cg_error_message (err));
+        cg_log (0, "http: cannot listen on %s: %s%s", listen, cg_error_message (err),
+                config->http ? "" : " (--http-listen off disables downloads)");
         cg_error_destroy (&err);
         return -1;
+    }
+    if (config->http) {
+        cg_http_set_mcp (self->http, self->line_max, s_http_mcp, self);
+        cg_log (2, "serving MCP at http://%s/mcp%s", listen, config->http_token ? " (bearer token required)" : "");
     }
     return 0;
 }
 
 int
-cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
-                    int in_fd, int out_fd)
+cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance, int in_fd,
+              int out_fd)
 {
     s_server_t self = {.config = config, .backend = backend, .instance = instance, .out_fd = out_fd};
-    if (s_http_start (&self) < 0)
-        return 1;
-    //  A line must hold the largest upload in base64 (4 characters per 3 bytes).
+    //  A message must hold the largest upload in base64 (4 characters per 3 bytes).
     size_t line_max = config->max_upload_bytes / 3 * 4 + 1024 * 1024;
     if (line_max < MIN_LINE_MAX)
         line_max = MIN_LINE_MAX;
+    self.line_max = line_max;
+    self.clients = zhashx_new ();
+    zhashx_set_destructor (self.clients, s_client_free);
+    if (!config->http) {
+        self.stdio = cg_xcalloc (1, sizeof *self.stdio);
+        self.stdio->id = cg_xstrdup ("stdio");
+        self.stdio->log_level = -1;
+        self.stdio_channel.client = self.stdio;
+        self.current = &self.stdio_channel;
+    }
+    else
+        in_fd = -1;     /* HTTP only: stdin is not a transport */
+    if (s_http_start (&self) < 0) {
+        zhashx_destroy (&self.clients);
+        if (self.stdio)
+            free (self.stdio->id), free (self.stdio);
+        return 1;
+    }
     self.results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *) &self);
     self.results = zsock_new_pull (self.results_endpoint);
     self.sessions = zhashx_new ();
@@ -900,14 +1296,15 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
     bool discarding = false;    /* skipping the rest of an oversized line */
     bool input_open = true;
     int rc = 0;
-    while (input_open && !self.output_failed && !zsys_interrupted) {
+    while ((input_open || in_fd < 0) && !self.output_failed && !zsys_interrupted) {
         //  Polled: runner results, the client, the HTTP listener, and the pipes of the
         //  runners still closing (each signals there once its sandbox is gone).
         size_t closing = zlistx_size (self.closing);
         zmq_pollitem_t items[3 + closing];
         items[0] = (zmq_pollitem_t){zsock_resolve (self.results), 0, ZMQ_POLLIN, 0};
-        items[1] = (zmq_pollitem_t){NULL, in_fd, ZMQ_POLLIN, 0};
-        items[2] = (zmq_pollitem_t){NULL, self.http ? cg_http_fd (self.http) : in_fd, self.http ? ZMQ_POLLIN : 0, 0};
+        int quiet_fd = self.http ? cg_http_fd (self.http) : in_fd;     /* polled for nothing */
+        items[1] = (zmq_pollitem_t){NULL, in_fd >= 0 ? in_fd : quiet_fd, in_fd >= 0 ? ZMQ_POLLIN : 0, 0};
+        items[2] = (zmq_pollitem_t){NULL, self.http ? cg_http_fd (self.http) : quiet_fd, self.http ? ZMQ_POLLIN : 0, 0};
         size_t i = 3;
         for (s_session_t *s = zlistx_first (self.closing); s; s = zlistx_next (self.closing))
             items[i++] = (zmq_pollitem_t){zsock_resolve (s->runner), 0, ZMQ_POLLIN, 0};
@@ -926,7 +1323,7 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
         s_reap_closed (&self, items + 3, closing);
         if (items[0].revents)
             s_handle_result (&self);
-        if (!items[1].revents)
+        if (in_fd < 0 || !items[1].revents)
             continue;
         if (cap - len < 65536) {
             cap *= 2;
@@ -978,6 +1375,11 @@ cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend, cg_instanc
     cg_http_destroy (&self.http);
     zlistx_destroy (&self.closing);
     zhashx_destroy (&self.sessions);
+    zhashx_destroy (&self.clients);
+    if (self.stdio) {
+        free (self.stdio->id);
+        free (self.stdio);
+    }
     zsock_destroy (&self.results);
     free (self.results_endpoint);
     return rc;

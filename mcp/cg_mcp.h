@@ -9,10 +9,11 @@
 
 #define CG_VERSION "0.1.0"
 
-/*  Serves MCP on IN_FD/OUT_FD (newline-delimited JSON-RPC) until the input closes or
-    SIGINT/SIGTERM arrives; then destroys every sandbox it created. All arguments are
-    borrowed. Returns 0 on a clean end, 1 on a fatal I/O error. */
-int cg_mcp_serve_stdio (const cg_config_t *config, cg_backend_t *backend,
-                        cg_instance_t *instance, int in_fd, int out_fd);
+/*  Serves MCP on IN_FD/OUT_FD (newline-delimited JSON-RPC) until the input closes, or,
+    when CONFIG->http is set, over Streamable HTTP at http://CONFIG->http/mcp (the fds
+    unused); in both cases until SIGINT/SIGTERM arrives. Then destroys every sandbox it
+    created. All arguments are borrowed. Returns 0 on a clean end, 1 on a fatal error. */
+int cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
+                  int in_fd, int out_fd);
 
 #endif

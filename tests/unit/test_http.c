@@ -33,15 +33,13 @@ static char s_dir[256];              /* the test's temp dir: workspace/ and curl
 static cg_workspace_t *s_workspace;
 static char *s_base;                 /* "http://127.0.0.1:PORT" */
 
-static int
-s_lookup (void *arg, const char *session_id, cg_workspace_t **workspace, const char **token)
+static cg_workspace_t *
+s_lookup (void *arg, const char *session_id, const char *token, size_t token_len)
 {
     (void) arg;
-    if (strcmp (session_id, SESSION) != 0)
-        return -1;
-    *workspace = s_workspace;
-    *token = TOKEN;
-    return 0;
+    if (strcmp (session_id, SESSION) != 0 || token_len != strlen (TOKEN) || memcmp (token, TOKEN, token_len) != 0)
+        return NULL;
+    return s_workspace;
 }
 
 typedef struct {
