@@ -40,15 +40,18 @@ s_kill (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t *keep, s
     cg_error_destroy (&err);
 }
 
-//  Reads what FD has now into TEXT. Returns false at EOF or on an error.
+//  Reads what FD has now into TEXT, telling RUN's output callback as STREAM. Returns false
+//  at EOF or on an error.
 static bool
-s_read (int fd, cg_text_t *text)
+s_read (int fd, cg_text_t *text, cg_run_t *run, const char *stream)
 {
     char buf[65536];
     for (;;) {
         ssize_t n = read (fd, buf, sizeof buf);
         if (n > 0) {
             cg_text_append (text, buf, (size_t) n);
+            if (run->on_output)
+                run->on_output (run->on_output_arg, stream, buf, (size_t) n);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -179,7 +182,8 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
         if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
             break;
         for (int k = 0; k < 2; k++)
-            if (pipe_at[k] >= 0 && items[pipe_at[k]].revents && !s_read (pipes[k].fd, pipes[k].text))
+            if (pipe_at[k] >= 0 && items[pipe_at[k]].revents
+                && !s_read (pipes[k].fd, pipes[k].text, run, k == 0 ? "stdout" : "stderr"))
                 s_close (&pipes[k].fd);
         if (in_at >= 0 && items[in_at].revents && !s_write (in[1], stdin_text, stdin_len, &sent))
             s_close (&in[1]);

@@ -680,15 +680,28 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
     if (strcmp (type, "stream") == 0) {
         const char *name = json_string_value (json_object_get (content, "name"));
         const char *text = json_string_value (json_object_get (content, "text"));
+        bool err = name && strcmp (name, "stderr") == 0;
         if (text)
-            cg_text_append (name && strcmp (name, "stderr") == 0 ? &run->err : &run->out, text,
-                           strlen (text));
+            cg_text_append (err ? &run->err : &run->out, text, strlen (text));
+        if (text && run->on_output)
+            run->on_output (run->on_output_arg, err ? "stderr" : "stdout", text, strlen (text));
     }
     else if (strcmp (type, "display_data") == 0 || strcmp (type, "execute_result") == 0
              || strcmp (type, "update_display_data") == 0) {
         json_t *data = json_object_get (content, "data");
         if (!json_is_object (data))
             return;
+        if (run->on_output && strcmp (type, "execute_result") != 0) {
+            cleanup_free char *types = cg_xstrdup ("");
+            const char *mime;
+            json_t *value;
+            json_object_foreach (data, mime, value) {
+                char *more = cg_strdupf ("%s%s%s", types, *types ? ", " : "", mime);
+                free (types);
+                types = more;
+            }
+            run->on_output (run->on_output_arg, "display", types, strlen (types));
+        }
         json_t *metadata = json_object_get (content, "metadata");
         json_t *item = json_pack ("{s:s, s:O}", "type", type, "data", data);
         json_object_set_new (item, "metadata",

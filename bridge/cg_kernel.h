@@ -49,6 +49,10 @@ void cg_text_append (cg_text_t *text, const char *data, size_t len);
 /*  Joins the kept head and tail in DATA (after a run, before reading DATA). */
 void cg_text_finish (cg_text_t *text);
 
+/*  Told of output as it arrives: STREAM is "stdout", "stderr" or "display" (TEXT then
+    names the display's MIME types); TEXT is LEN bytes, not NUL-terminated. */
+typedef void (cg_output_fn) (void *arg, const char *stream, const char *text, size_t len);
+
 /*  What one execution produced. */
 typedef struct {
     cg_text_t out;          /* stream stdout */
@@ -63,6 +67,8 @@ typedef struct {
     bool cancelled;         /* a cancel arrived and the kernel was interrupted */
     bool stdin_exhausted;   /* input() asked for more lines than stdin had */
     int64_t started_us, ended_us;
+    cg_output_fn *on_output;    /* live output, or NULL */
+    void *on_output_arg;
 } cg_run_t;
 
 void cg_run_init (cg_run_t *run, size_t max_output);

@@ -12,7 +12,25 @@ typedef struct {
     zsock_t *results;
     cg_session_t *session;
     bool terminated;
+    const char *key;            /* the request being handled */
 } s_runner_t;
+
+//  Live output of a request that asked for progress: PROGRESS <key> {"stream", "text"}.
+static void
+s_on_output (void *arg, const char *stream, const char *text, size_t len)
+{
+    s_runner_t *self = arg;
+    json_t *chunk = json_stringn (text, len);  /* NULL when a read split a character */
+    if (!chunk || !self->key) {
+        json_decref (chunk);
+        return;
+    }
+    json_t *note = json_pack ("{s:s, s:o}", "stream", stream, "text", chunk);
+    char *note_text = json_dumps (note, JSON_COMPACT);
+    json_decref (note);
+    zstr_sendx (self->results, "PROGRESS", self->key, note_text, NULL);
+    free (note_text);
+}
 
 static cg_control_t
 s_control_cb (zsock_t *control, void *arg)
@@ -67,6 +85,8 @@ s_run (s_runner_t *self, json_t *request_json)
         .execution_id = json_string_value (json_object_get (request_json, "execution_id")),
         .session_id = json_string_value (json_object_get (request_json, "session_id")),
         .files = json_object_get (request_json, "files"),
+        .on_output = json_is_true (json_object_get (request_json, "progress")) ? s_on_output : NULL,
+        .on_output_arg = self,
     };
     if (!self->session) {
         cg_error_t *err = NULL;
@@ -89,7 +109,9 @@ s_handle (s_runner_t *self, zmsg_t *msg, bool start)
     char *text = zmsg_popstr (msg);
     json_t *request = text ? json_loads (text, 0, NULL) : NULL;
     if (key && request) {
+        self->key = key;
         json_t *result = start ? s_start (self, request) : s_run (self, request);
+        self->key = NULL;
         char *result_text = json_dumps (result, JSON_COMPACT);
         if (!result_text)
             abort ();

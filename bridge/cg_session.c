@@ -450,6 +450,8 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
         zclock_sleep (S_ABORT_PAUSE_MS);
         cg_run_clear (run);
         cg_run_init (run, self->config->max_output_kept_bytes);
+        run->on_output = request->on_output;
+        run->on_output_arg = request->on_output_arg;
         end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline, control, control_cb, arg, run);
     }
     s_fill_run (self, request, result, run);
@@ -586,6 +588,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     cg_error_destroy (&scan_err);
     cg_run_t run;
     cg_run_init (&run, self->config->max_output_kept_bytes);
+    run.on_output = request->on_output;
+    run.on_output_arg = request->on_output_arg;
     json_t *result = s_result_new (request);
     if (command)
         s_run_command (self, request, control, control_cb, arg, &run, result);

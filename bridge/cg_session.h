@@ -22,6 +22,8 @@ typedef struct {
     const char *execution_id;   /* exec_<12 hex> */
     const char *session_id;     /* the client's id, or NULL for a one-shot sandbox */
     json_t *files;              /* seed 003: [{path, base64}] written first, or NULL (borrowed) */
+    cg_output_fn *on_output;    /* live output while it runs, or NULL */
+    void *on_output_arg;
 } cg_exec_request_t;
 
 /*  Creates the session's directories SESSIONS_DIR/SLOT and starts its container named
