@@ -55,7 +55,7 @@ static const s_option_t s_options[] = {
     {"--idle-ttl", "CELLGATE_IDLE_TTL", S_INT, OFF (idle_ttl_s), 1, 31536000, "seconds after which an unused session is closed (default 1800)"},
     {"--http", "CELLGATE_HTTP", S_STRING, OFF (http), 0, 0, "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (downloads on the same listener) instead of stdio"},
     {"--http-token", "CELLGATE_HTTP_TOKEN", S_STRING, OFF (http_token), 0, 0, "bearer token HTTP clients must send (required when --http is not a loopback address)"},
-    {"--tool-profile", "CELLGATE_TOOL_PROFILE", S_STRING, OFF (tool_profile), 0, 0, "default, or seed001: execute_code served as seed 001's code_execution_sandbox.execute_code"},
+    {"--tool-profile", "CELLGATE_TOOL_PROFILE", S_STRING, OFF (tool_profile), 0, 0, "default; seed001: execute_code served as seed 001's code_execution_sandbox.execute_code; conformance: plus the MCP conformance suite's fixture tools"},
     {"--log-level", "CELLGATE_LOG_LEVEL", S_LOG_LEVEL, OFF (log_level), 0, 3, "error, warn, info or debug (default info)"},
 };
 #define S_OPTION_COUNT (sizeof s_options / sizeof s_options[0])
@@ -165,8 +165,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         return cg_error_set (err, EINVAL, "--http-token: use at least 16 characters");
     if (self->http && !self->http_token && strncmp (self->http, "127.", 4) != 0 && strncmp (self->http, "[::1]:", 6) != 0)
         return cg_error_set (err, EINVAL, "--http %s listens beyond loopback: set --http-token (or CELLGATE_HTTP_TOKEN)", self->http);
-    if (strcmp (self->tool_profile, "default") && strcmp (self->tool_profile, "seed001"))
-        return cg_error_set (err, EINVAL, "--tool-profile: '%s' is not default or seed001", self->tool_profile);
+    if (strcmp (self->tool_profile, "default") && strcmp (self->tool_profile, "seed001")
+        && strcmp (self->tool_profile, "conformance"))
+        return cg_error_set (err, EINVAL, "--tool-profile: '%s' is not default, seed001 or conformance", self->tool_profile);
     if (self->output_head_bytes + self->output_tail_bytes > self->max_output_bytes)
         return cg_error_set (err, EINVAL, "--output-head-bytes + --output-tail-bytes (%zu) exceed --max-output-bytes (%zu)",
                              self->output_head_bytes + self->output_tail_bytes, self->max_output_bytes);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sodium.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -235,6 +236,10 @@ cg_cleanup_close (int *fd)
 
 static atomic_int s_log_level = 2;
 
+static _Atomic (cg_log_hook_fn *) s_hook;
+static _Atomic (void *) s_hook_arg;
+static atomic_int s_hook_level = -1;
+
 void
 cg_log_set_level (int level)
 {
@@ -254,7 +259,9 @@ cg_log_level_from_name (const char *name)
 void
 cg_log (int level, const char *fmt, ...)
 {
-    if (level > atomic_load (&s_log_level))
+    bool to_stderr = level <= atomic_load (&s_log_level);
+    bool to_hook = level <= atomic_load (&s_hook_level);
+    if (!to_stderr && !to_hook)
         return;
     static const char *names[] = {"error", "warn", "info", "debug"};
     char line[4096];
@@ -262,5 +269,17 @@ cg_log (int level, const char *fmt, ...)
     va_start (args, fmt);
     vsnprintf (line, sizeof line, fmt, args);
     va_end (args);
-    fprintf (stderr, "cellgate %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
+    if (to_stderr)
+        fprintf (stderr, "cellgate %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
+    cg_log_hook_fn *hook = atomic_load (&s_hook);
+    if (to_hook && hook)
+        hook (atomic_load (&s_hook_arg), level, line);
+}
+
+void
+cg_log_set_hook (cg_log_hook_fn *fn, void *arg, int level)
+{
+    atomic_store (&s_hook_arg, arg);
+    atomic_store (&s_hook, fn);
+    atomic_store (&s_hook_level, fn ? level : -1);
 }

@@ -54,6 +54,11 @@ void cg_cleanup_close (int *fd);
     2 info, 3 debug. Messages above the level set by cg_log_set_level are dropped. */
 void cg_log (int level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 void cg_log_set_level (int level);
+
+/*  Also hands every message at LEVEL or below (-1: none) to FN (with ARG), on the thread
+    that logs it, whatever the stderr level. FN must be thread-safe and must not log. */
+typedef void (cg_log_hook_fn) (void *arg, int level, const char *message);
+void cg_log_set_hook (cg_log_hook_fn *fn, void *arg, int level);
 int cg_log_level_from_name (const char *name);
 
 #endif

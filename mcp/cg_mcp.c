@@ -2,6 +2,7 @@
     requests to session runners, concurrency and cancellation. */
 #include "cg_mcp.h"
 #include "cg_jsonrpc.h"
+#include "cg_conformance.h"
 #include "cg_files.h"
 #include "cg_tools.h"
 #include "../artifacts/cg_http.h"
@@ -16,6 +17,7 @@
 #include <signal.h>
 #include <math.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +78,7 @@ typedef struct {
     s_channel_t *channel;       /* where its answer goes (owned) */
     json_t *progress_token;     /* _meta.progressToken, or NULL */
     int progress;               /* progress notifications sent */
+    char *client_request;       /* id of our request to the client it waits for, or NULL */
 } s_call_t;
 
 typedef struct {
@@ -97,6 +100,9 @@ typedef struct {
     bool output_failed;
     size_t line_max;            /* the largest message accepted */
     json_t *progress_token;     /* the tools/call being handled asked for progress */
+    pthread_mutex_t log_lock;   /* guards log_queue, filled by any thread's cg_log */
+    zlistx_t *log_queue;        /* "<level>\t<message>" for clients that asked for logs */
+    int log_fd;                 /* eventfd: the queue has something */
 } s_server_t;
 
 //  Stops a runner and waits for it (and so its sandbox) to be gone. SIGINT and SIGTERM
@@ -147,6 +153,7 @@ s_call_free (void **item)
     if (!call)
         return;
     s_channel_free (&call->channel);
+    free (call->client_request);
     json_decref (call->progress_token);
     json_decref (call->id);
     free (call->tool);
@@ -285,8 +292,8 @@ s_initialize (s_server_t *self, json_t *id, json_t *params)
     self->current->client->initialized = true;
     snprintf (self->current->client->version, sizeof self->current->client->version, "%s", version);
     json_t *result = json_pack (
-        "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
-        "tools", "listChanged", 0, "serverInfo", "name", "cellgate", "title",
+        "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
+        "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate", "title",
         "cellgate code sandbox", "version", CG_VERSION, "instructions",
         "Use execute_code or run_python to run Python in a sandbox without network access. Pass "
         "a session_id to keep state between calls; files in /mnt/data persist within a session. "
@@ -748,6 +755,162 @@ s_upload_file (s_server_t *self, json_t *id, json_t *arguments)
     s_send (self, cg_jsonrpc_result (id, result));
 }
 
+//  --------------------------------------------------------------------------
+//  Logging, and the conformance suite's fixtures
+
+//  tools/list: the profile's tools, and the fixtures under the conformance profile.
+static json_t *
+s_tool_list (s_server_t *self)
+{
+    json_t *tools = cg_tools_list (self->config);
+    if (strcmp (self->config->tool_profile, "conformance") == 0)
+    {
+        json_t *fixtures = cg_conformance_tools ();
+        json_array_extend (tools, fixtures);
+        json_decref (fixtures);
+    }
+    return tools;
+}
+
+static const char *s_mcp_levels[] = {"debug", "info", "notice", "warning", "error", "critical",
+                                     "alert", "emergency", NULL};
+
+//  cg_log levels (0 error .. 3 debug) for MCP's level names; -1 when unknown.
+static int
+s_log_level_of (const char *name)
+{
+    static const int levels[] = {3, 2, 2, 1, 0, 0, 0, 0};
+    for (int i = 0; name && s_mcp_levels[i]; i++)
+        if (strcmp (name, s_mcp_levels[i]) == 0)
+            return levels[i];
+    return -1;
+}
+
+//  cg_log's hook, on any thread: queue the message for the main loop and wake it.
+static void
+s_log_hook (void *arg, int level, const char *message)
+{
+    s_server_t *self = arg;
+    pthread_mutex_lock (&self->log_lock);
+    if (zlistx_size (self->log_queue) < 1000)
+        zlistx_add_end (self->log_queue, cg_strdupf ("%d\t%s", level, message));
+    pthread_mutex_unlock (&self->log_lock);
+    uint64_t one = 1;
+    if (write (self->log_fd, &one, sizeof one) < 0) {
+        //  The eventfd is full: the main loop wakes anyway.
+    }
+}
+
+//  Sets cg_log's hook to the most verbose level any client asked for.
+static void
+s_update_log_hook (s_server_t *self)
+{
+    int level = self->stdio ? self->stdio->log_level : -1;
+    for (s_client_t *c = zhashx_first (self->clients); c; c = zhashx_next (self->clients))
+        if (c->log_level > level)
+            level = c->log_level;
+    cg_log_set_hook (level >= 0 ? s_log_hook : NULL, self, level);
+}
+
+static void
+s_set_log_level (s_server_t *self, json_t *id, json_t *params)
+{
+    int level = s_log_level_of (json_string_value (json_object_get (params, "level")));
+    if (level < 0) {
+        s_send_error (self, id, CG_JSONRPC_INVALID_PARAMS,
+                      "logging/setLevel: 'level' must be debug, info, notice, warning, error, critical, alert or emergency");
+        return;
+    }
+    self->current->client->log_level = level;
+    s_update_log_hook (self);
+    s_send (self, cg_jsonrpc_result (id, json_object ()));
+}
+
+static json_t *
+s_notification (const char *method, json_t *params)
+{
+    return json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params);
+}
+
+//  Sends the queued server logs as notifications/message: to the stdio client, and to an
+//  HTTP client on the streams of its calls in flight (there is no standalone stream).
+static void
+s_forward_logs (s_server_t *self)
+{
+    uint64_t count;
+    if (read (self->log_fd, &count, sizeof count) < 0) {
+        //  Nothing pending.
+    }
+    pthread_mutex_lock (&self->log_lock);
+    zlistx_t *queue = self->log_queue;
+    self->log_queue = zlistx_new ();
+    zlistx_set_destructor (self->log_queue, (zlistx_destructor_fn *) zstr_free);
+    pthread_mutex_unlock (&self->log_lock);
+    static const char *names[] = {"error", "warning", "info", "debug"};
+    for (char *entry = zlistx_first (queue); entry; entry = zlistx_next (queue)) {
+        int level = atoi (entry);
+        const char *text = strchr (entry, '\t') + 1;
+        const char *name = names[level < 0 ? 0 : level > 3 ? 3 : level];
+        if (self->stdio && self->stdio->log_level >= level)
+            s_send_to (self, &self->stdio_channel, s_notification ("notifications/message",
+                       json_pack ("{s:s, s:s, s:s}", "level", name, "logger", "cellgate", "data", text)));
+        for (s_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
+            if (c->channel->exchange && c->channel->client->log_level >= level)
+                s_send_to (self, c->channel, s_notification ("notifications/message",
+                           json_pack ("{s:s, s:s, s:s}", "level", name, "logger", "cellgate", "data", text)));
+    }
+    zlistx_destroy (&queue);
+}
+
+//  A fixture tool of the conformance profile: its notes, then its result, or a request
+//  to the client whose answer (s_client_response) finishes the call.
+static void
+s_fixture_call (s_server_t *self, json_t *id, const char *name, json_t *arguments)
+{
+    json_t *notes = NULL, *request = NULL;
+    json_t *result = cg_conformance_call (name, arguments, self->progress_token, &notes, &request);
+    size_t i;
+    json_t *note;
+    json_array_foreach (notes, i, note) {
+        const char *method = json_string_value (json_object_get (note, "method"));
+        if (strcmp (method, "notifications/message") == 0
+            && self->current->client->log_level < s_log_level_of (json_string_value (json_object_get (json_object_get (note, "params"), "level"))))
+            continue;
+        s_send (self, s_notification (method, json_incref (json_object_get (note, "params"))));
+    }
+    json_decref (notes);
+    if (result) {
+        s_send (self, cg_jsonrpc_result (id, result));
+        return;
+    }
+    char key[32];
+    s_call_t *call = s_call_new (self, id, name, NULL, key);
+    call->client_request = cg_strdupf ("cg-%s", key);
+    s_send (self, json_pack ("{s:s, s:s, s:O, s:O}", "jsonrpc", "2.0", "id", call->client_request, "method",
+                             json_object_get (request, "method"), "params", json_object_get (request, "params")));
+    json_decref (request);
+}
+
+//  A response from the client: the answer to a fixture's request.
+static void
+s_client_response (s_server_t *self, json_t *message)
+{
+    const char *id = json_string_value (json_object_get (message, "id"));
+    for (s_call_t *call = zhashx_first (self->calls); id && call; call = zhashx_next (self->calls)) {
+        if (!call->client_request || strcmp (call->client_request, id) != 0
+            || call->channel->client != self->current->client)
+            continue;
+        const char *key = zhashx_cursor (self->calls);
+        s_channel_t *saved = self->current;
+        self->current = call->channel;
+        if (!call->cancelled)
+            s_send (self, cg_jsonrpc_result (call->id, cg_conformance_finish (call->tool, message)));
+        self->current = saved;
+        zhashx_delete (self->calls, key);
+        return;
+    }
+}
+
 static void s_tools_call_named (s_server_t *self, json_t *id, json_t *params);
 
 static void
@@ -766,6 +929,10 @@ s_tools_call_named (s_server_t *self, json_t *id, json_t *params)
     json_t *arguments = json_object_get (params, "arguments");
     if (!name) {
         s_send_error (self, id, CG_JSONRPC_INVALID_PARAMS, "tools/call: 'name' is required");
+        return;
+    }
+    if (strcmp (self->config->tool_profile, "conformance") == 0 && cg_conformance_known (name)) {
+        s_fixture_call (self, id, name, arguments);
         return;
     }
     if (!cg_tools_known (name)) {
@@ -839,8 +1006,10 @@ s_handle_message (s_server_t *self, json_t *message)
         s_send_error (self, json_is_object (message) ? id : NULL, CG_JSONRPC_INVALID_REQUEST, why);
         return;
     }
-    if (kind == CG_JSONRPC_RESPONSE)
-        return;     /* we send no requests that need answers */
+    if (kind == CG_JSONRPC_RESPONSE) {
+        s_client_response (self, message);
+        return;
+    }
     const char *method = json_string_value (json_object_get (message, "method"));
     json_t *params = json_object_get (message, "params");
     if (kind == CG_JSONRPC_NOTIFICATION) {
@@ -855,9 +1024,11 @@ s_handle_message (s_server_t *self, json_t *message)
     else if (!self->current->client->initialized)
         s_send_error (self, id, CG_JSONRPC_INVALID_REQUEST, "the session is not initialized: send 'initialize' first");
     else if (strcmp (method, "tools/list") == 0)
-        s_send (self, cg_jsonrpc_result (id, json_pack ("{s:o}", "tools", cg_tools_list (self->config))));
+        s_send (self, cg_jsonrpc_result (id, json_pack ("{s:o}", "tools", s_tool_list (self))));
     else if (strcmp (method, "tools/call") == 0)
         s_tools_call (self, id, params);
+    else if (strcmp (method, "logging/setLevel") == 0)
+        s_set_log_level (self, id, params);
     else {
         cleanup_free char *text = cg_strdupf ("Method not found: %.128s", method);
         s_send_error (self, id, CG_JSONRPC_METHOD_NOT_FOUND, text);
@@ -1266,6 +1437,10 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     if (line_max < MIN_LINE_MAX)
         line_max = MIN_LINE_MAX;
     self.line_max = line_max;
+    pthread_mutex_init (&self.log_lock, NULL);
+    self.log_queue = zlistx_new ();
+    zlistx_set_destructor (self.log_queue, (zlistx_destructor_fn *) zstr_free);
+    self.log_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC);
     self.clients = zhashx_new ();
     zhashx_set_destructor (self.clients, s_client_free);
     if (!config->http) {
@@ -1300,19 +1475,20 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
         //  Polled: runner results, the client, the HTTP listener, and the pipes of the
         //  runners still closing (each signals there once its sandbox is gone).
         size_t closing = zlistx_size (self.closing);
-        zmq_pollitem_t items[3 + closing];
+        zmq_pollitem_t items[4 + closing];
         items[0] = (zmq_pollitem_t){zsock_resolve (self.results), 0, ZMQ_POLLIN, 0};
         int quiet_fd = self.http ? cg_http_fd (self.http) : in_fd;     /* polled for nothing */
         items[1] = (zmq_pollitem_t){NULL, in_fd >= 0 ? in_fd : quiet_fd, in_fd >= 0 ? ZMQ_POLLIN : 0, 0};
         items[2] = (zmq_pollitem_t){NULL, self.http ? cg_http_fd (self.http) : quiet_fd, self.http ? ZMQ_POLLIN : 0, 0};
-        size_t i = 3;
+        items[3] = (zmq_pollitem_t){NULL, self.log_fd, ZMQ_POLLIN, 0};
+        size_t i = 4;
         for (s_session_t *s = zlistx_first (self.closing); s; s = zlistx_next (self.closing))
             items[i++] = (zmq_pollitem_t){zsock_resolve (s->runner), 0, ZMQ_POLLIN, 0};
         int wait_ms = s_reap_idle (&self);
         int http_ms = self.http ? cg_http_timeout_ms (self.http) : -1;
         if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
             wait_ms = http_ms;
-        if (zmq_poll (items, (int) (3 + closing), wait_ms) < 0) {
+        if (zmq_poll (items, (int) (4 + closing), wait_ms) < 0) {
             if (errno == EINTR)
                 continue;
             rc = 1;
@@ -1320,7 +1496,9 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
         }
         if (self.http)
             cg_http_process (self.http);
-        s_reap_closed (&self, items + 3, closing);
+        s_reap_closed (&self, items + 4, closing);
+        if (items[3].revents)
+            s_forward_logs (&self);
         if (items[0].revents)
             s_handle_result (&self);
         if (in_fd < 0 || !items[1].revents)
@@ -1371,6 +1549,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     for (s_call_t *c = zhashx_first (self.calls); c; c = zhashx_next (self.calls))
         if (c->oneshot)
             zstr_send (c->oneshot, "$TERM");
+    cg_log_set_hook (NULL, NULL, -1);
     zhashx_destroy (&self.calls);
     cg_http_destroy (&self.http);
     zlistx_destroy (&self.closing);
@@ -1380,6 +1559,9 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
         free (self.stdio->id);
         free (self.stdio);
     }
+    zlistx_destroy (&self.log_queue);
+    pthread_mutex_destroy (&self.log_lock);
+    close (self.log_fd);
     zsock_destroy (&self.results);
     free (self.results_endpoint);
     return rc;

@@ -52,3 +52,5 @@ npm_install() {
 npm_install kernels/javascript
 # The end-to-end tests' client: the official MCP TypeScript SDK.
 npm_install tests/e2e
+# The official MCP conformance suite, with the Node.js 22 it needs (from npm).
+npm_install tests/conformance

@@ -1,0 +1,28 @@
+/*  cg_conformance — the fixture tools the official MCP conformance suite calls by name
+    (test_simple_text, test_image_content, ...), served only under --tool-profile
+    conformance, never by default. */
+#ifndef CG_CONFORMANCE_H
+#define CG_CONFORMANCE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/*  Returns the fixture tools (a new array of tool definitions). */
+json_t *cg_conformance_tools (void);
+
+/*  Returns true when NAME is a fixture tool. */
+bool cg_conformance_known (const char *name);
+
+/*  Runs fixture NAME with ARGUMENTS (borrowed, may be NULL). Returns a new tools/call
+    result, or NULL when the tool needs an answer from the client first: then
+    *client_request is set to the request to send ({"method", "params"}, new). *notes
+    is set to a new array of notification messages ({"method", "params"}) to send before
+    the result; PROGRESS_TOKEN (may be NULL) is the call's _meta.progressToken. */
+json_t *cg_conformance_call (const char *name, json_t *arguments, json_t *progress_token,
+                             json_t **notes, json_t **client_request);
+
+/*  Finishes fixture NAME once the client answered its request with RESPONSE (the
+    JSON-RPC response message, borrowed). Returns a new tools/call result. */
+json_t *cg_conformance_finish (const char *name, json_t *response);
+
+#endif
