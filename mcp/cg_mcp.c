@@ -1484,6 +1484,10 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
         size_t i = 4;
         for (s_session_t *s = zlistx_first (self.closing); s; s = zlistx_next (self.closing))
             items[i++] = (zmq_pollitem_t){zsock_resolve (s->runner), 0, ZMQ_POLLIN, 0};
+        //  What the last round resumed (answers, stream writes) goes out before we wait:
+        //  a resumed connection does not wake our poll by itself.
+        if (self.http)
+            cg_http_process (self.http);
         int wait_ms = s_reap_idle (&self);
         int http_ms = self.http ? cg_http_timeout_ms (self.http) : -1;
         if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))

@@ -176,3 +176,57 @@ export async function callExecWhenIdle(client, args, { tries = 60, delayMs = 500
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Starts `cellgate mcp --http 127.0.0.1:0 --state-dir <fresh temp dir> ...opts.args`
+ * (MCP over Streamable HTTP) and waits for its port.
+ * opts: { args?: string[], env?: object }.
+ * Returns { url (the /mcp endpoint), origin, port, stateDir, stderrText(),
+ *           connect(requestInit?) -> { client, transport }, close() }.
+ */
+export async function startHttpServer(opts = {}) {
+  const { spawn } = await import('node:child_process');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const bin = serverBinary();
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-http-'));
+  const proc = spawn(bin, ['mcp', '--state-dir', stateDir, '--http', '127.0.0.1:0', ...(opts.args ?? [])], {
+    env: { ...process.env, ...(opts.env ?? {}) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderrBuf = '';
+  proc.stderr.on('data', (chunk) => {
+    stderrBuf += chunk.toString('utf8');
+    if (stderrBuf.length > STDERR_KEEP) stderrBuf = stderrBuf.slice(-STDERR_KEEP);
+  });
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  let port;
+  for (let i = 0; i < 200 && !port; i++) {
+    const m = stderrBuf.match(/listening on http:\/\/127\.0\.0\.1:(\d+)\//);
+    if (m) port = Number(m[1]);
+    else await new Promise((r) => setTimeout(r, 50));
+    if (proc.exitCode !== null) break;
+  }
+  if (!port) {
+    proc.kill('SIGKILL');
+    throw new Error(`cellgate --http did not start:\n${stderrBuf}`);
+  }
+  const origin = `http://127.0.0.1:${port}`;
+  const url = `${origin}/mcp`;
+  const clients = [];
+  const connect = async (requestInit) => {
+    const client = new Client({ name: 'cellgate-e2e-http', version: '0.0.0' }, { capabilities: {} });
+    const transport = new StreamableHTTPClientTransport(new URL(url), requestInit ? { requestInit } : undefined);
+    await client.connect(transport, { timeout: 30000 });
+    clients.push(client);
+    return { client, transport };
+  };
+  const close = async () => {
+    for (const c of clients) await c.close().catch(() => {});
+    proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 20000);
+    await exited;
+    clearTimeout(timer);
+    if (mountsBelow(stateDir).length === 0) fs.rmSync(stateDir, { recursive: true, force: true });
+  };
+  return { url, origin, port, stateDir, stderrText: () => stderrBuf, connect, close };
+}
