@@ -6,16 +6,20 @@
 (B) `cellgate kernel`: the same sandboxed python kernel, driven by jupyter_client's
     BlockingKernelClient; time from `execute("x=1")` until both the iopub `status: idle` and
     the shell `execute_reply` for that request have arrived.
+(C) `cellgate mcp --http`: the same call as (A) over MCP's Streamable HTTP transport, one
+    POST per call on a kept-alive connection, until its JSON response is read.
 
 Both get W untimed warm-up cells, then N timed cells; A and B run one after the other.
 Prints p50, p99 and mean in ms and the ratios A/B. Target (design.md): p50 ratio <= 1.0.
 This is a benchmark, not a test: it prints figures and exits non-zero only on errors.
 
-    tests/bench/run [--bin build/cellgate] [--warmup 20] [--iterations 200]
+    tests/bench/run [--bin build/cellgate] [--warmup 20] [--iterations 200] [--only mcp|jupyter|http]
 """
 
 import argparse
+import http.client
 import json
+import re
 import os
 import select
 import shutil
@@ -227,6 +231,83 @@ def bench_mcp(binary, warmup, iterations):
         child.close()
 
 
+# ---------------------------------------------------------------- (C) MCP over HTTP
+
+
+def http_port(child, timeout=30.0):
+    """The port `cellgate mcp --http 127.0.0.1:0` bound, read from its log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(child.log_path, "rb") as f:
+            m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)/", f.read())
+        if m:
+            return int(m.group(1))
+        if child.proc.poll() is not None:
+            child.died("exited before listening")
+        time.sleep(0.05)
+    raise BenchError("http: no port in the server log:\n%s" % child.stderr_tail())
+
+
+class HttpClient:
+    """One kept-alive HTTP connection speaking MCP's Streamable HTTP transport."""
+
+    def __init__(self, port):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=START_TIMEOUT)
+        self.session = None
+        self.next_id = 0
+
+    def post(self, message):
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.session:
+            headers["Mcp-Session-Id"] = self.session
+            headers["MCP-Protocol-Version"] = PROTOCOL_VERSION
+        start = time.perf_counter()
+        self.conn.request("POST", "/mcp", json.dumps(message), headers)
+        resp = self.conn.getresponse()
+        body = resp.read()
+        seconds = time.perf_counter() - start
+        if resp.status == 202:
+            return None, seconds, resp
+        if resp.status != 200:
+            raise BenchError("http: %s answered %d: %r" % (message.get("method"), resp.status, body[:500]))
+        if resp.getheader("Content-Type", "").startswith("text/event-stream"):
+            datas = [line[5:].strip() for line in body.decode().splitlines() if line.startswith("data:")]
+            body = datas[-1].encode() if datas else b"{}"
+        return json.loads(body), seconds, resp
+
+    def request(self, method, params):
+        self.next_id += 1
+        return self.post({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+
+
+def bench_http(binary, warmup, iterations):
+    """(C): return the list of timed round trips in seconds."""
+    child = Child([binary, "mcp", "--http", "127.0.0.1:0"], "cellgate mcp --http")
+    try:
+        client = HttpClient(http_port(child))
+        params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
+        resp, _, raw = client.request("initialize", params)
+        client.session = raw.getheader("Mcp-Session-Id")
+        if not client.session or "result" not in resp:
+            raise BenchError("http: initialize failed: %r" % resp)
+        client.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        def execute():
+            args = {"language": "python", "code": CODE, "session_id": SESSION_ID}
+            resp, seconds, _ = client.request("tools/call", {"name": "execute_code", "arguments": args})
+            status = ((resp.get("result") or {}).get("structuredContent") or {}).get("status")
+            if status != "success":
+                raise BenchError("http: execute_code did not succeed:\n%s" % json.dumps(resp, indent=2)[:4000])
+            return seconds
+
+        execute()  # creates the session: not timed
+        for _ in range(warmup):
+            execute()
+        return [execute() for _ in range(iterations)]
+    finally:
+        child.close()
+
+
 # ---------------------------------------------------------------- (B) jupyter_client
 
 
@@ -321,10 +402,12 @@ def report(results, iterations, warmup):
     for name, samples in results:
         rows[name] = summary(samples)
         print("%-28s %9.3f %9.3f %9.3f" % ((name,) + rows[name]))
-    if len(rows) == 2:
-        (a, b) = rows.values()
-        print("ratio A/B  p50 %.3f   p99 %.3f" % (a[0] / b[0], a[1] / b[1]))
-        print("target: ratio <= 1.0 (p50)")
+    base = rows.get("B jupyter_client")
+    for name, row in rows.items():
+        if base and name != "B jupyter_client":
+            print("ratio %s/B  p50 %.3f   p99 %.3f" % (name[0], row[0] / base[0], row[1] / base[1]))
+    if base and len(rows) > 1:
+        print("target: ratio A/B <= 1.0 (p50); C is the same call over HTTP, for comparison")
 
 
 def parse_args():
@@ -332,7 +415,7 @@ def parse_args():
     p.add_argument("--bin", default=os.path.join(REPO, "build", "cellgate"), help="cellgate binary (default: build/cellgate)")
     p.add_argument("--warmup", type=int, default=20, help="untimed warm-up cells (default 20)")
     p.add_argument("--iterations", type=int, default=200, help="timed cells (default 200)")
-    p.add_argument("--only", choices=("mcp", "jupyter"), help="run only (A) mcp or (B) jupyter")
+    p.add_argument("--only", choices=("mcp", "jupyter", "http"), help="run only (A) mcp, (B) jupyter or (C) http")
     p.add_argument(
         "--connection-file",
         help="for (B), use this running kernel instead of starting `cellgate kernel` (checks the client loop)",
@@ -357,6 +440,8 @@ def main():
         if args.only in (None, "jupyter"):
             samples = bench_jupyter(args.bin, args.warmup, args.iterations, args.connection_file)
             results.append(("B jupyter_client", samples))
+        if args.only in (None, "http"):
+            results.append(("C cellgate mcp (HTTP)", bench_http(args.bin, args.warmup, args.iterations)))
     except BenchError as e:
         print("bench: %s" % e, file=sys.stderr)
         return 1
