@@ -371,14 +371,23 @@ s_fill_artifacts (cg_session_t *self, json_t *result, json_t *before)
 
 //  Kills whatever the cell left running beside the kernel (forked children, a fork
 //  bomb's processes) so the session is clean for the next call.
-static void
-s_kill_strays (cg_session_t *self)
+//  Fills KEEP (room for MAX_KERNELS) with the host pids of the running kernels; returns
+//  how many.
+static size_t
+s_kernel_pids (cg_session_t *self, pid_t *keep)
 {
-    pid_t keep[MAX_KERNELS];
     size_t count = 0;
     for (int i = 0; i < MAX_KERNELS; i++)
         if (self->kernels[i] && cg_kernel_pid (self->kernels[i]) > 0)
             keep[count++] = cg_kernel_pid (self->kernels[i]);
+    return count;
+}
+
+static void
+s_kill_strays (cg_session_t *self)
+{
+    pid_t keep[MAX_KERNELS];
+    size_t count = s_kernel_pids (self, keep);
     cg_error_t *err = NULL;
     if (cg_container_signal_others (self->backend, &self->sandbox, SIGKILL, keep, count, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
@@ -530,10 +539,7 @@ s_run_command (cg_session_t *self, const cg_exec_request_t *request, zsock_t *co
                cg_control_cb *control_cb, void *arg, cg_run_t *run, json_t *result)
 {
     pid_t keep[MAX_KERNELS];
-    size_t count = 0;
-    for (int i = 0; i < MAX_KERNELS; i++)
-        if (self->kernels[i] && cg_kernel_pid (self->kernels[i]) > 0)
-            keep[count++] = cg_kernel_pid (self->kernels[i]);
+    size_t count = s_kernel_pids (self, keep);
     cg_error_t *err = NULL;
     int exit_code = -1;
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);

@@ -1,6 +1,6 @@
 """Jupyter protocol tests of cellgate's JavaScript kernel (tslab), run on the host.
 
-    /usr/bin/python3 -m unittest tests/kernels/test_javascript_kernel.py -v
+    cd tests/kernels && /usr/bin/python3 -m unittest -v test_javascript_kernel
 
 The kernel runs unsandboxed from a kernelspec made in a temporary JUPYTER_PATH:
 kernels/javascript/kernel.json with /opt/cellgate/kernels (where sandboxes see
@@ -10,88 +10,42 @@ tcp as jupyter_kernel_test does. It needs kernels/javascript/node_modules
 """
 
 import base64
-import json
 import os
-import shutil
-import sys
-import tempfile
 import time
 import unittest
 
-from jupyter_client.manager import start_new_kernel
 import jupyter_kernel_test
 from jupyter_kernel_test.msgspec_v5 import validate_message
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KERNELS = os.path.join(REPO, "kernels")
-SANDBOX_KERNELS = "/opt/cellgate/kernels"
-KERNEL_NAME = "cellgate-javascript-test"
+from hostspec import KERNELS, HostKernelspec
+
+SPEC = HostKernelspec("javascript", "cellgate-javascript-test")
 
 # One PNG pixel.
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 )
 
-_tmp = None
-_saved_env = {}
-
-
-def host_path(value):
-    return value.replace(SANDBOX_KERNELS, KERNELS)
-
-
-def make_kernelspec(root, language, name):
-    with open(os.path.join(KERNELS, language, "kernel.json")) as f:
-        spec = json.load(f)
-    spec["argv"] = [host_path(a) for a in spec["argv"]]
-    spec["env"] = {k: host_path(v) for k, v in spec.get("env", {}).items()}
-    spec["display_name"] += " (host test)"
-    kdir = os.path.join(root, "kernels", name)
-    os.makedirs(kdir)
-    with open(os.path.join(kdir, "kernel.json"), "w") as f:
-        json.dump(spec, f, indent=2)
-    return spec
-
-
 def setUpModule():
-    global _tmp
     tslab = os.path.join(KERNELS, "javascript", "node_modules", "tslab", "package.json")
     if not os.path.exists(tslab):
         raise RuntimeError(
             "kernels/javascript/node_modules is missing: run "
             "`(cd kernels/javascript && npm ci --no-audit --no-fund)` or scripts/setup.sh"
         )
-    _tmp = tempfile.mkdtemp(prefix="cellgate-jskernel-")
-    make_kernelspec(os.path.join(_tmp, "share"), "javascript", KERNEL_NAME)
-    os.makedirs(os.path.join(_tmp, "work"))
-    for k, v in (
-        ("JUPYTER_PATH", os.path.join(_tmp, "share")),
-        # Keep jupyter_client's runtime files (connection files) out of $HOME.
-        ("JUPYTER_RUNTIME_DIR", os.path.join(_tmp, "runtime")),
-    ):
-        _saved_env[k] = os.environ.get(k)
-        os.environ[k] = v
+    SPEC.install()
 
 
 def tearDownModule():
-    for k, v in _saved_env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    if _tmp:
-        shutil.rmtree(_tmp, ignore_errors=True)
+    SPEC.remove()
 
 
 class JavaScriptKernelTests(jupyter_kernel_test.KernelTests):
-    kernel_name = KERNEL_NAME
+    kernel_name = SPEC.name
 
     @classmethod
     def setUpClass(cls):
-        # The kernel's cwd is a scratch directory, as /mnt/data is in a sandbox.
-        cls.km, cls.kc = start_new_kernel(
-            kernel_name=cls.kernel_name, startup_timeout=60, cwd=os.path.join(_tmp, "work")
-        )
+        cls.km, cls.kc = SPEC.start()
 
     # -- kernel_info
     language_name = "javascript"

@@ -1,6 +1,6 @@
 """Jupyter protocol tests of cellgate's Python kernel (ipykernel), run on the host.
 
-    /usr/bin/python3 -m unittest tests/kernels/test_python_kernel.py -v
+    cd tests/kernels && /usr/bin/python3 -m unittest -v test_python_kernel
 
 The kernel runs unsandboxed from a kernelspec made in a temporary JUPYTER_PATH
 out of kernels/python/kernel.json (its argv and env), over tcp as
@@ -8,69 +8,31 @@ jupyter_kernel_test does. It needs python3-ipykernel and
 python3-jupyter-kernel-test.
 """
 
-import json
-import os
-import shutil
-import tempfile
 import time
 import unittest
 
-from jupyter_client.manager import start_new_kernel
 import jupyter_kernel_test
 from jupyter_kernel_test.msgspec_v5 import validate_message
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KERNELS = os.path.join(REPO, "kernels")
-SANDBOX_KERNELS = "/opt/cellgate/kernels"
-KERNEL_NAME = "cellgate-python-test"
+from hostspec import HostKernelspec
 
-_tmp = None
-_saved_env = {}
+SPEC = HostKernelspec("python", "cellgate-python-test", home_env=True)
 
 
 def setUpModule():
-    global _tmp
-    _tmp = tempfile.mkdtemp(prefix="cellgate-pykernel-")
-    with open(os.path.join(KERNELS, "python", "kernel.json")) as f:
-        spec = json.load(f)
-    spec["argv"] = [a.replace(SANDBOX_KERNELS, KERNELS) for a in spec["argv"]]
-    # The sandbox's paths under /tmp, moved into this test's directory.
-    spec["env"] = {
-        k: v.replace("/tmp/", os.path.join(_tmp, "home") + "/")
-        for k, v in spec.get("env", {}).items()
-    }
-    kdir = os.path.join(_tmp, "share", "kernels", KERNEL_NAME)
-    os.makedirs(kdir)
-    with open(os.path.join(kdir, "kernel.json"), "w") as f:
-        json.dump(spec, f, indent=2)
-    os.makedirs(os.path.join(_tmp, "work"))
-    os.makedirs(os.path.join(_tmp, "home"))
-    for k, v in (
-        ("JUPYTER_PATH", os.path.join(_tmp, "share")),
-        ("JUPYTER_RUNTIME_DIR", os.path.join(_tmp, "runtime")),
-    ):
-        _saved_env[k] = os.environ.get(k)
-        os.environ[k] = v
+    SPEC.install()
 
 
 def tearDownModule():
-    for k, v in _saved_env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    if _tmp:
-        shutil.rmtree(_tmp, ignore_errors=True)
+    SPEC.remove()
 
 
 class PythonKernelTests(jupyter_kernel_test.KernelTests):
-    kernel_name = KERNEL_NAME
+    kernel_name = SPEC.name
 
     @classmethod
     def setUpClass(cls):
-        cls.km, cls.kc = start_new_kernel(
-            kernel_name=cls.kernel_name, startup_timeout=60, cwd=os.path.join(_tmp, "work")
-        )
+        cls.km, cls.kc = SPEC.start()
 
     language_name = "python"
     file_extension = ".py"
