@@ -53,7 +53,7 @@ static const s_option_t s_options[] = {
     {"--http-listen", "CELLGATE_HTTP_LISTEN", S_STRING, OFF (http_listen), 0, 0, "download listener HOST:PORT, or off (default 127.0.0.1:8080; if that port is taken, a free one)"},
     {"--max-sessions", "CELLGATE_MAX_SESSIONS", S_INT, OFF (max_sessions), 1, 100000, "sandboxes at once, one-shot ones included (default 10)"},
     {"--idle-ttl", "CELLGATE_IDLE_TTL", S_INT, OFF (idle_ttl_s), 1, 31536000, "seconds after which an unused session is closed (default 1800)"},
-    {"--http", "CELLGATE_HTTP", S_STRING, OFF (http), 0, 0, "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (downloads on the same listener) instead of stdio"},
+    {"--http", "CELLGATE_HTTP", S_STRING, OFF (http), 0, 0, "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT: 127.0.0.1:PORT; downloads on the same listener) instead of stdio"},
     {"--http-token", "CELLGATE_HTTP_TOKEN", S_STRING, OFF (http_token), 0, 0, "bearer token HTTP clients must send (required when --http is not a loopback address)"},
     {"--tool-profile", "CELLGATE_TOOL_PROFILE", S_STRING, OFF (tool_profile), 0, 0, "default; seed001: execute_code served as seed 001's code_execution_sandbox.execute_code; conformance: plus the MCP conformance suite's fixture tools"},
     {"--log-level", "CELLGATE_LOG_LEVEL", S_LOG_LEVEL, OFF (log_level), 0, 3, "error, warn, info or debug (default info)"},
@@ -161,6 +161,12 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
     if (strcmp (self->runtime, "auto") && strcmp (self->runtime, "runc")
         && strcmp (self->runtime, "crun"))
         return cg_error_set (err, EINVAL, "--runtime: '%s' is not auto, runc or crun", self->runtime);
+    if (self->http && strspn (self->http, "0123456789") == strlen (self->http)) {
+        //  A bare port listens on loopback.
+        char *full = cg_strdupf ("127.0.0.1:%s", self->http);
+        free (self->http);
+        self->http = full;
+    }
     if (self->http_token && strlen (self->http_token) < 16)
         return cg_error_set (err, EINVAL, "--http-token: use at least 16 characters");
     if (self->http && !self->http_token && strncmp (self->http, "127.", 4) != 0 && strncmp (self->http, "[::1]:", 6) != 0)

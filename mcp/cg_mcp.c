@@ -1422,7 +1422,9 @@ s_http_start (s_server_t *self)
     }
     if (config->http) {
         cg_http_set_mcp (self->http, self->line_max, s_http_mcp, self);
-        cg_log (2, "serving MCP at http://%s/mcp%s", listen, config->http_token ? " (bearer token required)" : "");
+        cleanup_free char *host = cg_xstrndup (listen, (size_t) (strrchr (listen, ':') - listen));
+        cg_log (2, "serving MCP at http://%s:%d/mcp%s", host, cg_http_port (self->http),
+                config->http_token ? " (bearer token required)" : "");
     }
     return 0;
 }
