@@ -34,7 +34,11 @@ typedef struct {
     bool initialized;
     char version[16];           /* the negotiated protocol version */
     int log_level;              /* logging/setLevel (cg_log levels); -1: none asked */
+    int64_t last_seen_us;       /* its last request (HTTP) */
 } s_client_t;
+
+//  HTTP clients at once; an idle one without sessions is forgotten after the idle TTL.
+#define MAX_HTTP_CLIENTS 1024
 
 //  Where the messages for one request go: stdout (stdio), or one HTTP POST's answer,
 //  first pending, then JSON or an SSE stream.
@@ -1234,6 +1238,31 @@ s_client_free (void **item)
     *item = NULL;
 }
 
+//  Forgets HTTP clients that sent nothing for the idle TTL and hold no session or call:
+//  a client that never says DELETE does not stay forever.
+static void
+s_reap_clients (s_server_t *self)
+{
+    int64_t cutoff = cg_now_us () - (int64_t) self->config->idle_ttl_s * 1000000;
+    zlistx_t *stale = zlistx_new ();
+    for (s_client_t *c = zhashx_first (self->clients); c; c = zhashx_next (self->clients)) {
+        if (c->last_seen_us > cutoff)
+            continue;
+        bool busy = false;
+        for (s_session_t *s = zhashx_first (self->sessions); s && !busy; s = zhashx_next (self->sessions))
+            busy = s->client == c;
+        for (s_call_t *k = zhashx_first (self->calls); k && !busy; k = zhashx_next (self->calls))
+            busy = k->channel->client == c;
+        if (!busy)
+            zlistx_add_end (stale, c);
+    }
+    for (s_client_t *c = zlistx_first (stale); c; c = zlistx_next (stale)) {
+        cg_log (2, "forgetting MCP session %.8s…: idle for %d s", c->id, self->config->idle_ttl_s);
+        zhashx_delete (self->clients, c->id);
+    }
+    zlistx_destroy (&stale);
+}
+
 //  Answers EXCHANGE with STATUS and a JSON-RPC error (id null) saying MESSAGE.
 static void
 s_http_refuse (cg_http_exchange_t *ex, unsigned int status, int code, const char *message,
@@ -1360,6 +1389,11 @@ s_http_mcp (void *arg, cg_http_exchange_t *ex)
         json_decref (message);
         return;
     }
+    if (initialize && zhashx_size (self->clients) >= MAX_HTTP_CLIENTS) {
+        s_http_refuse (ex, 503, CG_JSONRPC_INTERNAL_ERROR, "Service Unavailable: too many MCP sessions; end one with DELETE", NULL);
+        json_decref (message);
+        return;
+    }
     if (initialize) {
         //  A new MCP session: its id is 128 random bits.
         client = cg_xcalloc (1, sizeof *client);
@@ -1380,6 +1414,7 @@ s_http_mcp (void *arg, cg_http_exchange_t *ex)
         json_decref (message);
         return;
     }
+    client->last_seen_us = cg_now_us ();
     s_channel_t *channel = cg_xcalloc (1, sizeof *channel);
     channel->client = client;
     channel->exchange = cg_http_exchange_keep (ex);
@@ -1471,6 +1506,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     size_t cap = 65536, len = 0;
     char *buf = cg_xmalloc (cap);
     bool discarding = false;    /* skipping the rest of an oversized line */
+    int64_t next_client_reap_us = 0;
     bool input_open = true;
     int rc = 0;
     while ((input_open || in_fd < 0) && !self.output_failed && !zsys_interrupted) {
@@ -1491,6 +1527,13 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
         if (self.http)
             cg_http_process (self.http);
         int wait_ms = s_reap_idle (&self);
+        int reap_every_ms = config->idle_ttl_s < 10 ? config->idle_ttl_s * 1000 : 10000;
+        if (config->http && cg_now_us () >= next_client_reap_us) {
+            s_reap_clients (&self);
+            next_client_reap_us = cg_now_us () + (int64_t) reap_every_ms * 1000;
+        }
+        if (config->http && (wait_ms < 0 || wait_ms > reap_every_ms))
+            wait_ms = reap_every_ms;
         int http_ms = self.http ? cg_http_timeout_ms (self.http) : -1;
         if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
             wait_ms = http_ms;

@@ -234,3 +234,31 @@ test('curl, the way n8n calls an MCP server: initialize, initialized, tools/call
   const del = await run('curl', ['-sS', '-X', 'DELETE', server.url, '-H', `Mcp-Session-Id: ${sid}`, '-o', '/dev/null', '-w', '%{http_code}']);
   assert.equal(del.stdout, '200');
 });
+
+test('an HTTP client that goes quiet without DELETE is forgotten after the idle TTL', async () => {
+  const brief = await startHttpServer({ args: ['--idle-ttl', '1'] });
+  try {
+    const post = (headers, body) => new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: brief.port, method: 'POST', path: '/mcp', headers: { ...JSON_HEADERS, ...headers } }, (res) => {
+        let data = '';
+        res.on('data', (c) => { data += c; });
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    const init = await post({}, initialize);
+    const sid = init.headers['mcp-session-id'];
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' });
+    assert.equal((await post({ 'Mcp-Session-Id': sid }, ping)).status, 200);
+    let status = 200;
+    for (let i = 0; i < 40 && status === 200; i++) {
+      await sleep(250);
+      status = (await post({ 'Mcp-Session-Id': sid }, ping)).status;
+      if (status === 200) await sleep(1500); // keep quiet longer than the TTL
+    }
+    assert.equal(status, 404);
+  } finally {
+    await brief.close();
+  }
+});
