@@ -208,6 +208,8 @@ export async function startHttpServer(opts = {}) {
   }
   if (!port) {
     proc.kill('SIGKILL');
+    await exited;
+    if (mountsBelow(stateDir).length === 0) fs.rmSync(stateDir, { recursive: true, force: true });
     throw new Error(`cellgate --http did not start:\n${stderrBuf}`);
   }
   const origin = `http://127.0.0.1:${port}`;
