@@ -119,8 +119,7 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
     fcntl (in[1], F_SETFL, O_NONBLOCK);
     fcntl (out[0], F_SETFL, O_NONBLOCK);
     fcntl (errp[0], F_SETFL, O_NONBLOCK);
-    //  Writing to a command that stopped reading must not kill the server.
-    signal (SIGPIPE, SIG_IGN);
+    //  A command that stops reading its stdin gives EPIPE (cg_main ignores SIGPIPE).
     if (!stdin_text)
         s_close (&in[1]);
     size_t stdin_len = stdin_text ? strlen (stdin_text) : 0, sent = 0;

@@ -700,7 +700,7 @@ s_file_session (s_server_t *self, json_t *arguments, json_t **refusal)
     if (!json_is_string (session_id))
         *refusal = cg_tools_error_object ("invalid_params", "'session_id' is a required string", NULL);
     else if (!cg_tools_valid_session_id (json_string_value (session_id)))
-        *refusal = cg_tools_error_object ("invalid_params", "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit", NULL);
+        *refusal = cg_tools_error_object ("invalid_params", CG_SESSION_ID_RULE, NULL);
     else if (!(session = s_find (self, json_string_value (session_id)))) {
         cleanup_free char *message = cg_strdupf ("No active session with id %s", json_string_value (session_id));
         *refusal = cg_tools_error_object ("session_not_found", message, json_string_value (session_id));
@@ -736,7 +736,7 @@ s_upload_file (s_server_t *self, json_t *id, json_t *arguments)
     json_t *session_id = json_object_get (arguments, "session_id");
     if (!result && session_id && !json_is_null (session_id)
         && (!json_is_string (session_id) || !cg_tools_valid_session_id (json_string_value (session_id))))
-        result = cg_tools_error_object ("invalid_params", "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit", NULL);
+        result = cg_tools_error_object ("invalid_params", CG_SESSION_ID_RULE, NULL);
     char generated[18] = "sess_";
     cg_random_hex (generated + 5, 6);   /* seed 004: created and returned when omitted */
     const char *name = json_is_string (session_id) ? json_string_value (session_id) : generated;

@@ -541,7 +541,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     if (session_id && !json_is_null (session_id)
         && (!json_is_string (session_id) || !cg_tools_valid_session_id (json_string_value (session_id)))) {
         *error_result = s_invalid ("INVALID_PARAMS",
-                                   "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit",
+                                   CG_SESSION_ID_RULE,
                                    canonical);
         return NULL;
     }

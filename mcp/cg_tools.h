@@ -39,6 +39,10 @@ const char *cg_tools_canonical_language (const char *name);
 /*  Returns the supported languages with their aliases, for messages (static string). */
 const char *cg_tools_supported_languages (void);
 
+/*  What a well-formed session id is, for error messages. */
+#define CG_SESSION_ID_RULE \
+    "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit"
+
 /*  Returns true when ID is a well-formed session id. */
 bool cg_tools_valid_session_id (const char *id);
 

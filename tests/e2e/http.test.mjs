@@ -30,10 +30,10 @@ const ok = (r) => {
   return r.structuredContent;
 };
 
-// One raw HTTP request to the server; returns { status, headers, body }.
-function raw(method, path, { headers = {}, body } = {}) {
+// One raw HTTP request to the server (or the one on PORT); returns { status, headers, body }.
+function raw(method, path, { headers = {}, body, port = server.port } = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: server.port, method, path, headers }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
       let data = '';
       res.on('data', (c) => { data += c; });
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
@@ -192,15 +192,7 @@ test('bearer token: required when configured, compared exactly, 401 with WWW-Aut
   const token = 'e2e-token-0123456789abcdef';
   const locked = await startHttpServer({ args: ['--http-token', token] });
   try {
-    const post = (headers) => new Promise((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: locked.port, method: 'POST', path: '/mcp', headers: { ...JSON_HEADERS, ...headers } }, (res) => {
-        let data = '';
-        res.on('data', (c) => { data += c; });
-        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
-      });
-      req.on('error', reject);
-      req.end(initialize);
-    });
+    const post = (headers) => raw('POST', '/mcp', { headers: { ...JSON_HEADERS, ...headers }, body: initialize, port: locked.port });
     let r = await post({});
     assert.equal(r.status, 401);
     assert.match(r.headers['www-authenticate'], /^Bearer/);
@@ -238,15 +230,7 @@ test('curl, the way n8n calls an MCP server: initialize, initialized, tools/call
 test('an HTTP client that goes quiet without DELETE is forgotten after the idle TTL', async () => {
   const brief = await startHttpServer({ args: ['--idle-ttl', '1'] });
   try {
-    const post = (headers, body) => new Promise((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: brief.port, method: 'POST', path: '/mcp', headers: { ...JSON_HEADERS, ...headers } }, (res) => {
-        let data = '';
-        res.on('data', (c) => { data += c; });
-        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data }));
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+    const post = (headers, body) => raw('POST', '/mcp', { headers: { ...JSON_HEADERS, ...headers }, body, port: brief.port });
     const init = await post({}, initialize);
     const sid = init.headers['mcp-session-id'];
     const ping = JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' });
