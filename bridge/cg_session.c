@@ -6,7 +6,6 @@
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <sodium.h>
@@ -416,30 +415,6 @@ s_restart_kernel (cg_session_t *self, const char *language, cg_error_t **err)
     return cg_session_kernel (self, language, err) ? 0 : -1;
 }
 
-//  A kernel that reports an error without ename (tslab writes the stack to stderr):
-//  the first stderr line that looks like "SomethingError: message", else a plain note.
-//  Returns a new string.
-static char *
-s_error_line (const char *stderr_text, const char *status)
-{
-    for (const char *line = stderr_text; line && *line;) {
-        const char *end = strchr (line, '\n');
-        size_t len = end ? (size_t) (end - line) : strlen (line);
-        const char *colon = memchr (line, ':', len);
-        bool name = colon && colon > line;
-        for (const char *p = line; name && p < colon; p++)
-            name = isalnum ((unsigned char) *p) || *p == '_' || *p == '$' || *p == '.';
-        if (name && colon - line >= 5 && (memmem (line, (size_t) (colon - line), "Error", 5)
-                                          || memmem (line, (size_t) (colon - line), "Exception", 9)))
-            return cg_strdupf ("%.*s", (int) (len > 500 ? 500 : len), line);
-        line = end ? end + 1 : NULL;
-    }
-    return cg_strdupf ("execution %s", status);
-}
-
-#define S_ABORT_RETRIES 3
-#define S_ABORT_PAUSE_MS 250
-
 //  Runs REQUEST's cell in KERNEL and puts the outcome in RESULT, escalating a timeout.
 static void
 s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel, zsock_t *control,
@@ -449,20 +424,6 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
     cg_exec_end_t end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline,
                                            control, control_cb, arg, run);
-    //  We send one request at a time, so an "aborted" reply never means a queued request
-    //  was dropped after an error the client saw: some kernels (tslab) abort whatever
-    //  arrives shortly after an error. The cell did not run; it is sent again.
-    for (int attempt = 0; attempt < S_ABORT_RETRIES && end == CG_EXEC_DONE && !run->timed_out && !run->cancelled
-                          && run->reply_status && strncmp (run->reply_status, "abort", 5) == 0
-                          && cg_now_us () + S_ABORT_PAUSE_MS * 1000 < deadline;
-         attempt++) {
-        zclock_sleep (S_ABORT_PAUSE_MS);
-        cg_run_clear (run);
-        cg_run_init (run, self->config->max_output_kept_bytes);
-        run->on_output = request->on_output;
-        run->on_output_arg = request->on_output_arg;
-        end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline, control, control_cb, arg, run);
-    }
     s_fill_run (self, request, result, run);
     int grace = self->config->interrupt_grace_ms;
 
@@ -470,7 +431,7 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
         if (run->reply_status && strcmp (run->reply_status, "ok") != 0) {
             cleanup_free char *message = run->ename
                                              ? cg_strdupf ("%s: %s", run->ename, run->evalue ? run->evalue : "")
-                                             : s_error_line (run->err.data, run->reply_status);
+                                             : cg_strdupf ("execution %s", run->reply_status);
             s_set_failure (result, "execution_error", 1, "RUNTIME_ERROR", message);
         }
     }
