@@ -27,8 +27,10 @@ s_error (const char *error, const char *message, const cg_files_t *self)
 }
 
 json_t *
-cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char *session_id)
+cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char *session_id,
+                       char **rel_p)
 {
+    *rel_p = NULL;
     json_t *filename = json_object_get (arguments, "filename");
     json_t *content = json_object_get (arguments, "content_base64");
     json_t *overwrite = json_object_get (arguments, "overwrite");
@@ -53,21 +55,17 @@ cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char 
                                                  limit, config->max_upload_bytes);
         return cg_tools_error_object ("file_too_large", message, session_id);
     }
+    *rel_p = rel;
+    rel = NULL;
     return NULL;
 }
 
 json_t *
-cg_files_upload (const cg_files_t *self, json_t *arguments)
+cg_files_upload (const cg_files_t *self, json_t *arguments, const char *rel)
 {
-    const char *filename = json_string_value (json_object_get (arguments, "filename"));
     json_t *content = json_object_get (arguments, "content_base64");
     bool overwrite = json_is_true (json_object_get (arguments, "overwrite"));
     cg_error_t *err = NULL;
-    cleanup_free char *rel = cg_workspace_sanitize_filename (filename, &err);
-    if (!rel) {     /* checked before; kept for callers that skip the check */
-        cg_error_destroy (&err);
-        return s_error ("invalid_filename", "invalid filename", self);
-    }
     size_t encoded = json_string_length (content);
     size_t cap = encoded / 4 * 3 + 3, len = 0;
     cleanup_free unsigned char *bytes = cg_xmalloc (cap ? cap : 1);

@@ -19,12 +19,15 @@ typedef struct {
 } cg_files_t;
 
 /*  Checks upload_file's ARGUMENTS (borrowed) without touching the workspace. Returns
-    NULL when they are well-formed, else a tools/call error result the caller owns
-    (SESSION_ID, may be NULL, is echoed). */
-json_t *cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char *session_id);
+    NULL when they are well-formed and sets *REL to the canonical file name (caller
+    frees), else a tools/call error result the caller owns (SESSION_ID, may be NULL, is
+    echoed). */
+json_t *cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char *session_id,
+                               char **rel);
 
-/*  upload_file: decodes and writes the file. Returns a tools/call result (caller owns). */
-json_t *cg_files_upload (const cg_files_t *self, json_t *arguments);
+/*  upload_file: decodes ARGUMENTS' content and writes it to REL (from
+    cg_files_upload_check). Returns a tools/call result (caller owns). */
+json_t *cg_files_upload (const cg_files_t *self, json_t *arguments, const char *rel);
 
 /*  read_artifact. Returns a tools/call result (caller owns). */
 json_t *cg_files_read (const cg_files_t *self, json_t *arguments);

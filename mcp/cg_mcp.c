@@ -740,8 +740,9 @@ s_upload_file (s_server_t *self, json_t *id, json_t *arguments)
     char generated[18] = "sess_";
     cg_random_hex (generated + 5, 6);   /* seed 004: created and returned when omitted */
     const char *name = json_is_string (session_id) ? json_string_value (session_id) : generated;
+    cleanup_free char *rel = NULL;
     if (!result)
-        result = cg_files_upload_check (self->config, arguments, name);
+        result = cg_files_upload_check (self->config, arguments, name, &rel);
     s_session_t *session = result ? NULL : s_find (self, name);
     if (result)
         ;
@@ -753,7 +754,7 @@ s_upload_file (s_server_t *self, json_t *id, json_t *arguments)
         result = cg_tools_error_object ("sandbox_setup_failed", "the session's workspace could not be created; see the server log", name);
     else {
         cg_files_t files = s_files (self, session);
-        result = cg_files_upload (&files, arguments);
+        result = cg_files_upload (&files, arguments, rel);
         s_touch (session);
     }
     s_send (self, cg_jsonrpc_result (id, result));
