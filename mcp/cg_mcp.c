@@ -26,6 +26,16 @@
 
 static const char *s_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
 
+//  Returns our spelling of protocol revision VERSION, or NULL when we do not speak it.
+static const char *
+s_version_supported (const char *version)
+{
+    for (int i = 0; version && s_versions[i]; i++)
+        if (strcmp (version, s_versions[i]) == 0)
+            return s_versions[i];
+    return NULL;
+}
+
 //  An MCP client: the stdio peer, or one Streamable HTTP session (Mcp-Session-Id).
 //  Each client has its own sandbox sessions; no client sees another's.
 typedef struct {
@@ -289,10 +299,9 @@ s_initialize (s_server_t *self, json_t *id, json_t *params)
         return;
     }
     //  Echo a version we support; otherwise offer our latest (the client decides).
-    const char *version = s_versions[0];
-    for (int i = 0; s_versions[i]; i++)
-        if (strcmp (requested, s_versions[i]) == 0)
-            version = s_versions[i];
+    const char *version = s_version_supported (requested);
+    if (!version)
+        version = s_versions[0];
     self->current->client->initialized = true;
     snprintf (self->current->client->version, sizeof self->current->client->version, "%s", version);
     json_t *result = json_pack (
@@ -1340,10 +1349,7 @@ s_http_mcp (void *arg, cg_http_exchange_t *ex)
         return;
     }
     const char *version = cg_http_exchange_header (ex, "MCP-Protocol-Version");
-    bool known_version = !version;
-    for (int i = 0; version && s_versions[i]; i++)
-        known_version = known_version || strcmp (version, s_versions[i]) == 0;
-    if (!known_version) {
+    if (version && !s_version_supported (version)) {
         s_http_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, "Bad Request: unsupported MCP-Protocol-Version", NULL);
         return;
     }
