@@ -430,3 +430,27 @@ test('upload_file counts against max sessions; a stream over the kept limit is s
     await small.close();
   }
 });
+
+test('the default download port 8080, when taken, falls back to a free port; an explicit taken port fails clearly', async () => {
+  const net = await import('node:net');
+  const blocker = net.createServer();
+  const held = await new Promise((resolve) => {
+    blocker.once('error', () => resolve(false)); // already taken by someone else: taken either way
+    blocker.listen(8080, '127.0.0.1', () => resolve(true));
+  });
+  try {
+    const fallback = await startServer({ name: 'port-fallback' });
+    try {
+      const up = ok(await fallback.client.callTool({ name: 'upload_file', arguments: { filename: 'p.txt', content_base64: b64('port') } }));
+      const url = new URL(up.download_url);
+      assert.notEqual(url.port, '8080');
+      assert.equal(await (await fetch(up.download_url)).text(), 'port');
+      assert.match(fallback.stderrText(), /using a free port instead/);
+    } finally {
+      await fallback.close();
+    }
+    await assert.rejects(startServer({ name: 'port-explicit', args: ['--http-listen', '127.0.0.1:8080'] }), /cannot listen on 127\.0\.0\.1:8080/);
+  } finally {
+    if (held) await new Promise((r) => blocker.close(r));
+  }
+});

@@ -246,3 +246,23 @@ test('an HTTP client that goes quiet without DELETE is forgotten after the idle 
     await brief.close();
   }
 });
+
+test('at most 1024 MCP sessions at once: the next initialize gets 503; --http PORT means loopback', async () => {
+  const many = await startHttpServer({ args: ['--http', '0'] });
+  try {
+    assert.match(many.origin, /^http:\/\/127\.0\.0\.1:\d+$/, 'a bare port listens on 127.0.0.1');
+    let last;
+    for (let i = 0; i < 1024; i++) {
+      last = await raw('POST', '/mcp', { headers: JSON_HEADERS, body: initialize, port: many.port });
+      assert.equal(last.status, 200, `initialize ${i}`);
+    }
+    const refused = await raw('POST', '/mcp', { headers: JSON_HEADERS, body: initialize, port: many.port });
+    assert.equal(refused.status, 503);
+    // Ending one makes room again.
+    const del = await raw('DELETE', '/mcp', { headers: { 'Mcp-Session-Id': last.headers['mcp-session-id'] }, port: many.port });
+    assert.equal(del.status, 200);
+    assert.equal((await raw('POST', '/mcp', { headers: JSON_HEADERS, body: initialize, port: many.port })).status, 200);
+  } finally {
+    await many.close();
+  }
+});
