@@ -84,12 +84,12 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
                 int *exit_code, cg_error_t **err)
 {
     *exit_code = -1;
-    //  The script goes through a file in the run dir (read by bash, never executed
-    //  from there): an argument would be limited to 128 KiB.
+    //  The script goes through a file in the run dir (read-only inside; read by bash,
+    //  never executed from there): an argument would be limited to 128 KiB.
     char name[32] = "command-";
     cg_random_hex (name + 8, 8);
     cleanup_free char *host_script = cg_strdupf ("%s/%s.sh", sandbox->run_dir, name);
-    cleanup_free char *inside_script = cg_strdupf ("/run/cellgate/%s.sh", name);
+    cleanup_free char *inside_script = cg_strdupf (CG_RUN_MOUNT "/%s.sh", name);
     if (cg_write_file (host_script, code, strlen (code), 0644, err) < 0)
         return CG_EXEC_FAILED;
 

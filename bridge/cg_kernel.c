@@ -31,7 +31,10 @@ struct cg_kernel_t {
     const cg_config_t *config;      /* borrowed */
     cg_wire_t *wire;
     zsock_t *sockets[CH_COUNT];
-    char *connection_file;          /* host path */
+    int ipc_fd;                     /* the sandbox's ipc dir (sandbox-writable) */
+    int endpoint_fds[CH_COUNT];     /* O_PATH fds of the kernel's bound ipc sockets, -1 until
+                                       connected; connects go through /proc/self/fd/N */
+    json_t *connection;             /* what the connection file says, key included */
     pid_t helper_pid;               /* the runtime's exec process, our child */
     int helper_pidfd;               /* readable when it exits */
     pid_t kernel_pid;               /* host pid of the kernel itself */
@@ -277,8 +280,16 @@ s_close_sockets (cg_kernel_t *self)
         zsock_destroy (&self->sockets[i]);
 }
 
+//  The name of channel I's ipc socket in the ipc dir, e.g. "python-1".
+static void
+s_endpoint_name (cg_kernel_t *self, int i, char *buf, size_t size)
+{
+    snprintf (buf, size, "%s%c%d", self->spec->language, self->spec->endpoint_colon ? ':' : '-',
+              i + 1);
+}
+
 static int
-s_open_sockets (cg_kernel_t *self, const char *host_ip, cg_error_t **err)
+s_open_sockets (cg_kernel_t *self, cg_error_t **err)
 {
     static const int types[CH_COUNT] = {ZMQ_DEALER, ZMQ_SUB, ZMQ_DEALER, ZMQ_DEALER, ZMQ_DEALER};
     char identity[33];
@@ -307,32 +318,62 @@ s_open_sockets (cg_kernel_t *self, const char *host_ip, cg_error_t **err)
             if (!self->stdin_monitor)
                 return cg_error_set (err, EIO, "monitor stdin socket");
         }
-        if (zsock_connect (sock, "ipc://%s%c%d", host_ip, self->spec->endpoint_colon ? ':' : '-',
-                           i + 1)
-            < 0)
-            return cg_error_set (err, EIO, "connect %s socket to %s", s_channel_names[i], host_ip);
     }
     return 0;
 }
 
+//  Connects every channel whose socket the kernel has bound by now. Untrusted: the ipc
+//  dir is the sandbox's to write, so a name there may be a link (to a host socket, say)
+//  or anything else. Each name is opened without following a link (O_PATH|O_NOFOLLOW,
+//  one component below a directory fd) and must be a socket; the connect then goes to
+//  that very inode through /proc/self/fd/N, whatever the name points to later. The path
+//  is short whatever the state dir's length. Something else at a name (the kernel
+//  replaces it when it binds) counts as not bound yet; the start deadline bounds the
+//  wait. Returns 1 once all are connected, 0 while some are not, -1 with *err set.
+static int
+s_connect_ready (cg_kernel_t *self, cg_error_t **err)
+{
+    int rc = 1;
+    for (int i = 0; i < CH_COUNT; i++) {
+        if (self->endpoint_fds[i] >= 0)
+            continue;
+        char name[64];
+        s_endpoint_name (self, i, name, sizeof name);
+        int fd = openat (self->ipc_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && (fstat (fd, &st) < 0 || !S_ISSOCK (st.st_mode))) {
+            close (fd);
+            fd = -1;
+        }
+        if (fd < 0) {
+            rc = 0;
+            continue;
+        }
+        if (zsock_connect (self->sockets[i], "ipc:///proc/self/fd/%d", fd) < 0) {
+            close (fd);
+            return cg_error_set (err, EIO, "connect %s socket", s_channel_names[i]);
+        }
+        self->endpoint_fds[i] = fd;
+    }
+    return rc;
+}
+
+//  Writes the connection file into the ipc dir, where the kernel may rewrite it
+//  (ipykernel does): through the dir fd, so nothing the sandbox planted there is followed.
 static int
 s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_ip,
                          cg_error_t **err)
 {
-    json_t *conn = json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport",
-                              "ipc", "ip", inside_ip, "shell_port", CH_SHELL + 1, "iopub_port",
-                              CH_IOPUB + 1, "stdin_port", CH_STDIN + 1, "control_port",
-                              CH_CONTROL + 1, "hb_port", CH_HB + 1, "key", key, "signature_scheme",
-                              "hmac-sha256", "kernel_name", self->spec->language);
-    cleanup_free char *text = json_dumps (conn, JSON_INDENT (1));
-    json_decref (conn);
-    if (cg_write_file (self->connection_file, text, strlen (text), 0400, err) < 0)
-        return -1;
-    if (chown (self->connection_file, (uid_t) self->config->sandbox_uid,
-               (gid_t) self->config->sandbox_gid)
-        < 0)
-        return cg_error_set (err, errno, "chown %s: %s", self->connection_file, strerror (errno));
-    return 0;
+    self->connection = json_pack (
+        "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport", "ipc", "ip",
+        inside_ip, "shell_port", CH_SHELL + 1, "iopub_port", CH_IOPUB + 1, "stdin_port",
+        CH_STDIN + 1, "control_port", CH_CONTROL + 1, "hb_port", CH_HB + 1, "key", key,
+        "signature_scheme", "hmac-sha256", "kernel_name", self->spec->language);
+    cleanup_free char *text = json_dumps (self->connection, JSON_INDENT (1));
+    cleanup_free char *name = cg_strdupf ("kernel-%s.json", self->spec->language);
+    return cg_write_file_at (self->ipc_fd, name, text, strlen (text), 0400,
+                             (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid,
+                             err);
 }
 
 const char *const *
@@ -479,8 +520,15 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
 {
     int64_t deadline = cg_now_us () + (int64_t) self->config->kernel_start_timeout_s * 1000000;
     int64_t next_request = 0;
-    bool replied = false, iopub_live = false, stdin_live = false;
+    bool replied = false, iopub_live = false, stdin_live = false, connected = false;
     while (!(replied && iopub_live && stdin_live)) {
+        //  The sockets exist once the kernel has bound them: poll for them briefly.
+        if (!connected) {
+            int ready = s_connect_ready (self, err);
+            if (ready < 0)
+                return -1;
+            connected = ready == 1;
+        }
         int64_t now = cg_now_us ();
         if (zsys_interrupted)
             return cg_error_set (err, EINTR, "interrupted");
@@ -489,11 +537,13 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
                                  self->config->kernel_start_timeout_s);
         //  Until iopub is known to be live, keep asking: each request makes the kernel
         //  publish busy/idle, and the first ones are lost while SUB connects.
-        if (now >= next_request) {
+        if (connected && now >= next_request) {
             cg_wire_send (self->wire, self->sockets[CH_SHELL], "kernel_info_request", NULL,
                           NULL, NULL);
             next_request = now + 500000;
         }
+        else if (!connected)
+            next_request = now + 5000;
         zmq_pollitem_t items[] = {{zsock_resolve (self->sockets[CH_SHELL]), 0, ZMQ_POLLIN, 0},
                                   {zsock_resolve (self->sockets[CH_IOPUB]), 0, ZMQ_POLLIN, 0},
                                   {NULL, self->helper_pidfd, ZMQ_POLLIN, 0},
@@ -545,22 +595,26 @@ cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_ke
     self->helper_pid = -1;
     self->helper_pidfd = -1;
     self->log_fd = -1;
-    self->connection_file = cg_strdupf ("%s/kernel-%s.json", sandbox->run_dir, spec->language);
-    cleanup_free char *inside_file = cg_strdupf ("/run/cellgate/kernel-%s.json", spec->language);
-    cleanup_free char *inside_ip = cg_strdupf ("/run/cellgate/%s", spec->language);
-    cleanup_free char *host_ip = cg_strdupf ("%s/%s", sandbox->run_dir, spec->language);
+    self->ipc_fd = -1;
+    for (int i = 0; i < CH_COUNT; i++)
+        self->endpoint_fds[i] = -1;
+    cleanup_free char *inside_file = cg_strdupf (CG_IPC_MOUNT "/kernel-%s.json", spec->language);
+    cleanup_free char *inside_ip = cg_strdupf (CG_IPC_MOUNT "/%s", spec->language);
     //  A fresh key for every kernel start (32 random bytes as hex).
     char key[65];
     cg_random_hex (key, 32);
     self->wire = cg_wire_new (key, strlen (key), config->max_message_bytes);
-    //  Stale socket files would make the kernel pick other ports.
-    for (int i = 0; i < CH_COUNT; i++) {
-        cleanup_free char *path = cg_strdupf ("%s%c%d", host_ip, spec->endpoint_colon ? ':' : '-', i + 1);
-        unlink (path);
+    self->ipc_fd = open (sandbox->ipc_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (self->ipc_fd < 0)
+        cg_error_set (err, errno, "open %s: %s", sandbox->ipc_dir, strerror (errno));
+    //  Stale socket files would make the kernel pick other ports (unlinkat never follows).
+    for (int i = 0; self->ipc_fd >= 0 && i < CH_COUNT; i++) {
+        char name[64];
+        s_endpoint_name (self, i, name, sizeof name);
+        unlinkat (self->ipc_fd, name, 0);
     }
-    unlink (self->connection_file);
-    if (s_write_connection_file (self, key, inside_ip, err) < 0
-        || s_open_sockets (self, host_ip, err) < 0 || s_spawn (self, inside_file, err) < 0
+    if (self->ipc_fd < 0 || s_write_connection_file (self, key, inside_ip, err) < 0
+        || s_open_sockets (self, err) < 0 || s_spawn (self, inside_file, err) < 0
         || s_handshake (self, err) < 0) {
         cg_error_wrap (err, "start kernel %s", spec->language);
         cg_kernel_destroy (&self);
@@ -592,19 +646,28 @@ cg_kernel_destroy (cg_kernel_t **self_p)
     if (!self_p || !*self_p)
         return;
     cg_kernel_t *self = *self_p;
-    if (self->helper_pid > 0 && !s_helper_exited (self) && self->sockets[CH_CONTROL])
+    //  A DEALER with no peer would block the send: only a connected control socket.
+    if (self->helper_pid > 0 && !s_helper_exited (self) && self->endpoint_fds[CH_CONTROL] >= 0)
         cg_wire_send (self->wire, self->sockets[CH_CONTROL], "shutdown_request",
                       json_pack ("{s:b}", "restart", 0), NULL, NULL);
     s_reap (self, SHUTDOWN_WAIT_MS);
     zsock_destroy (&self->stdin_monitor);
+    //  The sockets go first: libzmq reconnects through the endpoint fds' numbers.
     s_close_sockets (self);
+    for (int i = 0; i < CH_COUNT; i++)
+        if (self->endpoint_fds[i] >= 0)
+            close (self->endpoint_fds[i]);
     if (self->helper_pidfd >= 0)
         close (self->helper_pidfd);
     if (self->log_fd >= 0)
         close (self->log_fd);
-    if (self->connection_file)
-        unlink (self->connection_file);
-    free (self->connection_file);
+    if (self->ipc_fd >= 0) {
+        cleanup_free char *name = cg_strdupf ("kernel-%s.json", self->spec->language);
+        unlinkat (self->ipc_fd, name, 0);
+    }
+    json_decref (self->connection);
+    if (self->ipc_fd >= 0)
+        close (self->ipc_fd);
     cg_wire_destroy (&self->wire);
     free (self);
     *self_p = NULL;
@@ -622,10 +685,16 @@ cg_kernel_rejected (cg_kernel_t *self)
     return cg_wire_rejected (self->wire);
 }
 
-const char *
-cg_kernel_connection_file (cg_kernel_t *self)
+const json_t *
+cg_kernel_connection_info (cg_kernel_t *self)
 {
-    return self->connection_file;
+    return self->connection;
+}
+
+int
+cg_kernel_endpoint_fd (cg_kernel_t *self, int port)
+{
+    return port >= 1 && port <= CH_COUNT ? self->endpoint_fds[port - 1] : -1;
 }
 
 int

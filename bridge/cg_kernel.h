@@ -131,7 +131,13 @@ const char *const *cg_kernel_base_env (void);
 /*  Returns how many kernel messages failed verification and were dropped. */
 size_t cg_kernel_rejected (cg_kernel_t *self);
 
-/*  Returns the host path of the kernel's connection file. */
-const char *cg_kernel_connection_file (cg_kernel_t *self);
+/*  Returns what the kernel's connection file says (ip as seen inside the sandbox, ports,
+    key). Borrowed; lives as long as the kernel. */
+const json_t *cg_kernel_connection_info (cg_kernel_t *self);
+
+/*  Returns the O_PATH fd of the kernel's bound ipc socket for PORT (1 shell, 2 iopub,
+    3 stdin, 4 control, 5 hb, as in the connection file), or -1. Borrowed: it lives as
+    long as the kernel. /proc/<this pid>/fd/<fd> reaches that socket and nothing else. */
+int cg_kernel_endpoint_fd (cg_kernel_t *self, int port);
 
 #endif

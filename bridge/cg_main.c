@@ -25,23 +25,32 @@ s_usage (void)
     cg_config_usage ();
 }
 
-//  Writes a copy of the kernel's connection file whose ipc paths are the host's.
+//  Writes a copy of the kernel's connection file for a host client (jupyter_client).
+//  Its ipc paths name links in a host-only directory to /proc/<this pid>/fd/N, the
+//  sockets the server itself connected to: a host client never resolves a name in the
+//  sandbox's writable ipc dir. They work while this process runs.
 static char *
-s_host_connection_file (cg_kernel_t *kernel, cg_error_t **err)
+s_host_connection_file (cg_session_t *session, cg_kernel_t *kernel, cg_error_t **err)
 {
-    const char *inside = cg_kernel_connection_file (kernel);
-    json_t *conn = json_load_file (inside, 0, NULL);
-    if (!conn) {
-        cg_error_set (err, EIO, "read %s", inside);
+    cleanup_free char *links = cg_strdupf ("%s/host-ipc", cg_session_dir (session));
+    if (cg_mkdir_p (links, 0700, err) < 0)
         return NULL;
+    for (int port = 1; port <= 5; port++) {
+        cleanup_free char *link = cg_strdupf ("%s/python-%d", links, port);
+        cleanup_free char *target
+            = cg_strdupf ("/proc/%d/fd/%d", (int) getpid (), cg_kernel_endpoint_fd (kernel, port));
+        unlink (link);
+        if (symlink (target, link) < 0) {
+            cg_error_set (err, errno, "symlink %s: %s", link, strerror (errno));
+            return NULL;
+        }
     }
-    cleanup_free char *dir = cg_xstrdup (inside);
-    *strrchr (dir, '/') = '\0';
-    cleanup_free char *ip = cg_strdupf ("%s/python", dir);
+    json_t *conn = json_deep_copy (cg_kernel_connection_info (kernel));
+    cleanup_free char *ip = cg_strdupf ("%s/python", links);
     json_object_set_new (conn, "ip", json_string (ip));
-    char *path = cg_strdupf ("%s.host.json", inside);
     cleanup_free char *text = json_dumps (conn, JSON_INDENT (1));
     json_decref (conn);
+    char *path = cg_strdupf ("%s/kernel-python.host.json", cg_session_dir (session));
     if (cg_write_file (path, text, strlen (text), 0600, err) < 0) {
         free (path);
         return NULL;
@@ -56,7 +65,7 @@ s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_
     cg_session_t *session = cg_session_new (backend, config, cg_instance_sessions_dir (instance),
                                             cg_instance_prefix (instance), NULL, &err);
     cg_kernel_t *kernel = session ? cg_session_kernel (session, "python", &err) : NULL;
-    char *path = kernel ? s_host_connection_file (kernel, &err) : NULL;
+    char *path = kernel ? s_host_connection_file (session, kernel, &err) : NULL;
     if (!path) {
         fprintf (stderr, "cellgate kernel: %s\n", cg_error_message (err));
         cg_error_destroy (&err);

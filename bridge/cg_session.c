@@ -22,6 +22,7 @@ struct cg_session_t {
     char *bundle_dir;
     char *workspace;
     char *run_dir;
+    char *ipc_dir;
     char *container_id;
     cg_workspace_t *ws;             /* host-side access to the workspace */
     cg_sandbox_t sandbox;           /* points into the strings above */
@@ -76,19 +77,29 @@ cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *se
     self->bundle_dir = cg_strdupf ("%s/bundle", self->dir);
     self->workspace = cg_strdupf ("%s/workspace", self->dir);
     self->run_dir = cg_strdupf ("%s/run", self->dir);
+    self->ipc_dir = cg_strdupf ("%s/ipc", self->dir);
+    cleanup_free char *ipc_mount_point = cg_strdupf ("%s/ipc", self->run_dir);
     self->container_id = cg_strdupf ("%s%s", container_prefix, slot);
     self->sandbox = (cg_sandbox_t){.id = self->container_id,
                                    .bundle_dir = self->bundle_dir,
                                    .workspace = self->workspace,
-                                   .run_dir = self->run_dir};
+                                   .run_dir = self->run_dir,
+                                   .ipc_dir = self->ipc_dir};
     if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
         || s_make_dir (self->workspace, 0755, config, err) < 0
         || !(self->ws = cg_workspace_open (self->workspace, err))
-        || s_make_dir (self->run_dir, 0700, config, err) < 0 || s_start_container (self, err) < 0) {
+        || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
+        || s_make_dir (self->ipc_dir, 0700, config, err) < 0 || s_start_container (self, err) < 0) {
         cg_error_wrap (err, "create session sandbox");
         cg_session_destroy (&self);
     }
     return self;
+}
+
+const char *
+cg_session_dir (cg_session_t *self)
+{
+    return self->dir;
 }
 
 void
@@ -113,6 +124,7 @@ cg_session_destroy (cg_session_t **self_p)
     free (self->bundle_dir);
     free (self->workspace);
     free (self->run_dir);
+    free (self->ipc_dir);
     free (self->container_id);
     free (self);
     *self_p = NULL;

@@ -37,6 +37,10 @@ cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
 /*  Kills the kernels and the container and removes the session's directories. */
 void cg_session_destroy (cg_session_t **self_p);
 
+/*  Returns the session's host directory (holding bundle/, workspace/, run/, ipc/).
+    Borrowed. */
+const char *cg_session_dir (cg_session_t *self);
+
 /*  Runs REQUEST, starting its language's kernel first if needed, and escalating a
     timeout (interrupt, then kernel restart, then container restart). CONTROL and
     CONTROL_CB are passed to cg_kernel_execute. Returns the structured result (the

@@ -100,32 +100,59 @@ cg_random_hex (char *buf, size_t nbytes)
 }
 
 int
-cg_write_file (const char *path, const void *data, size_t len, int mode, cg_error_t **err)
+cg_write_file_at (int dir_fd, const char *name, const void *data, size_t len, int mode,
+                  uid_t uid, gid_t gid, cg_error_t **err)
 {
-    cleanup_free char *tmp = cg_strdupf ("%s.tmp.%d", path, (int) getpid ());
-    int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    //  Everything happens relative to DIR_FD: the temporary name is random and created
+    //  with O_EXCL and O_NOFOLLOW (a planted link or FIFO is never followed or opened,
+    //  and nothing blocks), owner and mode are set through the fd, and rename replaces
+    //  whatever NAME was without following it.
+    char tmp[32] = ".cg-tmp-";
+    cg_random_hex (tmp + 8, 8);
+    cleanup_close int fd = openat (dir_fd, tmp,
+                                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK
+                                       | O_NOCTTY | O_CLOEXEC,
+                                   0600);
     if (fd < 0)
-        return cg_error_set (err, errno, "open %s: %s", tmp, strerror (errno));
+        return cg_error_set (err, errno, "create a temporary file for %s: %s", name,
+                             strerror (errno));
+    int rc = 0;
+    if ((uid != (uid_t) -1 && fchown (fd, uid, gid) < 0) || fchmod (fd, (mode_t) mode) < 0)
+        rc = cg_error_set (err, errno, "set owner and mode of %s: %s", name, strerror (errno));
     const char *p = data;
     size_t left = len;
-    while (left > 0) {
+    while (rc == 0 && left > 0) {
         ssize_t n = write (fd, p, left);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0) {
-            int saved = errno;
-            close (fd);
-            unlink (tmp);
-            return cg_error_set (err, saved, "write %s: %s", tmp, strerror (saved));
+        if (n < 0)
+            rc = cg_error_set (err, errno, "write %s: %s", name, strerror (errno));
+        else {
+            p += n;
+            left -= (size_t) n;
         }
-        p += n;
-        left -= (size_t) n;
     }
-    if (close (fd) < 0 || rename (tmp, path) < 0) {
-        int saved = errno;
-        unlink (tmp);
-        return cg_error_set (err, saved, "write %s: %s", path, strerror (saved));
-    }
+    if (rc == 0 && renameat (dir_fd, tmp, dir_fd, name) < 0)
+        rc = cg_error_set (err, errno, "rename to %s: %s", name, strerror (errno));
+    if (rc < 0)
+        unlinkat (dir_fd, tmp, 0);
+    return rc;
+}
+
+int
+cg_write_file (const char *path, const void *data, size_t len, int mode, cg_error_t **err)
+{
+    cleanup_free char *dir = cg_xstrdup (path);
+    char *slash = strrchr (dir, '/');
+    const char *name = slash ? slash + 1 : path;
+    if (slash)
+        *slash = '\0';
+    const char *dir_path = !slash ? "." : *dir ? dir : "/";
+    cleanup_close int dir_fd = open (dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0)
+        return cg_error_set (err, errno, "open %s: %s", dir_path, strerror (errno));
+    if (cg_write_file_at (dir_fd, name, data, len, mode, (uid_t) -1, (gid_t) -1, err) < 0)
+        return cg_error_wrap (err, "write %s", path);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 /*  Allocation that aborts on out-of-memory (czmq, crun and bubblewrap do the same). */
@@ -28,8 +29,17 @@ int64_t cg_now_us (void);
     BUF must hold 2*NBYTES+1 bytes. */
 void cg_random_hex (char *buf, size_t nbytes);
 
-/*  Writes LEN bytes of DATA to PATH (created with MODE, truncated), atomically via a
-    temporary file and rename. Returns 0, or -1 with *err set. */
+/*  Writes LEN bytes of DATA to NAME (one path component) in the directory DIR_FD, with
+    MODE and owned by UID:GID ((uid_t) -1: the caller's), replacing what was there,
+    atomically: a temporary file with a random name is created with O_EXCL|O_NOFOLLOW|
+    O_NONBLOCK, given its owner and mode through its fd, filled, and renamed over NAME.
+    Safe in a directory that untrusted code can write: never follows or opens a link or
+    FIFO planted at either name and never blocks on one. Returns 0, or -1 with *err set. */
+int cg_write_file_at (int dir_fd, const char *name, const void *data, size_t len, int mode,
+                      uid_t uid, gid_t gid, cg_error_t **err);
+
+/*  cg_write_file_at in PATH's directory (opened by path: for directories only the host
+    can write), owned by the caller. Returns 0, or -1 with *err set. */
 int cg_write_file (const char *path, const void *data, size_t len, int mode, cg_error_t **err);
 
 /*  Reads at most MAX bytes of PATH into a new NUL-terminated buffer; *len_p gets the

@@ -14,12 +14,24 @@ typedef struct cg_backend_t cg_backend_t;
 /*  Where the kernels directory (--kernels-dir) appears, read-only, inside every sandbox. */
 #define CG_KERNELS_MOUNT "/opt/cellgate/kernels"
 
-/*  One sandbox: host directories and the container's name. */
+/*  Inside every sandbox: the workspace, what the host writes for the sandbox to read
+    (read-only inside: stdin files, command scripts), and the one writable directory
+    below it, for the kernels' ZeroMQ ipc sockets and connection files (ipykernel
+    rewrites its own). */
+#define CG_WORKSPACE_MOUNT "/mnt/data"
+#define CG_RUN_MOUNT "/run/cellgate"
+#define CG_IPC_MOUNT CG_RUN_MOUNT "/ipc"
+
+/*  One sandbox: host directories and the container's name. The sandbox can write to
+    WORKSPACE and IPC_DIR only; the host never resolves a path below either in its own
+    namespace through anything the sandbox could have planted. */
 typedef struct {
     const char *id;             /* container id, unique per server instance */
     const char *bundle_dir;     /* host dir for the backend's own files */
-    const char *workspace;      /* host dir mounted read-write at /mnt/data */
-    const char *run_dir;        /* host dir mounted at /run/cellgate (ZeroMQ ipc sockets) */
+    const char *workspace;      /* host dir mounted read-write at CG_WORKSPACE_MOUNT */
+    const char *run_dir;        /* host dir mounted read-only at CG_RUN_MOUNT; holds an
+                                   empty ipc/ as the mount point of IPC_DIR */
+    const char *ipc_dir;        /* host dir mounted read-write at CG_IPC_MOUNT */
 } cg_sandbox_t;
 
 /*  A process to start inside a running sandbox. */

@@ -405,8 +405,10 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
     json_array_append_new (mounts, s_mount ("/etc", "bind", self->etc_dir, "rbind,ro,nosuid,nodev"));
     cleanup_free char *tmp_opts = cg_strdupf ("nosuid,nodev,mode=1777,size=%dm", c->tmp_mb);
     json_array_append_new (mounts, s_mount ("/tmp", "tmpfs", "tmpfs", tmp_opts));
-    json_array_append_new (mounts, s_mount ("/mnt/data", "bind", sandbox->workspace, "rbind,rw,nosuid,nodev"));
-    json_array_append_new (mounts, s_mount ("/run/cellgate", "bind", sandbox->run_dir, "rbind,rw,nosuid,nodev,noexec"));
+    json_array_append_new (mounts, s_mount (CG_WORKSPACE_MOUNT, "bind", sandbox->workspace, "rbind,rw,nosuid,nodev"));
+    //  What the host writes is read-only inside; only the ipc directory below it is not.
+    json_array_append_new (mounts, s_mount (CG_RUN_MOUNT, "bind", sandbox->run_dir, "rbind,ro,nosuid,nodev,noexec"));
+    json_array_append_new (mounts, s_mount (CG_IPC_MOUNT, "bind", sandbox->ipc_dir, "rbind,rw,nosuid,nodev,noexec"));
     //  The kernel specs and what kernels need beside them (a Node kernel's node_modules),
     //  read-only; not noexec, since native addons are mapped executable.
     cleanup_free char *kernels = realpath (c->kernels_dir, NULL);
