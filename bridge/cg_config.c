@@ -27,7 +27,7 @@ static const s_option_t s_options[] = {
     {"--state-dir", "CELLGATE_STATE_DIR", S_STRING, OFF (state_dir), 0, 0,
      "where sandboxes, workspaces and runtime state live (default /var/lib/cellgate)"},
     {"--runtime", "CELLGATE_RUNTIME", S_STRING, OFF (runtime), 0, 0,
-     "OCI runtime: auto, runc or crun (auto: crun on a pure cgroup v2 host, else runc)"},
+     "OCI runtime: auto, runc, crun (found on PATH) or a path to either (auto: crun on a pure cgroup v2 host, else runc)"},
     {"--kernels-dir", "CELLGATE_KERNELS_DIR", S_STRING, OFF (kernels_dir), 0, 0,
      "directory of kernel specs (<language>/kernel.json)"},
     {"--memory-mb", "CELLGATE_MEMORY_MB", S_INT, OFF (memory_mb), 32, 1 << 20,
@@ -159,8 +159,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
             return -1;
     }
     if (strcmp (self->runtime, "auto") && strcmp (self->runtime, "runc")
-        && strcmp (self->runtime, "crun"))
-        return cg_error_set (err, EINVAL, "--runtime: '%s' is not auto, runc or crun", self->runtime);
+        && strcmp (self->runtime, "crun") && !strchr (self->runtime, '/'))
+        return cg_error_set (err, EINVAL, "--runtime: '%s' is not auto, runc, crun or a path",
+                             self->runtime);
     if (self->http && strspn (self->http, "0123456789") == strlen (self->http)) {
         //  A bare port listens on loopback.
         char *full = cg_strdupf ("127.0.0.1:%s", self->http);

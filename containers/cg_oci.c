@@ -2,6 +2,7 @@
     config.json written here (read-only root, no network, no capabilities, seccomp). */
 #define _GNU_SOURCE
 #include "cg_container.h"
+#include "cg_runtime.h"
 #include "cg_seccomp.h"
 #include "../bridge/cg_util.h"
 
@@ -274,41 +275,45 @@ s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
     return 0;
 }
 
-static const char *
-s_find_runtime (const char *name)
+//  Finds the runtime --runtime names and learns what it is from `--version`; warns when
+//  its version is known to lack security fixes.
+static int
+s_init_runtime (cg_backend_t *self, const cg_config_t *config, cg_error_t **err)
 {
-    static const char *dirs[] = {"/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", NULL};
-    for (int i = 0; dirs[i]; i++) {
-        char path[256];
-        snprintf (path, sizeof path, "%s/%s", dirs[i], name);
-        if (access (path, X_OK) == 0)
-            return dirs[i];
-    }
-    return NULL;
+    self->runtime_path = cg_runtime_locate (config->runtime, self->cgroup_v2, err);
+    if (!self->runtime_path)
+        return -1;
+    char *argv[] = {self->runtime_path, "--version", NULL};
+    cleanup_free char *out = NULL;
+    cleanup_free char *version = NULL;
+    if (s_run (argv, &out, NULL, err) < 0
+        || cg_runtime_parse_version (out, &self->runtime_name, &version, err) < 0)
+        return cg_error_wrap (err, "OCI runtime %s", self->runtime_path);
+    cg_log (2, "sandbox runtime: %s %s (%s)", self->runtime_name, version, self->runtime_path);
+    const char *advisory = cg_runtime_advisory (self->runtime_name, version);
+    if (advisory)
+        cg_log (1,
+                "%s %s has no fix for %s, unless its distribution backported them; see the "
+                "README's 'Runtime' section for what that means here, and --runtime PATH to use "
+                "a patched runc or crun",
+                self->runtime_name, version, advisory);
+    return 0;
 }
 
 cg_backend_t *
 cg_backend_new (const cg_config_t *config, cg_error_t **err)
 {
     struct statfs fs;
-    bool v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
-    const char *name = config->runtime;
-    //  crun refuses hybrid cgroup layouts (v1 controllers plus a v2 mount); runc works.
-    if (strcmp (name, "auto") == 0)
-        name = v2 && s_find_runtime ("crun") ? "crun" : "runc";
-    const char *dir = s_find_runtime (name);
-    if (!dir) {
-        cg_error_set (err, ENOENT, "OCI runtime '%s' is not installed (run scripts/setup.sh)", name);
-        return NULL;
-    }
     cg_backend_t *self = cg_xcalloc (1, sizeof *self);
     self->config = config;
-    self->runtime_name = cg_xstrdup (name);
-    self->runtime_path = cg_strdupf ("%s/%s", dir, name);
-    self->runtime_root = cg_strdupf ("%s/runtime-%s", config->state_dir, name);
+    self->cgroup_v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
+    if (s_init_runtime (self, config, err) < 0) {
+        cg_backend_destroy (&self);
+        return NULL;
+    }
+    self->runtime_root = cg_strdupf ("%s/runtime-%s", config->state_dir, self->runtime_name);
     self->rootfs = cg_strdupf ("%s/rootfs", config->state_dir);
     self->etc_dir = cg_strdupf ("%s/etc", config->state_dir);
-    self->cgroup_v2 = v2;
     self->memsw = access ("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
     if (cg_mkdir_p (self->runtime_root, 0700, err) < 0 || s_prepare_rootfs (self, err) < 0
         || s_prepare_etc (self, err) < 0) {
