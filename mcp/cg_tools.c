@@ -1,6 +1,7 @@
 /*  cg_tools — the MCP tool registry: names, descriptions, input and output schemas, the
     validation of arguments, and the mapping of results onto MCP content. */
 #include "cg_tools.h"
+#include "cg_result.h"
 #include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
 
@@ -632,10 +633,16 @@ cg_tools_call_result (json_t *structured)
         json_t *data = json_object_get (item, "data");
         const char *png = json_string_value (json_object_get (data, "image/png"));
         const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
-        if (png || jpeg)
+        if (png || jpeg) {
+            //  The bytes go in the image block only; the output names it and its file.
+            const char *mime = png ? "image/png" : "image/jpeg";
             json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
-                                                       png ? png : jpeg, "mimeType",
-                                                       png ? "image/png" : "image/jpeg"));
+                                                       png ? png : jpeg, "mimeType", mime));
+            const char *type = json_string_value (json_object_get (item, "type"));
+            if (type && strcmp (type, "execute_result") == 0)
+                json_object_del (json_object_get (structured, "return_value"), mime);
+            cg_result_link_output (item, mime, json_array_size (content));  /* the text block comes first */
+        }
         else if (json_object_get (data, "text/plain")
                  && strcmp (json_string_value (json_object_get (item, "type")), "execute_result") == 0) {
             s_append (&text, *text ? "\n[result]\n" : "[result]\n");
