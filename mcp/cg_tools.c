@@ -144,7 +144,7 @@ s_run_output_schema (void)
         "required", "stdout", "stderr", "exit_code", "status", "error_code", "error_message",
         "execution_time", "duration_ms");
     json_t *props = json_object_get (schema, "properties");
-    const char *strings[] = {"stdout_file", "stderr_file", "stdout_url", "stderr_url", NULL};
+    const char *strings[] = {"stdout_file", "stderr_file", "stdout_url", "stderr_url", "notice", NULL};
     for (int i = 0; strings[i]; i++)
         json_object_set_new (props, strings[i], json_pack ("{s:s}", "type", "string"));
     const char *lists[] = {"artifacts_created", "artifacts_modified", "artifacts_deleted", NULL};
@@ -680,6 +680,11 @@ cg_tools_call_result (json_t *structured)
     if (status && strcmp (status, "success") != 0 && message) {
         s_append (&text, *text ? "\n" : "");
         cleanup_free char *line = cg_strdupf ("[%s] %s", status, message);
+        s_append (&text, line);
+    }
+    const char *notice = json_string_value (json_object_get (structured, "notice"));
+    if (notice) {
+        cleanup_free char *line = cg_strdupf ("%s[notice] %s", *text ? "\n" : "", notice);
         s_append (&text, line);
     }
     if (!*text)
