@@ -213,9 +213,8 @@ s_answers (json_t *message, json_t *id)
 static void
 s_send_to (s_server_t *self, s_channel_t *channel, json_t *message)
 {
-    //  resource_link content blocks came with revision 2025-06-18.
-    const char *version = channel && channel->client ? channel->client->version : "";
-    char *text = cg_result_encode (message, self->config->max_result_bytes, strcmp (version, "2025-06-18") >= 0);
+    bool links = channel && channel->client && strcmp (channel->client->version, "2025-06-18") >= 0; /* resource_link */
+    char *text = cg_result_encode (message, self->config->max_result_bytes, links);
     if (!channel || !channel->exchange) {
         json_decref (message);
         size_t len = strlen (text);

@@ -206,7 +206,8 @@ s_fit_blocks (s_fit_t *fit)
             order[found++][1] = json_string_length (data);
         }
     }
-    qsort (order, found, sizeof *order, s_by_size_desc);
+    if (found > 1)
+        qsort (order, found, sizeof *order, s_by_size_desc);
     for (size_t k = 0; k < found && s_over (fit); k++) {
         size_t index = order[k][0];
         json_t *block = json_array_get (fit->content, index);
@@ -235,16 +236,29 @@ s_fit_blocks (s_fit_t *fit)
     free (order);
 }
 
+//  One display's data for one MIME type in structuredContent.outputs.
+typedef struct {
+    json_t *item;               /* the output */
+    const char *mime;           /* its key in the output's data, borrowed */
+    size_t size;
+} s_data_t;
+
+static int
+s_data_desc (const void *a, const void *b)
+{
+    const s_data_t *x = a, *y = b;
+    return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
+}
+
 //  Display data in structuredContent.outputs (besides text/plain), largest first.
 static void
 s_fit_output_data (s_fit_t *fit)
 {
-    json_t *outputs = json_object_get (fit->structured, "outputs");
     size_t found = 0, cap = 16;
-    struct s_data { json_t *item; const char *mime; size_t size; } *list = cg_xcalloc (cap, sizeof *list);
+    s_data_t *list = cg_xcalloc (cap, sizeof *list);
     size_t i;
     json_t *item;
-    json_array_foreach (outputs, i, item) {
+    json_array_foreach (json_object_get (fit->structured, "outputs"), i, item) {
         const char *mime;
         json_t *value;
         json_object_foreach (json_object_get (item, "data"), mime, value) {
@@ -253,27 +267,22 @@ s_fit_output_data (s_fit_t *fit)
                 continue;
             if (found == cap)
                 list = cg_xrealloc (list, (cap *= 2) * sizeof *list);
-            list[found++] = (struct s_data){item, mime, size};
+            list[found++] = (s_data_t){item, mime, size};
         }
     }
-    //  Largest first: a selection each round keeps the borrowed keys valid.
-    while (s_over (fit)) {
-        size_t best = found;
-        for (size_t k = 0; k < found; k++)
-            if (list[k].item && (best == found || list[k].size > list[best].size))
-                best = k;
-        if (best == found)
-            break;
-        struct s_data pick = list[best];
-        list[best].item = NULL;
-        cleanup_free char *mime = cg_xstrdup (pick.mime);
-        cleanup_free char *where = s_where (json_string_value (json_object_get (pick.item, "path")),
-                                            json_string_value (json_object_get (pick.item, "download_url")));
-        s_replace (fit, json_object_get (pick.item, "data"), mime, 0, NULL);
-        size_t before = cg_result_size (pick.item);
-        s_add_omitted (pick.item, mime);
-        fit->size += cg_result_size (pick.item) - before;
-        s_note (fit, "%s output (%zu bytes): %s", mime, pick.size, where);
+    if (found > 1)
+        qsort (list, found, sizeof *list, s_data_desc);
+    //  Each key is deleted once, when its turn comes: the others stay valid.
+    for (size_t k = 0; k < found && s_over (fit); k++) {
+        s_data_t *pick = &list[k];
+        cleanup_free char *mime = cg_xstrdup (pick->mime);
+        cleanup_free char *where = s_where (json_string_value (json_object_get (pick->item, "path")),
+                                            json_string_value (json_object_get (pick->item, "download_url")));
+        s_replace (fit, json_object_get (pick->item, "data"), mime, 0, NULL);
+        size_t before = cg_result_size (pick->item);
+        s_add_omitted (pick->item, mime);
+        fit->size += cg_result_size (pick->item) - before;
+        s_note (fit, "%s output (%zu bytes): %s", mime, pick->size, where);
     }
     free (list);
 }
@@ -333,7 +342,8 @@ s_fit_strings (s_fit_t *fit)
     s_strings_t strings = {0};
     s_collect_strings (&strings, fit->content, "content");
     s_collect_strings (&strings, fit->structured, "structuredContent");
-    qsort (strings.list, strings.count, sizeof *strings.list, s_string_desc);
+    if (strings.count > 1)
+        qsort (strings.list, strings.count, sizeof *strings.list, s_string_desc);
     for (size_t k = 0; k < strings.count && s_over (fit); k++) {
         s_string_t *s = &strings.list[k];
         const char *text = json_string_value (s->value);
@@ -411,14 +421,15 @@ s_add_note (s_fit_t *fit)
 {
     cleanup_free char *more = fit->unlisted ? cg_strdupf ("\n- and %zu more", fit->unlisted) : cg_xstrdup ("");
     cleanup_free char *text = cg_strdupf (
-        "[This result was cut to stay within the client's %zu-byte result budget (--max-result-bytes); "
+        "[This result was cut to stay within the %zu-byte result budget (--max-result-bytes); "
         "%zu thing(s) left out:%s%s]",
         fit->total_budget, fit->left_out, fit->note ? fit->note : "", more);
     json_array_append_new (fit->content, json_pack ("{s:s, s:s}", "type", "text", "text", text));
 }
 
-size_t
-cg_result_fit (json_t *result, size_t budget, bool links)
+//  cg_result_fit, with TOTAL the budget of the whole message (for the note).
+static size_t
+s_fit (json_t *result, size_t budget, size_t total, bool links)
 {
     size_t size = cg_result_size (result);
     if (size <= budget)
@@ -433,7 +444,7 @@ cg_result_fit (json_t *result, size_t budget, bool links)
                    .structured = json_is_object (structured) ? structured : NULL,
                    .size = size,
                    .budget = budget > CG_RESULT_NOTE_ROOM ? budget - CG_RESULT_NOTE_ROOM : budget / 2,
-                   .total_budget = budget,
+                   .total_budget = total,
                    .links = links};
     s_fit_blocks (&fit);
     if (s_over (&fit))
@@ -445,6 +456,12 @@ cg_result_fit (json_t *result, size_t budget, bool links)
     s_add_note (&fit);
     free (fit.note);
     return fit.left_out;
+}
+
+size_t
+cg_result_fit (json_t *result, size_t budget, bool links)
+{
+    return s_fit (result, budget, budget, links);
 }
 
 char *
@@ -459,12 +476,12 @@ cg_result_encode (json_t *message, size_t budget, bool links)
         return text;
     //  The JSON-RPC envelope (id, version) counts against the budget too.
     size_t envelope = len - cg_result_size (result);
-    size_t left_out = cg_result_fit (result, envelope < budget / 2 ? budget - envelope : budget / 2, links);
+    size_t left_out = s_fit (result, envelope < budget / 2 ? budget - envelope : budget / 2, budget, links);
     free (text);
     text = json_dumps (message, S_DUMP_FLAGS);
     if (!text)
         abort ();
-    cg_log (2, "a %zu-byte result was cut to %zu bytes (--max-result-bytes %zu): %zu thing(s) left out", len,
-            strlen (text), budget, left_out);
+    cg_log (strlen (text) > budget ? 0 : 2, "a %zu-byte result was cut to %zu bytes (--max-result-bytes %zu): %zu thing(s) left out",
+            len, strlen (text), budget, left_out);
     return text;
 }

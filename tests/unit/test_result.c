@@ -176,6 +176,37 @@ s_many_items (void)
 }
 
 static void
+s_utf8_and_maps (void)
+{
+    const char *name = "UTF-8 text and a large files map fit, still valid JSON";
+    size_t n = 60 * 1024;
+    cleanup_free char *text = cg_xmalloc (n * 3 + 1);
+    for (size_t i = 0; i < n; i++)
+        memcpy (text + i * 3, "\xe2\x82\xac", 3);    /* the euro sign, 3 bytes */
+    text[n * 3] = '\0';
+    json_t *files = json_object ();
+    for (int i = 0; i < 4000; i++) {
+        char key[32];
+        snprintf (key, sizeof key, "data/\xc3\xa9t\xc3\xa9-%d.txt", i);
+        json_object_set_new (files, key, json_string ("a line of text\n"));
+    }
+    json_t *result = json_pack ("{s:[{s:s, s:s}], s:{s:s, s:s, s:o}}", "content", "type", "text", "text", text,
+                                "structuredContent", "stdout", text, "status", "success", "files", files);
+    size_t budget = 64 * 1024;
+    cg_result_fit (result, budget, false);
+    size_t size = cg_result_size (result);
+    char *dumped = json_dumps (result, JSON_COMPACT);
+    json_t *back = dumped ? json_loads (dumped, 0, NULL) : NULL;
+    bool valid = back != NULL;
+    json_decref (back);
+    free (dumped);
+    json_decref (result);
+    CHECK (size <= budget, "%zu bytes over %zu", size, budget);
+    CHECK (valid, "the fitted result is valid JSON with valid UTF-8");
+    s_passes++;
+}
+
+static void
 s_encode (void)
 {
     const char *name = "the JSON-RPC envelope counts against the budget";
@@ -202,6 +233,7 @@ main (void)
     s_display_data ();
     s_long_text ();
     s_many_items ();
+    s_utf8_and_maps ();
     s_encode ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
