@@ -184,33 +184,70 @@ s_where (const char *path, const char *url)
     return cg_xstrdup ("not saved as a file: run with a session_id to keep display outputs");
 }
 
-static int
-s_by_size_desc (const void *a, const void *b)
+//  Something that could be left out: a content block, a display's data, a string.
+typedef struct {
+    json_t *json;               /* the block, the output, or the string (borrowed) */
+    char *name;                 /* the data's MIME type, or where the string is */
+    size_t index;               /* the block's index in content */
+    size_t size;                /* what it weighs */
+} s_piece_t;
+
+typedef struct {
+    s_piece_t *list;
+    size_t count, cap;
+} s_pieces_t;
+
+static void
+s_pieces_add (s_pieces_t *pieces, json_t *json, const char *name, size_t index, size_t size)
 {
-    const size_t *x = a, *y = b;
-    return x[1] < y[1] ? 1 : x[1] > y[1] ? -1 : 0;
+    if (pieces->count == pieces->cap) {
+        pieces->cap = pieces->cap ? pieces->cap * 2 : 16;
+        pieces->list = cg_xrealloc (pieces->list, pieces->cap * sizeof *pieces->list);
+    }
+    pieces->list[pieces->count++] = (s_piece_t){json, name ? cg_xstrdup (name) : NULL, index, size};
+}
+
+static int
+s_piece_desc (const void *a, const void *b)
+{
+    const s_piece_t *x = a, *y = b;
+    return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
+}
+
+//  Orders PIECES largest first.
+static void
+s_pieces_sort (s_pieces_t *pieces)
+{
+    if (pieces->count > 1)
+        qsort (pieces->list, pieces->count, sizeof *pieces->list, s_piece_desc);
+}
+
+static void
+s_pieces_clear (s_pieces_t *pieces)
+{
+    for (size_t k = 0; k < pieces->count; k++)
+        free (pieces->list[k].name);
+    free (pieces->list);
+    *pieces = (s_pieces_t){0};
 }
 
 //  Image and audio blocks, largest first, give way to links.
 static void
 s_fit_blocks (s_fit_t *fit)
 {
-    size_t count = json_array_size (fit->content), found = 0;
-    size_t (*order)[2] = cg_xcalloc (count ? count : 1, sizeof *order);
-    for (size_t i = 0; i < count; i++) {
-        json_t *block = json_array_get (fit->content, i);
+    s_pieces_t blocks = {0};
+    size_t i;
+    json_t *block;
+    json_array_foreach (fit->content, i, block) {
         const char *type = json_string_value (json_object_get (block, "type"));
         json_t *data = json_object_get (block, "data");
-        if (type && (strcmp (type, "image") == 0 || strcmp (type, "audio") == 0) && json_is_string (data)) {
-            order[found][0] = i;
-            order[found++][1] = json_string_length (data);
-        }
+        if (type && (strcmp (type, "image") == 0 || strcmp (type, "audio") == 0) && json_is_string (data))
+            s_pieces_add (&blocks, block, NULL, i, json_string_length (data));
     }
-    if (found > 1)
-        qsort (order, found, sizeof *order, s_by_size_desc);
-    for (size_t k = 0; k < found && s_over (fit); k++) {
-        size_t index = order[k][0];
-        json_t *block = json_array_get (fit->content, index);
+    s_pieces_sort (&blocks);
+    for (size_t k = 0; k < blocks.count && s_over (fit); k++) {
+        size_t index = blocks.list[k].index;
+        block = blocks.list[k].json;
         const char *type = json_string_value (json_object_get (block, "mimeType"));
         cleanup_free char *mime = cg_xstrdup (type ? type : "application/octet-stream");   /* outlives BLOCK */
         size_t bytes = s_base64_bytes (json_string_value (json_object_get (block, "data")));
@@ -233,29 +270,14 @@ s_fit_blocks (s_fit_t *fit)
             s_replace (fit, item, "content_index", 0, NULL);
         s_note (fit, "%s image (%zu bytes): %s", mime, bytes, where);
     }
-    free (order);
-}
-
-//  One display's data for one MIME type in structuredContent.outputs.
-typedef struct {
-    json_t *item;               /* the output */
-    const char *mime;           /* its key in the output's data, borrowed */
-    size_t size;
-} s_data_t;
-
-static int
-s_data_desc (const void *a, const void *b)
-{
-    const s_data_t *x = a, *y = b;
-    return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
+    s_pieces_clear (&blocks);
 }
 
 //  Display data in structuredContent.outputs (besides text/plain), largest first.
 static void
 s_fit_output_data (s_fit_t *fit)
 {
-    size_t found = 0, cap = 16;
-    s_data_t *list = cg_xcalloc (cap, sizeof *list);
+    s_pieces_t data = {0};
     size_t i;
     json_t *item;
     json_array_foreach (json_object_get (fit->structured, "outputs"), i, item) {
@@ -263,54 +285,31 @@ s_fit_output_data (s_fit_t *fit)
         json_t *value;
         json_object_foreach (json_object_get (item, "data"), mime, value) {
             size_t size = cg_result_size (value);
-            if (strcmp (mime, "text/plain") == 0 || size < S_MIN_CUT)
-                continue;
-            if (found == cap)
-                list = cg_xrealloc (list, (cap *= 2) * sizeof *list);
-            list[found++] = (s_data_t){item, mime, size};
+            if (strcmp (mime, "text/plain") != 0 && size >= S_MIN_CUT)
+                s_pieces_add (&data, item, mime, i, size);
         }
     }
-    if (found > 1)
-        qsort (list, found, sizeof *list, s_data_desc);
-    //  Each key is deleted once, when its turn comes: the others stay valid.
-    for (size_t k = 0; k < found && s_over (fit); k++) {
-        s_data_t *pick = &list[k];
-        cleanup_free char *mime = cg_xstrdup (pick->mime);
-        cleanup_free char *where = s_where (json_string_value (json_object_get (pick->item, "path")),
-                                            json_string_value (json_object_get (pick->item, "download_url")));
-        s_replace (fit, json_object_get (pick->item, "data"), mime, 0, NULL);
-        size_t before = cg_result_size (pick->item);
-        s_add_omitted (pick->item, mime);
-        fit->size += cg_result_size (pick->item) - before;
-        s_note (fit, "%s output (%zu bytes): %s", mime, pick->size, where);
+    s_pieces_sort (&data);
+    for (size_t k = 0; k < data.count && s_over (fit); k++) {
+        s_piece_t *pick = &data.list[k];
+        cleanup_free char *where = s_where (json_string_value (json_object_get (pick->json, "path")),
+                                            json_string_value (json_object_get (pick->json, "download_url")));
+        s_replace (fit, json_object_get (pick->json, "data"), pick->name, 0, NULL);
+        size_t before = cg_result_size (pick->json);
+        s_add_omitted (pick->json, pick->name);
+        fit->size += cg_result_size (pick->json) - before;
+        s_note (fit, "%s output (%zu bytes): %s", pick->name, pick->size, where);
     }
-    free (list);
+    s_pieces_clear (&data);
 }
 
-//  A long string somewhere in the result, found by s_collect_strings.
-typedef struct {
-    json_t *value;
-    char *name;                 /* where it is, for the note */
-    size_t size;
-} s_string_t;
-
-typedef struct {
-    s_string_t *list;
-    size_t count, cap;
-} s_strings_t;
-
+//  Adds the strings of VALUE (at NAME) long enough to be worth cutting to STRINGS.
 static void
-s_collect_strings (s_strings_t *strings, json_t *value, const char *name)
+s_collect_strings (s_pieces_t *strings, json_t *value, const char *name)
 {
     if (json_is_string (value)) {
-        size_t size = json_string_length (value);
-        if (size < S_MIN_CUT)
-            return;
-        if (strings->count == strings->cap) {
-            strings->cap = strings->cap ? strings->cap * 2 : 16;
-            strings->list = cg_xrealloc (strings->list, strings->cap * sizeof *strings->list);
-        }
-        strings->list[strings->count++] = (s_string_t){value, cg_xstrdup (name), size};
+        if (json_string_length (value) >= S_MIN_CUT)
+            s_pieces_add (strings, value, name, 0, json_string_length (value));
         return;
     }
     const char *key;
@@ -328,39 +327,29 @@ s_collect_strings (s_strings_t *strings, json_t *value, const char *name)
         }
 }
 
-static int
-s_string_desc (const void *a, const void *b)
-{
-    const s_string_t *x = a, *y = b;
-    return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
-}
-
 //  Long strings, largest first, are cut to a head and a tail.
 static void
 s_fit_strings (s_fit_t *fit)
 {
-    s_strings_t strings = {0};
+    s_pieces_t strings = {0};
     s_collect_strings (&strings, fit->content, "content");
     s_collect_strings (&strings, fit->structured, "structuredContent");
-    if (strings.count > 1)
-        qsort (strings.list, strings.count, sizeof *strings.list, s_string_desc);
+    s_pieces_sort (&strings);
     for (size_t k = 0; k < strings.count && s_over (fit); k++) {
-        s_string_t *s = &strings.list[k];
-        const char *text = json_string_value (s->value);
-        size_t len = json_string_length (s->value), excess = fit->size - fit->budget;
-        size_t before = cg_result_size (s->value);
+        s_piece_t *s = &strings.list[k];
+        const char *text = json_string_value (s->json);
+        size_t len = json_string_length (s->json), excess = fit->size - fit->budget;
+        size_t before = cg_result_size (s->json);
         //  Base64 cut in the middle is no use to anyone: it goes whole.
         bool bytes = strstr (s->name, "base64") != NULL;
         size_t keep = bytes || excess + S_KEEP_MIN + 64 > len ? (bytes ? 0 : S_KEEP_MIN) : len - excess - 64;
         cleanup_free char *cut = keep ? cg_output_cut (text, len, keep / 2, keep - keep / 2, 0, 0) : cg_xstrdup ("");
-        json_string_set (s->value, cut);
-        fit->size = fit->size - before + cg_result_size (s->value);
+        json_string_set (s->json, cut);
+        fit->size = fit->size - before + cg_result_size (s->json);
         s_note (fit, "%s: %zu of %zu bytes kept%s", s->name, strlen (cut), len,
                 bytes ? " (download_url has the file)" : " (the text's head and tail, with a marker between)");
     }
-    for (size_t k = 0; k < strings.count; k++)
-        free (strings.list[k].name);
-    free (strings.list);
+    s_pieces_clear (&strings);
 }
 
 //  Removes CONTAINER's last member (an array's or an object's), keeping FIT's size.
