@@ -624,7 +624,7 @@ cg_kernel_exited (cg_kernel_t *self)
     s_read_kernel_pid (self);
     if (self->kernel_pid <= 0)
         return false;
-    //  The helper, our unreaped child, still runs, so the kernel's pid is not reused yet.
+    //  The helper exits with its kernel: the pid could only have been reused in between.
     int fd = s_pidfd_open (self->kernel_pid);
     if (fd < 0)
         return errno == ESRCH;
