@@ -30,6 +30,7 @@ typedef struct {
     size_t max_code_bytes;
     size_t max_upload_bytes;
     size_t max_artifact_read_bytes;
+    size_t max_result_bytes;    /* largest tools/call response sent to a client, serialized */
     char *http_listen;          /* "HOST:PORT" of the download listener, or "off" */
     char *http;                 /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
     char *http_token;           /* bearer token the HTTP transport requires, or NULL */

@@ -679,6 +679,24 @@ cg_kernel_pid (cg_kernel_t *self)
     return self->kernel_pid;
 }
 
+bool
+cg_kernel_exited (cg_kernel_t *self)
+{
+    if (s_helper_exited (self))
+        return true;
+    s_read_kernel_pid (self);
+    if (self->kernel_pid <= 0)
+        return false;
+    //  The helper exits with its kernel: the pid could only have been reused in between.
+    int fd = s_pidfd_open (self->kernel_pid);
+    if (fd < 0)
+        return errno == ESRCH;
+    struct pollfd pfd = {fd, POLLIN, 0};
+    bool exited = poll (&pfd, 1, 0) == 1;
+    close (fd);
+    return exited;
+}
+
 size_t
 cg_kernel_rejected (cg_kernel_t *self)
 {

@@ -119,6 +119,11 @@ int cg_kernel_interrupt (cg_kernel_t *self);
 /*  Returns the host pid of the kernel process, or 0 when unknown. */
 pid_t cg_kernel_pid (cg_kernel_t *self);
 
+/*  Returns true when the kernel process has exited (or its runtime's exec process has),
+    for instance killed between two cells; false while it runs, even when it is too busy
+    to answer. Costs a few system calls, no message. */
+bool cg_kernel_exited (cg_kernel_t *self);
+
 /*  Reads pending kernel process output (kept as a short tail for error messages).
     Returns the fd to poll for it, or -1. */
 int cg_kernel_log_fd (cg_kernel_t *self);

@@ -427,17 +427,83 @@ s_restart_kernel (cg_session_t *self, const char *language, cg_error_t **err)
     return cg_session_kernel (self, language, err) ? 0 : -1;
 }
 
+//  True when the sandbox's OOM counter went up since it was last read.
+static bool
+s_oom_since (cg_session_t *self)
+{
+    //  The OOM counter is read only when a kernel died, against the count kept since the
+    //  container started: no cgroup reads on the warm path.
+    cg_container_stats_t after = {.oom_kills = -1};
+    cg_container_stats (self->backend, &self->sandbox, &after, NULL);
+    bool oom = after.oom_kills > self->oom_kills && self->oom_kills >= 0;
+    self->oom_kills = after.oom_kills;
+    return oom;
+}
+
+#define S_STATE_LOST "variables and imports from earlier calls are gone; files in /mnt/data remain."
+
+//  KERNEL did not finish the cell (END: stuck after an interrupt, dead or silent, or the
+//  request could not be sent): restarts it and says in RESULT what happened, first the
+//  timeout or cancel that started it, whatever the kernel did after the interrupt.
+static void
+s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel,
+               cg_exec_end_t end, cg_run_t *run, json_t *result)
+{
+    cg_error_t *err = NULL;
+    //  Dead, or alive but silent (a JavaScript kernel's heartbeat shares its busy event loop).
+    bool exited = end != CG_EXEC_DIED || cg_kernel_exited (kernel);
+    bool oom = end == CG_EXEC_DIED && s_oom_since (self);
+    int grace = self->config->interrupt_grace_ms;
+    int restarted = s_restart_kernel (self, request->language, &err);
+    const char *then = restarted == 0 ? "The kernel was restarted: " S_STATE_LOST : cg_error_message (err);
+    cleanup_free char *what = end == CG_EXEC_STUCK ? cg_strdupf ("did not stop within %d ms of the interrupt", grace)
+                              : exited             ? cg_xstrdup ("exited after the interrupt")
+                                                   : cg_xstrdup ("stopped answering heartbeats after the interrupt");
+    cleanup_free char *message = NULL;
+    if (run->timed_out) {
+        message = cg_strdupf ("Execution timed out after %g seconds and the kernel %s. %s", request->timeout_s, what, then);
+        s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
+    }
+    else if (run->cancelled) {
+        message = cg_strdupf ("Execution was cancelled and the kernel %s. %s", what, then);
+        s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", message);
+    }
+    else if (end == CG_EXEC_FAILED) {
+        message = cg_strdupf ("The code did not run: it could not be sent to the kernel. %s", then);
+        s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", message);
+    }
+    else if (oom) {
+        message = cg_strdupf ("The kernel ran out of memory (limit %d MB) and was killed. %s",
+                              self->config->memory_mb, then);
+        s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
+    }
+    else if (!exited) {
+        message = cg_strdupf ("The kernel stopped answering heartbeats while running the cell (its process was still "
+                              "running; a busy JavaScript loop blocks them). %s", then);
+        s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
+    }
+    else {
+        message = cg_strdupf ("The kernel died while running the cell. %s", then);
+        s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
+    }
+    s_append_stderr (result, message);
+    json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
+    json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
+    json_object_set_new (result, "kernel_restarted", json_boolean (restarted == 0));
+    if (restarted < 0)
+        json_object_set_new (result, "status", json_string ("setup_error"));
+    cg_error_destroy (&err);
+}
+
 //  Runs REQUEST's cell in KERNEL and puts the outcome in RESULT, escalating a timeout.
 static void
 s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel, zsock_t *control,
             cg_control_cb *control_cb, void *arg, cg_run_t *run, json_t *result)
 {
-    cg_error_t *err = NULL;
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
     cg_exec_end_t end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline,
                                            control, control_cb, arg, run);
     s_fill_run (self, request, result, run);
-    int grace = self->config->interrupt_grace_ms;
 
     if (end == CG_EXEC_DONE && !run->timed_out && !run->cancelled) {
         if (run->reply_status && strcmp (run->reply_status, "ok") != 0) {
@@ -463,47 +529,11 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
         json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
         json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
     }
-    else if (end == CG_EXEC_STUCK || end == CG_EXEC_DIED || end == CG_EXEC_FAILED) {
-        //  The OOM counter is read only when a kernel died, against the count kept since
-        //  the container started: no cgroup reads on the warm path.
-        cg_container_stats_t after = {.oom_kills = -1};
-        cg_container_stats (self->backend, &self->sandbox, &after, NULL);
-        bool oom = after.oom_kills > self->oom_kills && self->oom_kills >= 0;
-        self->oom_kills = after.oom_kills;
-        int restarted = s_restart_kernel (self, request->language, &err);
-        const char *then = restarted == 0
-                               ? "The kernel was restarted: variables and imports from earlier calls are gone; files in /mnt/data remain."
-                               : cg_error_message (err);
-        cleanup_free char *message = NULL;
-        if (end == CG_EXEC_STUCK && run->timed_out) {
-            message = cg_strdupf ("Execution timed out after %g seconds and the kernel did not stop within %d ms of the interrupt. %s",
-                                  request->timeout_s, grace, then);
-            s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
-        }
-        else if (end == CG_EXEC_STUCK) {
-            message = cg_strdupf ("Execution was cancelled and the kernel did not stop within %d ms of the interrupt. %s", grace, then);
-            s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", message);
-        }
-        else if (oom) {
-            message = cg_strdupf ("The kernel ran out of memory (limit %d MB) and was killed. %s",
-                                  self->config->memory_mb, then);
-            s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
-        }
-        else {
-            message = cg_strdupf ("The kernel died while running the cell. %s", then);
-            s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
-        }
-        s_append_stderr (result, message);
-        json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
-        json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
-        json_object_set_new (result, "kernel_restarted", json_boolean (restarted == 0));
-        if (restarted < 0)
-            json_object_set_new (result, "status", json_string ("setup_error"));
-    }
+    else if (end == CG_EXEC_STUCK || end == CG_EXEC_DIED || end == CG_EXEC_FAILED)
+        s_kernel_lost (self, request, kernel, end, run, result);
     else {
         s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", "The server is shutting down.");
     }
-    cg_error_destroy (&err);
 }
 
 //  Runs REQUEST's code as a one-shot bash command and puts the outcome in RESULT.
@@ -543,13 +573,37 @@ s_run_command (cg_session_t *self, const cg_exec_request_t *request, zsock_t *co
     json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
 }
 
+//  Returns LANGUAGE's kernel, started when there is none. A kernel that exited since
+//  the last call (killed from outside, or by something an earlier cell left running) is
+//  replaced before any code is sent to it, and *NOTICE says so (caller frees). Returns
+//  NULL with *err set when no kernel runs.
+static cg_kernel_t *
+s_live_kernel (cg_session_t *self, const char *language, char **notice, cg_error_t **err)
+{
+    cg_kernel_t *kernel = cg_session_kernel (self, language, err);
+    if (!kernel || !cg_kernel_exited (kernel))
+        return kernel;
+    cg_log (1, "the %s kernel in %s exited since the last call; restarting it", language, self->container_id);
+    bool oom = s_oom_since (self);
+    if (s_restart_kernel (self, language, err) < 0) {
+        cg_error_wrap (err, "the %s kernel had exited since the last call and could not be restarted; "
+                            "the code did not run", language);
+        return NULL;
+    }
+    *notice = cg_strdupf ("The %s kernel had exited since the last call (%s); it was restarted before this "
+                          "code ran: " S_STATE_LOST, language,
+                          oom ? "out of memory" : "killed from outside the cell, or by something an earlier cell left running");
+    return cg_session_kernel (self, language, err);
+}
+
 json_t *
 cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_t *control,
                     cg_control_cb *control_cb, void *arg)
 {
     bool command = strcmp (request->language, "bash") == 0;
     cg_error_t *err = NULL;
-    cg_kernel_t *kernel = command ? NULL : cg_session_kernel (self, request->language, &err);
+    cleanup_free char *notice = NULL;
+    cg_kernel_t *kernel = command ? NULL : s_live_kernel (self, request->language, &notice, &err);
     if (command ? s_ensure_container (self, &err) < 0 : !kernel) {
         json_t *result = cg_result_setup_error (request, "SANDBOX_SETUP_FAILED", cg_error_message (err));
         cg_error_destroy (&err);
@@ -574,6 +628,10 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         s_run_command (self, request, control, control_cb, arg, &run, result);
     else
         s_run_cell (self, request, kernel, control, control_cb, arg, &run, result);
+    if (notice) {
+        json_object_set_new (result, "kernel_restarted", json_true ());
+        json_object_set_new (result, "notice", json_string (notice));
+    }
     s_fill_artifacts (self, result, before);
     json_decref (before);
     cg_run_clear (&run);

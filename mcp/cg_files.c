@@ -1,6 +1,7 @@
 /*  cg_files — seed 004's file tools on a session's workspace: upload_file, read_artifact,
     list_artifacts, and the download URLs added to results. */
 #include "cg_files.h"
+#include "cg_result.h"
 #include "cg_tools.h"
 
 #include "../bridge/cg_util.h"
@@ -142,7 +143,14 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
     const char *filename = slash ? slash + 1 : rel;
     struct stat st = {0};
     size_t len = 0;
+    //  The bytes go out as base64 (4 characters per 3 bytes) in one result, which must
+    //  fit the result budget with room for the other fields.
+    size_t budget = self->config->max_result_bytes;
+    size_t fit = budget > 2 * CG_RESULT_NOTE_ROOM ? (budget - 2 * CG_RESULT_NOTE_ROOM) / 4 * 3 : 0;
     size_t max = self->config->max_artifact_read_bytes;
+    bool by_budget = fit < max;
+    if (by_budget)
+        max = fit;
     cleanup_free char *bytes = cg_workspace_read (self->ws, rel, max, &len, &st, &err);
     if (!bytes) {
         int code = (err ? err->code : 0);
@@ -156,7 +164,8 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
             s_megabytes (size, (double) st.st_size);
             s_megabytes (limit, (double) max);
             cleanup_free char *url = cg_files_url (self, rel);
-            cleanup_free char *message = cg_strdupf ("%s is %s, exceeds %s limit. %s", filename, size, limit,
+            cleanup_free char *message = cg_strdupf ("%s is %s, exceeds %s limit%s. %s", filename, size, limit,
+                                                     by_budget ? " (what one result may carry, --max-result-bytes)" : "",
                                                      url ? "Use download_url instead." : "Start the server with --http-listen to download it.");
             result = s_error ("artifact_too_large", message, self);
             json_t *structured = json_object_get (result, "structuredContent");

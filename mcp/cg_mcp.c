@@ -4,6 +4,7 @@
 #include "cg_jsonrpc.h"
 #include "cg_conformance.h"
 #include "cg_files.h"
+#include "cg_result.h"
 #include "cg_tools.h"
 #include "../artifacts/cg_http.h"
 #include "../bridge/cg_runner.h"
@@ -212,9 +213,8 @@ s_answers (json_t *message, json_t *id)
 static void
 s_send_to (s_server_t *self, s_channel_t *channel, json_t *message)
 {
-    char *text = json_dumps (message, JSON_COMPACT | JSON_REAL_PRECISION (9));
-    if (!text)
-        abort ();
+    bool links = channel && channel->client && strcmp (channel->client->version, "2025-06-18") >= 0; /* resource_link */
+    char *text = cg_result_encode (message, self->config->max_result_bytes, links);
     if (!channel || !channel->exchange) {
         json_decref (message);
         size_t len = strlen (text);

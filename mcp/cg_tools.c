@@ -1,6 +1,7 @@
 /*  cg_tools — the MCP tool registry: names, descriptions, input and output schemas, the
     validation of arguments, and the mapping of results onto MCP content. */
 #include "cg_tools.h"
+#include "cg_result.h"
 #include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
 
@@ -143,7 +144,7 @@ s_run_output_schema (void)
         "required", "stdout", "stderr", "exit_code", "status", "error_code", "error_message",
         "execution_time", "duration_ms");
     json_t *props = json_object_get (schema, "properties");
-    const char *strings[] = {"stdout_file", "stderr_file", "stdout_url", "stderr_url", NULL};
+    const char *strings[] = {"stdout_file", "stderr_file", "stdout_url", "stderr_url", "notice", NULL};
     for (int i = 0; strings[i]; i++)
         json_object_set_new (props, strings[i], json_pack ("{s:s}", "type", "string"));
     const char *lists[] = {"artifacts_created", "artifacts_modified", "artifacts_deleted", NULL};
@@ -632,10 +633,16 @@ cg_tools_call_result (json_t *structured)
         json_t *data = json_object_get (item, "data");
         const char *png = json_string_value (json_object_get (data, "image/png"));
         const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
-        if (png || jpeg)
+        if (png || jpeg) {
+            //  The bytes go in the image block only; the output names it and its file.
+            const char *mime = png ? "image/png" : "image/jpeg";
             json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
-                                                       png ? png : jpeg, "mimeType",
-                                                       png ? "image/png" : "image/jpeg"));
+                                                       png ? png : jpeg, "mimeType", mime));
+            const char *type = json_string_value (json_object_get (item, "type"));
+            if (type && strcmp (type, "execute_result") == 0)
+                json_object_del (json_object_get (structured, "return_value"), mime);
+            cg_result_link_output (item, mime, json_array_size (content));  /* the text block comes first */
+        }
         else if (json_object_get (data, "text/plain")
                  && strcmp (json_string_value (json_object_get (item, "type")), "execute_result") == 0) {
             s_append (&text, *text ? "\n[result]\n" : "[result]\n");
@@ -673,6 +680,11 @@ cg_tools_call_result (json_t *structured)
     if (status && strcmp (status, "success") != 0 && message) {
         s_append (&text, *text ? "\n" : "");
         cleanup_free char *line = cg_strdupf ("[%s] %s", status, message);
+        s_append (&text, line);
+    }
+    const char *notice = json_string_value (json_object_get (structured, "notice"));
+    if (notice) {
+        cleanup_free char *line = cg_strdupf ("%s[notice] %s", *text ? "\n" : "", notice);
         s_append (&text, line);
     }
     if (!*text)

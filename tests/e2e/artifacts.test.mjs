@@ -372,13 +372,16 @@ test('rich display outputs are saved as files with download URLs', async () => {
     assert.ok(r.artifacts.some((a) => a.path === o.path), `${o.path} is an artifact`);
   }
   const pngBytes = Buffer.from(await (await fetch(saved[0].download_url)).arrayBuffer());
-  assert.deepEqual(pngBytes, Buffer.from(r.outputs.find((o) => o.data['image/png']).data['image/png'], 'base64'));
+  const shown = r.outputs.find((o) => o.mime_type === 'image/png');
+  assert.equal(shown.data['image/png'], undefined, 'the base64 is not repeated in outputs');
+  assert.equal(shown.size_bytes, pngBytes.length);
   assert.ok(result_has_image(r), 'the chart also comes back inline');
   await call('close_session', { session_id: sid });
 });
 
+// The PNG's bytes are in an image content block; its output names the block.
 function result_has_image(structured) {
-  return structured.outputs.some((o) => o.data && o.data['image/png']);
+  return structured.outputs.some((o) => o.omitted?.includes('image/png') && Number.isInteger(o.content_index));
 }
 
 test('oversized code is refused before it runs', async () => {

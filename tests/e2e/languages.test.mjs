@@ -178,9 +178,11 @@ describe('javascript', () => {
       "tslab.display.raw('application/json', { a: 1 });",
     ].join('\n') });
     const s = expectStatus(r, 'success', server);
-    const types = s.outputs.filter((o) => o.type === 'display_data').map((o) => Object.keys(o.data).find((k) => k !== 'text/plain'));
+    const types = s.outputs.filter((o) => o.type === 'display_data').map((o) => o.mime_type ?? Object.keys(o.data).find((k) => k !== 'text/plain'));
     assert.deepEqual(types, ['text/html', 'image/png', 'application/json']);
-    assert.equal(s.outputs[1].data['image/png'], png);
+    // The PNG's bytes come once: in the image block, which its output names.
+    assert.deepEqual(s.outputs[1].omitted, ['image/png']);
+    assert.equal(r.content[s.outputs[1].content_index].data, png);
     assert.ok(r.content.some((c) => c.type === 'image' && c.data === png), 'PNG as an MCP image block');
   });
 

@@ -33,6 +33,8 @@ test('matplotlib plot → image/png content block and display_data output', asyn
   assert.ok(png.length > PNG_SIGNATURE.length, 'PNG too short');
   assert.deepEqual(png.subarray(0, PNG_SIGNATURE.length), PNG_SIGNATURE, 'image data is not a PNG');
 
-  const display = s.outputs.find((o) => o.type === 'display_data' && o.data && 'image/png' in o.data);
+  // The display_data output names the image block instead of repeating its base64.
+  const display = s.outputs.find((o) => o.type === 'display_data' && o.mime_type === 'image/png');
   assert.ok(display, `no display_data with image/png in outputs: ${show(r, server)}`);
+  assert.equal(r.content[display.content_index], image);
 });
