@@ -247,7 +247,7 @@ s_files_route (cg_http_t *self, struct MHD_Connection *connection, s_request_t *
     /*  Whatever fails before the file is open gets the same 404, so that a client without
         the token learns nothing about which sessions or files exist. */
     if (!token || token_len == 0 || token_len > CG_HTTP_TOKEN_MAX || session_len == 0
-        || session_len > CG_HTTP_SESSION_ID_MAX || memchr (session_id, '\0', session_len))
+        || session_len > CG_SESSION_ID_MAX || memchr (session_id, '\0', session_len))
         return s_respond_not_found (connection, request);
     cg_workspace_t *workspace = self->lookup (self->lookup_arg, session_id, token, token_len);
     if (!workspace)

@@ -11,7 +11,6 @@
 #define CG_HTTP_CONNECTIONS_MAX 256          /* concurrent connections; more are refused */
 #define CG_HTTP_CONNECTION_TIMEOUT_S 30      /* an idle connection is closed after this */
 #define CG_HTTP_CONNECTION_MEMORY (16 * 1024) /* per connection: request line, headers, I/O */
-#define CG_HTTP_SESSION_ID_MAX 64            /* longer session ids are never looked up */
 #define CG_HTTP_TOKEN_MAX 256                /* longer tokens are never compared */
 
 typedef struct cg_http_t cg_http_t;

@@ -5,15 +5,13 @@
 #define CG_WORKSPACE_H
 
 #include "../bridge/cg_error.h"
+#include "../bridge/cg_limits.h"
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-
-/*  Where the workspace appears inside the sandbox; client paths may start with it. */
-#define CG_WORKSPACE_MOUNT "/mnt/data"
 
 /*  Limits on client paths: one component, and the whole canonical relative path. */
 #define CG_WORKSPACE_NAME_MAX 255

@@ -103,7 +103,7 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
     const char *argv[] = {"/bin/bash", inside_script, NULL};
     cg_exec_spec_t spec = {.argv = argv,
                            .env = cg_kernel_base_env (),
-                           .cwd = "/mnt/data",
+                           .cwd = CG_WORKSPACE_MOUNT,
                            .stdin_fd = in[0],
                            .stdout_fd = out[1],
                            .stderr_fd = errp[1]};

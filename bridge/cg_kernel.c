@@ -433,7 +433,7 @@ s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err
                                               self->spec->language);
     cg_exec_spec_t exec = {.argv = (const char *const *) argv,
                            .env = (const char *const *) env,
-                           .cwd = "/mnt/data",
+                           .cwd = CG_WORKSPACE_MOUNT,
                            .pid_file = pid_file,
                            .stdin_fd = null_fd,
                            .stdout_fd = log_pipe[1],

@@ -5,6 +5,7 @@
 
 #include "../bridge/cg_config.h"
 #include "../bridge/cg_error.h"
+#include "../bridge/cg_limits.h"
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -13,14 +14,6 @@ typedef struct cg_backend_t cg_backend_t;
 
 /*  Where the kernels directory (--kernels-dir) appears, read-only, inside every sandbox. */
 #define CG_KERNELS_MOUNT "/opt/cellgate/kernels"
-
-/*  Inside every sandbox: the workspace, what the host writes for the sandbox to read
-    (read-only inside: stdin files, command scripts), and the one writable directory
-    below it, for the kernels' ZeroMQ ipc sockets and connection files (ipykernel
-    rewrites its own). */
-#define CG_WORKSPACE_MOUNT "/mnt/data"
-#define CG_RUN_MOUNT "/run/cellgate"
-#define CG_IPC_MOUNT CG_RUN_MOUNT "/ipc"
 
 /*  One sandbox: host directories and the container's name. The sandbox can write to
     WORKSPACE and IPC_DIR only; the host never resolves a path below either in its own

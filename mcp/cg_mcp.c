@@ -548,7 +548,7 @@ s_start_session (s_server_t *self, json_t *id, json_t *arguments)
     else if (name && (!json_is_string (name) || json_string_length (name) > 128))
         error = "'name' must be a string of at most 128 characters";
     else if (working_dir && (!json_is_string (working_dir)
-                             || (strcmp (json_string_value (working_dir), "/mnt/data") != 0
+                             || (strcmp (json_string_value (working_dir), CG_WORKSPACE_MOUNT) != 0
                                  && strcmp (json_string_value (working_dir), "/mnt/data/") != 0)))
         error = "working_dir is not a host path here: the session runs in a sandbox whose only "
                 "writable directory is /mnt/data (the default). Omit working_dir, or pass "

@@ -32,13 +32,14 @@ s_prop (const char *type, const char *description)
     return json_pack ("{s:s, s:s}", "type", type, "description", description);
 }
 
-#define SESSION_ID_PATTERN "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+#define SESSION_ID_PATTERN "^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 static json_t *
 s_session_id_prop (const char *description)
 {
     json_t *prop = s_prop ("string", description);
     json_object_set_new (prop, "pattern", json_string (SESSION_ID_PATTERN));
+    json_object_set_new (prop, "maxLength", json_integer (CG_SESSION_ID_MAX));
     return prop;
 }
 
@@ -379,7 +380,7 @@ bool
 cg_tools_valid_session_id (const char *id)
 {
     size_t len = strlen (id);
-    if (len == 0 || len > 128 || !isalnum ((unsigned char) id[0]))
+    if (len == 0 || len > CG_SESSION_ID_MAX || !isalnum ((unsigned char) id[0]))
         return false;
     for (size_t i = 0; i < len; i++)
         if (!isalnum ((unsigned char) id[i]) && !strchr ("_.-", id[i]))

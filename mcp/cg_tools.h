@@ -4,6 +4,7 @@
 #define CG_TOOLS_H
 
 #include "../bridge/cg_config.h"
+#include "../bridge/cg_limits.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -41,7 +42,7 @@ const char *cg_tools_supported_languages (void);
 
 /*  What a well-formed session id is, for error messages. */
 #define CG_SESSION_ID_RULE \
-    "'session_id' must be 1 to 128 characters: letters, digits, '_', '.', '-', starting with a letter or digit"
+    "'session_id' must be 1 to " CG_STR (CG_SESSION_ID_MAX) " characters: letters, digits, '_', '.', '-', starting with a letter or digit"
 
 /*  Returns true when ID is a well-formed session id. */
 bool cg_tools_valid_session_id (const char *id);

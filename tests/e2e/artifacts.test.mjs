@@ -265,6 +265,20 @@ test('HTTP downloads: content type and length, tokens per session, 404s', async 
   await call('close_session', { session_id: b });
 });
 
+test('the longest session id the tools accept also downloads; one longer is refused everywhere', async () => {
+  const longest = 'L' + 'x'.repeat(127);
+  const up = ok(await call('upload_file', { session_id: longest, filename: 'long.txt', content_base64: b64('long id') }));
+  assert.equal(up.session_id, longest);
+  const res = await fetch(up.download_url);
+  assert.equal(res.status, 200, `download of a ${longest.length}-character session id: ${up.download_url}`);
+  assert.equal(await res.text(), 'long id');
+  const tooLong = longest + 'y';
+  const refused = await call('upload_file', { session_id: tooLong, filename: 'x.txt', content_base64: b64('x') });
+  assert.equal(refused.isError, true);
+  assert.match(JSON.stringify(refused.structuredContent), /must be 1 to 128 characters/);
+  await call('close_session', { session_id: longest });
+});
+
 test('symlinks planted by sandboxed code never lead the host outside the workspace', async () => {
   const secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-secret-'));
   const secret = path.join(secretDir, 'secret.txt');
