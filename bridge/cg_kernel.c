@@ -241,24 +241,25 @@ cg_run_clear (cg_run_t *run)
     *run = (cg_run_t){0};
 }
 
-//  Appends TEXT without ANSI escape sequences (tracebacks are colored for terminals).
+//  Appends the LEN bytes at DATA (NULs included) without ANSI escape sequences
+//  (tracebacks are colored for terminals).
 static void
-s_text_append_plain (cg_text_t *text, const char *data)
+s_text_append_plain (cg_text_t *text, const char *data, size_t len)
 {
-    const char *p = data;
-    while (*p) {
-        const char *esc = strchr (p, '\x1b');
+    const char *p = data, *end = data + len;
+    while (p < end) {
+        const char *esc = memchr (p, '\x1b', (size_t) (end - p));
         if (!esc) {
-            cg_text_append (text, p, strlen (p));
+            cg_text_append (text, p, (size_t) (end - p));
             return;
         }
         cg_text_append (text, p, (size_t) (esc - p));
         p = esc + 1;
-        if (*p == '[') {
+        if (p < end && *p == '[') {
             p++;
-            while (*p && !(*p >= 0x40 && *p <= 0x7e))
+            while (p < end && !(*p >= 0x40 && *p <= 0x7e))
                 p++;
-            if (*p)
+            if (p < end)
                 p++;
         }
     }
@@ -766,12 +767,14 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
         s_clear_output (exec);
     if (strcmp (type, "stream") == 0) {
         const char *name = json_string_value (json_object_get (content, "name"));
-        const char *text = json_string_value (json_object_get (content, "text"));
+        json_t *text_json = json_object_get (content, "text");
+        const char *text = json_string_value (text_json);
+        size_t text_len = json_string_length (text_json);     /* NULs included */
         bool err = name && strcmp (name, "stderr") == 0;
         if (text)
-            cg_text_append (err ? &run->err : &run->out, text, strlen (text));
+            cg_text_append (err ? &run->err : &run->out, text, text_len);
         if (text && run->on_output)
-            run->on_output (run->on_output_arg, err ? "stderr" : "stdout", text, strlen (text));
+            run->on_output (run->on_output_arg, err ? "stderr" : "stdout", text, text_len);
     }
     else if (strcmp (type, "display_data") == 0 || strcmp (type, "execute_result") == 0
              || strcmp (type, "update_display_data") == 0) {
@@ -812,7 +815,7 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
         json_t *line;
         json_array_foreach (traceback, i, line) {
             if (json_is_string (line)) {
-                s_text_append_plain (&run->err, json_string_value (line));
+                s_text_append_plain (&run->err, json_string_value (line), json_string_length (line));
                 cg_text_append (&run->err, "\n", 1);
             }
         }

@@ -2,6 +2,7 @@
     long cell never blocks the server or other sessions. */
 #include "cg_runner.h"
 #include "cg_session.h"
+#include "cg_utf8.h"
 #include "cg_util.h"
 
 #include <string.h>
@@ -20,11 +21,12 @@ static void
 s_on_output (void *arg, const char *stream, const char *text, size_t len)
 {
     s_runner_t *self = arg;
-    json_t *chunk = json_stringn (text, len);  /* NULL when a read split a character */
-    if (!chunk || !self->key) {
-        json_decref (chunk);
+    if (!self->key)
         return;
-    }
+    //  Live notes carry what JSON can: a character a read split shows as U+FFFD here only.
+    size_t clean_len;
+    cleanup_free char *clean = cg_utf8_clean (text, len, &clean_len);
+    json_t *chunk = json_stringn (clean, clean_len);
     json_t *note = json_pack ("{s:s, s:o}", "stream", stream, "text", chunk);
     char *note_text = json_dumps (note, JSON_COMPACT);
     json_decref (note);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cg_session.h"
 #include "cg_command.h"
+#include "cg_utf8.h"
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
 
@@ -229,13 +230,15 @@ s_append_stderr (json_t *result, const char *text)
     json_object_set_new (result, "stderr", json_string (joined));
 }
 
-//  Kernel text is untrusted: json_stringn_nocheck would accept bad UTF-8, so the checked
-//  constructor is used and invalid text is replaced.
+//  Kernel and command output is untrusted bytes: every valid character is kept, and only
+//  what JSON text cannot carry (invalid UTF-8, NUL) becomes U+FFFD. The saved full-output
+//  file keeps the raw bytes.
 static json_t *
 s_text_json (const char *text, size_t len)
 {
-    json_t *value = json_stringn (text, len);
-    return value ? value : json_string ("<output was not valid UTF-8>");
+    size_t clean_len;
+    cleanup_free char *clean = cg_utf8_clean (text, len, &clean_len);
+    return json_stringn (clean, clean_len);
 }
 
 //  Puts one stream into RESULT as FIELD: whole when it fits the result's cap, else cut

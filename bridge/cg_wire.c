@@ -76,7 +76,10 @@ s_is_hex (const char *data, size_t size)
 static json_t *
 s_parse_object (const cg_frame_t *frame)
 {
-    json_t *value = json_loadb (frame->data, frame->size, JSON_REJECT_DUPLICATES, NULL);
+    //  A NUL inside a string is legal JSON ("\u0000") and printable output may hold one:
+    //  accepted, and replaced where the text becomes a result (cg_utf8_clean).
+    json_t *value = json_loadb (frame->data, frame->size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                                NULL);
     if (value && !json_is_object (value)) {
         json_decref (value);
         return NULL;

@@ -1,0 +1,37 @@
+/*  Unit tests: cg_utf8_clean keeps every well-formed character and replaces only invalid
+    bytes and NULs with U+FFFD. */
+#include "../../bridge/cg_utf8.h"
+#include "../../bridge/cg_util.h"
+#include "cg_test.h"
+
+#include <string.h>
+
+#define R "\xEF\xBF\xBD"
+
+static void
+s_case (const char *name, const char *in, size_t in_len, const char *expected)
+{
+    size_t len = 0;
+    cleanup_free char *out = cg_utf8_clean (in, in_len, &len);
+    CHECK (len == strlen (expected) && memcmp (out, expected, len) == 0 && out[len] == '\0',
+           "got \"%s\" (%zu bytes), expected \"%s\"", out, len, expected);
+    s_passes++;
+}
+
+int
+main (void)
+{
+    s_case ("plain ASCII", "hello", 5, "hello");
+    s_case ("valid multi-byte kept", "h\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 10,
+            "h\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+    s_case ("NUL replaced, text after it kept", "b\0c", 3, "b" R "c");
+    s_case ("one invalid byte among valid text", "ok \xFF ok", 7, "ok " R " ok");
+    s_case ("overlong form", "\xC0\xAF", 2, R R);
+    s_case ("UTF-16 surrogate", "\xED\xA0\x80", 3, R R R);
+    s_case ("past U+10FFFF", "\xF4\x90\x80\x80", 4, R R R R);
+    s_case ("sequence cut short at the end", "a\xE2\x82", 3, "a" R R);
+    s_case ("lone continuation byte", "\x80z", 2, R "z");
+    s_case ("empty", "", 0, "");
+    printf ("%d passed, %d failed\n", s_passes, s_failures);
+    return s_failures ? 1 : 0;
+}
