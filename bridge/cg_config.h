@@ -23,6 +23,7 @@ typedef struct {
     int interrupt_grace_ms;     /* after an interrupt, before the kernel is restarted */
     int kernel_start_timeout_s;
     size_t max_message_bytes;   /* largest message accepted from a kernel */
+    size_t max_display_bytes;   /* display data kept per run; past it outputs are dropped */
     size_t max_output_bytes;    /* stdout/stderr in a result, per stream; more is cut */
     size_t output_head_bytes;   /* what a cut keeps of the start ... */
     size_t output_tail_bytes;   /* ... and of the end */

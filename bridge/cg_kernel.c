@@ -20,6 +20,21 @@
 #define HB_INTERVAL_US 1000000
 #define HB_MAX_MISSES 5
 #define SHUTDOWN_WAIT_MS 1000
+//  Bounds on what a kernel can make the server hold, whatever it sends: messages queued
+//  per socket (libzmq stops reading past it; on iopub, a subscriber, it drops what does
+//  not fit: only when the kernel outruns the server, in the middle of a flood whose
+//  middle the cut output leaves out anyway; a lost idle status is covered by
+//  S_IDLE_WAIT_US), and messages taken from iopub in one turn of a run's loop before the
+//  heartbeat, the deadline and a cancel are looked at.
+#define S_QUEUE_MAX 16
+#define S_IOPUB_BURST 32
+//  Messages discarded per wake between cells, so the runner stays responsive.
+#define S_DISCARD_BURST 256
+//  After the execute_reply, how long iopub may stay silent before the run ends without its
+//  idle status (lost when libzmq refused an oversized message and reconnected).
+#define S_IDLE_WAIT_US 2000000
+//  Display outputs kept per run, besides their bytes (each costs a few JSON objects).
+#define S_DISPLAYS_MAX 1000
 
 typedef enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_HB, CH_COUNT } s_channel_t;
 static const char *s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control", "hb"};
@@ -43,6 +58,8 @@ struct cg_kernel_t {
     size_t log_len;
     unsigned hb_sent, hb_received;
     zsock_t *stdin_monitor;         /* handshake events of the stdin socket, until live */
+    zsock_t *iopub_monitor;         /* iopub disconnects: libzmq refused a message over
+                                       max_message_bytes (and reconnected) */
     bool stdin_file_set;            /* the stdin file holds text (spec->stdin_file) */
 };
 
@@ -221,7 +238,7 @@ s_text_reset (cg_text_t *text)
 void
 cg_run_init (cg_run_t *run, size_t max_output)
 {
-    *run = (cg_run_t){.outputs = json_array ()};
+    *run = (cg_run_t){.outputs = json_array (), .display_max = SIZE_MAX};
     s_text_init (&run->out, max_output);
     s_text_init (&run->err, max_output);
 }
@@ -268,6 +285,19 @@ s_text_append_plain (cg_text_t *text, const char *data, size_t len)
 //  --------------------------------------------------------------------------
 //  Start and stop
 
+//  Reads the events waiting on MONITOR; returns how many there were.
+static size_t
+s_read_monitor (zsock_t *monitor)
+{
+    size_t events = 0;
+    while (monitor && (zsock_events (monitor) & ZMQ_POLLIN)) {
+        zmsg_t *event = zmsg_recv (monitor);
+        events += event != NULL;
+        zmsg_destroy (&event);
+    }
+    return events;
+}
+
 static int
 s_pidfd_open (pid_t pid)
 {
@@ -302,6 +332,7 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
         self->sockets[i] = sock;
         zsock_set_linger (sock, 0);
         zsock_set_maxmsgsize (sock, (int64_t) self->config->max_message_bytes);
+        zsock_set_rcvhwm (sock, S_QUEUE_MAX);
         //  ipykernel routes input_request to the shell socket's identity.
         if (i == CH_SHELL || i == CH_STDIN)
             zsock_set_identity (sock, identity);
@@ -310,14 +341,18 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
         zsock_set_reconnect_ivl (sock, 20);
         //  The kernel's stdin ROUTER drops an input_request for an identity it has not
         //  seen connect, so the handshake waits until this socket is connected.
-        if (i == CH_STDIN) {
+        if (i == CH_STDIN || i == CH_IOPUB) {
             char endpoint[64];
-            snprintf (endpoint, sizeof endpoint, "inproc://cg-stdin-monitor-%p", (void *) self);
-            if (zmq_socket_monitor (zsock_resolve (sock), endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) < 0)
-                return cg_error_set (err, errno, "monitor stdin socket: %s", zmq_strerror (errno));
-            self->stdin_monitor = zsock_new_pair (endpoint);
-            if (!self->stdin_monitor)
-                return cg_error_set (err, EIO, "monitor stdin socket");
+            snprintf (endpoint, sizeof endpoint, "inproc://cg-%s-monitor-%p", s_channel_names[i],
+                      (void *) self);
+            int events = i == CH_STDIN ? ZMQ_EVENT_HANDSHAKE_SUCCEEDED : ZMQ_EVENT_DISCONNECTED;
+            if (zmq_socket_monitor (zsock_resolve (sock), endpoint, events) < 0)
+                return cg_error_set (err, errno, "monitor %s socket: %s", s_channel_names[i],
+                                     zmq_strerror (errno));
+            zsock_t *monitor = zsock_new_pair (endpoint);
+            if (!monitor)
+                return cg_error_set (err, EIO, "monitor %s socket", s_channel_names[i]);
+            *(i == CH_STDIN ? &self->stdin_monitor : &self->iopub_monitor) = monitor;
         }
     }
     return 0;
@@ -504,6 +539,38 @@ cg_kernel_log_fd (cg_kernel_t *self)
     return self->log_fd;
 }
 
+int
+cg_kernel_idle_items (cg_kernel_t *self, zmq_pollitem_t *items, int max)
+{
+    int count = 0;
+    if (self->log_fd >= 0 && count < max)
+        items[count++] = (zmq_pollitem_t){NULL, self->log_fd, ZMQ_POLLIN, 0};
+    for (int i = 0; i < CH_COUNT && count < max; i++)
+        if (i != CH_HB)
+            items[count++] = (zmq_pollitem_t){zsock_resolve (self->sockets[i]), 0, ZMQ_POLLIN, 0};
+    if (self->iopub_monitor && count < max)
+        items[count++] = (zmq_pollitem_t){zsock_resolve (self->iopub_monitor), 0, ZMQ_POLLIN, 0};
+    return count;
+}
+
+size_t
+cg_kernel_discard (cg_kernel_t *self)
+{
+    cg_kernel_drain_log (self);
+    s_read_monitor (self->iopub_monitor);
+    size_t discarded = 0;
+    for (int i = 0; i < CH_COUNT; i++) {
+        if (i == CH_HB)
+            continue;
+        while (discarded < S_DISCARD_BURST && (zsock_events (self->sockets[i]) & ZMQ_POLLIN)) {
+            zmsg_t *msg = zmsg_recv (self->sockets[i]);
+            zmsg_destroy (&msg);
+            discarded++;
+        }
+    }
+    return discarded;
+}
+
 //  The last line of the kernel's own output, for error messages.
 static const char *
 s_log_last_line (cg_kernel_t *self)
@@ -654,6 +721,9 @@ cg_kernel_destroy (cg_kernel_t **self_p)
     s_reap (self, SHUTDOWN_WAIT_MS);
     zsock_destroy (&self->stdin_monitor);
     //  The sockets go first: libzmq reconnects through the endpoint fds' numbers.
+    if (self->sockets[CH_IOPUB])
+        zmq_socket_monitor (zsock_resolve (self->sockets[CH_IOPUB]), NULL, 0);
+    zsock_destroy (&self->iopub_monitor);
     s_close_sockets (self);
     for (int i = 0; i < CH_COUNT; i++)
         if (self->endpoint_fds[i] >= 0)
@@ -737,6 +807,7 @@ typedef struct {
     const char *parent_id;
     const char *stdin_next;         /* the rest of stdin, NULL when there was none */
     bool idle, replied;
+    int64_t replied_us;             /* when the execute_reply came */
     bool clear_pending;             /* clear_output(wait=True) seen */
 } s_exec_t;
 
@@ -747,6 +818,18 @@ s_clear_output (s_exec_t *exec)
     s_text_reset (&exec->run->err);
     json_array_clear (exec->run->outputs);
     exec->clear_pending = false;
+}
+
+//  The bytes of a display's data: its strings' lengths (what a PNG's base64 costs).
+static size_t
+s_display_bytes (json_t *data)
+{
+    size_t bytes = 0;
+    const char *mime;
+    json_t *value;
+    json_object_foreach (data, mime, value)
+        bytes += json_is_string (value) ? json_string_length (value) : 256;
+    return bytes;
 }
 
 static void
@@ -792,6 +875,17 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
             }
             run->on_output (run->on_output_arg, "display", types, strlen (types));
         }
+        //  Display data is held until the run ends: bounded in bytes per run. Past the
+        //  budget an output is counted and dropped, and the result says so.
+        size_t bytes = s_display_bytes (data);
+        if ((run->display_bytes + bytes > run->display_max
+             || json_array_size (run->outputs) >= S_DISPLAYS_MAX)
+            && strcmp (type, "execute_result") != 0) {
+            run->displays_dropped++;
+            run->display_bytes_dropped += bytes;
+            return;
+        }
+        run->display_bytes += bytes;
         json_t *metadata = json_object_get (content, "metadata");
         json_t *item = json_pack ("{s:s, s:O}", "type", type, "data", data);
         json_object_set_new (item, "metadata",
@@ -841,6 +935,7 @@ s_on_shell (s_exec_t *exec, cg_msg_t *msg)
         return;
     cg_run_t *run = exec->run;
     exec->replied = true;
+    exec->replied_us = cg_now_us ();
     const char *status = json_string_value (json_object_get (msg->content, "status"));
     free (run->reply_status);
     run->reply_status = cg_xstrdup (status ? status : "error");
@@ -888,6 +983,20 @@ s_on_stdin (s_exec_t *exec, cg_msg_t *msg)
 
 //  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without
 //  execute_input/execute_result and without input().
+//  Reads every heartbeat reply waiting; the latest one resets the misses.
+static void
+s_read_pongs (cg_kernel_t *self, unsigned *misses)
+{
+    while (zsock_events (self->sockets[CH_HB]) & ZMQ_POLLIN) {
+        char *pong = zstr_recv (self->sockets[CH_HB]);
+        if (pong && (unsigned) atol (pong) == self->hb_sent) {
+            self->hb_received = self->hb_sent;
+            *misses = 0;
+        }
+        zstr_free (&pong);
+    }
+}
+
 static cg_exec_end_t
 s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_text,
            int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
@@ -910,8 +1019,11 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
     unsigned hb_misses = 0;
     cg_exec_end_t end = CG_EXEC_DONE;
 
+    int64_t last_iopub = run->started_us;
     while (!(exec.idle && exec.replied)) {
         int64_t now = cg_now_us ();
+        if (exec.replied && now - last_iopub > S_IDLE_WAIT_US && now - exec.replied_us > S_IDLE_WAIT_US)
+            break;
         if (!grace_end && now >= deadline_us) {
             run->timed_out = true;
             cg_kernel_interrupt (self);
@@ -922,6 +1034,8 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             break;
         }
         if (now >= next_hb) {
+            //  Pongs are read here too, so a backlog on iopub never reads as misses.
+            s_read_pongs (self, &hb_misses);
             if (self->hb_sent != self->hb_received && ++hb_misses >= HB_MAX_MISSES) {
                 end = CG_EXEC_DIED;
                 break;
@@ -942,21 +1056,26 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             {zsock_resolve (self->sockets[CH_HB]), 0, ZMQ_POLLIN, 0},
             {NULL, self->helper_pidfd, ZMQ_POLLIN, 0},
             {control ? zsock_resolve (control) : NULL, control ? 0 : -1, ZMQ_POLLIN, 0},
+            {zsock_resolve (self->iopub_monitor), 0, ZMQ_POLLIN, 0},
             {NULL, self->log_fd, ZMQ_POLLIN, 0},
         };
-        int count = self->log_fd >= 0 ? 8 : 7;
+        int count = self->log_fd >= 0 ? 9 : 8;
         if (!control)
             items[6].events = 0, items[6].fd = self->helper_pidfd;
         long wait_ms = (long) ((wake - now) / 1000) + 1;
         if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
             break;
-        //  iopub first: a stream that arrives with its execute_reply is not lost.
-        if (items[0].revents) {
+        //  iopub first, a bounded burst per turn: the run ends on iopub's idle, which
+        //  follows every output, so nothing is lost by also reading the reply, the
+        //  heartbeat and a cancel in the same turn.
+        for (int burst = 0; items[0].revents && burst < S_IOPUB_BURST; burst++) {
+            last_iopub = cg_now_us ();
             cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_IOPUB]);
             if (msg && msg->parent_msg_id && strcmp (msg->parent_msg_id, parent_id) == 0)
                 s_on_iopub (&exec, msg);
             cg_msg_destroy (&msg);
-            continue;   /* drain iopub before looking at the reply */
+            if (!(zsock_events (self->sockets[CH_IOPUB]) & ZMQ_POLLIN))
+                break;
         }
         if (items[1].revents) {
             cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_SHELL]);
@@ -974,15 +1093,11 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_CONTROL]);
             cg_msg_destroy (&msg);
         }
-        if (items[4].revents) {
-            char *pong = zstr_recv (self->sockets[CH_HB]);
-            if (pong && (unsigned) atol (pong) == self->hb_sent) {
-                self->hb_received = self->hb_sent;
-                hb_misses = 0;
-            }
-            zstr_free (&pong);
-        }
-        if (count == 8 && items[7].revents)
+        if (items[4].revents)
+            s_read_pongs (self, &hb_misses);
+        if (items[7].revents)
+            run->messages_refused += s_read_monitor (self->iopub_monitor);
+        if (count == 9 && items[8].revents)
             cg_kernel_drain_log (self);
         if (items[5].revents) {
             end = CG_EXEC_DIED;

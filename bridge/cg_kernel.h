@@ -66,6 +66,10 @@ typedef struct {
     bool timed_out;         /* the deadline passed and the kernel was interrupted */
     bool cancelled;         /* a cancel arrived and the kernel was interrupted */
     bool stdin_exhausted;   /* input() asked for more lines than stdin had */
+    size_t display_bytes;   /* display data held so far */
+    size_t display_max;     /* the budget for it; past it outputs are dropped and counted */
+    size_t displays_dropped, display_bytes_dropped;
+    size_t messages_refused;    /* iopub messages over the size limit, refused by libzmq */
     int64_t started_us, ended_us;
     cg_output_fn *on_output;    /* live output, or NULL */
     void *on_output_arg;
@@ -128,6 +132,16 @@ bool cg_kernel_exited (cg_kernel_t *self);
     Returns the fd to poll for it, or -1. */
 int cg_kernel_log_fd (cg_kernel_t *self);
 void cg_kernel_drain_log (cg_kernel_t *self);
+
+/*  Between cells. Fills ITEMS (room for MAX, at least 6) with what to poll while no cell
+    runs: the kernel's process output and its channels but the heartbeat. Returns how
+    many were written. */
+int cg_kernel_idle_items (cg_kernel_t *self, zmq_pollitem_t *items, int max);
+
+/*  Between cells: reads and drops what the kernel sent since its last cell (at most a few
+    hundred messages per call), so nothing it sends then is held by the server. Returns
+    how many messages were dropped. */
+size_t cg_kernel_discard (cg_kernel_t *self);
 
 /*  Returns the environment every sandboxed process starts with (NULL-terminated
     KEY=VALUE strings, static): an allow-list, nothing from the host. */

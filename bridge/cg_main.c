@@ -9,6 +9,7 @@
 #include "cg_util.h"
 
 #include <czmq.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -117,6 +118,12 @@ main (int argc, char **argv)
         return 1;
     }
     signal (SIGPIPE, SIG_IGN);
+    //  Kernel messages are large and short-lived. A fixed mmap threshold keeps every large
+    //  buffer in its own mapping, returned to the system when freed (glibc's moving
+    //  threshold would move them into the heap, which then stays at its high-water mark),
+    //  and few arenas keep the runner threads from each holding a heap of their own.
+    mallopt (M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt (M_ARENA_MAX, 2);
     zsys_init ();
     zsys_set_logstream (stderr);
 

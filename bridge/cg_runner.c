@@ -141,15 +141,13 @@ cg_runner_actor (zsock_t *pipe, void *args)
     zsock_signal (pipe, 0);
 
     while (!self.terminated) {
-        //  Idle: wait for a command, draining the kernels' own output meanwhile.
-        int fds[8];
-        int fd_count = self.session ? cg_session_log_fds (self.session, fds, 8) : 0;
-        zmq_pollitem_t items[9] = {{zsock_resolve (pipe), 0, ZMQ_POLLIN, 0}};
-        for (int i = 0; i < fd_count; i++)
-            items[i + 1] = (zmq_pollitem_t){NULL, fds[i], ZMQ_POLLIN, 0};
-        if (zmq_poll (items, fd_count + 1, -1) < 0)
+        //  Idle: wait for a command, draining the kernels' own output meanwhile and
+        //  dropping whatever they send between cells (nothing of it is held).
+        zmq_pollitem_t items[1 + 4 * 8] = {{zsock_resolve (pipe), 0, ZMQ_POLLIN, 0}};
+        int count = self.session ? cg_session_idle_items (self.session, items + 1, 4 * 8) : 0;
+        if (zmq_poll (items, count + 1, -1) < 0)
             continue;
-        if (fd_count && self.session)
+        if (count && self.session)
             cg_session_drain (self.session);
         if (!items[0].revents)
             continue;

@@ -168,12 +168,12 @@ cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err)
 }
 
 int
-cg_session_log_fds (cg_session_t *self, int *fds, int max)
+cg_session_idle_items (cg_session_t *self, zmq_pollitem_t *items, int max)
 {
     int count = 0;
-    for (int i = 0; i < MAX_KERNELS && count < max; i++)
-        if (self->kernels[i] && cg_kernel_log_fd (self->kernels[i]) >= 0)
-            fds[count++] = cg_kernel_log_fd (self->kernels[i]);
+    for (int i = 0; i < MAX_KERNELS; i++)
+        if (self->kernels[i])
+            count += cg_kernel_idle_items (self->kernels[i], items + count, max - count);
     return count;
 }
 
@@ -182,7 +182,7 @@ cg_session_drain (cg_session_t *self)
 {
     for (int i = 0; i < MAX_KERNELS; i++)
         if (self->kernels[i])
-            cg_kernel_drain_log (self->kernels[i]);
+            cg_kernel_discard (self->kernels[i]);
 }
 
 //  --------------------------------------------------------------------------
@@ -277,9 +277,35 @@ s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, json_t *res
     cg_error_destroy (&err);
 }
 
+//  Adds TEXT to RESULT's notice (a sentence for the model about what happened besides
+//  the output).
+static void
+s_add_notice (json_t *result, const char *text)
+{
+    const char *old = json_string_value (json_object_get (result, "notice"));
+    cleanup_free char *joined = old ? cg_strdupf ("%s %s", old, text) : cg_xstrdup (text);
+    json_object_set_new (result, "notice", json_string (joined));
+}
+
 static void
 s_fill_run (cg_session_t *self, const cg_exec_request_t *request, json_t *result, cg_run_t *run)
 {
+    if (run->messages_refused) {
+        cleanup_free char *text = cg_strdupf (
+            "%zu output message(s) from the kernel were refused: each was larger than the "
+            "%.0f MB the server accepts (--max-message-mb); an output (a display, say) may be "
+            "missing. Save large results to a file in /mnt/data instead.",
+            run->messages_refused, (double) self->config->max_message_bytes / (1024 * 1024));
+        s_add_notice (result, text);
+    }
+    if (run->displays_dropped) {
+        cleanup_free char *text = cg_strdupf (
+            "%zu display output(s) (%.1f MB) were dropped: this run's display outputs passed "
+            "the %.0f MB (--max-display-mb) or the 1000 outputs the server keeps per run.",
+            run->displays_dropped, (double) run->display_bytes_dropped / (1024 * 1024),
+            (double) self->config->max_display_bytes / (1024 * 1024));
+        s_add_notice (result, text);
+    }
     s_fill_stream (self, request, result, "stdout", &run->out);
     s_fill_stream (self, request, result, "stderr", &run->err);
     json_object_set (result, "outputs", run->outputs);
@@ -624,6 +650,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     cg_error_destroy (&scan_err);
     cg_run_t run;
     cg_run_init (&run, self->config->max_output_kept_bytes);
+    run.display_max = self->config->max_display_bytes;
     run.on_output = request->on_output;
     run.on_output_arg = request->on_output_arg;
     json_t *result = s_result_new (request);
@@ -633,7 +660,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         s_run_cell (self, request, kernel, control, control_cb, arg, &run, result);
     if (notice) {
         json_object_set_new (result, "kernel_restarted", json_true ());
-        json_object_set_new (result, "notice", json_string (notice));
+        s_add_notice (result, notice);
     }
     s_fill_artifacts (self, result, before);
     json_decref (before);

@@ -58,9 +58,11 @@ cg_kernel_t *cg_session_kernel (cg_session_t *self, const char *language, cg_err
 json_t *cg_result_setup_error (const cg_exec_request_t *request, const char *error_code,
                                const char *message);
 
-/*  Fills POLLFDS (room for MAX) with the fds of running kernels' output, to be drained
-    with cg_session_drain while idle. Returns how many were written. */
-int cg_session_log_fds (cg_session_t *self, int *fds, int max);
+/*  Fills ITEMS (room for MAX) with what to poll while no cell runs (every running
+    kernel's process output and channels), to be drained with cg_session_drain, which
+    keeps the kernels' log tails and drops whatever they sent between cells. Returns how
+    many were written. */
+int cg_session_idle_items (cg_session_t *self, zmq_pollitem_t *items, int max);
 void cg_session_drain (cg_session_t *self);
 
 #endif
