@@ -41,10 +41,23 @@ export function serverMemory(pid) {
 
 /**
  * Samples the server's VmRSS every `everyMs` until stop() is called; stop() returns
- * { peakRssMb, hwmMb } (VmHWM covers peaks between samples).
+ * { startRssMb, peakRssMb, hwmMb } (VmHWM covers peaks between samples).
  */
 export function watchMemory(server, everyMs = 100) {
+  // Writing 5 to clear_refs resets VmHWM to the current RSS (root only), so the peak is this
+  // call's own; without it VmHWM is the peak since the server started.
+  try {
+    fs.writeFileSync(`/proc/${server.pid}/clear_refs`, '5');
+  } catch {
+    // not permitted: VmHWM stays cumulative
+  }
   let peak = 0;
+  let startRss = NaN;
+  try {
+    startRss = serverMemory(server.pid).rssMb;
+  } catch {
+    // gone
+  }
   const timer = setInterval(() => {
     try {
       peak = Math.max(peak, server.memory().rssMb);
@@ -63,7 +76,7 @@ export function watchMemory(server, everyMs = 100) {
       } catch {
         // gone
       }
-      return { peakRssMb: peak, hwmMb: hwm };
+      return { startRssMb: startRss, peakRssMb: peak, hwmMb: hwm };
     },
   };
 }
