@@ -281,6 +281,18 @@ print('forged')
     return `${observed}; later cell clean; other sessions intact`;
   });
 
+kase('an ordinary matplotlib PNG is carried once', 'one image block; the base64 not repeated in structuredContent; result ≤ 1 MB', async () => {
+  const r = await run({ language: 'python', session_id: FLOOD, code: "import matplotlib.pyplot as plt, numpy as np\nplt.imshow(np.random.rand(200, 200))\nplt.show()" });
+  ok(r);
+  const images = (r.content ?? []).filter((c) => c.type === 'image');
+  assert.equal(images.length, 1, `image blocks: ${images.length}`);
+  const text = JSON.stringify(r);
+  const copies = text.split(images[0].data.slice(0, 200)).length - 1;
+  assert.equal(copies, 1, `the PNG's base64 appears ${copies} times in the result`);
+  assert.ok(Buffer.byteLength(text) <= RESULT_BUDGET);
+  return `1 image block of ${images[0].data.length} base64 chars, ${copies} copy; ${await bystander.check()}`;
+});
+
 kase('a 50 MB PNG display (the largest under the 64 MB message limit once base64-encoded)',
   'result ≤ 1 MB with a link instead of the inline image; the PNG downloadable in full; client and server survive', async () => {
     const [r, mem, bytes] = await flood({ language: 'python', session_id: FLOOD, timeout: 120, code: `
