@@ -257,10 +257,10 @@ m['setuid(0)'] = call(105, 0)
 m['setgid(0)'] = call(106, 0)
 m['setresuid(0,0,0)'] = call(117, 0, 0, 0)
 m['x32 getpid'] = in_child(lambda: call(0x40000000 | 39))
-for name, fam, typ in [('AF_ALG', 38, socket.SOCK_SEQPACKET), ('AF_VSOCK', 40, socket.SOCK_STREAM),
-                       ('AF_PACKET', 17, socket.SOCK_RAW), ('AF_INET raw', 2, socket.SOCK_RAW)]:
+for name, fam, typ, proto in [('AF_ALG', 38, socket.SOCK_SEQPACKET, 0), ('AF_VSOCK', 40, socket.SOCK_STREAM, 0),
+                              ('AF_PACKET', 17, socket.SOCK_RAW, 0x0300), ('AF_INET raw', 2, socket.SOCK_RAW, 1)]:
     try:
-        socket.socket(fam, typ).close()
+        socket.socket(fam, typ, proto).close()
         m['socket ' + name] = 'ALLOWED'
     except OSError as e:
         m['socket ' + name] = 'DENIED ' + errno.errorcode.get(e.errno, '?')
