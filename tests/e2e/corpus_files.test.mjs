@@ -295,24 +295,39 @@ while (Date.now() < end) for (const d of ['/run/cellgate', '/run/cellgate/ipc'])
   try { fs.symlinkSync(t, tmp); fs.renameSync(tmp, d + '/' + n); } catch (e) {}
 }\`, { eval: true, workerData: ${JSON.stringify(pairs)} });
 'armed'`;
+    // A start is attempted (the host writes the files and connects) whenever the call is
+    // answered; the kernel may not come up when the swapper replaced its own connection file,
+    // which harms only this session.
     const starts = { python: 0, javascript: 0 };
+    const up = { python: 0, javascript: 0 };
+    const lastFailure = {};
     const end = Date.now() + 25000;
     const quiet = (p) => p.catch((e) => e);
+    const note = (lang, r) => {
+      if (r instanceof Error) lastFailure[lang] = r.message.slice(0, 120);
+      else if (sc(r).status !== 'success') lastFailure[lang] = `${sc(r).status}: ${String(sc(r).error_message).slice(0, 120)}`;
+    };
     while (Date.now() < end) {
       // Python's swapper runs while the JavaScript kernel restarts, and the other way round.
       await quiet(run({ language: 'python', session_id: sid, timeout: 10, code: pySwap }, 30000));
       await quiet(run({ language: 'javascript', session_id: sid, timeout: 10, code: 'process.exit(0)' }, 30000));
       let r = await quiet(run({ language: 'javascript', session_id: sid, timeout: 10, stdin: 'x\n', code: jsSwap }, 30000));
       if (!(r instanceof Error) && sc(r).status !== 'success') r = await quiet(run({ language: 'javascript', session_id: sid, timeout: 10, stdin: 'x\n', code: jsSwap }, 30000));
-      if (!(r instanceof Error) && sc(r).status === 'success') starts.javascript++;
+      if (!(r instanceof Error)) starts.javascript++;
+      if (!(r instanceof Error) && sc(r).status === 'success') up.javascript++;
+      else note('javascript', r);
       await quiet(run({ language: 'python', session_id: sid, timeout: 10, code: 'import os\nos._exit(0)' }, 30000));
       r = await quiet(run({ language: 'python', session_id: sid, timeout: 10, code: '1' }, 30000));
       if (!(r instanceof Error) && sc(r).status !== 'success') r = await quiet(run({ language: 'python', session_id: sid, timeout: 10, code: '1' }, 30000));
-      if (!(r instanceof Error) && sc(r).status === 'success') starts.python++;
+      if (!(r instanceof Error)) starts.python++;
+      if (!(r instanceof Error) && sc(r).status === 'success') up.python++;
+      else note('python', r);
     }
     await call('close_session', { session_id: sid }).catch(() => {});
     canaryIntact();
-    return `${starts.javascript} javascript and ${starts.python} python kernel starts, each under the other kernel's swapper; canary intact, 0 socket connections; ${await bystander.check()}`;
+    // The race proves nothing unless kernels really started under the swappers.
+    assert.ok(starts.javascript >= 2 && starts.python >= 2, `too few kernel starts under the swappers: ${JSON.stringify(starts)}; last failures ${JSON.stringify(lastFailure)}`);
+    return `${starts.javascript} javascript and ${starts.python} python kernel starts under the other kernel's swapper (${up.javascript} and ${up.python} came up); canary intact, 0 socket connections; ${await bystander.check()}`;
   });
 
 kase('path tricks against upload_file, read_artifact and the download route',
