@@ -1,10 +1,9 @@
 // Hostile code against the sandbox: network, host files, read-only root, privileges, env, memory and fork bombs.
 
 import assert from 'node:assert/strict';
-import net from 'node:net';
-import os from 'node:os';
 import { after, before, test } from 'node:test';
 
+import { ownListeners } from './corpus.mjs';
 import { REPO_ROOT, callExec, expectStatus, sc, show, startServer } from './lib.mjs';
 
 const SECRET_NAME = 'CELLGATE_TEST_SECRET';
@@ -41,37 +40,29 @@ async function runJson(args, opts) {
 
 const py = (value) => JSON.stringify(value); // JSON literals are valid Python literals here
 
-test('no network: public address, host loopback and host addresses are unreachable', async () => {
-  let accepted = 0;
-  const listener = net.createServer((sock) => {
-    accepted++;
-    sock.destroy();
-  });
-  await new Promise((resolve, reject) => {
-    listener.once('error', reject);
-    listener.listen(0, '0.0.0.0', resolve);
-  });
+test('no network: only lo, no routes, listeners on this machine\'s own addresses unreachable', async () => {
+  // Never addresses another host: the targets are listeners this test opens on loopback and
+  // on this machine's own interface addresses.
+  const listeners = await ownListeners();
   try {
-    const port = listener.address().port;
-    const hostAddrs = Object.values(os.networkInterfaces())
-      .flat()
-      .filter((a) => a && a.family === 'IPv4' && !a.internal)
-      .map((a) => a.address);
-    const targets = [['1.1.1.1', 53], ['127.0.0.1', port], ...hostAddrs.map((a) => [a, port])];
-
+    const targets = listeners.targets;
     const code = `
 import json, socket
 targets = ${py(targets)}
 marks = {}
 for host, port in targets:
     try:
-        s = socket.create_connection((host, port), timeout=3)
+        s = socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(3)
+        s.connect((host, port))
         marks[f'{host}:{port}'] = 'CONNECTED'
         s.close()
     except OSError as e:
         marks[f'{host}:{port}'] = 'BLOCKED ' + type(e).__name__
 ifaces = [name for _, name in socket.if_nameindex()]
-print(json.dumps({'marks': marks, 'ifaces': ifaces}))
+route = open('/proc/net/route').read().splitlines()[1:]
+v6 = [l.split()[-1] for l in open('/proc/net/ipv6_route').read().splitlines()]
+print(json.dumps({'marks': marks, 'ifaces': ifaces, 'route': route, 'v6': v6}))
 `;
     const [out, r] = await runJson({ code, session_id: 'sess_e2enetwork01', timeout: 60 });
     for (const [host, p] of targets) {
@@ -79,14 +70,17 @@ print(json.dumps({'marks': marks, 'ifaces': ifaces}))
       assert.ok(mark?.startsWith('BLOCKED'), `${host}:${p} reachable from the sandbox: ${show(r, server)}`);
     }
     assert.ok(!sc(r).stdout.includes('CONNECTED'), show(r, server));
-    assert.equal(accepted, 0, 'the host listener accepted a connection from the sandbox');
+    assert.equal(listeners.accepted(), 0, 'a listener of this machine accepted a connection from the sandbox');
     assert.deepEqual(
       out.ifaces.filter((n) => n !== 'lo'),
       [],
       `the sandbox network namespace has interfaces: ${out.ifaces.join(', ')}`,
     );
+    assert.deepEqual(out.route, [], 'the sandbox has IPv4 routes');
+    // lo's own IPv6 entries (::1, multicast, the reject default) stay in an empty namespace.
+    assert.deepEqual(out.v6.filter((dev) => dev !== 'lo'), [], 'the sandbox has IPv6 routes beyond lo');
   } finally {
-    listener.close();
+    await listeners.close();
   }
 });
 
@@ -272,6 +266,8 @@ test('fork bomb is contained; a new session still runs', async () => {
 
 test('javascript and bash are held the same way: no network, read-only kernels and root, no capabilities', async () => {
   const sid = 'sess_e2ehostjsbash';
+  const listeners = await ownListeners();
+  const [lhost, lport] = listeners.targets[0]; // 127.0.0.1: this machine's own listener
   const js = await callExec(client, {
     language: 'javascript',
     session_id: sid,
@@ -289,7 +285,7 @@ const marks = {
   kernels: tryWrite('/opt/cellgate/kernels/javascript/probe'),
   usr: tryWrite('/usr/probe'),
   shadow: (() => { try { fs.readFileSync('/etc/shadow'); return 'READ'; } catch (e) { return 'FAILED ' + e.code; } })(),
-  net: await connect('1.1.1.1', 53),
+  net: await connect(${JSON.stringify(lhost)}, ${lport}),
   uid: process.getuid(),
 };
 JSON.stringify(marks)`,
@@ -304,7 +300,7 @@ JSON.stringify(marks)`,
   const sh = await callExec(client, {
     language: 'bash',
     session_id: sid,
-    code: `(echo > /dev/tcp/1.1.1.1/53) 2>/dev/null && echo net=OPEN || echo net=CLOSED
+    code: `(timeout 5 bash -c 'echo > /dev/tcp/${lhost}/${lport}') 2>/dev/null && echo net=OPEN || echo net=CLOSED
 touch /opt/cellgate/kernels/probe 2>/dev/null && echo kernels=WROTE || echo kernels=READONLY
 grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\\t ' ' '
 echo "secret=\${${SECRET_NAME}:-absent}"`,
@@ -316,5 +312,7 @@ echo "secret=\${${SECRET_NAME}:-absent}"`,
   assert.match(out, /NoNewPrivs: 1/);
   assert.match(out, /Seccomp: 2/);
   assert.match(out, /secret=absent/);
+  assert.equal(listeners.accepted(), 0, 'the host listener accepted a connection from the sandbox');
+  await listeners.close();
   await client.callTool({ name: 'close_session', arguments: { session_id: sid } });
 });
