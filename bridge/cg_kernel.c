@@ -792,8 +792,24 @@ s_on_stdin (s_exec_t *exec, cg_msg_t *msg)
     const char *prompt = json_string_value (json_object_get (msg->content, "prompt"));
     if (prompt && *value != '\x04')
         cg_text_append (&exec->run->out, prompt, strlen (prompt));
-    cg_wire_send (exec->kernel->wire, exec->kernel->sockets[CH_STDIN], "input_reply",
-                  json_pack ("{s:s}", "value", value), msg->header, NULL);
+    if (exec->kernel)
+        cg_wire_send (exec->kernel->wire, exec->kernel->sockets[CH_STDIN], "input_reply",
+                      json_pack ("{s:s}", "value", value), msg->header, NULL);
+}
+
+void
+cg_kernel_feed (cg_run_t *run, cg_feed_t *feed, const char *channel, cg_msg_t *msg)
+{
+    s_exec_t exec = {.run = run, .stdin_next = feed->stdin_next, .idle = feed->idle,
+                     .replied = feed->replied, .clear_pending = feed->clear_pending};
+    if (strcmp (channel, "iopub") == 0)
+        s_on_iopub (&exec, msg);
+    else if (strcmp (channel, "shell") == 0)
+        s_on_shell (&exec, msg);
+    else if (strcmp (channel, "stdin") == 0)
+        s_on_stdin (&exec, msg);
+    *feed = (cg_feed_t){.stdin_next = exec.stdin_next, .idle = exec.idle,
+                        .replied = exec.replied, .clear_pending = exec.clear_pending};
 }
 
 //  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without
