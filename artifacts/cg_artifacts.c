@@ -125,14 +125,17 @@ s_display_bytes (json_t *value, bool base64, size_t *len)
     if (json_is_string (value))
         text = cg_xstrdup (json_string_value (value));
     else if (json_is_array (value) && json_array_size (value) > 0 && json_is_string (json_array_get (value, 0))) {
-        text = cg_xstrdup ("");
-        size_t i;
+        //  Joined in one pass: a kernel may send millions of lines.
+        size_t total = 0, at = 0, i;
         json_t *line;
+        json_array_foreach (value, i, line)
+            total += json_string_length (line);
+        text = cg_xmalloc (total + 1);
         json_array_foreach (value, i, line) {
-            char *joined = cg_strdupf ("%s%s", text, json_is_string (line) ? json_string_value (line) : "");
-            free (text);
-            text = joined;
+            memcpy (text + at, json_string_value (line) ? json_string_value (line) : "", json_string_length (line));
+            at += json_string_length (line);
         }
+        text[at] = '\0';
     }
     else
         text = json_dumps (value, JSON_INDENT (2) | JSON_ENCODE_ANY);
