@@ -692,15 +692,17 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
         if (!json_is_object (data))
             return;
         if (run->on_output && strcmp (type, "execute_result") != 0) {
-            cleanup_free char *types = cg_xstrdup ("");
+            //  Joined in one pass: a kernel may send millions of types.
+            size_t total = 0, at = 0;
             const char *mime;
             json_t *value;
-            json_object_foreach (data, mime, value) {
-                char *more = cg_strdupf ("%s%s%s", types, *types ? ", " : "", mime);
-                free (types);
-                types = more;
-            }
-            run->on_output (run->on_output_arg, "display", types, strlen (types));
+            json_object_foreach (data, mime, value)
+                total += strlen (mime) + 2;
+            cleanup_free char *types = cg_xmalloc (total + 1);
+            json_object_foreach (data, mime, value)
+                at += (size_t) sprintf (types + at, "%s%s", at ? ", " : "", mime);
+            types[at] = '\0';
+            run->on_output (run->on_output_arg, "display", types, at);
         }
         json_t *metadata = json_object_get (content, "metadata");
         json_t *item = json_pack ("{s:s, s:O}", "type", type, "data", data);
