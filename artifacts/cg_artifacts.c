@@ -5,6 +5,7 @@
 
 #include "../bridge/cg_util.h"
 
+#include <assert.h>
 #include <sodium.h>
 #include <string.h>
 
@@ -26,8 +27,24 @@ s_chars (const char *data, size_t len)
     return chars;
 }
 
+//  Returns where a head of the first HEAD bytes of DATA ends without cutting a character
+//  short: HEAD, or the start of a multi-byte sequence that HEAD would leave incomplete.
+static size_t
+s_head_end (const char *data, size_t head)
+{
+    size_t lead = head;
+    while (lead > 0 && head - lead < 3 && s_continuation (data[lead - 1]))
+        lead--;
+    if (lead == 0)
+        return head;
+    unsigned char c = (unsigned char) data[lead - 1];
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return head - (lead - 1) < need ? lead - 1 : head;
+}
+
 static char *
-s_marked (const char *head, size_t head_len, const char *tail, size_t tail_len, size_t omitted)
+s_marked (const char *head, size_t head_len, const char *tail, size_t tail_len, size_t omitted,
+          size_t *out_len)
 {
     char marker[64];
     int marker_len = snprintf (marker, sizeof marker, "\n\n[... truncated %zu characters ...]\n\n", omitted);
@@ -36,36 +53,41 @@ s_marked (const char *head, size_t head_len, const char *tail, size_t tail_len, 
     memcpy (text + head_len, marker, (size_t) marker_len);
     memcpy (text + head_len + marker_len, tail, tail_len);
     text[head_len + marker_len + tail_len] = '\0';
+    *out_len = head_len + (size_t) marker_len + tail_len;
     return text;
 }
 
 char *
 cg_output_cut (const char *data, size_t len, size_t head, size_t tail, size_t cut,
-               size_t extra_chars)
+               size_t extra_chars, size_t *out_len)
 {
-    //  When bytes were dropped already (at CUT), the head and the tail stay on their sides.
-    if (extra_chars > 0 && head > cut)
+    //  When bytes were dropped already (at CUT), the head and the tail stay on their sides,
+    //  even when the dropped bytes held no whole character (EXTRA_CHARS 0).
+    bool dropped = cut != CG_OUTPUT_NO_CUT;
+    assert (!dropped || cut <= len);
+    if (dropped && head > cut)
         head = cut;
     if (head > len)
         head = len;
-    if (extra_chars > 0 && tail > len - cut)
+    if (dropped && tail > len - cut)
         tail = len - cut;
     if (tail > len - head)
         tail = len - head;
     //  A cut never splits a character: the head ends before one, the tail starts at one.
-    while (head > 0 && head < len && s_continuation (data[head]))
-        head--;
+    //  The head is judged by its own bytes: at CUT the next byte belongs to another part
+    //  of the stream and says nothing about the head's last character.
+    head = s_head_end (data, head);
     size_t tail_at = len - tail;
     while (tail_at < len && s_continuation (data[tail_at]))
         tail_at++;
     size_t omitted = s_chars (data + head, tail_at - head) + extra_chars;
-    return s_marked (data, head, data + tail_at, len - tail_at, omitted);
+    return s_marked (data, head, data + tail_at, len - tail_at, omitted, out_len);
 }
 
 char *
-cg_output_join (const char *data, size_t len, size_t cut, size_t extra_chars)
+cg_output_join (const char *data, size_t len, size_t cut, size_t extra_chars, size_t *out_len)
 {
-    return s_marked (data, cut, data + cut, len - cut, extra_chars);
+    return s_marked (data, cut, data + cut, len - cut, extra_chars, out_len);
 }
 
 //  ---------------------------------------------------------------------------------------
@@ -103,14 +125,17 @@ s_display_bytes (json_t *value, bool base64, size_t *len)
     if (json_is_string (value))
         text = cg_xstrdup (json_string_value (value));
     else if (json_is_array (value) && json_array_size (value) > 0 && json_is_string (json_array_get (value, 0))) {
-        text = cg_xstrdup ("");
-        size_t i;
+        //  Joined in one pass: a kernel may send millions of lines.
+        size_t total = 0, at = 0, i;
         json_t *line;
+        json_array_foreach (value, i, line)
+            total += json_string_length (line);
+        text = cg_xmalloc (total + 1);
         json_array_foreach (value, i, line) {
-            char *joined = cg_strdupf ("%s%s", text, json_is_string (line) ? json_string_value (line) : "");
-            free (text);
-            text = joined;
+            memcpy (text + at, json_string_value (line) ? json_string_value (line) : "", json_string_length (line));
+            at += json_string_length (line);
         }
+        text[at] = '\0';
     }
     else
         text = json_dumps (value, JSON_INDENT (2) | JSON_ENCODE_ANY);

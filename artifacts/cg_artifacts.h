@@ -14,18 +14,24 @@
 /*  Where saved outputs go, below the workspace. */
 #define CG_ARTIFACTS_OUTPUT_DIR "outputs"
 
+/*  No bytes were dropped before cg_output_cut (its CUT). */
+#define CG_OUTPUT_NO_CUT ((size_t) -1)
+
 /*  Returns the LEN bytes at DATA cut to at most HEAD bytes of the start and TAIL bytes
     of the end (both moved back to UTF-8 character boundaries) joined by seed 002's
     marker "\n\n[... truncated N characters ...]\n\n", where N counts the characters left
-    out plus EXTRA_CHARS (characters dropped earlier, at byte CUT of DATA, 0 if none; the
-    head stays before CUT and the tail after it).
-    Returns a new NUL-terminated string (caller owns it). */
+    out plus EXTRA_CHARS (characters dropped earlier, at byte CUT of DATA; the head stays
+    before CUT and the tail after it). CUT is CG_OUTPUT_NO_CUT when nothing was dropped
+    (EXTRA_CHARS is 0 then, and may be 0 too when only parts of characters were).
+    Returns a new NUL-terminated string (caller owns it) and stores its length in
+    *OUT_LEN: DATA may hold NUL bytes, and so may the result. */
 char *cg_output_cut (const char *data, size_t len, size_t head, size_t tail, size_t cut,
-                     size_t extra_chars);
+                     size_t extra_chars, size_t *out_len);
 
 /*  Returns the LEN bytes at DATA with the marker for EXTRA_CHARS dropped characters put
-    at byte CUT (the text as kept when more than the keep limit came). New string. */
-char *cg_output_join (const char *data, size_t len, size_t cut, size_t extra_chars);
+    at byte CUT (the text as kept when more than the keep limit came). New NUL-terminated
+    string, its length (NUL bytes in DATA included) in *OUT_LEN. */
+char *cg_output_join (const char *data, size_t len, size_t cut, size_t extra_chars, size_t *out_len);
 
 /*  Saves each item of OUTPUTS (display_data / execute_result items {type, data,
     metadata}) that carries a rich type — image/png, image/jpeg, image/svg+xml,

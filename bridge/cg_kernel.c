@@ -865,15 +865,17 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
         if (!json_is_object (data))
             return;
         if (run->on_output && strcmp (type, "execute_result") != 0) {
-            cleanup_free char *types = cg_xstrdup ("");
+            //  Joined in one pass: a kernel may send millions of types.
+            size_t total = 0, at = 0;
             const char *mime;
             json_t *value;
-            json_object_foreach (data, mime, value) {
-                char *more = cg_strdupf ("%s%s%s", types, *types ? ", " : "", mime);
-                free (types);
-                types = more;
-            }
-            run->on_output (run->on_output_arg, "display", types, strlen (types));
+            json_object_foreach (data, mime, value)
+                total += strlen (mime) + 2;
+            cleanup_free char *types = cg_xmalloc (total + 1);
+            json_object_foreach (data, mime, value)
+                at += (size_t) sprintf (types + at, "%s%s", at ? ", " : "", mime);
+            types[at] = '\0';
+            run->on_output (run->on_output_arg, "display", types, at);
         }
         //  Display data is held until the run ends: bounded in bytes per run. Past the
         //  budget an output is counted and dropped, and the result says so.
@@ -977,8 +979,24 @@ s_on_stdin (s_exec_t *exec, cg_msg_t *msg)
     const char *prompt = json_string_value (json_object_get (msg->content, "prompt"));
     if (prompt && *value != '\x04')
         cg_text_append (&exec->run->out, prompt, strlen (prompt));
-    cg_wire_send (exec->kernel->wire, exec->kernel->sockets[CH_STDIN], "input_reply",
-                  json_pack ("{s:s}", "value", value), msg->header, NULL);
+    if (exec->kernel)
+        cg_wire_send (exec->kernel->wire, exec->kernel->sockets[CH_STDIN], "input_reply",
+                      json_pack ("{s:s}", "value", value), msg->header, NULL);
+}
+
+void
+cg_kernel_feed (cg_run_t *run, cg_feed_t *feed, const char *channel, cg_msg_t *msg)
+{
+    s_exec_t exec = {.run = run, .stdin_next = feed->stdin_next, .idle = feed->idle,
+                     .replied = feed->replied, .clear_pending = feed->clear_pending};
+    if (strcmp (channel, "iopub") == 0)
+        s_on_iopub (&exec, msg);
+    else if (strcmp (channel, "shell") == 0)
+        s_on_shell (&exec, msg);
+    else if (strcmp (channel, "stdin") == 0)
+        s_on_stdin (&exec, msg);
+    *feed = (cg_feed_t){.stdin_next = exec.stdin_next, .idle = exec.idle,
+                        .replied = exec.replied, .clear_pending = exec.clear_pending};
 }
 
 //  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without

@@ -6,6 +6,7 @@
 #include "../containers/cg_container.h"
 #include "cg_config.h"
 #include "cg_error.h"
+#include "cg_wire.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -109,6 +110,21 @@ void cg_kernel_destroy (cg_kernel_t **self_p);
 cg_exec_end_t cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
                                  int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb,
                                  void *arg, cg_run_t *run);
+
+/*  What cg_kernel_feed keeps between the messages of one execution. */
+typedef struct {
+    const char *stdin_next; /* the rest of the cell's stdin (borrowed), NULL when none */
+    bool idle;              /* status idle arrived */
+    bool replied;           /* execute_reply arrived */
+    bool clear_pending;     /* clear_output(wait=True) arrived; the next output clears */
+} cg_feed_t;
+
+/*  Applies MSG (borrowed, already verified and parented to the running cell) as it
+    arrived on CHANNEL ("iopub", "shell" or "stdin"; others are ignored) to RUN and FEED,
+    exactly as cg_kernel_execute does, except that no input_reply is sent: there is no
+    kernel. A seam for the fuzz targets (tests/fuzz), which drive it as a compromised
+    kernel would. */
+void cg_kernel_feed (cg_run_t *run, cg_feed_t *feed, const char *channel, cg_msg_t *msg);
 
 /*  Reaps the kernel's exited child processes (zombies left when a cell's children were
     killed: only their parent, the kernel, can reap them, and they hold the sandbox's

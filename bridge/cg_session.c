@@ -256,17 +256,20 @@ s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, json_t *res
         json_object_set_new (result, truncated_key, json_false ());
         return;
     }
+    size_t cut_len = 0, whole_len = 0;
     cleanup_free char *cut = cg_output_cut (text->data, text->len, config->output_head_bytes,
-                                            config->output_tail_bytes, text->cut, text->dropped_chars);
-    json_object_set_new (result, field, s_text_json (cut, strlen (cut)));
+                                            config->output_tail_bytes, text->dropped ? text->cut : CG_OUTPUT_NO_CUT,
+                                            text->dropped_chars, &cut_len);
+    json_object_set_new (result, field, s_text_json (cut, cut_len));
     json_object_set_new (result, truncated_key, json_true ());
     if (!request->session_id)
         return;     /* a one-shot sandbox is gone with its files */
-    cleanup_free char *whole = text->dropped ? cg_output_join (text->data, text->len, text->cut, text->dropped_chars)
+    cleanup_free char *whole = text->dropped ? cg_output_join (text->data, text->len, text->cut, text->dropped_chars,
+                                                               &whole_len)
                                              : NULL;
     cleanup_free char *rel = cg_strdupf ("%s/%s-%s.txt", CG_ARTIFACTS_OUTPUT_DIR, request->execution_id, field);
     cg_error_t *err = NULL;
-    if (cg_workspace_write (self->ws, rel, whole ? whole : text->data, whole ? strlen (whole) : text->len, true,
+    if (cg_workspace_write (self->ws, rel, whole ? whole : text->data, whole ? whole_len : text->len, true,
                             (uid_t) config->sandbox_uid, (gid_t) config->sandbox_gid, &err) == 0) {
         cleanup_free char *file_key = cg_strdupf ("%s_file", field);
         cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);

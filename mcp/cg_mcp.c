@@ -1068,8 +1068,11 @@ s_handle_line (s_server_t *self, const char *line, size_t len)
         if (message && (json_is_string (id) || json_is_integer (id)))
             s_send_error (self, id, CG_JSONRPC_INVALID_PARAMS,
                           "invalid params: strings must not contain NUL characters (\\u0000)");
-        json_decref (message);
-        return;
+        if (message) {
+            json_decref (message);
+            return;
+        }
+        //  Not JSON after all (an error after the NUL): a parse error, as below.
     }
     if (!message) {
         cleanup_free char *text = cg_strdupf ("Parse error: %s", jerr.text);

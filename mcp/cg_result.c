@@ -343,10 +343,13 @@ s_fit_strings (s_fit_t *fit)
         //  Base64 cut in the middle is no use to anyone: it goes whole.
         bool bytes = strstr (s->name, "base64") != NULL;
         size_t keep = bytes || excess + S_KEEP_MIN + 64 > len ? (bytes ? 0 : S_KEEP_MIN) : len - excess - 64;
-        cleanup_free char *cut = keep ? cg_output_cut (text, len, keep / 2, keep - keep / 2, 0, 0) : cg_xstrdup ("");
-        json_string_set (s->json, cut);
+        size_t cut_len = 0;
+        cleanup_free char *cut = keep ? cg_output_cut (text, len, keep / 2, keep - keep / 2,
+                                                       CG_OUTPUT_NO_CUT, 0, &cut_len)
+                                      : cg_xstrdup ("");
+        json_string_setn (s->json, cut, cut_len);
         fit->size = fit->size - before + cg_result_size (s->json);
-        s_note (fit, "%s: %zu of %zu bytes kept%s", s->name, strlen (cut), len,
+        s_note (fit, "%s: %zu of %zu bytes kept%s", s->name, cut_len, len,
                 bytes ? " (download_url has the file)" : " (the text's head and tail, with a marker between)");
     }
     s_pieces_clear (&strings);

@@ -19,6 +19,8 @@ DEBS=(
   python3-pandas python3-seaborn python3-scipy python3-openpyxl python3-reportlab
   # tests (jupyter_kernel_test drives the kernels under ctest)
   nodejs npm curl python3-jupyter-kernel-test
+  # fuzzing: clang with libFuzzer and the sanitizer runtimes (tests/fuzz/run)
+  clang libclang-rt-14-dev
 )
 
 missing=()

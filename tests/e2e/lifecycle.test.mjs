@@ -66,6 +66,11 @@ test('malformed JSON-RPC gets the right errors and the server stays up', async (
     s.send('\u0000\u00ff garbage');
     m = await s.next();
     assert.equal(m.error.code, -32700);
+    // An escaped NUL followed by a syntax error is a parse error too, not silence (fuzz_jsonrpc).
+    s.send('{"jsonrpc":"2.0","id":8,"method":"x","params":{"a":"\\u0000"},}');
+    m = await s.next();
+    assert.equal(m.error.code, -32700);
+    assert.equal(m.id, null);
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'initialize', params: { protocolVersion: '1999-01-01' } }));
     m = await s.next();
     assert.equal(m.result.protocolVersion, '2025-11-25', 'an unknown version is answered with ours');
