@@ -1134,6 +1134,9 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             }
         }
     }
+    //  A dying kernel disconnects its sockets too: that is no refused message.
+    if (end == CG_EXEC_DIED)
+        run->messages_refused = 0;
     run->ended_us = cg_now_us ();
     return end;
 }

@@ -1,6 +1,7 @@
 /*  cg_wire — the Jupyter wire protocol (messaging 5.3): framing, HMAC-SHA256 signing and
     verification. The only module that touches ZeroMQ frames. */
 #include "cg_wire.h"
+#include "cg_utf8.h"
 #include "cg_util.h"
 
 #include <sodium.h>
@@ -73,6 +74,60 @@ s_is_hex (const char *data, size_t size)
     return true;
 }
 
+//  Returns the value of the 4 hex digits at S, or -1.
+static long
+s_hex4 (const char *s, size_t left)
+{
+    if (left < 4)
+        return -1;
+    long value = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        int digit = c >= '0' && c <= '9' ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+        if (digit < 0)
+            return -1;
+        value = value * 16 + digit;
+    }
+    return value;
+}
+
+//  A lone UTF-16 surrogate written as an escape (JavaScript's JSON.stringify does) is
+//  refused by jansson, losing the whole message. Rewrites, in
+//  place, every surrogate escape in TEXT that is not half of a valid pair as "\ufffd"
+//  (the same length). Returns true when it changed anything.
+static bool
+s_replace_lone_surrogates (char *text, size_t len)
+{
+    bool changed = false;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (text[i] != '\\')
+            continue;
+        if (text[i + 1] != 'u') {
+            i++;                /* another escape: skip its character */
+            continue;
+        }
+        long unit = s_hex4 (text + i + 2, len - i - 2);
+        if (unit < 0xD800 || unit > 0xDFFF) {
+            i += 1;
+            continue;
+        }
+        long low = unit <= 0xDBFF && i + 11 < len && text[i + 6] == '\\' && text[i + 7] == 'u'
+                       ? s_hex4 (text + i + 8, len - i - 8)
+                       : -1;
+        if (low >= 0xDC00 && low <= 0xDFFF) {
+            i += 11;            /* a valid pair */
+            continue;
+        }
+        memcpy (text + i + 2, "fffd", 4);
+        changed = true;
+        i += 5;
+    }
+    return changed;
+}
+
 static json_t *
 s_parse_object (const cg_frame_t *frame)
 {
@@ -80,6 +135,18 @@ s_parse_object (const cg_frame_t *frame)
     //  accepted, and replaced where the text becomes a result (cg_utf8_clean).
     json_t *value = json_loadb (frame->data, frame->size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
                                 NULL);
+    //  Text a kernel could not decode reaches us as invalid UTF-8 (jupyter_client encodes
+    //  with surrogateescape) or as lone surrogate escapes: refused by jansson, it would cost
+    //  the whole message. One retry with just those replaced by U+FFFD.
+    if (!value) {
+        size_t len;
+        char *copy = cg_utf8_clean ((const char *) frame->data, frame->size, &len);
+        bool changed = len != frame->size || memcmp (copy, frame->data, len) != 0;
+        changed |= s_replace_lone_surrogates (copy, len);
+        if (changed)
+            value = json_loadb (copy, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
+        free (copy);
+    }
     if (value && !json_is_object (value)) {
         json_decref (value);
         return NULL;

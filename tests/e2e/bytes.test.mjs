@@ -32,9 +32,20 @@ test('python: a NUL on stderr', async () => {
   assert.equal(s.stdout, 'after\n');
 });
 
+test('python: a lone surrogate (undecodable bytes) and an invalid byte written to fd 1', async () => {
+  // ipykernel's JSON carries the surrogate as a "\\udcff" escape, which a strict parser refuses.
+  const s = await run('python', "print('x\\udcffy'); print('ok'); import os, sys; sys.stdout.flush(); os.write(1, b'a\\xffb\\n')");
+  assert.ok(s.stdout.startsWith(`x${R}y\nok\n`), JSON.stringify(s.stdout));
+});
+
 test('javascript: a NUL in console.log', async () => {
   const s = await run('javascript', "console.log('a'); console.log('b\\u0000c'); console.log('d')");
   assert.equal(s.stdout, `a\nb${R}c\nd\n`);
+});
+
+test('javascript: a lone surrogate', async () => {
+  const s = await run('javascript', "console.log('x\\udcffy'); console.log('ok')");
+  assert.equal(s.stdout, `x${R}y\nok\n`);
 });
 
 test('bash: a NUL keeps the output and the exit code', async () => {
