@@ -244,6 +244,17 @@ cg_run_init (cg_run_t *run, size_t max_output)
 }
 
 void
+cg_run_reset (cg_run_t *run)
+{
+    cg_run_t kept = *run;
+    cg_run_clear (run);
+    cg_run_init (run, kept.out.max);
+    run->display_max = kept.display_max;
+    run->on_output = kept.on_output;
+    run->on_output_arg = kept.on_output_arg;
+}
+
+void
 cg_run_clear (cg_run_t *run)
 {
     free (run->out.data);
@@ -838,6 +849,7 @@ s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
     cg_run_t *run = exec->run;
     const char *type = msg->msg_type;
     json_t *content = msg->content;
+    run->started = true;        /* the kernel has taken this request (status busy comes first) */
     if (strcmp (type, "status") == 0) {
         const char *state = json_string_value (json_object_get (content, "execution_state"));
         if (state && strcmp (state, "idle") == 0)

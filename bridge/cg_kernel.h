@@ -71,6 +71,7 @@ typedef struct {
     size_t display_max;     /* the budget for it; past it outputs are dropped and counted */
     size_t displays_dropped, display_bytes_dropped;
     size_t messages_refused;    /* iopub messages over the size limit, refused by libzmq */
+    bool started;           /* the kernel said anything about this request: it took it */
     int64_t started_us, ended_us;
     cg_output_fn *on_output;    /* live output, or NULL */
     void *on_output_arg;
@@ -78,6 +79,9 @@ typedef struct {
 
 void cg_run_init (cg_run_t *run, size_t max_output);
 void cg_run_clear (cg_run_t *run);
+
+/*  Empties RUN for another try of the same request, keeping its limits and live output. */
+void cg_run_reset (cg_run_t *run);
 
 /*  How an execution ended. */
 typedef enum {

@@ -535,6 +535,30 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
     cg_exec_end_t end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline,
                                            control, control_cb, arg, run);
+    if (end == CG_EXEC_DIED && !run->started) {
+        //  The kernel died before it took this request (with its container, say, killed by
+        //  the call before): the code never ran. Restart the kernel and run it, once.
+        cg_error_t *err = NULL;
+        kernel = s_restart_kernel (self, request->language, &err) == 0
+                     ? cg_session_kernel (self, request->language, &err)
+                     : NULL;
+        if (!kernel) {
+            s_fill_run (self, request, result, run);
+            cleanup_free char *message = cg_strdupf (
+                "The kernel had died before this code started and could not be restarted (%s); "
+                "the code did not run.", cg_error_message (err));
+            s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", message);
+            cg_error_destroy (&err);
+            return;
+        }
+        cg_run_reset (run);
+        end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline, control,
+                                 control_cb, arg, run);
+        json_object_set_new (result, "kernel_restarted", json_true ());
+        s_add_notice (result, "The kernel had died before this code started (its container or the "
+                              "kernel was killed since the last call); it was restarted and the "
+                              "code ran in the new one: " S_STATE_LOST);
+    }
     s_fill_run (self, request, result, run);
 
     if (end == CG_EXEC_DONE && !run->timed_out && !run->cancelled) {

@@ -16,7 +16,7 @@ const table = caseTable('corpus_floods');
  * (an oversized result line) or the server, that case has failed, and this one gets a new
  * server so that it is judged on its own.
  */
-const kase = (name, expected, fn) => table(name, expected, async () => {
+const kase = (name, expected, fn, opts = {}) => table(name, expected, async () => {
   let alive = true;
   try {
     await server.client.ping({ timeout: 10000 });
@@ -30,7 +30,8 @@ const kase = (name, expected, fn) => table(name, expected, async () => {
   }
   const observed = await fn();
   return alive ? observed : `${observed} (on a new server: an earlier case killed the last one)`;
-});
+}, opts);
+kase.todo = (reason, name, expected, fn) => kase(name, expected, fn, { todo: reason });
 // Issue 9 measured 500 MB prints. 200 MB from Python and JavaScript is three times the
 // 64 MB bound, so an unbounded buffer still shows (the issue saw ~0.9 MB of server RSS per
 // MB printed) at two fifths of the time; bash, which is cheap, prints the full 500 MB.
@@ -163,10 +164,12 @@ kase('10,000 display_data (HTML) in one cell', `success; result ≤ 1 MB; server
 
 const REPLACEMENT = '\uFFFD';
 
-kase('invalid UTF-8 in output (python fd write and lone surrogate, javascript, bash)', 'each stream "a\\uFFFDb\\n": every valid character kept', async () => {
+kase('invalid UTF-8 in output (python undecodable bytes and lone surrogate, javascript, bash)', 'each stream "a\\uFFFDb\\n": every valid character kept', async () => {
   const got = {};
   for (const [lang, code] of [
-    ['python', "import os, sys\nsys.stdout.flush()\nos.write(1, b'a\\xffb\\n')"],
+    // (Debian's ipykernel 6.17 does not forward what is written to fd 1 to the client at all,
+    // so a Python fd write is no test of the server; its text goes through sys.stdout here.)
+    ['python', "import sys\nsys.stdout.buffer.write(b'a\\xffb\\n') if hasattr(sys.stdout, 'buffer') else sys.stdout.write(b'a\\xffb\\n'.decode('utf-8', 'surrogateescape'))"],
     ['python (lone surrogate)', "import sys\nsys.stdout.write('a\\udcffb\\n')"],
     ['javascript', "process.stdout.write(Buffer.from([0x61, 0xff, 0x62, 0x0a]))"],
     ['bash', "printf 'a\\377b\\n'"],
@@ -293,8 +296,8 @@ kase('an ordinary matplotlib PNG is carried once', 'one image block; the base64 
   return `1 image block of ${images[0].data.length} base64 chars, ${copies} copy; ${await bystander.check()}`;
 });
 
-kase('a 50 MB PNG display (over the 16 MB a kernel message may have)',
-  'refused by the server, and the result says so; result ≤ 1 MB; client, server and the session\'s state survive', async () => {
+kase('a 50 MB PNG display (the largest under the 64 MB message limit once base64-encoded)',
+  'result ≤ 1 MB with a link instead of the inline image; the PNG downloadable in full; client and server survive', async () => {
     const [r, mem, bytes] = await flood({ language: 'python', session_id: FLOOD, timeout: 120, code: `
 import os, struct, zlib
 from IPython.display import Image, display
@@ -307,8 +310,14 @@ display(Image(data=png))
 print(len(png))` });
     const s = sc(r);
     assert.equal(s.status, 'success', show(r, server));
-    assert.match(s.notice ?? '', /refused: each was larger than the 16 MB/, show(r, server));
+    const size = Number(s.stdout.trim());
+    assert.ok(size > 49e6, `PNG of ${size} bytes`);
     assert.ok(bytes <= RESULT_BUDGET, `result ${bytes} bytes`);
+    const out = (s.outputs ?? []).find((o) => o.download_url);
+    assert.ok(out, 'the PNG has a download link');
+    const res = await fetch(out.download_url);
+    assert.equal(res.status, 200);
+    assert.equal((await res.arrayBuffer()).byteLength, size, 'the saved PNG is whole');
     await keptState();
-    return `refused with a notice; ${bytes} B result; ${memNote(mem)}; ${await bystander.check()}`;
+    return `${bytes} B result for a ${size} B PNG; download whole; ${memNote(mem)}; ${await bystander.check()}`;
   });

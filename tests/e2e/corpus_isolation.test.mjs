@@ -474,7 +474,7 @@ async function recovers(sid, label) {
   return `next call ${s1.status}${s1.kernel_restarted ? ' (kernel restarted)' : ''}, then success`;
 }
 
-kase.todo('issue 9 point 9: after the container init dies, the next call still says its code died while running', 'signals to the container\'s init (TERM, INT, HUP, USR1, KILL, STOP to pid 1)',
+kase('signals to the container\'s init (TERM, INT, HUP, USR1, KILL, STOP to pid 1)',
   'host and second session untouched; the next call runs or says it did not run; then success', async () => {
     const sid = 'sess_corpussig0001';
     ok(await run({ language: 'python', session_id: sid, code: 'y = 41' }));
@@ -484,7 +484,7 @@ kase.todo('issue 9 point 9: after the container init dies, the next call still s
     return `bash ${sc(k).status}; ${note}; ${await bystander.check()}`;
   });
 
-kase.todo('issue 9 point 9: after the container init dies, the next call still says its code died while running', 'kill -9 -1 from bash (every process of the sandbox user)',
+kase('kill -9 -1 from bash (every process of the sandbox user)',
   'only this sandbox\'s processes die; the next call runs or says it did not run; then success', async () => {
     const sid = 'sess_corpuskill001';
     ok(await run({ language: 'python', session_id: sid, code: 'y = 41' }));
