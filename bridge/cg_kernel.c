@@ -26,12 +26,12 @@
 //  middle the cut output leaves out anyway; a lost idle status is covered by
 //  S_IDLE_WAIT_US), and messages taken from iopub in one turn of a run's loop before the
 //  heartbeat, the deadline and a cancel are looked at.
-#define S_QUEUE_MAX 16
+#define S_QUEUE_MAX 2
 #define S_IOPUB_BURST 32
 //  Messages discarded per wake between cells, so the runner stays responsive.
 #define S_DISCARD_BURST 256
 //  After the execute_reply, how long iopub may stay silent before the run ends without its
-//  idle status (lost when libzmq refused an oversized message and reconnected).
+//  idle status (lost with the connection when libzmq refused an oversized message).
 #define S_IDLE_WAIT_US 2000000
 //  Display outputs kept per run, besides their bytes (each costs a few JSON objects).
 #define S_DISPLAYS_MAX 1000
@@ -57,9 +57,11 @@ struct cg_kernel_t {
     char log_tail[LOG_TAIL + 1];
     size_t log_len;
     unsigned hb_sent, hb_received;
-    zsock_t *stdin_monitor;         /* handshake events of the stdin socket, until live */
-    zsock_t *iopub_monitor;         /* iopub disconnects: libzmq refused a message over
-                                       max_message_bytes (and reconnected) */
+    zsock_t *monitors[CH_COUNT];    /* each channel's disconnects (and stdin's handshake):
+                                       libzmq drops a connection whose peer sent a message
+                                       over max_message_bytes and, that being a protocol
+                                       error, never reconnects it; s_service_monitors does */
+    size_t refused;                 /* iopub disconnects not yet handed to a run */
     bool stdin_file_set;            /* the stdin file holds text (spec->stdin_file) */
 };
 
@@ -296,17 +298,65 @@ s_text_append_plain (cg_text_t *text, const char *data, size_t len)
 //  --------------------------------------------------------------------------
 //  Start and stop
 
-//  Reads the events waiting on MONITOR; returns how many there were.
+//  Reads the events waiting on MONITOR; returns how many were EVENT (a ZMQ_EVENT_* bit).
 static size_t
-s_read_monitor (zsock_t *monitor)
+s_read_monitor (zsock_t *monitor, unsigned event)
 {
-    size_t events = 0;
+    size_t matched = 0;
     while (monitor && (zsock_events (monitor) & ZMQ_POLLIN)) {
-        zmsg_t *event = zmsg_recv (monitor);
-        events += event != NULL;
-        zmsg_destroy (&event);
+        zmsg_t *msg = zmsg_recv (monitor);
+        zframe_t *head = msg ? zmsg_first (msg) : NULL;
+        uint16_t id = 0;
+        if (head && zframe_size (head) >= sizeof id)
+            memcpy (&id, zframe_data (head), sizeof id);
+        matched += (id & event) != 0;
+        zmsg_destroy (&msg);
     }
-    return events;
+    return matched;
+}
+
+//  Connects channel I again after libzmq dropped its connection: the same socket inode,
+//  through the same O_PATH fd. What the kernel sent in between is lost.
+static void
+s_reconnect (cg_kernel_t *self, int i)
+{
+    if (self->endpoint_fds[i] < 0)
+        return;
+    char endpoint[48];
+    snprintf (endpoint, sizeof endpoint, "ipc:///proc/self/fd/%d", self->endpoint_fds[i]);
+    void *sock = zsock_resolve (self->sockets[i]);
+    zmq_disconnect (sock, endpoint);
+    if (zmq_connect (sock, endpoint) < 0)
+        cg_log (1, "reconnect %s socket: %s", s_channel_names[i], zmq_strerror (errno));
+}
+
+//  Reads every channel's monitor and reconnects what was dropped. Iopub's drops are
+//  counted in self->refused (a dying kernel's too: the caller tells them apart).
+static void
+s_service_monitors (cg_kernel_t *self)
+{
+    for (int i = 0; i < CH_COUNT; i++) {
+        size_t drops = s_read_monitor (self->monitors[i], ZMQ_EVENT_DISCONNECTED);
+        if (!drops)
+            continue;
+        if (i == CH_IOPUB)
+            self->refused += drops;
+        cg_log (2, "the %s connection to the kernel was dropped (a message over %zu bytes, or "
+                   "the kernel went away); reconnecting",
+                s_channel_names[i], self->config->max_message_bytes);
+        s_reconnect (self, i);
+    }
+}
+
+//  Adds a poll item for each channel's monitor to ITEMS (room for CH_COUNT); returns how many.
+static int
+s_monitor_items (cg_kernel_t *self, zmq_pollitem_t *items)
+{
+    int count = 0;
+    for (int i = 0; i < CH_COUNT; i++)
+        if (self->monitors[i])
+            items[count++] = (zmq_pollitem_t){zsock_resolve (self->monitors[i]), 0, ZMQ_POLLIN, 0};
+    return count;
 }
 
 static int
@@ -350,21 +400,18 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
         if (i == CH_IOPUB)
             zsock_set_subscribe (sock, "");
         zsock_set_reconnect_ivl (sock, 20);
-        //  The kernel's stdin ROUTER drops an input_request for an identity it has not
-        //  seen connect, so the handshake waits until this socket is connected.
-        if (i == CH_STDIN || i == CH_IOPUB) {
-            char endpoint[64];
-            snprintf (endpoint, sizeof endpoint, "inproc://cg-%s-monitor-%p", s_channel_names[i],
-                      (void *) self);
-            int events = i == CH_STDIN ? ZMQ_EVENT_HANDSHAKE_SUCCEEDED : ZMQ_EVENT_DISCONNECTED;
-            if (zmq_socket_monitor (zsock_resolve (sock), endpoint, events) < 0)
-                return cg_error_set (err, errno, "monitor %s socket: %s", s_channel_names[i],
-                                     zmq_strerror (errno));
-            zsock_t *monitor = zsock_new_pair (endpoint);
-            if (!monitor)
-                return cg_error_set (err, EIO, "monitor %s socket", s_channel_names[i]);
-            *(i == CH_STDIN ? &self->stdin_monitor : &self->iopub_monitor) = monitor;
-        }
+        //  Every channel reports its drops; stdin its handshake too: the kernel's stdin
+        //  ROUTER drops an input_request for an identity it has not seen connect, so the
+        //  handshake waits until that socket is connected.
+        char endpoint[64];
+        snprintf (endpoint, sizeof endpoint, "inproc://cg-%s-monitor-%p", s_channel_names[i],
+                  (void *) self);
+        int events = ZMQ_EVENT_DISCONNECTED | (i == CH_STDIN ? ZMQ_EVENT_HANDSHAKE_SUCCEEDED : 0);
+        if (zmq_socket_monitor (zsock_resolve (sock), endpoint, events) < 0)
+            return cg_error_set (err, errno, "monitor %s socket: %s", s_channel_names[i],
+                                 zmq_strerror (errno));
+        if (!(self->monitors[i] = zsock_new_pair (endpoint)))
+            return cg_error_set (err, EIO, "monitor %s socket", s_channel_names[i]);
     }
     return 0;
 }
@@ -437,8 +484,10 @@ cg_kernel_base_env (void)
     return base;
 }
 
+//  The base, the spec's own, and the message limit (kernels/python/cellgate_startup.py
+//  keeps ordinary outputs under it).
 static char **
-s_kernel_env (const cg_kernel_spec_t *spec)
+s_kernel_env (const cg_kernel_spec_t *spec, const cg_config_t *config)
 {
     const char *const *base = cg_kernel_base_env ();
     size_t base_count = 0, spec_count = 0;
@@ -446,11 +495,12 @@ s_kernel_env (const cg_kernel_spec_t *spec)
         base_count++;
     while (spec->env[spec_count])
         spec_count++;
-    char **env = s_strv_new (base_count + spec_count);
+    char **env = s_strv_new (base_count + spec_count + 1);
     for (size_t i = 0; i < base_count; i++)
         env[i] = cg_xstrdup (base[i]);
     for (size_t i = 0; i < spec_count; i++)
         env[base_count + i] = cg_xstrdup (spec->env[i]);
+    env[base_count + spec_count] = cg_strdupf ("CELLGATE_MAX_MESSAGE_BYTES=%zu", config->max_message_bytes);
     return env;
 }
 
@@ -465,7 +515,7 @@ s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err
         argv[i] = strcmp (self->spec->argv[i], "{connection_file}") == 0
                       ? cg_xstrdup (inside_connection_file)
                       : cg_xstrdup (self->spec->argv[i]);
-    char **env = s_kernel_env (self->spec);
+    char **env = s_kernel_env (self->spec, self->config);
     int log_pipe[2];
     int null_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0 || pipe2 (log_pipe, O_CLOEXEC) < 0) {
@@ -559,8 +609,9 @@ cg_kernel_idle_items (cg_kernel_t *self, zmq_pollitem_t *items, int max)
     for (int i = 0; i < CH_COUNT && count < max; i++)
         if (i != CH_HB)
             items[count++] = (zmq_pollitem_t){zsock_resolve (self->sockets[i]), 0, ZMQ_POLLIN, 0};
-    if (self->iopub_monitor && count < max)
-        items[count++] = (zmq_pollitem_t){zsock_resolve (self->iopub_monitor), 0, ZMQ_POLLIN, 0};
+    for (int i = 0; i < CH_COUNT && count < max; i++)
+        if (self->monitors[i])
+            items[count++] = (zmq_pollitem_t){zsock_resolve (self->monitors[i]), 0, ZMQ_POLLIN, 0};
     return count;
 }
 
@@ -568,7 +619,8 @@ size_t
 cg_kernel_discard (cg_kernel_t *self)
 {
     cg_kernel_drain_log (self);
-    s_read_monitor (self->iopub_monitor);
+    s_service_monitors (self);
+    self->refused = 0;
     size_t discarded = 0;
     for (int i = 0; i < CH_COUNT; i++) {
         if (i == CH_HB)
@@ -626,18 +678,15 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
         zmq_pollitem_t items[] = {{zsock_resolve (self->sockets[CH_SHELL]), 0, ZMQ_POLLIN, 0},
                                   {zsock_resolve (self->sockets[CH_IOPUB]), 0, ZMQ_POLLIN, 0},
                                   {NULL, self->helper_pidfd, ZMQ_POLLIN, 0},
-                                  {zsock_resolve (self->stdin_monitor), 0, ZMQ_POLLIN, 0},
+                                  {zsock_resolve (self->monitors[CH_STDIN]), 0, ZMQ_POLLIN, 0},
                                   {NULL, self->log_fd, ZMQ_POLLIN, 0}};
         int wait_ms = (int) ((next_request - now) / 1000) + 1;
         if (zmq_poll (items, self->log_fd >= 0 ? 5 : 4, wait_ms) < 0 && errno != EINTR)
             return cg_error_set (err, errno, "poll: %s", zmq_strerror (errno));
         if (self->log_fd >= 0 && items[4].revents)
             cg_kernel_drain_log (self);
-        if (items[3].revents) {
-            zmsg_t *event = zmsg_recv (self->stdin_monitor);
-            stdin_live = event != NULL;
-            zmsg_destroy (&event);
-        }
+        if (items[3].revents && s_read_monitor (self->monitors[CH_STDIN], ZMQ_EVENT_HANDSHAKE_SUCCEEDED))
+            stdin_live = true;
         if (items[2].revents) {
             cg_kernel_drain_log (self);
             return cg_error_set (err, ECHILD, "kernel exited during startup: %s",
@@ -656,8 +705,6 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
             cg_msg_destroy (&msg);
         }
     }
-    zmq_socket_monitor (zsock_resolve (self->sockets[CH_STDIN]), NULL, 0);
-    zsock_destroy (&self->stdin_monitor);
     s_read_kernel_pid (self);
     return 0;
 }
@@ -730,11 +777,12 @@ cg_kernel_destroy (cg_kernel_t **self_p)
         cg_wire_send (self->wire, self->sockets[CH_CONTROL], "shutdown_request",
                       json_pack ("{s:b}", "restart", 0), NULL, NULL);
     s_reap (self, SHUTDOWN_WAIT_MS);
-    zsock_destroy (&self->stdin_monitor);
     //  The sockets go first: libzmq reconnects through the endpoint fds' numbers.
-    if (self->sockets[CH_IOPUB])
-        zmq_socket_monitor (zsock_resolve (self->sockets[CH_IOPUB]), NULL, 0);
-    zsock_destroy (&self->iopub_monitor);
+    for (int i = 0; i < CH_COUNT; i++) {
+        if (self->sockets[i] && self->monitors[i])
+            zmq_socket_monitor (zsock_resolve (self->sockets[i]), NULL, 0);
+        zsock_destroy (&self->monitors[i]);
+    }
     s_close_sockets (self);
     for (int i = 0; i < CH_COUNT; i++)
         if (self->endpoint_fds[i] >= 0)
@@ -1078,7 +1126,7 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         int64_t wake = grace_end ? grace_end : deadline_us;
         if (next_hb < wake)
             wake = next_hb;
-        zmq_pollitem_t items[] = {
+        zmq_pollitem_t items[8 + CH_COUNT] = {
             {zsock_resolve (self->sockets[CH_IOPUB]), 0, ZMQ_POLLIN, 0},
             {zsock_resolve (self->sockets[CH_SHELL]), 0, ZMQ_POLLIN, 0},
             {zsock_resolve (self->sockets[CH_STDIN]), 0, ZMQ_POLLIN, 0},
@@ -1086,12 +1134,15 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             {zsock_resolve (self->sockets[CH_HB]), 0, ZMQ_POLLIN, 0},
             {NULL, self->helper_pidfd, ZMQ_POLLIN, 0},
             {control ? zsock_resolve (control) : NULL, control ? 0 : -1, ZMQ_POLLIN, 0},
-            {zsock_resolve (self->iopub_monitor), 0, ZMQ_POLLIN, 0},
             {NULL, self->log_fd, ZMQ_POLLIN, 0},
         };
-        int count = self->log_fd >= 0 ? 9 : 8;
+        //  Items with nothing to watch poll the helper's pidfd for no events.
         if (!control)
             items[6].events = 0, items[6].fd = self->helper_pidfd;
+        if (self->log_fd < 0)
+            items[7].events = 0, items[7].fd = self->helper_pidfd;
+        int monitors = s_monitor_items (self, items + 8);
+        int count = 8 + monitors;
         long wait_ms = (long) ((wake - now) / 1000) + 1;
         if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
             break;
@@ -1126,9 +1177,15 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         if (items[4].revents)
             s_read_pongs (self, &hb_misses);
         if (items[7].revents)
-            run->messages_refused += s_read_monitor (self->iopub_monitor);
-        if (count == 9 && items[8].revents)
             cg_kernel_drain_log (self);
+        bool dropped = false;
+        for (int m = 0; m < monitors; m++)
+            dropped |= items[8 + m].revents != 0;
+        if (dropped) {
+            s_service_monitors (self);
+            run->messages_refused += self->refused;
+            self->refused = 0;
+        }
         if (items[5].revents) {
             end = CG_EXEC_DIED;
             break;

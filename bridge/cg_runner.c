@@ -143,8 +143,8 @@ cg_runner_actor (zsock_t *pipe, void *args)
     while (!self.terminated) {
         //  Idle: wait for a command, draining the kernels' own output meanwhile and
         //  dropping whatever they send between cells (nothing of it is held).
-        zmq_pollitem_t items[1 + 4 * 8] = {{zsock_resolve (pipe), 0, ZMQ_POLLIN, 0}};
-        int count = self.session ? cg_session_idle_items (self.session, items + 1, 4 * 8) : 0;
+        zmq_pollitem_t items[1 + 4 * 12] = {{zsock_resolve (pipe), 0, ZMQ_POLLIN, 0}};
+        int count = self.session ? cg_session_idle_items (self.session, items + 1, 4 * 12) : 0;
         if (zmq_poll (items, count + 1, -1) < 0)
             continue;
         if (count && self.session)

@@ -1,25 +1,104 @@
 # cellgate: run by ipykernel at start (--IPKernelApp.exec_files), in the sandbox.
 #
-# ipykernel sends what a cell prints once per flush interval (0.2 s) as one message, so a
-# fast print loop becomes messages of tens or hundreds of MB, past what the server accepts
-# from a kernel (--max-message-mb). Flushing once a megabyte is buffered keeps each stream
-# message small and the output whole.
+# The server refuses any message from a kernel over --max-message-mb (it is told here as
+# CELLGATE_MAX_MESSAGE_BYTES), which bounds its memory. Two things keep ordinary outputs
+# under that limit, so nothing a cell legitimately produces is lost:
+#
+# - streams: ipykernel sends what a cell prints once per flush interval (0.2 s) as one
+#   message, so a fast print loop (or one huge print) becomes a message of tens or hundreds
+#   of MB. Writes are cut into pieces and flushed once a megabyte is buffered.
+# - rich outputs: a display (or a cell's value) whose data would not fit in a message has
+#   its large parts saved as files in /mnt/data/outputs/ and replaced by a short note naming
+#   them; the server lists the files among the run's artifacts with download links.
 
 
-def _cellgate_bound_stream_messages():
+def _cellgate_bound_messages():
+    import base64
+    import itertools
+    import json
+    import os
+
     import ipykernel.iostream as iostream
+    from IPython import get_ipython
 
-    limit = 1 << 20
+    limit = int(os.environ.get("CELLGATE_MAX_MESSAGE_BYTES") or 0) or (8 << 20)
+    piece = min(1 << 20, limit // 8)
     write = iostream.OutStream.write
 
     def bounded_write(self, string):
-        written = write(self, string)
-        if self.pub_thread is not None and self._buffer.tell() >= limit:
-            self.pub_thread.schedule(self._flush)
-        return written
+        if self.pub_thread is None or not isinstance(string, str):
+            return write(self, string)
+        for start in range(0, max(len(string), 1), piece):
+            write(self, string[start:start + piece])
+            if self._buffer.tell() >= piece:
+                self.flush()
+        return len(string)
 
     iostream.OutStream.write = bounded_write
 
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return
+    session = kernel.session
+    send = session.send
+    numbers = itertools.count(1)
+    binary = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif",
+              "image/webp": "webp", "application/pdf": "pdf"}
+    text = {"image/svg+xml": "svg", "text/html": "html", "text/markdown": "md",
+            "text/latex": "tex", "application/json": "json", "text/plain": "txt"}
 
-_cellgate_bound_stream_messages()
-del _cellgate_bound_stream_messages
+    def size(value):
+        if isinstance(value, bytes):
+            return (len(value) + 2) // 3 * 4
+        if isinstance(value, str):
+            return len(value)
+        return len(json.dumps(value, default=str))
+
+    def save(data):
+        n = next(numbers)
+        kept, notes = {}, []
+        os.makedirs("/mnt/data/outputs", exist_ok=True)
+        for mime, value in data.items():
+            if size(value) <= 65536:
+                kept[mime] = value
+                continue
+            ext = binary.get(mime) or text.get(mime) or "out"
+            path = f"/mnt/data/outputs/large-{os.getpid()}-{n}.{ext}"
+            if isinstance(value, bytes):
+                raw = value
+            elif mime in binary and isinstance(value, str):
+                try:
+                    raw = base64.b64decode(value, validate=False)
+                except ValueError:
+                    raw = value.encode("utf-8", "surrogatepass")
+            elif isinstance(value, str):
+                raw = value.encode("utf-8", "surrogatepass")
+            else:
+                raw = json.dumps(value, default=str).encode()
+            with open(path, "wb") as f:
+                f.write(raw)
+            notes.append(f"[{mime} output of {len(raw)} bytes saved to {path}: too large to send "
+                         f"(a message may carry {limit} bytes)]")
+        note = "\n".join(notes)
+        kept["text/plain"] = f"{kept['text/plain']}\n{note}" if isinstance(kept.get("text/plain"), str) else note
+        return kept
+
+    def bounded_send(stream, msg_or_type, content=None, *args, **kwargs):
+        msg = msg_or_type if isinstance(msg_or_type, dict) else None
+        kind = msg["header"]["msg_type"] if msg else msg_or_type
+        body = msg["content"] if msg else content
+        if (kind in ("display_data", "update_display_data", "execute_result")
+                and isinstance(body, dict) and isinstance(body.get("data"), dict)
+                and sum(size(v) for v in body["data"].values()) > limit - (256 << 10)):
+            body = dict(body, data=save(body["data"]))
+            if msg:
+                msg_or_type = dict(msg, content=body)
+            else:
+                content = body
+        return send(stream, msg_or_type, content, *args, **kwargs)
+
+    session.send = bounded_send
+
+
+_cellgate_bound_messages()
+del _cellgate_bound_messages

@@ -121,7 +121,7 @@ test('a 16×16-inch imshow chart: the call succeeds under the budget, with a lin
 });
 
 test('a ~48 MB PNG display (limits raised by the operator): the call succeeds, the server survives, the link has every byte', async () => {
-  // By default the server refuses a kernel message over 16 MB (floods.test.mjs); an
+  // By default the server refuses a kernel message over 8 MB (floods.test.mjs); an
   // operator may raise that, and the result still stays within its budget.
   await server.close();
   server = await startServer({ args: ['--max-message-mb', '128', '--max-display-mb', '128'] });
