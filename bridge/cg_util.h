@@ -50,8 +50,20 @@ char *cg_read_file (const char *path, size_t max, size_t *len_p, cg_error_t **er
 /*  Creates DIR and its parents with MODE (like mkdir -p). Returns 0 or -1 with *err. */
 int cg_mkdir_p (const char *dir, int mode, cg_error_t **err);
 
-/*  Removes PATH and everything below it without following symlinks. Returns 0, or -1
-    with *err set. A missing PATH is not an error. */
+/*  Removes PATH and everything below it, for trees that untrusted code made and may still
+    be changing. Returns 0 when PATH is gone (a missing PATH is already gone), or -1 with
+    *err set to the first failure, naming its path below PATH.
+    - Refuses NULL, "", "/", any path that ends in "." or ".." and any directory that is
+      the root (such as "//"): -1, nothing touched.
+    - PATH up to its last component is resolved as usual; the last component (trailing
+      slashes ignored) and everything below it is never followed: a link is unlinked.
+    - Never crosses into another file system: a directory whose device is not PATH's is
+      a mount point, left as it is, and a failure.
+    - Goes on past what cannot be removed and removes all the rest, then fails.
+    - Any depth and any number of entries, with at most four fds open at once (one
+      directory open at a time; it climbs back up through "..", checked against the
+      device and inode recorded on the way down). When a directory turns out to have
+      moved, it stops and fails rather than remove what may not be below PATH. */
 int cg_rm_rf (const char *path, cg_error_t **err);
 
 /*  Cleanup helpers for __attribute__((cleanup)) locals (crun's cleanup_free). */
