@@ -191,6 +191,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
     if (self->workspace_mb > 0 && self->workspace_mb < 8)
         return cg_error_set (err, EINVAL, "--workspace-mb: %d is too small for a file system: use at least 8, or 0 for no limit",
                              self->workspace_mb);
+    if (self->workspace_mb > 0 && (double) self->workspace_inodes * 256 > (double) self->workspace_mb * 1024 * 1024 / 2)
+        return cg_error_set (err, EINVAL, "--workspace-inodes %d: their tables (256 bytes each) would take more than half "
+                             "of --workspace-mb %d; lower the one or raise the other", self->workspace_inodes, self->workspace_mb);
     if (self->state_dir[0] != '/')
         return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path", self->state_dir);
     return 0;
