@@ -170,9 +170,10 @@ const INIT = { jsonrpc: '2.0', id: 0, method: 'initialize',
 
 test('a server started after a SIGKILLed one unmounts what that one left', async () => {
   const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-quota-crash-'));
+  let first;
   let second;
   try {
-    const first = startRaw(state);
+    first = startRaw(state);
     first.send(INIT);
     await first.next();
     first.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
@@ -196,9 +197,11 @@ test('a server started after a SIGKILLed one unmounts what that one left', async
     assert.deepEqual(imagesBelow(state), [], 'images left from the first run');
     assert.equal(fs.readdirSync(path.join(state, 'instances')).length, 1, 'only the new instance directory remains');
   } finally {
-    if (second) {
-      second.proc.stdin.end();
-      await new Promise((resolve) => second.proc.on('exit', resolve));
+    // A first server still running (a check failed before the kill) cleans up on its own.
+    for (const s of [first, second]) {
+      if (!s || s.proc.exitCode !== null || s.proc.signalCode !== null) continue;
+      s.proc.stdin.end();
+      await new Promise((resolve) => s.proc.on('exit', resolve));
     }
     // Never recurse into a mount; leave the dir for inspection then.
     if (mountsBelow(state).length === 0) fs.rmSync(state, { recursive: true, force: true });
