@@ -144,10 +144,11 @@ test('uploads land in the limited workspace and a one-shot sandbox is limited to
   assert.ok(await until(() => mountsBelow(server.stateDir).length === 0), `left: ${mountsBelow(server.stateDir)}`);
 });
 
-/** Starts `cellgate mcp` with the limit on STATE over raw stdio; returns {send, next, proc}. */
-function startRaw(state) {
-  const proc = spawn(serverBinary(), ['mcp', '--state-dir', state, '--http-listen', 'off'],
-    { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...LIMIT_ENV } });
+/** Starts `cellgate mcp` with the limit on STATE over raw stdio (under PREFIX, a command
+    and its arguments, when given); returns {send, next, proc, stderr()}. */
+function startRaw(state, prefix = []) {
+  const argv = [...prefix, serverBinary(), 'mcp', '--state-dir', state, '--http-listen', 'off'];
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...LIMIT_ENV } });
   let stderr = '';
   proc.stderr.on('data', (chunk) => { stderr = (stderr + chunk).slice(-8000); });
   const lines = readline.createInterface({ input: proc.stdout });
@@ -206,5 +207,27 @@ test('a server started after a SIGKILLed one unmounts what that one left', async
     // Never recurse into a mount; leave the dir for inspection then.
     if (mountsBelow(state).length === 0) fs.rmSync(state, { recursive: true, force: true });
     else process.stderr.write(`quota test: ${state} still has mounts, not removed\n`);
+  }
+});
+
+test('without the privilege to mount, a session fails with the cause and the way out, never unlimited', async () => {
+  // A user namespace's root may not mount an ext4 image: what an unprivileged host gives.
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-quota-unpriv-'));
+  const s = startRaw(state, ['unshare', '--user', '--map-root-user', '--mount']);
+  try {
+    s.send(INIT);
+    await s.next();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+      params: { name: 'execute_code', arguments: { language: 'bash', code: 'df -k /mnt/data', session_id: 'no_loop' } } });
+    const m = await s.next();
+    const r = m.result?.structuredContent;
+    assert.equal(r?.status, 'setup_error', `${JSON.stringify(m)}\n${s.stderr()}`);
+    assert.equal(r.error_code, 'SANDBOX_SETUP_FAILED');
+    assert.match(r.error_message, /workspace file system/, r.error_message);
+    assert.match(r.error_message, /--workspace-mb 0 turns the limit off/, r.error_message);
+  } finally {
+    s.proc.stdin.end();
+    await new Promise((resolve) => s.proc.on('exit', resolve));
+    if (mountsBelow(state).length === 0) fs.rmSync(state, { recursive: true, force: true });
   }
 });
