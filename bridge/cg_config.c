@@ -37,6 +37,8 @@ static const s_option_t s_options[] = {
     {"--tmp-mb", "CELLGATE_TMP_MB", S_INT, OFF (tmp_mb), 1, 1 << 20, "size of the sandbox's /tmp in MB (default 64)"},
     {"--nofile", "CELLGATE_NOFILE", S_INT, OFF (nofile), 64, 1 << 20, "open files per sandbox process (default 1024)"},
     {"--fsize-mb", "CELLGATE_FSIZE_MB", S_INT, OFF (fsize_mb), 1, 1 << 30, "largest file a sandbox may write in MB (default 1024)"},
+    {"--workspace-mb", "CELLGATE_WORKSPACE_MB", S_INT, OFF (workspace_mb), 0, 1 << 20, "size limit of each session's workspace (/mnt/data) in MB, its own loop-mounted ext4; 0: no limit (default 1024)"},
+    {"--workspace-inodes", "CELLGATE_WORKSPACE_INODES", S_INT, OFF (workspace_inodes), 64, 1 << 30, "files and directories each workspace may hold (default 100000)"},
     {"--sandbox-uid", "CELLGATE_SANDBOX_UID", S_INT, OFF (sandbox_uid), 1, 2147483647, "uid inside the sandbox (default 65532)"},
     {"--sandbox-gid", "CELLGATE_SANDBOX_GID", S_INT, OFF (sandbox_gid), 1, 2147483647, "gid inside the sandbox (default 65532)"},
     {"--default-timeout", "CELLGATE_DEFAULT_TIMEOUT", S_INT, OFF (default_timeout_s), 1, 300, "default execute_code timeout in seconds (default 30)"},
@@ -115,6 +117,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         .tmp_mb = 64,
         .nofile = 1024,
         .fsize_mb = 1024,
+        .workspace_mb = 1024,
+        .workspace_inodes = 100000,
         .sandbox_uid = 65532,
         .sandbox_gid = 65532,
         .default_timeout_s = 30,
@@ -184,6 +188,12 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
                              self->output_head_bytes + self->output_tail_bytes, self->max_output_bytes);
     if (self->max_output_kept_bytes < self->max_output_bytes)
         return cg_error_set (err, EINVAL, "--max-output-kept-mb must hold at least --max-output-bytes");
+    if (self->workspace_mb > 0 && self->workspace_mb < 8)
+        return cg_error_set (err, EINVAL, "--workspace-mb: %d is too small for a file system: use at least 8, or 0 for no limit",
+                             self->workspace_mb);
+    if (self->workspace_mb > 0 && (double) self->workspace_inodes * 256 > (double) self->workspace_mb * 1024 * 1024 / 2)
+        return cg_error_set (err, EINVAL, "--workspace-inodes %d: their tables (256 bytes each) would take more than half "
+                             "of --workspace-mb %d; lower the one or raise the other", self->workspace_inodes, self->workspace_mb);
     if (self->state_dir[0] != '/')
         return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path", self->state_dir);
     return 0;

@@ -17,6 +17,8 @@ typedef struct {
     int tmp_mb;                 /* size of the sandbox's /tmp tmpfs */
     int nofile;                 /* RLIMIT_NOFILE inside the sandbox */
     int fsize_mb;               /* RLIMIT_FSIZE inside the sandbox */
+    int workspace_mb;           /* each workspace's own file system; 0: plain directory */
+    int workspace_inodes;       /* inodes of that file system */
     int sandbox_uid;
     int sandbox_gid;
     int default_timeout_s;      /* execute_code's default timeout */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cg_instance.h"
 #include "cg_util.h"
+#include "../artifacts/cg_wsfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +20,22 @@ struct cg_instance_t {
     int lock_fd;
 };
 
-//  Removes one dead instance: its containers first, then its files.
+//  Detaches the mounts (workspace file systems) a server left below DIR, so that its
+//  files can be removed without crossing into them. Returns 0, or -1 (logged).
+static int
+s_unmount_below (const char *dir)
+{
+    cg_error_t *err = NULL;
+    int detached = cg_wsfs_unmount_below (dir, &err);
+    if (detached < 0)
+        cg_log (1, "clean up %s: %s", dir, cg_error_message (err));
+    else if (detached > 0)
+        cg_log (2, "unmounted %d workspace file system(s) below %s", detached, dir);
+    cg_error_destroy (&err);
+    return detached < 0 ? -1 : 0;
+}
+
+//  Removes one dead instance: its containers first, then its mounts, then its files.
 static void
 s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *name)
 {
@@ -36,7 +52,7 @@ s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *n
     else if (removed > 0)
         cg_log (2, "removed %d sandbox(es) left by a previous run (instance %s)", removed, name);
     cg_error_destroy (&err);
-    if (removed >= 0 && cg_rm_rf (dir, &err) < 0)
+    if (removed >= 0 && s_unmount_below (dir) == 0 && cg_rm_rf (dir, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
 }
@@ -87,7 +103,7 @@ cg_instance_destroy (cg_instance_t **self_p)
     if (cg_container_remove_orphans (self->backend, self->prefix, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
-    if (cg_rm_rf (self->dir, &err) < 0)
+    if (s_unmount_below (self->dir) == 0 && cg_rm_rf (self->dir, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
     if (self->lock_fd >= 0)

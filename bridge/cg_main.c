@@ -127,6 +127,9 @@ main (int argc, char **argv)
     zsys_init ();
     zsys_set_logstream (stderr);
 
+    if (config.workspace_mb == 0)
+        cg_log (1, "--workspace-mb 0: workspaces have no size or inode limit; sandboxed code can fill "
+                   "the file system of %s", config.state_dir);
     int rc = 1;
     cg_backend_t *backend = cg_backend_new (&config, &err);
     cg_instance_t *instance = backend ? cg_instance_new (backend, &config, &err) : NULL;

@@ -6,6 +6,7 @@
 #include "cg_utf8.h"
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
+#include "../artifacts/cg_wsfs.h"
 
 #include <errno.h>
 #include <math.h>
@@ -41,6 +42,16 @@ s_make_dir (const char *path, int mode, const cg_config_t *config, cg_error_t **
     if (chown (path, (uid_t) config->sandbox_uid, (gid_t) config->sandbox_gid) < 0)
         return cg_error_set (err, errno, "chown %s: %s", path, strerror (errno));
     return 0;
+}
+
+int
+cg_session_workspace_create (const cg_config_t *config, const char *session_dir, cg_error_t **err)
+{
+    cg_wsfs_limits_t limits = {.size_mb = config->workspace_mb,
+                               .inodes = config->workspace_inodes,
+                               .uid = (uid_t) config->sandbox_uid,
+                               .gid = (gid_t) config->sandbox_gid};
+    return cg_wsfs_create (session_dir, &limits, err);
 }
 
 static int
@@ -87,7 +98,7 @@ cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *se
                                    .run_dir = self->run_dir,
                                    .ipc_dir = self->ipc_dir};
     if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
-        || s_make_dir (self->workspace, 0755, config, err) < 0
+        || cg_session_workspace_create (config, self->dir, err) < 0
         || !(self->ws = cg_workspace_open (self->workspace, err))
         || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
         || s_make_dir (self->ipc_dir, 0700, config, err) < 0 || s_start_container (self, err) < 0) {
@@ -118,6 +129,9 @@ cg_session_destroy (cg_session_t **self_p)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
     cg_workspace_destroy (&self->ws);
+    if (cg_wsfs_remove (self->dir, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
     if (cg_rm_rf (self->dir, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);

@@ -34,7 +34,14 @@ cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
                               const char *sessions_dir, const char *container_prefix,
                               const char *slot, cg_error_t **err);
 
-/*  Kills the kernels and the container and removes the session's directories. */
+/*  Makes the workspace in SESSION_DIR (an existing directory) for CONFIG's sandbox user:
+    with --workspace-mb, a file system of its own of that size and --workspace-inodes
+    (cg_wsfs_create); a workspace that already has one keeps it. Returns 0, or -1 with
+    *err set saying why and that --workspace-mb 0 turns the limit off. */
+int cg_session_workspace_create (const cg_config_t *config, const char *session_dir, cg_error_t **err);
+
+/*  Kills the kernels and the container, unmounts the workspace's file system and removes
+    the session's directories. */
 void cg_session_destroy (cg_session_t **self_p);
 
 /*  Returns the session's host directory (holding bundle/, workspace/, run/, ipc/).

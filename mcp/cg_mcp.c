@@ -7,6 +7,7 @@
 #include "cg_result.h"
 #include "cg_tools.h"
 #include "../artifacts/cg_http.h"
+#include "../artifacts/cg_wsfs.h"
 #include "../bridge/cg_runner.h"
 #include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
@@ -141,11 +142,15 @@ s_session_free (void **item)
     s_session_t *session = *item;
     if (!session)
         return;
-    s_runner_join (&session->runner);
+    //  The workspace's file system is released as soon as the runner unmounts it.
     cg_workspace_destroy (&session->ws);
+    s_runner_join (&session->runner);
     //  The runner removes what it made; a session that only had uploads has its
-    //  directory left, so it is removed here.
+    //  workspace and directory left, so they are removed here.
     cg_error_t *err = NULL;
+    if (session->dir && cg_wsfs_remove (session->dir, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
     if (session->dir && cg_rm_rf (session->dir, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
@@ -430,10 +435,9 @@ s_session_new (s_server_t *self, const char *session_id, const char *language, c
     session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
     cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
     cg_error_t *err = NULL;
-    if (cg_mkdir_p (session->dir, 0700, &err) < 0 || cg_mkdir_p (workspace, 0755, &err) < 0
-        || chown (workspace, (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid) < 0
+    if (cg_mkdir_p (session->dir, 0700, &err) < 0 || cg_session_workspace_create (self->config, session->dir, &err) < 0
         || !(session->ws = cg_workspace_open (workspace, &err)))
-        cg_log (1, "session %s workspace: %s", session_id, err ? cg_error_message (err) : strerror (errno));
+        cg_log (1, "session %s workspace: %s", session_id, cg_error_message (err));
     cg_error_destroy (&err);
     session->runner = zactor_new (cg_runner_actor, s_runner_args (self, session->slot, false));
     zhashx_insert (self->sessions, session->key, session);
@@ -593,12 +597,20 @@ s_list_sessions (s_server_t *self, json_t *id)
         json_t *memory = cg_container_stats (self->backend, &sandbox, &stats, NULL) == 0
                              ? json_real (round (stats.memory_mb * 10) / 10)
                              : json_null ();
-        json_array_append_new (list, json_pack (
+        json_t *entry = json_pack (
             "{s:s, s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:[], s:b}", "session_id", s->id, "language",
             s->language, "name", s->name ? json_string (s->name) : json_null (), "started_at",
             s->started_at, "last_activity_at", s->last_activity_at, "executions_count",
             s->executions, "pid", s_session_pid (self, s), "memory_mb", memory,
-            "packages_installed", "busy", s->busy_key != NULL));
+            "packages_installed", "busy", s->busy_key != NULL);
+        //  The workspace's own file system, as the kernel counts it; null: no limit.
+        cg_wsfs_usage_t usage;
+        bool limited = s->dir && cg_wsfs_usage (s->dir, &usage, NULL) == 1;
+        json_object_set_new (entry, "workspace_limit_mb", limited ? json_real (usage.size_mb) : json_null ());
+        json_object_set_new (entry, "workspace_used_mb", limited ? json_real (usage.used_mb) : json_null ());
+        json_object_set_new (entry, "workspace_inodes_limit", limited ? json_integer ((json_int_t) usage.inodes) : json_null ());
+        json_object_set_new (entry, "workspace_inodes_used", limited ? json_integer ((json_int_t) usage.inodes_used) : json_null ());
+        json_array_append_new (list, entry);
     }
     json_t *structured = json_pack ("{s:o}", "sessions", list);
     cleanup_free char *text = json_dumps (structured, JSON_COMPACT);

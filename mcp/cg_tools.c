@@ -320,9 +320,14 @@ cg_tools_list (const cg_config_t *config)
 
     json_array_append_new (tools, s_tool (
         "list_sessions", "List sessions",
-        "List the active sessions with language, name, age, activity, executions and memory.",
+        "List the active sessions with language, name, age, activity, executions, memory and "
+        "the workspace's (/mnt/data) space and files, used and limit.",
         s_schema (json_object (), NULL),
-        s_object_schema (json_pack ("{s:{s:s, s:{s:s}}}", "sessions", "type", "array", "items", "type", "object")),
+        s_object_schema (json_pack (
+            "{s:{s:s, s:{s:s, s:{s:{s:[s,s]}, s:{s:[s,s]}, s:{s:[s,s]}, s:{s:[s,s]}}}}}", "sessions", "type",
+            "array", "items", "type", "object", "properties",
+            "workspace_limit_mb", "type", "number", "null", "workspace_used_mb", "type", "number", "null",
+            "workspace_inodes_limit", "type", "integer", "null", "workspace_inodes_used", "type", "integer", "null")),
         true, false));
     return tools;
 }

@@ -12,8 +12,8 @@ DEBS=(
   # build
   build-essential cmake pkg-config
   libzmq3-dev libczmq-dev libjansson-dev libsodium-dev libmicrohttpd-dev
-  # sandbox: OCI runtimes and the container's init
-  runc crun catatonit
+  # sandbox: OCI runtimes, the container's init, mkfs.ext4 for the workspaces' file systems
+  runc crun catatonit e2fsprogs
   # the kernel and what the sandboxed Python ships with
   python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy
   python3-pandas python3-seaborn python3-scipy python3-openpyxl python3-reportlab

@@ -194,7 +194,7 @@ kase('filling /tmp and /dev/shm', `ENOSPC at ${TMP_MB} MB each; the kernel keeps
   return `/tmp ${t.err} at ${t.mb} MB; /dev/shm ${s.err} at ${s.mb} MB; ${await bystander.check()}`;
 });
 
-kase.todo('issue 9 point 3 (the per-session workspace filesystem) is not merged yet', 'filling the workspace', `ENOSPC/EDQUOT by ${WORKSPACE_MB} MB (per-session quota); another session still writes; host dir removed on close`,
+kase('filling the workspace', `ENOSPC/EDQUOT by ${WORKSPACE_MB} MB (per-session quota); another session still writes; host dir removed on close`,
   async () => {
     const sid = 'sess_corpusfillws1';
     ok(await run({ language: 'bash', session_id: sid, code: `touch /mnt/data/.marker-${sid}` }));
@@ -212,7 +212,7 @@ kase.todo('issue 9 point 3 (the per-session workspace filesystem) is not merged 
     return `${w.err} at ${w.mb} MB; other session wrote 1 MB; host dir removed; ${await bystander.check()}`;
   });
 
-kase.todo('issue 9 point 3 (the per-session workspace filesystem) is not merged yet', 'a million files in the workspace', 'an inode limit stops creation (ENOSPC/EDQUOT) before 1,000,000; host dir removed on close',
+kase('a million files in the workspace', 'an inode limit stops creation (ENOSPC/EDQUOT) before 1,000,000; host dir removed on close',
   async () => {
     const sid = 'sess_corpusfiles01';
     // The loop stops at an error, at a million, or after 10 s, so a missing limit costs the
@@ -238,7 +238,7 @@ print(json.dumps({'made': made, 'err': err, 'secs': round(time.time() - t0, 1)})
     return `${out.err} after ${out.made} files (${out.secs} s); list_artifacts answered; host dir removed; ${await bystander.check()}`;
   });
 
-kase.todo('issue 9 point 3 (the per-session workspace filesystem) is not merged yet', 'a 2,000-deep directory tree', 'run, scan and list_artifacts answer; close removes every level on the host', async () => {
+kase('a 2,000-deep directory tree', 'run, scan and list_artifacts answer; close removes every level on the host', async () => {
   const sid = 'sess_corpusdeep001';
   const r = await run({ language: 'python', session_id: sid, timeout: 60, code: `
 import os

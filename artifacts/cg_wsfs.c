@@ -1,0 +1,293 @@
+/*  cg_wsfs — a workspace's own file system: a sparse ext4 image of a fixed size and inode
+    count, loop-mounted on the workspace directory, so that the kernel, not a scan, stops
+    sandboxed code from filling the host's disk or inodes. */
+#define _GNU_SOURCE
+#include "cg_wsfs.h"
+#include "../bridge/cg_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <math.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define S_HINT "(a workspace size limit needs root and loop devices; --workspace-mb 0 turns the limit off)"
+#define S_LOOP_TRIES 8
+#define S_MKFS_OUTPUT_MAX 1024
+
+//  True when PATH is a mount point: its device differs from its parent PARENT's.
+static bool
+s_is_mount_point (const char *parent, const char *path)
+{
+    struct stat up, st;
+    return lstat (parent, &up) == 0 && lstat (path, &st) == 0 && S_ISDIR (st.st_mode)
+           && st.st_dev != up.st_dev;
+}
+
+static const char *
+s_mkfs_path (void)
+{
+    static const char *paths[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", NULL};
+    for (int i = 0; paths[i]; i++)
+        if (access (paths[i], X_OK) == 0)
+            return paths[i];
+    return NULL;
+}
+
+//  Formats IMAGE as ext4 with LIMITS' inode count and root owner: mkfs.ext4 with a fixed
+//  argv (no shell, no journal: the workspace lives no longer than its session), its
+//  output kept for the error message.
+static int
+s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
+{
+    const char *mkfs = s_mkfs_path ();
+    if (!mkfs)
+        return cg_error_set (err, ENOENT, "mkfs.ext4 not found in /usr/sbin or /sbin (install e2fsprogs) " S_HINT);
+    char inodes[24], extended[96];
+    snprintf (inodes, sizeof inodes, "%d", limits->inodes);
+    snprintf (extended, sizeof extended, "root_owner=%u:%u,lazy_itable_init=1,nodiscard",
+              (unsigned) limits->uid, (unsigned) limits->gid);
+    char *const argv[] = {(char *) mkfs, "-q", "-F", "-t", "ext4", "-N", inodes, "-m", "0", "-O", "^has_journal",
+                          "-E", extended, (char *) image, NULL};
+    char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+    int pipe_fds[2];
+    if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
+        return cg_error_set (err, errno, "pipe: %s", strerror (errno));
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init (&actions);
+    posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2 (&actions, pipe_fds[1], 1);
+    posix_spawn_file_actions_adddup2 (&actions, pipe_fds[1], 2);
+    pid_t pid;
+    int rc = posix_spawn (&pid, mkfs, &actions, NULL, argv, envp);
+    posix_spawn_file_actions_destroy (&actions);
+    close (pipe_fds[1]);
+    if (rc != 0) {
+        close (pipe_fds[0]);
+        return cg_error_set (err, rc, "run %s: %s", mkfs, strerror (rc));
+    }
+    char output[S_MKFS_OUTPUT_MAX + 1];
+    size_t len = 0;
+    for (;;) {
+        char scratch[512];
+        ssize_t n = read (pipe_fds[0], scratch, sizeof scratch);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        size_t keep = (size_t) n < S_MKFS_OUTPUT_MAX - len ? (size_t) n : S_MKFS_OUTPUT_MAX - len;
+        memcpy (output + len, scratch, keep);
+        len += keep;
+    }
+    close (pipe_fds[0]);
+    output[len] = '\0';
+    while (len && (output[len - 1] == '\n' || output[len - 1] == ' '))
+        output[--len] = '\0';
+    int status;
+    while (waitpid (pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return cg_error_set (err, errno, "wait for %s: %s", mkfs, strerror (errno));
+    if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+        return cg_error_set (err, EIO, "%s -N %s %s failed (%s %d): %s", mkfs, inodes, image,
+                             WIFEXITED (status) ? "exit" : "signal",
+                             WIFEXITED (status) ? WEXITSTATUS (status) : WTERMSIG (status),
+                             len ? output : "no output");
+    return 0;
+}
+
+//  Attaches IMAGE_FD to a free loop device that detaches itself when its last user (the
+//  mount) is gone. Returns the open loop device (its path in PATH), or -1 with *err set.
+static int
+s_loop_attach (int image_fd, const char *image, char path[32], cg_error_t **err)
+{
+    cleanup_close int control = open ("/dev/loop-control", O_RDWR | O_CLOEXEC);
+    if (control < 0)
+        return cg_error_set (err, errno, "open /dev/loop-control: %s " S_HINT, strerror (errno));
+    int code = 0;
+    for (int attempt = 0; attempt < S_LOOP_TRIES; attempt++) {
+        int number = ioctl (control, LOOP_CTL_GET_FREE);
+        if (number < 0)
+            return cg_error_set (err, errno, "find a free loop device: %s " S_HINT, strerror (errno));
+        snprintf (path, 32, "/dev/loop%d", number);
+        int loop_fd = open (path, O_RDWR | O_CLOEXEC);
+        if (loop_fd < 0)
+            return cg_error_set (err, errno, "open %s: %s " S_HINT, path, strerror (errno));
+        struct loop_config config = {.fd = (unsigned) image_fd, .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
+        snprintf ((char *) config.info.lo_file_name, sizeof config.info.lo_file_name, "%s", image);
+        if (ioctl (loop_fd, LOOP_CONFIGURE, &config) == 0)
+            return loop_fd;
+        code = errno;
+        close (loop_fd);
+        if (code != EBUSY)      /* EBUSY: another process took it between the two calls */
+            break;
+    }
+    return cg_error_set (err, code, "attach %s to %s: %s " S_HINT, image, path, strerror (code));
+}
+
+//  Mounts the formatted IMAGE on WORKSPACE through a loop device. Returns 0, or -1 with
+//  *err set (nothing stays attached then).
+static int
+s_mount (const char *image, const char *workspace, cg_error_t **err)
+{
+    cleanup_close int image_fd = open (image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (image_fd < 0)
+        return cg_error_set (err, errno, "open %s: %s", image, strerror (errno));
+    char loop[32] = "";
+    cleanup_close int loop_fd = s_loop_attach (image_fd, image, loop, err);
+    if (loop_fd < 0)
+        return -1;
+    //  Executables stay allowed (a model runs what it builds); set-id bits and device
+    //  nodes mean nothing here. Closing loop_fd after the mount leaves the mount its only
+    //  user, so unmounting frees the device; a failed mount frees it on close.
+    if (mount (loop, workspace, "ext4", MS_NOSUID | MS_NODEV, "") < 0)
+        return cg_error_set (err, errno, "mount %s (%s) on %s: %s " S_HINT, loop, image, workspace, strerror (errno));
+    return 0;
+}
+
+int
+cg_wsfs_create (const char *session_dir, const cg_wsfs_limits_t *limits, cg_error_t **err)
+{
+    cleanup_free char *workspace = cg_strdupf ("%s/%s", session_dir, CG_WSFS_WORKSPACE);
+    if (cg_mkdir_p (workspace, 0755, err) < 0)
+        return cg_error_wrap (err, "workspace");
+    if (limits->size_mb > 0 && !s_is_mount_point (session_dir, workspace)) {
+        cleanup_free char *image = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IMAGE);
+        cleanup_close int fd = open (image, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+            return cg_error_set (err, errno, "workspace file system: create %s: %s", image, strerror (errno));
+        if (ftruncate (fd, (off_t) limits->size_mb * 1024 * 1024) < 0) {
+            cg_error_set (err, errno, "workspace file system: size %s: %s", image, strerror (errno));
+            unlink (image);
+            return -1;
+        }
+        if (s_mkfs (image, limits, err) < 0 || s_mount (image, workspace, err) < 0) {
+            unlink (image);
+            return cg_error_wrap (err, "workspace file system (--workspace-mb %d)", limits->size_mb);
+        }
+        //  An empty workspace, as a plain directory would be.
+        cleanup_free char *lost = cg_strdupf ("%s/lost+found", workspace);
+        if (rmdir (lost) < 0 && errno != ENOENT)
+            cg_log (1, "rmdir %s: %s", lost, strerror (errno));
+    }
+    cleanup_close int dir_fd = open (workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0 || fchown (dir_fd, limits->uid, limits->gid) < 0 || fchmod (dir_fd, 0755) < 0) {
+        cg_error_set (err, errno, "workspace %s: set owner and mode: %s", workspace, strerror (errno));
+        if (limits->size_mb > 0)
+            cg_wsfs_remove (session_dir, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+int
+cg_wsfs_remove (const char *session_dir, cg_error_t **err)
+{
+    cleanup_free char *workspace = cg_strdupf ("%s/%s", session_dir, CG_WSFS_WORKSPACE);
+    cleanup_free char *image = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IMAGE);
+    int rc = 0;
+    if (umount2 (workspace, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+        rc = cg_error_set (err, errno, "unmount %s: %s", workspace, strerror (errno));
+    if (unlink (image) < 0 && errno != ENOENT)
+        rc = cg_error_set (err, errno, "remove %s: %s", image, strerror (errno));
+    return rc;
+}
+
+//  Decodes mountinfo's octal escapes (\040 for a space, ...) in place.
+static void
+s_unescape (char *text)
+{
+    char *out = text;
+    for (char *in = text; *in; in++) {
+        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' && in[3] >= '0'
+            && in[3] <= '7') {
+            *out++ = (char) ((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
+            in += 3;
+        }
+        else
+            *out++ = *in;
+    }
+    *out = '\0';
+}
+
+static int
+s_by_length_desc (const void *a, const void *b)
+{
+    size_t la = strlen (*(char *const *) a), lb = strlen (*(char *const *) b);
+    return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+int
+cg_wsfs_unmount_below (const char *dir, cg_error_t **err)
+{
+    cleanup_free char *real = realpath (dir, NULL);
+    if (!real)
+        return errno == ENOENT ? 0 : cg_error_set (err, errno, "resolve %s: %s", dir, strerror (errno));
+    if (real[0] != '/' || real[1] == '\0')
+        return cg_error_set (err, EINVAL, "refusing to unmount everything below %s", real);
+    FILE *file = fopen ("/proc/self/mountinfo", "re");
+    if (!file)
+        return cg_error_set (err, errno, "open /proc/self/mountinfo: %s", strerror (errno));
+    size_t prefix_len = strlen (real);
+    char **found = NULL;
+    size_t count = 0;
+    char *line = NULL;
+    size_t line_size = 0;
+    while (getline (&line, &line_size, file) > 0) {
+        //  "<id> <parent> <major:minor> <root> <mount point> ...": the fifth field.
+        char *saveptr = NULL, *field = strtok_r (line, " ", &saveptr);
+        for (int i = 0; field && i < 4; i++)
+            field = strtok_r (NULL, " ", &saveptr);
+        if (!field)
+            continue;
+        s_unescape (field);
+        if (strncmp (field, real, prefix_len) == 0 && field[prefix_len] == '/') {
+            found = cg_xrealloc (found, (count + 1) * sizeof *found);
+            found[count++] = cg_xstrdup (field);
+        }
+    }
+    free (line);
+    fclose (file);
+    qsort (found, count, sizeof *found, s_by_length_desc);
+    int detached = 0;
+    bool failed = false;
+    for (size_t i = 0; i < count; i++) {
+        if (umount2 (found[i], MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+            detached++;
+        else if (errno != EINVAL && errno != ENOENT) {  /* EINVAL: gone with one above it */
+            cg_error_set (err, errno, "unmount %s: %s", found[i], strerror (errno));
+            failed = true;
+        }
+        free (found[i]);
+    }
+    free (found);
+    return failed ? -1 : detached;
+}
+
+int
+cg_wsfs_usage (const char *session_dir, cg_wsfs_usage_t *usage, cg_error_t **err)
+{
+    cleanup_free char *workspace = cg_strdupf ("%s/%s", session_dir, CG_WSFS_WORKSPACE);
+    if (!s_is_mount_point (session_dir, workspace))
+        return 0;
+    struct statvfs st;
+    if (statvfs (workspace, &st) < 0)
+        return cg_error_set (err, errno, "statvfs %s: %s", workspace, strerror (errno));
+    double mb = (double) st.f_frsize / (1024 * 1024);
+    *usage = (cg_wsfs_usage_t){.size_mb = round ((double) st.f_blocks * mb * 10) / 10,
+                               .used_mb = round ((double) (st.f_blocks - st.f_bfree) * mb * 10) / 10,
+                               .inodes = st.f_files,
+                               .inodes_used = st.f_files - st.f_ffree};
+    return 1;
+}
