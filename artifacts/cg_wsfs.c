@@ -259,7 +259,8 @@ cg_wsfs_unmount_below (const char *dir, cg_error_t **err)
     }
     free (line);
     fclose (file);
-    qsort (found, count, sizeof *found, s_by_length_desc);
+    if (count > 1)
+        qsort (found, count, sizeof *found, s_by_length_desc);
     int detached = 0;
     bool failed = false;
     for (size_t i = 0; i < count; i++) {

@@ -19,4 +19,18 @@ static int s_failures = 0, s_passes = 0;
         }                                                                                          \
     } while (0)
 
+/*  Anywhere: on a false COND, prints the function, line and message and counts a failure;
+    on a true one counts a pass. Goes on either way. */
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (cond)                                                                                  \
+            s_passes++;                                                                            \
+        else {                                                                                     \
+            fprintf (stderr, "FAIL %s:%d: ", __func__, __LINE__);                                  \
+            fprintf (stderr, __VA_ARGS__);                                                         \
+            fprintf (stderr, "\n");                                                                \
+            s_failures++;                                                                          \
+        }                                                                                          \
+    } while (0)
+
 #endif

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "../../artifacts/cg_wsfs.h"
 #include "../../bridge/cg_util.h"
+#include "cg_test.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,19 +16,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-static int s_failures = 0, s_passes = 0;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond)                                                                                  \
-            s_passes++;                                                                            \
-        else {                                                                                     \
-            fprintf (stderr, "FAIL %s:%d: ", __func__, __LINE__);                                  \
-            fprintf (stderr, __VA_ARGS__);                                                         \
-            fprintf (stderr, "\n");                                                                \
-            s_failures++;                                                                          \
-        }                                                                                          \
-    } while (0)
 
 #define S_UID 65532
 #define S_GID 65532
@@ -79,26 +67,26 @@ s_test_limits (const char *base)
     cleanup_free char *workspace = cg_strdupf ("%s/workspace", session);
     cleanup_free char *image = cg_strdupf ("%s/workspace.img", session);
     cg_error_t *err = NULL;
-    CHECK (cg_mkdir_p (session, 0700, &err) == 0, "mkdir: %s", cg_error_message (err));
+    EXPECT (cg_mkdir_p (session, 0700, &err) == 0, "mkdir: %s", cg_error_message (err));
     cg_wsfs_limits_t limits = {.size_mb = 16, .inodes = 256, .uid = S_UID, .gid = S_GID};
-    CHECK (cg_wsfs_create (session, &limits, &err) == 0, "create: %s", cg_error_message (err));
+    EXPECT (cg_wsfs_create (session, &limits, &err) == 0, "create: %s", cg_error_message (err));
     cg_error_destroy (&err);
-    CHECK (s_mounted_below (workspace), "the workspace is a mount point");
+    EXPECT (s_mounted_below (workspace), "the workspace is a mount point");
     struct stat st;
-    CHECK (stat (workspace, &st) == 0 && st.st_uid == S_UID && st.st_gid == S_GID && (st.st_mode & 07777) == 0755,
+    EXPECT (stat (workspace, &st) == 0 && st.st_uid == S_UID && st.st_gid == S_GID && (st.st_mode & 07777) == 0755,
            "root owned %d:%d mode %o", (int) st.st_uid, (int) st.st_gid, st.st_mode & 07777);
     cleanup_free char *lost = cg_strdupf ("%s/lost+found", workspace);
-    CHECK (access (lost, F_OK) < 0, "no lost+found");
+    EXPECT (access (lost, F_OK) < 0, "no lost+found");
     //  A second call leaves the mounted file system alone.
     cleanup_free char *marker = cg_strdupf ("%s/marker", workspace);
-    CHECK (cg_write_file (marker, "x", 1, 0644, &err) == 0, "marker: %s", cg_error_message (err));
-    CHECK (cg_wsfs_create (session, &limits, &err) == 0 && access (marker, F_OK) == 0, "create again keeps the files");
+    EXPECT (cg_write_file (marker, "x", 1, 0644, &err) == 0, "marker: %s", cg_error_message (err));
+    EXPECT (cg_wsfs_create (session, &limits, &err) == 0 && access (marker, F_OK) == 0, "create again keeps the files");
     cg_error_destroy (&err);
 
     cg_wsfs_usage_t usage = {0};
-    CHECK (cg_wsfs_usage (session, &usage, &err) == 1, "usage: %s", cg_error_message (err));
-    CHECK (usage.size_mb > 12 && usage.size_mb <= 16, "size %.1f MB", usage.size_mb);
-    CHECK (usage.inodes >= 256 && usage.inodes < 1024, "inodes %llu", (unsigned long long) usage.inodes);
+    EXPECT (cg_wsfs_usage (session, &usage, &err) == 1, "usage: %s", cg_error_message (err));
+    EXPECT (usage.size_mb > 12 && usage.size_mb <= 16, "size %.1f MB", usage.size_mb);
+    EXPECT (usage.inodes >= 256 && usage.inodes < 1024, "inodes %llu", (unsigned long long) usage.inodes);
 
     struct statvfs host_before, host_after;
     statvfs (base, &host_before);
@@ -106,10 +94,10 @@ s_test_limits (const char *base)
     cleanup_free char *big = cg_strdupf ("%s/big", workspace);
     int written = s_fill (big, 64, &code);
     statvfs (base, &host_after);
-    CHECK (code == ENOSPC && written >= 12 && written < 16, "filled %d MB, then %s", written, strerror (code));
+    EXPECT (code == ENOSPC && written >= 12 && written < 16, "filled %d MB, then %s", written, strerror (code));
     double host_used_mb = ((double) host_before.f_bavail - (double) host_after.f_bavail) * host_before.f_frsize / (1024 * 1024);
-    CHECK (host_used_mb < 20, "the host lost %.1f MB", host_used_mb);
-    CHECK (cg_wsfs_usage (session, &usage, NULL) == 1 && usage.used_mb > 12, "used %.1f MB", usage.used_mb);
+    EXPECT (host_used_mb < 20, "the host lost %.1f MB", host_used_mb);
+    EXPECT (cg_wsfs_usage (session, &usage, NULL) == 1 && usage.used_mb > 12, "used %.1f MB", usage.used_mb);
     unlink (big);
 
     int files = 0;
@@ -123,16 +111,16 @@ s_test_limits (const char *base)
         }
         close (fd);
     }
-    CHECK (code == ENOSPC && files > 200 && files < 1024, "made %d files, then %s", files, strerror (code));
-    CHECK (cg_wsfs_usage (session, &usage, NULL) == 1 && usage.inodes_used == usage.inodes, "inodes used %llu of %llu",
+    EXPECT (code == ENOSPC && files > 200 && files < 1024, "made %d files, then %s", files, strerror (code));
+    EXPECT (cg_wsfs_usage (session, &usage, NULL) == 1 && usage.inodes_used == usage.inodes, "inodes used %llu of %llu",
            (unsigned long long) usage.inodes_used, (unsigned long long) usage.inodes);
 
-    CHECK (cg_wsfs_remove (session, &err) == 0, "remove: %s", cg_error_message (err));
+    EXPECT (cg_wsfs_remove (session, &err) == 0, "remove: %s", cg_error_message (err));
     cg_error_destroy (&err);
-    CHECK (!s_mounted_below (workspace), "unmounted");
-    CHECK (access (image, F_OK) < 0 && errno == ENOENT, "image removed");
-    CHECK (cg_wsfs_usage (session, &usage, NULL) == 0, "a plain directory has no limit");
-    CHECK (cg_wsfs_remove (session, &err) == 0, "removing twice is fine: %s", cg_error_message (err));
+    EXPECT (!s_mounted_below (workspace), "unmounted");
+    EXPECT (access (image, F_OK) < 0 && errno == ENOENT, "image removed");
+    EXPECT (cg_wsfs_usage (session, &usage, NULL) == 0, "a plain directory has no limit");
+    EXPECT (cg_wsfs_remove (session, &err) == 0, "removing twice is fine: %s", cg_error_message (err));
     cg_error_destroy (&err);
 }
 
@@ -144,11 +132,11 @@ s_test_plain (const char *base)
     cg_error_t *err = NULL;
     cg_mkdir_p (session, 0700, NULL);
     cg_wsfs_limits_t limits = {.size_mb = 0, .inodes = 256, .uid = S_UID, .gid = S_GID};
-    CHECK (cg_wsfs_create (session, &limits, &err) == 0, "create: %s", cg_error_message (err));
+    EXPECT (cg_wsfs_create (session, &limits, &err) == 0, "create: %s", cg_error_message (err));
     cg_error_destroy (&err);
     struct stat st;
-    CHECK (stat (workspace, &st) == 0 && st.st_uid == S_UID && (st.st_mode & 07777) == 0755, "plain workspace");
-    CHECK (!s_mounted_below (workspace), "not mounted");
+    EXPECT (stat (workspace, &st) == 0 && st.st_uid == S_UID && (st.st_mode & 07777) == 0755, "plain workspace");
+    EXPECT (!s_mounted_below (workspace), "not mounted");
 }
 
 static void
@@ -160,22 +148,22 @@ s_test_unmount_below (const char *base)
     for (int i = 0; i < 2; i++) {
         cleanup_free char *session = cg_strdupf ("%s/sessions/s%d", instance, i);
         cg_mkdir_p (session, 0700, NULL);
-        CHECK (cg_wsfs_create (session, &limits, &err) == 0, "create: %s", cg_error_message (err));
+        EXPECT (cg_wsfs_create (session, &limits, &err) == 0, "create: %s", cg_error_message (err));
         cg_error_destroy (&err);
     }
     //  A mount inside a workspace: detached before the one that holds it.
     cleanup_free char *inner = cg_strdupf ("%s/sessions/s0/workspace/inner", instance);
     cg_mkdir_p (inner, 0755, NULL);
-    CHECK (cg_wsfs_create (inner, &limits, &err) == 0, "create inner: %s", cg_error_message (err));
+    EXPECT (cg_wsfs_create (inner, &limits, &err) == 0, "create inner: %s", cg_error_message (err));
     cg_error_destroy (&err);
     int detached = cg_wsfs_unmount_below (instance, &err);
-    CHECK (detached == 3, "detached %d: %s", detached, cg_error_message (err));
+    EXPECT (detached == 3, "detached %d: %s", detached, cg_error_message (err));
     cg_error_destroy (&err);
-    CHECK (!s_mounted_below (instance), "nothing mounted below %s", instance);
-    CHECK (cg_wsfs_unmount_below (instance, NULL) == 0, "nothing left to detach");
+    EXPECT (!s_mounted_below (instance), "nothing mounted below %s", instance);
+    EXPECT (cg_wsfs_unmount_below (instance, NULL) == 0, "nothing left to detach");
     cleanup_free char *missing = cg_strdupf ("%s/missing", base);
-    CHECK (cg_wsfs_unmount_below (missing, NULL) == 0, "a missing dir has nothing below it");
-    CHECK (cg_wsfs_unmount_below ("/", NULL) < 0, "refuses /");
+    EXPECT (cg_wsfs_unmount_below (missing, NULL) == 0, "a missing dir has nothing below it");
+    EXPECT (cg_wsfs_unmount_below ("/", NULL) < 0, "refuses /");
 }
 
 int
