@@ -40,6 +40,7 @@ const BASH_PRINT_MB = 500;
 const RESULT_BUDGET = 1024 * 1024; // issue 9, point 5: default result budget on stdio
 const LIVE_SESSIONS = 10; // the floods run with this many sessions live (the default --max-sessions)
 const FLOOD = 'sess_corpusflood01';
+const JS_FLOOD = 'sess_corpusidle000'; // one of the idle live sessions (10 are live: no room for more)
 
 let server;
 let bystander;
@@ -117,9 +118,10 @@ kase(`print flood, python (${PRINT_MB} MB in 1 MB prints, no flush)`,
 // and then queues it for ZeroMQ in the kernel's own memory: 500 MB written in a loop, even
 // one that yields, takes the JavaScript kernel past the sandbox's 512 MB. Contained: the
 // kernel is killed by its own limit, the call says so, the server stays within its bound.
+// Another sandbox than the flood session's, whose memory stays its Python kernel's.
 kase(`print flood, javascript (${PRINT_MB} MB in 1 MB writes)`,
   `success, cut; or the kernel out of its own memory, said plainly, and the session runs again; server RSS ≤ ${RSS_BOUND_MB} MB`, async () => {
-    const [r, mem, bytes] = await flood({ language: 'javascript', session_id: FLOOD, timeout: 90,
+    const [r, mem, bytes] = await flood({ language: 'javascript', session_id: JS_FLOOD, timeout: 90,
       code: `const s = 'x'.repeat((1 << 20) - 1) + '\\n';\nfor (let i = 0; i < ${PRINT_MB}; i++) process.stdout.write(s);\nconsole.log('END');` });
     const s = sc(r);
     withinBound(mem);
@@ -131,7 +133,7 @@ kase(`print flood, javascript (${PRINT_MB} MB in 1 MB writes)`,
       assert.match(s.error_message ?? '', /ran out of memory \(limit \d+ MB\)/, show(r, server));
       assert.equal(s.kernel_restarted, true);
     }
-    const again = sc(await run({ language: 'javascript', session_id: FLOOD, code: 'console.log(6 * 7)' }));
+    const again = sc(await run({ language: 'javascript', session_id: JS_FLOOD, code: 'console.log(6 * 7)' }));
     assert.equal(again.stdout, '42\n', 'the JavaScript kernel runs again');
     return `${s.status}${s.status === 'success' ? '' : ' (kernel out of its own memory)'}, ${bytes} B result, ${memNote(mem)}; next call ran; ${await bystander.check()}`;
   });
