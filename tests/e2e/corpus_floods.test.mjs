@@ -40,7 +40,8 @@ const BASH_PRINT_MB = 500;
 const RESULT_BUDGET = 1024 * 1024; // issue 9, point 5: default result budget on stdio
 const LIVE_SESSIONS = 10; // the floods run with this many sessions live (the default --max-sessions)
 const FLOOD = 'sess_corpusflood01';
-const JS_FLOOD = 'sess_corpusidle000'; // one of the idle live sessions (10 are live: no room for more)
+const JS_FLOOD = 'sess_corpusidle000';
+const PNG_SESSION = 'sess_corpusidle001'; // one of the idle live sessions (10 are live: no room for more)
 
 let server;
 let bystander;
@@ -88,8 +89,8 @@ function withinBound(m) {
 }
 
 /** The flood session still holds `kept` (no kernel restart lost it). */
-async function keptState(expected = 'kept-1') {
-  const r = await run({ language: 'python', session_id: FLOOD, code: 'kept' });
+async function keptState(expected = 'kept-1', sid = FLOOD) {
+  const r = await run({ language: 'python', session_id: sid, code: 'kept' });
   assert.equal(sc(r).status, 'success', `flood session lost its state: ${show(r, server)}`);
   assert.equal(String(sc(r).returnValue).replace(/'/g, ''), expected);
 }
@@ -311,7 +312,9 @@ kase('an ordinary matplotlib PNG is carried once', 'one image block; the base64 
 
 kase('a 50 MB PNG display (past the 8 MB message limit once base64-encoded)',
   'the kernel saves it in /mnt/data/outputs and sends a note naming it; result ≤ 1 MB with the file among the artifacts, downloadable in full; server RSS ≤ 64 MB; client and server survive', async () => {
-    const [r, mem, bytes] = await flood({ language: 'python', session_id: FLOOD, timeout: 120, code: `
+    // A sandbox with nothing else in it: the flood session's memory has been through the cases above.
+    ok(await run({ language: 'python', session_id: PNG_SESSION, code: "kept = 'kept-png'" }));
+    const [r, mem, bytes] = await flood({ language: 'python', session_id: PNG_SESSION, timeout: 120, code: `
 import os, struct, zlib
 from IPython.display import Image, display
 w = h = 4082
@@ -335,6 +338,6 @@ print(len(png))` });
     assert.equal(res.status, 200);
     assert.equal((await res.arrayBuffer()).byteLength, size, 'the saved PNG is whole');
     withinBound(mem);
-    await keptState();
+    await keptState('kept-png', PNG_SESSION);
     return `${bytes} B result for a ${size} B PNG; download whole; ${memNote(mem)}; ${await bystander.check()}`;
   });
