@@ -61,7 +61,6 @@ struct cg_kernel_t {
                                        libzmq drops a connection whose peer sent a message
                                        over max_message_bytes and, that being a protocol
                                        error, never reconnects it; s_service_monitors does */
-    size_t refused;                 /* iopub disconnects not yet handed to a run */
     bool stdin_file_set;            /* the stdin file holds text (spec->stdin_file) */
 };
 
@@ -330,22 +329,24 @@ s_reconnect (cg_kernel_t *self, int i)
         cg_log (1, "reconnect %s socket: %s", s_channel_names[i], zmq_strerror (errno));
 }
 
-//  Reads every channel's monitor and reconnects what was dropped. Iopub's drops are
-//  counted in self->refused (a dying kernel's too: the caller tells them apart).
-static void
+//  Reads every channel's monitor and reconnects what was dropped. Returns how many times
+//  iopub was dropped (a dying kernel's sockets too: the caller tells them apart).
+static size_t
 s_service_monitors (cg_kernel_t *self)
 {
+    size_t iopub_drops = 0;
     for (int i = 0; i < CH_COUNT; i++) {
         size_t drops = s_read_monitor (self->monitors[i], ZMQ_EVENT_DISCONNECTED);
         if (!drops)
             continue;
         if (i == CH_IOPUB)
-            self->refused += drops;
+            iopub_drops = drops;
         cg_log (2, "the %s connection to the kernel was dropped (a message over %zu bytes, or "
                    "the kernel went away); reconnecting",
                 s_channel_names[i], self->config->max_message_bytes);
         s_reconnect (self, i);
     }
+    return iopub_drops;
 }
 
 //  Adds a poll item for each channel's monitor to ITEMS (room for CH_COUNT); returns how many.
@@ -620,7 +621,6 @@ cg_kernel_discard (cg_kernel_t *self)
 {
     cg_kernel_drain_log (self);
     s_service_monitors (self);
-    self->refused = 0;
     size_t discarded = 0;
     for (int i = 0; i < CH_COUNT; i++) {
         if (i == CH_HB)
@@ -1075,6 +1075,37 @@ s_read_pongs (cg_kernel_t *self, unsigned *misses)
     }
 }
 
+//  A run's poll items: each channel's socket (at its channel's index), then these, then
+//  each channel's monitor.
+enum { S_RUN_HELPER = CH_COUNT, S_RUN_CANCEL, S_RUN_LOG, S_RUN_ITEMS };
+
+//  Fills ITEMS (room for S_RUN_ITEMS + CH_COUNT) with what a run waits on; returns how many
+//  monitors follow the fixed items. An item with nothing to watch (no CONTROL, no log)
+//  polls the helper's pidfd for no events.
+static int
+s_run_items (cg_kernel_t *self, zsock_t *control, zmq_pollitem_t *items)
+{
+    for (int i = 0; i < CH_COUNT; i++)
+        items[i] = (zmq_pollitem_t){zsock_resolve (self->sockets[i]), 0, ZMQ_POLLIN, 0};
+    items[S_RUN_HELPER] = (zmq_pollitem_t){NULL, self->helper_pidfd, ZMQ_POLLIN, 0};
+    items[S_RUN_CANCEL] = control ? (zmq_pollitem_t){zsock_resolve (control), 0, ZMQ_POLLIN, 0}
+                                  : (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0};
+    items[S_RUN_LOG] = self->log_fd >= 0 ? (zmq_pollitem_t){NULL, self->log_fd, ZMQ_POLLIN, 0}
+                                          : (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0};
+    return s_monitor_items (self, items + S_RUN_ITEMS);
+}
+
+//  Takes one message from channel CH: the message when it answers PARENT_ID, else NULL
+//  (what is not for this run, or did not decode, is dropped).
+static cg_msg_t *
+s_recv_reply_to (cg_kernel_t *self, int ch, const char *parent_id)
+{
+    cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[ch]);
+    if (msg && (!msg->parent_msg_id || strcmp (msg->parent_msg_id, parent_id) != 0))
+        cg_msg_destroy (&msg);
+    return msg;
+}
+
 static cg_exec_end_t
 s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_text,
            int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
@@ -1126,71 +1157,53 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         int64_t wake = grace_end ? grace_end : deadline_us;
         if (next_hb < wake)
             wake = next_hb;
-        zmq_pollitem_t items[8 + CH_COUNT] = {
-            {zsock_resolve (self->sockets[CH_IOPUB]), 0, ZMQ_POLLIN, 0},
-            {zsock_resolve (self->sockets[CH_SHELL]), 0, ZMQ_POLLIN, 0},
-            {zsock_resolve (self->sockets[CH_STDIN]), 0, ZMQ_POLLIN, 0},
-            {zsock_resolve (self->sockets[CH_CONTROL]), 0, ZMQ_POLLIN, 0},
-            {zsock_resolve (self->sockets[CH_HB]), 0, ZMQ_POLLIN, 0},
-            {NULL, self->helper_pidfd, ZMQ_POLLIN, 0},
-            {control ? zsock_resolve (control) : NULL, control ? 0 : -1, ZMQ_POLLIN, 0},
-            {NULL, self->log_fd, ZMQ_POLLIN, 0},
-        };
-        //  Items with nothing to watch poll the helper's pidfd for no events.
-        if (!control)
-            items[6].events = 0, items[6].fd = self->helper_pidfd;
-        if (self->log_fd < 0)
-            items[7].events = 0, items[7].fd = self->helper_pidfd;
-        int monitors = s_monitor_items (self, items + 8);
-        int count = 8 + monitors;
+        zmq_pollitem_t items[S_RUN_ITEMS + CH_COUNT];
+        int monitors = s_run_items (self, control, items);
         long wait_ms = (long) ((wake - now) / 1000) + 1;
-        if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
+        if (zmq_poll (items, S_RUN_ITEMS + monitors, wait_ms) < 0 && errno != EINTR)
             break;
         //  iopub first, a bounded burst per turn: the run ends on iopub's idle, which
         //  follows every output, so nothing is lost by also reading the reply, the
         //  heartbeat and a cancel in the same turn.
-        for (int burst = 0; items[0].revents && burst < S_IOPUB_BURST; burst++) {
+        for (int burst = 0; items[CH_IOPUB].revents && burst < S_IOPUB_BURST; burst++) {
             last_iopub = cg_now_us ();
-            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_IOPUB]);
-            if (msg && msg->parent_msg_id && strcmp (msg->parent_msg_id, parent_id) == 0)
+            cg_msg_t *msg = s_recv_reply_to (self, CH_IOPUB, parent_id);
+            if (msg)
                 s_on_iopub (&exec, msg);
             cg_msg_destroy (&msg);
             if (!(zsock_events (self->sockets[CH_IOPUB]) & ZMQ_POLLIN))
                 break;
         }
-        if (items[1].revents) {
-            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_SHELL]);
-            if (msg && msg->parent_msg_id && strcmp (msg->parent_msg_id, parent_id) == 0)
+        if (items[CH_SHELL].revents) {
+            cg_msg_t *msg = s_recv_reply_to (self, CH_SHELL, parent_id);
+            if (msg)
                 s_on_shell (&exec, msg);
             cg_msg_destroy (&msg);
         }
-        if (items[2].revents) {
-            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_STDIN]);
-            if (msg && msg->parent_msg_id && strcmp (msg->parent_msg_id, parent_id) == 0)
+        if (items[CH_STDIN].revents) {
+            cg_msg_t *msg = s_recv_reply_to (self, CH_STDIN, parent_id);
+            if (msg)
                 s_on_stdin (&exec, msg);
             cg_msg_destroy (&msg);
         }
-        if (items[3].revents) {
+        if (items[CH_CONTROL].revents) {
             cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_CONTROL]);
             cg_msg_destroy (&msg);
         }
-        if (items[4].revents)
+        if (items[CH_HB].revents)
             s_read_pongs (self, &hb_misses);
-        if (items[7].revents)
+        if (items[S_RUN_LOG].revents)
             cg_kernel_drain_log (self);
-        bool dropped = false;
         for (int m = 0; m < monitors; m++)
-            dropped |= items[8 + m].revents != 0;
-        if (dropped) {
-            s_service_monitors (self);
-            run->messages_refused += self->refused;
-            self->refused = 0;
-        }
-        if (items[5].revents) {
+            if (items[S_RUN_ITEMS + m].revents) {
+                run->messages_refused += s_service_monitors (self);
+                break;
+            }
+        if (items[S_RUN_HELPER].revents) {
             end = CG_EXEC_DIED;
             break;
         }
-        if (control && items[6].revents) {
+        if (control && items[S_RUN_CANCEL].revents) {
             cg_control_t action = control_cb (control, arg);
             if (action == CG_CONTROL_ABORT) {
                 end = CG_EXEC_ABORTED;
