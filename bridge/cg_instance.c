@@ -20,19 +20,18 @@ struct cg_instance_t {
     int lock_fd;
 };
 
-//  Detaches the mounts (workspace file systems) a server left below DIR, so that its
-//  files can be removed without crossing into them. Returns 0, or -1 (logged).
-static int
-s_unmount_below (const char *dir)
+//  Removes DIR, a server's state: the mounts (workspace file systems) it left below it
+//  first, so that the removal never has to cross into them. Failures are logged.
+static void
+s_remove_state (const char *dir)
 {
     cg_error_t *err = NULL;
     int detached = cg_wsfs_unmount_below (dir, &err);
-    if (detached < 0)
-        cg_log (1, "clean up %s: %s", dir, cg_error_message (err));
-    else if (detached > 0)
+    if (detached > 0)
         cg_log (2, "unmounted %d workspace file system(s) below %s", detached, dir);
+    if (detached < 0 || cg_rm_rf (dir, &err) < 0)
+        cg_log (1, "clean up %s: %s", dir, cg_error_message (err));
     cg_error_destroy (&err);
-    return detached < 0 ? -1 : 0;
 }
 
 //  Removes one dead instance: its containers first, then its mounts, then its files.
@@ -52,9 +51,8 @@ s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *n
     else if (removed > 0)
         cg_log (2, "removed %d sandbox(es) left by a previous run (instance %s)", removed, name);
     cg_error_destroy (&err);
-    if (removed >= 0 && s_unmount_below (dir) == 0 && cg_rm_rf (dir, &err) < 0)
-        cg_log (1, "%s", cg_error_message (err));
-    cg_error_destroy (&err);
+    if (removed >= 0)
+        s_remove_state (dir);
 }
 
 cg_instance_t *
@@ -103,9 +101,7 @@ cg_instance_destroy (cg_instance_t **self_p)
     if (cg_container_remove_orphans (self->backend, self->prefix, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
-    if (s_unmount_below (self->dir) == 0 && cg_rm_rf (self->dir, &err) < 0)
-        cg_log (1, "%s", cg_error_message (err));
-    cg_error_destroy (&err);
+    s_remove_state (self->dir);
     if (self->lock_fd >= 0)
         close (self->lock_fd);
     free (self->dir);

@@ -54,6 +54,18 @@ cg_session_workspace_create (const cg_config_t *config, const char *session_dir,
     return cg_wsfs_create (session_dir, &limits, err);
 }
 
+void
+cg_session_dir_remove (const char *session_dir)
+{
+    cg_error_t *err = NULL;
+    if (cg_wsfs_remove (session_dir, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+    if (cg_rm_rf (session_dir, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+}
+
 static int
 s_start_container (cg_session_t *self, cg_error_t **err)
 {
@@ -129,12 +141,7 @@ cg_session_destroy (cg_session_t **self_p)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
     cg_workspace_destroy (&self->ws);
-    if (cg_wsfs_remove (self->dir, &err) < 0)
-        cg_log (1, "%s", cg_error_message (err));
-    cg_error_destroy (&err);
-    if (cg_rm_rf (self->dir, &err) < 0)
-        cg_log (1, "%s", cg_error_message (err));
-    cg_error_destroy (&err);
+    cg_session_dir_remove (self->dir);
     free (self->dir);
     free (self->bundle_dir);
     free (self->workspace);

@@ -40,6 +40,10 @@ cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
     *err set saying why and that --workspace-mb 0 turns the limit off. */
 int cg_session_workspace_create (const cg_config_t *config, const char *session_dir, cg_error_t **err);
 
+/*  Removes SESSION_DIR: unmounts the workspace's file system, if it has one, then removes
+    the tree (cg_rm_rf). Failures are logged. */
+void cg_session_dir_remove (const char *session_dir);
+
 /*  Kills the kernels and the container, unmounts the workspace's file system and removes
     the session's directories. */
 void cg_session_destroy (cg_session_t **self_p);

@@ -147,13 +147,8 @@ s_session_free (void **item)
     s_runner_join (&session->runner);
     //  The runner removes what it made; a session that only had uploads has its
     //  workspace and directory left, so they are removed here.
-    cg_error_t *err = NULL;
-    if (session->dir && cg_wsfs_remove (session->dir, &err) < 0)
-        cg_log (1, "%s", cg_error_message (err));
-    cg_error_destroy (&err);
-    if (session->dir && cg_rm_rf (session->dir, &err) < 0)
-        cg_log (1, "%s", cg_error_message (err));
-    cg_error_destroy (&err);
+    if (session->dir)
+        cg_session_dir_remove (session->dir);
     free (session->dir);
     free (session->key);
     free (session->id);
@@ -605,11 +600,14 @@ s_list_sessions (s_server_t *self, json_t *id)
             "packages_installed", "busy", s->busy_key != NULL);
         //  The workspace's own file system, as the kernel counts it; null: no limit.
         cg_wsfs_usage_t usage;
-        bool limited = s->dir && cg_wsfs_usage (s->dir, &usage, NULL) == 1;
-        json_object_set_new (entry, "workspace_limit_mb", limited ? json_real (usage.size_mb) : json_null ());
-        json_object_set_new (entry, "workspace_used_mb", limited ? json_real (usage.used_mb) : json_null ());
-        json_object_set_new (entry, "workspace_inodes_limit", limited ? json_integer ((json_int_t) usage.inodes) : json_null ());
-        json_object_set_new (entry, "workspace_inodes_used", limited ? json_integer ((json_int_t) usage.inodes_used) : json_null ());
+        if (s->dir && cg_wsfs_usage (s->dir, &usage, NULL) == 1)
+            json_object_update_new (entry, json_pack ("{s:f, s:f, s:I, s:I}", "workspace_limit_mb", usage.size_mb,
+                                                      "workspace_used_mb", usage.used_mb, "workspace_inodes_limit",
+                                                      (json_int_t) usage.inodes, "workspace_inodes_used",
+                                                      (json_int_t) usage.inodes_used));
+        else
+            json_object_update_new (entry, json_pack ("{s:n, s:n, s:n, s:n}", "workspace_limit_mb", "workspace_used_mb",
+                                                      "workspace_inodes_limit", "workspace_inodes_used"));
         json_array_append_new (list, entry);
     }
     json_t *structured = json_pack ("{s:o}", "sessions", list);

@@ -160,6 +160,17 @@ s_run_output_schema (void)
     return schema;
 }
 
+//  list_sessions' result: the sessions, each with its workspace's figures (null: no limit).
+static json_t *
+s_list_sessions_output_schema (void)
+{
+    return s_object_schema (json_pack (
+        "{s:{s:s, s:{s:s, s:{s:{s:[s,s]}, s:{s:[s,s]}, s:{s:[s,s]}, s:{s:[s,s]}}}}}", "sessions", "type",
+        "array", "items", "type", "object", "properties",
+        "workspace_limit_mb", "type", "number", "null", "workspace_used_mb", "type", "number", "null",
+        "workspace_inodes_limit", "type", "integer", "null", "workspace_inodes_used", "type", "integer", "null"));
+}
+
 static json_t *
 s_tool (const char *name, const char *title, const char *description, json_t *input,
         json_t *output, bool read_only, bool destructive)
@@ -323,11 +334,7 @@ cg_tools_list (const cg_config_t *config)
         "List the active sessions with language, name, age, activity, executions, memory and "
         "the workspace's (/mnt/data) space and files, used and limit.",
         s_schema (json_object (), NULL),
-        s_object_schema (json_pack (
-            "{s:{s:s, s:{s:s, s:{s:{s:[s,s]}, s:{s:[s,s]}, s:{s:[s,s]}, s:{s:[s,s]}}}}}", "sessions", "type",
-            "array", "items", "type", "object", "properties",
-            "workspace_limit_mb", "type", "number", "null", "workspace_used_mb", "type", "number", "null",
-            "workspace_inodes_limit", "type", "integer", "null", "workspace_inodes_used", "type", "integer", "null")),
+        s_list_sessions_output_schema (),
         true, false));
     return tools;
 }
