@@ -9,8 +9,6 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <math.h>
-#include <poll.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,11 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #define S_HINT "(a workspace size limit needs root and loop devices; --workspace-mb 0 turns the limit off)"
 #define S_LOOP_TRIES 8
-#define S_MKFS_OUTPUT_MAX 1024
 
 //  True when PATH is a mount point: its device differs from its parent PARENT's.
 static bool
@@ -47,8 +42,8 @@ s_mkfs_path (void)
 }
 
 //  Formats IMAGE as ext4 with LIMITS' inode count and root owner: mkfs.ext4 with a fixed
-//  argv (no shell, no journal: the workspace lives no longer than its session), its
-//  output kept for the error message.
+//  argv (no shell, no journal: the workspace lives no longer than its session), what it
+//  printed kept for the error message.
 static int
 s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
 {
@@ -62,49 +57,21 @@ s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
     char *const argv[] = {(char *) mkfs, "-q", "-F", "-t", "ext4", "-N", inodes, "-m", "0", "-O", "^has_journal",
                           "-E", extended, (char *) image, NULL};
     char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-    int pipe_fds[2];
-    if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
-        return cg_error_set (err, errno, "pipe: %s", strerror (errno));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init (&actions);
-    posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2 (&actions, pipe_fds[1], 1);
-    posix_spawn_file_actions_adddup2 (&actions, pipe_fds[1], 2);
-    pid_t pid;
-    int rc = posix_spawn (&pid, mkfs, &actions, NULL, argv, envp);
-    posix_spawn_file_actions_destroy (&actions);
-    close (pipe_fds[1]);
-    if (rc != 0) {
-        close (pipe_fds[0]);
-        return cg_error_set (err, rc, "run %s: %s", mkfs, strerror (rc));
-    }
-    char output[S_MKFS_OUTPUT_MAX + 1];
-    size_t len = 0;
-    for (;;) {
-        char scratch[512];
-        ssize_t n = read (pipe_fds[0], scratch, sizeof scratch);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        size_t keep = (size_t) n < S_MKFS_OUTPUT_MAX - len ? (size_t) n : S_MKFS_OUTPUT_MAX - len;
-        memcpy (output + len, scratch, keep);
-        len += keep;
-    }
-    close (pipe_fds[0]);
-    output[len] = '\0';
-    while (len && (output[len - 1] == '\n' || output[len - 1] == ' '))
-        output[--len] = '\0';
-    int status;
-    while (waitpid (pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return cg_error_set (err, errno, "wait for %s: %s", mkfs, strerror (errno));
-    if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-        return cg_error_set (err, EIO, "%s -N %s %s failed (%s %d): %s", mkfs, inodes, image,
-                             WIFEXITED (status) ? "exit" : "signal",
-                             WIFEXITED (status) ? WEXITSTATUS (status) : WTERMSIG (status),
-                             len ? output : "no output");
-    return 0;
+    cleanup_free char *out = NULL;
+    cleanup_free char *errors = NULL;
+    int status = cg_run (argv, envp, &out, &errors, err);
+    if (status < 0)
+        return -1;
+    if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+        return 0;
+    char *said = *errors ? errors : out;
+    size_t len = strlen (said);
+    while (len && (said[len - 1] == '\n' || said[len - 1] == ' '))
+        said[--len] = '\0';
+    return cg_error_set (err, EIO, "%s -N %s %s failed (%s %d): %s", mkfs, inodes, image,
+                         WIFEXITED (status) ? "exit" : "signal",
+                         WIFEXITED (status) ? WEXITSTATUS (status) : WTERMSIG (status),
+                         len ? said : "no output");
 }
 
 //  Attaches IMAGE_FD to a free loop device that detaches itself when its last user (the

@@ -67,6 +67,15 @@ int cg_mkdir_p (const char *dir, int mode, cg_error_t **err);
 int cg_rm_rf (const char *path, cg_error_t **err);
 
 /*  Cleanup helpers for __attribute__((cleanup)) locals (crun's cleanup_free). */
+/*  Runs ARGV (argv[0] an absolute path) to completion with stdin from /dev/null, in ENVP
+    (NULL: this process's environment). With OUT and ERR_TEXT both NULL its stdout and
+    stderr go to /dev/null; otherwise each is captured (at most CG_RUN_CAPTURE_MAX bytes
+    kept) into *OUT and *ERR_TEXT, NUL-terminated, for the caller to free (a NULL one of
+    the two is read and dropped). Returns the wait status, or -1 with *err set when it
+    could not be started. */
+#define CG_RUN_CAPTURE_MAX (4 * 1024 * 1024)
+int cg_run (char *const argv[], char *const envp[], char **out, char **err_text, cg_error_t **err);
+
 void cg_cleanup_free (void *ptr);
 void cg_cleanup_close (int *fd);
 #define cleanup_free __attribute__ ((cleanup (cg_cleanup_free)))

@@ -22,7 +22,6 @@
 
 extern char **environ;
 
-#define CAPTURE_MAX (4 * 1024 * 1024)
 #define CGROUP_PARENT "cellgate"
 
 struct cg_backend_t {
@@ -43,7 +42,7 @@ struct cg_backend_t {
 static char *
 s_log_error (const char *path)
 {
-    cleanup_free char *text = cg_read_file (path, CAPTURE_MAX, NULL, NULL);
+    cleanup_free char *text = cg_read_file (path, CG_RUN_CAPTURE_MAX, NULL, NULL);
     char *result = cg_xstrdup ("");
     for (char *line = text, *next; line && *line; line = next) {
         next = strchr (line, '\n');
@@ -68,86 +67,25 @@ s_log_error (const char *path)
 static int
 s_run (char *const argv[], char **out, const char *detached_log, cg_error_t **err)
 {
-    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-    if (pipe2 (out_pipe, O_CLOEXEC) < 0 || pipe2 (err_pipe, O_CLOEXEC) < 0) {
-        int saved = errno;
-        for (int i = 0; i < 2; i++) {
-            if (out_pipe[i] >= 0)
-                close (out_pipe[i]);
-            if (err_pipe[i] >= 0)
-                close (err_pipe[i]);
-        }
-        return cg_error_set (err, saved, "pipe: %s", strerror (saved));
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init (&actions);
-    posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY, 0);
-    if (detached_log) {
-        posix_spawn_file_actions_addopen (&actions, 1, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_addopen (&actions, 2, "/dev/null", O_WRONLY, 0);
-    }
-    else {
-        posix_spawn_file_actions_adddup2 (&actions, out_pipe[1], 1);
-        posix_spawn_file_actions_adddup2 (&actions, err_pipe[1], 2);
-    }
-    pid_t pid;
-    int rc = posix_spawn (&pid, argv[0], &actions, NULL, argv, environ);
-    posix_spawn_file_actions_destroy (&actions);
-    close (out_pipe[1]);
-    close (err_pipe[1]);
-    if (rc != 0) {
-        close (out_pipe[0]);
-        close (err_pipe[0]);
-        return cg_error_set (err, rc, "%s: %s", argv[0], strerror (rc));
-    }
-    char *bufs[2] = {cg_xmalloc (1), cg_xmalloc (1)};
-    size_t lens[2] = {0, 0};
-    struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-    int open_count = 2;
-    while (open_count > 0) {
-        if (poll (fds, 2, -1) < 0 && errno != EINTR)
-            break;
-        for (int i = 0; i < 2; i++) {
-            if (fds[i].fd < 0 || !fds[i].revents)
-                continue;
-            char chunk[8192];
-            ssize_t n = read (fds[i].fd, chunk, sizeof chunk);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                close (fds[i].fd);
-                fds[i].fd = -1;
-                open_count--;
-                continue;
-            }
-            if (lens[i] + (size_t) n <= CAPTURE_MAX) {
-                bufs[i] = cg_xrealloc (bufs[i], lens[i] + (size_t) n + 1);
-                memcpy (bufs[i] + lens[i], chunk, (size_t) n);
-                lens[i] += (size_t) n;
-            }
-        }
-    }
-    bufs[0][lens[0]] = bufs[1][lens[1]] = '\0';
-    int status = 0;
-    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    rc = 0;
-    if ((!WIFEXITED (status) || WEXITSTATUS (status) != 0) && detached_log) {
-        free (bufs[1]);
-        bufs[1] = s_log_error (detached_log);
-        lens[1] = strlen (bufs[1]);
-    }
+    char *bufs[2] = {NULL, NULL};
+    int status = cg_run (argv, NULL, detached_log ? NULL : &bufs[0], detached_log ? NULL : &bufs[1], err);
+    if (status < 0)
+        return -1;
+    int rc = 0;
     if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
         //  Keep the runtime's last line: it says what went wrong.
-        char *msg = bufs[1];
-        while (lens[1] > 0 && (msg[lens[1] - 1] == '\n' || msg[lens[1] - 1] == ' '))
-            msg[--lens[1]] = '\0';
+        cleanup_free char *msg = detached_log ? s_log_error (detached_log) : bufs[1];
+        if (!detached_log)
+            bufs[1] = NULL;
+        size_t len = strlen (msg);
+        while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+            msg[--len] = '\0';
         char *last = strrchr (msg, '\n');
         const char *base = strrchr (argv[0], '/') ? strrchr (argv[0], '/') + 1 : argv[0];
         rc = cg_error_set (err, EIO, "%s: %s", base, *msg ? (last ? last + 1 : msg) : "failed");
     }
     if (out && rc == 0)
-        *out = bufs[0];
+        *out = bufs[0] ? bufs[0] : cg_xstrdup ("");
     else
         free (bufs[0]);
     free (bufs[1]);
