@@ -1,9 +1,11 @@
 // Helpers for cellgate's end-to-end tests: start the server over stdio with the official MCP SDK client.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -231,4 +233,31 @@ export async function startHttpServer(opts = {}) {
     if (mountsBelow(stateDir).length === 0) fs.rmSync(stateDir, { recursive: true, force: true });
   };
   return { url, origin, port, stateDir, stderrText: () => stderrBuf, connect, close };
+}
+
+/**
+ * Spawns `cellgate mcp --state-dir STATE ...opts.args` speaking raw JSON-RPC over stdio, for
+ * tests of what the SDK client would never send or of the process itself. opts: { args?,
+ * env? (added to this process's env), prefix? (a command and its arguments to run it under) }.
+ * Returns { proc, stderr() (its last 8000 characters), send(line or message object), next()
+ * (the next message it writes) }.
+ */
+export function startRawServer(state, { args = [], env = {}, prefix = [] } = {}) {
+  const argv = [...prefix, serverBinary(), 'mcp', '--state-dir', state, ...args];
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let stderr = '';
+  proc.stderr.on('data', (chunk) => { stderr = (stderr + chunk).slice(-8000); });
+  const lines = readline.createInterface({ input: proc.stdout });
+  const queue = [];
+  const waiters = [];
+  lines.on('line', (line) => {
+    const message = JSON.parse(line);
+    if (waiters.length) waiters.shift()(message); else queue.push(message);
+  });
+  return {
+    proc,
+    stderr: () => stderr,
+    send: (message) => proc.stdin.write((typeof message === 'string' ? message : JSON.stringify(message)) + '\n'),
+    next: () => (queue.length ? Promise.resolve(queue.shift()) : new Promise((resolve) => waiters.push(resolve))),
+  };
 }

@@ -3,35 +3,17 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 
-import { serverBinary } from './lib.mjs';
+import { startRawServer } from './lib.mjs';
 
 const INIT = { jsonrpc: '2.0', id: 0, method: 'initialize',
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 
-/** Starts `cellgate mcp` on STATE; returns {send(line), next(), proc}. */
-function startRaw(state) {
-  const proc = spawn(serverBinary(), ['mcp', '--state-dir', state], { stdio: ['pipe', 'pipe', 'pipe'] });
-  proc.stderr.on('data', () => {});
-  const lines = readline.createInterface({ input: proc.stdout });
-  const queue = [];
-  const waiters = [];
-  lines.on('line', (line) => {
-    const message = JSON.parse(line);
-    if (waiters.length) waiters.shift()(message); else queue.push(message);
-  });
-  return {
-    proc,
-    send: (text) => proc.stdin.write(text + '\n'),
-    next: () => (queue.length ? Promise.resolve(queue.shift())
-      : new Promise((resolve) => waiters.push(resolve))),
-  };
-}
+const startRaw = (state) => startRawServer(state);
 
 function runcContainers(state) {
   const root = path.join(state, 'runtime-runc');

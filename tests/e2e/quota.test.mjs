@@ -4,14 +4,12 @@
 // shows it; close_session and a restart after SIGKILL leave no mount and no image behind.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { after, before, test } from 'node:test';
 
-import { callExec, sc, serverBinary, show, sleep, startServer } from './lib.mjs';
+import { callExec, sc, show, sleep, startRawServer, startServer } from './lib.mjs';
 
 const LIMIT_MB = 64;
 const INODES = 2000;
@@ -144,27 +142,9 @@ test('uploads land in the limited workspace and a one-shot sandbox is limited to
   assert.ok(await until(() => mountsBelow(server.stateDir).length === 0), `left: ${mountsBelow(server.stateDir)}`);
 });
 
-/** Starts `cellgate mcp` with the limit on STATE over raw stdio (under PREFIX, a command
-    and its arguments, when given); returns {send, next, proc, stderr()}. */
-function startRaw(state, prefix = []) {
-  const argv = [...prefix, serverBinary(), 'mcp', '--state-dir', state, '--http-listen', 'off'];
-  const proc = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...LIMIT_ENV } });
-  let stderr = '';
-  proc.stderr.on('data', (chunk) => { stderr = (stderr + chunk).slice(-8000); });
-  const lines = readline.createInterface({ input: proc.stdout });
-  const queue = [];
-  const waiters = [];
-  lines.on('line', (line) => {
-    const message = JSON.parse(line);
-    if (waiters.length) waiters.shift()(message); else queue.push(message);
-  });
-  return {
-    proc,
-    stderr: () => stderr,
-    send: (message) => proc.stdin.write(JSON.stringify(message) + '\n'),
-    next: () => (queue.length ? Promise.resolve(queue.shift()) : new Promise((resolve) => waiters.push(resolve))),
-  };
-}
+/** `cellgate mcp` with the limit on STATE over raw stdio (under PREFIX, a command and its
+    arguments, when given). */
+const startRaw = (state, prefix = []) => startRawServer(state, { args: ['--http-listen', 'off'], env: LIMIT_ENV, prefix });
 
 const INIT = { jsonrpc: '2.0', id: 0, method: 'initialize',
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'quota-raw', version: '1' } } };
