@@ -121,3 +121,52 @@ test('10,000 display_data in one cell: memory bounded, the result says what was 
   assert.ok(peak < RSS_LIMIT_KB, `server VmRSS peaked at ${peak} kB`);
   await secondSessionResponds();
 });
+
+// -----------------------------------------------------------------------------------------
+// Messages over --max-message-mb (point 4): the Python kernel keeps ordinary outputs under
+// it; what another kernel sends over it is refused and its connection connected again.
+
+test('one 30 MB print from Python arrives whole, in pieces under the message limit', async () => {
+  const watch = watchRss();
+  const r = await py('fl_0', "s = 'y' * 30_000_000\nprint(s)\nprint('after')", { timeout: 120 });
+  const peak = watch.stop();
+  report('one 30 MB print', peak);
+  const s = expectStatus(r, 'success', server);
+  assert.equal(s.notice, undefined, `nothing refused: ${show(r, server)}`);
+  assert.equal(s.stdout_truncated, true);
+  assert.ok(s.stdout.startsWith('yyyy') && s.stdout.endsWith('y\nafter\n'), 'head and tail kept');
+  assert.ok(peak < RSS_LIMIT_KB, `server VmRSS peaked at ${peak} kB`);
+});
+
+test("a cell's value too large for a message is saved as a file by the Python kernel, with a link", async () => {
+  const r = await py('fl_0', [
+    'class Big:',
+    '    def _repr_html_(self): return "<p>" + "z" * 12_000_000 + "</p>"',
+    '    def __repr__(self): return "Big()"',
+    'Big()',
+  ].join('\n'), { timeout: 120 });
+  const s = expectStatus(r, 'success', server);
+  assert.equal(s.notice, undefined, `nothing refused: ${show(r, server)}`);
+  const value = (s.outputs ?? []).find((o) => o.type === 'execute_result');
+  assert.ok(value, show(r, server));
+  const text = value.data['text/plain'];
+  assert.ok(text.startsWith('Big()\n'), `the small part stays inline: ${text}`);
+  const saved = /text\/html output of (\d+) bytes saved to (\/mnt\/data\/outputs\/\S+\.html)/.exec(text);
+  assert.ok(saved, text);
+  assert.equal(value.data['text/html'], undefined);
+  const file = (s.artifacts ?? []).find((a) => a.path === saved[2]);
+  assert.ok(file, `the saved value is an artifact: ${show(r, server)}`);
+  assert.equal(file.size_bytes, Number(saved[1]));
+  assert.equal(file.size_bytes, 12_000_007);
+});
+
+test('a JavaScript display over the message limit is refused with a notice; the next cell prints', async () => {
+  const r = await callExec(client, { language: 'javascript', session_id: 'fl_0', timeout: 60,
+    code: "const tslab = require('tslab');\ntslab.display.html('<p>' + 'w'.repeat(12_000_000) + '</p>');\n'done'" });
+  const s = expectStatus(r, 'success', server);
+  assert.match(s.notice ?? '', /refused: each was larger than the 8 MB the server accepts \(--max-message-mb\)/, show(r, server));
+  for (let i = 0; i < 2; i++) {
+    const next = expectStatus(await callExec(client, { language: 'javascript', session_id: 'fl_0', code: `console.log('next ${i}')` }), 'success', server);
+    assert.equal(next.stdout, `next ${i}\n`, 'the iopub connection is back');
+  }
+});
