@@ -18,4 +18,11 @@
     download URLs and the HTTP route all use this one bound. */
 #define CG_SESSION_ID_MAX 128
 
+/*  A session's optional name, in characters. */
+#define CG_SESSION_NAME_MAX 128
+
+/*  A run's timeout, in seconds (a client may give it in milliseconds too). */
+#define CG_TIMEOUT_MIN_S 1
+#define CG_TIMEOUT_MAX_S 300
+
 #endif

@@ -16,7 +16,7 @@ typedef struct {
     const char *key;            /* the request being handled */
 } s_runner_t;
 
-//  Live output of a request that asked for progress: PROGRESS <key> {"stream", "text"}.
+//  Live output of a request that asked for progress: PROGRESS <key> <stream> <text>.
 static void
 s_on_output (void *arg, const char *stream, const char *text, size_t len)
 {
@@ -25,13 +25,37 @@ s_on_output (void *arg, const char *stream, const char *text, size_t len)
         return;
     //  Live notes carry what JSON can: a character a read split shows as U+FFFD here only.
     size_t clean_len;
-    cleanup_free char *clean = cg_utf8_clean (text, len, &clean_len);
-    json_t *chunk = json_stringn (clean, clean_len);
-    json_t *note = json_pack ("{s:s, s:o}", "stream", stream, "text", chunk);
-    char *note_text = json_dumps (note, JSON_COMPACT);
-    json_decref (note);
-    zstr_sendx (self->results, "PROGRESS", self->key, note_text, NULL);
-    free (note_text);
+    zmsg_t *msg = zmsg_new ();
+    zmsg_addstr (msg, "PROGRESS");
+    zmsg_addstr (msg, self->key);
+    zmsg_addstr (msg, stream);
+    char *clean = cg_utf8_clean (text, len, &clean_len);
+    zmsg_addmem (msg, clean, clean_len);
+    free (clean);
+    zmsg_send (&msg, self->results);
+}
+
+//  cg_log's hook on the runner's thread: the line goes to the server's main loop as
+//  LOG <level> <text>, over the socket the results take.
+static void
+s_log_hook (void *arg, int level, const char *message)
+{
+    s_runner_t *self = arg;
+    zsock_send (self->results, "sis", "LOG", level, message);
+}
+
+//  What list_sessions shows of the sandbox: REPORT <slot> <kernel pid> <memory in KiB>
+//  (0 and -1 when unknown), sent before each STARTED and RESULT.
+static void
+s_report (s_runner_t *self)
+{
+    if (!self->session || self->args.oneshot)
+        return;
+    long pid = 0;
+    double memory_mb = -1;
+    cg_session_report (self->session, self->args.language, &pid, &memory_mb);
+    zsock_send (self->results, "ssii", "REPORT", self->args.slot, (int) pid,
+                memory_mb < 0 ? -1 : (int) (memory_mb * 1024));
 }
 
 static cg_control_t
@@ -62,18 +86,17 @@ s_ensure_session (s_runner_t *self, cg_error_t **err)
     return self->session ? 0 : -1;
 }
 
-static json_t *
-s_start (s_runner_t *self, json_t *request_json)
+//  Starts the sandbox and LANGUAGE's kernel now. Returns NULL, or why it failed
+//  (caller frees).
+static char *
+s_start (s_runner_t *self, const char *language)
 {
-    const char *language = json_string_value (json_object_get (request_json, "language"));
     cg_error_t *err = NULL;
-    json_t *result;
-    if (s_ensure_session (self, &err) == 0 && cg_session_kernel (self->session, language, &err))
-        result = json_pack ("{s:b}", "ok", 1);
-    else
-        result = json_pack ("{s:b, s:s}", "ok", 0, "error", cg_error_message (err));
+    char *why = NULL;
+    if (s_ensure_session (self, &err) < 0 || !cg_session_kernel (self->session, language, &err))
+        why = cg_xstrdup (cg_error_message (err));
     cg_error_destroy (&err);
-    return result;
+    return why;
 }
 
 static json_t *
@@ -104,30 +127,39 @@ s_run (s_runner_t *self, json_t *request_json)
     return result;
 }
 
+//  EXEC <key> <request>: runs REQUEST (a json_t the message hands over) and sends
+//  RESULT <key> <result> (a json_t the receiver takes over).
 static void
-s_handle (s_runner_t *self, zmsg_t *msg, bool start)
+s_exec (s_runner_t *self, zmsg_t *msg)
 {
     char *key = zmsg_popstr (msg);
-    char *text = zmsg_popstr (msg);
-    json_t *request = text ? json_loads (text, 0, NULL) : NULL;
+    zframe_t *frame = zmsg_pop (msg);
+    json_t *request = frame && zframe_size (frame) == sizeof (void *) ? *(json_t **) zframe_data (frame) : NULL;
+    zframe_destroy (&frame);
     if (key && request) {
         self->key = key;
-        json_t *result = start ? s_start (self, request) : s_run (self, request);
+        json_t *result = s_run (self, request);
         self->key = NULL;
-        char *result_text = json_dumps (result, JSON_COMPACT);
-        if (!result_text)
-            abort ();
-        zmsg_t *out = zmsg_new ();
-        zmsg_addstr (out, "RESULT");
-        zmsg_addstr (out, key);
-        zmsg_addstr (out, result_text);
-        zmsg_send (&out, self->results);
-        free (result_text);
-        json_decref (result);
+        s_report (self);
+        zsock_send (self->results, "ssp", "RESULT", key, result);
     }
     json_decref (request);
     zstr_free (&key);
-    zstr_free (&text);
+}
+
+//  START <key> <language>: sends STARTED <key> <why it failed, or "">.
+static void
+s_start_now (s_runner_t *self, zmsg_t *msg)
+{
+    char *key = zmsg_popstr (msg);
+    char *language = zmsg_popstr (msg);
+    if (key && language) {
+        cleanup_free char *why = s_start (self, language);
+        s_report (self);
+        zsock_send (self->results, "sss", "STARTED", key, why ? why : "");
+    }
+    zstr_free (&key);
+    zstr_free (&language);
 }
 
 void
@@ -138,6 +170,7 @@ cg_runner_actor (zsock_t *pipe, void *args)
     self.results = zsock_new_push (NULL);
     zsock_set_linger (self.results, -1);
     zsock_connect (self.results, "%s", self.args.results_endpoint);
+    cg_log_set_hook (s_log_hook, &self);
     zsock_signal (pipe, 0);
 
     while (!self.terminated) {
@@ -155,8 +188,10 @@ cg_runner_actor (zsock_t *pipe, void *args)
         if (!msg)
             break;
         char *command = zmsg_popstr (msg);
-        if (command && (strcmp (command, "EXEC") == 0 || strcmp (command, "START") == 0))
-            s_handle (&self, msg, strcmp (command, "START") == 0);
+        if (command && strcmp (command, "EXEC") == 0)
+            s_exec (&self, msg);
+        else if (command && strcmp (command, "START") == 0)
+            s_start_now (&self, msg);
         else if (!command || strcmp (command, "$TERM") == 0)
             self.terminated = true;
         //  CANCEL while idle: nothing runs, nothing to do.
@@ -164,5 +199,6 @@ cg_runner_actor (zsock_t *pipe, void *args)
         zmsg_destroy (&msg);
     }
     cg_session_destroy (&self.session);
+    cg_log_set_hook (NULL, NULL);
     zsock_destroy (&self.results);
 }

@@ -18,18 +18,26 @@ typedef struct {
     const char *container_prefix;
     const char *results_endpoint;   /* inproc PULL socket the results go to */
     char slot[13];                  /* the session's slot (dir and container name) */
+    char language[16];              /* the session's language: its kernel's pid is reported */
     bool oneshot;                   /* destroy the sandbox after the first run */
 } cg_runner_args_t;
 
-/*  The actor (zactor_fn). Pipe commands:
-      EXEC <key> <request JSON>   run a request (see cg_exec_request_t; JSON fields
-                                  language, code, stdin, timeout, execution_id,
-                                  session_id); the result goes to results_endpoint as
-                                  RESULT <key> <result JSON>
-      START <key> <JSON>          start the sandbox and the kernel for JSON's "language"
-                                  now; result {"ok": true} or {"ok": false, "error": ...}
+/*  The actor (zactor_fn). Pipe commands (C values, no JSON text):
+      EXEC <key> <request>        run a request, a json_t pointer the runner takes over
+                                  (see cg_exec_request_t; fields language, code, stdin,
+                                  timeout, execution_id, session_id, files, progress);
+                                  the result goes to results_endpoint as
+                                  RESULT <key> <result> (a json_t pointer, the receiver's)
+      START <key> <language>      start the sandbox and LANGUAGE's kernel now; answered
+                                  with STARTED <key> <why it failed, or "">
       CANCEL                      interrupt the running cell, if any
-      $TERM                       stop: the session's sandbox is destroyed */
+      $TERM                       stop: the session's sandbox is destroyed
+    Also sent to results_endpoint:
+      PROGRESS <key> <stream> <text>   live output of a request that asked for progress
+      LOG <level> <text>               every cg_log line of the runner's thread
+      REPORT <slot> <pid> <KiB>        after each START and EXEC of a session: its
+                                       kernel's host pid and the sandbox's memory
+                                       (0 and -1 when unknown) */
 void cg_runner_actor (zsock_t *pipe, void *args);
 
 #endif

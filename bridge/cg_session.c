@@ -719,3 +719,14 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         json_object_set_new (result, "memoryUsedMB", json_real (round (stats.memory_peak_mb * 10) / 10));
     return result;
 }
+
+void
+cg_session_report (cg_session_t *self, const char *language, long *pid, double *memory_mb)
+{
+    int index = language && *language ? s_kernel_index (self, language, false) : -1;
+    *pid = index >= 0 && self->kernels[index] ? (long) cg_kernel_pid (self->kernels[index]) : 0;
+    cg_container_stats_t stats = {0};
+    *memory_mb = self->container_running && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0
+                     ? stats.memory_mb
+                     : -1;
+}

@@ -64,6 +64,10 @@ json_t *cg_session_execute (cg_session_t *self, const cg_exec_request_t *request
     session), or NULL with *err set. */
 cg_kernel_t *cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err);
 
+/*  What the server shows of SELF: the host pid of LANGUAGE's kernel in *PID (0 when it
+    does not run) and the sandbox's memory use in *MEMORY_MB (-1 when unknown). */
+void cg_session_report (cg_session_t *self, const char *language, long *pid, double *memory_mb);
+
 /*  Builds a result for a request that never ran (status setup_error). ERROR_CODE is a
     seed 001 code. Caller owns the result. */
 json_t *cg_result_setup_error (const cg_exec_request_t *request, const char *error_code,

@@ -680,9 +680,9 @@ cg_cleanup_close (int *fd)
 
 static atomic_int s_log_level = 2;
 
-static _Atomic (cg_log_hook_fn *) s_hook;
-static _Atomic (void *) s_hook_arg;
-static atomic_int s_hook_level = -1;
+//  Each thread's own hook: nothing is shared between threads.
+static _Thread_local cg_log_hook_fn *s_hook;
+static _Thread_local void *s_hook_arg;
 
 void
 cg_log_set_level (int level)
@@ -704,7 +704,7 @@ void
 cg_log (int level, const char *fmt, ...)
 {
     bool to_stderr = level <= atomic_load (&s_log_level);
-    bool to_hook = level <= atomic_load (&s_hook_level);
+    bool to_hook = s_hook != NULL;
     if (!to_stderr && !to_hook)
         return;
     static const char *names[] = {"error", "warn", "info", "debug"};
@@ -715,15 +715,17 @@ cg_log (int level, const char *fmt, ...)
     va_end (args);
     if (to_stderr)
         fprintf (stderr, "cellgate %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
-    cg_log_hook_fn *hook = atomic_load (&s_hook);
-    if (to_hook && hook)
-        hook (atomic_load (&s_hook_arg), level, line);
+    if (to_hook) {
+        cg_log_hook_fn *hook = s_hook;
+        s_hook = NULL;      /* a hook that logs does not reach itself */
+        hook (s_hook_arg, level, line);
+        s_hook = hook;
+    }
 }
 
 void
-cg_log_set_hook (cg_log_hook_fn *fn, void *arg, int level)
+cg_log_set_hook (cg_log_hook_fn *fn, void *arg)
 {
-    atomic_store (&s_hook_arg, arg);
-    atomic_store (&s_hook, fn);
-    atomic_store (&s_hook_level, fn ? level : -1);
+    s_hook_arg = arg;
+    s_hook = fn;
 }

@@ -86,10 +86,12 @@ void cg_cleanup_close (int *fd);
 void cg_log (int level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 void cg_log_set_level (int level);
 
-/*  Also hands every message at LEVEL or below (-1: none) to FN (with ARG), on the thread
-    that logs it, whatever the stderr level. FN must be thread-safe and must not log. */
+/*  Also hands every message logged on the calling thread to FN (with ARG; NULL: none),
+    whatever the stderr level. Each thread has its own hook (the server's main loop
+    queues its own lines; a runner sends its lines to the main loop as messages), so no
+    state is shared between threads. What FN itself logs does not reach FN. */
 typedef void (cg_log_hook_fn) (void *arg, int level, const char *message);
-void cg_log_set_hook (cg_log_hook_fn *fn, void *arg, int level);
+void cg_log_set_hook (cg_log_hook_fn *fn, void *arg);
 int cg_log_level_from_name (const char *name);
 
 #endif

@@ -171,3 +171,31 @@ cg_conformance_finish (const char *name, json_t *response)
                                   : cg_strdupf ("User response: %s", shown ? shown : "{}");
     return s_result (json_pack ("[o]", s_text (text)), false);
 }
+
+void
+cg_conformance_handle (const cg_request_t *req, const char *name, json_t *arguments)
+{
+    json_t *notes = NULL, *request = NULL;
+    json_t *result = cg_conformance_call (name, arguments, req->progress_token, &notes, &request);
+    size_t i;
+    json_t *note;
+    json_array_foreach (notes, i, note) {
+        const char *method = json_string_value (json_object_get (note, "method"));
+        json_t *params = json_object_get (note, "params");
+        if (strcmp (method, "notifications/message") == 0
+            && req->client->log_level < cg_server_log_level_of (json_string_value (json_object_get (params, "level"))))
+            continue;
+        cg_request_notify (req, method, json_incref (params));
+    }
+    json_decref (notes);
+    if (result) {
+        cg_request_result (req, result);
+        return;
+    }
+    cg_call_t *call = cg_server_call_new (req, name, NULL);
+    call->client_request = cg_strdupf ("cg-%s", call->key);
+    cg_channel_send (req->channel, json_pack ("{s:s, s:s, s:O, s:O}", "jsonrpc", "2.0", "id", call->client_request,
+                                              "method", json_object_get (request, "method"), "params",
+                                              json_object_get (request, "params")));
+    json_decref (request);
+}

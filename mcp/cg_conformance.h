@@ -4,6 +4,8 @@
 #ifndef CG_CONFORMANCE_H
 #define CG_CONFORMANCE_H
 
+#include "cg_server.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -24,5 +26,9 @@ json_t *cg_conformance_call (const char *name, json_t *arguments, json_t *progre
 /*  Finishes fixture NAME once the client answered its request with RESPONSE (the
     JSON-RPC response message, borrowed). Returns a new tools/call result. */
 json_t *cg_conformance_finish (const char *name, json_t *response);
+
+/*  tools/call of fixture NAME for REQ: its notes, then its result, or a request to the
+    client whose response finishes the call (cg_conformance_finish). */
+void cg_conformance_handle (const cg_request_t *req, const char *name, json_t *arguments);
 
 #endif

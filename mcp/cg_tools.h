@@ -1,8 +1,10 @@
-/*  cg_tools — the MCP tool registry: names, descriptions, input and output schemas, the
-    validation of arguments, and the mapping of results onto MCP content. */
+/*  cg_tools — the MCP tools: the tool table (names, schemas, handlers, flags), the
+    schema-driven check of arguments, the handlers by family, and the mapping of results
+    onto MCP content. */
 #ifndef CG_TOOLS_H
 #define CG_TOOLS_H
 
+#include "cg_server.h"
 #include "../bridge/cg_config.h"
 #include "../bridge/cg_limits.h"
 
@@ -19,20 +21,87 @@
     error_runtime, error_setup. */
 void cg_tools_seed001_status (json_t *structured);
 
-/*  Returns the tools/list "tools" array. Caller owns the result. */
+/*  One row of the tool table (cg_tools.c). Handlers are grouped by family in their own
+    files: cg_tools_run.c (running code), cg_tools_session.c (sessions), cg_tools_files.c
+    (files); scripts, logs and packages get theirs. A handler answers REQ now
+    (cg_request_result) or registers a call that is answered later. ARGUMENTS (borrowed)
+    is an object (possibly empty) whose keys the table has checked against the schema. */
+typedef void (cg_tool_fn) (const cg_request_t *req, json_t *arguments);
+
+enum {
+    CG_TOOL_RUNS = 1,           /* its results are run results (seed 001's status names
+                                   for seed 001's tool) */
+    CG_TOOL_READ_ONLY = 2,      /* annotations: readOnlyHint and idempotentHint */
+    CG_TOOL_DESTRUCTIVE = 4,    /* annotations: destructiveHint */
+    CG_TOOL_SEED001 = 8,        /* listed under the seed001 profile only */
+    CG_TOOL_NOT_SEED001 = 16,   /* not listed under the seed001 profile */
+};
+
+typedef struct {
+    const char *name;
+    const char *title;
+    const char *description;
+    const char *input_schema;   /* JSON text with ' for ", and ${name} values (cg_tools.c) */
+    const char *output_schema;
+    cg_tool_fn *handler;
+    unsigned flags;
+} cg_tool_t;
+
+/*  Returns the tools/list "tools" array of CONFIG's tool profile (the conformance
+    profile adds its fixtures). Caller owns it. */
 json_t *cg_tools_list (const cg_config_t *config);
 
-/*  Returns true when NAME is a tool this server serves. */
-bool cg_tools_known (const char *name);
+/*  Returns the row of tool NAME, or NULL when this server has no such tool. */
+const cg_tool_t *cg_tools_find (const char *name);
 
-/*  Validates the ARGUMENTS (borrowed, may be NULL) of TOOL, one of the running tools
-    (execute_code, run_python, send_to_session). On success returns a new request object
-    (language canonical, code, stdin, timeout in seconds, session_id, execution_id,
-    tool) and sets *error_result to NULL. On bad input returns NULL and sets
-    *error_result to a complete tools/call result (isError, status setup_error,
-    error_code INVALID_PARAMS or UNSUPPORTED_LANGUAGE) the caller owns. */
+/*  tools/call: checks PARAMS (borrowed) — the name, the arguments against the tool's
+    schema (unknown keys are refused) — and runs the tool's handler. */
+void cg_tools_call (const cg_request_t *req, json_t *params);
+
+/*  Returns the result refusing a call of TOOL with ERROR (seed 004's code, lower case)
+    and MESSAGE: a run result for a running tool (in seed 001's terms for seed 001's),
+    else an error object. Caller owns it. */
+json_t *cg_tools_refusal (const char *tool, const char *language, const char *session_id,
+                          const char *error, const char *message);
+
+/*  The refusal (cg_tools_refusal) of REQ's tool when --max-sessions sandboxes exist. */
+json_t *cg_tools_max_sessions (const cg_request_t *req, const char *language, const char *session_id);
+
+/*  What a call into a session that is running another gets. */
+#define CG_TOOLS_BUSY_MESSAGE "A run is already in progress for this session. Wait for it to complete."
+
+/*  A runner's message MSG (the frames after the key) for CALL (NULL: unknown, ignored),
+    whose session is SESSION (NULL for a one-shot sandbox or a session gone):
+    PROGRESS <stream> <text>, RESULT <result pointer>, STARTED <why or "">. */
+void cg_tools_progress (cg_call_t *call, zmsg_t *msg);
+void cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg);
+void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg);
+
+/*  The handlers, by family. */
+cg_tool_fn cg_tools_run, cg_tools_start_session, cg_tools_list_sessions, cg_tools_close_session,
+    cg_tools_upload_file, cg_tools_read_artifact, cg_tools_list_artifacts;
+
+/*  Validates the ARGUMENTS (borrowed, may be NULL; keys already checked) of TOOL, one of
+    the running tools. On success returns a new request object (language canonical, code,
+    stdin, timeout in seconds, session_id, execution_id, tool) and sets *error_result to
+    NULL. On bad input returns NULL and sets *error_result to a complete tools/call result
+    (isError, status setup_error, error_code INVALID_PARAMS or UNSUPPORTED_LANGUAGE) the
+    caller owns. */
 json_t *cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *arguments,
                                   json_t **error_result);
+
+/*  Returns true when NAME is one of the table's tools. */
+bool cg_tools_known (const char *name);
+
+/*  Returns the tools/call result of a running tool's call that never ran: a run result
+    with status setup_error and ERROR_CODE (e.g. INVALID_PARAMS), saying MESSAGE, for
+    LANGUAGE (may be NULL). Caller owns it. */
+json_t *cg_tools_invalid (const char *error_code, const char *message, const char *language);
+
+/*  Checks ARGUMENTS' keys against TOOL's input schema. Returns NULL when every key is a
+    property of it, else a tools/call error result (invalid_params naming the unknown key
+    and the known ones) the caller owns. */
+json_t *cg_tools_check_arguments (const cg_tool_t *tool, json_t *arguments);
 
 /*  Returns the canonical name of language NAME or an alias, or NULL if unsupported. */
 const char *cg_tools_canonical_language (const char *name);

@@ -1,0 +1,296 @@
+/*  cg_registry — the one owner of sandbox sessions: limits, busy flags, idle TTL,
+    download tokens and the on-disk layout. */
+#include "cg_registry.h"
+#include "cg_runner.h"
+#include "cg_session.h"
+#include "cg_util.h"
+
+#include <signal.h>
+#include <sodium.h>
+#include <string.h>
+#include <time.h>
+
+struct cg_registry_t {
+    const cg_config_t *config;
+    cg_backend_t *backend;
+    cg_instance_t *instance;
+    const char *results_endpoint;
+    zhashx_t *sessions;         /* owner + "/" + id -> cg_registry_session_t */
+    zlistx_t *closing;          /* sessions whose runners are destroying their sandboxes */
+    size_t oneshots;            /* one-shot runners alive */
+};
+
+//  Stops a runner and waits for it (and so its sandbox) to be gone. SIGINT and SIGTERM
+//  are blocked in this thread meanwhile: an interrupted wait would leave the runner's
+//  thread running while the server exits.
+static void
+s_runner_join (zactor_t **runner_p)
+{
+    sigset_t signals, old;
+    sigemptyset (&signals);
+    sigaddset (&signals, SIGINT);
+    sigaddset (&signals, SIGTERM);
+    pthread_sigmask (SIG_BLOCK, &signals, &old);
+    zactor_destroy (runner_p);
+    pthread_sigmask (SIG_SETMASK, &old, NULL);
+}
+
+static void
+s_session_free (void **item)
+{
+    cg_registry_session_t *session = *item;
+    if (!session)
+        return;
+    //  The workspace's file system is released as soon as the runner unmounts it.
+    cg_workspace_destroy (&session->ws);
+    s_runner_join (&session->runner);
+    //  The runner removes what it made; a session that only had uploads has its
+    //  workspace and directory left, so they are removed here.
+    if (session->dir)
+        cg_session_dir_remove (session->dir);
+    free (session->dir);
+    free (session->owner);
+    free (session->id);
+    free (session->busy);
+    free (session->language);
+    free (session->name);
+    free (session);
+    *item = NULL;
+}
+
+cg_registry_t *
+cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
+                 const char *results_endpoint)
+{
+    cg_registry_t *self = cg_xcalloc (1, sizeof *self);
+    *self = (cg_registry_t){.config = config, .backend = backend, .instance = instance,
+                            .results_endpoint = results_endpoint};
+    self->sessions = zhashx_new ();
+    self->closing = zlistx_new ();
+    zlistx_set_destructor (self->closing, s_session_free);
+    return self;
+}
+
+void
+cg_registry_destroy (cg_registry_t **self_p)
+{
+    cg_registry_t *self = *self_p;
+    if (!self)
+        return;
+    //  Every sandbox goes: ask all runners to stop first, then wait for each.
+    zlistx_t *all = zhashx_values (self->sessions);
+    for (cg_registry_session_t *s = zlistx_first (all); s; s = zlistx_next (all))
+        cg_registry_retire (self, s);
+    zlistx_destroy (&all);
+    zlistx_destroy (&self->closing);
+    zhashx_destroy (&self->sessions);
+    free (self);
+    *self_p = NULL;
+}
+
+cg_registry_session_t *
+cg_registry_find (cg_registry_t *self, const char *owner, const char *id)
+{
+    if (!id)
+        return NULL;
+    cleanup_free char *key = cg_strdupf ("%s/%s", owner, id);
+    return zhashx_lookup (self->sessions, key);
+}
+
+bool
+cg_registry_full (cg_registry_t *self)
+{
+    return zhashx_size (self->sessions) + self->oneshots >= (size_t) self->config->max_sessions;
+}
+
+static zactor_t *
+s_runner_start (cg_registry_t *self, const char *slot, const char *language, bool oneshot)
+{
+    cg_runner_args_t *args = cg_xcalloc (1, sizeof *args);
+    *args = (cg_runner_args_t){.backend = self->backend,
+                               .config = self->config,
+                               .sessions_dir = cg_instance_sessions_dir (self->instance),
+                               .container_prefix = cg_instance_prefix (self->instance),
+                               .results_endpoint = self->results_endpoint,
+                               .oneshot = oneshot};
+    if (slot)
+        snprintf (args->slot, sizeof args->slot, "%s", slot);
+    if (language)
+        snprintf (args->language, sizeof args->language, "%s", language);
+    return zactor_new (cg_runner_actor, args);
+}
+
+//  Formats the current UTC time as ISO 8601 into OUT (32 bytes).
+static void
+s_utc_now (char out[32])
+{
+    time_t now = time (NULL);
+    struct tm tm;
+    gmtime_r (&now, &tm);
+    strftime (out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+cg_registry_session_t *
+cg_registry_create (cg_registry_t *self, const char *owner, const char *id, const char *language,
+                    const char *name)
+{
+    if (cg_registry_full (self))
+        return NULL;
+    cg_registry_session_t *session = cg_xcalloc (1, sizeof *session);
+    session->id = cg_xstrdup (id);
+    session->owner = cg_xstrdup (owner);
+    cg_random_hex (session->slot, 6);
+    session->language = cg_xstrdup (language);
+    session->name = name ? cg_xstrdup (name) : NULL;
+    s_utc_now (session->started_at);
+    memcpy (session->last_activity_at, session->started_at, sizeof session->started_at);
+    session->started_us = session->last_activity_us = cg_now_us ();
+    session->memory_mb = -1;
+    cg_random_hex (session->token, 16);
+    //  The workspace exists from the start so that files can be uploaded before the
+    //  sandbox runs; the runner creates the rest when the session first runs.
+    session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
+    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
+    cg_error_t *err = NULL;
+    if (cg_mkdir_p (session->dir, 0700, &err) < 0
+        || cg_session_workspace_create (self->config, session->dir, &err) < 0
+        || !(session->ws = cg_workspace_open (workspace, &err)))
+        cg_log (1, "session %s workspace: %s", id, cg_error_message (err));
+    cg_error_destroy (&err);
+    session->runner = s_runner_start (self, session->slot, language, false);
+    cleanup_free char *key = cg_strdupf ("%s/%s", owner, id);
+    zhashx_insert (self->sessions, key, session);
+    return session;
+}
+
+zactor_t *
+cg_registry_oneshot_start (cg_registry_t *self)
+{
+    if (cg_registry_full (self))
+        return NULL;
+    self->oneshots++;
+    return s_runner_start (self, NULL, NULL, true);
+}
+
+void
+cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p)
+{
+    if (!*runner_p)
+        return;
+    s_runner_join (runner_p);
+    self->oneshots--;
+}
+
+void
+cg_registry_touch (cg_registry_session_t *session)
+{
+    session->last_activity_us = cg_now_us ();
+    s_utc_now (session->last_activity_at);
+}
+
+void
+cg_registry_set_busy (cg_registry_session_t *session, const char *key)
+{
+    free (session->busy);
+    session->busy = key ? cg_xstrdup (key) : NULL;
+    if (!key)
+        cg_registry_touch (session);
+}
+
+void
+cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session)
+{
+    zstr_send (session->runner, "$TERM");
+    cleanup_free char *key = cg_strdupf ("%s/%s", session->owner, session->id);
+    zhashx_delete (self->sessions, key);
+    zlistx_add_end (self->closing, session);
+}
+
+zlistx_t *
+cg_registry_sessions (cg_registry_t *self, const char *owner)
+{
+    zlistx_t *list = zlistx_new ();
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions))
+        if (!owner || strcmp (s->owner, owner) == 0)
+            zlistx_add_end (list, s);
+    return list;
+}
+
+int
+cg_registry_reap_idle (cg_registry_t *self)
+{
+    int64_t ttl_us = (int64_t) self->config->idle_ttl_s * 1000000;
+    int64_t now = cg_now_us ();
+    int64_t next = INT64_MAX;
+    zlistx_t *expired = zlistx_new ();
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions)) {
+        if (s->busy)
+            continue;
+        int64_t due = s->last_activity_us + ttl_us;
+        if (due <= now)
+            zlistx_add_end (expired, s);
+        else if (due < next)
+            next = due;
+    }
+    for (cg_registry_session_t *s = zlistx_first (expired); s; s = zlistx_next (expired)) {
+        cg_log (2, "closing session %s: idle for %d s", s->id, self->config->idle_ttl_s);
+        cg_registry_retire (self, s);
+    }
+    zlistx_destroy (&expired);
+    if (next == INT64_MAX)
+        return -1;
+    int64_t wait_ms = (next - now) / 1000 + 1;
+    return wait_ms > 60000 ? 60000 : (int) wait_ms;
+}
+
+size_t
+cg_registry_closing_items (cg_registry_t *self, zmq_pollitem_t *items, size_t max)
+{
+    size_t count = 0;
+    for (cg_registry_session_t *s = zlistx_first (self->closing); s && count < max;
+         s = zlistx_next (self->closing))
+        items[count++] = (zmq_pollitem_t){zsock_resolve (s->runner), 0, ZMQ_POLLIN, 0};
+    return count;
+}
+
+void
+cg_registry_reap_closed (cg_registry_t *self, zmq_pollitem_t *items, size_t count)
+{
+    //  The runners that signalled have finished: their joins return at once.
+    zlistx_t *done = zlistx_new ();
+    size_t i = 0;
+    for (cg_registry_session_t *s = zlistx_first (self->closing); s && i < count;
+         s = zlistx_next (self->closing), i++)
+        if (items[i].revents & ZMQ_POLLIN)
+            zlistx_add_end (done, s);
+    for (cg_registry_session_t *s = zlistx_first (done); s; s = zlistx_next (done))
+        zlistx_delete (self->closing, zlistx_find (self->closing, s));
+    zlistx_destroy (&done);
+}
+
+void
+cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memory_mb)
+{
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions))
+        if (strcmp (s->slot, slot) == 0) {
+            s->pid = pid;
+            s->memory_mb = memory_mb;
+            return;
+        }
+}
+
+int
+cg_registry_usage (cg_registry_session_t *session, cg_wsfs_usage_t *usage)
+{
+    return session->dir ? cg_wsfs_usage (session->dir, usage, NULL) : -1;
+}
+
+cg_workspace_t *
+cg_registry_download (cg_registry_t *self, const char *id, const char *token, size_t token_len)
+{
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions))
+        if (s->ws && strcmp (s->id, id) == 0 && token_len == strlen (s->token)
+            && sodium_memcmp (s->token, token, token_len) == 0)
+            return s->ws;
+    return NULL;
+}

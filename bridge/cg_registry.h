@@ -1,0 +1,112 @@
+/*  cg_registry — the one owner of sandbox sessions: which exist and whose they are, the
+    limit on sandboxes at once (one-shot ones included), busy flags, the idle TTL, the
+    download tokens, and the on-disk layout (<sessions dir>/<slot>/{workspace,bundle,...}).
+    Each session has a runner actor (cg_runner) that owns its sandbox; the registry starts
+    it, stops it and waits for it. Front ends (MCP today, a Jupyter gateway later) name
+    sessions by (owner, id): an owner never sees another's sessions. Single-threaded: the
+    server's main loop calls everything here. */
+#ifndef CG_REGISTRY_H
+#define CG_REGISTRY_H
+
+#include "../artifacts/cg_workspace.h"
+#include "../artifacts/cg_wsfs.h"
+#include "../containers/cg_container.h"
+#include "cg_config.h"
+#include "cg_instance.h"
+
+#include <czmq.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct cg_registry_t cg_registry_t;
+
+/*  One session, as the registry keeps it. Front ends read the fields; only the registry
+    changes them (through the functions below). */
+typedef struct {
+    char *id;                   /* the front end's session id */
+    char *owner;                /* the front end's client ("stdio", an Mcp-Session-Id) */
+    char *language;
+    char *name;                 /* may be NULL */
+    zactor_t *runner;           /* its runner (cg_runner_actor) */
+    char *busy;                 /* the key of the call in flight, NULL when idle */
+    char slot[13];              /* its directory and container name */
+    char *dir;                  /* its host directory */
+    cg_workspace_t *ws;         /* its workspace, NULL when it could not be made */
+    char token[33];             /* download token: 128 random bits, hex */
+    char started_at[32];        /* ISO 8601, UTC */
+    char last_activity_at[32];
+    int64_t started_us;         /* monotonic */
+    int64_t last_activity_us;
+    int executions;
+    long pid;                   /* the kernel's host pid as its runner last reported, or 0 */
+    double memory_mb;           /* the sandbox's memory as its runner last reported; < 0: unknown */
+} cg_registry_session_t;
+
+/*  Creates the registry. Runners send their messages to RESULTS_ENDPOINT (an inproc PULL
+    socket the caller binds and polls). All arguments are borrowed and must outlive it. */
+cg_registry_t *cg_registry_new (const cg_config_t *config, cg_backend_t *backend,
+                                cg_instance_t *instance, const char *results_endpoint);
+
+/*  Stops every runner (all are asked first, then each is waited for, so sandboxes are
+    destroyed in parallel) and frees the registry. Safe on NULL. */
+void cg_registry_destroy (cg_registry_t **self_p);
+
+/*  Returns OWNER's session ID, or NULL. */
+cg_registry_session_t *cg_registry_find (cg_registry_t *self, const char *owner, const char *id);
+
+/*  Registers OWNER's new session ID (LANGUAGE canonical, NAME may be NULL), makes its
+    directory and workspace (files can be uploaded before its sandbox runs) and starts its
+    runner. Returns it, or NULL when --max-sessions sandboxes exist already. A workspace
+    that cannot be made is logged and leaves ws NULL. */
+cg_registry_session_t *cg_registry_create (cg_registry_t *self, const char *owner, const char *id,
+                                           const char *language, const char *name);
+
+/*  Returns true when no sandbox more may start (--max-sessions reached). */
+bool cg_registry_full (cg_registry_t *self);
+
+/*  Starts a runner for a one-shot sandbox (destroyed after its first run), counted
+    against the limit. Returns it, or NULL when the registry is full. End it with
+    cg_registry_oneshot_end, which stops it and waits. */
+zactor_t *cg_registry_oneshot_start (cg_registry_t *self);
+void cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p);
+
+/*  Marks SESSION busy with call KEY (copied), or idle when KEY is NULL (a finished call
+    also counts as activity). */
+void cg_registry_set_busy (cg_registry_session_t *session, const char *key);
+
+/*  SESSION was used now: it is not idle. */
+void cg_registry_touch (cg_registry_session_t *session);
+
+/*  Takes SESSION out of the registry and tells its runner to stop. It is freed once the
+    runner has destroyed the sandbox (cg_registry_reap_closed), so closing never holds
+    up the main loop. SESSION must not be used after this. */
+void cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session);
+
+/*  Returns OWNER's sessions (NULL: everyone's), in no set order, as a new list of
+    borrowed pointers the caller destroys. */
+zlistx_t *cg_registry_sessions (cg_registry_t *self, const char *owner);
+
+/*  Retires the sessions idle (not busy) for longer than the idle TTL. Returns the ms
+    until the next one may expire (at most 60000), or -1 when there is none. */
+int cg_registry_reap_idle (cg_registry_t *self);
+
+/*  Fills ITEMS (room for MAX) with the pipes of the runners still closing, to poll;
+    returns how many. cg_registry_reap_closed then frees those that signalled (ITEMS,
+    COUNT as filled, after the poll). */
+size_t cg_registry_closing_items (cg_registry_t *self, zmq_pollitem_t *items, size_t max);
+void cg_registry_reap_closed (cg_registry_t *self, zmq_pollitem_t *items, size_t count);
+
+/*  A runner's report: the session in slot SLOT has its kernel at host pid PID and uses
+    MEMORY_MB (< 0: unknown). Unknown slots are ignored. */
+void cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memory_mb);
+
+/*  Fills *USAGE with SESSION's workspace file system figures. Returns 1, or 0 when the
+    workspace has no file system of its own (no limit), or -1 when it cannot tell. */
+int cg_registry_usage (cg_registry_session_t *session, cg_wsfs_usage_t *usage);
+
+/*  cg_http's /files/ lookup: the workspace of the session ID (of any owner) whose
+    download token is the TOKEN_LEN bytes at TOKEN (compared in constant time), or NULL. */
+cg_workspace_t *cg_registry_download (cg_registry_t *self, const char *id, const char *token,
+                                      size_t token_len);
+
+#endif

@@ -1,0 +1,51 @@
+/*  cg_channel — where MCP messages to a client go, whatever carries them: one small
+    interface (send, free) that each transport implements (cg_stdio: lines on stdout;
+    cg_streamable: one HTTP POST's answer, JSON or an SSE stream), in the spirit of
+    redis's ConnectionType. The MCP core sends on a channel and never asks which
+    transport it is. */
+#ifndef CG_CHANNEL_H
+#define CG_CHANNEL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*  An MCP client: the stdio peer, or one Streamable HTTP session (Mcp-Session-Id). Each
+    client has its own sandbox sessions; no client sees another's. */
+typedef struct {
+    char *id;                   /* "stdio", or the Mcp-Session-Id */
+    bool initialized;
+    char version[16];           /* the negotiated protocol version */
+    int log_level;              /* logging/setLevel (cg_log levels); -1: none asked */
+    int64_t last_seen_us;       /* its last request */
+} cg_client_t;
+
+typedef struct cg_channel_t cg_channel_t;
+
+/*  What a transport implements. SEND delivers MESSAGE (borrowed; TEXT is its encoding,
+    LEN bytes, without a newline); FREE releases the transport's channel once nobody
+    holds it (an unfinished answer is ended there). */
+typedef struct {
+    void (*send) (cg_channel_t *self, json_t *message, const char *text, size_t len);
+    void (*free) (cg_channel_t *self);
+} cg_channel_ops_t;
+
+/*  A transport's channel starts with this (its own fields follow). */
+struct cg_channel_t {
+    const cg_channel_ops_t *ops;
+    cg_client_t *client;        /* whose channel it is (borrowed) */
+    size_t budget;              /* the largest message sent, serialized (--max-result-bytes) */
+    int refs;
+};
+
+/*  Sends MESSAGE (stolen) on SELF: encoded compact, a tools/call result fitted into the
+    budget first (cg_result_encode; resource links when the client's revision has them). */
+void cg_channel_send (cg_channel_t *self, json_t *message);
+
+/*  Takes a reference to SELF and returns it; cg_channel_release gives one back (the last
+    frees the channel) and sets *self_p to NULL. */
+cg_channel_t *cg_channel_keep (cg_channel_t *self);
+void cg_channel_release (cg_channel_t **self_p);
+
+#endif

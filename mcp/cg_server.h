@@ -1,0 +1,93 @@
+/*  cg_server — what the MCP core (cg_mcp.c) offers the transports and the tool handlers:
+    the request being handled as an explicit value (no hidden "current" state), the
+    server's services, and the calls in flight whose answers come later. Internal to mcp/. */
+#ifndef CG_SERVER_H
+#define CG_SERVER_H
+
+#include "cg_channel.h"
+#include "../artifacts/cg_http.h"
+#include "../bridge/cg_config.h"
+#include "../bridge/cg_registry.h"
+
+#include <czmq.h>
+#include <jansson.h>
+
+typedef struct cg_server_t cg_server_t;
+
+/*  One request from a client, while it is handled. Everything is borrowed. */
+typedef struct {
+    cg_server_t *server;
+    json_t *id;                 /* its JSON-RPC id */
+    cg_channel_t *channel;      /* where its answer goes */
+    cg_client_t *client;        /* the channel's client */
+    json_t *progress_token;     /* tools/call's _meta.progressToken, or NULL */
+    const char *tool;           /* tools/call's tool name, or NULL */
+} cg_request_t;
+
+/*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. */
+void cg_request_result (const cg_request_t *req, json_t *result);
+void cg_request_error (const cg_request_t *req, int code, const char *message);
+
+/*  Sends a notification METHOD with PARAMS (stolen) on REQ's channel. */
+void cg_request_notify (const cg_request_t *req, const char *method, json_t *params);
+
+/*  A call whose answer comes later (a run, a session start, a client's response). */
+typedef struct {
+    char key[32];               /* its key: runners' messages name it */
+    json_t *id;                 /* JSON-RPC id */
+    char *tool;                 /* tool name */
+    char *session_id;           /* NULL for a one-shot sandbox */
+    char *run_id;               /* run_python's run id */
+    zactor_t *oneshot;          /* the one-shot runner, owned here */
+    bool cancelled;             /* notifications/cancelled arrived: send no response */
+    cg_channel_t *channel;      /* where its answer goes (a reference) */
+    json_t *progress_token;     /* _meta.progressToken, or NULL */
+    int progress;               /* progress notifications sent */
+    char *client_request;       /* id of our request to the client it waits for, or NULL */
+} cg_call_t;
+
+/*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's
+    channel. Returns it (owned by the server until cg_server_call_end). */
+cg_call_t *cg_server_call_new (const cg_request_t *req, const char *tool, const char *session_id);
+
+/*  Returns the call KEY, or NULL. */
+cg_call_t *cg_server_call (cg_server_t *self, const char *key);
+
+/*  Answers CALL with RESULT (a JSON-RPC result, stolen) unless it was cancelled; sends
+    nothing and frees RESULT when it was. */
+void cg_server_call_answer (cg_call_t *call, json_t *result);
+
+/*  Answers CALL with a JSON-RPC error unless it was cancelled. */
+void cg_server_call_fail (cg_call_t *call, int code, const char *message);
+
+/*  Forgets CALL and frees it (ends its one-shot runner and its channel reference). */
+void cg_server_call_end (cg_server_t *self, cg_call_t *call);
+
+/*  Ends SESSION: answers its call in flight (if any) with error WHY, then retires it
+    (its runner destroys the sandbox). */
+void cg_server_session_close (cg_server_t *self, cg_registry_session_t *session, const char *why);
+
+/*  The server's services. */
+const cg_config_t *cg_server_config (cg_server_t *self);
+cg_registry_t *cg_server_registry (cg_server_t *self);
+cg_http_t *cg_server_http (cg_server_t *self);     /* the listener; NULL when off */
+
+/*  For the transports: handles MESSAGE (borrowed), which arrived on CHANNEL. */
+void cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message);
+
+/*  For the transports: forgets CLIENT, closing its sessions (answering their calls in
+    flight) and dropping its other calls (their streams end). */
+void cg_server_client_end (cg_server_t *self, cg_client_t *client);
+
+/*  True when CLIENT holds a session or a call. */
+bool cg_server_client_busy (cg_server_t *self, cg_client_t *client);
+
+/*  cg_log's level (0 error .. 3 debug) for an MCP logging level NAME; -1 when unknown. */
+int cg_server_log_level_of (const char *name);
+
+/*  The protocol revisions spoken, newest first, NULL-terminated; and our spelling of
+    VERSION, or NULL when we do not speak it. */
+extern const char *const cg_server_versions[];
+const char *cg_server_version_supported (const char *version);
+
+#endif

@@ -1,0 +1,184 @@
+/*  cg_stdio — MCP's stdio transport. */
+#include "cg_stdio.h"
+#include "cg_jsonrpc.h"
+#include "../bridge/cg_util.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READ_CHUNK 65536
+
+typedef struct {
+    cg_channel_t base;
+    int out_fd;
+    bool failed;                /* a write failed: the client is gone */
+} s_channel_t;
+
+struct cg_stdio_t {
+    cg_server_t *server;
+    cg_client_t client;
+    s_channel_t *channel;
+    int in_fd;
+    bool input_open;
+    size_t message_max;
+    char *buf;                  /* what was read and not yet handled */
+    size_t len, cap;
+    bool discarding;            /* skipping the rest of an oversized line */
+};
+
+static void
+s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
+{
+    (void) message;
+    s_channel_t *self = (s_channel_t *) base;
+    const char *parts[] = {text, "\n"};
+    size_t lens[] = {len, 1};
+    for (int i = 0; i < 2 && !self->failed; i++) {
+        size_t done = 0;
+        while (done < lens[i]) {
+            ssize_t n = write (self->out_fd, parts[i] + done, lens[i] - done);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                cg_log (0, "write to client: %s", strerror (errno));
+                self->failed = true;
+                break;
+            }
+            done += (size_t) n;
+        }
+    }
+}
+
+static void
+s_free (cg_channel_t *base)
+{
+    free (base);
+}
+
+static const cg_channel_ops_t s_ops = {.send = s_send, .free = s_free};
+
+cg_stdio_t *
+cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
+{
+    cg_stdio_t *self = cg_xcalloc (1, sizeof *self);
+    self->server = server;
+    self->client = (cg_client_t){.id = "stdio", .log_level = -1};
+    self->channel = cg_xcalloc (1, sizeof *self->channel);
+    self->channel->base = (cg_channel_t){.ops = &s_ops, .client = &self->client,
+                                         .budget = cg_server_config (server)->max_result_bytes, .refs = 1};
+    self->channel->out_fd = out_fd;
+    self->in_fd = in_fd;
+    self->input_open = true;
+    self->message_max = message_max;
+    self->cap = READ_CHUNK;
+    self->buf = cg_xmalloc (self->cap);
+    return self;
+}
+
+void
+cg_stdio_destroy (cg_stdio_t **self_p)
+{
+    cg_stdio_t *self = *self_p;
+    if (!self)
+        return;
+    cg_channel_t *channel = &self->channel->base;
+    cg_channel_release (&channel);
+    free (self->buf);
+    free (self);
+    *self_p = NULL;
+}
+
+int
+cg_stdio_fd (cg_stdio_t *self)
+{
+    return self->input_open ? self->in_fd : -1;
+}
+
+bool
+cg_stdio_open (cg_stdio_t *self)
+{
+    return self->input_open && !self->channel->failed;
+}
+
+cg_channel_t *
+cg_stdio_channel (cg_stdio_t *self)
+{
+    return &self->channel->base;
+}
+
+//  Untrusted: one line from the client.
+static void
+s_handle_line (cg_stdio_t *self, const char *line, size_t len)
+{
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return;
+    cg_channel_t *channel = &self->channel->base;
+    json_error_t jerr;
+    json_t *message = json_loadb (line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!message && json_error_code (&jerr) == json_error_null_character) {
+        //  Valid JSON, but no string here may hold a NUL (it would cut C strings short):
+        //  the request is refused, answered with its own id so the client is not left
+        //  waiting.
+        message = json_loadb (line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+        json_t *id = json_object_get (message, "id");
+        if (message && (json_is_string (id) || json_is_integer (id)))
+            cg_channel_send (channel, cg_jsonrpc_error (id, CG_JSONRPC_INVALID_PARAMS,
+                             "invalid params: strings must not contain NUL characters (\\u0000)"));
+        if (message) {
+            json_decref (message);
+            return;
+        }
+        //  Not JSON after all (an error after the NUL): a parse error, as below.
+    }
+    if (!message) {
+        cleanup_free char *text = cg_strdupf ("Parse error: %s", jerr.text);
+        cg_channel_send (channel, cg_jsonrpc_error (NULL, CG_JSONRPC_PARSE_ERROR, text));
+        return;
+    }
+    cg_server_handle (self->server, channel, message);
+    json_decref (message);
+}
+
+void
+cg_stdio_read (cg_stdio_t *self)
+{
+    if (self->cap - self->len < READ_CHUNK) {
+        self->cap *= 2;
+        self->buf = cg_xrealloc (self->buf, self->cap);
+    }
+    ssize_t n = read (self->in_fd, self->buf + self->len, self->cap - self->len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        self->input_open = false;
+        if (self->len > 0 && !self->discarding)
+            s_handle_line (self, self->buf, self->len);
+        return;
+    }
+    self->len += (size_t) n;
+    size_t start = 0;
+    for (char *nl; (nl = memchr (self->buf + start, '\n', self->len - start));) {
+        size_t line_len = (size_t) (nl - (self->buf + start));
+        if (!self->discarding)
+            s_handle_line (self, self->buf + start, line_len);
+        self->discarding = false;
+        start += line_len + 1;
+    }
+    memmove (self->buf, self->buf + start, self->len - start);
+    self->len -= start;
+    if (self->len > self->message_max) {
+        if (!self->discarding) {
+            cleanup_free char *message = cg_strdupf ("message larger than %zu bytes", self->message_max);
+            cg_channel_send (&self->channel->base, cg_jsonrpc_error (NULL, CG_JSONRPC_INVALID_REQUEST, message));
+        }
+        self->discarding = true;
+        self->len = 0;
+    }
+    if (self->cap > 4 * READ_CHUNK && self->len < self->cap / 4) {
+        self->cap = self->len + READ_CHUNK;
+        self->buf = cg_xrealloc (self->buf, self->cap);
+    }
+}

@@ -1,0 +1,26 @@
+/*  cg_stdio — MCP's stdio transport: newline-delimited JSON-RPC read from one fd and
+    written to another, one standing channel for everything sent to the one client. */
+#ifndef CG_STDIO_H
+#define CG_STDIO_H
+
+#include "cg_server.h"
+
+typedef struct cg_stdio_t cg_stdio_t;
+
+/*  Serves SERVER's stdio client on IN_FD/OUT_FD (borrowed). Lines longer than
+    MESSAGE_MAX bytes are refused and skipped. */
+cg_stdio_t *cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max);
+void cg_stdio_destroy (cg_stdio_t **self_p);
+
+/*  The fd to poll for input; when readable, call cg_stdio_read, which reads what is
+    there and hands each complete line to the server. */
+int cg_stdio_fd (cg_stdio_t *self);
+void cg_stdio_read (cg_stdio_t *self);
+
+/*  False once the input has ended or the output failed. */
+bool cg_stdio_open (cg_stdio_t *self);
+
+/*  The standing channel to the stdio client (borrowed). */
+cg_channel_t *cg_stdio_channel (cg_stdio_t *self);
+
+#endif

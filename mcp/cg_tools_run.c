@@ -1,0 +1,335 @@
+/*  cg_tools_run — the running tools (execute_code, seed 001's tool, run_python,
+    send_to_session): their arguments, their runs in a session's runner or a one-shot
+    sandbox, live progress, and their results. */
+#include "cg_files.h"
+#include "cg_tools.h"
+#include "cg_jsonrpc.h"
+#include "../bridge/cg_util.h"
+#include "../artifacts/cg_workspace.h"
+
+#include <sodium.h>
+#include <string.h>
+#include <time.h>
+
+//  --------------------------------------------------------------------------
+//  Arguments
+
+#define S_FILES_MAX 100
+
+//  Checks seed 003's files argument: path -> text, or path -> {"content_base64": ...}.
+//  Returns a new array [{"path": rel, "base64": ...}] (text is encoded too), or NULL with
+//  *why set (caller frees).
+static json_t *
+s_files_arg (const cg_config_t *config, json_t *files, char **why)
+{
+    if (!json_is_object (files)) {
+        *why = cg_xstrdup ("'files' must be an object mapping paths to contents");
+        return NULL;
+    }
+    if (json_object_size (files) > S_FILES_MAX) {
+        *why = cg_strdupf ("'files' holds %zu files; at most %d", json_object_size (files), S_FILES_MAX);
+        return NULL;
+    }
+    json_t *list = json_array ();
+    size_t total = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach (files, key, value) {
+        cg_error_t *err = NULL;
+        cleanup_free char *rel = cg_workspace_sanitize_filename (key, &err);
+        if (!rel) {
+            *why = cg_strdupf ("files: invalid path: %s", cg_error_message (err));
+            cg_error_destroy (&err);
+            break;
+        }
+        json_t *b64 = json_object_get (value, "content_base64");
+        size_t len = 0;
+        if (json_is_string (value)) {
+            len = json_string_length (value);
+            size_t cap = sodium_base64_encoded_len (len, sodium_base64_VARIANT_ORIGINAL);
+            cleanup_free char *encoded = cg_xmalloc (cap);
+            sodium_bin2base64 (encoded, cap, (const unsigned char *) json_string_value (value), len,
+                               sodium_base64_VARIANT_ORIGINAL);
+            json_array_append_new (list, json_pack ("{s:s, s:s}", "path", rel, "base64", encoded));
+        }
+        else if (json_is_object (value) && json_object_size (value) == 1 && json_is_string (b64)) {
+            size_t cap = json_string_length (b64) / 4 * 3 + 3;
+            cleanup_free unsigned char *bytes = cg_xmalloc (cap);
+            if (sodium_base642bin (bytes, cap, json_string_value (b64), json_string_length (b64), " \r\n", &len,
+                                   NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+                *why = cg_strdupf ("files: %s: content_base64 is not valid base64", rel);
+                break;
+            }
+            json_array_append_new (list, json_pack ("{s:s, s:O}", "path", rel, "base64", b64));
+        }
+        else {
+            *why = cg_strdupf ("files: %s: give the text as a string, or {\"content_base64\": ...}", rel);
+            break;
+        }
+        total += len;
+        if (total > config->max_upload_bytes) {
+            *why = cg_strdupf ("files: more than %zu bytes in all (the upload limit)", config->max_upload_bytes);
+            break;
+        }
+    }
+    if (*why)
+        json_decref (list), list = NULL;
+    return list;
+}
+
+json_t *
+cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *arguments,
+                          json_t **error_result)
+{
+    *error_result = NULL;
+    bool seed001 = strcmp (tool, CG_SEED001_TOOL) == 0;
+    bool execute = strcmp (tool, "execute_code") == 0 || seed001;
+    bool send = strcmp (tool, "send_to_session") == 0;
+    if (arguments && !json_is_object (arguments)) {
+        *error_result = cg_tools_invalid ("INVALID_PARAMS", "arguments must be an object", NULL);
+        return NULL;
+    }
+    const cg_tool_t *row = cg_tools_find (tool);
+    if (row && (*error_result = cg_tools_check_arguments (row, arguments)))
+        return NULL;
+    json_t *language = execute ? json_object_get (arguments, "language") : NULL;
+    json_t *code = json_object_get (arguments, "code");
+    if ((execute && !json_is_string (language)) || !json_is_string (code)) {
+        *error_result = cg_tools_invalid ("INVALID_PARAMS", execute ? "'language' and 'code' are required strings" : "'code' is a required string", NULL);
+        return NULL;
+    }
+    const char *canonical = execute ? cg_tools_canonical_language (json_string_value (language)) : "python";
+    if (!canonical) {
+        cleanup_free char *message = cg_strdupf (
+            "language '%.64s' is not supported; supported: %s", json_string_value (language),
+            cg_tools_supported_languages ());
+        *error_result = cg_tools_invalid ("UNSUPPORTED_LANGUAGE", message, json_string_value (language));
+        return NULL;
+    }
+    if (json_string_length (code) > config->max_code_bytes) {
+        cleanup_free char *message = cg_strdupf ("code is %zu bytes; the limit is %zu bytes",
+                                                 json_string_length (code), config->max_code_bytes);
+        *error_result = cg_tools_invalid ("INVALID_PARAMS", message, canonical);
+        return NULL;
+    }
+    json_t *stdin_value = json_object_get (arguments, "stdin");
+    json_t *stdin_alias = json_object_get (arguments, "stdin_data");
+    if ((stdin_value && !json_is_string (stdin_value)) || (stdin_alias && !json_is_string (stdin_alias))
+        || (stdin_value && stdin_alias && !json_equal (stdin_value, stdin_alias))) {
+        *error_result = cg_tools_invalid ("INVALID_PARAMS", "'stdin' (alias 'stdin_data') must be one string", canonical);
+        return NULL;
+    }
+    if (!stdin_value)
+        stdin_value = stdin_alias;
+    if (stdin_value && json_string_length (stdin_value) > CG_MAX_STDIN_BYTES) {
+        *error_result = cg_tools_invalid ("INVALID_PARAMS", "stdin is larger than 1 MiB", canonical);
+        return NULL;
+    }
+    json_t *timeout = json_object_get (arguments, "timeout");
+    json_t *timeout_ms = json_object_get (arguments, "timeout_ms");
+    double seconds = seed001 ? CG_SEED001_TIMEOUT_MS / 1000.0 : config->default_timeout_s;
+    if (timeout && timeout_ms) {
+        *error_result = cg_tools_invalid ("INVALID_PARAMS", "give either 'timeout' (seconds) or 'timeout_ms', not both", canonical);
+        return NULL;
+    }
+    if (timeout) {
+        seconds = json_number_value (timeout);
+        if (!json_is_number (timeout) || !(seconds >= CG_TIMEOUT_MIN_S && seconds <= CG_TIMEOUT_MAX_S)) {
+            *error_result = cg_tools_invalid ("INVALID_PARAMS", "'timeout' must be a number of seconds from " CG_STR (CG_TIMEOUT_MIN_S) " to " CG_STR (CG_TIMEOUT_MAX_S), canonical);
+            return NULL;
+        }
+    }
+    if (timeout_ms) {
+        double ms = json_number_value (timeout_ms);
+        if (!json_is_number (timeout_ms) || !(ms >= CG_TIMEOUT_MIN_S * 1000 && ms <= CG_TIMEOUT_MAX_S * 1000)) {
+            *error_result = cg_tools_invalid ("INVALID_PARAMS", "'timeout_ms' must be from " CG_STR (CG_TIMEOUT_MIN_S) "000 to " CG_STR (CG_TIMEOUT_MAX_S) "000", canonical);
+            return NULL;
+        }
+        seconds = ms / 1000.0;
+    }
+    json_t *session_id = json_object_get (arguments, "session_id");
+    if (send && !json_is_string (session_id)) {
+        *error_result = cg_tools_invalid ("INVALID_PARAMS", "'session_id' is required (start one with start_session)", canonical);
+        return NULL;
+    }
+    if (session_id && !json_is_null (session_id)
+        && (!json_is_string (session_id) || !cg_tools_valid_session_id (json_string_value (session_id)))) {
+        *error_result = cg_tools_invalid ("INVALID_PARAMS",
+                                   CG_SESSION_ID_RULE,
+                                   canonical);
+        return NULL;
+    }
+    json_t *files = NULL;
+    if (json_object_get (arguments, "files")) {
+        cleanup_free char *why = NULL;
+        files = s_files_arg (config, json_object_get (arguments, "files"), &why);
+        if (!files) {
+            *error_result = cg_tools_invalid ("INVALID_PARAMS", why, canonical);
+            return NULL;
+        }
+    }
+    char execution_id[18] = "exec_";
+    cg_random_hex (execution_id + 5, 6);
+    json_t *request = json_pack ("{s:s, s:O, s:f, s:s, s:s}", "language", canonical, "code", code,
+                                 "timeout", seconds, "execution_id", execution_id, "tool", tool);
+    if (files)
+        json_object_set_new (request, "files", files);
+    if (stdin_value)
+        json_object_set (request, "stdin", stdin_value);
+    if (json_is_string (session_id))
+        json_object_set (request, "session_id", session_id);
+    return request;
+}
+
+
+//  --------------------------------------------------------------------------
+//  Runs
+
+
+//  The session a validated REQUEST runs in: found, or created on first use. Returns it,
+//  or NULL with *refusal set (or not, for a one-shot sandbox).
+static cg_registry_session_t *
+s_run_session (const cg_request_t *req, const char *tool, json_t *request, json_t **refusal)
+{
+    cg_registry_t *registry = cg_server_registry (req->server);
+    const char *session_id = json_string_value (json_object_get (request, "session_id"));
+    const char *language = json_string_value (json_object_get (request, "language"));
+    cg_registry_session_t *session = cg_registry_find (registry, req->client->id, session_id);
+    if (strcmp (tool, "send_to_session") == 0 && !session) {
+        cleanup_free char *message = cg_strdupf ("No active session with id %s", session_id);
+        *refusal = cg_tools_refusal (tool, language, session_id, "session_not_found", message);
+    }
+    else if (session && session->busy)
+        *refusal = cg_tools_refusal (tool, language, session_id, "session_busy", CG_TOOLS_BUSY_MESSAGE);
+    else if (session_id && !session) {
+        session = cg_registry_create (registry, req->client->id, session_id, language, NULL);
+        if (!session)
+            *refusal = cg_tools_max_sessions (req, language, session_id);
+    }
+    else if (!session_id && cg_registry_full (registry))
+        *refusal = cg_tools_max_sessions (req, language, NULL);
+    return session;
+}
+
+//  Formats the current UTC time with FORMAT (strftime) into OUT (32 bytes).
+static void
+s_utc_now (char out[32], const char *format)
+{
+    time_t now = time (NULL);
+    struct tm tm;
+    gmtime_r (&now, &tm);
+    strftime (out, 32, format, &tm);
+}
+
+void
+cg_tools_run (const cg_request_t *req, json_t *arguments)
+{
+    const char *tool = req->tool;
+    cg_registry_t *registry = cg_server_registry (req->server);
+    json_t *refusal = NULL;
+    json_t *request = cg_tools_execute_request (cg_server_config (req->server), tool, arguments, &refusal);
+    if (!request) {
+        if (strcmp (tool, CG_SEED001_TOOL) == 0)
+            cg_tools_seed001_status (json_object_get (refusal, "structuredContent"));
+        cg_request_result (req, refusal);
+        return;
+    }
+    char generated[18];
+    if (strcmp (tool, "run_python") == 0 && !json_object_get (request, "session_id")) {
+        //  Seed 004: a session is generated and returned when none is given.
+        memcpy (generated, "sess_", 5);
+        cg_random_hex (generated + 5, 6);
+        json_object_set_new (request, "session_id", json_string (generated));
+    }
+    const char *session_id = json_string_value (json_object_get (request, "session_id"));
+    cg_registry_session_t *existing = cg_registry_find (registry, req->client->id, session_id);
+    if (existing && strcmp (tool, "send_to_session") == 0)
+        json_object_set_new (request, "language", json_string (existing->language));
+    cg_registry_session_t *session = s_run_session (req, tool, request, &refusal);
+    zactor_t *oneshot = NULL;
+    if (!refusal && !session && !(oneshot = cg_registry_oneshot_start (registry)))
+        refusal = cg_tools_max_sessions (req, json_string_value (json_object_get (request, "language")), NULL);
+    if (refusal) {
+        cg_request_result (req, refusal);
+        json_decref (request);
+        return;
+    }
+    cg_call_t *call = cg_server_call_new (req, tool, session_id);
+    call->oneshot = oneshot;
+    if (strcmp (tool, "run_python") == 0) {
+        //  run_<UTC time>_<4 hex>, seed 004's format.
+        char stamp[32], suffix[5];
+        s_utc_now (stamp, "%Y%m%dT%H%M%SZ");
+        cg_random_hex (suffix, 2);
+        call->run_id = cg_strdupf ("run_%s_%s", stamp, suffix);
+    }
+    if (session)
+        cg_registry_set_busy (session, call->key);
+    if (call->progress_token)
+        json_object_set_new (request, "progress", json_true ());
+    //  The request is handed over as a pointer: the runner takes it.
+    zsock_send (session ? session->runner : oneshot, "ssp", "EXEC", call->key, request);
+}
+
+void
+cg_tools_progress (cg_call_t *call, zmsg_t *msg)
+{
+    char *stream = zmsg_popstr (msg);
+    zframe_t *text = zmsg_pop (msg);
+    if (call && call->progress_token && !call->cancelled && stream && text) {
+        const char *chunk = (const char *) zframe_data (text);
+        int len = (int) zframe_size (text);
+        cleanup_free char *message = strcmp (stream, "display") == 0
+                                         ? cg_strdupf ("[display: %.*s]", len, chunk)
+                                         : cg_strdupf ("%s%.*s", strcmp (stream, "stderr") == 0 ? "[stderr] " : "", len, chunk);
+        json_t *params = json_pack ("{s:O, s:i, s:s}", "progressToken", call->progress_token, "progress",
+                                    ++call->progress, "message", message);
+        cg_channel_send (call->channel, json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+                                                   "notifications/progress", "params", params));
+    }
+    zstr_free (&stream);
+    zframe_destroy (&text);
+}
+
+//  Completes a run's structured result for its tool: the seeds' extra fields.
+static json_t *
+s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, json_t *structured)
+{
+    if (session && session->ws) {
+        cg_files_t files = {.config = cg_server_config (server), .ws = session->ws, .session_id = session->id,
+                            .token = session->token, .http = cg_server_http (server)};
+        cg_files_add_urls (&files, structured);
+    }
+    json_object_set_new (structured, "truncated",
+                         json_boolean (json_is_true (json_object_get (structured, "stdout_truncated"))
+                                       || json_is_true (json_object_get (structured, "stderr_truncated"))));
+    if (!json_object_get (structured, "artifacts"))
+        json_object_set_new (structured, "artifacts", json_array ());
+    if (call->run_id)
+        json_object_set_new (structured, "run_id", json_string (call->run_id));
+    json_t *result = cg_tools_call_result (structured);
+    if (strcmp (call->tool, CG_SEED001_TOOL) == 0)
+        cg_tools_seed001_status (json_object_get (result, "structuredContent"));
+    return result;
+}
+
+void
+cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
+{
+    zframe_t *frame = zmsg_pop (msg);
+    json_t *structured = frame && zframe_size (frame) == sizeof (void *) ? *(json_t **) zframe_data (frame) : NULL;
+    zframe_destroy (&frame);
+    if (!call) {
+        json_decref (structured);
+        return;
+    }
+    if (session && session->busy && strcmp (session->busy, call->key) == 0)
+        cg_registry_set_busy (session, NULL);
+    if (session)
+        session->executions++;
+    if (!structured)
+        cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
+    else
+        cg_server_call_answer (call, s_run_response (server, call, session, structured));
+    cg_server_call_end (server, call);
+}
