@@ -5,6 +5,7 @@
 #include "cg_mcp.h"
 #include "cg_conformance.h"
 #include "cg_jsonrpc.h"
+#include "cg_methods.h"
 #include "cg_server.h"
 #include "cg_stdio.h"
 #include "cg_streamable.h"
@@ -21,8 +22,6 @@
 //  Log lines of the main thread waiting to be forwarded; more are dropped.
 #define LOG_QUEUE_MAX 1000
 
-const char *const cg_server_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
-
 struct cg_server_t {
     const cg_config_t *config;
     cg_registry_t *registry;
@@ -35,15 +34,6 @@ struct cg_server_t {
     unsigned long next_key;
     zlistx_t *logs;             /* "<level>\t<message>" logged on this thread */
 };
-
-const char *
-cg_server_version_supported (const char *version)
-{
-    for (int i = 0; version && cg_server_versions[i]; i++)
-        if (strcmp (version, cg_server_versions[i]) == 0)
-            return cg_server_versions[i];
-    return NULL;
-}
 
 const cg_config_t *
 cg_server_config (cg_server_t *self)
@@ -195,57 +185,6 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
 //  --------------------------------------------------------------------------
 //  Methods
 
-static void
-s_initialize (const cg_request_t *req, json_t *params)
-{
-    const char *requested = json_string_value (json_object_get (params, "protocolVersion"));
-    if (!requested) {
-        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "initialize: 'protocolVersion' is required");
-        return;
-    }
-    //  Echo a version we support; otherwise offer our latest (the client decides).
-    const char *version = cg_server_version_supported (requested);
-    if (!version)
-        version = cg_server_versions[0];
-    req->client->initialized = true;
-    snprintf (req->client->version, sizeof req->client->version, "%s", version);
-    json_t *result = json_pack (
-        "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
-        "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate", "title",
-        "cellgate code sandbox", "version", CG_VERSION, "instructions",
-        "Use execute_code or run_python to run Python in a sandbox without network access. Pass "
-        "a session_id to keep state between calls; files in /mnt/data persist within a session. "
-        "upload_file puts data in, list_artifacts and read_artifact get results out (charts "
-        "come back as images; download_url links work in a browser).");
-    cg_request_result (req, result);
-}
-
-static const char *s_mcp_levels[] = {"debug", "info", "notice", "warning", "error", "critical",
-                                     "alert", "emergency", NULL};
-
-int
-cg_server_log_level_of (const char *name)
-{
-    static const int levels[] = {3, 2, 2, 1, 0, 0, 0, 0};
-    for (int i = 0; name && s_mcp_levels[i]; i++)
-        if (strcmp (name, s_mcp_levels[i]) == 0)
-            return levels[i];
-    return -1;
-}
-
-static void
-s_set_log_level (const cg_request_t *req, json_t *params)
-{
-    int level = cg_server_log_level_of (json_string_value (json_object_get (params, "level")));
-    if (level < 0) {
-        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
-                          "logging/setLevel: 'level' must be debug, info, notice, warning, error, critical, alert or emergency");
-        return;
-    }
-    req->client->log_level = level;
-    cg_request_result (req, json_object ());
-}
-
 //  notifications/cancelled: the runner of the call is told to stop; its result is not sent.
 static void
 s_cancel (cg_server_t *self, cg_client_t *client, json_t *params)
@@ -304,7 +243,7 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
         return;     /* notifications/initialized and unknown ones need nothing */
     }
     if (strcmp (method, "initialize") == 0)
-        s_initialize (&req, params);
+        cg_methods_initialize (&req, params);
     else if (strcmp (method, "ping") == 0)
         cg_request_result (&req, json_object ());
     else if (!req.client->initialized)
@@ -317,7 +256,7 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
         cg_tools_call (&req, params);
     }
     else if (strcmp (method, "logging/setLevel") == 0)
-        s_set_log_level (&req, params);
+        cg_methods_set_log_level (&req, params);
     else {
         cleanup_free char *text = cg_strdupf ("Method not found: %.128s", method);
         cg_request_error (&req, CG_JSONRPC_METHOD_NOT_FOUND, text);

@@ -1,0 +1,70 @@
+/*  cg_methods — the MCP methods besides tools: initialize (version negotiation) and
+    logging/setLevel. */
+#include "cg_methods.h"
+#include "cg_jsonrpc.h"
+#include "cg_mcp.h"
+
+#include <string.h>
+
+const char *const cg_server_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
+
+const char *
+cg_server_version_supported (const char *version)
+{
+    for (int i = 0; version && cg_server_versions[i]; i++)
+        if (strcmp (version, cg_server_versions[i]) == 0)
+            return cg_server_versions[i];
+    return NULL;
+}
+
+void
+cg_methods_initialize (const cg_request_t *req, json_t *params)
+{
+    const char *requested = json_string_value (json_object_get (params, "protocolVersion"));
+    if (!requested) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "initialize: 'protocolVersion' is required");
+        return;
+    }
+    //  Echo a version we support; otherwise offer our latest (the client decides).
+    const char *version = cg_server_version_supported (requested);
+    if (!version)
+        version = cg_server_versions[0];
+    req->client->initialized = true;
+    snprintf (req->client->version, sizeof req->client->version, "%s", version);
+    json_t *result = json_pack (
+        "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
+        "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate", "title",
+        "cellgate code sandbox", "version", CG_VERSION, "instructions",
+        "Use execute_code or run_python to run Python in a sandbox without network access. Pass "
+        "a session_id to keep state between calls; files in /mnt/data persist within a session. "
+        "upload_file puts data in, list_artifacts and read_artifact get results out (charts "
+        "come back as images; download_url links work in a browser).");
+    cg_request_result (req, result);
+}
+
+static const char *s_mcp_levels[] = {"debug", "info", "notice", "warning", "error", "critical",
+                                     "alert", "emergency", NULL};
+
+int
+cg_server_log_level_of (const char *name)
+{
+    static const int levels[] = {3, 2, 2, 1, 0, 0, 0, 0};
+    for (int i = 0; name && s_mcp_levels[i]; i++)
+        if (strcmp (name, s_mcp_levels[i]) == 0)
+            return levels[i];
+    return -1;
+}
+
+void
+cg_methods_set_log_level (const cg_request_t *req, json_t *params)
+{
+    int level = cg_server_log_level_of (json_string_value (json_object_get (params, "level")));
+    if (level < 0) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "logging/setLevel: 'level' must be debug, info, notice, warning, error, critical, alert or emergency");
+        return;
+    }
+    req->client->log_level = level;
+    cg_request_result (req, json_object ());
+}
+
