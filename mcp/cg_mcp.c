@@ -309,7 +309,7 @@ s_initialize (s_server_t *self, json_t *id, json_t *params)
         "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate", "title",
         "cellgate code sandbox", "version", CG_VERSION, "instructions",
         "Use execute_code or run_python to run Python in a sandbox without network access. Pass "
-        "a session_id to keep state between calls; files in /mnt/data persist within a session. "
+        "a session_id to keep state between calls; files in " CG_WORKSPACE_MOUNT " persist within a session. "
         "upload_file puts data in, list_artifacts and read_artifact get results out (charts "
         "come back as images; download_url links work in a browser).");
     s_send (self, cg_jsonrpc_result (id, result));
@@ -544,14 +544,14 @@ s_start_session (s_server_t *self, json_t *id, json_t *arguments)
         error = "'language' is a required string";
     else if (!canonical)
         error = unsupported;
-    else if (name && (!json_is_string (name) || json_string_length (name) > 128))
-        error = "'name' must be a string of at most 128 characters";
+    else if (name && (!json_is_string (name) || json_string_length (name) > CG_SESSION_NAME_MAX))
+        error = "'name' must be a string of at most " CG_STR (CG_SESSION_NAME_MAX) " characters";
     else if (working_dir && (!json_is_string (working_dir)
                              || (strcmp (json_string_value (working_dir), CG_WORKSPACE_MOUNT) != 0
-                                 && strcmp (json_string_value (working_dir), "/mnt/data/") != 0)))
+                                 && strcmp (json_string_value (working_dir), CG_WORKSPACE_MOUNT "/") != 0)))
         error = "working_dir is not a host path here: the session runs in a sandbox whose only "
-                "writable directory is /mnt/data (the default). Omit working_dir, or pass "
-                "/mnt/data, and upload files there instead.";
+                "writable directory is " CG_WORKSPACE_MOUNT " (the default). Omit working_dir, or pass "
+                CG_WORKSPACE_MOUNT ", and upload files there instead.";
     if (error) {
         s_send (self, cg_jsonrpc_result (id, cg_tools_error_object (canonical || !json_is_string (language) ? "invalid_params" : "unsupported_language", error, NULL)));
         return;

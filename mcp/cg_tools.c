@@ -48,7 +48,7 @@ static void
 s_add_run_props (json_t *props, const cg_config_t *config)
 {
     cleanup_free char *timeout_doc = cg_strdupf (
-        "Maximum execution time in seconds, 1 to 300 (default %d). On timeout the kernel is "
+        "Maximum execution time in seconds, " CG_STR (CG_TIMEOUT_MIN_S) " to " CG_STR (CG_TIMEOUT_MAX_S) " (default %d). On timeout the kernel is "
         "interrupted and partial output returned; the session keeps its state.",
         config->default_timeout_s);
     cleanup_free char *code_doc = cg_strdupf ("The code to run, as a Jupyter cell: the value of a last expression is returned (at most %zu bytes).", config->max_code_bytes);
@@ -56,14 +56,14 @@ s_add_run_props (json_t *props, const cg_config_t *config)
     json_object_set_new (props, "stdin", s_prop ("string", "Text fed to input() calls, one line per call; when it runs out, input() raises EOFError."));
     json_object_set_new (props, "stdin_data", s_prop ("string", "Alias of stdin."));
     json_t *timeout = s_prop ("integer", timeout_doc);
-    json_object_set_new (timeout, "minimum", json_integer (1));
-    json_object_set_new (timeout, "maximum", json_integer (300));
+    json_object_set_new (timeout, "minimum", json_integer (CG_TIMEOUT_MIN_S));
+    json_object_set_new (timeout, "maximum", json_integer (CG_TIMEOUT_MAX_S));
     json_object_set_new (props, "timeout", timeout);
     json_t *timeout_ms = s_prop ("integer", "Alias of timeout, in milliseconds.");
-    json_object_set_new (timeout_ms, "minimum", json_integer (1000));
-    json_object_set_new (timeout_ms, "maximum", json_integer (300000));
+    json_object_set_new (timeout_ms, "minimum", json_integer (CG_TIMEOUT_MIN_MS));
+    json_object_set_new (timeout_ms, "maximum", json_integer (CG_TIMEOUT_MAX_MS));
     json_object_set_new (props, "timeout_ms", timeout_ms);
-    json_t *files = s_prop ("object", "Files to write into /mnt/data before the code runs (seed 003): path -> text, or path -> {\"content_base64\": ...} for binary files. Small text files the run creates come back in the result's files.");
+    json_t *files = s_prop ("object", "Files to write into " CG_WORKSPACE_MOUNT " before the code runs (seed 003): path -> text, or path -> {\"content_base64\": ...} for binary files. Small text files the run creates come back in the result's files.");
     json_object_set_new (files, "additionalProperties",
                          json_pack ("{s:[{s:s}, {s:s, s:{s:{s:s}}, s:[s]}]}", "anyOf", "type", "string", "type", "object",
                                     "properties", "content_base64", "type", "string", "required", "content_base64"));
@@ -189,7 +189,7 @@ s_seed001_tool (void)
     json_object_set_new (props, "language", s_prop ("string", "Programming language (e.g., python, javascript, bash)."));
     json_object_set_new (props, "code", s_prop ("string", "The code snippet to execute."));
     json_object_set_new (props, "stdin_data", s_prop ("string", "Data to pass to the script's standard input."));
-    json_t *timeout = s_prop ("integer", "Max execution time in milliseconds. Default: 5000.");
+    json_t *timeout = s_prop ("integer", "Max execution time in milliseconds. Default: " CG_STR (CG_SEED001_TIMEOUT_MS) ".");
     json_object_set_new (timeout, "default", json_integer (CG_SEED001_TIMEOUT_MS));
     json_object_set_new (props, "timeout_ms", timeout);
     json_t *input = json_pack ("{s:s, s:o, s:[s,s]}", "type", "object", "properties", props, "required", "language", "code");
@@ -240,7 +240,7 @@ cg_tools_list (const cg_config_t *config)
             "Run Python, JavaScript or bash in an isolated, network-less sandbox (a locked-down "
             "container running Jupyter kernels). Returns stdout, stderr, exit code, status and rich "
             "outputs; matplotlib charts come back as images. Pass session_id to keep variables, "
-            "imports and files in /mnt/data between calls.",
+            "imports and files in " CG_WORKSPACE_MOUNT " between calls.",
             s_schema (props, exec_required), s_run_output_schema (), false, false));
 
     props = json_object ();
@@ -251,15 +251,15 @@ cg_tools_list (const cg_config_t *config)
     static const char *code_required[] = {"code", NULL};
     json_array_append_new (tools, s_tool (
         "run_python", "Run Python in a session",
-        "Run Python in a persistent sandboxed session (variables and files in /mnt/data persist "
+        "Run Python in a persistent sandboxed session (variables and files in " CG_WORKSPACE_MOUNT " persist "
         "between calls). Returns stdout, stderr, exit_code, the run_id and the files the run "
         "created or changed (artifacts, with download URLs); charts come back as images.",
         s_schema (props, code_required), s_run_output_schema (), false, false));
 
     props = json_object ();
     json_object_set_new (props, "language", s_prop ("string", "Programming language: " S_SUPPORTED ". Python and JavaScript run in Jupyter kernels that keep state within a session; bash runs each call as a new process in the same sandbox."));
-    json_object_set_new (props, "name", s_prop ("string", "Optional human-readable name (at most 128 characters)."));
-    json_object_set_new (props, "working_dir", s_prop ("string", "Only /mnt/data (the default), the session's workspace: host paths do not exist in the sandbox; upload files there instead."));
+    json_object_set_new (props, "name", s_prop ("string", "Optional human-readable name (at most " CG_STR (CG_SESSION_NAME_MAX) " characters)."));
+    json_object_set_new (props, "working_dir", s_prop ("string", "Only " CG_WORKSPACE_MOUNT " (the default), the session's workspace: host paths do not exist in the sandbox; upload files there instead."));
     static const char *start_required[] = {"language", NULL};
     json_array_append_new (tools, s_tool (
         "start_session", "Start a persistent session",
@@ -297,7 +297,7 @@ cg_tools_list (const cg_config_t *config)
     props = json_object ();
     json_object_set_new (props, "session_id", s_session_id_prop (
         "Session to upload into; created on first use. Omitted: a new session is created and its id returned."));
-    json_object_set_new (props, "filename", s_prop ("string", "Name in /mnt/data, e.g. sales.csv or in/sales.csv; no '..', absolute paths or control characters."));
+    json_object_set_new (props, "filename", s_prop ("string", "Name in " CG_WORKSPACE_MOUNT ", e.g. sales.csv or in/sales.csv; no '..', absolute paths or control characters."));
     cleanup_free char *content_doc = cg_strdupf ("The file's bytes, base64-encoded (at most %zu bytes decoded).", config->max_upload_bytes);
     json_object_set_new (props, "content_base64", s_prop ("string", content_doc));
     json_object_set_new (props, "overwrite", s_prop ("boolean", "Replace an existing file (default false: file_exists error)."));
@@ -305,17 +305,17 @@ cg_tools_list (const cg_config_t *config)
     json_t *upload_out = s_artifact_props (false);
     json_array_append_new (tools, s_tool (
         "upload_file", "Upload a file into a session",
-        "Upload a data file (base64) into the session's /mnt/data so code can read it. Returns the session_id and the path.",
+        "Upload a data file (base64) into the session's " CG_WORKSPACE_MOUNT " so code can read it. Returns the session_id and the path.",
         s_schema (props, upload_required), s_object_schema (upload_out), false, false));
 
     props = json_object ();
     json_object_set_new (props, "session_id", s_session_id_prop ("An existing session."));
-    json_object_set_new (props, "path", s_prop ("string", "Absolute path within /mnt/data (or relative to it), e.g. /mnt/data/chart.png."));
+    json_object_set_new (props, "path", s_prop ("string", "Absolute path within " CG_WORKSPACE_MOUNT " (or relative to it), e.g. " CG_WORKSPACE_MOUNT "/chart.png."));
     static const char *read_required[] = {"session_id", "path", NULL};
     json_t *read_out = s_artifact_props (true);
     json_array_append_new (tools, s_tool (
         "read_artifact", "Read a file from a session",
-        "Read a file from the session's /mnt/data as base64; images also come back as image content to look at.",
+        "Read a file from the session's " CG_WORKSPACE_MOUNT " as base64; images also come back as image content to look at.",
         s_schema (props, read_required), s_object_schema (read_out), true, false));
 
     props = json_object ();
@@ -323,7 +323,7 @@ cg_tools_list (const cg_config_t *config)
     static const char *list_required[] = {"session_id", NULL};
     json_array_append_new (tools, s_tool (
         "list_artifacts", "List a session's files",
-        "List every file in the session's /mnt/data with size, MIME type and download URL.",
+        "List every file in the session's " CG_WORKSPACE_MOUNT " with size, MIME type and download URL.",
         s_schema (props, list_required),
         s_object_schema (json_pack ("{s:{s:s, s:o}, s:{s:s}}", "artifacts", "type", "array", "items",
                                     s_artifact_schema (false), "truncated", "type", "boolean")),
@@ -332,7 +332,7 @@ cg_tools_list (const cg_config_t *config)
     json_array_append_new (tools, s_tool (
         "list_sessions", "List sessions",
         "List the active sessions with language, name, age, activity, executions, memory and "
-        "the workspace's (/mnt/data) space and files, used and limit.",
+        "the workspace's (" CG_WORKSPACE_MOUNT ") space and files, used and limit.",
         s_schema (json_object (), NULL),
         s_list_sessions_output_schema (),
         true, false));
@@ -534,15 +534,15 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     }
     if (timeout) {
         seconds = json_number_value (timeout);
-        if (!json_is_number (timeout) || !(seconds >= 1 && seconds <= 300)) {
-            *error_result = s_invalid ("INVALID_PARAMS", "'timeout' must be a number of seconds from 1 to 300", canonical);
+        if (!json_is_number (timeout) || !(seconds >= CG_TIMEOUT_MIN_S && seconds <= CG_TIMEOUT_MAX_S)) {
+            *error_result = s_invalid ("INVALID_PARAMS", "'timeout' must be a number of seconds from " CG_STR (CG_TIMEOUT_MIN_S) " to " CG_STR (CG_TIMEOUT_MAX_S), canonical);
             return NULL;
         }
     }
     if (timeout_ms) {
         double ms = json_number_value (timeout_ms);
-        if (!json_is_number (timeout_ms) || !(ms >= 1000 && ms <= 300000)) {
-            *error_result = s_invalid ("INVALID_PARAMS", "'timeout_ms' must be from 1000 to 300000", canonical);
+        if (!json_is_number (timeout_ms) || !(ms >= CG_TIMEOUT_MIN_MS && ms <= CG_TIMEOUT_MAX_MS)) {
+            *error_result = s_invalid ("INVALID_PARAMS", "'timeout_ms' must be from " CG_MS_STR (CG_TIMEOUT_MIN_S) " to " CG_MS_STR (CG_TIMEOUT_MAX_S), canonical);
             return NULL;
         }
         seconds = ms / 1000.0;
