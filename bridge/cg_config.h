@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct {
     char *state_dir;            /* containers' bundles, workspaces, runtime dirs */
@@ -44,15 +45,43 @@ typedef struct {
     int log_level;
 } cg_config_t;
 
-/*  Fills SELF with defaults, then CELLGATE_* environment variables, then the flags in
-    ARGV (ARGC entries, the subcommand already removed). Returns 0, or -1 with *err set
-    for an unknown flag or a bad value. Free with cg_config_clear. */
+/*  How an option's text becomes its field. */
+typedef enum {
+    CG_CONFIG_STRING,           /* char *, owned; an empty value is refused */
+    CG_CONFIG_INT,              /* int, a whole number from min to max */
+    CG_CONFIG_DOUBLE,           /* double, from min to max */
+    CG_CONFIG_BYTES,            /* size_t, a whole number of bytes from min to max */
+    CG_CONFIG_MB,               /* size_t in bytes, given as whole MB from min to max */
+    CG_CONFIG_LOG_LEVEL,        /* int, from the names error, warn, info, debug */
+} cg_config_kind_t;
+
+/*  One option: the one place its flag, variable, default and bounds are written. */
+typedef struct {
+    const char *flag;           /* "--memory-mb"; also accepted as --memory-mb=VALUE */
+    const char *env;            /* "CELLGATE_MEMORY_MB" */
+    cg_config_kind_t kind;
+    size_t offset;              /* of its field in cg_config_t */
+    const char *fallback;       /* the default, as a flag's value would be written; NULL: unset */
+    double min, max;            /* bounds of a number (the number given, MB for CG_CONFIG_MB) */
+    const char *help;           /* one line for --help, without the default */
+} cg_config_option_t;
+
+/*  Returns the table of options (sets *COUNT to its length). The table is static. */
+const cg_config_option_t *cg_config_options (size_t *count);
+
+/*  Fills SELF with the table's defaults, then CELLGATE_* environment variables, then the
+    flags in ARGV (ARGC entries, the subcommand already removed). Returns 0, or -1 with
+    *err set for an unknown flag or a bad value. Free with cg_config_clear, also after a
+    failure. */
 int cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err);
 
 /*  Frees the strings SELF owns. */
 void cg_config_clear (cg_config_t *self);
 
-/*  Prints the flags and variables to stdout. */
+/*  Writes the flags, their variables, help and defaults to OUT. */
+void cg_config_print_usage (FILE *out);
+
+/*  cg_config_print_usage to stdout. */
 void cg_config_usage (void);
 
 #endif

@@ -18,11 +18,25 @@
     download URLs and the HTTP route all use this one bound. */
 #define CG_SESSION_ID_MAX 128
 
-/*  A session's optional name, in characters. */
+/*  The longest human-readable name start_session accepts for a session. */
 #define CG_SESSION_NAME_MAX 128
 
-/*  A run's timeout, in seconds (a client may give it in milliseconds too). */
+/*  A run's timeout in whole seconds: the tools' `timeout` argument, their `timeout_ms`
+    (the same range in milliseconds) and --default-timeout. Plain decimal literals, so
+    that CG_STR and CG_MS_STR can spell them in messages. */
 #define CG_TIMEOUT_MIN_S 1
 #define CG_TIMEOUT_MAX_S 300
+#define CG_TIMEOUT_MIN_MS (CG_TIMEOUT_MIN_S * 1000)
+#define CG_TIMEOUT_MAX_MS (CG_TIMEOUT_MAX_S * 1000)
+
+/*  A whole-seconds literal spelled in milliseconds: CG_MS_STR (CG_TIMEOUT_MAX_S) is "300000". */
+#define CG_MS_STR(seconds) CG_STR (seconds) "000"
+
+/*  Seed 001's default timeout (the seed001 tool profile), in milliseconds. */
+#define CG_SEED001_TIMEOUT_MS 5000
+
+/*  A workspace text file small enough to be returned inline: a run's created or
+    modified text files (seed 003) and read_artifact's text of a text file. */
+#define CG_TEXT_FILE_INLINE_MAX (64 * 1024)
 
 #endif

@@ -318,7 +318,7 @@ s_fill_run (cg_session_t *self, const cg_exec_request_t *request, json_t *result
         cleanup_free char *text = cg_strdupf (
             "%zu output message(s) from the kernel were refused: each was larger than the "
             "%.0f MB the server accepts (--max-message-mb); an output (a display, say) may be "
-            "missing. Save large results to a file in /mnt/data instead.",
+            "missing. Save large results to a file in " CG_WORKSPACE_MOUNT " instead.",
             run->messages_refused, (double) self->config->max_message_bytes / (1024 * 1024));
         s_add_notice (result, text);
     }
@@ -353,7 +353,6 @@ s_fill_run (cg_session_t *self, const cg_exec_request_t *request, json_t *result
                                     (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid);
 }
 
-#define S_TEXT_FILE_MAX (64 * 1024)
 #define S_TEXT_FILES_TOTAL (256 * 1024)
 
 //  Seed 003's output files: {rel: text} for the small text files (UTF-8, no NUL, at most
@@ -374,7 +373,7 @@ s_text_files (cg_session_t *self, json_t *diff, const char *execution_id)
             if (strncmp (rel, own, strlen (own)) == 0)
                 continue;
             size_t len = 0;
-            cleanup_free char *text = cg_workspace_read (self->ws, rel, S_TEXT_FILE_MAX, &len, NULL, NULL);
+            cleanup_free char *text = cg_workspace_read (self->ws, rel, CG_TEXT_FILE_INLINE_MAX, &len, NULL, NULL);
             if (!text || memchr (text, '\0', len) || total + len > S_TEXT_FILES_TOTAL)
                 continue;
             json_t *value = json_stringn (text, len);   /* NULL unless valid UTF-8 */
@@ -493,7 +492,7 @@ s_oom_since (cg_session_t *self)
     return oom;
 }
 
-#define S_STATE_LOST "variables and imports from earlier calls are gone; files in /mnt/data remain."
+#define S_STATE_LOST "variables and imports from earlier calls are gone; files in " CG_WORKSPACE_MOUNT " remain."
 
 //  KERNEL did not finish the cell (END: stuck after an interrupt, dead or silent, or the
 //  request could not be sent): restarts it and says in RESULT what happened, first the

@@ -123,14 +123,12 @@ s_text_type (const char *mime)
            || strcmp (mime, "image/svg+xml") == 0 || strcmp (mime, "application/xml") == 0;
 }
 
-#define S_TEXT_PREVIEW_MAX (64 * 1024)
-
 json_t *
 cg_files_read (const cg_files_t *self, json_t *arguments)
 {
     json_t *path_arg = json_object_get (arguments, "path");
     if (!json_is_string (path_arg))
-        return s_error ("invalid_params", "'path' is a required string (a file below /mnt/data)", self);
+        return s_error ("invalid_params", "'path' is a required string (a file below " CG_WORKSPACE_MOUNT ")", self);
     cg_error_t *err = NULL;
     cleanup_free char *rel = cg_workspace_normalize_len (json_string_value (path_arg), json_string_length (path_arg), &err);
     if (!rel) {
@@ -190,7 +188,7 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
         json_object_set_new (structured, "download_url", json_string (url));
     //  The model sees images as images and short text files as text.
     json_t *text_value = NULL;
-    if (s_text_type (mime) && len <= S_TEXT_PREVIEW_MAX)
+    if (s_text_type (mime) && len <= CG_TEXT_FILE_INLINE_MAX)
         text_value = json_stringn (bytes, len);
     cleanup_free char *text = text_value
                                   ? cg_strdupf ("%s (%s, %zu bytes):\n%s", path, mime, len, json_string_value (text_value))

@@ -36,7 +36,7 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
         "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate", "title",
         "cellgate code sandbox", "version", CG_VERSION, "instructions",
         "Use execute_code or run_python to run Python in a sandbox without network access. Pass "
-        "a session_id to keep state between calls; files in /mnt/data persist within a session. "
+        "a session_id to keep state between calls; files in " CG_WORKSPACE_MOUNT " persist within a session. "
         "upload_file puts data in, list_artifacts and read_artifact get results out (charts "
         "come back as images; download_url links work in a browser).");
     cg_request_result (req, result);

@@ -63,7 +63,7 @@ cg_tools_seed001_status (json_t *structured)
     "returned; the session keeps its state.'},"                                                  \
     "'timeout_ms': {'type': 'integer', 'minimum': ${timeout_min_ms}, 'maximum': "               \
     "${timeout_max_ms}, 'description': 'Alias of timeout, in milliseconds.'},"                   \
-    "'files': {'type': 'object', 'description': 'Files to write into /mnt/data before the code " \
+    "'files': {'type': 'object', 'description': 'Files to write into ${workspace} before the code " \
     "runs (seed 003): path -> text, or path -> {\\\"content_base64\\\": ...} for binary files. "  \
     "Small text files the run creates come back in the result${apos}s files.',"                  \
     " 'additionalProperties': {'anyOf': [{'type': 'string'}, {'type': 'object', 'properties': " \
@@ -113,7 +113,7 @@ static const cg_tool_t s_tools[] = {
      .description = "Run Python, JavaScript or bash in an isolated, network-less sandbox (a "
                     "locked-down container running Jupyter kernels). Returns stdout, stderr, exit "
                     "code, status and rich outputs; matplotlib charts come back as images. Pass "
-                    "session_id to keep variables, imports and files in /mnt/data between calls.",
+                    "session_id to keep variables, imports and files in " CG_WORKSPACE_MOUNT " between calls.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['language', "
                      "'code'], 'properties': {" S_LANGUAGE ", " S_RUN_ARGUMENTS ", 'session_id': {"
                      S_SESSION_ID ", 'description': 'Keep state between calls: the same id reuses "
@@ -144,7 +144,7 @@ static const cg_tool_t s_tools[] = {
     {.name = "run_python",
      .title = "Run Python in a session",
      .description = "Run Python in a persistent sandboxed session (variables and files in "
-                    "/mnt/data persist between calls). Returns stdout, stderr, exit_code, the "
+                    CG_WORKSPACE_MOUNT " persist between calls). Returns stdout, stderr, exit_code, the "
                     "run_id and the files the run created or changed (artifacts, with download "
                     "URLs); charts come back as images.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['code'], "
@@ -161,7 +161,7 @@ static const cg_tool_t s_tools[] = {
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['language'], "
                      "'properties': {" S_LANGUAGE ", 'name': {'type': 'string', 'description': "
                      "'Optional human-readable name (at most ${name_max} characters).'}, "
-                     "'working_dir': {'type': 'string', 'description': 'Only /mnt/data (the "
+                     "'working_dir': {'type': 'string', 'description': 'Only ${workspace} (the "
                      "default), the session${apos}s workspace: host paths do not exist in the "
                      "sandbox; upload files there instead.'}}}",
      .output_schema = "{'type': 'object', 'properties': {'success': {'type': 'boolean'}, "
@@ -193,13 +193,13 @@ static const cg_tool_t s_tools[] = {
      .flags = CG_TOOL_DESTRUCTIVE},
     {.name = "upload_file",
      .title = "Upload a file into a session",
-     .description = "Upload a data file (base64) into the session's /mnt/data so code can read "
+     .description = "Upload a data file (base64) into the session's " CG_WORKSPACE_MOUNT " so code can read "
                     "it. Returns the session_id and the path.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['filename', "
                      "'content_base64'], 'properties': {'session_id': {" S_SESSION_ID ", "
                      "'description': 'Session to upload into; created on first use. Omitted: a "
                      "new session is created and its id returned.'}, 'filename': {'type': "
-                     "'string', 'description': 'Name in /mnt/data, e.g. sales.csv or "
+                     "'string', 'description': 'Name in ${workspace}, e.g. sales.csv or "
                      "in/sales.csv; no ${apos}..${apos}, absolute paths or control characters.'}, "
                      "'content_base64': {'type': 'string', 'description': 'The file${apos}s "
                      "bytes, base64-encoded (at most ${max_upload_bytes} bytes decoded).'}, "
@@ -209,19 +209,19 @@ static const cg_tool_t s_tools[] = {
      .handler = cg_tools_upload_file},
     {.name = "read_artifact",
      .title = "Read a file from a session",
-     .description = "Read a file from the session's /mnt/data as base64; images also come back "
+     .description = "Read a file from the session's " CG_WORKSPACE_MOUNT " as base64; images also come back "
                     "as image content to look at.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['session_id', "
                      "'path'], 'properties': {'session_id': {" S_SESSION_ID ", 'description': 'An "
                      "existing session.'}, 'path': {'type': 'string', 'description': 'Absolute "
-                     "path within /mnt/data (or relative to it), e.g. /mnt/data/chart.png.'}}}",
+                     "path within ${workspace} (or relative to it), e.g. ${workspace}/chart.png.'}}}",
      .output_schema = S_OBJECT_OR_ERROR (S_ARTIFACT_PROPERTIES ", 'content_base64': {'type': "
                                          "'string'}, "),
      .handler = cg_tools_read_artifact,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "list_artifacts",
      .title = "List a session's files",
-     .description = "List every file in the session's /mnt/data with size, MIME type and "
+     .description = "List every file in the session's " CG_WORKSPACE_MOUNT " with size, MIME type and "
                     "download URL.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': "
                      "['session_id'], 'properties': {'session_id': {" S_SESSION_ID ", "
@@ -233,7 +233,7 @@ static const cg_tool_t s_tools[] = {
     {.name = "list_sessions",
      .title = "List sessions",
      .description = "List the active sessions with language, name, age, activity, executions, "
-                    "memory and the workspace's (/mnt/data) space and files, used and limit.",
+                    "memory and the workspace's (" CG_WORKSPACE_MOUNT ") space and files, used and limit.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'properties': {}}",
      .output_schema = S_OBJECT_OR_ERROR (
          "'sessions': {'type': 'array', 'items': {'type': 'object', 'properties': {"
@@ -260,8 +260,9 @@ s_expand (const char *template, const cg_config_t *config)
         {"name_max", CG_STR (CG_SESSION_NAME_MAX)},
         {"timeout_min_s", CG_STR (CG_TIMEOUT_MIN_S)},
         {"timeout_max_s", CG_STR (CG_TIMEOUT_MAX_S)},
-        {"timeout_min_ms", CG_STR (CG_TIMEOUT_MIN_S) "000"},
-        {"timeout_max_ms", CG_STR (CG_TIMEOUT_MAX_S) "000"},
+        {"timeout_min_ms", CG_MS_STR (CG_TIMEOUT_MIN_S)},
+        {"timeout_max_ms", CG_MS_STR (CG_TIMEOUT_MAX_S)},
+        {"workspace", CG_WORKSPACE_MOUNT},
         {"seed001_timeout_ms", CG_STR (CG_SEED001_TIMEOUT_MS)},
         {"default_timeout_s", timeout_s},
         {"max_code_bytes", code_max},

@@ -13,9 +13,8 @@
 
 #define CG_MAX_STDIN_BYTES (1024 * 1024)
 
-/*  Seed 001's tool (the seed001 tool profile) and its default timeout. */
+/*  Seed 001's tool (the seed001 tool profile); its default timeout is in cg_limits.h. */
 #define CG_SEED001_TOOL "code_execution_sandbox.execute_code"
-#define CG_SEED001_TIMEOUT_MS 5000
 
 /*  Rewrites a run result's status in seed 001's terms: completed, timeout,
     error_runtime, error_setup. */

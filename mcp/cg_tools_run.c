@@ -141,8 +141,8 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     }
     if (timeout_ms) {
         double ms = json_number_value (timeout_ms);
-        if (!json_is_number (timeout_ms) || !(ms >= CG_TIMEOUT_MIN_S * 1000 && ms <= CG_TIMEOUT_MAX_S * 1000)) {
-            *error_result = cg_tools_invalid ("INVALID_PARAMS", "'timeout_ms' must be from " CG_STR (CG_TIMEOUT_MIN_S) "000 to " CG_STR (CG_TIMEOUT_MAX_S) "000", canonical);
+        if (!json_is_number (timeout_ms) || !(ms >= CG_TIMEOUT_MIN_MS && ms <= CG_TIMEOUT_MAX_MS)) {
+            *error_result = cg_tools_invalid ("INVALID_PARAMS", "'timeout_ms' must be from " CG_MS_STR (CG_TIMEOUT_MIN_S) " to " CG_MS_STR (CG_TIMEOUT_MAX_S), canonical);
             return NULL;
         }
         seconds = ms / 1000.0;
