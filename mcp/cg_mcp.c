@@ -6,7 +6,7 @@
 #include "cg_files.h"
 #include "cg_result.h"
 #include "cg_tools.h"
-#include "../artifacts/cg_http.h"
+#include "../artifacts/cg_downloads.h"
 #include "../artifacts/cg_wsfs.h"
 #include "../bridge/cg_runner.h"
 #include "../bridge/cg_session.h"
@@ -112,6 +112,7 @@ typedef struct {
     zlistx_t *closing;          /* s_session_t whose runners are destroying their sandboxes */
     zhashx_t *calls;            /* key -> s_call_t */
     cg_http_t *http;            /* download listener, NULL when off */
+    cg_downloads_t *downloads;  /* its /files/ route */
     unsigned long next_key;
     bool output_failed;
     size_t line_max;            /* the largest message accepted */
@@ -1462,12 +1463,12 @@ s_http_start (s_server_t *self)
     if (strcmp (listen, "off") == 0)
         return 0;
     cg_error_t *err = NULL;
-    self->http = cg_http_new (listen, s_http_lookup, self, &err);
+    self->http = cg_http_new (listen, &err);
     if (!self->http && !config->http && !config->http_listen_set && err && err->code == EADDRINUSE) {
         //  The default port is taken (another cellgate, say): any free port will do.
         cg_log (1, "downloads: %s; using a free port instead", cg_error_message (err));
         cg_error_destroy (&err);
-        self->http = cg_http_new ("127.0.0.1:0", s_http_lookup, self, &err);
+        self->http = cg_http_new ("127.0.0.1:0", &err);
     }
     if (!self->http) {
         cg_log (0, "http: cannot listen on %s: %s%s", listen, cg_error_message (err),
@@ -1475,8 +1476,9 @@ s_http_start (s_server_t *self)
         cg_error_destroy (&err);
         return -1;
     }
+    self->downloads = cg_downloads_new (self->http, s_http_lookup, self);
     if (config->http) {
-        cg_http_set_mcp (self->http, self->line_max, s_http_mcp, self);
+        cg_http_route (self->http, "/mcp", 0, self->line_max, s_http_mcp, self);
         cleanup_free char *host = cg_xstrndup (listen, (size_t) (strrchr (listen, ':') - listen));
         cg_log (2, "serving MCP at http://%s:%d/mcp%s", host, cg_http_port (self->http),
                 config->http_token ? " (bearer token required)" : "");
@@ -1621,6 +1623,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_log_set_hook (NULL, NULL, -1);
     zhashx_destroy (&self.calls);
     cg_http_destroy (&self.http);
+    cg_downloads_destroy (&self.downloads);
     zlistx_destroy (&self.closing);
     zhashx_destroy (&self.sessions);
     zhashx_destroy (&self.clients);

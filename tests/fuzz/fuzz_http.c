@@ -1,11 +1,12 @@
-/*  fuzz_http — the HTTP listener (artifacts/cg_http.c) as a client on the network drives
-    it: a real libmicrohttpd daemon on 127.0.0.1 in this process, the input's bytes sent
-    raw on a fresh TCP connection (request line, path, query, headers, body; several
-    pipelined requests when the input holds them), the daemon run from this thread until
-    the server closes the connection. Routes: /files/ (downloads from a scratch
-    workspace holding files, a symlink to a secret outside, a FIFO) and /mcp (a handler
-    that reads the method, headers and body and answers now, later, or as an SSE stream;
-    bodies over 2 KiB get 413).
+/*  fuzz_http — the HTTP listener (artifacts/cg_http.c) and its downloads
+    (artifacts/cg_downloads.c) as a client on the network drives them: a real
+    libmicrohttpd daemon on 127.0.0.1 in this process, the input's bytes sent raw on a
+    fresh TCP connection (request line, path, query, headers, body; several pipelined
+    requests when the input holds them), the daemon run from this thread until the server
+    closes the connection. Routes: /files/ (downloads from a scratch workspace holding
+    files, a symlink to a secret outside, a FIFO) and /mcp (a handler that reads the
+    method, headers and body and answers now, later, or as an SSE stream; bodies over
+    2 KiB get 413).
 
     Invariants: every exchange ends within 5 s (no hang on a FIFO, a short body or a
     suspended answer); nothing outside the workspace is ever served; an /mcp body handed
@@ -13,7 +14,7 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_http.h"
+#include "../../artifacts/cg_downloads.h"
 #include "../../artifacts/cg_workspace.h"
 #include "../../bridge/cg_util.h"
 #include "../../mcp/cg_jsonrpc.h"
@@ -37,6 +38,7 @@
 #define EXCHANGE_TIMEOUT_US (5 * 1000000)
 
 static cg_http_t *s_http;
+static cg_downloads_t *s_downloads;
 static cg_workspace_t *s_ws;
 static cg_http_exchange_t *s_pending[PENDING_MAX];   /* answered at the next turn */
 
@@ -44,7 +46,7 @@ static cg_workspace_t *
 s_lookup (void *arg, const char *session_id, const char *token, size_t token_len)
 {
     (void) arg;
-    CG_FUZZ_CHECK (token_len <= CG_HTTP_TOKEN_MAX && strlen (session_id) <= CG_SESSION_ID_MAX,
+    CG_FUZZ_CHECK (token_len <= CG_DOWNLOADS_TOKEN_MAX && strlen (session_id) <= CG_SESSION_ID_MAX,
                    "lookups only within the limits");
     if (strcmp (session_id, SESSION_ID) != 0 || token_len != strlen (TOKEN)
         || sodium_memcmp (token, TOKEN, token_len) != 0)
@@ -122,12 +124,13 @@ s_setup (void)
         || mkfifo (fifo, 0644) < 0)
         abort ();
     s_ws = cg_workspace_open (ws_dir, &err);
-    s_http = s_ws ? cg_http_new ("127.0.0.1:0", s_lookup, NULL, &err) : NULL;
+    s_http = s_ws ? cg_http_new ("127.0.0.1:0", &err) : NULL;
     if (!s_http) {
         fprintf (stderr, "fuzz_http: %s\n", cg_error_message (err));
         abort ();
     }
-    cg_http_set_mcp (s_http, BODY_MAX, s_mcp, NULL);
+    s_downloads = cg_downloads_new (s_http, s_lookup, NULL);
+    cg_http_route (s_http, "/mcp", 0, BODY_MAX, s_mcp, NULL);
 }
 
 //  Connects to the listener from the next of 65,024 loopback addresses (127.1.0.1 on), so

@@ -1,7 +1,7 @@
 /*  test_http — the /files/ download listener against real curl requests: tokens, hostile
     paths and symlinks, headers, methods, limits, and the caller-driven poll loop. */
 #define _GNU_SOURCE
-#include "../../artifacts/cg_http.h"
+#include "../../artifacts/cg_downloads.h"
 #include "../../artifacts/cg_workspace.h"
 #include "../../bridge/cg_util.h"
 #include "cg_test.h"
@@ -316,7 +316,7 @@ s_test_download_url (cg_http_t *http, const char *rel, char *expected_url, const
 {
     const char *name = "download_url";
     cleanup_free char *expected = expected_url;
-    cleanup_free char *url = cg_http_download_url (http, SESSION, TOKEN, rel);
+    cleanup_free char *url = cg_downloads_url (http, SESSION, TOKEN, rel);
     CHECK (url, "no URL for %s", rel);
     CHECK (strcmp (url, expected) == 0, "got %s, want %s", url, expected);
     s_reply_t reply = s_fetch (http, url, NULL);
@@ -371,7 +371,7 @@ s_test_listen_errors (void)
                           "",               "[fe80::1%lo]:0", "1.2.3:80",  "127.0.0.1:-1" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cg_error_t *err = NULL;
-        cg_http_t *http = cg_http_new (bad[i], s_lookup, NULL, &err);
+        cg_http_t *http = cg_http_new (bad[i], &err);
         bool ok = !http && err && err->code == EINVAL;
         cg_http_destroy (&http);
         cg_error_destroy (&err);
@@ -391,22 +391,24 @@ s_test_ipv6 (void)
     }
     close (probe);
     cg_error_t *err = NULL;
-    cg_http_t *http = cg_http_new ("[::1]:0", s_lookup, NULL, &err);
+    cg_http_t *http = cg_http_new ("[::1]:0", &err);
     if (!http && err && err->code == EADDRNOTAVAIL) {
         printf ("skip ipv6: no ::1 here\n");
         cg_error_destroy (&err);
         return;
     }
     CHECK (http, "[::1]:0: %s", cg_error_message (err));
+    cg_downloads_t *downloads = cg_downloads_new (http, s_lookup, NULL);
     cleanup_free char *expected
         = cg_strdupf ("http://[::1]:%d/files/" SESSION "/sub/data.csv?token=" TOKEN,
                       cg_http_port (http));
-    cleanup_free char *url = cg_http_download_url (http, SESSION, TOKEN, "/mnt/data/sub/data.csv");
+    cleanup_free char *url = cg_downloads_url (http, SESSION, TOKEN, "/mnt/data/sub/data.csv");
     s_reply_t reply = url ? s_fetch (http, url, NULL) : (s_reply_t) { 0 };
     bool ok = url && strcmp (url, expected) == 0 && reply.status == 200
               && reply.body_len == strlen (s_csv);
     s_reply_free (&reply);
     cg_http_destroy (&http);
+    cg_downloads_destroy (&downloads);
     CHECK (ok, "fetch over [::1] failed (%s)", url ? url : "no url");
     PASS ();
 }
@@ -416,13 +418,13 @@ s_test_wildcard_url (void)
 {
     const char *name = "wildcard_url";
     cg_error_t *err = NULL;
-    cg_http_t *http = cg_http_new ("0.0.0.0:0", s_lookup, NULL, &err);
+    cg_http_t *http = cg_http_new ("0.0.0.0:0", &err);
     CHECK (http, "0.0.0.0:0: %s", cg_error_message (err));
-    cleanup_free char *url = cg_http_download_url (http, "s p", "t/k", "a b/c%d");
+    cleanup_free char *url = cg_downloads_url (http, "s p", "t/k", "a b/c%d");
     cleanup_free char *expected
         = cg_strdupf ("http://127.0.0.1:%d/files/s%%20p/a%%20b/c%%25d?token=t%%2Fk",
                       cg_http_port (http));
-    cleanup_free char *bad = cg_http_download_url (http, SESSION, TOKEN, "../etc/passwd");
+    cleanup_free char *bad = cg_downloads_url (http, SESSION, TOKEN, "../etc/passwd");
     cg_http_destroy (&http);
     CHECK (url && strcmp (url, expected) == 0, "got %s, want %s", url ? url : "NULL", expected);
     CHECK (!bad, "a URL for ../etc/passwd");
@@ -435,7 +437,7 @@ s_test_in_use (cg_http_t *http)
     const char *name = "address_in_use";
     cleanup_free char *listen = cg_strdupf ("127.0.0.1:%d", cg_http_port (http));
     cg_error_t *err = NULL;
-    cg_http_t *second = cg_http_new (listen, s_lookup, NULL, &err);
+    cg_http_t *second = cg_http_new (listen, &err);
     bool ok = !second && err && err->code == EADDRINUSE;
     cg_http_destroy (&second);
     cg_error_destroy (&err);
@@ -453,11 +455,12 @@ main (void)
     int fds_before = s_count_fds ();
 
     cg_error_t *err = NULL;
-    cg_http_t *http = cg_http_new ("127.0.0.1:0", s_lookup, NULL, &err);
+    cg_http_t *http = cg_http_new ("127.0.0.1:0", &err);
     if (!http) {
         fprintf (stderr, "cg_http_new: %s\n", cg_error_message (err));
         return 1;
     }
+    cg_downloads_t *downloads = cg_downloads_new (http, s_lookup, NULL);
     s_base = cg_strdupf ("http://127.0.0.1:%d", cg_http_port (http));
 
     s_expect_file (http, "pdf", "report.pdf", s_pdf, s_pdf_len, "application/pdf", false);
@@ -569,6 +572,8 @@ main (void)
 
     cg_http_destroy (&http);
     cg_http_destroy (&http);
+    cg_downloads_destroy (&downloads);
+    cg_downloads_destroy (&downloads);
     {
         const char *name = "no_fd_leak";
         int fds_after = s_count_fds ();
