@@ -1,5 +1,6 @@
 /*  cg_http — the HTTP listener (GNU libmicrohttpd, driven from the caller's poll loop):
-    artifact downloads under /files/, and room for more routes (MCP's /mcp later). */
+    requests dispatched to the routes its callers register, with bounded URLs, headers,
+    bodies and connections. */
 #define _GNU_SOURCE
 #include "cg_http.h"
 
@@ -8,36 +9,44 @@
 #include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <sodium.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 
+typedef struct {
+    char *path;
+    size_t path_len;
+    unsigned flags;             /* CG_HTTP_PREFIX, CG_HTTP_GET_ONLY */
+    size_t body_max;
+    cg_http_handler_fn *handler;
+    void *arg;
+} s_route_t;
+
 struct cg_http_t {
     struct MHD_Daemon *daemon;
     int port;                   /* the bound port */
-    char *url_host;             /* host part of download URLs: "127.0.0.1", "[::1]" */
+    char *url_host;             /* host part of URLs to us: "127.0.0.1", "[::1]" */
     bool loopback;              /* bound to a loopback address */
-    cg_http_lookup_fn *lookup;
-    void *lookup_arg;
-    cg_http_mcp_fn *mcp;        /* the /mcp handler, NULL when none */
-    void *mcp_arg;
-    size_t mcp_body_max;
-    cg_http_exchange_t *exchanges; /* live /mcp exchanges (to resume before stopping) */
+    s_route_t *routes;
+    size_t routes_len;
+    cg_http_exchange_t *exchanges; /* live exchanges (to resume before stopping) */
 };
 
 struct cg_http_exchange_t {
     int refs;
     cg_http_t *http;
     struct MHD_Connection *connection; /* NULL once the request is over */
+    cg_http_handler_fn *handler; /* the route's, with its ARG and BODY_MAX */
+    void *arg;
+    size_t body_max;
     char *method;
+    char *path;
     char *body;
     size_t body_len, body_cap;
     bool too_large;             /* the body passed the limit: 413 */
@@ -59,29 +68,8 @@ struct cg_http_exchange_t {
 typedef struct {
     size_t target_len;          /* length of the raw request target, query included */
     bool answered;              /* a response is queued */
-    cg_http_exchange_t *exchange; /* for /mcp */
+    cg_http_exchange_t *exchange; /* once a route has taken the request */
 } s_request_t;
-
-/*  A route answers every request whose path starts with PREFIX; REST is the raw
-    (still percent-encoded) path after it. Handlers that take a body (a later /mcp) see
-    MHD's usual repeated calls with UPLOAD_DATA. */
-typedef enum MHD_Result (s_route_fn) (cg_http_t *self, struct MHD_Connection *connection,
-                                      s_request_t *request, const char *method,
-                                      const char *rest, const char *upload_data,
-                                      size_t *upload_data_size);
-
-static s_route_fn s_files_route;
-static s_route_fn s_mcp_route;
-static void s_exchange_unlink (cg_http_exchange_t *ex);
-
-static const struct {
-    const char *prefix;
-    bool exact;                 /* the path is the prefix itself */
-    s_route_fn *handler;
-} s_routes[] = {
-    { "/files/", false, s_files_route },
-    { "/mcp", true, s_mcp_route },
-};
 
 /*  --------------------------------------------------------------------------------------
     Responses */
@@ -104,17 +92,25 @@ s_add_common_headers (struct MHD_Response *response)
     MHD_add_response_header (response, "Cache-Control", "no-store");
 }
 
+/*  Returns {"error": CODE, "message": MESSAGE} as JSON text. Caller owns the result. */
+static char *
+s_error_body (const char *code, const char *message)
+{
+    json_t *body_json = json_pack ("{s:s, s:s}", "error", code, "message", message);
+    char *body = body_json ? json_dumps (body_json, JSON_COMPACT) : NULL;
+    json_decref (body_json);
+    if (!body)
+        abort ();
+    return body;
+}
+
 /*  Queues {"error": CODE, "message": MESSAGE} with STATUS. MESSAGE never echoes client
     input. Returns MHD_NO (closing the connection) only when MHD refuses the response. */
 static enum MHD_Result
 s_respond_error (struct MHD_Connection *connection, s_request_t *request, unsigned int status,
                  const char *code, const char *message)
 {
-    json_t *body_json = json_pack ("{s:s, s:s}", "error", code, "message", message);
-    cleanup_free char *body = body_json ? json_dumps (body_json, JSON_COMPACT) : NULL;
-    json_decref (body_json);
-    if (!body)
-        abort ();
+    cleanup_free char *body = s_error_body (code, message);
     struct MHD_Response *response
         = MHD_create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_COPY);
     if (!response)
@@ -124,12 +120,6 @@ s_respond_error (struct MHD_Connection *connection, s_request_t *request, unsign
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header (response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
     return s_queue (connection, request, status, response);
-}
-
-static enum MHD_Result
-s_respond_not_found (struct MHD_Connection *connection, s_request_t *request)
-{
-    return s_respond_error (connection, request, MHD_HTTP_NOT_FOUND, "not_found", "no such file");
 }
 
 /*  --------------------------------------------------------------------------------------
@@ -147,11 +137,8 @@ s_hex_value (char c)
     return -1;
 }
 
-/*  Percent-decodes the LEN bytes at IN into a new buffer (NUL-terminated; it may hold NUL
-    bytes, so callers use *OUT_LEN). Returns NULL on a malformed escape. Caller owns the
-    result. */
-static char *
-s_percent_decode (const char *in, size_t len, size_t *out_len)
+char *
+cg_http_percent_decode (const char *in, size_t len, size_t *out_len)
 {
     char *out = cg_xmalloc (len + 1);
     size_t used = 0;
@@ -174,119 +161,8 @@ s_percent_decode (const char *in, size_t len, size_t *out_len)
     return out;
 }
 
-/*  Appends the LEN bytes at IN to *P, percent-encoding all but RFC 3986 unreserved bytes. */
-static void
-s_percent_encode (char **p, const char *in, size_t len)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char) in[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'
-            || c == '.' || c == '_' || c == '~')
-            *(*p)++ = (char) c;
-        else {
-            *(*p)++ = '%';
-            *(*p)++ = hex[c >> 4];
-            *(*p)++ = hex[c & 15];
-        }
-    }
-}
-
 /*  --------------------------------------------------------------------------------------
-    GET|HEAD /files/{session_id}/{path...}?token=T */
-
-static bool
-s_has_body (struct MHD_Connection *connection)
-{
-    const char *length
-        = MHD_lookup_connection_value (connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    return (length && strcmp (length, "0") != 0)
-           || MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
-                                           MHD_HTTP_HEADER_TRANSFER_ENCODING);
-}
-
-/*  Types a browser would render with script on the listener's origin: always downloaded. */
-static bool
-s_is_active_content (const char *mime)
-{
-    return strcmp (mime, "text/html") == 0 || strcmp (mime, "image/svg+xml") == 0
-           || strcmp (mime, "application/xhtml+xml") == 0 || strcmp (mime, "text/xml") == 0
-           || strcmp (mime, "application/xml") == 0;
-}
-
-static enum MHD_Result
-s_files_route (cg_http_t *self, struct MHD_Connection *connection, s_request_t *request,
-               const char *method, const char *rest, const char *upload_data,
-               size_t *upload_data_size)
-{
-    (void) upload_data;
-    (void) upload_data_size;
-    if (strcmp (method, MHD_HTTP_METHOD_GET) != 0 && strcmp (method, MHD_HTTP_METHOD_HEAD) != 0)
-        return s_respond_error (connection, request, MHD_HTTP_METHOD_NOT_ALLOWED,
-                                "method_not_allowed", "only GET and HEAD are allowed here");
-    if (s_has_body (connection))
-        return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE,
-                                "payload_too_large", "a download request takes no body");
-
-    /*  Untrusted from here on: the session id, the path and the token all come from the
-        client's URL, raw (our unescape callback leaves escapes alone), at most
-        CG_HTTP_URL_MAX bytes in all. */
-    const char *slash = strchr (rest, '/');
-    if (!slash)
-        return s_respond_not_found (connection, request);
-    const char *raw_token
-        = MHD_lookup_connection_value (connection, MHD_GET_ARGUMENT_KIND, "token");
-    size_t session_len = 0, path_len = 0, token_len = 0;
-    cleanup_free char *session_id = s_percent_decode (rest, (size_t) (slash - rest), &session_len);
-    cleanup_free char *path = s_percent_decode (slash + 1, strlen (slash + 1), &path_len);
-    cleanup_free char *token
-        = raw_token ? s_percent_decode (raw_token, strlen (raw_token), &token_len) : NULL;
-    if (!session_id || !path || (raw_token && !token))
-        return s_respond_error (connection, request, MHD_HTTP_BAD_REQUEST, "bad_request",
-                                "malformed percent-encoding in the URL");
-
-    /*  Whatever fails before the file is open gets the same 404, so that a client without
-        the token learns nothing about which sessions or files exist. */
-    if (!token || token_len == 0 || token_len > CG_HTTP_TOKEN_MAX || session_len == 0
-        || session_len > CG_SESSION_ID_MAX || memchr (session_id, '\0', session_len))
-        return s_respond_not_found (connection, request);
-    cg_workspace_t *workspace = self->lookup (self->lookup_arg, session_id, token, token_len);
-    if (!workspace)
-        return s_respond_not_found (connection, request);
-
-    cg_error_t *err = NULL;
-    cleanup_free char *rel = cg_workspace_normalize_len (path, path_len, &err);
-    if (!rel) {
-        cg_log (3, "http: download from %s refused: %s", session_id, cg_error_message (err));
-        cg_error_destroy (&err);
-        return s_respond_not_found (connection, request);
-    }
-    struct stat st;
-    cleanup_close int fd = cg_workspace_open_file (workspace, rel, O_RDONLY, &st, &err);
-    if (fd < 0) {
-        cg_log (3, "http: download of %s from %s refused: %s", rel, session_id,
-                cg_error_message (err));
-        cg_error_destroy (&err);
-        return s_respond_not_found (connection, request);
-    }
-    const char *slash_in_rel = strrchr (rel, '/');
-    const char *mime = cg_mime_type (slash_in_rel ? slash_in_rel + 1 : rel);
-    struct MHD_Response *response = MHD_create_response_from_fd64 ((uint64_t) st.st_size, fd);
-    if (!response)
-        return s_respond_error (connection, request, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-                                "cannot create the response");
-    fd = -1; /* the response owns it now */
-    MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, mime);
-    s_add_common_headers (response);
-    MHD_add_response_header (response, "Content-Security-Policy", "sandbox");
-    if (s_is_active_content (mime))
-        MHD_add_response_header (response, "Content-Disposition", "attachment");
-    cg_log (3, "http: %s %s from %s (%lld bytes)", method, rel, session_id, (long long) st.st_size);
-    return s_queue (connection, request, MHD_HTTP_OK, response);
-}
-
-/*  --------------------------------------------------------------------------------------
-    /mcp: requests handed whole to the MCP layer, answered now or later */
+    Exchanges: requests handed whole to a route's handler, answered now or later */
 
 static void
 s_exchange_unlink (cg_http_exchange_t *ex)
@@ -322,6 +198,7 @@ cg_http_exchange_release (cg_http_exchange_t **exchange_p)
     if (ex->pending)
         MHD_destroy_response (ex->pending);
     free (ex->method);
+    free (ex->path);
     free (ex->body);
     free (ex->buf);
     free (ex);
@@ -331,6 +208,20 @@ const char *
 cg_http_exchange_method (cg_http_exchange_t *exchange)
 {
     return exchange->method;
+}
+
+const char *
+cg_http_exchange_path (cg_http_exchange_t *exchange)
+{
+    return exchange->path;
+}
+
+const char *
+cg_http_exchange_query (cg_http_exchange_t *exchange, const char *name)
+{
+    return exchange->connection
+               ? MHD_lookup_connection_value (exchange->connection, MHD_GET_ARGUMENT_KIND, name)
+               : NULL;
 }
 
 const char *
@@ -388,6 +279,33 @@ cg_http_respond (cg_http_exchange_t *exchange, unsigned int status, const char *
     if (content_type)
         MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     s_answer (exchange, status, response, headers);
+}
+
+void
+cg_http_respond_error (cg_http_exchange_t *exchange, unsigned int status, const char *code,
+                       const char *message)
+{
+    cleanup_free char *body = s_error_body (code, message);
+    cg_http_respond (exchange, status, "application/json", body, strlen (body), NULL);
+}
+
+void
+cg_http_respond_file (cg_http_exchange_t *exchange, int *fd_p, uint64_t size,
+                      const char *content_type, const char *const *headers)
+{
+    cleanup_close int fd = *fd_p;
+    *fd_p = -1;
+    if (exchange->answered || !exchange->connection)
+        return;
+    struct MHD_Response *response = MHD_create_response_from_fd64 (size, fd);
+    if (!response) {
+        cg_http_respond_error (exchange, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+                               "cannot create the response");
+        return;
+    }
+    fd = -1; /* the response owns it now */
+    MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    s_answer (exchange, MHD_HTTP_OK, response, headers);
 }
 
 static ssize_t
@@ -463,41 +381,109 @@ cg_http_stream_close (cg_http_exchange_t *exchange)
     s_stream_wake (exchange);
 }
 
-static enum MHD_Result
-s_mcp_route (cg_http_t *self, struct MHD_Connection *connection, s_request_t *request,
-             const char *method, const char *rest, const char *upload_data,
-             size_t *upload_data_size)
+/*  --------------------------------------------------------------------------------------
+    Routes */
+
+void
+cg_http_route (cg_http_t *self, const char *path, unsigned flags, size_t body_max,
+               cg_http_handler_fn *handler, void *arg)
 {
-    (void) rest;
-    if (!self->mcp)
-        return s_respond_error (connection, request, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
-    cg_http_exchange_t *ex = request->exchange;
-    if (!ex) {
-        //  First call: the headers are in. A declared body over the limit is refused now.
-        const char *length = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
-                                                          MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (length && strtoull (length, NULL, 10) > self->mcp_body_max)
-            return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE,
-                                    "payload_too_large", "the request body is larger than the limit");
-        ex = cg_xcalloc (1, sizeof *ex);
-        ex->refs = 1;
-        ex->http = self;
-        ex->connection = connection;
-        ex->method = cg_xstrdup (method);
-        ex->next = self->exchanges;
-        if (ex->next)
-            ex->next->prev = ex;
-        self->exchanges = ex;
-        request->exchange = ex;
-        return MHD_YES;
+    assert (path && handler);
+    s_route_t *route = NULL;
+    for (size_t i = 0; i < self->routes_len && !route; i++)
+        if (strcmp (self->routes[i].path, path) == 0)
+            route = &self->routes[i];
+    if (!route) {
+        self->routes = cg_xrealloc (self->routes, (self->routes_len + 1) * sizeof *self->routes);
+        route = &self->routes[self->routes_len++];
+        route->path = cg_xstrdup (path);
+        route->path_len = strlen (path);
     }
+    route->flags = flags;
+    route->body_max = body_max;
+    route->handler = handler;
+    route->arg = arg;
+}
+
+//  Returns the route for URL (an exact one first, else the longest prefix), or NULL.
+static const s_route_t *
+s_route_find (cg_http_t *self, const char *url)
+{
+    const s_route_t *best = NULL;
+    for (size_t i = 0; i < self->routes_len; i++) {
+        const s_route_t *route = &self->routes[i];
+        bool prefix = route->flags & CG_HTTP_PREFIX;
+        if (strncmp (url, route->path, route->path_len) != 0
+            || (!prefix && url[route->path_len] != '\0'))
+            continue;
+        if (!prefix)
+            return route;
+        if (!best || route->path_len > best->path_len)
+            best = route;
+    }
+    return best;
+}
+
+static bool
+s_has_body (struct MHD_Connection *connection)
+{
+    const char *length
+        = MHD_lookup_connection_value (connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return (length && strcmp (length, "0") != 0)
+           || MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                           MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+
+//  The first call for a request to ROUTE: the headers are in. Refuses what the route does
+//  not take (a method, a declared body over the limit); else makes the exchange.
+static enum MHD_Result
+s_exchange_start (cg_http_t *self, const s_route_t *route, struct MHD_Connection *connection,
+                  s_request_t *request, const char *url, const char *method)
+{
+    if (route->flags & CG_HTTP_GET_ONLY) {
+        if (strcmp (method, MHD_HTTP_METHOD_GET) != 0 && strcmp (method, MHD_HTTP_METHOD_HEAD) != 0)
+            return s_respond_error (connection, request, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                    "method_not_allowed", "only GET and HEAD are allowed here");
+        if (s_has_body (connection))
+            return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE,
+                                    "payload_too_large", "a GET or HEAD request here takes no body");
+    }
+    const char *length
+        = MHD_lookup_connection_value (connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length && strtoull (length, NULL, 10) > route->body_max)
+        return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE,
+                                "payload_too_large", "the request body is larger than the limit");
+    cg_http_exchange_t *ex = cg_xcalloc (1, sizeof *ex);
+    ex->refs = 1;
+    ex->http = self;
+    ex->connection = connection;
+    ex->handler = route->handler;
+    ex->arg = route->arg;
+    ex->body_max = route->body_max;
+    ex->method = cg_xstrdup (method);
+    ex->path = cg_xstrdup (url);
+    ex->next = self->exchanges;
+    if (ex->next)
+        ex->next->prev = ex;
+    self->exchanges = ex;
+    request->exchange = ex;
+    return MHD_YES;
+}
+
+//  The later calls for a request: its body, bounded, then the handler, then its answer.
+static enum MHD_Result
+s_exchange_continue (struct MHD_Connection *connection, s_request_t *request,
+                     const char *upload_data, size_t *upload_data_size)
+{
+    cg_http_exchange_t *ex = request->exchange;
     if (*upload_data_size > 0) {
         //  Untrusted: the body, bounded before it is kept.
-        if (!ex->too_large && ex->body_len + *upload_data_size <= self->mcp_body_max) {
+        if (!ex->too_large && ex->body_len + *upload_data_size <= ex->body_max) {
             if (ex->body_len + *upload_data_size + 1 > ex->body_cap) {
                 ex->body_cap = (ex->body_len + *upload_data_size + 1) * 2;
-                if (ex->body_cap > self->mcp_body_max + 1)
-                    ex->body_cap = self->mcp_body_max + 1;
+                if (ex->body_cap > ex->body_max + 1)
+                    ex->body_cap = ex->body_max + 1;
                 ex->body = cg_xrealloc (ex->body, ex->body_cap);
             }
             memcpy (ex->body + ex->body_len, upload_data, *upload_data_size);
@@ -514,7 +500,7 @@ s_mcp_route (cg_http_t *self, struct MHD_Connection *connection, s_request_t *re
                                 "the request body is larger than the limit");
     if (!ex->called) {
         ex->called = true;
-        self->mcp (self->mcp_arg, ex);
+        ex->handler (ex->arg, ex);
     }
     if (ex->pending) {
         struct MHD_Response *response = ex->pending;
@@ -527,18 +513,16 @@ s_mcp_route (cg_http_t *self, struct MHD_Connection *connection, s_request_t *re
     return MHD_YES;
 }
 
-void
-cg_http_set_mcp (cg_http_t *self, size_t body_max, cg_http_mcp_fn *handler, void *arg)
-{
-    self->mcp = handler;
-    self->mcp_arg = arg;
-    self->mcp_body_max = body_max;
-}
-
 bool
 cg_http_loopback (cg_http_t *self)
 {
     return self->loopback;
+}
+
+const char *
+cg_http_host (cg_http_t *self)
+{
+    return self->url_host;
 }
 
 /*  --------------------------------------------------------------------------------------
@@ -609,17 +593,16 @@ s_access_cb (void *cls, struct MHD_Connection *connection, const char *url, cons
         *upload_data_size = 0; /* a body sent after the answer is dropped */
         return MHD_YES;
     }
+    if (request->exchange)
+        return s_exchange_continue (connection, request, upload_data, upload_data_size);
     if (request->target_len > CG_HTTP_URL_MAX)
         return s_respond_error (connection, request, MHD_HTTP_URI_TOO_LONG, "uri_too_long",
                                 "the request URL is longer than 4096 bytes");
-    for (size_t i = 0; i < sizeof s_routes / sizeof s_routes[0]; i++) {
-        size_t prefix_len = strlen (s_routes[i].prefix);
-        if (strncmp (url, s_routes[i].prefix, prefix_len) == 0 && (!s_routes[i].exact || url[prefix_len] == '\0'))
-            return s_routes[i].handler (self, connection, request, method, url + prefix_len,
-                                        upload_data, upload_data_size);
-    }
-    return s_respond_error (connection, request, MHD_HTTP_NOT_FOUND, "not_found",
-                            "no such resource");
+    const s_route_t *route = s_route_find (self, url);
+    if (!route)
+        return s_respond_error (connection, request, MHD_HTTP_NOT_FOUND, "not_found",
+                                "no such resource");
+    return s_exchange_start (self, route, connection, request, url, method);
 }
 
 static void
@@ -638,7 +621,7 @@ s_log_cb (void *cls, const char *fmt, va_list args)
     Listener */
 
 /*  Parses "HOST:PORT" (IPv6 hosts in brackets) into *ADDR. Fills *URL_HOST with the host
-    for download URLs (caller owns it). Returns 0, or -1 with *err set to EINVAL. */
+    for URLs to us (caller owns it). Returns 0, or -1 with *err set to EINVAL. */
 static int
 s_parse_listen (const char *listen, struct sockaddr_storage *addr, socklen_t *addr_len,
                 char **url_host, cg_error_t **err)
@@ -742,12 +725,10 @@ s_listen_socket (const char *listen_text, char **url_host, int *port, cg_error_t
 }
 
 cg_http_t *
-cg_http_new (const char *listen, cg_http_lookup_fn *lookup, void *arg, cg_error_t **err)
+cg_http_new (const char *listen, cg_error_t **err)
 {
-    assert (listen && lookup);
+    assert (listen);
     cg_http_t *self = cg_xcalloc (1, sizeof *self);
-    self->lookup = lookup;
-    self->lookup_arg = arg;
     int fd = s_listen_socket (listen, &self->url_host, &self->port, err);
     if (fd < 0) {
         cg_http_destroy (&self);
@@ -756,8 +737,9 @@ cg_http_new (const char *listen, cg_http_lookup_fn *lookup, void *arg, cg_error_
     self->loopback = strncmp (listen, "127.", 4) == 0 || strncmp (listen, "[::1]:", 6) == 0;
     /*  No MHD thread: MHD_USE_EPOLL without MHD_USE_INTERNAL_POLLING_THREAD gives one epoll
         fd for the caller's poll loop. SIGPIPE is left to MHD (MSG_NOSIGNAL), so file
-        bodies go out with pread and send rather than sendfile: a file the sandbox
-        truncates mid-download then ends the response at once instead of stalling it. */
+        bodies go out with pread and send rather than sendfile: a file that shrinks
+        while it is sent (a sandbox truncating it) then ends the response at once instead
+        of stalling it. */
     self->daemon = MHD_start_daemon (
         MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, s_access_cb, self,
         MHD_OPTION_EXTERNAL_LOGGER, s_log_cb, self,
@@ -795,6 +777,9 @@ cg_http_destroy (cg_http_t **self_p)
     }
     if (self->daemon)
         MHD_stop_daemon (self->daemon); /* closes the listening socket too */
+    for (size_t i = 0; i < self->routes_len; i++)
+        free (self->routes[i].path);
+    free (self->routes);
     free (self->url_host);
     free (self);
     *self_p = NULL;
@@ -828,35 +813,4 @@ int
 cg_http_port (cg_http_t *self)
 {
     return self->port;
-}
-
-char *
-cg_http_download_url (cg_http_t *self, const char *session_id, const char *token,
-                      const char *rel)
-{
-    cg_error_t *err = NULL;
-    cleanup_free char *canonical = cg_workspace_normalize (rel, &err);
-    if (!canonical) {
-        cg_error_destroy (&err);
-        return NULL;
-    }
-    cleanup_free char *prefix = cg_strdupf ("http://%s:%d/files/", self->url_host, self->port);
-    size_t cap = strlen (prefix) + 3 * (strlen (session_id) + strlen (canonical) + strlen (token))
-                 + sizeof "/?token=";
-    char *url = cg_xmalloc (cap);
-    char *p = stpcpy (url, prefix);
-    s_percent_encode (&p, session_id, strlen (session_id));
-    *p++ = '/';
-    for (const char *segment = canonical;;) {
-        const char *end = strchrnul (segment, '/');
-        s_percent_encode (&p, segment, (size_t) (end - segment));
-        if (*end == '\0')
-            break;
-        *p++ = '/';
-        segment = end + 1;
-    }
-    p = stpcpy (p, "?token=");
-    s_percent_encode (&p, token, strlen (token));
-    *p = '\0';
-    return url;
 }

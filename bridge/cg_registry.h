@@ -104,7 +104,7 @@ void cg_registry_report (cg_registry_t *self, const char *slot, long pid, double
     workspace has no file system of its own (no limit), or -1 when it cannot tell. */
 int cg_registry_usage (cg_registry_session_t *session, cg_wsfs_usage_t *usage);
 
-/*  cg_http's /files/ lookup: the workspace of the session ID (of any owner) whose
+/*  The /files/ route's lookup (cg_downloads_lookup_fn): the workspace of the session ID (of any owner) whose
     download token is the TOKEN_LEN bytes at TOKEN (compared in constant time), or NULL. */
 cg_workspace_t *cg_registry_download (cg_registry_t *self, const char *id, const char *token,
                                       size_t token_len);

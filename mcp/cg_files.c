@@ -4,6 +4,7 @@
 #include "cg_result.h"
 #include "cg_tools.h"
 
+#include "../artifacts/cg_downloads.h"
 #include "../bridge/cg_util.h"
 
 #include <errno.h>
@@ -240,7 +241,7 @@ cg_files_url (const cg_files_t *self, const char *path)
 {
     if (!self->http || !self->token)
         return NULL;
-    return cg_http_download_url (self->http, self->session_id, self->token, path);
+    return cg_downloads_url (self->http, self->session_id, self->token, path);
 }
 
 static void

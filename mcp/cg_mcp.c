@@ -26,6 +26,7 @@ struct cg_server_t {
     const cg_config_t *config;
     cg_registry_t *registry;
     cg_http_t *http;            /* the listener, NULL when off */
+    cg_downloads_t *downloads;  /* its /files/ route */
     cg_stdio_t *stdio;          /* the stdio transport, NULL when serving HTTP */
     cg_streamable_t *streamable; /* the Streamable HTTP transport, or NULL */
     zsock_t *results;           /* the runners' messages */
@@ -349,7 +350,7 @@ s_handle_runner (cg_server_t *self)
 //  --------------------------------------------------------------------------
 //  The event loop
 
-//  cg_http's lookup for /files/: the registry's download tokens.
+//  The /files/ route's lookup: the registry's download tokens.
 static cg_workspace_t *
 s_download_lookup (void *arg, const char *session_id, const char *token, size_t token_len)
 {
@@ -366,12 +367,12 @@ s_http_start (cg_server_t *self)
     if (strcmp (listen, "off") == 0)
         return 0;
     cg_error_t *err = NULL;
-    self->http = cg_http_new (listen, s_download_lookup, self->registry, &err);
+    self->http = cg_http_new (listen, &err);
     if (!self->http && !config->http && !config->http_listen_set && err && err->code == EADDRINUSE) {
         //  The default port is taken (another cellgate, say): any free port will do.
         cg_log (1, "downloads: %s; using a free port instead", cg_error_message (err));
         cg_error_destroy (&err);
-        self->http = cg_http_new ("127.0.0.1:0", s_download_lookup, self->registry, &err);
+        self->http = cg_http_new ("127.0.0.1:0", &err);
     }
     if (!self->http) {
         cg_log (0, "http: cannot listen on %s: %s%s", listen, cg_error_message (err),
@@ -379,6 +380,7 @@ s_http_start (cg_server_t *self)
         cg_error_destroy (&err);
         return -1;
     }
+    self->downloads = cg_downloads_new (self->http, s_download_lookup, self->registry);
     return 0;
 }
 
@@ -464,6 +466,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_streamable_destroy (&self.streamable);
     cg_stdio_destroy (&self.stdio);
     cg_http_destroy (&self.http);
+    cg_downloads_destroy (&self.downloads);
     zlistx_destroy (&self.logs);
     zsock_destroy (&self.results);
     free (self.results_endpoint);

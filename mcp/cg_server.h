@@ -5,6 +5,7 @@
 #define CG_SERVER_H
 
 #include "cg_channel.h"
+#include "../artifacts/cg_downloads.h"
 #include "../artifacts/cg_http.h"
 #include "../bridge/cg_config.h"
 #include "../bridge/cg_registry.h"

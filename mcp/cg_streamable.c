@@ -282,7 +282,7 @@ cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max)
     self->http = http;
     self->clients = zhashx_new ();
     zhashx_set_destructor (self->clients, s_client_free);
-    cg_http_set_mcp (http, message_max, s_handle, self);
+    cg_http_route (http, "/mcp", 0, message_max, s_handle, self);
     const char *listen = cg_server_config (server)->http;
     cleanup_free char *host = cg_xstrndup (listen, (size_t) (strrchr (listen, ':') - listen));
     cg_log (2, "serving MCP at http://%s:%d/mcp%s", host, cg_http_port (http),

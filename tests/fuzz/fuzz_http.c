@@ -1,19 +1,22 @@
-/*  fuzz_http — the HTTP listener (artifacts/cg_http.c) as a client on the network drives
-    it: a real libmicrohttpd daemon on 127.0.0.1 in this process, the input's bytes sent
-    raw on a fresh TCP connection (request line, path, query, headers, body; several
-    pipelined requests when the input holds them), the daemon run from this thread until
-    the server closes the connection. Routes: /files/ (downloads from a scratch
-    workspace holding files, a symlink to a secret outside, a FIFO) and /mcp (a handler
-    that reads the method, headers and body and answers now, later, or as an SSE stream;
-    bodies over 2 KiB get 413).
+/*  fuzz_http — the HTTP listener (artifacts/cg_http.c) and its downloads
+    (artifacts/cg_downloads.c) as a client on the network drives them: a real
+    libmicrohttpd daemon on 127.0.0.1 in this process, the input's bytes sent raw on a
+    fresh TCP connection (request line, path, query, headers, body; several pipelined
+    requests when the input holds them), the daemon run from this thread until the server
+    closes the connection. Routes: /files/ (downloads from a scratch workspace holding
+    files, a symlink to a secret outside, a FIFO), /mcp exact (a handler that reads the
+    method, headers and body and answers now, later, or as an SSE stream; bodies over
+    2 KiB get 413), /api/ prefix with a 64-byte body limit and /api/kernels exact inside
+    it (handlers that read the path and a query argument and answer at once).
 
     Invariants: every exchange ends within 5 s (no hang on a FIFO, a short body or a
-    suspended answer); nothing outside the workspace is ever served; an /mcp body handed
-    over is within the limit and NUL-terminated. */
+    suspended answer); nothing outside the workspace is ever served; a handler sees only
+    paths its route matches (equal, or starting with a prefix route's path, the exact
+    /api/kernels never under /api/), and a body within its route's limit, NUL-terminated. */
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_http.h"
+#include "../../artifacts/cg_downloads.h"
 #include "../../artifacts/cg_workspace.h"
 #include "../../bridge/cg_util.h"
 #include "../../mcp/cg_jsonrpc.h"
@@ -33,10 +36,12 @@
 #define TOKEN "tok-0123456789abcdef"
 #define SECRET "SECRET-OUTSIDE-THE-WORKSPACE"
 #define BODY_MAX 2048
+#define API_BODY_MAX 64
 #define PENDING_MAX 8
 #define EXCHANGE_TIMEOUT_US (5 * 1000000)
 
 static cg_http_t *s_http;
+static cg_downloads_t *s_downloads;
 static cg_workspace_t *s_ws;
 static cg_http_exchange_t *s_pending[PENDING_MAX];   /* answered at the next turn */
 
@@ -44,7 +49,7 @@ static cg_workspace_t *
 s_lookup (void *arg, const char *session_id, const char *token, size_t token_len)
 {
     (void) arg;
-    CG_FUZZ_CHECK (token_len <= CG_HTTP_TOKEN_MAX && strlen (session_id) <= CG_SESSION_ID_MAX,
+    CG_FUZZ_CHECK (token_len <= CG_DOWNLOADS_TOKEN_MAX && strlen (session_id) <= CG_SESSION_ID_MAX,
                    "lookups only within the limits");
     if (strcmp (session_id, SESSION_ID) != 0 || token_len != strlen (TOKEN)
         || sodium_memcmp (token, TOKEN, token_len) != 0)
@@ -59,6 +64,7 @@ s_mcp (void *arg, cg_http_exchange_t *ex)
     size_t len = 0;
     const char *body = cg_http_exchange_body (ex, &len);
     CG_FUZZ_CHECK (body && len <= BODY_MAX && body[len] == '\0', "a body within the limit, NUL-terminated");
+    CG_FUZZ_CHECK (strcmp (cg_http_exchange_path (ex), "/mcp") == 0, "the exact route's own path");
     const char *method = cg_http_exchange_method (ex);
     CG_FUZZ_CHECK (method != NULL, "a method");
     //  What the MCP transport reads before it answers.
@@ -88,6 +94,33 @@ s_mcp (void *arg, cg_http_exchange_t *ex)
         return;
     }
     cg_http_respond (ex, 200, "application/json", "{}", 2, headers);
+}
+
+//  /api/ (ARG "prefix") and /api/kernels (ARG "exact"): checks what the route matched and
+//  answers with the length of the decoded query argument "q" (400 when it is malformed;
+//  never its bytes, which could spell the secret without the input holding it).
+static void
+s_api (void *arg, cg_http_exchange_t *ex)
+{
+    const char *path = cg_http_exchange_path (ex);
+    bool exact = strcmp (arg, "exact") == 0;
+    CG_FUZZ_CHECK (exact ? strcmp (path, "/api/kernels") == 0
+                         : strncmp (path, "/api/", 5) == 0 && strcmp (path, "/api/kernels") != 0,
+                   "a handler sees only paths its route matches");
+    size_t len = 0;
+    const char *body = cg_http_exchange_body (ex, &len);
+    CG_FUZZ_CHECK (body && len <= API_BODY_MAX && body[len] == '\0',
+                   "a body within the route's limit, NUL-terminated");
+    const char *q = cg_http_exchange_query (ex, "q");
+    size_t decoded_len = 0;
+    cleanup_free char *decoded = q ? cg_http_percent_decode (q, strlen (q), &decoded_len) : NULL;
+    if (q && !decoded) {
+        cg_http_respond_error (ex, 400, "bad_request", "malformed percent-encoding");
+        return;
+    }
+    char answer[32];
+    int answer_len = snprintf (answer, sizeof answer, "%zu", decoded_len);
+    cg_http_respond (ex, 200, "text/plain", answer, (size_t) answer_len, NULL);
 }
 
 static void
@@ -122,12 +155,15 @@ s_setup (void)
         || mkfifo (fifo, 0644) < 0)
         abort ();
     s_ws = cg_workspace_open (ws_dir, &err);
-    s_http = s_ws ? cg_http_new ("127.0.0.1:0", s_lookup, NULL, &err) : NULL;
+    s_http = s_ws ? cg_http_new ("127.0.0.1:0", &err) : NULL;
     if (!s_http) {
         fprintf (stderr, "fuzz_http: %s\n", cg_error_message (err));
         abort ();
     }
-    cg_http_set_mcp (s_http, BODY_MAX, s_mcp, NULL);
+    s_downloads = cg_downloads_new (s_http, s_lookup, NULL);
+    cg_http_route (s_http, "/mcp", 0, BODY_MAX, s_mcp, NULL);
+    cg_http_route (s_http, "/api/", CG_HTTP_PREFIX, API_BODY_MAX, s_api, "prefix");
+    cg_http_route (s_http, "/api/kernels", 0, API_BODY_MAX, s_api, "exact");
 }
 
 //  Connects to the listener from the next of 65,024 loopback addresses (127.1.0.1 on), so

@@ -175,6 +175,13 @@ def http_seeds():
         'mcp_delete': 'DELETE /mcp HTTP/1.1\r\nHost: a\r\nMcp-Session-Id: x\r\n\r\n',
         'mcp_get': 'GET /mcp?x HTTP/1.1\r\nHost: a\r\n\r\n',
         'pipelined': (get % ('page.html', token)) + 'POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}' + (get % ('x', 'y')),
+        'api_get': 'GET /api/sessions/x%20y?q=a%2Fb&q=2 HTTP/1.1\r\nHost: a\r\n\r\n',
+        'api_exact': 'POST /api/kernels?q=%zz HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}',
+        'api_exact_sub': 'GET /api/kernels/k1?q= HTTP/1.1\r\nHost: a\r\n\r\n',
+        'api_bare': 'GET /api HTTP/1.1\r\nHost: a\r\n\r\n',
+        'api_too_large': 'POST /api/x HTTP/1.1\r\nHost: a\r\nContent-Length: 65\r\n\r\n' + 'z' * 65,
+        'api_chunked_large': 'PUT /api/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n' + 'w' * 64 + '\r\n1\r\nw\r\n0\r\n\r\n',
+        'mcp_sub': 'POST /mcp/x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}',
         'unknown': 'OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n',
         'garbage': 'GE\x00T /\xff HTTP/9.9\r\n\r\n',
     }

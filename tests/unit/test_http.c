@@ -1,7 +1,8 @@
-/*  test_http — the /files/ download listener against real curl requests: tokens, hostile
-    paths and symlinks, headers, methods, limits, and the caller-driven poll loop. */
+/*  test_http — the HTTP listener and its /files/ downloads against real curl requests:
+    route matching (exact, prefix, per-route body limits, GET-only), tokens, hostile paths
+    and symlinks, headers, methods, limits, and the caller-driven poll loop. */
 #define _GNU_SOURCE
-#include "../../artifacts/cg_http.h"
+#include "../../artifacts/cg_downloads.h"
 #include "../../artifacts/cg_workspace.h"
 #include "../../bridge/cg_util.h"
 #include "cg_test.h"
@@ -316,7 +317,7 @@ s_test_download_url (cg_http_t *http, const char *rel, char *expected_url, const
 {
     const char *name = "download_url";
     cleanup_free char *expected = expected_url;
-    cleanup_free char *url = cg_http_download_url (http, SESSION, TOKEN, rel);
+    cleanup_free char *url = cg_downloads_url (http, SESSION, TOKEN, rel);
     CHECK (url, "no URL for %s", rel);
     CHECK (strcmp (url, expected) == 0, "got %s, want %s", url, expected);
     s_reply_t reply = s_fetch (http, url, NULL);
@@ -371,7 +372,7 @@ s_test_listen_errors (void)
                           "",               "[fe80::1%lo]:0", "1.2.3:80",  "127.0.0.1:-1" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cg_error_t *err = NULL;
-        cg_http_t *http = cg_http_new (bad[i], s_lookup, NULL, &err);
+        cg_http_t *http = cg_http_new (bad[i], &err);
         bool ok = !http && err && err->code == EINVAL;
         cg_http_destroy (&http);
         cg_error_destroy (&err);
@@ -391,22 +392,24 @@ s_test_ipv6 (void)
     }
     close (probe);
     cg_error_t *err = NULL;
-    cg_http_t *http = cg_http_new ("[::1]:0", s_lookup, NULL, &err);
+    cg_http_t *http = cg_http_new ("[::1]:0", &err);
     if (!http && err && err->code == EADDRNOTAVAIL) {
         printf ("skip ipv6: no ::1 here\n");
         cg_error_destroy (&err);
         return;
     }
     CHECK (http, "[::1]:0: %s", cg_error_message (err));
+    cg_downloads_t *downloads = cg_downloads_new (http, s_lookup, NULL);
     cleanup_free char *expected
         = cg_strdupf ("http://[::1]:%d/files/" SESSION "/sub/data.csv?token=" TOKEN,
                       cg_http_port (http));
-    cleanup_free char *url = cg_http_download_url (http, SESSION, TOKEN, "/mnt/data/sub/data.csv");
+    cleanup_free char *url = cg_downloads_url (http, SESSION, TOKEN, "/mnt/data/sub/data.csv");
     s_reply_t reply = url ? s_fetch (http, url, NULL) : (s_reply_t) { 0 };
     bool ok = url && strcmp (url, expected) == 0 && reply.status == 200
               && reply.body_len == strlen (s_csv);
     s_reply_free (&reply);
     cg_http_destroy (&http);
+    cg_downloads_destroy (&downloads);
     CHECK (ok, "fetch over [::1] failed (%s)", url ? url : "no url");
     PASS ();
 }
@@ -416,13 +419,13 @@ s_test_wildcard_url (void)
 {
     const char *name = "wildcard_url";
     cg_error_t *err = NULL;
-    cg_http_t *http = cg_http_new ("0.0.0.0:0", s_lookup, NULL, &err);
+    cg_http_t *http = cg_http_new ("0.0.0.0:0", &err);
     CHECK (http, "0.0.0.0:0: %s", cg_error_message (err));
-    cleanup_free char *url = cg_http_download_url (http, "s p", "t/k", "a b/c%d");
+    cleanup_free char *url = cg_downloads_url (http, "s p", "t/k", "a b/c%d");
     cleanup_free char *expected
         = cg_strdupf ("http://127.0.0.1:%d/files/s%%20p/a%%20b/c%%25d?token=t%%2Fk",
                       cg_http_port (http));
-    cleanup_free char *bad = cg_http_download_url (http, SESSION, TOKEN, "../etc/passwd");
+    cleanup_free char *bad = cg_downloads_url (http, SESSION, TOKEN, "../etc/passwd");
     cg_http_destroy (&http);
     CHECK (url && strcmp (url, expected) == 0, "got %s, want %s", url ? url : "NULL", expected);
     CHECK (!bad, "a URL for ../etc/passwd");
@@ -435,11 +438,103 @@ s_test_in_use (cg_http_t *http)
     const char *name = "address_in_use";
     cleanup_free char *listen = cg_strdupf ("127.0.0.1:%d", cg_http_port (http));
     cg_error_t *err = NULL;
-    cg_http_t *second = cg_http_new (listen, s_lookup, NULL, &err);
+    cg_http_t *second = cg_http_new (listen, &err);
     bool ok = !second && err && err->code == EADDRINUSE;
     cg_http_destroy (&second);
     cg_error_destroy (&err);
     CHECK (ok, "a second listener on %s", listen);
+    PASS ();
+}
+
+/*  --------------------------------------------------------------------------------------
+    Routes: each handler answers "<letter> <method> <path> q=<query q> <body>". */
+
+static void
+s_route_echo (void *arg, cg_http_exchange_t *ex)
+{
+    size_t len = 0;
+    const char *body = cg_http_exchange_body (ex, &len);
+    const char *q = cg_http_exchange_query (ex, "q");
+    cleanup_free char *text
+        = cg_strdupf ("%s %s %s q=%s %.*s", (const char *) arg, cg_http_exchange_method (ex),
+                      cg_http_exchange_path (ex), q ? q : "(none)", (int) len, body);
+    cg_http_respond (ex, 200, "text/plain", text, strlen (text), NULL);
+}
+
+/*  Fetches PATH (with EXTRA curl arguments) from HTTP and expects STATUS with WANT as the
+    body, or, when WANT starts with '"', a JSON error body holding it. */
+static void
+s_expect_route (cg_http_t *http, const char *name, const char *path, const char *const *extra,
+                int status, const char *want)
+{
+    cleanup_free char *url = cg_strdupf ("http://127.0.0.1:%d%s", cg_http_port (http), path);
+    s_reply_t reply = s_fetch (http, url, extra);
+    int got = reply.status;
+    bool ok = want[0] == '"'
+                  ? reply.body && strstr (reply.body, want)
+                        && s_header_is (&reply, "Content-Type", "application/json")
+                  : reply.body && reply.body_len == strlen (want)
+                        && memcmp (reply.body, want, reply.body_len) == 0;
+    cleanup_free char *body = reply.body ? cg_xstrdup (reply.body) : NULL;
+    s_reply_free (&reply);
+    CHECK (got == status, "%s: status %d, want %d", path, got, status);
+    CHECK (ok, "%s: body \"%s\", want \"%s\"", path, body ? body : "(none)", want);
+    PASS ();
+}
+
+static void
+s_test_routes (void)
+{
+    const char *name = "routes";
+    cg_error_t *err = NULL;
+    cg_http_t *http = cg_http_new ("127.0.0.1:0", &err);
+    CHECK (http, "127.0.0.1:0: %s", cg_error_message (err));
+    cg_http_route (http, "/api/", CG_HTTP_PREFIX, 16, s_route_echo, "A");
+    cg_http_route (http, "/api/exact", 0, 1024, s_route_echo, "B");
+    cg_http_route (http, "/mcp", 0, 1024, s_route_echo, "X");
+    cg_http_route (http, "/mcp", 0, 1024, s_route_echo, "C"); /* replaces X */
+    cg_http_route (http, "/ro/", CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 1024, s_route_echo, "D");
+    const char *const post16[] = { "-X", "POST", "--data-binary", "0123456789abcdef", NULL };
+    const char *const post17[] = { "-X", "POST", "--data-binary", "0123456789abcdefg", NULL };
+    const char *const put[] = { "-X", "PUT", "--data-binary", "x", NULL };
+    const char *const head[] = { "-I", NULL };
+    struct {
+        const char *name, *path;
+        const char *const *extra;
+        int status;
+        const char *want;
+    } cases[] = {
+        { "prefix", "/api/x/y%20z?q=a%20b", NULL, 200, "A GET /api/x/y%20z q=a%20b " },
+        { "prefix_bare", "/api/", NULL, 200, "A GET /api/ q=(none) " },
+        { "prefix_needs_slash", "/api", NULL, 404, "\"not_found\"" },
+        { "exact_wins", "/api/exact?q=", NULL, 200, "B GET /api/exact q= " },
+        { "exact_is_exact", "/api/exact/more", NULL, 200, "A GET /api/exact/more q=(none) " },
+        { "second_route", "/mcp", post16, 200, "C POST /mcp q=(none) 0123456789abcdef" },
+        { "exact_no_sub", "/mcp/", NULL, 404, "\"no such resource\"" },
+        { "exact_no_longer", "/mcpx", NULL, 404, "\"not_found\"" },
+        { "unregistered", "/files/s/x?token=t", NULL, 404, "\"not_found\"" },
+        { "root", "/", NULL, 404, "\"not_found\"" },
+        { "body_at_limit", "/api/b", post16, 200, "A POST /api/b q=(none) 0123456789abcdef" },
+        { "body_over_limit", "/api/b", post17, 413, "\"payload_too_large\"" },
+        { "body_limit_per_route", "/api/exact", post17, 200,
+          "B POST /api/exact q=(none) 0123456789abcdefg" },
+        { "get_only", "/ro/x", NULL, 200, "D GET /ro/x q=(none) " },
+        { "get_only_post", "/ro/x", post16, 405, "\"method_not_allowed\"" },
+        { "get_only_put", "/ro/x", put, 405, "\"method_not_allowed\"" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        s_expect_route (http, cases[i].name, cases[i].path, cases[i].extra, cases[i].status,
+                        cases[i].want);
+    /*  HEAD on a GET-only route: the handler's headers (its body's length), no body. */
+    cleanup_free char *url = cg_strdupf ("http://127.0.0.1:%d/ro/x", cg_http_port (http));
+    s_reply_t reply = s_fetch (http, url, head);
+    cleanup_free char *length = cg_strdupf ("%zu", strlen ("D HEAD /ro/x q=(none) "));
+    bool ok = reply.status == 200 && s_header_is (&reply, "Content-Length", length)
+              && !(reply.body && memmem (reply.body, reply.body_len, "D HEAD", 6));
+    s_reply_free (&reply);
+    cg_http_destroy (&http);
+    name = "head";
+    CHECK (ok, "HEAD /ro/x: wrong status or length, or a body");
     PASS ();
 }
 
@@ -453,11 +548,12 @@ main (void)
     int fds_before = s_count_fds ();
 
     cg_error_t *err = NULL;
-    cg_http_t *http = cg_http_new ("127.0.0.1:0", s_lookup, NULL, &err);
+    cg_http_t *http = cg_http_new ("127.0.0.1:0", &err);
     if (!http) {
         fprintf (stderr, "cg_http_new: %s\n", cg_error_message (err));
         return 1;
     }
+    cg_downloads_t *downloads = cg_downloads_new (http, s_lookup, NULL);
     s_base = cg_strdupf ("http://127.0.0.1:%d", cg_http_port (http));
 
     s_expect_file (http, "pdf", "report.pdf", s_pdf, s_pdf_len, "application/pdf", false);
@@ -569,6 +665,8 @@ main (void)
 
     cg_http_destroy (&http);
     cg_http_destroy (&http);
+    cg_downloads_destroy (&downloads);
+    cg_downloads_destroy (&downloads);
     {
         const char *name = "no_fd_leak";
         int fds_after = s_count_fds ();
@@ -578,6 +676,7 @@ main (void)
         else
             PASS ();
     }
+    s_test_routes ();
     s_test_listen_errors ();
     s_test_ipv6 ();
     s_test_wildcard_url ();
