@@ -273,7 +273,7 @@ cg_http_respond (cg_http_exchange_t *exchange, unsigned int status, const char *
                  const char *body, size_t len, const char *const *headers)
 {
     struct MHD_Response *response
-        = MHD_create_response_from_buffer (len, (void *) (body ? body : ""), MHD_RESPMEM_MUST_COPY);
+        = MHD_create_response_from_buffer (len, CG_UNCONST (body ? body : ""), MHD_RESPMEM_MUST_COPY);
     if (!response)
         return;
     if (content_type)

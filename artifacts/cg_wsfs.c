@@ -54,8 +54,8 @@ s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
     snprintf (inodes, sizeof inodes, "%d", limits->inodes);
     snprintf (extended, sizeof extended, "root_owner=%u:%u,lazy_itable_init=1,nodiscard",
               (unsigned) limits->uid, (unsigned) limits->gid);
-    char *const argv[] = {(char *) mkfs, "-q", "-F", "-t", "ext4", "-N", inodes, "-m", "0", "-O", "^has_journal",
-                          "-E", extended, (char *) image, NULL};
+    char *const argv[] = {CG_UNCONST (mkfs), "-q", "-F", "-t", "ext4", "-N", inodes, "-m", "0", "-O", "^has_journal",
+                          "-E", extended, CG_UNCONST (image), NULL};
     char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     cleanup_free char *out = NULL;
     cleanup_free char *errors = NULL;

@@ -66,6 +66,10 @@ int cg_mkdir_p (const char *dir, int mode, cg_error_t **err);
       moved, it stops and fails rather than remove what may not be below PATH. */
 int cg_rm_rf (const char *path, cg_error_t **err);
 
+/*  P without its const, for the C APIs whose parameters lack a const they honour (execve's
+    argv, MHD's buffers): visible at each use, and no warning from -Wcast-qual. */
+#define CG_UNCONST(p) ((void *) (uintptr_t) (p))
+
 /*  Cleanup helpers for __attribute__((cleanup)) locals (crun's cleanup_free). */
 /*  Runs ARGV (argv[0] an absolute path) to completion with stdin from /dev/null, in ENVP
     (NULL: this process's environment). With OUT and ERR_TEXT both NULL its stdout and

@@ -236,7 +236,7 @@ cg_wire_recv (cg_wire_t *self, zsock_t *sock)
     if (count > MAX_FRAMES)
         s_reject (self, CG_WIRE_TOO_LARGE);
     else {
-        cg_frame_t frames[count ? count : 1];
+        cg_frame_t frames[MAX_FRAMES];
         size_t i = 0;
         for (zframe_t *frame = zmsg_first (zmsg); frame; frame = zmsg_next (zmsg), i++) {
             frames[i].data = zframe_data (frame);

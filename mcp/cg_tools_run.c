@@ -211,14 +211,14 @@ s_run_session (const cg_request_t *req, const char *tool, json_t *request, json_
     return session;
 }
 
-//  Formats the current UTC time with FORMAT (strftime) into OUT (32 bytes).
+//  Formats the current UTC time as seed 004's run ids have it into OUT (32 bytes).
 static void
-s_utc_now (char out[32], const char *format)
+s_run_stamp (char out[32])
 {
     time_t now = time (NULL);
     struct tm tm;
     gmtime_r (&now, &tm);
-    strftime (out, 32, format, &tm);
+    strftime (out, 32, "%Y%m%dT%H%M%SZ", &tm);
 }
 
 void
@@ -259,7 +259,7 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     if (strcmp (tool, "run_python") == 0) {
         //  run_<UTC time>_<4 hex>, seed 004's format.
         char stamp[32], suffix[5];
-        s_utc_now (stamp, "%Y%m%dT%H%M%SZ");
+        s_run_stamp (stamp);
         cg_random_hex (suffix, 2);
         call->run_id = cg_strdupf ("run_%s_%s", stamp, suffix);
     }

@@ -4,6 +4,7 @@
     flag with its default. */
 #define _GNU_SOURCE
 #include "../../bridge/cg_config.h"
+#include "../../bridge/cg_util.h"
 #include "../../bridge/cg_limits.h"
 #include "cg_test.h"
 
@@ -31,7 +32,7 @@ s_load (cg_config_t *config, const char **args, char *message, size_t size)
     while (args && args[argc])
         argc++;
     cg_error_t *err = NULL;
-    int rc = cg_config_load (config, argc, (char **) args, &err);
+    int rc = cg_config_load (config, argc, CG_UNCONST (args), &err);
     if (message && size)
         snprintf (message, size, "%s", rc < 0 ? cg_error_message (err) : "");
     cg_error_destroy (&err);

@@ -115,7 +115,7 @@ s_fetch_tick (cg_http_t *http, const char *url, const char *const *extra,
     posix_spawn_file_actions_init (&actions);
     posix_spawn_file_actions_adddup2 (&actions, out[1], STDOUT_FILENO);
     pid_t pid;
-    if (posix_spawnp (&pid, "curl", &actions, NULL, (char *const *) argv, environ) != 0) {
+    if (posix_spawnp (&pid, "curl", &actions, NULL, CG_UNCONST (argv), environ) != 0) {
         fprintf (stderr, "cannot run curl\n");
         exit (1);
     }

@@ -217,13 +217,13 @@ s_links (void)
     s_passes++;
 
     name = "a link as the top path is removed, never followed";
-    const char *forms[] = {"%s/top-link", "%s/top-link/", "%s/top-link//"};
+    const char *slashes[] = {"", "/", "//"};
     for (int i = 0; i < 3; i++) {
         CHECK (s_fresh (top), "mkdtemp: %s", strerror (errno));
         snprintf (path, sizeof path, "%s/top-link", top);
         CHECK (symlink (canary, path) == 0, "link to the canary directory");
         char arg[600];
-        snprintf (arg, sizeof arg, forms[i], top);
+        snprintf (arg, sizeof arg, "%s/top-link%s", top, slashes[i]);
         rc = cg_rm_rf (arg, &err);
         CHECK (rc == 0, "cg_rm_rf %s: %s", arg, cg_error_message (err));
         CHECK (s_gone (path), "%s: the link is gone", arg);

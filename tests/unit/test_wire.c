@@ -38,8 +38,8 @@ s_receive_case (const char *dir, const char *name)
     const char *key = json_string_value (json_object_get (input, "key"));
     json_t *frames_json = json_object_get (input, "frames");
     size_t count = json_array_size (frames_json);
-    cg_frame_t frames[count ? count : 1];
-    unsigned char *bufs[count ? count : 1];
+    cg_frame_t *frames = cg_xcalloc (count + 1, sizeof *frames);
+    unsigned char **bufs = cg_xcalloc (count + 1, sizeof *bufs);
     for (size_t i = 0; i < count; i++) {
         bufs[i] = s_base64 (json_string_value (json_array_get (frames_json, i)), &frames[i].size);
         frames[i].data = bufs[i];
@@ -78,6 +78,8 @@ s_receive_case (const char *dir, const char *name)
     cg_wire_destroy (&wire);
     for (size_t i = 0; i < count; i++)
         free (bufs[i]);
+    free (bufs);
+    free (frames);
     json_decref (input);
     json_decref (expected);
 }
