@@ -25,7 +25,7 @@ extern char **environ;
 #define CGROUP_PARENT "cellgate"
 
 struct cg_backend_t {
-    const cg_config_t *config;  /* borrowed */
+    cg_sandbox_limits_t limits; /* a copy; its strings are borrowed */
     char *runtime_path;         /* /usr/bin/runc or /usr/bin/crun */
     char *runtime_name;
     char *runtime_root;         /* the runtime's own state (--root) */
@@ -158,7 +158,7 @@ s_prepare_etc (cg_backend_t *self, cg_error_t **err)
     for (int i = 0; copies[i]; i++)
         if (s_copy_etc (copies[i], fresh, err) < 0)
             return -1;
-    const cg_config_t *c = self->config;
+    const cg_sandbox_limits_t *c = &self->limits;
     cleanup_free char *passwd = cg_strdupf ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
                                             "sandbox:x:%d:%d:sandbox:/tmp:/bin/bash\n"
                                             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
@@ -213,12 +213,12 @@ s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
     return 0;
 }
 
-//  Finds the runtime --runtime names and learns what it is from `--version`; warns when
+//  Finds the runtime the limits name and learns what it is from `--version`; warns when
 //  its version is known to lack security fixes.
 static int
-s_init_runtime (cg_backend_t *self, const cg_config_t *config, cg_error_t **err)
+s_init_runtime (cg_backend_t *self, cg_error_t **err)
 {
-    self->runtime_path = cg_runtime_locate (config->runtime, self->cgroup_v2, err);
+    self->runtime_path = cg_runtime_locate (self->limits.runtime, self->cgroup_v2, err);
     if (!self->runtime_path)
         return -1;
     char *argv[] = {self->runtime_path, "--version", NULL};
@@ -239,19 +239,19 @@ s_init_runtime (cg_backend_t *self, const cg_config_t *config, cg_error_t **err)
 }
 
 cg_backend_t *
-cg_backend_new (const cg_config_t *config, cg_error_t **err)
+cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
 {
     struct statfs fs;
     cg_backend_t *self = cg_xcalloc (1, sizeof *self);
-    self->config = config;
+    self->limits = *limits;
     self->cgroup_v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
-    if (s_init_runtime (self, config, err) < 0) {
+    if (s_init_runtime (self, err) < 0) {
         cg_backend_destroy (&self);
         return NULL;
     }
-    self->runtime_root = cg_strdupf ("%s/runtime-%s", config->state_dir, self->runtime_name);
-    self->rootfs = cg_strdupf ("%s/rootfs", config->state_dir);
-    self->etc_dir = cg_strdupf ("%s/etc", config->state_dir);
+    self->runtime_root = cg_strdupf ("%s/runtime-%s", limits->state_dir, self->runtime_name);
+    self->rootfs = cg_strdupf ("%s/rootfs", limits->state_dir);
+    self->etc_dir = cg_strdupf ("%s/etc", limits->state_dir);
     self->memsw = access ("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
     if (cg_mkdir_p (self->runtime_root, 0700, err) < 0 || s_prepare_rootfs (self, err) < 0
         || s_prepare_etc (self, err) < 0) {
@@ -307,7 +307,7 @@ s_string_array (const char *const *items)
 }
 
 static json_t *
-s_rlimits (const cg_config_t *c)
+s_rlimits (const cg_sandbox_limits_t *c)
 {
     return json_pack ("[{s:s,s:I,s:I},{s:s,s:I,s:I},{s:s,s:I,s:I}]",
                       "type", "RLIMIT_NOFILE", "hard", (json_int_t) c->nofile, "soft", (json_int_t) c->nofile,
@@ -319,7 +319,7 @@ s_rlimits (const cg_config_t *c)
 //  The process object shared by the init and every exec'd process: unprivileged user,
 //  no capabilities at all, no_new_privileges, limits.
 static json_t *
-s_process (const cg_config_t *c, const char *const *argv, const char *const *env,
+s_process (const cg_sandbox_limits_t *c, const char *const *argv, const char *const *env,
            const char *cwd)
 {
     json_t *caps = json_pack ("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
@@ -333,7 +333,7 @@ s_process (const cg_config_t *c, const char *const *argv, const char *const *env
 static json_t *
 s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
 {
-    const cg_config_t *c = self->config;
+    const cg_sandbox_limits_t *c = &self->limits;
     static const char *init_argv[] = {"/usr/bin/catatonit", "-P", NULL};
     static const char *init_env[] = {"PATH=/usr/bin:/bin", NULL};
 
@@ -428,7 +428,7 @@ cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exe
 {
     //  The process spec goes to the runtime through a memfd it reads as its fd 3, so
     //  no file is left behind per exec.
-    json_t *process = s_process (self->config, spec->argv, spec->env, spec->cwd);
+    json_t *process = s_process (&self->limits, spec->argv, spec->env, spec->cwd);
     cleanup_free char *text = json_dumps (process, JSON_COMPACT);
     json_decref (process);
     if (!text)
