@@ -109,6 +109,30 @@ s_text_reset (cg_text_t *text)
     text->data[0] = '\0';
 }
 
+//  Appends the LEN bytes at DATA (NULs included) without ANSI escape sequences
+//  (tracebacks are colored for terminals).
+static void
+s_text_append_plain (cg_text_t *text, const char *data, size_t len)
+{
+    const char *p = data, *end = data + len;
+    while (p < end) {
+        const char *esc = memchr (p, '\x1b', (size_t) (end - p));
+        if (!esc) {
+            cg_text_append (text, p, (size_t) (end - p));
+            return;
+        }
+        cg_text_append (text, p, (size_t) (esc - p));
+        p = esc + 1;
+        if (p < end && *p == '[') {
+            p++;
+            while (p < end && !(*p >= 0x40 && *p <= 0x7e))
+                p++;
+            if (p < end)
+                p++;
+        }
+    }
+}
+
 //  --------------------------------------------------------------------------
 //  The run record
 
@@ -144,30 +168,6 @@ cg_run_clear (cg_run_t *run)
     free (run->ename);
     free (run->evalue);
     *run = (cg_run_t){0};
-}
-
-//  Appends the LEN bytes at DATA (NULs included) without ANSI escape sequences
-//  (tracebacks are colored for terminals).
-static void
-s_text_append_plain (cg_text_t *text, const char *data, size_t len)
-{
-    const char *p = data, *end = data + len;
-    while (p < end) {
-        const char *esc = memchr (p, '\x1b', (size_t) (end - p));
-        if (!esc) {
-            cg_text_append (text, p, (size_t) (end - p));
-            return;
-        }
-        cg_text_append (text, p, (size_t) (esc - p));
-        p = esc + 1;
-        if (p < end && *p == '[') {
-            p++;
-            while (p < end && !(*p >= 0x40 && *p <= 0x7e))
-                p++;
-            if (p < end)
-                p++;
-        }
-    }
 }
 
 //  --------------------------------------------------------------------------
