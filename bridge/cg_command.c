@@ -2,6 +2,7 @@
     with stdin, a deadline, cancellation and the exit code. */
 #define _GNU_SOURCE
 #include "cg_command.h"
+#include "../containers/cg_sandbox_env.h"
 #include "cg_util.h"
 
 #include <errno.h>
@@ -102,7 +103,7 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
     }
     const char *argv[] = {"/bin/bash", inside_script, NULL};
     cg_exec_spec_t spec = {.argv = argv,
-                           .env = cg_kernel_base_env (),
+                           .env = cg_sandbox_base_env (),
                            .cwd = CG_WORKSPACE_MOUNT,
                            .stdin_fd = in[0],
                            .stdout_fd = out[1],

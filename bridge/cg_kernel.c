@@ -1,9 +1,11 @@
-/*  cg_kernel — a Jupyter kernel running in a sandbox: spec, start, execute (collecting
-    iopub output, answering input requests), interrupt, heartbeat, shutdown. */
+/*  cg_kernel — a Jupyter kernel process in a sandbox and its channels: start, handshake,
+    execute (its messages go to cg_run, input requests are answered), interrupt,
+    heartbeat, shutdown. */
 #define _GNU_SOURCE
 #include "cg_kernel.h"
 #include "cg_util.h"
 #include "cg_wire.h"
+#include "../containers/cg_sandbox_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,8 +35,6 @@
 //  After the execute_reply, how long iopub may stay silent before the run ends without its
 //  idle status (lost with the connection when libzmq refused an oversized message).
 #define S_IDLE_WAIT_US 2000000
-//  Display outputs kept per run, besides their bytes (each costs a few JSON objects).
-#define S_DISPLAYS_MAX 1000
 
 typedef enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_HB, CH_COUNT } s_channel_t;
 static const char *s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control", "hb"};
@@ -63,236 +63,6 @@ struct cg_kernel_t {
                                        error, never reconnects it; s_service_monitors does */
     bool stdin_file_set;            /* the stdin file holds text (spec->stdin_file) */
 };
-
-//  --------------------------------------------------------------------------
-//  Kernel specs
-
-static char **
-s_strv_new (size_t count)
-{
-    return cg_xcalloc (count + 1, sizeof (char *));
-}
-
-static void
-s_strv_free (char **strv)
-{
-    for (size_t i = 0; strv && strv[i]; i++)
-        free (strv[i]);
-    free (strv);
-}
-
-cg_kernel_spec_t *
-cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err)
-{
-    cleanup_free char *path = cg_strdupf ("%s/%s/kernel.json", dir, language);
-    json_error_t jerr;
-    json_t *root = json_load_file (path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        cg_error_set (err, EINVAL, "kernel spec %s: %s", path, jerr.text);
-        return NULL;
-    }
-    json_t *argv = json_object_get (root, "argv");
-    json_t *env = json_object_get (root, "env");
-    const char *mode = json_string_value (json_object_get (root, "interrupt_mode"));
-    json_t *cellgate = json_object_get (json_object_get (root, "metadata"), "cellgate");
-    const char *endpoint = json_string_value (json_object_get (cellgate, "endpoint"));
-    const char *stdin_mode = json_string_value (json_object_get (cellgate, "stdin"));
-    if (!json_is_array (argv) || json_array_size (argv) == 0 || (env && !json_is_object (env))) {
-        json_decref (root);
-        cg_error_set (err, EINVAL, "kernel spec %s: argv must be a non-empty array", path);
-        return NULL;
-    }
-    cg_kernel_spec_t *self = cg_xcalloc (1, sizeof *self);
-    self->language = cg_xstrdup (language);
-    self->argv = s_strv_new (json_array_size (argv));
-    for (size_t i = 0; i < json_array_size (argv); i++) {
-        const char *arg = json_string_value (json_array_get (argv, i));
-        self->argv[i] = cg_xstrdup (arg ? arg : "");
-    }
-    self->env = s_strv_new (json_object_size (env));
-    const char *key;
-    json_t *value;
-    size_t n = 0;
-    json_object_foreach (env, key, value)
-        if (json_is_string (value))
-            self->env[n++] = cg_strdupf ("%s=%s", key, json_string_value (value));
-    self->interrupt_message = mode && strcmp (mode, "message") == 0;
-    self->endpoint_colon = endpoint && strcmp (endpoint, "colon") == 0;
-    self->stdin_file = stdin_mode && strcmp (stdin_mode, "file") == 0;
-    json_decref (root);
-    return self;
-}
-
-void
-cg_kernel_spec_destroy (cg_kernel_spec_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    cg_kernel_spec_t *self = *self_p;
-    free (self->language);
-    s_strv_free (self->argv);
-    s_strv_free (self->env);
-    free (self);
-    *self_p = NULL;
-}
-
-//  --------------------------------------------------------------------------
-//  Results
-
-static void
-s_text_init (cg_text_t *text, size_t max)
-{
-    *text = (cg_text_t){.data = cg_xcalloc (1, 1), .max = max};
-}
-
-static size_t
-s_utf8_chars (const char *data, size_t len)
-{
-    size_t chars = 0;
-    for (size_t i = 0; i < len; i++)
-        chars += ((unsigned char) data[i] & 0xC0) != 0x80;
-    return chars;
-}
-
-void
-cg_text_append (cg_text_t *text, const char *data, size_t len)
-{
-    if (!text->tail && text->len + len <= text->max) {
-        text->data = cg_xrealloc (text->data, text->len + len + 1);
-        memcpy (text->data + text->len, data, len);
-        text->len += len;
-        text->data[text->len] = '\0';
-        return;
-    }
-    size_t tail_max = text->max - text->max / 2;
-    if (!text->tail) {
-        //  Over MAX for the first time: the first MAX/2 bytes stay as the head, what
-        //  follows them starts the tail.
-        size_t head = text->max / 2;
-        text->tail = cg_xmalloc (2 * tail_max + 1);
-        text->tail_len = 0;
-        if (text->len > head) {
-            text->tail_len = text->len - head;      /* at most TAIL_MAX: fits */
-            memcpy (text->tail, text->data + head, text->tail_len);
-        }
-        else {
-            size_t fill = head - text->len;
-            text->data = cg_xrealloc (text->data, head + 1);
-            memcpy (text->data + text->len, data, fill);
-            data += fill;
-            len -= fill;
-        }
-        text->len = head;
-        text->data = cg_xrealloc (text->data, head + 1);
-        text->data[head] = '\0';
-    }
-    while (len > 0) {
-        size_t room = 2 * tail_max - text->tail_len;
-        if (room == 0) {
-            //  Keep the newest TAIL_MAX bytes; what falls out is dropped.
-            size_t drop = text->tail_len - tail_max;
-            text->dropped += drop;
-            text->dropped_chars += s_utf8_chars (text->tail, drop);
-            memmove (text->tail, text->tail + drop, tail_max);
-            text->tail_len = tail_max;
-            room = tail_max;
-        }
-        size_t take = len < room ? len : room;
-        memcpy (text->tail + text->tail_len, data, take);
-        text->tail_len += take;
-        data += take;
-        len -= take;
-    }
-}
-
-void
-cg_text_finish (cg_text_t *text)
-{
-    if (!text->tail)
-        return;
-    size_t tail_max = text->max - text->max / 2;
-    size_t drop = text->tail_len > tail_max ? text->tail_len - tail_max : 0;
-    text->dropped += drop;
-    text->dropped_chars += s_utf8_chars (text->tail, drop);
-    size_t keep = text->tail_len - drop;
-    text->cut = text->len;
-    text->data = cg_xrealloc (text->data, text->len + keep + 1);
-    memcpy (text->data + text->len, text->tail + drop, keep);
-    text->len += keep;
-    text->data[text->len] = '\0';
-    free (text->tail);
-    text->tail = NULL;
-    text->tail_len = 0;
-}
-
-static void
-s_text_reset (cg_text_t *text)
-{
-    free (text->tail);
-    text->tail = NULL;
-    text->tail_len = 0;
-    text->len = 0;
-    text->dropped = text->dropped_chars = text->cut = 0;
-    text->data[0] = '\0';
-}
-
-void
-cg_run_init (cg_run_t *run, size_t max_output)
-{
-    *run = (cg_run_t){.outputs = json_array (), .display_max = SIZE_MAX};
-    s_text_init (&run->out, max_output);
-    s_text_init (&run->err, max_output);
-}
-
-void
-cg_run_reset (cg_run_t *run)
-{
-    cg_run_t kept = *run;
-    cg_run_clear (run);
-    cg_run_init (run, kept.out.max);
-    run->display_max = kept.display_max;
-    run->on_output = kept.on_output;
-    run->on_output_arg = kept.on_output_arg;
-}
-
-void
-cg_run_clear (cg_run_t *run)
-{
-    free (run->out.data);
-    free (run->err.data);
-    free (run->out.tail);
-    free (run->err.tail);
-    json_decref (run->outputs);
-    json_decref (run->return_value);
-    free (run->reply_status);
-    free (run->ename);
-    free (run->evalue);
-    *run = (cg_run_t){0};
-}
-
-//  Appends the LEN bytes at DATA (NULs included) without ANSI escape sequences
-//  (tracebacks are colored for terminals).
-static void
-s_text_append_plain (cg_text_t *text, const char *data, size_t len)
-{
-    const char *p = data, *end = data + len;
-    while (p < end) {
-        const char *esc = memchr (p, '\x1b', (size_t) (end - p));
-        if (!esc) {
-            cg_text_append (text, p, (size_t) (end - p));
-            return;
-        }
-        cg_text_append (text, p, (size_t) (esc - p));
-        p = esc + 1;
-        if (p < end && *p == '[') {
-            p++;
-            while (p < end && !(*p >= 0x40 && *p <= 0x7e))
-                p++;
-            if (p < end)
-                p++;
-        }
-    }
-}
 
 //  --------------------------------------------------------------------------
 //  Start and stop
@@ -471,47 +241,25 @@ s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_
                              err);
 }
 
-const char *const *
-cg_kernel_base_env (void)
-{
-    static const char *const base[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
-                                       "HOME=/tmp",
-                                       "TMPDIR=/tmp",
-                                       "LANG=C.UTF-8",
-                                       "TERM=xterm-256color",
-                                       "XDG_CACHE_HOME=/tmp/.cache",
-                                       "JUPYTER_RUNTIME_DIR=/tmp/.jupyter/runtime",
-                                       NULL};
-    return base;
-}
-
-//  The base, the spec's own, and the message limit (kernels/python/cellgate_startup.py
-//  keeps ordinary outputs under it).
+//  The sandbox's base, the spec's own, and the message limit
+//  (kernels/python/cellgate_startup.py keeps ordinary outputs under it).
 static char **
 s_kernel_env (const cg_kernel_spec_t *spec, const cg_config_t *config)
 {
-    const char *const *base = cg_kernel_base_env ();
-    size_t base_count = 0, spec_count = 0;
-    while (base[base_count])
-        base_count++;
-    while (spec->env[spec_count])
-        spec_count++;
-    char **env = s_strv_new (base_count + spec_count + 1);
-    for (size_t i = 0; i < base_count; i++)
-        env[i] = cg_xstrdup (base[i]);
+    size_t spec_count = cg_strv_count ((const char *const *) spec->env);
+    cleanup_free const char **extra = cg_xcalloc (spec_count + 2, sizeof *extra);
     for (size_t i = 0; i < spec_count; i++)
-        env[base_count + i] = cg_xstrdup (spec->env[i]);
-    env[base_count + spec_count] = cg_strdupf ("CELLGATE_MAX_MESSAGE_BYTES=%zu", config->max_message_bytes);
-    return env;
+        extra[i] = spec->env[i];
+    cleanup_free char *limit = cg_strdupf ("CELLGATE_MAX_MESSAGE_BYTES=%zu", config->max_message_bytes);
+    extra[spec_count] = limit;
+    return cg_sandbox_env_new (extra);
 }
 
 static int
 s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err)
 {
-    size_t argc = 0;
-    while (self->spec->argv[argc])
-        argc++;
-    char **argv = s_strv_new (argc);
+    size_t argc = cg_strv_count ((const char *const *) self->spec->argv);
+    char **argv = cg_strv_new (argc);
     for (size_t i = 0; i < argc; i++)
         argv[i] = strcmp (self->spec->argv[i], "{connection_file}") == 0
                       ? cg_xstrdup (inside_connection_file)
@@ -522,8 +270,8 @@ s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err
     if (null_fd < 0 || pipe2 (log_pipe, O_CLOEXEC) < 0) {
         if (null_fd >= 0)
             close (null_fd);
-        s_strv_free (argv);
-        s_strv_free (env);
+        cg_strv_free (argv);
+        cg_strv_free (env);
         return cg_error_set (err, errno, "pipe: %s", strerror (errno));
     }
     fcntl (log_pipe[0], F_SETFL, O_NONBLOCK);
@@ -539,8 +287,8 @@ s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err
     self->helper_pid = cg_container_exec (self->backend, self->sandbox, &exec, err);
     close (null_fd);
     close (log_pipe[1]);
-    s_strv_free (argv);
-    s_strv_free (env);
+    cg_strv_free (argv);
+    cg_strv_free (env);
     self->log_fd = log_pipe[0];
     if (self->helper_pid < 0)
         return -1;
@@ -857,210 +605,6 @@ cg_kernel_interrupt (cg_kernel_t *self)
     return kill (self->kernel_pid, SIGINT);
 }
 
-//  --------------------------------------------------------------------------
-//  Execute
-
-typedef struct {
-    cg_kernel_t *kernel;
-    cg_run_t *run;
-    const char *parent_id;
-    const char *stdin_next;         /* the rest of stdin, NULL when there was none */
-    bool idle, replied;
-    int64_t replied_us;             /* when the execute_reply came */
-    bool clear_pending;             /* clear_output(wait=True) seen */
-} s_exec_t;
-
-static void
-s_clear_output (s_exec_t *exec)
-{
-    s_text_reset (&exec->run->out);
-    s_text_reset (&exec->run->err);
-    json_array_clear (exec->run->outputs);
-    exec->clear_pending = false;
-}
-
-//  The bytes of a display's data: its strings' lengths (what a PNG's base64 costs).
-static size_t
-s_display_bytes (json_t *data)
-{
-    size_t bytes = 0;
-    const char *mime;
-    json_t *value;
-    json_object_foreach (data, mime, value)
-        bytes += json_is_string (value) ? json_string_length (value) : 256;
-    return bytes;
-}
-
-static void
-s_on_iopub (s_exec_t *exec, cg_msg_t *msg)
-{
-    cg_run_t *run = exec->run;
-    const char *type = msg->msg_type;
-    json_t *content = msg->content;
-    run->started = true;        /* the kernel has taken this request (status busy comes first) */
-    if (strcmp (type, "status") == 0) {
-        const char *state = json_string_value (json_object_get (content, "execution_state"));
-        if (state && strcmp (state, "idle") == 0)
-            exec->idle = true;
-        return;
-    }
-    if (strcmp (type, "execute_input") == 0)
-        return;
-    if (exec->clear_pending && strcmp (type, "clear_output") != 0)
-        s_clear_output (exec);
-    if (strcmp (type, "stream") == 0) {
-        const char *name = json_string_value (json_object_get (content, "name"));
-        json_t *text_json = json_object_get (content, "text");
-        const char *text = json_string_value (text_json);
-        size_t text_len = json_string_length (text_json);     /* NULs included */
-        bool err = name && strcmp (name, "stderr") == 0;
-        if (text)
-            cg_text_append (err ? &run->err : &run->out, text, text_len);
-        if (text && run->on_output)
-            run->on_output (run->on_output_arg, err ? "stderr" : "stdout", text, text_len);
-    }
-    else if (strcmp (type, "display_data") == 0 || strcmp (type, "execute_result") == 0
-             || strcmp (type, "update_display_data") == 0) {
-        json_t *data = json_object_get (content, "data");
-        if (!json_is_object (data))
-            return;
-        if (run->on_output && strcmp (type, "execute_result") != 0) {
-            //  Joined in one pass: a kernel may send millions of types.
-            size_t total = 0, at = 0;
-            const char *mime;
-            json_t *value;
-            json_object_foreach (data, mime, value)
-                total += strlen (mime) + 2;
-            cleanup_free char *types = cg_xmalloc (total + 1);
-            json_object_foreach (data, mime, value)
-                at += (size_t) sprintf (types + at, "%s%s", at ? ", " : "", mime);
-            types[at] = '\0';
-            run->on_output (run->on_output_arg, "display", types, at);
-        }
-        //  Display data is held until the run ends: bounded in bytes per run. Past the
-        //  budget an output is counted and dropped, and the result says so.
-        size_t bytes = s_display_bytes (data);
-        if ((run->display_bytes + bytes > run->display_max
-             || json_array_size (run->outputs) >= S_DISPLAYS_MAX)
-            && strcmp (type, "execute_result") != 0) {
-            run->displays_dropped++;
-            run->display_bytes_dropped += bytes;
-            return;
-        }
-        run->display_bytes += bytes;
-        json_t *metadata = json_object_get (content, "metadata");
-        json_t *item = json_pack ("{s:s, s:O}", "type", type, "data", data);
-        json_object_set_new (item, "metadata",
-                             json_is_object (metadata) ? json_incref (metadata) : json_object ());
-        json_t *transient = json_object_get (content, "transient");
-        const char *display_id = json_string_value (json_object_get (transient, "display_id"));
-        if (display_id)
-            json_object_set_new (item, "display_id", json_string (display_id));
-        if (strcmp (type, "execute_result") == 0) {
-            json_decref (run->return_value);
-            run->return_value = json_incref (data);
-            json_t *count = json_object_get (content, "execution_count");
-            if (json_is_integer (count))
-                run->execution_count = (int) json_integer_value (count);
-        }
-        json_array_append_new (run->outputs, item);
-    }
-    else if (strcmp (type, "error") == 0) {
-        json_t *traceback = json_object_get (content, "traceback");
-        size_t i;
-        json_t *line;
-        json_array_foreach (traceback, i, line) {
-            if (json_is_string (line)) {
-                s_text_append_plain (&run->err, json_string_value (line), json_string_length (line));
-                cg_text_append (&run->err, "\n", 1);
-            }
-        }
-        if (!json_array_size (traceback)) {
-            const char *ename = json_string_value (json_object_get (content, "ename"));
-            const char *evalue = json_string_value (json_object_get (content, "evalue"));
-            cleanup_free char *text = cg_strdupf ("%s: %s\n", ename ? ename : "Error", evalue ? evalue : "");
-            cg_text_append (&run->err, text, strlen (text));
-        }
-    }
-    else if (strcmp (type, "clear_output") == 0) {
-        if (json_is_true (json_object_get (content, "wait")))
-            exec->clear_pending = true;
-        else
-            s_clear_output (exec);
-    }
-}
-
-static void
-s_on_shell (s_exec_t *exec, cg_msg_t *msg)
-{
-    if (strcmp (msg->msg_type, "execute_reply") != 0)
-        return;
-    cg_run_t *run = exec->run;
-    exec->replied = true;
-    exec->replied_us = cg_now_us ();
-    const char *status = json_string_value (json_object_get (msg->content, "status"));
-    free (run->reply_status);
-    run->reply_status = cg_xstrdup (status ? status : "error");
-    json_t *count = json_object_get (msg->content, "execution_count");
-    if (json_is_integer (count))
-        run->execution_count = (int) json_integer_value (count);
-    const char *ename = json_string_value (json_object_get (msg->content, "ename"));
-    const char *evalue = json_string_value (json_object_get (msg->content, "evalue"));
-    if (ename) {
-        free (run->ename);
-        run->ename = cg_xstrdup (ename);
-    }
-    if (evalue) {
-        free (run->evalue);
-        run->evalue = cg_xstrdup (evalue);
-    }
-}
-
-//  Answers input_request with the next line of stdin, or with EOF (ipykernel raises
-//  EOFError for "\x04") when stdin is exhausted, so input() never hangs.
-static void
-s_on_stdin (s_exec_t *exec, cg_msg_t *msg)
-{
-    if (strcmp (msg->msg_type, "input_request") != 0)
-        return;
-    const char *value = "\x04";
-    cleanup_free char *line = NULL;
-    if (exec->stdin_next && *exec->stdin_next) {
-        const char *newline = strchr (exec->stdin_next, '\n');
-        size_t len = newline ? (size_t) (newline - exec->stdin_next) : strlen (exec->stdin_next);
-        line = cg_xstrndup (exec->stdin_next, len);
-        if (len > 0 && line[len - 1] == '\r')
-            line[len - 1] = '\0';
-        exec->stdin_next += newline ? len + 1 : len;
-        value = line;
-    }
-    else
-        exec->run->stdin_exhausted = true;
-    const char *prompt = json_string_value (json_object_get (msg->content, "prompt"));
-    if (prompt && *value != '\x04')
-        cg_text_append (&exec->run->out, prompt, strlen (prompt));
-    if (exec->kernel)
-        cg_wire_send (exec->kernel->wire, exec->kernel->sockets[CH_STDIN], "input_reply",
-                      json_pack ("{s:s}", "value", value), msg->header, NULL);
-}
-
-void
-cg_kernel_feed (cg_run_t *run, cg_feed_t *feed, const char *channel, cg_msg_t *msg)
-{
-    s_exec_t exec = {.run = run, .stdin_next = feed->stdin_next, .idle = feed->idle,
-                     .replied = feed->replied, .clear_pending = feed->clear_pending};
-    if (strcmp (channel, "iopub") == 0)
-        s_on_iopub (&exec, msg);
-    else if (strcmp (channel, "shell") == 0)
-        s_on_shell (&exec, msg);
-    else if (strcmp (channel, "stdin") == 0)
-        s_on_stdin (&exec, msg);
-    *feed = (cg_feed_t){.stdin_next = exec.stdin_next, .idle = exec.idle,
-                        .replied = exec.replied, .clear_pending = exec.clear_pending};
-}
-
-//  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without
-//  execute_input/execute_result and without input().
 //  Reads every heartbeat reply waiting; the latest one resets the misses.
 static void
 s_read_pongs (cg_kernel_t *self, unsigned *misses)
@@ -1106,6 +650,21 @@ s_recv_reply_to (cg_kernel_t *self, int ch, const char *parent_id)
     return msg;
 }
 
+//  Takes one message from channel CH and applies it to RUN when it answers PARENT_ID
+//  (what is not for this run, or did not decode, is dropped); answers an input request.
+static void
+s_take (cg_kernel_t *self, int ch, const char *parent_id, cg_run_t *run, cg_feed_t *feed)
+{
+    cg_msg_t *msg = s_recv_reply_to (self, ch, parent_id);
+    cleanup_free char *value = msg ? cg_run_feed (run, feed, s_channel_names[ch], msg) : NULL;
+    if (value)
+        cg_wire_send (self->wire, self->sockets[CH_STDIN], "input_reply",
+                      json_pack ("{s:s}", "value", value), msg->header, NULL);
+    cg_msg_destroy (&msg);
+}
+
+//  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without
+//  execute_input/execute_result and without input().
 static cg_exec_end_t
 s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_text,
            int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
@@ -1122,16 +681,16 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         run->ended_us = cg_now_us ();
         return CG_EXEC_FAILED;
     }
-    s_exec_t exec = {.kernel = self, .run = run, .parent_id = parent_id, .stdin_next = stdin_text};
+    cg_feed_t feed = {.stdin_next = stdin_text};
     int64_t grace_end = 0;          /* set once interrupted */
     int64_t next_hb = run->started_us + HB_INTERVAL_US;
     unsigned hb_misses = 0;
     cg_exec_end_t end = CG_EXEC_DONE;
 
     int64_t last_iopub = run->started_us;
-    while (!(exec.idle && exec.replied)) {
+    while (!(feed.idle && feed.replied)) {
         int64_t now = cg_now_us ();
-        if (exec.replied && now - last_iopub > S_IDLE_WAIT_US && now - exec.replied_us > S_IDLE_WAIT_US)
+        if (feed.replied && now - last_iopub > S_IDLE_WAIT_US && now - feed.replied_us > S_IDLE_WAIT_US)
             break;
         if (!grace_end && now >= deadline_us) {
             run->timed_out = true;
@@ -1167,25 +726,14 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         //  heartbeat and a cancel in the same turn.
         for (int burst = 0; items[CH_IOPUB].revents && burst < S_IOPUB_BURST; burst++) {
             last_iopub = cg_now_us ();
-            cg_msg_t *msg = s_recv_reply_to (self, CH_IOPUB, parent_id);
-            if (msg)
-                s_on_iopub (&exec, msg);
-            cg_msg_destroy (&msg);
+            s_take (self, CH_IOPUB, parent_id, run, &feed);
             if (!(zsock_events (self->sockets[CH_IOPUB]) & ZMQ_POLLIN))
                 break;
         }
-        if (items[CH_SHELL].revents) {
-            cg_msg_t *msg = s_recv_reply_to (self, CH_SHELL, parent_id);
-            if (msg)
-                s_on_shell (&exec, msg);
-            cg_msg_destroy (&msg);
-        }
-        if (items[CH_STDIN].revents) {
-            cg_msg_t *msg = s_recv_reply_to (self, CH_STDIN, parent_id);
-            if (msg)
-                s_on_stdin (&exec, msg);
-            cg_msg_destroy (&msg);
-        }
+        if (items[CH_SHELL].revents)
+            s_take (self, CH_SHELL, parent_id, run, &feed);
+        if (items[CH_STDIN].revents)
+            s_take (self, CH_STDIN, parent_id, run, &feed);
         if (items[CH_CONTROL].revents) {
             cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_CONTROL]);
             cg_msg_destroy (&msg);

@@ -1,11 +1,14 @@
-/*  cg_kernel — a Jupyter kernel running in a sandbox: spec, start, execute (collecting
-    iopub output, answering input requests), interrupt, heartbeat, shutdown. */
+/*  cg_kernel — a Jupyter kernel process in a sandbox and its channels: start, handshake,
+    execute (its messages go to cg_run, input requests are answered), interrupt,
+    heartbeat, shutdown. */
 #ifndef CG_KERNEL_H
 #define CG_KERNEL_H
 
 #include "../containers/cg_container.h"
 #include "cg_config.h"
 #include "cg_error.h"
+#include "cg_kernelspec.h"
+#include "cg_run.h"
 #include "cg_wire.h"
 
 #include <czmq.h>
@@ -14,74 +17,6 @@
 #include <stdint.h>
 
 typedef struct cg_kernel_t cg_kernel_t;
-
-/*  A kernel spec (kernels/<language>/kernel.json). */
-typedef struct {
-    char *language;
-    char **argv;            /* NULL-terminated; "{connection_file}" is substituted */
-    char **env;             /* NULL-terminated KEY=VALUE from the spec's "env" */
-    bool interrupt_message; /* interrupt_mode "message": interrupt_request on control */
-    bool endpoint_colon;    /* ipc endpoints are <ip>:<port> instead of <ip>-<port> */
-    bool stdin_file;        /* stdin goes to run/stdin-<language> before each cell, for a
-                               kernel without input_request (metadata.cellgate.stdin "file") */
-} cg_kernel_spec_t;
-
-/*  Loads DIR/LANGUAGE/kernel.json. Returns a new spec the caller owns, or NULL with
-    *err set. */
-cg_kernel_spec_t *cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err);
-void cg_kernel_spec_destroy (cg_kernel_spec_t **self_p);
-
-/*  A growing text buffer that keeps at most MAX bytes: everything while it fits, then
-    the first MAX/2 bytes and the last MAX - MAX/2, counting what it dropped between. */
-typedef struct {
-    char *data;             /* NUL-terminated: the kept bytes (after cg_text_finish) */
-    size_t len;
-    size_t max;
-    size_t dropped;         /* bytes dropped between the head and the tail */
-    size_t dropped_chars;   /* the same in UTF-8 characters */
-    size_t cut;             /* where in DATA the dropped bytes were (valid when dropped) */
-    char *tail;             /* while over MAX: the newest bytes, NULL before */
-    size_t tail_len;
-} cg_text_t;
-
-/*  Appends LEN bytes of DATA, keeping what fits as described above. */
-void cg_text_append (cg_text_t *text, const char *data, size_t len);
-
-/*  Joins the kept head and tail in DATA (after a run, before reading DATA). */
-void cg_text_finish (cg_text_t *text);
-
-/*  Told of output as it arrives: STREAM is "stdout", "stderr" or "display" (TEXT then
-    names the display's MIME types); TEXT is LEN bytes, not NUL-terminated. */
-typedef void (cg_output_fn) (void *arg, const char *stream, const char *text, size_t len);
-
-/*  What one execution produced. */
-typedef struct {
-    cg_text_t out;          /* stream stdout */
-    cg_text_t err;          /* stream stderr, plus the traceback of an error */
-    json_t *outputs;        /* [{type, data, metadata}] display_data/execute_result/... */
-    json_t *return_value;   /* the execute_result's data, or NULL */
-    char *reply_status;     /* execute_reply status: "ok", "error", "aborted", or NULL */
-    char *ename;            /* exception name when reply_status is "error" */
-    char *evalue;
-    int execution_count;
-    bool timed_out;         /* the deadline passed and the kernel was interrupted */
-    bool cancelled;         /* a cancel arrived and the kernel was interrupted */
-    bool stdin_exhausted;   /* input() asked for more lines than stdin had */
-    size_t display_bytes;   /* display data held so far */
-    size_t display_max;     /* the budget for it; past it outputs are dropped and counted */
-    size_t displays_dropped, display_bytes_dropped;
-    size_t messages_refused;    /* iopub messages over the size limit, refused by libzmq */
-    bool started;           /* the kernel said anything about this request: it took it */
-    int64_t started_us, ended_us;
-    cg_output_fn *on_output;    /* live output, or NULL */
-    void *on_output_arg;
-} cg_run_t;
-
-void cg_run_init (cg_run_t *run, size_t max_output);
-void cg_run_clear (cg_run_t *run);
-
-/*  Empties RUN for another try of the same request, keeping its limits and live output. */
-void cg_run_reset (cg_run_t *run);
 
 /*  How an execution ended. */
 typedef enum {
@@ -115,21 +50,6 @@ cg_exec_end_t cg_kernel_execute (cg_kernel_t *self, const char *code, const char
                                  int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb,
                                  void *arg, cg_run_t *run);
 
-/*  What cg_kernel_feed keeps between the messages of one execution. */
-typedef struct {
-    const char *stdin_next; /* the rest of the cell's stdin (borrowed), NULL when none */
-    bool idle;              /* status idle arrived */
-    bool replied;           /* execute_reply arrived */
-    bool clear_pending;     /* clear_output(wait=True) arrived; the next output clears */
-} cg_feed_t;
-
-/*  Applies MSG (borrowed, already verified and parented to the running cell) as it
-    arrived on CHANNEL ("iopub", "shell" or "stdin"; others are ignored) to RUN and FEED,
-    exactly as cg_kernel_execute does, except that no input_reply is sent: there is no
-    kernel. A seam for the fuzz targets (tests/fuzz), which drive it as a compromised
-    kernel would. */
-void cg_kernel_feed (cg_run_t *run, cg_feed_t *feed, const char *channel, cg_msg_t *msg);
-
 /*  Reaps the kernel's exited child processes (zombies left when a cell's children were
     killed: only their parent, the kernel, can reap them, and they hold the sandbox's
     pid slots). Call it only after every other process in the sandbox was killed: it
@@ -162,10 +82,6 @@ int cg_kernel_idle_items (cg_kernel_t *self, zmq_pollitem_t *items, int max);
     hundred messages per call), so nothing it sends then is held by the server. Returns
     how many messages were dropped. */
 size_t cg_kernel_discard (cg_kernel_t *self);
-
-/*  Returns the environment every sandboxed process starts with (NULL-terminated
-    KEY=VALUE strings, static): an allow-list, nothing from the host. */
-const char *const *cg_kernel_base_env (void);
 
 /*  Returns how many kernel messages failed verification and were dropped. */
 size_t cg_kernel_rejected (cg_kernel_t *self);

@@ -83,6 +83,23 @@ s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_
     return 0;
 }
 
+//  What containers/ needs of the settings: the sandboxes' limits and the backend's files.
+static cg_sandbox_limits_t
+s_sandbox_limits (const cg_config_t *config)
+{
+    return (cg_sandbox_limits_t){.runtime = config->runtime,
+                                 .state_dir = config->state_dir,
+                                 .kernels_dir = config->kernels_dir,
+                                 .memory_mb = config->memory_mb,
+                                 .cpus = config->cpus,
+                                 .pids = config->pids,
+                                 .tmp_mb = config->tmp_mb,
+                                 .nofile = config->nofile,
+                                 .fsize_mb = config->fsize_mb,
+                                 .sandbox_uid = config->sandbox_uid,
+                                 .sandbox_gid = config->sandbox_gid};
+}
+
 int
 main (int argc, char **argv)
 {
@@ -131,7 +148,8 @@ main (int argc, char **argv)
         cg_log (1, "--workspace-mb 0: workspaces have no size or inode limit; sandboxed code can fill "
                    "the file system of %s", config.state_dir);
     int rc = 1;
-    cg_backend_t *backend = cg_backend_new (&config, &err);
+    cg_sandbox_limits_t limits = s_sandbox_limits (&config);
+    cg_backend_t *backend = cg_backend_new (&limits, &err);
     cg_instance_t *instance = backend ? cg_instance_new (backend, &config, &err) : NULL;
     if (!instance)
         fprintf (stderr, "cellgate: %s\n", cg_error_message (err));

@@ -80,6 +80,29 @@ cg_strdupf (const char *fmt, ...)
     return out;
 }
 
+char **
+cg_strv_new (size_t count)
+{
+    return cg_xcalloc (count + 1, sizeof (char *));
+}
+
+size_t
+cg_strv_count (const char *const *strv)
+{
+    size_t count = 0;
+    while (strv && strv[count])
+        count++;
+    return count;
+}
+
+void
+cg_strv_free (char **strv)
+{
+    for (size_t i = 0; strv && strv[i]; i++)
+        free (strv[i]);
+    free (strv);
+}
+
 int64_t
 cg_now_us (void)
 {

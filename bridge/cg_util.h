@@ -22,6 +22,13 @@ char *cg_xstrndup (const char *s, size_t n);
 char *cg_strdupf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 char *cg_vstrdupf (const char *fmt, va_list args);
 
+/*  A NULL-terminated array of strings (an argv or an environment). cg_strv_new returns
+    one with room for COUNT strings, all NULL; cg_strv_count returns how many STRV holds
+    (0 for NULL); cg_strv_free frees STRV and its strings (NULL is fine). */
+char **cg_strv_new (size_t count);
+size_t cg_strv_count (const char *const *strv);
+void cg_strv_free (char **strv);
+
 /*  Monotonic clock in microseconds. */
 int64_t cg_now_us (void);
 

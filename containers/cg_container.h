@@ -3,7 +3,6 @@
 #ifndef CG_CONTAINER_H
 #define CG_CONTAINER_H
 
-#include "../bridge/cg_config.h"
 #include "../bridge/cg_error.h"
 #include "../bridge/cg_limits.h"
 
@@ -42,10 +41,27 @@ typedef struct {
     long oom_kills;             /* processes killed by the OOM killer, -1 if unknown */
 } cg_container_stats_t;
 
-/*  Creates the backend named by CONFIG->runtime ("auto", "runc", "crun"), preparing the
-    shared read-only root (under CONFIG->state_dir). CONFIG is borrowed and must outlive
-    the backend. Returns NULL with *err set when no usable runtime is installed. */
-cg_backend_t *cg_backend_new (const cg_config_t *config, cg_error_t **err);
+/*  What every sandbox of a backend gets, and where the backend keeps its files: the
+    caller fills it from its own settings. */
+typedef struct {
+    const char *runtime;        /* "auto", "runc", "crun", or a path to either */
+    const char *state_dir;      /* holds the runtime's state, the shared root and /etc */
+    const char *kernels_dir;    /* bound read-only at CG_KERNELS_MOUNT when it is a dir */
+    int memory_mb;              /* per sandbox, swap included */
+    double cpus;                /* CPU quota, in CPUs */
+    int pids;                   /* processes and threads at once */
+    int tmp_mb;                 /* size of the sandbox's /tmp tmpfs */
+    int nofile;                 /* RLIMIT_NOFILE */
+    int fsize_mb;               /* RLIMIT_FSIZE */
+    int sandbox_uid;            /* the unprivileged user every sandboxed process runs as */
+    int sandbox_gid;
+} cg_sandbox_limits_t;
+
+/*  Creates the backend named by LIMITS->runtime, preparing the shared read-only root
+    (under LIMITS->state_dir). LIMITS is copied; the strings it points to are borrowed
+    and must outlive the backend. Returns NULL with *err set when no usable runtime is
+    installed. */
+cg_backend_t *cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err);
 
 /*  Destroys *self_p (not the containers) and sets it to NULL. */
 void cg_backend_destroy (cg_backend_t **self_p);

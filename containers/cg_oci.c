@@ -25,7 +25,7 @@ extern char **environ;
 #define CGROUP_PARENT "cellgate"
 
 struct cg_backend_t {
-    const cg_config_t *config;  /* borrowed */
+    cg_sandbox_limits_t limits; /* a copy; its strings are borrowed */
     char *runtime_path;         /* /usr/bin/runc or /usr/bin/crun */
     char *runtime_name;
     char *runtime_root;         /* the runtime's own state (--root) */
@@ -103,18 +103,18 @@ s_runtime (cg_backend_t *self, char **out, const char *detached_log, cg_error_t 
     argv[argc++] = self->runtime_root;
     if (detached_log) {
         argv[argc++] = "--log";
-        argv[argc++] = (char *) detached_log;
+        argv[argc++] = CG_UNCONST (detached_log);
         argv[argc++] = "--log-format";
         argv[argc++] = "json";
     }
     va_list args;
     va_start (args, err);
     const char *subcommand = NULL;
-    char *arg;
-    while ((arg = va_arg (args, char *)) && argc < 19) {
+    const char *arg;
+    while ((arg = va_arg (args, const char *)) && argc < 19) {
         if (!subcommand)
             subcommand = arg;
-        argv[argc++] = arg;
+        argv[argc++] = CG_UNCONST (arg);
     }
     va_end (args);
     argv[argc] = NULL;
@@ -132,7 +132,7 @@ s_copy_etc (const char *name, const char *etc_dir, cg_error_t **err)
     cleanup_free char *src = cg_strdupf ("/etc/%s", name);
     if (access (src, F_OK) != 0)
         return 0;
-    char *argv[] = {"/bin/cp", "-a", "--no-preserve=ownership", src, (char *) etc_dir, NULL};
+    char *argv[] = {"/bin/cp", "-a", "--no-preserve=ownership", src, CG_UNCONST (etc_dir), NULL};
     return s_run (argv, NULL, NULL, err);
 }
 
@@ -158,7 +158,7 @@ s_prepare_etc (cg_backend_t *self, cg_error_t **err)
     for (int i = 0; copies[i]; i++)
         if (s_copy_etc (copies[i], fresh, err) < 0)
             return -1;
-    const cg_config_t *c = self->config;
+    const cg_sandbox_limits_t *c = &self->limits;
     cleanup_free char *passwd = cg_strdupf ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
                                             "sandbox:x:%d:%d:sandbox:/tmp:/bin/bash\n"
                                             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
@@ -213,12 +213,12 @@ s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
     return 0;
 }
 
-//  Finds the runtime --runtime names and learns what it is from `--version`; warns when
+//  Finds the runtime the limits name and learns what it is from `--version`; warns when
 //  its version is known to lack security fixes.
 static int
-s_init_runtime (cg_backend_t *self, const cg_config_t *config, cg_error_t **err)
+s_init_runtime (cg_backend_t *self, cg_error_t **err)
 {
-    self->runtime_path = cg_runtime_locate (config->runtime, self->cgroup_v2, err);
+    self->runtime_path = cg_runtime_locate (self->limits.runtime, self->cgroup_v2, err);
     if (!self->runtime_path)
         return -1;
     char *argv[] = {self->runtime_path, "--version", NULL};
@@ -239,19 +239,19 @@ s_init_runtime (cg_backend_t *self, const cg_config_t *config, cg_error_t **err)
 }
 
 cg_backend_t *
-cg_backend_new (const cg_config_t *config, cg_error_t **err)
+cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
 {
     struct statfs fs;
     cg_backend_t *self = cg_xcalloc (1, sizeof *self);
-    self->config = config;
+    self->limits = *limits;
     self->cgroup_v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
-    if (s_init_runtime (self, config, err) < 0) {
+    if (s_init_runtime (self, err) < 0) {
         cg_backend_destroy (&self);
         return NULL;
     }
-    self->runtime_root = cg_strdupf ("%s/runtime-%s", config->state_dir, self->runtime_name);
-    self->rootfs = cg_strdupf ("%s/rootfs", config->state_dir);
-    self->etc_dir = cg_strdupf ("%s/etc", config->state_dir);
+    self->runtime_root = cg_strdupf ("%s/runtime-%s", limits->state_dir, self->runtime_name);
+    self->rootfs = cg_strdupf ("%s/rootfs", limits->state_dir);
+    self->etc_dir = cg_strdupf ("%s/etc", limits->state_dir);
     self->memsw = access ("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
     if (cg_mkdir_p (self->runtime_root, 0700, err) < 0 || s_prepare_rootfs (self, err) < 0
         || s_prepare_etc (self, err) < 0) {
@@ -307,7 +307,7 @@ s_string_array (const char *const *items)
 }
 
 static json_t *
-s_rlimits (const cg_config_t *c)
+s_rlimits (const cg_sandbox_limits_t *c)
 {
     return json_pack ("[{s:s,s:I,s:I},{s:s,s:I,s:I},{s:s,s:I,s:I}]",
                       "type", "RLIMIT_NOFILE", "hard", (json_int_t) c->nofile, "soft", (json_int_t) c->nofile,
@@ -319,7 +319,7 @@ s_rlimits (const cg_config_t *c)
 //  The process object shared by the init and every exec'd process: unprivileged user,
 //  no capabilities at all, no_new_privileges, limits.
 static json_t *
-s_process (const cg_config_t *c, const char *const *argv, const char *const *env,
+s_process (const cg_sandbox_limits_t *c, const char *const *argv, const char *const *env,
            const char *cwd)
 {
     json_t *caps = json_pack ("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
@@ -333,7 +333,7 @@ s_process (const cg_config_t *c, const char *const *argv, const char *const *env
 static json_t *
 s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
 {
-    const cg_config_t *c = self->config;
+    const cg_sandbox_limits_t *c = &self->limits;
     static const char *init_argv[] = {"/usr/bin/catatonit", "-P", NULL};
     static const char *init_env[] = {"PATH=/usr/bin:/bin", NULL};
 
@@ -413,8 +413,8 @@ cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t
         return cg_error_wrap (err, "container %s", sandbox->id);
     cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
     cleanup_free char *log = cg_strdupf ("%s/runtime.log", sandbox->bundle_dir);
-    if (s_runtime (self, NULL, log, err, "run", "--detach", "--bundle", (char *) sandbox->bundle_dir,
-                   "--pid-file", pid_file, (char *) sandbox->id, NULL)
+    if (s_runtime (self, NULL, log, err, "run", "--detach", "--bundle", sandbox->bundle_dir,
+                   "--pid-file", pid_file, sandbox->id, NULL)
         < 0) {
         cg_container_destroy (self, sandbox, NULL);
         return cg_error_wrap (err, "container %s", sandbox->id);
@@ -428,7 +428,7 @@ cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exe
 {
     //  The process spec goes to the runtime through a memfd it reads as its fd 3, so
     //  no file is left behind per exec.
-    json_t *process = s_process (self->config, spec->argv, spec->env, spec->cwd);
+    json_t *process = s_process (&self->limits, spec->argv, spec->env, spec->cwd);
     cleanup_free char *text = json_dumps (process, JSON_COMPACT);
     json_decref (process);
     if (!text)
@@ -440,12 +440,12 @@ cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exe
     char path[] = "/proc/self/fd/3";
     int rc;
     char *argv[] = {self->runtime_path, "--root", self->runtime_root, "exec", "--process", path,
-                    (char *) sandbox->id, NULL, NULL, NULL};
+                    CG_UNCONST (sandbox->id), NULL, NULL, NULL};
     if (spec->pid_file) {
         unlink (spec->pid_file);
         argv[6] = "--pid-file";
-        argv[7] = (char *) spec->pid_file;
-        argv[8] = (char *) sandbox->id;
+        argv[7] = CG_UNCONST (spec->pid_file);
+        argv[8] = CG_UNCONST (sandbox->id);
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init (&actions);
@@ -475,7 +475,7 @@ s_signal_listed (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal, co
                  size_t keep_count, cg_error_t **err)
 {
     cleanup_free char *out = NULL;
-    if (s_runtime (self, &out, NULL, err, "ps", "--format", "json", (char *) sandbox->id, NULL) < 0)
+    if (s_runtime (self, &out, NULL, err, "ps", "--format", "json", sandbox->id, NULL) < 0)
         return -1;
     cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
     cleanup_free char *init_text = cg_read_file (pid_file, 64, NULL, NULL);
@@ -507,10 +507,10 @@ cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int
     //  Freeze the container first so that nothing can fork between listing and
     //  signalling (a fork bomb would otherwise outrun us); the frozen processes die as
     //  soon as it is thawed.
-    bool frozen = s_runtime (self, NULL, NULL, NULL, "pause", (char *) sandbox->id, NULL) == 0;
+    bool frozen = s_runtime (self, NULL, NULL, NULL, "pause", sandbox->id, NULL) == 0;
     int count = s_signal_listed (self, sandbox, signal, keep, keep_count, err);
     cg_log (3, "signalled %d process(es) in %s (frozen: %s)", count, sandbox->id, frozen ? "yes" : "no");
-    if (frozen && s_runtime (self, NULL, NULL, err, "resume", (char *) sandbox->id, NULL) < 0)
+    if (frozen && s_runtime (self, NULL, NULL, err, "resume", sandbox->id, NULL) < 0)
         return -1;
     return count;
 }
@@ -559,7 +559,7 @@ int
 cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err)
 {
     cg_error_t *local = NULL;
-    if (s_runtime (self, NULL, NULL, &local, "delete", "--force", (char *) sandbox->id, NULL) < 0) {
+    if (s_runtime (self, NULL, NULL, &local, "delete", "--force", sandbox->id, NULL) < 0) {
         bool gone = strstr (local->message, "does not exist") || strstr (local->message, "not exist")
                     || strstr (local->message, "not found");
         if (!gone) {
@@ -587,7 +587,7 @@ cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t 
         if (!id || strncmp (id, prefix, strlen (prefix)) != 0)
             continue;
         cg_error_t *local = NULL;
-        if (s_runtime (self, NULL, NULL, &local, "delete", "--force", (char *) id, NULL) == 0)
+        if (s_runtime (self, NULL, NULL, &local, "delete", "--force", id, NULL) == 0)
             removed++;
         else
             cg_log (1, "remove orphan container %s: %s", id, cg_error_message (local));

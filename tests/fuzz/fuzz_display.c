@@ -17,7 +17,7 @@
 
 #include "../../artifacts/cg_artifacts.h"
 #include "../../artifacts/cg_workspace.h"
-#include "../../bridge/cg_kernel.h"
+#include "../../bridge/cg_run.h"
 #include "../../bridge/cg_util.h"
 
 #include <dirent.h>
@@ -144,7 +144,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             break;
         cg_msg_t *msg = cg_fuzz_kernel_msg (wire, type, strlen (type), frame, len, serial);
         if (msg)
-            cg_kernel_feed (&run, &feed, "iopub", msg);
+            free (cg_run_feed (&run, &feed, "iopub", msg));
         cg_msg_destroy (&msg);
     }
     cg_wire_destroy (&wire);

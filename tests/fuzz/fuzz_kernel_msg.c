@@ -1,5 +1,5 @@
 /*  fuzz_kernel_msg — the handling of kernel messages that fills a run result
-    (cg_kernel_feed: iopub stream, display_data, update_display_data, execute_result,
+    (cg_run_feed: iopub stream, display_data, update_display_data, execute_result,
     error, clear_output, status; shell execute_reply; stdin input_request), reached
     through the real decoder with correctly signed messages, as a compromised kernel that
     holds its key sends them.
@@ -11,7 +11,7 @@
     text, taken as it comes. */
 #include "cg_fuzz.h"
 
-#include "../../bridge/cg_kernel.h"
+#include "../../bridge/cg_run.h"
 #include "../../bridge/cg_util.h"
 #include "../../bridge/cg_wire.h"
 
@@ -104,8 +104,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         if (!cg_fuzz_frame (&in, &frame, &len))
             break;
         cg_msg_t *msg = cg_fuzz_kernel_msg (wire, type, type_len, frame, len, serial);
-        if (msg)
-            cg_kernel_feed (&run, &feed, channel, msg);
+        cleanup_free char *value = msg ? cg_run_feed (&run, &feed, channel, msg) : NULL;
+        CG_FUZZ_CHECK (!value || strcmp (channel, "stdin") == 0, "an answer only on stdin");
         cg_msg_destroy (&msg);
         CG_FUZZ_CHECK (!stdin_text || (feed.stdin_next >= stdin_text
                                        && feed.stdin_next <= stdin_text + strlen (stdin_text)),

@@ -15,7 +15,7 @@
 #include "cg_fuzz.h"
 
 #include "../../artifacts/cg_artifacts.h"
-#include "../../bridge/cg_kernel.h"
+#include "../../bridge/cg_run.h"
 #include "../../bridge/cg_util.h"
 
 #include <stdio.h>

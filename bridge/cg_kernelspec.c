@@ -1,0 +1,63 @@
+/*  cg_kernelspec — a kernel spec (kernels/<language>/kernel.json): how to start a kernel
+    of one language and what it supports. */
+#include "cg_kernelspec.h"
+#include "cg_util.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <string.h>
+
+cg_kernel_spec_t *
+cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err)
+{
+    cleanup_free char *path = cg_strdupf ("%s/%s/kernel.json", dir, language);
+    json_error_t jerr;
+    json_t *root = json_load_file (path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        cg_error_set (err, EINVAL, "kernel spec %s: %s", path, jerr.text);
+        return NULL;
+    }
+    json_t *argv = json_object_get (root, "argv");
+    json_t *env = json_object_get (root, "env");
+    const char *mode = json_string_value (json_object_get (root, "interrupt_mode"));
+    json_t *cellgate = json_object_get (json_object_get (root, "metadata"), "cellgate");
+    const char *endpoint = json_string_value (json_object_get (cellgate, "endpoint"));
+    const char *stdin_mode = json_string_value (json_object_get (cellgate, "stdin"));
+    if (!json_is_array (argv) || json_array_size (argv) == 0 || (env && !json_is_object (env))) {
+        json_decref (root);
+        cg_error_set (err, EINVAL, "kernel spec %s: argv must be a non-empty array", path);
+        return NULL;
+    }
+    cg_kernel_spec_t *self = cg_xcalloc (1, sizeof *self);
+    self->language = cg_xstrdup (language);
+    self->argv = cg_strv_new (json_array_size (argv));
+    for (size_t i = 0; i < json_array_size (argv); i++) {
+        const char *arg = json_string_value (json_array_get (argv, i));
+        self->argv[i] = cg_xstrdup (arg ? arg : "");
+    }
+    self->env = cg_strv_new (json_object_size (env));
+    const char *key;
+    json_t *value;
+    size_t n = 0;
+    json_object_foreach (env, key, value)
+        if (json_is_string (value))
+            self->env[n++] = cg_strdupf ("%s=%s", key, json_string_value (value));
+    self->interrupt_message = mode && strcmp (mode, "message") == 0;
+    self->endpoint_colon = endpoint && strcmp (endpoint, "colon") == 0;
+    self->stdin_file = stdin_mode && strcmp (stdin_mode, "file") == 0;
+    json_decref (root);
+    return self;
+}
+
+void
+cg_kernel_spec_destroy (cg_kernel_spec_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_kernel_spec_t *self = *self_p;
+    free (self->language);
+    cg_strv_free (self->argv);
+    cg_strv_free (self->env);
+    free (self);
+    *self_p = NULL;
+}

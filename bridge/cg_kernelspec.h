@@ -1,0 +1,26 @@
+/*  cg_kernelspec — a kernel spec (kernels/<language>/kernel.json): how to start a kernel
+    of one language and what it supports. */
+#ifndef CG_KERNELSPEC_H
+#define CG_KERNELSPEC_H
+
+#include "cg_error.h"
+
+#include <stdbool.h>
+
+/*  A kernel spec (kernels/<language>/kernel.json). */
+typedef struct {
+    char *language;
+    char **argv;            /* NULL-terminated; "{connection_file}" is substituted */
+    char **env;             /* NULL-terminated KEY=VALUE from the spec's "env" */
+    bool interrupt_message; /* interrupt_mode "message": interrupt_request on control */
+    bool endpoint_colon;    /* ipc endpoints are <ip>:<port> instead of <ip>-<port> */
+    bool stdin_file;        /* stdin goes to run/stdin-<language> before each cell, for a
+                               kernel without input_request (metadata.cellgate.stdin "file") */
+} cg_kernel_spec_t;
+
+/*  Loads DIR/LANGUAGE/kernel.json. Returns a new spec the caller owns, or NULL with
+    *err set. */
+cg_kernel_spec_t *cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err);
+void cg_kernel_spec_destroy (cg_kernel_spec_t **self_p);
+
+#endif
