@@ -78,6 +78,106 @@ s_write (int fd, const char *data, size_t len, size_t *sent)
     return false;
 }
 
+typedef struct {
+    cg_backend_t *backend;
+    const cg_sandbox_t *sandbox;
+    const pid_t *keep;
+    size_t keep_count;
+    pid_t helper;               /* the runtime's exec process */
+    int pidfd;                  /* its pidfd, or -1 */
+    int in_fd;                  /* the command's stdin, -1 once closed */
+    s_pipe_t pipes[2];          /* its stdout and stderr */
+    const char *stdin_text;
+    size_t stdin_len, sent;
+    int64_t deadline_us;
+    zsock_t *control;
+    cg_control_cb *control_cb;
+    void *arg;
+    cg_run_t *run;
+    cg_exec_end_t end;
+    bool exited, killed;
+    int status;                 /* waitpid's, once exited */
+    int64_t stop_reading_us, give_up_us;
+} s_command_t;
+
+//  Feeds stdin, collects output and waits for the command until it exits (then drains its
+//  pipes a little longer), the deadline passes, or the control callback cancels it.
+static void
+s_wait (s_command_t *c)
+{
+    for (;;) {
+        if (!c->exited && (c->pidfd < 0 || c->killed)) {
+            //  No pidfd (old kernel) or killed: ask directly, without blocking.
+            if (waitpid (c->helper, &c->status, WNOHANG) == c->helper)
+                c->exited = true;
+        }
+        int64_t now = cg_now_us ();
+        if (c->exited && !c->stop_reading_us)
+            c->stop_reading_us = now + S_DRAIN_MS * 1000;
+        bool reading = c->pipes[0].fd >= 0 || c->pipes[1].fd >= 0;
+        if (c->exited && (!reading || now >= c->stop_reading_us))
+            break;
+        if (c->killed && !c->exited && now >= c->give_up_us) {
+            cg_log (1, "command in %s did not end %d ms after it was killed", c->sandbox->id, S_KILL_WAIT_MS);
+            break;
+        }
+        if (!c->killed && now >= c->deadline_us) {
+            c->run->timed_out = true;
+            s_kill (c->backend, c->sandbox, c->keep, c->keep_count);
+            c->killed = true;
+            c->give_up_us = now + S_KILL_WAIT_MS * 1000;
+            continue;
+        }
+        zmq_pollitem_t items[5];
+        int count = 0, control_at = -1, pid_at = -1, in_at = -1;
+        int pipe_at[2] = {-1, -1};
+        if (c->control && !c->killed) {
+            control_at = count;
+            items[count++] = (zmq_pollitem_t){zsock_resolve (c->control), 0, ZMQ_POLLIN, 0};
+        }
+        if (c->pidfd >= 0 && !c->exited) {
+            pid_at = count;
+            items[count++] = (zmq_pollitem_t){NULL, c->pidfd, ZMQ_POLLIN, 0};
+        }
+        for (int k = 0; k < 2; k++)
+            if (c->pipes[k].fd >= 0) {
+                pipe_at[k] = count;
+                items[count++] = (zmq_pollitem_t){NULL, c->pipes[k].fd, ZMQ_POLLIN, 0};
+            }
+        if (c->in_fd >= 0 && !c->killed) {
+            in_at = count;
+            items[count++] = (zmq_pollitem_t){NULL, c->in_fd, ZMQ_POLLOUT, 0};
+        }
+        int64_t until = c->killed ? c->give_up_us : c->deadline_us;
+        if (c->exited)
+            until = c->stop_reading_us;
+        long wait_ms = (long) ((until - now) / 1000) + 1;
+        if (c->pidfd < 0 || c->killed)
+            wait_ms = wait_ms > 50 ? 50 : wait_ms;     /* waitpid is polled */
+        if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
+            break;
+        for (int k = 0; k < 2; k++)
+            if (pipe_at[k] >= 0 && items[pipe_at[k]].revents
+                && !s_read (c->pipes[k].fd, c->pipes[k].text, c->run, k == 0 ? "stdout" : "stderr"))
+                s_close (&c->pipes[k].fd);
+        if (in_at >= 0 && items[in_at].revents && !s_write (c->in_fd, c->stdin_text, c->stdin_len, &c->sent))
+            s_close (&c->in_fd);
+        if (pid_at >= 0 && items[pid_at].revents && waitpid (c->helper, &c->status, WNOHANG) == c->helper)
+            c->exited = true;
+        if (control_at >= 0 && items[control_at].revents) {
+            cg_control_t action = c->control_cb (c->control, c->arg);
+            if (action == CG_CONTROL_CANCEL || action == CG_CONTROL_ABORT) {
+                c->run->cancelled = action == CG_CONTROL_CANCEL;
+                if (action == CG_CONTROL_ABORT)
+                    c->end = CG_EXEC_ABORTED;
+                s_kill (c->backend, c->sandbox, c->keep, c->keep_count);
+                c->killed = true;
+                c->give_up_us = cg_now_us () + S_KILL_WAIT_MS * 1000;
+            }
+        }
+    }
+}
+
 cg_exec_end_t
 cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t *keep,
                 size_t keep_count, const char *code, const char *stdin_text, int64_t deadline_us,
@@ -123,96 +223,26 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
     //  A command that stops reading its stdin gives EPIPE (cg_main ignores SIGPIPE).
     if (!stdin_text)
         s_close (&in[1]);
-    size_t stdin_len = stdin_text ? strlen (stdin_text) : 0, sent = 0;
 
-    s_pipe_t pipes[2] = {{out[0], &run->out}, {errp[0], &run->err}};
-    cg_exec_end_t end = CG_EXEC_DONE;
-    bool exited = false, killed = false;
-    int status = 0;
-    int64_t stop_reading_us = 0, give_up_us = 0;
-    for (;;) {
-        if (!exited && (pidfd < 0 || killed)) {
-            //  No pidfd (old kernel) or killed: ask directly, without blocking.
-            if (waitpid (helper, &status, WNOHANG) == helper)
-                exited = true;
-        }
-        int64_t now = cg_now_us ();
-        if (exited && !stop_reading_us)
-            stop_reading_us = now + S_DRAIN_MS * 1000;
-        bool reading = pipes[0].fd >= 0 || pipes[1].fd >= 0;
-        if (exited && (!reading || now >= stop_reading_us))
-            break;
-        if (killed && !exited && now >= give_up_us) {
-            cg_log (1, "command in %s did not end %d ms after it was killed", sandbox->id, S_KILL_WAIT_MS);
-            break;
-        }
-        if (!killed && now >= deadline_us) {
-            run->timed_out = true;
-            s_kill (backend, sandbox, keep, keep_count);
-            killed = true;
-            give_up_us = now + S_KILL_WAIT_MS * 1000;
-            continue;
-        }
-        zmq_pollitem_t items[5];
-        int count = 0, control_at = -1, pid_at = -1, in_at = -1;
-        int pipe_at[2] = {-1, -1};
-        if (control && !killed) {
-            control_at = count;
-            items[count++] = (zmq_pollitem_t){zsock_resolve (control), 0, ZMQ_POLLIN, 0};
-        }
-        if (pidfd >= 0 && !exited) {
-            pid_at = count;
-            items[count++] = (zmq_pollitem_t){NULL, pidfd, ZMQ_POLLIN, 0};
-        }
-        for (int k = 0; k < 2; k++)
-            if (pipes[k].fd >= 0) {
-                pipe_at[k] = count;
-                items[count++] = (zmq_pollitem_t){NULL, pipes[k].fd, ZMQ_POLLIN, 0};
-            }
-        if (in[1] >= 0 && !killed) {
-            in_at = count;
-            items[count++] = (zmq_pollitem_t){NULL, in[1], ZMQ_POLLOUT, 0};
-        }
-        int64_t until = killed ? give_up_us : deadline_us;
-        if (exited)
-            until = stop_reading_us;
-        long wait_ms = (long) ((until - now) / 1000) + 1;
-        if (pidfd < 0 || killed)
-            wait_ms = wait_ms > 50 ? 50 : wait_ms;     /* waitpid is polled */
-        if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
-            break;
-        for (int k = 0; k < 2; k++)
-            if (pipe_at[k] >= 0 && items[pipe_at[k]].revents
-                && !s_read (pipes[k].fd, pipes[k].text, run, k == 0 ? "stdout" : "stderr"))
-                s_close (&pipes[k].fd);
-        if (in_at >= 0 && items[in_at].revents && !s_write (in[1], stdin_text, stdin_len, &sent))
-            s_close (&in[1]);
-        if (pid_at >= 0 && items[pid_at].revents && waitpid (helper, &status, WNOHANG) == helper)
-            exited = true;
-        if (control_at >= 0 && items[control_at].revents) {
-            cg_control_t action = control_cb (control, arg);
-            if (action == CG_CONTROL_CANCEL || action == CG_CONTROL_ABORT) {
-                run->cancelled = action == CG_CONTROL_CANCEL;
-                if (action == CG_CONTROL_ABORT)
-                    end = CG_EXEC_ABORTED;
-                s_kill (backend, sandbox, keep, keep_count);
-                killed = true;
-                give_up_us = cg_now_us () + S_KILL_WAIT_MS * 1000;
-            }
-        }
-    }
+    s_command_t c = {.backend = backend, .sandbox = sandbox, .keep = keep, .keep_count = keep_count,
+                     .helper = helper, .pidfd = pidfd, .in_fd = in[1],
+                     .pipes = {{out[0], &run->out}, {errp[0], &run->err}}, .stdin_text = stdin_text,
+                     .stdin_len = stdin_text ? strlen (stdin_text) : 0, .deadline_us = deadline_us,
+                     .control = control, .control_cb = control_cb, .arg = arg, .run = run,
+                     .end = CG_EXEC_DONE};
+    s_wait (&c);
     run->ended_us = cg_now_us ();
-    s_close (&in[1]), s_close (&pipes[0].fd), s_close (&pipes[1].fd);
+    s_close (&c.in_fd), s_close (&c.pipes[0].fd), s_close (&c.pipes[1].fd);
     if (pidfd >= 0)
         close (pidfd);
-    if (!exited) {
+    if (!c.exited) {
         kill (helper, SIGKILL);
-        waitpid (helper, &status, 0);
+        waitpid (helper, &c.status, 0);
     }
     unlink (host_script);
-    if (WIFEXITED (status))
-        *exit_code = WEXITSTATUS (status);
-    else if (WIFSIGNALED (status))
-        *exit_code = 128 + WTERMSIG (status);
-    return end;
+    if (WIFEXITED (c.status))
+        *exit_code = WEXITSTATUS (c.status);
+    else if (WIFSIGNALED (c.status))
+        *exit_code = 128 + WTERMSIG (c.status);
+    return c.end;
 }

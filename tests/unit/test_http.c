@@ -538,34 +538,10 @@ s_test_routes (void)
     PASS ();
 }
 
-int
-main (void)
+//  Every refusal of the /files/ route and the listener: status and error code.
+static void
+s_test_errors (cg_http_t *http)
 {
-    signal (SIGPIPE, SIG_IGN);
-    if (getenv ("CG_TEST_VERBOSE"))
-        cg_log_set_level (3);
-    s_make_workspace ();
-    int fds_before = s_count_fds ();
-
-    cg_error_t *err = NULL;
-    cg_http_t *http = cg_http_new ("127.0.0.1:0", &err);
-    if (!http) {
-        fprintf (stderr, "cg_http_new: %s\n", cg_error_message (err));
-        return 1;
-    }
-    cg_downloads_t *downloads = cg_downloads_new (http, s_lookup, NULL);
-    s_base = cg_strdupf ("http://127.0.0.1:%d", cg_http_port (http));
-
-    s_expect_file (http, "pdf", "report.pdf", s_pdf, s_pdf_len, "application/pdf", false);
-    s_expect_file (http, "png", "chart.png", s_png, s_png_len, "image/png", false);
-    s_expect_file (http, "nested_csv", "sub/data.csv", s_csv, strlen (s_csv),
-                   cg_mime_type ("data.csv"), false);
-    s_expect_file (http, "html_attachment", "page.html", s_html, strlen (s_html),
-                   cg_mime_type ("page.html"), true);
-    s_expect_file (http, "encoded_name", "sub/odd%20name%20%231%3F.txt", s_odd, strlen (s_odd),
-                   cg_mime_type ("x.txt"), false);
-    s_test_head (http);
-
     const char *const post[] = { "-X", "POST", "-d", "x=1", NULL };
     const char *const put[] = { "-X", "PUT", "-d", "x=1", NULL };
     const char *const delete[] = { "-X", "DELETE", NULL };
@@ -616,41 +592,75 @@ main (void)
     for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
         s_expect_error (http, errors[i].name, errors[i].path, errors[i].extra, errors[i].status,
                         errors[i].code);
+}
 
-    /*  4096 bytes of request target are fine; 4097 get 414; far beyond MHD's own buffer the
-        client gets an error and the listener keeps serving. */
-    {
-        const char *name = "url_limit";
-        const char *head = "/files/" SESSION "/report.pdf?token=" TOKEN "&pad=";
-        size_t head_len = strlen (head);
-        char *target = cg_xmalloc (40000);
-        strcpy (target, head);
-        memset (target + head_len, 'a', 4096 - head_len);
-        target[4096] = '\0';
-        s_reply_t reply = s_get (http, target);
-        int at_limit = reply.status;
-        s_reply_free (&reply);
-        target[4096] = 'a';
-        target[4097] = '\0';
-        reply = s_get (http, target);
-        int over_limit = reply.status;
-        bool json = reply.body && strstr (reply.body, "\"uri_too_long\"");
-        s_reply_free (&reply);
-        memset (target + head_len, 'a', 30000);
-        target[head_len + 30000] = '\0';
-        reply = s_get (http, target);
-        int far_over = reply.status;
-        s_reply_free (&reply);
-        free (target);
-        if (at_limit != 200)
-            fprintf (stderr, "FAIL %s: 4096 bytes got %d\n", name, at_limit), s_failures++;
-        else if (over_limit != 414 || !json)
-            fprintf (stderr, "FAIL %s: 4097 bytes got %d\n", name, over_limit), s_failures++;
-        else if (far_over < 400 || far_over > 499)
-            fprintf (stderr, "FAIL %s: 30000 bytes got %d\n", name, far_over), s_failures++;
-        else
-            PASS ();
+//  4096 bytes of request target are fine; 4097 get 414; far beyond MHD's own buffer the
+//  client gets an error and the listener keeps serving.
+static void
+s_test_url_limit (cg_http_t *http)
+{
+    const char *name = "url_limit";
+    const char *head = "/files/" SESSION "/report.pdf?token=" TOKEN "&pad=";
+    size_t head_len = strlen (head);
+    char *target = cg_xmalloc (40000);
+    strcpy (target, head);
+    memset (target + head_len, 'a', 4096 - head_len);
+    target[4096] = '\0';
+    s_reply_t reply = s_get (http, target);
+    int at_limit = reply.status;
+    s_reply_free (&reply);
+    target[4096] = 'a';
+    target[4097] = '\0';
+    reply = s_get (http, target);
+    int over_limit = reply.status;
+    bool json = reply.body && strstr (reply.body, "\"uri_too_long\"");
+    s_reply_free (&reply);
+    memset (target + head_len, 'a', 30000);
+    target[head_len + 30000] = '\0';
+    reply = s_get (http, target);
+    int far_over = reply.status;
+    s_reply_free (&reply);
+    free (target);
+    if (at_limit != 200)
+        fprintf (stderr, "FAIL %s: 4096 bytes got %d\n", name, at_limit), s_failures++;
+    else if (over_limit != 414 || !json)
+        fprintf (stderr, "FAIL %s: 4097 bytes got %d\n", name, over_limit), s_failures++;
+    else if (far_over < 400 || far_over > 499)
+        fprintf (stderr, "FAIL %s: 30000 bytes got %d\n", name, far_over), s_failures++;
+    else
+        PASS ();
+}
+
+int
+main (void)
+{
+    signal (SIGPIPE, SIG_IGN);
+    if (getenv ("CG_TEST_VERBOSE"))
+        cg_log_set_level (3);
+    s_make_workspace ();
+    int fds_before = s_count_fds ();
+
+    cg_error_t *err = NULL;
+    cg_http_t *http = cg_http_new ("127.0.0.1:0", &err);
+    if (!http) {
+        fprintf (stderr, "cg_http_new: %s\n", cg_error_message (err));
+        return 1;
     }
+    cg_downloads_t *downloads = cg_downloads_new (http, s_lookup, NULL);
+    s_base = cg_strdupf ("http://127.0.0.1:%d", cg_http_port (http));
+
+    s_expect_file (http, "pdf", "report.pdf", s_pdf, s_pdf_len, "application/pdf", false);
+    s_expect_file (http, "png", "chart.png", s_png, s_png_len, "image/png", false);
+    s_expect_file (http, "nested_csv", "sub/data.csv", s_csv, strlen (s_csv),
+                   cg_mime_type ("data.csv"), false);
+    s_expect_file (http, "html_attachment", "page.html", s_html, strlen (s_html),
+                   cg_mime_type ("page.html"), true);
+    s_expect_file (http, "encoded_name", "sub/odd%20name%20%231%3F.txt", s_odd, strlen (s_odd),
+                   cg_mime_type ("x.txt"), false);
+    s_test_head (http);
+
+    s_test_errors (http);
+    s_test_url_limit (http);
 
     s_test_download_url (
         http, "sub/data.csv",
