@@ -21,6 +21,8 @@ DEBS=(
   nodejs npm curl python3-jupyter-kernel-test
   # fuzzing: clang with libFuzzer and the sanitizer runtimes (tests/fuzz/run)
   clang libclang-rt-14-dev
+  # the house style: .clang-format, checked by .ci/run (scripts/format.sh --check)
+  clang-format
 )
 
 missing=()
