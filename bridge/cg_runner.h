@@ -24,10 +24,13 @@ typedef struct {
 /*  The actor (zactor_fn). Pipe commands:
       EXEC <key> <request JSON>   run a request (see cg_exec_request_t; JSON fields
                                   language, code, stdin, timeout, execution_id,
-                                  session_id); the result goes to results_endpoint as
-                                  RESULT <key> <result JSON>
+                                  session_id); its outcome goes to results_endpoint as
+                                  OUTCOME <key> <cg_outcome_t pointer> (zsock_send
+                                  picture "ssp"; the receiver owns it and destroys it
+                                  with cg_outcome_destroy). A runner stopped ($TERM)
+                                  while it runs sends nothing.
       START <key> <JSON>          start the sandbox and the kernel for JSON's "language"
-                                  now; result {"ok": true} or {"ok": false, "error": ...}
+                                  now; RESULT <key> {"ok": true} or {"ok": false, "error": ...}
       CANCEL                      interrupt the running cell, if any
       $TERM                       stop: the session's sandbox is destroyed */
 void cg_runner_actor (zsock_t *pipe, void *args);

@@ -5,6 +5,7 @@
 #include "cg_conformance.h"
 #include "cg_files.h"
 #include "cg_result.h"
+#include "cg_run_result.h"
 #include "cg_tools.h"
 #include "../artifacts/cg_http.h"
 #include "../artifacts/cg_wsfs.h"
@@ -283,7 +284,7 @@ static void
 s_send_tool_result (s_server_t *self, json_t *id, const char *tool, json_t *result)
 {
     if (strcmp (tool, CG_SEED001_TOOL) == 0)
-        cg_tools_seed001_status (json_object_get (result, "structuredContent"));
+        cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
     s_send (self, cg_jsonrpc_result (id, result));
 }
 
@@ -360,7 +361,7 @@ s_max_sessions_result (s_server_t *self, const char *language, const char *sessi
     cleanup_free char *message = cg_strdupf (
         "Maximum %d concurrent sessions reached. Close an existing session first.",
         self->config->max_sessions);
-    return language ? cg_tools_run_error (language, session_id, "max_sessions", message)
+    return language ? cg_run_result_refused (language, session_id, "max_sessions", message)
                 : cg_tools_error_object ("max_sessions", message, session_id);
 }
 
@@ -483,10 +484,10 @@ s_start_run (s_server_t *self, json_t *id, json_t *request)
     json_t *refusal = NULL;
     if (strcmp (tool, "send_to_session") == 0 && !session) {
         cleanup_free char *message = cg_strdupf ("No active session with id %s", session_id);
-        refusal = cg_tools_run_error (language, session_id, "session_not_found", message);
+        refusal = cg_run_result_refused (language, session_id, "session_not_found", message);
     }
     else if (session && session->busy_key)
-        refusal = cg_tools_run_error (language, session_id, "session_busy", s_busy_message);
+        refusal = cg_run_result_refused (language, session_id, "session_busy", s_busy_message);
     else if (session_id && !session) {
         session = s_session_new (self, session_id, language, NULL);
         if (!session)
@@ -641,7 +642,7 @@ s_session_close (s_server_t *self, s_session_t *session, const char *why)
             s_send (self, cg_jsonrpc_result (call->id, cg_tools_error_object ("session_closed", why, session->id)));
         else if (call && !call->cancelled)
             s_send_tool_result (self, call->id, call->tool,
-                                cg_tools_run_error (session->language, session->id, "session_closed", why));
+                                cg_run_result_refused (session->language, session->id, "session_closed", why));
         self->current = saved;
         zhashx_delete (self->calls, session->busy_key);
     }
@@ -1093,23 +1094,18 @@ s_handle_line (s_server_t *self, const char *line, size_t len)
     json_decref (message);
 }
 
-//  Completes a run's structured result for its tool: the seeds' extra fields.
+//  The tools/call result of a run: OUTCOME's structuredContent (cg_run_result) with the
+//  session's download URLs added.
 static json_t *
-s_run_response (s_server_t *self, s_call_t *call, json_t *structured)
+s_run_response (s_server_t *self, s_call_t *call, const cg_outcome_t *outcome)
 {
+    json_t *structured = cg_run_result_structured (outcome, call->run_id);
     s_session_t *session = s_find (self, call->session_id);
     if (session) {
         cg_files_t files = s_files (self, session);
         cg_files_add_urls (&files, structured);
     }
-    json_object_set_new (structured, "truncated",
-                         json_boolean (json_is_true (json_object_get (structured, "stdout_truncated"))
-                                       || json_is_true (json_object_get (structured, "stderr_truncated"))));
-    if (!json_object_get (structured, "artifacts"))
-        json_object_set_new (structured, "artifacts", json_array ());
-    if (call->run_id)
-        json_object_set_new (structured, "run_id", json_string (call->run_id));
-    return cg_tools_call_result (structured);
+    return cg_run_result_call (structured);
 }
 
 static json_t *
@@ -1146,6 +1142,8 @@ s_progress (s_server_t *self, s_call_t *call, const char *text)
     json_decref (note);
 }
 
+//  A runner's message: PROGRESS <key> <note JSON>, RESULT <key> <start_session reply
+//  JSON>, or OUTCOME <key> <cg_outcome_t pointer> (ours to destroy).
 static void
 s_handle_result (s_server_t *self)
 {
@@ -1154,7 +1152,13 @@ s_handle_result (s_server_t *self)
         return;
     char *tag = zmsg_popstr (msg);
     char *key = zmsg_popstr (msg);
-    char *text = zmsg_popstr (msg);
+    bool is_outcome = tag && strcmp (tag, "OUTCOME") == 0;
+    char *text = is_outcome ? NULL : zmsg_popstr (msg);
+    cg_outcome_t *outcome = NULL;
+    zframe_t *frame = is_outcome ? zmsg_pop (msg) : NULL;
+    if (frame && zframe_size (frame) == sizeof outcome)
+        memcpy (&outcome, zframe_data (frame), sizeof outcome);
+    zframe_destroy (&frame);
     s_call_t *call = key ? zhashx_lookup (self->calls, key) : NULL;
     s_channel_t *saved = self->current;
     if (call && tag && strcmp (tag, "PROGRESS") == 0) {
@@ -1170,18 +1174,18 @@ s_handle_result (s_server_t *self)
             session->busy_key = NULL;
             s_touch (session);
         }
-        json_t *structured = text ? json_loads (text, 0, NULL) : NULL;
         bool start = strcmp (call->tool, "start_session") == 0;
+        json_t *structured = start && text ? json_loads (text, 0, NULL) : NULL;
         if (session && !start)
             session->executions++;
         if (call->cancelled)
             ;   /* the spec: no response to a cancelled request */
-        else if (!structured)
+        else if (start ? !structured : !outcome)
             s_send_error (self, call->id, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
         else if (start && session)
             s_send (self, cg_jsonrpc_result (call->id, s_start_response (self, session, structured)));
         else if (!start)
-            s_send_tool_result (self, call->id, call->tool, s_run_response (self, call, json_incref (structured)));
+            s_send_tool_result (self, call->id, call->tool, s_run_response (self, call, outcome));
         //  A session whose start failed is not kept: it would hold a sandbox slot.
         if (start && session && !json_is_true (json_object_get (structured, "ok")))
             s_session_retire (self, session);
@@ -1189,6 +1193,7 @@ s_handle_result (s_server_t *self)
         zhashx_delete (self->calls, key);
     }
     self->current = saved;
+    cg_outcome_destroy (&outcome);
     zstr_free (&tag);
     zstr_free (&key);
     zstr_free (&text);

@@ -1,8 +1,8 @@
 /*  cg_tools — the MCP tool registry: names, descriptions, input and output schemas, the
-    validation of arguments, and the mapping of results onto MCP content. */
+    validation of arguments, and the results of the tools that do not run code (a run's
+    result is cg_run_result's). */
 #include "cg_tools.h"
-#include "cg_result.h"
-#include "../bridge/cg_session.h"
+#include "cg_run_result.h"
 #include "../bridge/cg_util.h"
 
 #include "../artifacts/cg_workspace.h"
@@ -205,19 +205,6 @@ s_seed001_tool (void)
                    input, output, false, false);
 }
 
-void
-cg_tools_seed001_status (json_t *structured)
-{
-    const char *status = json_string_value (json_object_get (structured, "status"));
-    if (!status)
-        return;
-    const char *mapped = strcmp (status, "success") == 0           ? "completed"
-                         : strcmp (status, "timeout") == 0         ? "timeout"
-                         : strcmp (status, "execution_error") == 0 ? "error_runtime"
-                                                                   : "error_setup";
-    json_object_set_new (structured, "status", json_string (mapped));
-}
-
 json_t *
 cg_tools_list (const cg_config_t *config)
 {
@@ -354,23 +341,10 @@ cg_tools_known (const char *name)
 //  --------------------------------------------------------------------------
 //  Arguments
 
-//  The run result of a call that never ran: status setup_error with ERROR_CODE.
-static json_t *
-s_setup_error (const char *language, const char *session_id, const char *error_code,
-               const char *message)
-{
-    char execution_id[18] = "exec_";
-    cg_random_hex (execution_id + 5, 6);
-    cg_exec_request_t request = {.language = language ? language : "",
-                                 .execution_id = execution_id,
-                                 .session_id = session_id};
-    return cg_result_setup_error (&request, error_code, message);
-}
-
 static json_t *
 s_invalid (const char *error_code, const char *message, const char *language)
 {
-    return cg_tools_call_result (s_setup_error (language, NULL, error_code, message));
+    return cg_run_result_invalid (language, error_code, message);
 }
 
 const char *
@@ -585,21 +559,6 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
 //  Results
 
 json_t *
-cg_tools_run_error (const char *language, const char *session_id, const char *error,
-                    const char *message)
-{
-    char error_code[64];
-    size_t i = 0;
-    for (; error[i] && i < sizeof error_code - 1; i++)
-        error_code[i] = (char) toupper ((unsigned char) error[i]);
-    error_code[i] = '\0';
-    json_t *structured = s_setup_error (language, session_id, error_code, message);
-    json_object_set_new (structured, "error", json_string (error));
-    json_object_set_new (structured, "message", json_string (message));
-    return cg_tools_call_result (structured);
-}
-
-json_t *
 cg_tools_object_result (json_t *structured, const char *text, bool is_error)
 {
     return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
@@ -613,97 +572,4 @@ cg_tools_error_object (const char *error, const char *message, const char *sessi
     if (session_id)
         json_object_set_new (structured, "session_id", json_string (session_id));
     return cg_tools_object_result (structured, message, true);
-}
-
-static void
-s_append (char **text, const char *more)
-{
-    char *joined = cg_strdupf ("%s%s", *text, more);
-    free (*text);
-    *text = joined;
-}
-
-json_t *
-cg_tools_call_result (json_t *structured)
-{
-    const char *status = json_string_value (json_object_get (structured, "status"));
-    const char *out = json_string_value (json_object_get (structured, "stdout"));
-    const char *err = json_string_value (json_object_get (structured, "stderr"));
-    const char *message = json_string_value (json_object_get (structured, "error_message"));
-    json_t *content = json_array ();
-
-    char *text = cg_xstrdup ("");
-    if (out && *out)
-        s_append (&text, out);
-    if (err && *err) {
-        s_append (&text, *text ? "\n[stderr]\n" : "[stderr]\n");
-        s_append (&text, err);
-    }
-    json_t *outputs = json_object_get (structured, "outputs");
-    size_t i;
-    json_t *item;
-    json_array_foreach (outputs, i, item) {
-        json_t *data = json_object_get (item, "data");
-        const char *png = json_string_value (json_object_get (data, "image/png"));
-        const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
-        if (png || jpeg) {
-            //  The bytes go in the image block only; the output names it and its file.
-            const char *mime = png ? "image/png" : "image/jpeg";
-            json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
-                                                       png ? png : jpeg, "mimeType", mime));
-            const char *type = json_string_value (json_object_get (item, "type"));
-            if (type && strcmp (type, "execute_result") == 0)
-                json_object_del (json_object_get (structured, "return_value"), mime);
-            cg_result_link_output (item, mime, json_array_size (content));  /* the text block comes first */
-        }
-        else if (json_object_get (data, "text/plain")
-                 && strcmp (json_string_value (json_object_get (item, "type")), "execute_result") == 0) {
-            s_append (&text, *text ? "\n[result]\n" : "[result]\n");
-            s_append (&text, json_string_value (json_object_get (data, "text/plain")));
-        }
-    }
-    const char *streams[] = {"stdout", "stderr"};
-    for (int k = 0; k < 2; k++) {
-        cleanup_free char *file_key = cg_strdupf ("%s_file", streams[k]);
-        cleanup_free char *url_key = cg_strdupf ("%s_url", streams[k]);
-        cleanup_free char *cut_key = cg_strdupf ("%s_truncated", streams[k]);
-        const char *file = json_string_value (json_object_get (structured, file_key));
-        const char *url = json_string_value (json_object_get (structured, url_key));
-        if (!file && json_is_true (json_object_get (structured, cut_key))
-            && json_is_null (json_object_get (structured, "session_id"))) {
-            cleanup_free char *line = cg_strdupf ("%s[%s was cut; run with a session_id to keep the whole text as a file]",
-                                                  *text ? "\n" : "", streams[k]);
-            s_append (&text, line);
-        }
-        if (!file)
-            continue;
-        cleanup_free char *line = cg_strdupf ("%s[%s was cut; the whole text is in %s%s%s]", *text ? "\n" : "",
-                                              streams[k], file, url ? " " : "", url ? url : "");
-        s_append (&text, line);
-    }
-    json_t *artifacts = json_object_get (structured, "artifacts");
-    json_array_foreach (artifacts, i, item) {
-        const char *url = json_string_value (json_object_get (item, "download_url"));
-        cleanup_free char *line = cg_strdupf (
-            "%s%s (%s, %" JSON_INTEGER_FORMAT " bytes)%s%s", i == 0 ? (*text ? "\n[files created or changed]\n" : "[files created or changed]\n") : "\n",
-            json_string_value (json_object_get (item, "path")), json_string_value (json_object_get (item, "mime_type")),
-            json_integer_value (json_object_get (item, "size_bytes")), url ? " " : "", url ? url : "");
-        s_append (&text, line);
-    }
-    if (status && strcmp (status, "success") != 0 && message) {
-        s_append (&text, *text ? "\n" : "");
-        cleanup_free char *line = cg_strdupf ("[%s] %s", status, message);
-        s_append (&text, line);
-    }
-    const char *notice = json_string_value (json_object_get (structured, "notice"));
-    if (notice) {
-        cleanup_free char *line = cg_strdupf ("%s[notice] %s", *text ? "\n" : "", notice);
-        s_append (&text, line);
-    }
-    if (!*text)
-        s_append (&text, "(no output)");
-    json_array_insert_new (content, 0, json_pack ("{s:s, s:s}", "type", "text", "text", text));
-    free (text);
-    return json_pack ("{s:o, s:o, s:b}", "content", content, "structuredContent", structured,
-                      "isError", status && strcmp (status, "success") != 0);
 }

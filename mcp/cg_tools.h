@@ -1,5 +1,6 @@
 /*  cg_tools — the MCP tool registry: names, descriptions, input and output schemas, the
-    validation of arguments, and the mapping of results onto MCP content. */
+    validation of arguments, and the results of the tools that do not run code (a run's
+    result is cg_run_result's). */
 #ifndef CG_TOOLS_H
 #define CG_TOOLS_H
 
@@ -14,10 +15,6 @@
 /*  Seed 001's tool (the seed001 tool profile) and its default timeout. */
 #define CG_SEED001_TOOL "code_execution_sandbox.execute_code"
 #define CG_SEED001_TIMEOUT_MS 5000
-
-/*  Rewrites a run result's status in seed 001's terms: completed, timeout,
-    error_runtime, error_setup. */
-void cg_tools_seed001_status (json_t *structured);
 
 /*  Returns the tools/list "tools" array. Caller owns the result. */
 json_t *cg_tools_list (const cg_config_t *config);
@@ -47,12 +44,6 @@ const char *cg_tools_supported_languages (void);
 /*  Returns true when ID is a well-formed session id. */
 bool cg_tools_valid_session_id (const char *id);
 
-/*  Returns a tools/call result for a running tool (execute_code, run_python,
-    send_to_session) that could not run: the run result's fields (status setup_error,
-    error_code ERROR in capitals) plus seed 004's {error, message}. Caller owns it. */
-json_t *cg_tools_run_error (const char *language, const char *session_id, const char *error,
-                            const char *message);
-
 /*  Returns a tools/call result of STRUCTURED (stolen) with one text block TEXT. Caller
     owns the result. */
 json_t *cg_tools_object_result (json_t *structured, const char *text, bool is_error);
@@ -60,9 +51,5 @@ json_t *cg_tools_object_result (json_t *structured, const char *text, bool is_er
 /*  Returns a tools/call result for an error object {error, message} (seed 002/004
     style) plus the given session_id (may be NULL). Caller owns the result. */
 json_t *cg_tools_error_object (const char *error, const char *message, const char *session_id);
-
-/*  Turns a structured execution result (stolen) into a tools/call result: text and
-    image content blocks, structuredContent, isError. Caller owns the result. */
-json_t *cg_tools_call_result (json_t *structured);
 
 #endif
