@@ -209,7 +209,9 @@ cg_session_drain (cg_session_t *self)
 
 //  Puts one stream of the run into OUTCOME's STREAM: whole when it fits the result's cap,
 //  else cut to head + marker + tail, with the whole text (as kept) saved in the workspace
-//  as outputs/<execution_id>-NAME.txt and named in STREAM's file.
+//  as outputs/<execution_id>-NAME.txt and named in STREAM's file. Untrusted: TEXT is the
+//  kernel's or the command's bytes; the stream gets them cleaned to UTF-8
+//  (cg_outcome_stream_set), the saved file keeps them raw.
 static void
 s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_stream_t *stream,
                const char *name, cg_text_t *text)

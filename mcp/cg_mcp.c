@@ -1094,18 +1094,14 @@ s_handle_line (s_server_t *self, const char *line, size_t len)
     json_decref (message);
 }
 
-//  The tools/call result of a run: OUTCOME's structuredContent (cg_run_result) with the
-//  session's download URLs added.
+//  The tools/call result of a run: OUTCOME's (cg_run_result), with the session's
+//  download URLs.
 static json_t *
 s_run_response (s_server_t *self, s_call_t *call, const cg_outcome_t *outcome)
 {
-    json_t *structured = cg_run_result_structured (outcome, call->run_id);
     s_session_t *session = s_find (self, call->session_id);
-    if (session) {
-        cg_files_t files = s_files (self, session);
-        cg_files_add_urls (&files, structured);
-    }
-    return cg_run_result_call (structured);
+    cg_files_t files = session ? s_files (self, session) : (cg_files_t){0};
+    return cg_run_result_call (cg_run_result_structured (outcome, session ? &files : NULL, call->run_id));
 }
 
 static json_t *

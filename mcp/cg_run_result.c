@@ -112,9 +112,11 @@ s_structured (const cg_outcome_t *outcome, const char *error_code)
 }
 
 json_t *
-cg_run_result_structured (const cg_outcome_t *outcome, const char *run_id)
+cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files, const char *run_id)
 {
     json_t *structured = s_structured (outcome, NULL);
+    if (files)
+        cg_files_add_urls (files, structured);
     json_object_set_new (structured, "truncated", json_boolean (outcome->out.truncated || outcome->err.truncated));
     if (!json_object_get (structured, "artifacts"))
         json_object_set_new (structured, "artifacts", json_array ());

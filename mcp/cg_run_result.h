@@ -5,6 +5,7 @@
 #ifndef CG_RUN_RESULT_H
 #define CG_RUN_RESULT_H
 
+#include "cg_files.h"
 #include "../bridge/cg_outcome.h"
 
 #include <jansson.h>
@@ -16,10 +17,12 @@
     stdout_truncated, stderr_truncated; when it ran also stdout_file/stderr_file,
     return_value, returnValue, execution_count, executionTimeMs, artifacts, files,
     artifacts_created/_modified/_deleted, memoryUsedMB; notice when there is one; then
+    the download URLs of FILES' session (cg_files_add_urls; none when FILES is NULL),
     truncated, artifacts ([] when it did not run) and run_id when RUN_ID is not NULL.
-    The result holds OUTCOME's outputs array itself (not a copy): once the result is
-    changed, OUTCOME's outputs are changed too. Caller owns the result. */
-json_t *cg_run_result_structured (const cg_outcome_t *outcome, const char *run_id);
+    The result holds OUTCOME's JSON values (outputs, the workspace lists) themselves, not
+    copies (only the return value is copied): once the result is changed, they are
+    changed in OUTCOME too. Caller owns the result. */
+json_t *cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files, const char *run_id);
 
 /*  Turns a run's structuredContent STRUCTURED (stolen) into a tools/call result: one
     text block (the output, the result's value, what was cut and where the whole text

@@ -58,7 +58,7 @@ s_base_order (void)
                                  "outputs", "success", "timed_out", "kernel_restarted", "cancelled",
                                  "stdout_truncated", "stderr_truncated", NULL};
     cg_outcome_t *outcome = s_ran ("python");
-    json_t *structured = cg_run_result_structured (outcome, NULL);
+    json_t *structured = cg_run_result_structured (outcome, NULL, NULL);
     void *iter = json_object_iter (structured);
     for (int i = 0; keys[i]; i++, iter = json_object_iter_next (structured, iter))
         CHECK (iter && strcmp (json_object_iter_key (iter), keys[i]) == 0, "key %d is %s, not %s", i,
@@ -83,7 +83,7 @@ s_success (void)
     outcome->memory_peak_mb = 41.26;
     json_array_append_new (outcome->created, json_string ("a.txt"));
     json_object_set_new (outcome->files, "a.txt", json_string ("x"));
-    json_t *structured = cg_run_result_structured (outcome, "run_1");
+    json_t *structured = cg_run_result_structured (outcome, NULL, "run_1");
     cg_outcome_destroy (&outcome);
     CHECK (s_is (structured, "stdout", "hi\n") && s_is (structured, "stderr", ""), "streams");
     CHECK (s_is (structured, "status", "success") && json_is_true (json_object_get (structured, "success")), "status");
@@ -122,7 +122,7 @@ s_runtime_error (void)
     cg_outcome_stream_set (&outcome->err, "Traceback\nZeroDivisionError: division by zero\n", 46);
     cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME,
                      "ZeroDivisionError: division by zero");
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL));
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
     cg_outcome_destroy (&outcome);
     json_t *structured = json_object_get (result, "structuredContent");
     CHECK (s_is (structured, "status", "execution_error") && s_int (structured, "exit_code") == 1
@@ -153,7 +153,7 @@ s_timeout (void)
     outcome->kernel_restarted = true;
     cg_outcome_add_notice (outcome, "One.");
     cg_outcome_add_notice (outcome, "Two.");
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL));
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
     json_t *structured = json_object_get (result, "structuredContent");
     CHECK (s_is (structured, "status", "timeout") && s_int (structured, "exit_code") == -1
                && s_is (structured, "error_code", "EXECUTION_TIMEOUT")
@@ -171,7 +171,7 @@ s_timeout (void)
     cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME, "Execution was cancelled.");
     outcome->timed_out = false;
     outcome->cancelled = true;
-    structured = cg_run_result_structured (outcome, NULL);
+    structured = cg_run_result_structured (outcome, NULL, NULL);
     cg_outcome_destroy (&outcome);
     CHECK (s_is (structured, "status", "execution_error") && s_int (structured, "exit_code") == 130
                && s_is (structured, "error_code", "RUNTIME_ERROR")
@@ -188,7 +188,7 @@ s_setup_failure (void)
     const char *name = "a run that never started";
     cg_outcome_t *outcome = cg_outcome_setup_failure ("javascript", "exec_aaaaaaaaaaaa", NULL, CG_OUTCOME_ERROR_SANDBOX,
                                                       "start kernel javascript: no such container");
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL));
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
     cg_outcome_destroy (&outcome);
     json_t *structured = json_object_get (result, "structuredContent");
     CHECK (s_is (structured, "status", "setup_error") && s_int (structured, "exit_code") == -1
@@ -209,7 +209,7 @@ s_setup_failure (void)
 
     outcome = cg_outcome_setup_failure ("python", "exec_aaaaaaaaaaaa", "s1", CG_OUTCOME_ERROR_INVALID_PARAMS,
                                         "files: x: not valid base64");
-    structured = cg_run_result_structured (outcome, NULL);
+    structured = cg_run_result_structured (outcome, NULL, NULL);
     cg_outcome_destroy (&outcome);
     CHECK (s_is (structured, "error_code", "INVALID_PARAMS"), "invalid files");
     json_decref (structured);
@@ -225,7 +225,7 @@ s_truncated (void)
     outcome->out.truncated = true;
     outcome->out.file = cg_xstrdup ("/mnt/data/outputs/exec_0123456789ab-stdout.txt");
     cg_outcome_stream_set (&outcome->err, "bad \xff byte\0x", 12);
-    json_t *structured = cg_run_result_structured (outcome, NULL);
+    json_t *structured = cg_run_result_structured (outcome, NULL, NULL);
     CHECK (json_is_true (json_object_get (structured, "stdout_truncated"))
                && json_is_false (json_object_get (structured, "stderr_truncated"))
                && json_is_true (json_object_get (structured, "truncated"))
@@ -242,7 +242,7 @@ s_truncated (void)
     outcome->session_id = NULL;
     free (outcome->out.file);
     outcome->out.file = NULL;
-    result = cg_run_result_call (cg_run_result_structured (outcome, NULL));
+    result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
     cg_outcome_destroy (&outcome);
     CHECK (strstr (s_text_block (result), "\n[stdout was cut; run with a session_id to keep the whole text as a file]"),
            "one-shot text block: %s", s_text_block (result));
@@ -259,7 +259,7 @@ s_image (void)
     json_array_append_new (outcome->outputs,
                            json_pack ("{s:s, s:O, s:{}}", "type", "execute_result", "data", data, "metadata"));
     outcome->return_value = data;
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL));
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
     cg_outcome_destroy (&outcome);
     json_t *content = json_object_get (result, "content");
     json_t *structured = json_object_get (result, "structuredContent");
