@@ -99,7 +99,7 @@ s_start (s_runner_t *self, const char *language)
     return why;
 }
 
-static json_t *
+static cg_outcome_t *
 s_run (s_runner_t *self, json_t *request_json)
 {
     cg_exec_request_t request = {
@@ -116,19 +116,30 @@ s_run (s_runner_t *self, json_t *request_json)
     if (!self->session) {
         cg_error_t *err = NULL;
         if (s_ensure_session (self, &err) < 0) {
-            json_t *result = cg_result_setup_error (&request, "SANDBOX_SETUP_FAILED", cg_error_message (err));
+            cg_outcome_t *outcome = cg_outcome_setup_failure (request.language, request.execution_id, request.session_id,
+                                                              CG_OUTCOME_ERROR_SANDBOX, cg_error_message (err));
             cg_error_destroy (&err);
-            return result;
+            return outcome;
         }
     }
-    json_t *result = cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
+    cg_outcome_t *outcome = cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
     if (self->args.oneshot)
         cg_session_destroy (&self->session);
-    return result;
+    return outcome;
+}
+
+//  Hands the outcome over (*OUTCOME_P is taken): RESULT <key> <pointer>. A runner told
+//  to stop while it ran sends nothing: the server forgot the call before it said so.
+static void
+s_send_outcome (s_runner_t *self, const char *key, cg_outcome_t **outcome_p)
+{
+    if (!self->terminated && zsock_send (self->results, "ssp", "RESULT", key, *outcome_p) == 0)
+        *outcome_p = NULL;
+    cg_outcome_destroy (outcome_p);
 }
 
 //  EXEC <key> <request>: runs REQUEST (a json_t the message hands over) and sends
-//  RESULT <key> <result> (a json_t the receiver takes over).
+//  RESULT <key> <outcome>.
 static void
 s_exec (s_runner_t *self, zmsg_t *msg)
 {
@@ -138,10 +149,10 @@ s_exec (s_runner_t *self, zmsg_t *msg)
     zframe_destroy (&frame);
     if (key && request) {
         self->key = key;
-        json_t *result = s_run (self, request);
+        cg_outcome_t *outcome = s_run (self, request);
         self->key = NULL;
         s_report (self);
-        zsock_send (self->results, "ssp", "RESULT", key, result);
+        s_send_outcome (self, key, &outcome);
     }
     json_decref (request);
     zstr_free (&key);

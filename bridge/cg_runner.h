@@ -26,8 +26,10 @@ typedef struct {
       EXEC <key> <request>        run a request, a json_t pointer the runner takes over
                                   (see cg_exec_request_t; fields language, code, stdin,
                                   timeout, execution_id, session_id, files, progress);
-                                  the result goes to results_endpoint as
-                                  RESULT <key> <result> (a json_t pointer, the receiver's)
+                                  its outcome goes to results_endpoint as
+                                  RESULT <key> <outcome> (a cg_outcome_t pointer the
+                                  receiver owns and destroys with cg_outcome_destroy);
+                                  a runner stopped ($TERM) while it runs sends nothing
       START <key> <language>      start the sandbox and LANGUAGE's kernel now; answered
                                   with STARTED <key> <why it failed, or "">
       CANCEL                      interrupt the running cell, if any

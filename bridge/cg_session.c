@@ -1,15 +1,13 @@
 /*  cg_session — one sandbox (container + workspace) with its kernels started lazily, and
-    the execution of one cell into one assembled result. */
+    the execution of one cell into one outcome (cg_outcome_t). */
 #define _GNU_SOURCE
 #include "cg_session.h"
 #include "cg_command.h"
-#include "cg_utf8.h"
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
 #include "../artifacts/cg_wsfs.h"
 
 #include <errno.h>
-#include <math.h>
 #include <sodium.h>
 #include <signal.h>
 #include <string.h>
@@ -209,110 +207,47 @@ cg_session_drain (cg_session_t *self)
 //  --------------------------------------------------------------------------
 //  Results
 
-static json_t *
-s_result_new (const cg_exec_request_t *request)
-{
-    return json_pack ("{s:s, s:s, s:i, s:s, s:n, s:n, s:f, s:i, s:s, s:o, s:s, s:[], s:b, s:b, "
-                      "s:b, s:b, s:b, s:b}",
-                      "stdout", "", "stderr", "", "exit_code", 0, "status", "success",
-                      "error_code", "error_message", "execution_time", 0.0, "duration_ms", 0,
-                      "execution_id", request->execution_id, "session_id",
-                      request->session_id ? json_string (request->session_id) : json_null (),
-                      "language", request->language, "outputs", "success", 1, "timed_out", 0,
-                      "kernel_restarted", 0, "cancelled", 0, "stdout_truncated", 0,
-                      "stderr_truncated", 0);
-}
-
+//  Puts one stream of the run into OUTCOME's STREAM: whole when it fits the result's cap,
+//  else cut to head + marker + tail, with the whole text (as kept) saved in the workspace
+//  as outputs/<execution_id>-NAME.txt and named in STREAM's file. Untrusted: TEXT is the
+//  kernel's or the command's bytes; the stream gets them cleaned to UTF-8
+//  (cg_outcome_stream_set), the saved file keeps them raw.
 static void
-s_set_failure (json_t *result, const char *status, int exit_code, const char *error_code,
-               const char *message)
-{
-    json_object_set_new (result, "status", json_string (status));
-    json_object_set_new (result, "exit_code", json_integer (exit_code));
-    json_object_set_new (result, "error_code", json_string (error_code));
-    json_object_set_new (result, "error_message", json_string (message));
-    json_object_set_new (result, "success", json_false ());
-}
-
-json_t *
-cg_result_setup_error (const cg_exec_request_t *request, const char *error_code,
-                       const char *message)
-{
-    json_t *result = s_result_new (request);
-    s_set_failure (result, "setup_error", -1, error_code, message);
-    return result;
-}
-
-static void
-s_append_stderr (json_t *result, const char *text)
-{
-    const char *old = json_string_value (json_object_get (result, "stderr"));
-    cleanup_free char *joined = cg_strdupf ("%s%s%s", old, *old && old[strlen (old) - 1] != '\n' ? "\n" : "", text);
-    json_object_set_new (result, "stderr", json_string (joined));
-}
-
-//  Kernel and command output is untrusted bytes: every valid character is kept, and only
-//  what JSON text cannot carry (invalid UTF-8, NUL) becomes U+FFFD. The saved full-output
-//  file keeps the raw bytes.
-static json_t *
-s_text_json (const char *text, size_t len)
-{
-    size_t clean_len;
-    cleanup_free char *clean = cg_utf8_clean (text, len, &clean_len);
-    return json_stringn (clean, clean_len);
-}
-
-//  Puts one stream into RESULT as FIELD: whole when it fits the result's cap, else cut
-//  to head + marker + tail, with the whole text (as kept) saved in the workspace and
-//  named in FIELD_file.
-static void
-s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, json_t *result,
-               const char *field, cg_text_t *text)
+s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_stream_t *stream,
+               const char *name, cg_text_t *text)
 {
     const cg_config_t *config = self->config;
     cg_text_finish (text);
-    cleanup_free char *truncated_key = cg_strdupf ("%s_truncated", field);
     if (text->len + text->dropped <= config->max_output_bytes) {
-        json_object_set_new (result, field, s_text_json (text->data, text->len));
-        json_object_set_new (result, truncated_key, json_false ());
+        cg_outcome_stream_set (stream, text->data, text->len);
+        stream->truncated = false;
         return;
     }
     size_t cut_len = 0, whole_len = 0;
     cleanup_free char *cut = cg_output_cut (text->data, text->len, config->output_head_bytes,
                                             config->output_tail_bytes, text->dropped ? text->cut : CG_OUTPUT_NO_CUT,
                                             text->dropped_chars, &cut_len);
-    json_object_set_new (result, field, s_text_json (cut, cut_len));
-    json_object_set_new (result, truncated_key, json_true ());
+    cg_outcome_stream_set (stream, cut, cut_len);
+    stream->truncated = true;
     if (!request->session_id)
         return;     /* a one-shot sandbox is gone with its files */
     cleanup_free char *whole = text->dropped ? cg_output_join (text->data, text->len, text->cut, text->dropped_chars,
                                                                &whole_len)
                                              : NULL;
-    cleanup_free char *rel = cg_strdupf ("%s/%s-%s.txt", CG_ARTIFACTS_OUTPUT_DIR, request->execution_id, field);
+    cleanup_free char *rel = cg_strdupf ("%s/%s-%s.txt", CG_ARTIFACTS_OUTPUT_DIR, request->execution_id, name);
     cg_error_t *err = NULL;
     if (cg_workspace_write (self->ws, rel, whole ? whole : text->data, whole ? whole_len : text->len, true,
                             (uid_t) config->sandbox_uid, (gid_t) config->sandbox_gid, &err) == 0) {
-        cleanup_free char *file_key = cg_strdupf ("%s_file", field);
-        cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
-        json_object_set_new (result, file_key, json_string (path));
+        free (stream->file);
+        stream->file = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
     }
     else
-        cg_log (1, "save full %s: %s", field, cg_error_message (err));
+        cg_log (1, "save full %s: %s", name, cg_error_message (err));
     cg_error_destroy (&err);
 }
 
-//  Adds TEXT to RESULT's notice (a sentence for the model about what happened besides
-//  the output).
 static void
-s_add_notice (json_t *result, const char *text)
-{
-    const char *old = json_string_value (json_object_get (result, "notice"));
-    cleanup_free char *joined = old ? cg_strdupf ("%s %s", old, text) : cg_xstrdup (text);
-    json_object_set_new (result, "notice", json_string (joined));
-}
-
-static void
-s_fill_run (cg_session_t *self, const cg_exec_request_t *request, json_t *result, cg_run_t *run)
+s_fill_run (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *outcome, cg_run_t *run)
 {
     if (run->messages_refused) {
         cleanup_free char *text = cg_strdupf (
@@ -320,7 +255,7 @@ s_fill_run (cg_session_t *self, const cg_exec_request_t *request, json_t *result
             "%.0f MB the server accepts (--max-message-mb); an output (a display, say) may be "
             "missing. Save large results to a file in " CG_WORKSPACE_MOUNT " instead.",
             run->messages_refused, (double) self->config->max_message_bytes / (1024 * 1024));
-        s_add_notice (result, text);
+        cg_outcome_add_notice (outcome, text);
     }
     if (run->displays_dropped) {
         cleanup_free char *text = cg_strdupf (
@@ -328,26 +263,17 @@ s_fill_run (cg_session_t *self, const cg_exec_request_t *request, json_t *result
             "the %.0f MB (--max-display-mb) or the 1000 outputs the server keeps per run.",
             run->displays_dropped, (double) run->display_bytes_dropped / (1024 * 1024),
             (double) self->config->max_display_bytes / (1024 * 1024));
-        s_add_notice (result, text);
+        cg_outcome_add_notice (outcome, text);
     }
-    s_fill_stream (self, request, result, "stdout", &run->out);
-    s_fill_stream (self, request, result, "stderr", &run->err);
-    json_object_set (result, "outputs", run->outputs);
-    if (run->return_value) {
-        json_object_set (result, "return_value", run->return_value);
-        //  Seed 003's returnValue: the JSON value when the kernel gave one, else the text.
-        json_t *value = json_object_get (run->return_value, "application/json");
-        if (!value)
-            value = json_object_get (run->return_value, "text/plain");
-        if (value)
-            json_object_set (result, "returnValue", value);
-    }
-    if (run->execution_count > 0)
-        json_object_set_new (result, "execution_count", json_integer (run->execution_count));
-    double seconds = (double) (run->ended_us - run->started_us) / 1e6;
-    json_object_set_new (result, "execution_time", json_real (round (seconds * 1e6) / 1e6));
-    json_object_set_new (result, "duration_ms", json_integer ((run->ended_us - run->started_us) / 1000));
-    json_object_set_new (result, "executionTimeMs", json_integer ((run->ended_us - run->started_us) / 1000));
+    outcome->ran = true;
+    s_fill_stream (self, request, &outcome->out, "stdout", &run->out);
+    s_fill_stream (self, request, &outcome->err, "stderr", &run->err);
+    json_decref (outcome->outputs);
+    outcome->outputs = json_incref (run->outputs);
+    json_decref (outcome->return_value);
+    outcome->return_value = json_incref (run->return_value);
+    outcome->execution_count = run->execution_count > 0 ? run->execution_count : 0;
+    outcome->duration_us = run->ended_us - run->started_us;
     if (request->session_id)
         cg_artifacts_save_displays (self->ws, run->outputs, request->execution_id,
                                     (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid);
@@ -407,15 +333,14 @@ s_write_files (cg_session_t *self, json_t *files, cg_error_t **err)
     return 0;
 }
 
-//  Adds what the run did to the workspace: seed 004's artifacts (created and modified
+//  Records what the run did to the workspace: seed 004's artifacts (created and modified
 //  files) and seed 002's created/modified/deleted names. As in seed 004, only a run that
 //  succeeded is scanned; BEFORE is the snapshot taken before it ran (may be NULL).
 static void
-s_fill_artifacts (cg_session_t *self, json_t *result, json_t *before)
+s_fill_artifacts (cg_session_t *self, cg_outcome_t *outcome, json_t *before)
 {
     json_t *diff = NULL, *after = NULL;
-    const char *status = json_string_value (json_object_get (result, "status"));
-    if (before && strcmp (status, "success") == 0) {
+    if (before && outcome->end == CG_OUTCOME_OK) {
         cg_error_t *err = NULL;
         after = cg_workspace_snapshot (self->ws, &err);
         if (!after)
@@ -423,11 +348,11 @@ s_fill_artifacts (cg_session_t *self, json_t *result, json_t *before)
         cg_error_destroy (&err);
     }
     diff = after ? cg_workspace_diff (before, after) : json_pack ("{s:[], s:[], s:[]}", "created", "modified", "deleted");
-    json_object_set_new (result, "artifacts", cg_artifacts_from_diff (diff, after));
-    json_object_set_new (result, "files", s_text_files (self, diff, json_string_value (json_object_get (result, "execution_id"))));
-    json_object_set (result, "artifacts_created", json_object_get (diff, "created"));
-    json_object_set (result, "artifacts_modified", json_object_get (diff, "modified"));
-    json_object_set (result, "artifacts_deleted", json_object_get (diff, "deleted"));
+    outcome->artifacts = cg_artifacts_from_diff (diff, after);
+    outcome->files = s_text_files (self, diff, outcome->execution_id);
+    outcome->created = json_incref (json_object_get (diff, "created"));
+    outcome->modified = json_incref (json_object_get (diff, "modified"));
+    outcome->deleted = json_incref (json_object_get (diff, "deleted"));
     json_decref (diff);
     json_decref (after);
 }
@@ -495,11 +420,11 @@ s_oom_since (cg_session_t *self)
 #define S_STATE_LOST "variables and imports from earlier calls are gone; files in " CG_WORKSPACE_MOUNT " remain."
 
 //  KERNEL did not finish the cell (END: stuck after an interrupt, dead or silent, or the
-//  request could not be sent): restarts it and says in RESULT what happened, first the
+//  request could not be sent): restarts it and says in OUTCOME what happened, first the
 //  timeout or cancel that started it, whatever the kernel did after the interrupt.
 static void
 s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel,
-               cg_exec_end_t end, cg_run_t *run, json_t *result)
+               cg_exec_end_t end, cg_run_t *run, cg_outcome_t *outcome)
 {
     cg_error_t *err = NULL;
     //  Dead, or alive but silent (a JavaScript kernel's heartbeat shares its busy event loop).
@@ -514,43 +439,43 @@ s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t
     cleanup_free char *message = NULL;
     if (run->timed_out) {
         message = cg_strdupf ("Execution timed out after %g seconds and the kernel %s. %s", request->timeout_s, what, then);
-        s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
+        cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT, message);
     }
     else if (run->cancelled) {
         message = cg_strdupf ("Execution was cancelled and the kernel %s. %s", what, then);
-        s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", message);
+        cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME, message);
     }
     else if (end == CG_EXEC_FAILED) {
         message = cg_strdupf ("The code did not run: it could not be sent to the kernel. %s", then);
-        s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", message);
+        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, message);
     }
     else if (oom) {
         message = cg_strdupf ("The kernel ran out of memory (limit %d MB) and was killed. %s",
                               self->config->memory_mb, then);
-        s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
+        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 137, CG_OUTCOME_ERROR_RUNTIME, message);
     }
     else if (!exited) {
         message = cg_strdupf ("The kernel stopped answering heartbeats while running the cell (its process was still "
                               "running; a busy JavaScript loop blocks them). %s", then);
-        s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
+        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 137, CG_OUTCOME_ERROR_RUNTIME, message);
     }
     else {
         message = cg_strdupf ("The kernel died while running the cell. %s", then);
-        s_set_failure (result, "execution_error", 137, "RUNTIME_ERROR", message);
+        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 137, CG_OUTCOME_ERROR_RUNTIME, message);
     }
-    s_append_stderr (result, message);
-    json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
-    json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
-    json_object_set_new (result, "kernel_restarted", json_boolean (restarted == 0));
+    cg_outcome_stream_append_line (&outcome->err, message);
+    outcome->timed_out = run->timed_out;
+    outcome->cancelled = run->cancelled;
+    outcome->kernel_restarted = restarted == 0;
     if (restarted < 0)
-        json_object_set_new (result, "status", json_string ("setup_error"));
+        outcome->end = CG_OUTCOME_SETUP_FAILURE;
     cg_error_destroy (&err);
 }
 
-//  Runs REQUEST's cell in KERNEL and puts the outcome in RESULT, escalating a timeout.
+//  Runs REQUEST's cell in KERNEL and records how it went in OUTCOME, escalating a timeout.
 static void
 s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel, zsock_t *control,
-            cg_control_cb *control_cb, void *arg, cg_run_t *run, json_t *result)
+            cg_control_cb *control_cb, void *arg, cg_run_t *run, cg_outcome_t *outcome)
 {
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
     cg_exec_end_t end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline,
@@ -563,30 +488,30 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
                      ? cg_session_kernel (self, request->language, &err)
                      : NULL;
         if (!kernel) {
-            s_fill_run (self, request, result, run);
+            s_fill_run (self, request, outcome, run);
             cleanup_free char *message = cg_strdupf (
                 "The kernel had died before this code started and could not be restarted (%s); "
                 "the code did not run.", cg_error_message (err));
-            s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", message);
+            cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, message);
             cg_error_destroy (&err);
             return;
         }
         cg_run_reset (run);
         end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline, control,
                                  control_cb, arg, run);
-        json_object_set_new (result, "kernel_restarted", json_true ());
-        s_add_notice (result, "The kernel had died before this code started (its container or the "
+        outcome->kernel_restarted = true;
+        cg_outcome_add_notice (outcome, "The kernel had died before this code started (its container or the "
                               "kernel was killed since the last call); it was restarted and the "
                               "code ran in the new one: " S_STATE_LOST);
     }
-    s_fill_run (self, request, result, run);
+    s_fill_run (self, request, outcome, run);
 
     if (end == CG_EXEC_DONE && !run->timed_out && !run->cancelled) {
         if (run->reply_status && strcmp (run->reply_status, "ok") != 0) {
             cleanup_free char *message = run->ename
                                              ? cg_strdupf ("%s: %s", run->ename, run->evalue ? run->evalue : "")
                                              : cg_strdupf ("execution %s", run->reply_status);
-            s_set_failure (result, "execution_error", 1, "RUNTIME_ERROR", message);
+            cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME, message);
         }
     }
     else if (end == CG_EXEC_DONE) {
@@ -597,25 +522,26 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
             cleanup_free char *message = cg_strdupf (
                 "Execution timed out after %g seconds; the kernel was interrupted and its state kept.",
                 request->timeout_s);
-            s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
-            s_append_stderr (result, message);      /* seed 004 says it in stderr */
+            cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT, message);
+            cg_outcome_stream_append_line (&outcome->err, message);    /* seed 004 says it in stderr */
         }
         else
-            s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", "Execution was cancelled; the kernel was interrupted and its state kept.");
-        json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
-        json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
+            cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME,
+                             "Execution was cancelled; the kernel was interrupted and its state kept.");
+        outcome->timed_out = run->timed_out;
+        outcome->cancelled = run->cancelled;
     }
     else if (end == CG_EXEC_STUCK || end == CG_EXEC_DIED || end == CG_EXEC_FAILED)
-        s_kernel_lost (self, request, kernel, end, run, result);
+        s_kernel_lost (self, request, kernel, end, run, outcome);
     else {
-        s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", "The server is shutting down.");
+        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, "The server is shutting down.");
     }
 }
 
-//  Runs REQUEST's code as a one-shot bash command and puts the outcome in RESULT.
+//  Runs REQUEST's code as a one-shot bash command and records how it went in OUTCOME.
 static void
 s_run_command (cg_session_t *self, const cg_exec_request_t *request, zsock_t *control,
-               cg_control_cb *control_cb, void *arg, cg_run_t *run, json_t *result)
+               cg_control_cb *control_cb, void *arg, cg_run_t *run, cg_outcome_t *outcome)
 {
     pid_t keep[MAX_KERNELS];
     size_t count = s_kernel_pids (self, keep);
@@ -624,29 +550,30 @@ s_run_command (cg_session_t *self, const cg_exec_request_t *request, zsock_t *co
     int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
     cg_exec_end_t end = cg_command_run (self->backend, &self->sandbox, keep, count, request->code, request->stdin_text,
                                         deadline, control, control_cb, arg, run, &exit_code, &err);
-    s_fill_run (self, request, result, run);
+    s_fill_run (self, request, outcome, run);
     if (end == CG_EXEC_FAILED) {
-        s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", cg_error_message (err));
+        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, cg_error_message (err));
         cg_error_destroy (&err);
         return;
     }
-    json_object_set_new (result, "exit_code", json_integer (exit_code));
+    outcome->exit_code = exit_code;
     if (end == CG_EXEC_ABORTED)
-        s_set_failure (result, "setup_error", -1, "SANDBOX_SETUP_FAILED", "The server is shutting down.");
+        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, "The server is shutting down.");
     else if (run->timed_out) {
         cleanup_free char *message = cg_strdupf ("Execution timed out after %g seconds; the command and everything it started were killed.",
                                                  request->timeout_s);
-        s_set_failure (result, "timeout", -1, "EXECUTION_TIMEOUT", message);
-        s_append_stderr (result, message);
+        cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT, message);
+        cg_outcome_stream_append_line (&outcome->err, message);
     }
     else if (run->cancelled)
-        s_set_failure (result, "execution_error", 130, "RUNTIME_ERROR", "Execution was cancelled; the command and everything it started were killed.");
+        cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME,
+                         "Execution was cancelled; the command and everything it started were killed.");
     else if (exit_code != 0) {
         cleanup_free char *message = cg_strdupf ("bash exited with code %d", exit_code);
-        s_set_failure (result, "execution_error", exit_code, "RUNTIME_ERROR", message);
+        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, exit_code, CG_OUTCOME_ERROR_RUNTIME, message);
     }
-    json_object_set_new (result, "timed_out", json_boolean (run->timed_out));
-    json_object_set_new (result, "cancelled", json_boolean (run->cancelled));
+    outcome->timed_out = run->timed_out;
+    outcome->cancelled = run->cancelled;
 }
 
 //  Returns LANGUAGE's kernel, started when there is none. A kernel that exited since
@@ -672,7 +599,17 @@ s_live_kernel (cg_session_t *self, const char *language, char **notice, cg_error
     return cg_session_kernel (self, language, err);
 }
 
-json_t *
+//  The outcome of REQUEST when it did not run: ERROR, with ERR's message.
+static cg_outcome_t *
+s_not_run (const cg_exec_request_t *request, cg_outcome_error_t error, cg_error_t **err)
+{
+    cg_outcome_t *outcome = cg_outcome_setup_failure (request->language, request->execution_id,
+                                                      request->session_id, error, cg_error_message (*err));
+    cg_error_destroy (err);
+    return outcome;
+}
+
+cg_outcome_t *
 cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_t *control,
                     cg_control_cb *control_cb, void *arg)
 {
@@ -680,16 +617,10 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     cg_error_t *err = NULL;
     cleanup_free char *notice = NULL;
     cg_kernel_t *kernel = command ? NULL : s_live_kernel (self, request->language, &notice, &err);
-    if (command ? s_ensure_container (self, &err) < 0 : !kernel) {
-        json_t *result = cg_result_setup_error (request, "SANDBOX_SETUP_FAILED", cg_error_message (err));
-        cg_error_destroy (&err);
-        return result;
-    }
-    if (request->files && s_write_files (self, request->files, &err) < 0) {
-        json_t *result = cg_result_setup_error (request, "INVALID_PARAMS", cg_error_message (err));
-        cg_error_destroy (&err);
-        return result;
-    }
+    if (command ? s_ensure_container (self, &err) < 0 : !kernel)
+        return s_not_run (request, CG_OUTCOME_ERROR_SANDBOX, &err);
+    if (request->files && s_write_files (self, request->files, &err) < 0)
+        return s_not_run (request, CG_OUTCOME_ERROR_INVALID_PARAMS, &err);
     cg_error_t *scan_err = NULL;
     json_t *before = cg_workspace_snapshot (self->ws, &scan_err);
     if (!before)
@@ -700,23 +631,25 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     run.display_max = self->config->max_display_bytes;
     run.on_output = request->on_output;
     run.on_output_arg = request->on_output_arg;
-    json_t *result = s_result_new (request);
+    cg_outcome_t *outcome = cg_outcome_new (request->language, request->execution_id, request->session_id);
     if (command)
-        s_run_command (self, request, control, control_cb, arg, &run, result);
+        s_run_command (self, request, control, control_cb, arg, &run, outcome);
     else
-        s_run_cell (self, request, kernel, control, control_cb, arg, &run, result);
+        s_run_cell (self, request, kernel, control, control_cb, arg, &run, outcome);
     if (notice) {
-        json_object_set_new (result, "kernel_restarted", json_true ());
-        s_add_notice (result, notice);
+        outcome->kernel_restarted = true;
+        cg_outcome_add_notice (outcome, notice);
     }
-    s_fill_artifacts (self, result, before);
+    s_fill_artifacts (self, outcome, before);
     json_decref (before);
     cg_run_clear (&run);
-    //  Seed 003's memoryUsedMB: the sandbox's peak memory, from its cgroup.
+    //  The sandbox's peak memory, from its cgroup.
     cg_container_stats_t stats = {.oom_kills = -1};
-    if (self->container_running && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0)
-        json_object_set_new (result, "memoryUsedMB", json_real (round (stats.memory_peak_mb * 10) / 10));
-    return result;
+    if (self->container_running && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0) {
+        outcome->memory_known = true;
+        outcome->memory_peak_mb = stats.memory_peak_mb;
+    }
+    return outcome;
 }
 
 void

@@ -1,5 +1,5 @@
 /*  cg_session — one sandbox (container + workspace) with its kernels started lazily, and
-    the execution of one cell into one assembled result. */
+    the execution of one cell into one outcome (cg_outcome_t). */
 #ifndef CG_SESSION_H
 #define CG_SESSION_H
 
@@ -7,6 +7,7 @@
 #include "cg_config.h"
 #include "cg_error.h"
 #include "cg_kernel.h"
+#include "cg_outcome.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -54,11 +55,10 @@ const char *cg_session_dir (cg_session_t *self);
 
 /*  Runs REQUEST, starting its language's kernel first if needed, and escalating a
     timeout (interrupt, then kernel restart, then container restart). CONTROL and
-    CONTROL_CB are passed to cg_kernel_execute. Returns the structured result (the
-    seeds' fields: stdout, stderr, exit_code, status, error_code, error_message, ...),
-    which the caller owns. Never returns NULL. */
-json_t *cg_session_execute (cg_session_t *self, const cg_exec_request_t *request,
-                            zsock_t *control, cg_control_cb *control_cb, void *arg);
+    CONTROL_CB are passed to cg_kernel_execute. Returns how the run went (a setup
+    failure when the code could not run), which the caller owns. Never returns NULL. */
+cg_outcome_t *cg_session_execute (cg_session_t *self, const cg_exec_request_t *request,
+                                  zsock_t *control, cg_control_cb *control_cb, void *arg);
 
 /*  Starts the kernel for LANGUAGE if it is not running. Returns it (owned by the
     session), or NULL with *err set. */
@@ -67,11 +67,6 @@ cg_kernel_t *cg_session_kernel (cg_session_t *self, const char *language, cg_err
 /*  What the server shows of SELF: the host pid of LANGUAGE's kernel in *PID (0 when it
     does not run) and the sandbox's memory use in *MEMORY_MB (-1 when unknown). */
 void cg_session_report (cg_session_t *self, const char *language, long *pid, double *memory_mb);
-
-/*  Builds a result for a request that never ran (status setup_error). ERROR_CODE is a
-    seed 001 code. Caller owns the result. */
-json_t *cg_result_setup_error (const cg_exec_request_t *request, const char *error_code,
-                               const char *message);
 
 /*  Fills ITEMS (room for MAX) with what to poll while no cell runs (every running
     kernel's process output and channels), to be drained with cg_session_drain, which

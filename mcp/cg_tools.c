@@ -5,6 +5,7 @@
 #include "cg_conformance.h"
 #include "cg_jsonrpc.h"
 #include "cg_result.h"
+#include "cg_run_result.h"
 #include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
 
@@ -23,19 +24,6 @@ const char *
 cg_tools_supported_languages (void)
 {
     return S_SUPPORTED;
-}
-
-void
-cg_tools_seed001_status (json_t *structured)
-{
-    const char *status = json_string_value (json_object_get (structured, "status"));
-    if (!status)
-        return;
-    const char *mapped = strcmp (status, "success") == 0           ? "completed"
-                         : strcmp (status, "timeout") == 0         ? "timeout"
-                         : strcmp (status, "execution_error") == 0 ? "error_runtime"
-                                                                   : "error_setup";
-    json_object_set_new (structured, "status", json_string (mapped));
 }
 
 //  --------------------------------------------------------------------------
@@ -423,31 +411,12 @@ cg_tools_refusal (const char *tool, const char *language, const char *session_id
     const cg_tool_t *row = cg_tools_find (tool);
     if (!row || !(row->flags & CG_TOOL_RUNS))
         return cg_tools_error_object (error, message, session_id);
-    json_t *result = cg_tools_run_error (language, session_id, error, message);
+    json_t *result = cg_run_result_refused (language, session_id, error, message);
     if (strcmp (tool, CG_SEED001_TOOL) == 0)
-        cg_tools_seed001_status (json_object_get (result, "structuredContent"));
+        cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
     return result;
 }
 
-
-//  The run result of a call that never ran: status setup_error with ERROR_CODE.
-static json_t *
-s_setup_error (const char *language, const char *session_id, const char *error_code,
-               const char *message)
-{
-    char execution_id[18] = "exec_";
-    cg_random_hex (execution_id + 5, 6);
-    cg_exec_request_t request = {.language = language ? language : "",
-                                 .execution_id = execution_id,
-                                 .session_id = session_id};
-    return cg_result_setup_error (&request, error_code, message);
-}
-
-json_t *
-cg_tools_invalid (const char *error_code, const char *message, const char *language)
-{
-    return cg_tools_call_result (s_setup_error (language, NULL, error_code, message));
-}
 
 const char *
 cg_tools_canonical_language (const char *name)
@@ -480,21 +449,6 @@ cg_tools_valid_session_id (const char *id)
 //  Results
 
 json_t *
-cg_tools_run_error (const char *language, const char *session_id, const char *error,
-                    const char *message)
-{
-    char error_code[64];
-    size_t i = 0;
-    for (; error[i] && i < sizeof error_code - 1; i++)
-        error_code[i] = (char) toupper ((unsigned char) error[i]);
-    error_code[i] = '\0';
-    json_t *structured = s_setup_error (language, session_id, error_code, message);
-    json_object_set_new (structured, "error", json_string (error));
-    json_object_set_new (structured, "message", json_string (message));
-    return cg_tools_call_result (structured);
-}
-
-json_t *
 cg_tools_object_result (json_t *structured, const char *text, bool is_error)
 {
     return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
@@ -510,98 +464,6 @@ cg_tools_error_object (const char *error, const char *message, const char *sessi
     return cg_tools_object_result (structured, message, true);
 }
 
-static void
-s_append (char **text, const char *more)
-{
-    char *joined = cg_strdupf ("%s%s", *text, more);
-    free (*text);
-    *text = joined;
-}
-
-json_t *
-cg_tools_call_result (json_t *structured)
-{
-    const char *status = json_string_value (json_object_get (structured, "status"));
-    const char *out = json_string_value (json_object_get (structured, "stdout"));
-    const char *err = json_string_value (json_object_get (structured, "stderr"));
-    const char *message = json_string_value (json_object_get (structured, "error_message"));
-    json_t *content = json_array ();
-
-    char *text = cg_xstrdup ("");
-    if (out && *out)
-        s_append (&text, out);
-    if (err && *err) {
-        s_append (&text, *text ? "\n[stderr]\n" : "[stderr]\n");
-        s_append (&text, err);
-    }
-    json_t *outputs = json_object_get (structured, "outputs");
-    size_t i;
-    json_t *item;
-    json_array_foreach (outputs, i, item) {
-        json_t *data = json_object_get (item, "data");
-        const char *png = json_string_value (json_object_get (data, "image/png"));
-        const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
-        if (png || jpeg) {
-            //  The bytes go in the image block only; the output names it and its file.
-            const char *mime = png ? "image/png" : "image/jpeg";
-            json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
-                                                       png ? png : jpeg, "mimeType", mime));
-            const char *type = json_string_value (json_object_get (item, "type"));
-            if (type && strcmp (type, "execute_result") == 0)
-                json_object_del (json_object_get (structured, "return_value"), mime);
-            cg_result_link_output (item, mime, json_array_size (content));  /* the text block comes first */
-        }
-        else if (json_object_get (data, "text/plain")
-                 && strcmp (json_string_value (json_object_get (item, "type")), "execute_result") == 0) {
-            s_append (&text, *text ? "\n[result]\n" : "[result]\n");
-            s_append (&text, json_string_value (json_object_get (data, "text/plain")));
-        }
-    }
-    const char *streams[] = {"stdout", "stderr"};
-    for (int k = 0; k < 2; k++) {
-        cleanup_free char *file_key = cg_strdupf ("%s_file", streams[k]);
-        cleanup_free char *url_key = cg_strdupf ("%s_url", streams[k]);
-        cleanup_free char *cut_key = cg_strdupf ("%s_truncated", streams[k]);
-        const char *file = json_string_value (json_object_get (structured, file_key));
-        const char *url = json_string_value (json_object_get (structured, url_key));
-        if (!file && json_is_true (json_object_get (structured, cut_key))
-            && json_is_null (json_object_get (structured, "session_id"))) {
-            cleanup_free char *line = cg_strdupf ("%s[%s was cut; run with a session_id to keep the whole text as a file]",
-                                                  *text ? "\n" : "", streams[k]);
-            s_append (&text, line);
-        }
-        if (!file)
-            continue;
-        cleanup_free char *line = cg_strdupf ("%s[%s was cut; the whole text is in %s%s%s]", *text ? "\n" : "",
-                                              streams[k], file, url ? " " : "", url ? url : "");
-        s_append (&text, line);
-    }
-    json_t *artifacts = json_object_get (structured, "artifacts");
-    json_array_foreach (artifacts, i, item) {
-        const char *url = json_string_value (json_object_get (item, "download_url"));
-        cleanup_free char *line = cg_strdupf (
-            "%s%s (%s, %" JSON_INTEGER_FORMAT " bytes)%s%s", i == 0 ? (*text ? "\n[files created or changed]\n" : "[files created or changed]\n") : "\n",
-            json_string_value (json_object_get (item, "path")), json_string_value (json_object_get (item, "mime_type")),
-            json_integer_value (json_object_get (item, "size_bytes")), url ? " " : "", url ? url : "");
-        s_append (&text, line);
-    }
-    if (status && strcmp (status, "success") != 0 && message) {
-        s_append (&text, *text ? "\n" : "");
-        cleanup_free char *line = cg_strdupf ("[%s] %s", status, message);
-        s_append (&text, line);
-    }
-    const char *notice = json_string_value (json_object_get (structured, "notice"));
-    if (notice) {
-        cleanup_free char *line = cg_strdupf ("%s[notice] %s", *text ? "\n" : "", notice);
-        s_append (&text, line);
-    }
-    if (!*text)
-        s_append (&text, "(no output)");
-    json_array_insert_new (content, 0, json_pack ("{s:s, s:s}", "type", "text", "text", text));
-    free (text);
-    return json_pack ("{s:o, s:o, s:b}", "content", content, "structuredContent", structured,
-                      "isError", status && strcmp (status, "success") != 0);
-}
 
 json_t *
 cg_tools_max_sessions (const cg_request_t *req, const char *language, const char *session_id)

@@ -1,6 +1,6 @@
 /*  cg_tools — the MCP tools: the tool table (names, schemas, handlers, flags), the
-    schema-driven check of arguments, the handlers by family, and the mapping of results
-    onto MCP content. */
+    schema-driven check of arguments, the handlers by family, and the results of the tools
+    that do not run code (a run's result is cg_run_result's). */
 #ifndef CG_TOOLS_H
 #define CG_TOOLS_H
 
@@ -15,10 +15,6 @@
 
 /*  Seed 001's tool (the seed001 tool profile); its default timeout is in cg_limits.h. */
 #define CG_SEED001_TOOL "code_execution_sandbox.execute_code"
-
-/*  Rewrites a run result's status in seed 001's terms: completed, timeout,
-    error_runtime, error_setup. */
-void cg_tools_seed001_status (json_t *structured);
 
 /*  One row of the tool table (cg_tools.c). Handlers are grouped by family in their own
     files: cg_tools_run.c (running code), cg_tools_session.c (sessions), cg_tools_files.c
@@ -92,11 +88,6 @@ json_t *cg_tools_execute_request (const cg_config_t *config, const char *tool, j
 /*  Returns true when NAME is one of the table's tools. */
 bool cg_tools_known (const char *name);
 
-/*  Returns the tools/call result of a running tool's call that never ran: a run result
-    with status setup_error and ERROR_CODE (e.g. INVALID_PARAMS), saying MESSAGE, for
-    LANGUAGE (may be NULL). Caller owns it. */
-json_t *cg_tools_invalid (const char *error_code, const char *message, const char *language);
-
 /*  Checks ARGUMENTS' keys against TOOL's input schema. Returns NULL when every key is a
     property of it, else a tools/call error result (invalid_params naming the unknown key
     and the known ones) the caller owns. */
@@ -115,12 +106,6 @@ const char *cg_tools_supported_languages (void);
 /*  Returns true when ID is a well-formed session id. */
 bool cg_tools_valid_session_id (const char *id);
 
-/*  Returns a tools/call result for a running tool (execute_code, run_python,
-    send_to_session) that could not run: the run result's fields (status setup_error,
-    error_code ERROR in capitals) plus seed 004's {error, message}. Caller owns it. */
-json_t *cg_tools_run_error (const char *language, const char *session_id, const char *error,
-                            const char *message);
-
 /*  Returns a tools/call result of STRUCTURED (stolen) with one text block TEXT. Caller
     owns the result. */
 json_t *cg_tools_object_result (json_t *structured, const char *text, bool is_error);
@@ -128,9 +113,5 @@ json_t *cg_tools_object_result (json_t *structured, const char *text, bool is_er
 /*  Returns a tools/call result for an error object {error, message} (seed 002/004
     style) plus the given session_id (may be NULL). Caller owns the result. */
 json_t *cg_tools_error_object (const char *error, const char *message, const char *session_id);
-
-/*  Turns a structured execution result (stolen) into a tools/call result: text and
-    image content blocks, structuredContent, isError. Caller owns the result. */
-json_t *cg_tools_call_result (json_t *structured);
 
 #endif

@@ -4,6 +4,7 @@
 #include "cg_files.h"
 #include "cg_tools.h"
 #include "cg_jsonrpc.h"
+#include "cg_run_result.h"
 #include "../bridge/cg_util.h"
 #include "../artifacts/cg_workspace.h"
 
@@ -13,6 +14,13 @@
 
 //  --------------------------------------------------------------------------
 //  Arguments
+
+//  The result of a run refused for its arguments: ERROR_CODE, MESSAGE, for LANGUAGE.
+static json_t *
+s_invalid (const char *error_code, const char *message, const char *language)
+{
+    return cg_run_result_invalid (language, error_code, message);
+}
 
 #define S_FILES_MAX 100
 
@@ -86,7 +94,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     bool execute = strcmp (tool, "execute_code") == 0 || seed001;
     bool send = strcmp (tool, "send_to_session") == 0;
     if (arguments && !json_is_object (arguments)) {
-        *error_result = cg_tools_invalid ("INVALID_PARAMS", "arguments must be an object", NULL);
+        *error_result = s_invalid ("INVALID_PARAMS", "arguments must be an object", NULL);
         return NULL;
     }
     const cg_tool_t *row = cg_tools_find (tool);
@@ -95,7 +103,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     json_t *language = execute ? json_object_get (arguments, "language") : NULL;
     json_t *code = json_object_get (arguments, "code");
     if ((execute && !json_is_string (language)) || !json_is_string (code)) {
-        *error_result = cg_tools_invalid ("INVALID_PARAMS", execute ? "'language' and 'code' are required strings" : "'code' is a required string", NULL);
+        *error_result = s_invalid ("INVALID_PARAMS", execute ? "'language' and 'code' are required strings" : "'code' is a required string", NULL);
         return NULL;
     }
     const char *canonical = execute ? cg_tools_canonical_language (json_string_value (language)) : "python";
@@ -103,58 +111,58 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
         cleanup_free char *message = cg_strdupf (
             "language '%.64s' is not supported; supported: %s", json_string_value (language),
             cg_tools_supported_languages ());
-        *error_result = cg_tools_invalid ("UNSUPPORTED_LANGUAGE", message, json_string_value (language));
+        *error_result = s_invalid ("UNSUPPORTED_LANGUAGE", message, json_string_value (language));
         return NULL;
     }
     if (json_string_length (code) > config->max_code_bytes) {
         cleanup_free char *message = cg_strdupf ("code is %zu bytes; the limit is %zu bytes",
                                                  json_string_length (code), config->max_code_bytes);
-        *error_result = cg_tools_invalid ("INVALID_PARAMS", message, canonical);
+        *error_result = s_invalid ("INVALID_PARAMS", message, canonical);
         return NULL;
     }
     json_t *stdin_value = json_object_get (arguments, "stdin");
     json_t *stdin_alias = json_object_get (arguments, "stdin_data");
     if ((stdin_value && !json_is_string (stdin_value)) || (stdin_alias && !json_is_string (stdin_alias))
         || (stdin_value && stdin_alias && !json_equal (stdin_value, stdin_alias))) {
-        *error_result = cg_tools_invalid ("INVALID_PARAMS", "'stdin' (alias 'stdin_data') must be one string", canonical);
+        *error_result = s_invalid ("INVALID_PARAMS", "'stdin' (alias 'stdin_data') must be one string", canonical);
         return NULL;
     }
     if (!stdin_value)
         stdin_value = stdin_alias;
     if (stdin_value && json_string_length (stdin_value) > CG_MAX_STDIN_BYTES) {
-        *error_result = cg_tools_invalid ("INVALID_PARAMS", "stdin is larger than 1 MiB", canonical);
+        *error_result = s_invalid ("INVALID_PARAMS", "stdin is larger than 1 MiB", canonical);
         return NULL;
     }
     json_t *timeout = json_object_get (arguments, "timeout");
     json_t *timeout_ms = json_object_get (arguments, "timeout_ms");
     double seconds = seed001 ? CG_SEED001_TIMEOUT_MS / 1000.0 : config->default_timeout_s;
     if (timeout && timeout_ms) {
-        *error_result = cg_tools_invalid ("INVALID_PARAMS", "give either 'timeout' (seconds) or 'timeout_ms', not both", canonical);
+        *error_result = s_invalid ("INVALID_PARAMS", "give either 'timeout' (seconds) or 'timeout_ms', not both", canonical);
         return NULL;
     }
     if (timeout) {
         seconds = json_number_value (timeout);
         if (!json_is_number (timeout) || !(seconds >= CG_TIMEOUT_MIN_S && seconds <= CG_TIMEOUT_MAX_S)) {
-            *error_result = cg_tools_invalid ("INVALID_PARAMS", "'timeout' must be a number of seconds from " CG_STR (CG_TIMEOUT_MIN_S) " to " CG_STR (CG_TIMEOUT_MAX_S), canonical);
+            *error_result = s_invalid ("INVALID_PARAMS", "'timeout' must be a number of seconds from " CG_STR (CG_TIMEOUT_MIN_S) " to " CG_STR (CG_TIMEOUT_MAX_S), canonical);
             return NULL;
         }
     }
     if (timeout_ms) {
         double ms = json_number_value (timeout_ms);
         if (!json_is_number (timeout_ms) || !(ms >= CG_TIMEOUT_MIN_MS && ms <= CG_TIMEOUT_MAX_MS)) {
-            *error_result = cg_tools_invalid ("INVALID_PARAMS", "'timeout_ms' must be from " CG_MS_STR (CG_TIMEOUT_MIN_S) " to " CG_MS_STR (CG_TIMEOUT_MAX_S), canonical);
+            *error_result = s_invalid ("INVALID_PARAMS", "'timeout_ms' must be from " CG_MS_STR (CG_TIMEOUT_MIN_S) " to " CG_MS_STR (CG_TIMEOUT_MAX_S), canonical);
             return NULL;
         }
         seconds = ms / 1000.0;
     }
     json_t *session_id = json_object_get (arguments, "session_id");
     if (send && !json_is_string (session_id)) {
-        *error_result = cg_tools_invalid ("INVALID_PARAMS", "'session_id' is required (start one with start_session)", canonical);
+        *error_result = s_invalid ("INVALID_PARAMS", "'session_id' is required (start one with start_session)", canonical);
         return NULL;
     }
     if (session_id && !json_is_null (session_id)
         && (!json_is_string (session_id) || !cg_tools_valid_session_id (json_string_value (session_id)))) {
-        *error_result = cg_tools_invalid ("INVALID_PARAMS",
+        *error_result = s_invalid ("INVALID_PARAMS",
                                    CG_SESSION_ID_RULE,
                                    canonical);
         return NULL;
@@ -164,7 +172,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
         cleanup_free char *why = NULL;
         files = s_files_arg (config, json_object_get (arguments, "files"), &why);
         if (!files) {
-            *error_result = cg_tools_invalid ("INVALID_PARAMS", why, canonical);
+            *error_result = s_invalid ("INVALID_PARAMS", why, canonical);
             return NULL;
         }
     }
@@ -230,7 +238,7 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     json_t *request = cg_tools_execute_request (cg_server_config (req->server), tool, arguments, &refusal);
     if (!request) {
         if (strcmp (tool, CG_SEED001_TOOL) == 0)
-            cg_tools_seed001_status (json_object_get (refusal, "structuredContent"));
+            cg_run_result_seed001_status (json_object_get (refusal, "structuredContent"));
         cg_request_result (req, refusal);
         return;
     }
@@ -291,25 +299,18 @@ cg_tools_progress (cg_call_t *call, zmsg_t *msg)
     zframe_destroy (&text);
 }
 
-//  Completes a run's structured result for its tool: the seeds' extra fields.
+//  The tools/call result of CALL's run from OUTCOME (borrowed), in its tool's terms.
 static json_t *
-s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, json_t *structured)
+s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+                const cg_outcome_t *outcome)
 {
-    if (session && session->ws) {
-        cg_files_t files = {.config = cg_server_config (server), .ws = session->ws, .session_id = session->id,
-                            .token = session->token, .http = cg_server_http (server)};
-        cg_files_add_urls (&files, structured);
-    }
-    json_object_set_new (structured, "truncated",
-                         json_boolean (json_is_true (json_object_get (structured, "stdout_truncated"))
-                                       || json_is_true (json_object_get (structured, "stderr_truncated"))));
-    if (!json_object_get (structured, "artifacts"))
-        json_object_set_new (structured, "artifacts", json_array ());
-    if (call->run_id)
-        json_object_set_new (structured, "run_id", json_string (call->run_id));
-    json_t *result = cg_tools_call_result (structured);
+    cg_files_t files = {0};
+    if (session && session->ws)
+        files = (cg_files_t){.config = cg_server_config (server), .ws = session->ws, .session_id = session->id,
+                             .token = session->token, .http = cg_server_http (server)};
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id));
     if (strcmp (call->tool, CG_SEED001_TOOL) == 0)
-        cg_tools_seed001_status (json_object_get (result, "structuredContent"));
+        cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
     return result;
 }
 
@@ -317,19 +318,21 @@ void
 cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
 {
     zframe_t *frame = zmsg_pop (msg);
-    json_t *structured = frame && zframe_size (frame) == sizeof (void *) ? *(json_t **) zframe_data (frame) : NULL;
+    cg_outcome_t *outcome = frame && zframe_size (frame) == sizeof (void *) ? *(cg_outcome_t **) zframe_data (frame)
+                                                                              : NULL;
     zframe_destroy (&frame);
     if (!call) {
-        json_decref (structured);
+        cg_outcome_destroy (&outcome);
         return;
     }
     if (session && session->busy && strcmp (session->busy, call->key) == 0)
         cg_registry_set_busy (session, NULL);
     if (session)
         session->executions++;
-    if (!structured)
+    if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
     else
-        cg_server_call_answer (call, s_run_response (server, call, session, structured));
+        cg_server_call_answer (call, s_run_response (server, call, session, outcome));
+    cg_outcome_destroy (&outcome);
     cg_server_call_end (server, call);
 }

@@ -19,7 +19,7 @@ s_base64 (size_t len)
 }
 
 //  A run result with one PNG display of PNG_B64 characters, saved at PATH (may be NULL),
-//  its bytes moved into an image block as cg_tools_call_result does.
+//  its bytes moved into an image block as cg_run_result_call does.
 static json_t *
 s_run_result (size_t png_b64, const char *path, const char *url)
 {

@@ -1,0 +1,275 @@
+/*  cg_run_result — the one place a run's result takes the seeds' shape: the
+    structuredContent of a run (seeds 001-004's field names) from a cg_outcome_t, the
+    tools/call result with its content blocks, seed 001's status names, and the results
+    of runs refused before they started. */
+#include "cg_run_result.h"
+#include "cg_result.h"
+#include "../bridge/cg_util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+//  --------------------------------------------------------------------------
+//  structuredContent
+
+static const char *
+s_status (cg_outcome_end_t end)
+{
+    switch (end) {
+    case CG_OUTCOME_OK: return "success";
+    case CG_OUTCOME_TIMEOUT: return "timeout";
+    case CG_OUTCOME_RUNTIME_ERROR: return "execution_error";
+    case CG_OUTCOME_CANCELLED: return "execution_error";
+    case CG_OUTCOME_SETUP_FAILURE: return "setup_error";
+    }
+    return "setup_error";
+}
+
+//  Seed 001's error_code for ERROR, or NULL for none.
+static const char *
+s_error_code (cg_outcome_error_t error)
+{
+    switch (error) {
+    case CG_OUTCOME_ERROR_NONE: return NULL;
+    case CG_OUTCOME_ERROR_RUNTIME: return "RUNTIME_ERROR";
+    case CG_OUTCOME_ERROR_TIMEOUT: return "EXECUTION_TIMEOUT";
+    case CG_OUTCOME_ERROR_SANDBOX: return "SANDBOX_SETUP_FAILED";
+    case CG_OUTCOME_ERROR_INVALID_PARAMS: return "INVALID_PARAMS";
+    }
+    return NULL;
+}
+
+static json_t *
+s_string_or_null (const char *text)
+{
+    return text ? json_string (text) : json_null ();
+}
+
+//  What the run produced besides its streams: the whole outputs' files, the value of the
+//  last expression (its own copy: a result's images are taken out of it), the execution
+//  count and the time in milliseconds.
+static void
+s_add_run (json_t *structured, const cg_outcome_t *outcome)
+{
+    if (outcome->out.file)
+        json_object_set_new (structured, "stdout_file", json_string (outcome->out.file));
+    if (outcome->err.file)
+        json_object_set_new (structured, "stderr_file", json_string (outcome->err.file));
+    if (outcome->return_value) {
+        json_object_set_new (structured, "return_value", json_deep_copy (outcome->return_value));
+        //  Seed 003's returnValue: the JSON value when the kernel gave one, else the text.
+        json_t *value = json_object_get (outcome->return_value, "application/json");
+        if (!value)
+            value = json_object_get (outcome->return_value, "text/plain");
+        if (value)
+            json_object_set_new (structured, "returnValue", json_deep_copy (value));
+    }
+    if (outcome->execution_count > 0)
+        json_object_set_new (structured, "execution_count", json_integer (outcome->execution_count));
+    json_object_set_new (structured, "executionTimeMs", json_integer (outcome->duration_us / 1000));
+}
+
+//  What the run did to the workspace (seeds 002, 003 and 004) and seed 003's memoryUsedMB.
+static void
+s_add_workspace (json_t *structured, const cg_outcome_t *outcome)
+{
+    json_object_set (structured, "artifacts", outcome->artifacts);
+    json_object_set (structured, "files", outcome->files);
+    json_object_set (structured, "artifacts_created", outcome->created);
+    json_object_set (structured, "artifacts_modified", outcome->modified);
+    json_object_set (structured, "artifacts_deleted", outcome->deleted);
+    if (outcome->memory_known)
+        json_object_set_new (structured, "memoryUsedMB", json_real (round (outcome->memory_peak_mb * 10) / 10));
+}
+
+//  The structuredContent of OUTCOME, with ERROR_CODE in place of its error's code when
+//  not NULL (a refusal's own code).
+static json_t *
+s_structured (const cg_outcome_t *outcome, const char *error_code)
+{
+    const char *code = error_code ? error_code : s_error_code (outcome->error);
+    double seconds = (double) outcome->duration_us / 1e6;
+    json_t *structured = json_pack (
+        "{s:s%, s:s%, s:i, s:s, s:o, s:o, s:f, s:I, s:s, s:o, s:s, s:O, s:b, s:b, s:b, s:b, s:b, s:b}",
+        "stdout", outcome->out.text, outcome->out.len, "stderr", outcome->err.text, outcome->err.len,
+        "exit_code", outcome->exit_code, "status", s_status (outcome->end), "error_code", s_string_or_null (code),
+        "error_message", s_string_or_null (outcome->message), "execution_time", round (seconds * 1e6) / 1e6,
+        "duration_ms", (json_int_t) (outcome->duration_us / 1000), "execution_id", outcome->execution_id,
+        "session_id", s_string_or_null (outcome->session_id), "language", outcome->language, "outputs",
+        outcome->outputs, "success", outcome->end == CG_OUTCOME_OK, "timed_out", outcome->timed_out,
+        "kernel_restarted", outcome->kernel_restarted, "cancelled", outcome->cancelled, "stdout_truncated",
+        outcome->out.truncated, "stderr_truncated", outcome->err.truncated);
+    if (!structured)
+        abort ();
+    if (outcome->ran)
+        s_add_run (structured, outcome);
+    if (outcome->notice)
+        json_object_set_new (structured, "notice", json_string (outcome->notice));
+    if (outcome->ran)
+        s_add_workspace (structured, outcome);
+    return structured;
+}
+
+json_t *
+cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files, const char *run_id)
+{
+    json_t *structured = s_structured (outcome, NULL);
+    if (files)
+        cg_files_add_urls (files, structured);
+    json_object_set_new (structured, "truncated", json_boolean (outcome->out.truncated || outcome->err.truncated));
+    if (!json_object_get (structured, "artifacts"))
+        json_object_set_new (structured, "artifacts", json_array ());
+    if (run_id)
+        json_object_set_new (structured, "run_id", json_string (run_id));
+    return structured;
+}
+
+//  --------------------------------------------------------------------------
+//  Runs refused before they started
+
+//  The structuredContent of a run that never started: a setup failure with ERROR_CODE.
+static json_t *
+s_never_ran (const char *language, const char *session_id, const char *error_code, const char *message)
+{
+    char execution_id[18] = "exec_";
+    cg_random_hex (execution_id + 5, 6);
+    cg_outcome_t *outcome = cg_outcome_setup_failure (language ? language : "", execution_id, session_id,
+                                                      CG_OUTCOME_ERROR_NONE, message);
+    json_t *structured = s_structured (outcome, error_code);
+    cg_outcome_destroy (&outcome);
+    return structured;
+}
+
+json_t *
+cg_run_result_refused (const char *language, const char *session_id, const char *error,
+                       const char *message)
+{
+    char error_code[64];
+    size_t i = 0;
+    for (; error[i] && i < sizeof error_code - 1; i++)
+        error_code[i] = (char) toupper ((unsigned char) error[i]);
+    error_code[i] = '\0';
+    json_t *structured = s_never_ran (language, session_id, error_code, message);
+    json_object_set_new (structured, "error", json_string (error));
+    json_object_set_new (structured, "message", json_string (message));
+    return cg_run_result_call (structured);
+}
+
+json_t *
+cg_run_result_invalid (const char *language, const char *error_code, const char *message)
+{
+    return cg_run_result_call (s_never_ran (language, NULL, error_code, message));
+}
+
+//  --------------------------------------------------------------------------
+//  Seed 001
+
+void
+cg_run_result_seed001_status (json_t *structured)
+{
+    const char *status = json_string_value (json_object_get (structured, "status"));
+    if (!status)
+        return;
+    const char *mapped = strcmp (status, "success") == 0           ? "completed"
+                         : strcmp (status, "timeout") == 0         ? "timeout"
+                         : strcmp (status, "execution_error") == 0 ? "error_runtime"
+                                                                   : "error_setup";
+    json_object_set_new (structured, "status", json_string (mapped));
+}
+
+//  --------------------------------------------------------------------------
+//  The tools/call result
+
+static void
+s_append (char **text, const char *more)
+{
+    char *joined = cg_strdupf ("%s%s", *text, more);
+    free (*text);
+    *text = joined;
+}
+
+json_t *
+cg_run_result_call (json_t *structured)
+{
+    const char *status = json_string_value (json_object_get (structured, "status"));
+    const char *out = json_string_value (json_object_get (structured, "stdout"));
+    const char *err = json_string_value (json_object_get (structured, "stderr"));
+    const char *message = json_string_value (json_object_get (structured, "error_message"));
+    json_t *content = json_array ();
+
+    char *text = cg_xstrdup ("");
+    if (out && *out)
+        s_append (&text, out);
+    if (err && *err) {
+        s_append (&text, *text ? "\n[stderr]\n" : "[stderr]\n");
+        s_append (&text, err);
+    }
+    json_t *outputs = json_object_get (structured, "outputs");
+    size_t i;
+    json_t *item;
+    json_array_foreach (outputs, i, item) {
+        json_t *data = json_object_get (item, "data");
+        const char *png = json_string_value (json_object_get (data, "image/png"));
+        const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
+        if (png || jpeg) {
+            //  The bytes go in the image block only; the output names it and its file.
+            const char *mime = png ? "image/png" : "image/jpeg";
+            json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
+                                                       png ? png : jpeg, "mimeType", mime));
+            const char *type = json_string_value (json_object_get (item, "type"));
+            if (type && strcmp (type, "execute_result") == 0)
+                json_object_del (json_object_get (structured, "return_value"), mime);
+            cg_result_link_output (item, mime, json_array_size (content));  /* the text block comes first */
+        }
+        else if (json_object_get (data, "text/plain")
+                 && strcmp (json_string_value (json_object_get (item, "type")), "execute_result") == 0) {
+            s_append (&text, *text ? "\n[result]\n" : "[result]\n");
+            s_append (&text, json_string_value (json_object_get (data, "text/plain")));
+        }
+    }
+    const char *streams[] = {"stdout", "stderr"};
+    for (int k = 0; k < 2; k++) {
+        cleanup_free char *file_key = cg_strdupf ("%s_file", streams[k]);
+        cleanup_free char *url_key = cg_strdupf ("%s_url", streams[k]);
+        cleanup_free char *cut_key = cg_strdupf ("%s_truncated", streams[k]);
+        const char *file = json_string_value (json_object_get (structured, file_key));
+        const char *url = json_string_value (json_object_get (structured, url_key));
+        if (!file && json_is_true (json_object_get (structured, cut_key))
+            && json_is_null (json_object_get (structured, "session_id"))) {
+            cleanup_free char *line = cg_strdupf ("%s[%s was cut; run with a session_id to keep the whole text as a file]",
+                                                  *text ? "\n" : "", streams[k]);
+            s_append (&text, line);
+        }
+        if (!file)
+            continue;
+        cleanup_free char *line = cg_strdupf ("%s[%s was cut; the whole text is in %s%s%s]", *text ? "\n" : "",
+                                              streams[k], file, url ? " " : "", url ? url : "");
+        s_append (&text, line);
+    }
+    json_t *artifacts = json_object_get (structured, "artifacts");
+    json_array_foreach (artifacts, i, item) {
+        const char *url = json_string_value (json_object_get (item, "download_url"));
+        cleanup_free char *line = cg_strdupf (
+            "%s%s (%s, %" JSON_INTEGER_FORMAT " bytes)%s%s", i == 0 ? (*text ? "\n[files created or changed]\n" : "[files created or changed]\n") : "\n",
+            json_string_value (json_object_get (item, "path")), json_string_value (json_object_get (item, "mime_type")),
+            json_integer_value (json_object_get (item, "size_bytes")), url ? " " : "", url ? url : "");
+        s_append (&text, line);
+    }
+    if (status && strcmp (status, "success") != 0 && message) {
+        s_append (&text, *text ? "\n" : "");
+        cleanup_free char *line = cg_strdupf ("[%s] %s", status, message);
+        s_append (&text, line);
+    }
+    const char *notice = json_string_value (json_object_get (structured, "notice"));
+    if (notice) {
+        cleanup_free char *line = cg_strdupf ("%s[notice] %s", *text ? "\n" : "", notice);
+        s_append (&text, line);
+    }
+    if (!*text)
+        s_append (&text, "(no output)");
+    json_array_insert_new (content, 0, json_pack ("{s:s, s:s}", "type", "text", "text", text));
+    free (text);
+    return json_pack ("{s:o, s:o, s:b}", "content", content, "structuredContent", structured,
+                      "isError", status && strcmp (status, "success") != 0);
+}
