@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 typedef struct cg_server_t cg_server_t;
+typedef struct cg_tool_t cg_tool_t;     /* a row of the tool table (cg_tools.h) */
 
 /*  One request from a client, while it is handled. Everything is borrowed. */
 typedef struct {
@@ -22,7 +23,7 @@ typedef struct {
     cg_channel_t *channel;      /* where its answer goes */
     cg_client_t *client;        /* the channel's client */
     json_t *progress_token;     /* tools/call's _meta.progressToken, or NULL */
-    const char *tool;           /* tools/call's tool name, or NULL */
+    const cg_tool_t *tool;      /* tools/call's tool, or NULL */
 } cg_request_t;
 
 /*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. */

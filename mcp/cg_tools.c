@@ -109,7 +109,7 @@ static const cg_tool_t s_tools[] = {
                      "in a fresh sandbox that is destroyed afterwards.'}}}",
      .output_schema = S_RUN_RESULT,
      .handler = cg_tools_run,
-     .flags = CG_TOOL_RUNS | CG_TOOL_NOT_SEED001},
+     .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_NOT_SEED001},
     {.name = CG_SEED001_TOOL,
      .title = "Execute code in a sandbox",
      .description = "Allows an LLM or AI agent to securely execute a given code snippet in a "
@@ -128,7 +128,7 @@ static const cg_tool_t s_tools[] = {
                       "'duration_ms': {'type': 'integer'}}, 'required': ['stdout', 'stderr', "
                       "'exit_code', 'status', 'duration_ms']}",
      .handler = cg_tools_run,
-     .flags = CG_TOOL_RUNS | CG_TOOL_SEED001},
+     .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_SEED001},
     {.name = "run_python",
      .title = "Run Python in a session",
      .description = "Run Python in a persistent sandboxed session (variables and files in "
@@ -141,7 +141,7 @@ static const cg_tool_t s_tools[] = {
                      "session is created and its id returned (sess_<12 hex>) for later calls.'}}}",
      .output_schema = S_RUN_RESULT,
      .handler = cg_tools_run,
-     .flags = CG_TOOL_RUNS},
+     .flags = CG_TOOL_RUNS | CG_TOOL_SESSION_MADE},
     {.name = "start_session",
      .title = "Start a persistent session",
      .description = "Start a persistent sandboxed REPL session and return its session_id; use "
@@ -166,7 +166,7 @@ static const cg_tool_t s_tools[] = {
                      "session to run in (from start_session).'}, " S_RUN_ARGUMENTS "}}",
      .output_schema = S_RUN_RESULT,
      .handler = cg_tools_run,
-     .flags = CG_TOOL_RUNS},
+     .flags = CG_TOOL_RUNS | CG_TOOL_SESSION_GIVEN},
     {.name = "close_session",
      .title = "Close a session",
      .description = "Destroy a session's sandbox, its kernels and its files.",
@@ -308,6 +308,13 @@ cg_tools_find (const char *name)
 }
 
 bool
+cg_tools_is (const char *name, unsigned flags)
+{
+    const cg_tool_t *tool = cg_tools_find (name);
+    return tool && (tool->flags & flags) == flags;
+}
+
+bool
 cg_tools_known (const char *name)
 {
     return cg_tools_find (name) != NULL;
@@ -399,7 +406,7 @@ cg_tools_call (const cg_request_t *req, json_t *params)
     }
     json_t *empty = arguments ? NULL : json_object ();
     cg_request_t named = *req;
-    named.tool = tool->name;
+    named.tool = tool;
     tool->handler (&named, arguments ? arguments : empty);
     json_decref (empty);
 }
@@ -412,7 +419,7 @@ cg_tools_refusal (const char *tool, const char *language, const char *session_id
     if (!row || !(row->flags & CG_TOOL_RUNS))
         return cg_tools_error_object (error, message, session_id);
     json_t *result = cg_run_result_refused (language, session_id, error, message);
-    if (strcmp (tool, CG_SEED001_TOOL) == 0)
+    if (row->flags & CG_TOOL_SEED001)
         cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
     return result;
 }
@@ -471,5 +478,5 @@ cg_tools_max_sessions (const cg_request_t *req, const char *language, const char
     cleanup_free char *message = cg_strdupf (
         "Maximum %d concurrent sessions reached. Close an existing session first.",
         cg_server_config (req->server)->max_sessions);
-    return cg_tools_refusal (req->tool, language, session_id, "max_sessions", message);
+    return cg_tools_refusal (req->tool->name, language, session_id, "max_sessions", message);
 }

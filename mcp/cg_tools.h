@@ -28,11 +28,15 @@ enum {
                                    for seed 001's tool) */
     CG_TOOL_READ_ONLY = 2,      /* annotations: readOnlyHint and idempotentHint */
     CG_TOOL_DESTRUCTIVE = 4,    /* annotations: destructiveHint */
-    CG_TOOL_SEED001 = 8,        /* listed under the seed001 profile only */
+    CG_TOOL_SEED001 = 8,        /* seed 001's: listed under the seed001 profile only, its
+                                   status names and its default timeout */
     CG_TOOL_NOT_SEED001 = 16,   /* not listed under the seed001 profile */
+    CG_TOOL_LANGUAGE = 32,      /* a running tool that takes a language argument */
+    CG_TOOL_SESSION_GIVEN = 64, /* runs in an existing session only (its language) */
+    CG_TOOL_SESSION_MADE = 128, /* makes a session when none is given, and a run id */
 };
 
-typedef struct {
+struct cg_tool_t {
     const char *name;
     const char *title;
     const char *description;
@@ -40,7 +44,7 @@ typedef struct {
     const char *output_schema;
     cg_tool_fn *handler;
     unsigned flags;
-} cg_tool_t;
+};
 
 /*  Returns the tools/list "tools" array of CONFIG's tool profile (the conformance
     profile adds its fixtures). Caller owns it. */
@@ -52,6 +56,9 @@ const cg_tool_t *cg_tools_find (const char *name);
 /*  tools/call: checks PARAMS (borrowed) — the name, the arguments against the tool's
     schema (unknown keys are refused) — and runs the tool's handler. */
 void cg_tools_call (const cg_request_t *req, json_t *params);
+
+/*  True when tool NAME has every flag in FLAGS. */
+bool cg_tools_is (const char *name, unsigned flags);
 
 /*  Returns the result refusing a call of TOOL with ERROR (seed 004's code, lower case)
     and MESSAGE: a run result for a running tool (in seed 001's terms for seed 001's),

@@ -90,9 +90,9 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
                           json_t **error_result)
 {
     *error_result = NULL;
-    bool seed001 = strcmp (tool, CG_SEED001_TOOL) == 0;
-    bool execute = strcmp (tool, "execute_code") == 0 || seed001;
-    bool send = strcmp (tool, "send_to_session") == 0;
+    bool seed001 = cg_tools_is (tool, CG_TOOL_SEED001);
+    bool execute = cg_tools_is (tool, CG_TOOL_LANGUAGE);
+    bool send = cg_tools_is (tool, CG_TOOL_SESSION_GIVEN);
     if (arguments && !json_is_object (arguments)) {
         *error_result = s_invalid ("INVALID_PARAMS", "arguments must be an object", NULL);
         return NULL;
@@ -197,13 +197,14 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
 //  The session a validated REQUEST runs in: found, or created on first use. Returns it,
 //  or NULL with *refusal set (or not, for a one-shot sandbox).
 static cg_registry_session_t *
-s_run_session (const cg_request_t *req, const char *tool, json_t *request, json_t **refusal)
+s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
 {
     cg_registry_t *registry = cg_server_registry (req->server);
     const char *session_id = json_string_value (json_object_get (request, "session_id"));
     const char *language = json_string_value (json_object_get (request, "language"));
     cg_registry_session_t *session = cg_registry_find (registry, req->client->id, session_id);
-    if (strcmp (tool, "send_to_session") == 0 && !session) {
+    const char *tool = req->tool->name;
+    if (req->tool->flags & CG_TOOL_SESSION_GIVEN && !session) {
         cleanup_free char *message = cg_strdupf ("No active session with id %s", session_id);
         *refusal = cg_tools_refusal (tool, language, session_id, "session_not_found", message);
     }
@@ -232,18 +233,19 @@ s_run_stamp (char out[32])
 void
 cg_tools_run (const cg_request_t *req, json_t *arguments)
 {
-    const char *tool = req->tool;
+    const char *tool = req->tool->name;
+    unsigned flags = req->tool->flags;
     cg_registry_t *registry = cg_server_registry (req->server);
     json_t *refusal = NULL;
     json_t *request = cg_tools_execute_request (cg_server_config (req->server), tool, arguments, &refusal);
     if (!request) {
-        if (strcmp (tool, CG_SEED001_TOOL) == 0)
+        if (flags & CG_TOOL_SEED001)
             cg_run_result_seed001_status (json_object_get (refusal, "structuredContent"));
         cg_request_result (req, refusal);
         return;
     }
     char generated[18];
-    if (strcmp (tool, "run_python") == 0 && !json_object_get (request, "session_id")) {
+    if (flags & CG_TOOL_SESSION_MADE && !json_object_get (request, "session_id")) {
         //  Seed 004: a session is generated and returned when none is given.
         memcpy (generated, "sess_", 5);
         cg_random_hex (generated + 5, 6);
@@ -251,9 +253,9 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     }
     const char *session_id = json_string_value (json_object_get (request, "session_id"));
     cg_registry_session_t *existing = cg_registry_find (registry, req->client->id, session_id);
-    if (existing && strcmp (tool, "send_to_session") == 0)
+    if (existing && flags & CG_TOOL_SESSION_GIVEN)
         json_object_set_new (request, "language", json_string (existing->language));
-    cg_registry_session_t *session = s_run_session (req, tool, request, &refusal);
+    cg_registry_session_t *session = s_run_session (req, request, &refusal);
     zactor_t *oneshot = NULL;
     if (!refusal && !session && !(oneshot = cg_registry_oneshot_start (registry)))
         refusal = cg_tools_max_sessions (req, json_string_value (json_object_get (request, "language")), NULL);
@@ -264,7 +266,7 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     }
     cg_call_t *call = cg_server_call_new (req, tool, session_id);
     call->oneshot = oneshot;
-    if (strcmp (tool, "run_python") == 0) {
+    if (flags & CG_TOOL_SESSION_MADE) {
         //  run_<UTC time>_<4 hex>, seed 004's format.
         char stamp[32], suffix[5];
         s_run_stamp (stamp);
@@ -309,7 +311,7 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
         files = (cg_files_t){.config = cg_server_config (server), .ws = session->ws, .session_id = session->id,
                              .token = session->token, .http = cg_server_http (server)};
     json_t *result = cg_run_result_call (cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id));
-    if (strcmp (call->tool, CG_SEED001_TOOL) == 0)
+    if (cg_tools_is (call->tool, CG_TOOL_SEED001))
         cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
     return result;
 }

@@ -41,7 +41,7 @@ cg_tools_start_session (const cg_request_t *req, json_t *arguments)
         cg_request_result (req, cg_tools_max_sessions (req, NULL, NULL));
         return;
     }
-    cg_call_t *call = cg_server_call_new (req, req->tool, session_id);
+    cg_call_t *call = cg_server_call_new (req, req->tool->name, session_id);
     cg_registry_set_busy (session, call->key);
     zstr_sendx (session->runner, "START", call->key, canonical, NULL);
 }
