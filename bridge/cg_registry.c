@@ -120,16 +120,6 @@ s_runner_start (cg_registry_t *self, const char *slot, const char *language, boo
     return zactor_new (cg_runner_actor, args);
 }
 
-//  Formats the current UTC time as ISO 8601 into OUT (32 bytes).
-static void
-s_utc_now (char out[32])
-{
-    time_t now = time (NULL);
-    struct tm tm;
-    gmtime_r (&now, &tm);
-    strftime (out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 cg_registry_session_t *
 cg_registry_create (cg_registry_t *self, const char *owner, const char *id, const char *language,
                     const char *name)
@@ -142,7 +132,7 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
     cg_random_hex (session->slot, 6);
     session->language = cg_xstrdup (language);
     session->name = name ? cg_xstrdup (name) : NULL;
-    s_utc_now (session->started_at);
+    cg_utc_now (session->started_at, false);
     memcpy (session->last_activity_at, session->started_at, sizeof session->started_at);
     session->started_us = session->last_activity_us = cg_now_us ();
     session->memory_mb = -1;
@@ -185,7 +175,7 @@ void
 cg_registry_touch (cg_registry_session_t *session)
 {
     session->last_activity_us = cg_now_us ();
-    s_utc_now (session->last_activity_at);
+    cg_utc_now (session->last_activity_at, false);
 }
 
 void

@@ -752,3 +752,12 @@ cg_log_set_hook (cg_log_hook_fn *fn, void *arg)
     s_hook_arg = arg;
     s_hook = fn;
 }
+
+void
+cg_utc_now (char out[32], bool basic)
+{
+    time_t now = time (NULL);
+    struct tm tm;
+    gmtime_r (&now, &tm);
+    strftime (out, 32, basic ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+}

@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -72,6 +73,10 @@ int cg_mkdir_p (const char *dir, int mode, cg_error_t **err);
       device and inode recorded on the way down). When a directory turns out to have
       moved, it stops and fails rather than remove what may not be below PATH. */
 int cg_rm_rf (const char *path, cg_error_t **err);
+
+/*  Writes the current UTC time into OUT: ISO 8601 ("2026-11-23T17:20:00Z"), or its basic
+    form ("20261123T172000Z") when BASIC. */
+void cg_utc_now (char out[32], bool basic);
 
 /*  P without its const, for the C APIs whose parameters lack a const they honour (execve's
     argv, MHD's buffers): visible at each use, and no warning from -Wcast-qual. */

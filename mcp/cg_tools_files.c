@@ -38,30 +38,30 @@ s_file_session (const cg_request_t *req, json_t *arguments, json_t **refusal)
     return session;
 }
 
-void
-cg_tools_read_artifact (const cg_request_t *req, json_t *arguments)
+//  read_artifact (READ) or list_artifacts on an existing session's workspace.
+static void
+s_file_tool (const cg_request_t *req, json_t *arguments, bool read)
 {
     json_t *result = NULL;
     cg_registry_session_t *session = s_file_session (req, arguments, &result);
     if (session) {
         cg_files_t files = s_files (req, session);
-        result = cg_files_read (&files, arguments);
+        result = read ? cg_files_read (&files, arguments) : cg_files_list (&files);
         cg_registry_touch (session);
     }
     cg_request_result (req, result);
 }
 
 void
+cg_tools_read_artifact (const cg_request_t *req, json_t *arguments)
+{
+    s_file_tool (req, arguments, true);
+}
+
+void
 cg_tools_list_artifacts (const cg_request_t *req, json_t *arguments)
 {
-    json_t *result = NULL;
-    cg_registry_session_t *session = s_file_session (req, arguments, &result);
-    if (session) {
-        cg_files_t files = s_files (req, session);
-        result = cg_files_list (&files);
-        cg_registry_touch (session);
-    }
-    cg_request_result (req, result);
+    s_file_tool (req, arguments, false);
 }
 
 void

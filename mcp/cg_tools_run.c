@@ -220,16 +220,6 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
     return session;
 }
 
-//  Formats the current UTC time as seed 004's run ids have it into OUT (32 bytes).
-static void
-s_run_stamp (char out[32])
-{
-    time_t now = time (NULL);
-    struct tm tm;
-    gmtime_r (&now, &tm);
-    strftime (out, 32, "%Y%m%dT%H%M%SZ", &tm);
-}
-
 void
 cg_tools_run (const cg_request_t *req, json_t *arguments)
 {
@@ -269,7 +259,7 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     if (flags & CG_TOOL_SESSION_MADE) {
         //  run_<UTC time>_<4 hex>, seed 004's format.
         char stamp[32], suffix[5];
-        s_run_stamp (stamp);
+        cg_utc_now (stamp, true);
         cg_random_hex (suffix, 2);
         call->run_id = cg_strdupf ("run_%s_%s", stamp, suffix);
     }
