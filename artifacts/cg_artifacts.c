@@ -15,7 +15,7 @@
 static bool
 s_continuation (char c)
 {
-    return ((unsigned char) c & 0xC0) == 0x80;
+    return ((unsigned char)c & 0xC0) == 0x80;
 }
 
 static size_t
@@ -37,7 +37,7 @@ s_head_end (const char *data, size_t head)
         lead--;
     if (lead == 0)
         return head;
-    unsigned char c = (unsigned char) data[lead - 1];
+    unsigned char c = (unsigned char)data[lead - 1];
     size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
     return head - (lead - 1) < need ? lead - 1 : head;
 }
@@ -47,13 +47,14 @@ s_marked (const char *head, size_t head_len, const char *tail, size_t tail_len, 
           size_t *out_len)
 {
     char marker[64];
-    int marker_len = snprintf (marker, sizeof marker, "\n\n[... truncated %zu characters ...]\n\n", omitted);
-    char *text = cg_xmalloc (head_len + (size_t) marker_len + tail_len + 1);
+    int marker_len =
+        snprintf (marker, sizeof marker, "\n\n[... truncated %zu characters ...]\n\n", omitted);
+    char *text = cg_xmalloc (head_len + (size_t)marker_len + tail_len + 1);
     memcpy (text, head, head_len);
-    memcpy (text + head_len, marker, (size_t) marker_len);
+    memcpy (text + head_len, marker, (size_t)marker_len);
     memcpy (text + head_len + marker_len, tail, tail_len);
     text[head_len + marker_len + tail_len] = '\0';
-    *out_len = head_len + (size_t) marker_len + tail_len;
+    *out_len = head_len + (size_t)marker_len + tail_len;
     return text;
 }
 
@@ -98,9 +99,9 @@ static const struct {
     const char *ext;
     bool base64;
 } s_rich[] = {
-    {"image/png", "png", true},        {"image/jpeg", "jpg", true},
-    {"image/svg+xml", "svg", false},   {"application/pdf", "pdf", true},
-    {"text/html", "html", false},      {"application/json", "json", false},
+    {"image/png", "png", true},      {"image/jpeg", "jpg", true},
+    {"image/svg+xml", "svg", false}, {"application/pdf", "pdf", true},
+    {"text/html", "html", false},    {"application/json", "json", false},
 };
 
 //  Returns the bytes of VALUE (a display's data for one MIME type) in *LEN, or NULL.
@@ -114,7 +115,8 @@ s_display_bytes (json_t *value, bool base64, size_t *len)
         size_t text_len = strlen (text);
         unsigned char *bin = cg_xmalloc (text_len / 4 * 3 + 3);
         if (sodium_base642bin (bin, text_len / 4 * 3 + 3, text, text_len, " \r\n", len, NULL,
-                               sodium_base64_VARIANT_ORIGINAL) != 0) {
+                               sodium_base64_VARIANT_ORIGINAL)
+            != 0) {
             free (bin);
             return NULL;
         }
@@ -124,15 +126,17 @@ s_display_bytes (json_t *value, bool base64, size_t *len)
     char *text = NULL;
     if (json_is_string (value))
         text = cg_xstrdup (json_string_value (value));
-    else if (json_is_array (value) && json_array_size (value) > 0 && json_is_string (json_array_get (value, 0))) {
+    else if (json_is_array (value) && json_array_size (value) > 0
+             && json_is_string (json_array_get (value, 0))) {
         //  Joined in one pass: a kernel may send millions of lines.
         size_t total = 0, at = 0, i;
         json_t *line;
-        json_array_foreach (value, i, line)
-            total += json_string_length (line);
+        json_array_foreach (value, i, line) total += json_string_length (line);
         text = cg_xmalloc (total + 1);
-        json_array_foreach (value, i, line) {
-            memcpy (text + at, json_string_value (line) ? json_string_value (line) : "", json_string_length (line));
+        json_array_foreach (value, i, line)
+        {
+            memcpy (text + at, json_string_value (line) ? json_string_value (line) : "",
+                    json_string_length (line));
             at += json_string_length (line);
         }
         text[at] = '\0';
@@ -142,7 +146,7 @@ s_display_bytes (json_t *value, bool base64, size_t *len)
     if (!text)
         return NULL;
     *len = strlen (text);
-    return (unsigned char *) text;
+    return (unsigned char *)text;
 }
 
 void
@@ -151,7 +155,8 @@ cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *pre
 {
     size_t i, n = 0;
     json_t *item;
-    json_array_foreach (outputs, i, item) {
+    json_array_foreach (outputs, i, item)
+    {
         json_t *data = json_object_get (item, "data");
         const char *type = json_string_value (json_object_get (item, "type"));
         //  A cell's value as JSON is returned inline (returnValue); it is not a file.
@@ -164,7 +169,8 @@ cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *pre
             cleanup_free unsigned char *bytes = s_display_bytes (value, s_rich[k].base64, &len);
             if (!bytes)
                 break;
-            cleanup_free char *rel = cg_strdupf ("%s/%s-%zu.%s", CG_ARTIFACTS_OUTPUT_DIR, prefix, ++n, s_rich[k].ext);
+            cleanup_free char *rel =
+                cg_strdupf ("%s/%s-%zu.%s", CG_ARTIFACTS_OUTPUT_DIR, prefix, ++n, s_rich[k].ext);
             cg_error_t *err = NULL;
             if (cg_workspace_write (ws, rel, bytes, len, true, uid, gid, &err) == 0) {
                 cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
@@ -198,15 +204,16 @@ cg_artifacts_from_diff (json_t *diff, json_t *after)
     for (int k = 0; k < 2; k++) {
         size_t i;
         json_t *name;
-        json_array_foreach (items[k], i, name) {
+        json_array_foreach (items[k], i, name)
+        {
             const char *rel = json_string_value (name);
             const char *slash = strrchr (rel, '/');
             const char *filename = slash ? slash + 1 : rel;
             json_t *size = json_array_get (json_object_get (after, rel), 0);
             cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
-            list[count++] = json_pack ("{s:s, s:s, s:I, s:s}", "path", path, "filename", filename,
-                                       "size_bytes", json_integer_value (size), "mime_type",
-                                       cg_mime_type (filename));
+            list[count++] =
+                json_pack ("{s:s, s:s, s:I, s:s}", "path", path, "filename", filename, "size_bytes",
+                           json_integer_value (size), "mime_type", cg_mime_type (filename));
         }
     }
     qsort (list, count, sizeof *list, s_compare_paths);

@@ -15,7 +15,7 @@
 #define CG_ARTIFACTS_OUTPUT_DIR "outputs"
 
 /*  No bytes were dropped before cg_output_cut (its CUT). */
-#define CG_OUTPUT_NO_CUT ((size_t) -1)
+#define CG_OUTPUT_NO_CUT ((size_t)-1)
 
 /*  Returns the LEN bytes at DATA cut to at most HEAD bytes of the start and TAIL bytes
     of the end (both moved back to UTF-8 character boundaries) joined by seed 002's
@@ -31,7 +31,8 @@ char *cg_output_cut (const char *data, size_t len, size_t head, size_t tail, siz
 /*  Returns the LEN bytes at DATA with the marker for EXTRA_CHARS dropped characters put
     at byte CUT (the text as kept when more than the keep limit came). New NUL-terminated
     string, its length (NUL bytes in DATA included) in *OUT_LEN. */
-char *cg_output_join (const char *data, size_t len, size_t cut, size_t extra_chars, size_t *out_len);
+char *cg_output_join (const char *data, size_t len, size_t cut, size_t extra_chars,
+                      size_t *out_len);
 
 /*  Saves each item of OUTPUTS (display_data / execute_result items {type, data,
     metadata}) that carries a rich type — image/png, image/jpeg, image/svg+xml,
@@ -39,8 +40,8 @@ char *cg_output_join (const char *data, size_t len, size_t cut, size_t extra_cha
     is the cell's value), first match wins — as the file
     outputs/<PREFIX>-<n>.<ext> in WS, owned by UID:GID, and records its workspace path
     in the item as "path". Failures are logged and leave the item without a path. */
-void cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *prefix,
-                                 uid_t uid, gid_t gid);
+void cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *prefix, uid_t uid,
+                                 gid_t gid);
 
 /*  Describes the files named in DIFF's "created" and "modified" lists (see
     cg_workspace_diff) from the snapshot AFTER: returns a new array of seed 004

@@ -47,11 +47,11 @@ s_serve (void *arg, cg_http_exchange_t *ex)
     }
     const char *raw_token = cg_http_exchange_query (ex, "token");
     size_t session_len = 0, path_len = 0, token_len = 0;
-    cleanup_free char *session_id
-        = cg_http_percent_decode (rest, (size_t) (slash - rest), &session_len);
+    cleanup_free char *session_id =
+        cg_http_percent_decode (rest, (size_t)(slash - rest), &session_len);
     cleanup_free char *path = cg_http_percent_decode (slash + 1, strlen (slash + 1), &path_len);
-    cleanup_free char *token
-        = raw_token ? cg_http_percent_decode (raw_token, strlen (raw_token), &token_len) : NULL;
+    cleanup_free char *token =
+        raw_token ? cg_http_percent_decode (raw_token, strlen (raw_token), &token_len) : NULL;
     if (!session_id || !path || (raw_token && !token)) {
         cg_http_respond_error (ex, 400, "bad_request", "malformed percent-encoding in the URL");
         return;
@@ -89,12 +89,12 @@ s_serve (void *arg, cg_http_exchange_t *ex)
     }
     const char *slash_in_rel = strrchr (rel, '/');
     const char *mime = cg_mime_type (slash_in_rel ? slash_in_rel + 1 : rel);
-    const char *headers[] = { "Content-Security-Policy", "sandbox",
-                              s_is_active_content (mime) ? "Content-Disposition" : NULL,
-                              "attachment", NULL };
+    const char *headers[] = {"Content-Security-Policy", "sandbox",
+                             s_is_active_content (mime) ? "Content-Disposition" : NULL,
+                             "attachment", NULL};
     cg_log (3, "http: %s %s from %s (%lld bytes)", cg_http_exchange_method (ex), rel, session_id,
-            (long long) st.st_size);
-    cg_http_respond_file (ex, &fd, (uint64_t) st.st_size, mime, headers);
+            (long long)st.st_size);
+    cg_http_respond_file (ex, &fd, (uint64_t)st.st_size, mime, headers);
 }
 
 cg_downloads_t *
@@ -104,8 +104,7 @@ cg_downloads_new (cg_http_t *http, cg_downloads_lookup_fn *lookup, void *arg)
     cg_downloads_t *self = cg_xcalloc (1, sizeof *self);
     self->lookup = lookup;
     self->lookup_arg = arg;
-    cg_http_route (http, CG_DOWNLOADS_PREFIX, CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 0, s_serve,
-                   self);
+    cg_http_route (http, CG_DOWNLOADS_PREFIX, CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 0, s_serve, self);
     return self;
 }
 
@@ -124,10 +123,10 @@ s_percent_encode (char **p, const char *in, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char) in[i];
+        unsigned char c = (unsigned char)in[i];
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'
             || c == '.' || c == '_' || c == '~')
-            *(*p)++ = (char) c;
+            *(*p)++ = (char)c;
         else {
             *(*p)++ = '%';
             *(*p)++ = hex[c >> 4];
@@ -145,8 +144,8 @@ cg_downloads_url (cg_http_t *http, const char *session_id, const char *token, co
         cg_error_destroy (&err);
         return NULL;
     }
-    cleanup_free char *prefix
-        = cg_strdupf ("http://%s:%d" CG_DOWNLOADS_PREFIX, cg_http_host (http), cg_http_port (http));
+    cleanup_free char *prefix =
+        cg_strdupf ("http://%s:%d" CG_DOWNLOADS_PREFIX, cg_http_host (http), cg_http_port (http));
     size_t cap = strlen (prefix) + 3 * (strlen (session_id) + strlen (canonical) + strlen (token))
                  + sizeof "/?token=";
     char *url = cg_xmalloc (cap);
@@ -155,7 +154,7 @@ cg_downloads_url (cg_http_t *http, const char *session_id, const char *token, co
     *p++ = '/';
     for (const char *segment = canonical;;) {
         const char *end = strchrnul (segment, '/');
-        s_percent_encode (&p, segment, (size_t) (end - segment));
+        s_percent_encode (&p, segment, (size_t)(end - segment));
         if (*end == '\0')
             break;
         *p++ = '/';

@@ -6,8 +6,8 @@
 #include "cg_http.h"
 #include "cg_workspace.h"
 
-#define CG_DOWNLOADS_PREFIX "/files/"   /* the route's path on the listener */
-#define CG_DOWNLOADS_TOKEN_MAX 256      /* longer tokens are never compared */
+#define CG_DOWNLOADS_PREFIX "/files/" /* the route's path on the listener */
+#define CG_DOWNLOADS_TOKEN_MAX 256    /* longer tokens are never compared */
 
 typedef struct cg_downloads_t cg_downloads_t;
 
@@ -17,8 +17,8 @@ typedef struct cg_downloads_t cg_downloads_t;
     no such session or the token is not its. Called on the thread that calls
     cg_http_process, and only while it runs; the workspace must stay valid until
     cg_http_process returns. */
-typedef cg_workspace_t *(cg_downloads_lookup_fn) (void *arg, const char *session_id,
-                                                  const char *token, size_t token_len);
+typedef cg_workspace_t *(cg_downloads_lookup_fn)(void *arg, const char *session_id,
+                                                 const char *token, size_t token_len);
 
 /*  Serves downloads on HTTP under CG_DOWNLOADS_PREFIX, resolving sessions with LOOKUP (and
     ARG). Every refusal before the file is open (no or wrong token, unknown session, a path

@@ -22,7 +22,7 @@
 typedef struct {
     char *path;
     size_t path_len;
-    unsigned flags;             /* CG_HTTP_PREFIX, CG_HTTP_GET_ONLY */
+    unsigned flags; /* CG_HTTP_PREFIX, CG_HTTP_GET_ONLY */
     size_t body_max;
     cg_http_handler_fn *handler;
     void *arg;
@@ -30,9 +30,9 @@ typedef struct {
 
 struct cg_http_t {
     struct MHD_Daemon *daemon;
-    int port;                   /* the bound port */
-    char *url_host;             /* host part of URLs to us: "127.0.0.1", "[::1]" */
-    bool loopback;              /* bound to a loopback address */
+    int port;       /* the bound port */
+    char *url_host; /* host part of URLs to us: "127.0.0.1", "[::1]" */
+    bool loopback;  /* bound to a loopback address */
     s_route_t *routes;
     size_t routes_len;
     cg_http_exchange_t *exchanges; /* live exchanges (to resume before stopping) */
@@ -42,22 +42,22 @@ struct cg_http_exchange_t {
     int refs;
     cg_http_t *http;
     struct MHD_Connection *connection; /* NULL once the request is over */
-    cg_http_handler_fn *handler; /* the route's, with its ARG and BODY_MAX */
+    cg_http_handler_fn *handler;       /* the route's, with its ARG and BODY_MAX */
     void *arg;
     size_t body_max;
     char *method;
     char *path;
     char *body;
     size_t body_len, body_cap;
-    bool too_large;             /* the body passed the limit: 413 */
-    bool called;                /* the handler has seen it */
-    bool suspended;             /* waiting in the access callback for an answer */
+    bool too_large;               /* the body passed the limit: 413 */
+    bool called;                  /* the handler has seen it */
+    bool suspended;               /* waiting in the access callback for an answer */
     struct MHD_Response *pending; /* the answer, queued at the next access callback */
     unsigned int pending_status;
     bool answered;
-    bool streaming;             /* an SSE body: BUF is what is still to be sent */
+    bool streaming; /* an SSE body: BUF is what is still to be sent */
     bool stream_closed;
-    bool reader_suspended;      /* waiting in the content reader for more to send */
+    bool reader_suspended; /* waiting in the content reader for more to send */
     char *buf;
     size_t buf_len, buf_off;
     cg_http_exchange_t *next, *prev;
@@ -66,8 +66,8 @@ struct cg_http_exchange_t {
 /*  One request; MHD keeps it in *con_cls from the URI callback until the completion
     callback. */
 typedef struct {
-    size_t target_len;          /* length of the raw request target, query included */
-    bool answered;              /* a response is queued */
+    size_t target_len;            /* length of the raw request target, query included */
+    bool answered;                /* a response is queued */
     cg_http_exchange_t *exchange; /* once a route has taken the request */
 } s_request_t;
 
@@ -111,8 +111,8 @@ s_respond_error (struct MHD_Connection *connection, s_request_t *request, unsign
                  const char *code, const char *message)
 {
     cleanup_free char *body = s_error_body (code, message);
-    struct MHD_Response *response
-        = MHD_create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_COPY);
     if (!response)
         return MHD_NO;
     MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
@@ -153,7 +153,7 @@ cg_http_percent_decode (const char *in, size_t len, size_t *out_len)
             free (out);
             return NULL;
         }
-        out[used++] = (char) (high * 16 + low);
+        out[used++] = (char)(high * 16 + low);
         i += 2;
     }
     out[used] = '\0';
@@ -272,8 +272,8 @@ void
 cg_http_respond (cg_http_exchange_t *exchange, unsigned int status, const char *content_type,
                  const char *body, size_t len, const char *const *headers)
 {
-    struct MHD_Response *response
-        = MHD_create_response_from_buffer (len, CG_UNCONST (body ? body : ""), MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer (len, CG_UNCONST (body ? body : ""), MHD_RESPMEM_MUST_COPY);
     if (!response)
         return;
     if (content_type)
@@ -311,7 +311,7 @@ cg_http_respond_file (cg_http_exchange_t *exchange, int *fd_p, uint64_t size,
 static ssize_t
 s_stream_reader (void *cls, uint64_t pos, char *buf, size_t max)
 {
-    (void) pos;
+    (void)pos;
     cg_http_exchange_t *ex = cls;
     if (ex->buf_off < ex->buf_len) {
         size_t n = ex->buf_len - ex->buf_off;
@@ -321,7 +321,7 @@ s_stream_reader (void *cls, uint64_t pos, char *buf, size_t max)
         ex->buf_off += n;
         if (ex->buf_off == ex->buf_len)
             ex->buf_off = ex->buf_len = 0;
-        return (ssize_t) n;
+        return (ssize_t)n;
     }
     if (ex->stream_closed || !ex->connection)
         return MHD_CONTENT_READER_END_OF_STREAM;
@@ -427,13 +427,12 @@ s_route_find (cg_http_t *self, const char *url)
 static bool
 s_has_body (struct MHD_Connection *connection)
 {
-    const char *length
-        = MHD_lookup_connection_value (connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *length =
+        MHD_lookup_connection_value (connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     return (length && strcmp (length, "0") != 0)
            || MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
                                            MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
-
 
 //  The first call for a request to ROUTE: the headers are in. Refuses what the route does
 //  not take (a method, a declared body over the limit); else makes the exchange.
@@ -447,10 +446,11 @@ s_exchange_start (cg_http_t *self, const s_route_t *route, struct MHD_Connection
                                     "method_not_allowed", "only GET and HEAD are allowed here");
         if (s_has_body (connection))
             return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE,
-                                    "payload_too_large", "a GET or HEAD request here takes no body");
+                                    "payload_too_large",
+                                    "a GET or HEAD request here takes no body");
     }
-    const char *length
-        = MHD_lookup_connection_value (connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *length =
+        MHD_lookup_connection_value (connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (length && strtoull (length, NULL, 10) > route->body_max)
         return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE,
                                 "payload_too_large", "the request body is larger than the limit");
@@ -496,8 +496,8 @@ s_exchange_continue (struct MHD_Connection *connection, s_request_t *request,
         return MHD_YES;
     }
     if (ex->too_large)
-        return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large",
-                                "the request body is larger than the limit");
+        return s_respond_error (connection, request, MHD_HTTP_CONTENT_TOO_LARGE,
+                                "payload_too_large", "the request body is larger than the limit");
     if (!ex->called) {
         ex->called = true;
         ex->handler (ex->arg, ex);
@@ -534,8 +534,8 @@ cg_http_host (cg_http_t *self)
 static size_t
 s_unescape_cb (void *cls, struct MHD_Connection *connection, char *s)
 {
-    (void) cls;
-    (void) connection;
+    (void)cls;
+    (void)connection;
     return strlen (s);
 }
 
@@ -547,22 +547,22 @@ s_unescape_cb (void *cls, struct MHD_Connection *connection, char *s)
 static void *
 s_uri_cb (void *cls, const char *uri, struct MHD_Connection *connection)
 {
-    (void) cls;
-    (void) connection;
+    (void)cls;
+    (void)connection;
     size_t len = strlen (uri);
     if (len > CG_HTTP_URL_MAX)
         len = CG_HTTP_URL_MAX + 1;
-    return (void *) (((uintptr_t) len << 1) | 1);
+    return (void *)(((uintptr_t)len << 1) | 1);
 }
 
 static void
 s_completed_cb (void *cls, struct MHD_Connection *connection, void **con_cls,
                 enum MHD_RequestTerminationCode toe)
 {
-    (void) cls;
-    (void) connection;
-    (void) toe;
-    s_request_t *request = ((uintptr_t) *con_cls & 1) ? NULL : *con_cls;
+    (void)cls;
+    (void)connection;
+    (void)toe;
+    s_request_t *request = ((uintptr_t)*con_cls & 1) ? NULL : *con_cls;
     if (request && request->exchange) {
         cg_http_exchange_t *ex = request->exchange;
         ex->connection = NULL;
@@ -575,12 +575,11 @@ s_completed_cb (void *cls, struct MHD_Connection *connection, void **con_cls,
 
 static enum MHD_Result
 s_access_cb (void *cls, struct MHD_Connection *connection, const char *url, const char *method,
-             const char *version, const char *upload_data, size_t *upload_data_size,
-             void **con_cls)
+             const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
-    (void) version;
+    (void)version;
     cg_http_t *self = cls;
-    uintptr_t tag = (uintptr_t) *con_cls;
+    uintptr_t tag = (uintptr_t)*con_cls;
     if (tag & 1) {
         s_request_t *fresh = cg_xcalloc (1, sizeof *fresh);
         fresh->target_len = tag >> 1;
@@ -608,7 +607,7 @@ s_access_cb (void *cls, struct MHD_Connection *connection, const char *url, cons
 static void
 s_log_cb (void *cls, const char *fmt, va_list args)
 {
-    (void) cls;
+    (void)cls;
     cleanup_free char *message = cg_vstrdupf (fmt, args);
     size_t len = strlen (message);
     while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == '\r'))
@@ -639,16 +638,16 @@ s_parse_listen (const char *listen, struct sockaddr_storage *addr, socklen_t *ad
         host_end = strrchr (listen, ':');
         if (!host_end)
             return cg_error_set (err, EINVAL, "listen address %s: expected HOST:PORT", listen);
-        if (memchr (listen, ':', (size_t) (host_end - listen)))
-            return cg_error_set (err, EINVAL,
-                                 "listen address %s: an IPv6 address goes in brackets", listen);
+        if (memchr (listen, ':', (size_t)(host_end - listen)))
+            return cg_error_set (err, EINVAL, "listen address %s: an IPv6 address goes in brackets",
+                                 listen);
         port_text = host_end + 1;
     }
     size_t port_digits = strspn (port_text, "0123456789");
     long port = port_digits >= 1 && port_digits <= 5 ? strtol (port_text, NULL, 10) : -1;
     if (port_text[port_digits] != '\0' || port < 0 || port > 65535)
         return cg_error_set (err, EINVAL, "listen address %s: bad port", listen);
-    size_t host_len = (size_t) (host_end - host);
+    size_t host_len = (size_t)(host_end - host);
     char host_text[INET6_ADDRSTRLEN];
     if (host_len == 0 || host_len >= sizeof host_text)
         return cg_error_set (err, EINVAL, "listen address %s: bad host", listen);
@@ -658,13 +657,12 @@ s_parse_listen (const char *listen, struct sockaddr_storage *addr, socklen_t *ad
     memset (addr, 0, sizeof *addr);
     char canonical[INET6_ADDRSTRLEN];
     if (ipv6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) addr;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
         in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons ((uint16_t) port);
+        in6->sin6_port = htons ((uint16_t)port);
         if (inet_pton (AF_INET6, host_text, &in6->sin6_addr) != 1)
-            return cg_error_set (err, EINVAL,
-                                 "listen address %s: the host is not a numeric IPv6 address",
-                                 listen);
+            return cg_error_set (
+                err, EINVAL, "listen address %s: the host is not a numeric IPv6 address", listen);
         *addr_len = sizeof *in6;
         bool any = memcmp (&in6->sin6_addr, &in6addr_any, sizeof in6addr_any) == 0;
         inet_ntop (AF_INET6, any ? &in6addr_loopback : &in6->sin6_addr, canonical,
@@ -672,15 +670,14 @@ s_parse_listen (const char *listen, struct sockaddr_storage *addr, socklen_t *ad
         *url_host = cg_strdupf ("[%s]", canonical);
     }
     else {
-        struct sockaddr_in *in4 = (struct sockaddr_in *) addr;
+        struct sockaddr_in *in4 = (struct sockaddr_in *)addr;
         in4->sin_family = AF_INET;
-        in4->sin_port = htons ((uint16_t) port);
+        in4->sin_port = htons ((uint16_t)port);
         if (inet_pton (AF_INET, host_text, &in4->sin_addr) != 1)
-            return cg_error_set (err, EINVAL,
-                                 "listen address %s: the host is not a numeric IPv4 address",
-                                 listen);
+            return cg_error_set (
+                err, EINVAL, "listen address %s: the host is not a numeric IPv4 address", listen);
         *addr_len = sizeof *in4;
-        struct in_addr loopback = { htonl (INADDR_LOOPBACK) };
+        struct in_addr loopback = {htonl (INADDR_LOOPBACK)};
         bool any = in4->sin_addr.s_addr == htonl (INADDR_ANY);
         inet_ntop (AF_INET, any ? &loopback : &in4->sin_addr, canonical, sizeof canonical);
         *url_host = cg_xstrdup (canonical);
@@ -708,17 +705,17 @@ s_listen_socket (const char *listen_text, char **url_host, int *port, cg_error_t
         && setsockopt (fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) < 0)
         return cg_error_set (err, errno, "listen on %s: IPV6_V6ONLY: %s", listen_text,
                              strerror (errno));
-    if (bind (fd, (struct sockaddr *) &addr, addr_len) < 0)
+    if (bind (fd, (struct sockaddr *)&addr, addr_len) < 0)
         return cg_error_set (err, errno, "listen on %s: bind: %s", listen_text, strerror (errno));
     if (listen (fd, 128) < 0)
         return cg_error_set (err, errno, "listen on %s: listen: %s", listen_text, strerror (errno));
     struct sockaddr_storage bound;
     socklen_t bound_len = sizeof bound;
-    if (getsockname (fd, (struct sockaddr *) &bound, &bound_len) < 0)
+    if (getsockname (fd, (struct sockaddr *)&bound, &bound_len) < 0)
         return cg_error_set (err, errno, "listen on %s: getsockname: %s", listen_text,
                              strerror (errno));
-    *port = ntohs (bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &bound)->sin6_port
-                                               : ((struct sockaddr_in *) &bound)->sin_port);
+    *port = ntohs (bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                               : ((struct sockaddr_in *)&bound)->sin_port);
     int out = fd;
     fd = -1;
     return out;
@@ -741,17 +738,14 @@ cg_http_new (const char *listen, cg_error_t **err)
         while it is sent (a sandbox truncating it) then ends the response at once instead
         of stalling it. */
     self->daemon = MHD_start_daemon (
-        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, s_access_cb, self,
-        MHD_OPTION_EXTERNAL_LOGGER, s_log_cb, self,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int) CG_HTTP_CONNECTIONS_MAX,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) CG_HTTP_CONNECTION_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) CG_HTTP_CONNECTION_MEMORY,
-        MHD_OPTION_STRICT_FOR_CLIENT, (int) 1,
-        MHD_OPTION_UNESCAPE_CALLBACK, s_unescape_cb, self,
-        MHD_OPTION_URI_LOG_CALLBACK, s_uri_cb, self,
-        MHD_OPTION_NOTIFY_COMPLETED, s_completed_cb, self,
-        MHD_OPTION_END);
+        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, s_access_cb,
+        self, MHD_OPTION_EXTERNAL_LOGGER, s_log_cb, self, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CG_HTTP_CONNECTIONS_MAX,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CG_HTTP_CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CG_HTTP_CONNECTION_MEMORY,
+        MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_UNESCAPE_CALLBACK, s_unescape_cb, self,
+        MHD_OPTION_URI_LOG_CALLBACK, s_uri_cb, self, MHD_OPTION_NOTIFY_COMPLETED, s_completed_cb,
+        self, MHD_OPTION_END);
     if (!self->daemon) {
         close (fd);
         cg_error_set (err, EIO, "listen on %s: libmicrohttpd refused to start", listen);
@@ -788,8 +782,7 @@ cg_http_destroy (cg_http_t **self_p)
 int
 cg_http_fd (cg_http_t *self)
 {
-    const union MHD_DaemonInfo *info
-        = MHD_get_daemon_info (self->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info (self->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     return info ? info->epoll_fd : -1;
 }
 
@@ -799,7 +792,7 @@ cg_http_timeout_ms (cg_http_t *self)
     MHD_UNSIGNED_LONG_LONG timeout = 0;
     if (MHD_get_timeout (self->daemon, &timeout) != MHD_YES)
         return -1;
-    return timeout > INT_MAX ? INT_MAX : (int) timeout;
+    return timeout > INT_MAX ? INT_MAX : (int)timeout;
 }
 
 void

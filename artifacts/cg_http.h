@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 /*  Bounds on what a client may send. */
-#define CG_HTTP_URL_MAX 4096                 /* request target, query included (else 414) */
-#define CG_HTTP_CONNECTIONS_MAX 256          /* concurrent connections; more are refused */
-#define CG_HTTP_CONNECTION_TIMEOUT_S 30      /* an idle connection is closed after this */
+#define CG_HTTP_URL_MAX 4096                  /* request target, query included (else 414) */
+#define CG_HTTP_CONNECTIONS_MAX 256           /* concurrent connections; more are refused */
+#define CG_HTTP_CONNECTION_TIMEOUT_S 30       /* an idle connection is closed after this */
 #define CG_HTTP_CONNECTION_MEMORY (16 * 1024) /* per connection: request line, headers, I/O */
 
 typedef struct cg_http_t cg_http_t;

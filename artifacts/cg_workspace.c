@@ -18,9 +18,9 @@
 #include <sys/syscall.h>
 
 struct cg_workspace_t {
-    int fd;                     /* O_PATH fd of the workspace directory */
-    dev_t dev;                  /* its device; nothing below it may be on another */
-    char *host_dir;             /* for messages */
+    int fd;         /* O_PATH fd of the workspace directory */
+    dev_t dev;      /* its device; nothing below it may be on another */
+    char *host_dir; /* for messages */
 };
 
 //  The longest client path looked at before anything else is checked.
@@ -96,7 +96,7 @@ s_normalize (const char *path, size_t len, const char *what, bool for_upload, cg
 {
     //  Untrusted: PATH comes from an MCP client (a model). Nothing of it is quoted in a
     //  message until it is known to be short, free of control characters and UTF-8.
-    const unsigned char *bytes = (const unsigned char *) path;
+    const unsigned char *bytes = (const unsigned char *)path;
     if (len == 0) {
         cg_error_set (err, EINVAL, "%s is empty", what);
         return NULL;
@@ -110,8 +110,8 @@ s_normalize (const char *path, size_t len, const char *what, bool for_upload, cg
         if (bytes[bad] == 0)
             cg_error_set (err, EINVAL, "%s contains a NUL byte at offset %zu", what, bad);
         else
-            cg_error_set (err, EINVAL, "%s contains a control character (0x%02x) at offset %zu", what,
-                          bytes[bad], bad);
+            cg_error_set (err, EINVAL, "%s contains a control character (0x%02x) at offset %zu",
+                          what, bytes[bad], bad);
         return NULL;
     }
     if (!s_valid_utf8 (bytes, len)) {
@@ -125,26 +125,30 @@ s_normalize (const char *path, size_t len, const char *what, bool for_upload, cg
             && (len == mount_len || p[mount_len] == '/'))
             p += mount_len;
         else {
-            cg_error_set (err, EINVAL, "%s \"%.*s\" is absolute and outside %s; use %s/<name> or a relative path",
-                          what, (int) len, path, CG_WORKSPACE_MOUNT, CG_WORKSPACE_MOUNT);
+            cg_error_set (
+                err, EINVAL,
+                "%s \"%.*s\" is absolute and outside %s; use %s/<name> or a relative path", what,
+                (int)len, path, CG_WORKSPACE_MOUNT, CG_WORKSPACE_MOUNT);
             return NULL;
         }
     }
     cleanup_free char *out = cg_xmalloc (len + 1);
     size_t out_len = 0;
-    bool names_directory = false;   /* the last component was empty or "." */
+    bool names_directory = false; /* the last component was empty or "." */
     while (p < end) {
-        const char *slash = memchr (p, '/', (size_t) (end - p));
+        const char *slash = memchr (p, '/', (size_t)(end - p));
         const char *stop = slash ? slash : end;
-        size_t name_len = (size_t) (stop - p);
+        size_t name_len = (size_t)(stop - p);
         names_directory = name_len == 0 || (name_len == 1 && p[0] == '.');
         if (name_len == 2 && p[0] == '.' && p[1] == '.') {
-            cg_error_set (err, EINVAL, "%s \"%.*s\" has a \"..\" component; paths must stay inside %s",
-                          what, (int) len, path, CG_WORKSPACE_MOUNT);
+            cg_error_set (err, EINVAL,
+                          "%s \"%.*s\" has a \"..\" component; paths must stay inside %s", what,
+                          (int)len, path, CG_WORKSPACE_MOUNT);
             return NULL;
         }
         if (name_len > CG_WORKSPACE_NAME_MAX) {
-            cg_error_set (err, EINVAL, "%s has a component longer than %d bytes", what, CG_WORKSPACE_NAME_MAX);
+            cg_error_set (err, EINVAL, "%s has a component longer than %d bytes", what,
+                          CG_WORKSPACE_NAME_MAX);
             return NULL;
         }
         if (!names_directory) {
@@ -161,8 +165,8 @@ s_normalize (const char *path, size_t len, const char *what, bool for_upload, cg
     }
     out[out_len] = '\0';
     if (out_len == 0) {
-        cg_error_set (err, EINVAL, "%s \"%.*s\" names %s itself, not a file in it", what, (int) len, path,
-                      CG_WORKSPACE_MOUNT);
+        cg_error_set (err, EINVAL, "%s \"%.*s\" names %s itself, not a file in it", what, (int)len,
+                      path, CG_WORKSPACE_MOUNT);
         return NULL;
     }
     if (out_len > CG_WORKSPACE_PATH_MAX) {
@@ -170,8 +174,9 @@ s_normalize (const char *path, size_t len, const char *what, bool for_upload, cg
         return NULL;
     }
     if (for_upload && names_directory) {
-        cg_error_set (err, EINVAL, "%s \"%.*s\" ends in \"/\"; it must name a file, not a directory", what,
-                      (int) len, path);
+        cg_error_set (err, EINVAL,
+                      "%s \"%.*s\" ends in \"/\"; it must name a file, not a directory", what,
+                      (int)len, path);
         return NULL;
     }
     char *result = out;
@@ -227,7 +232,7 @@ s_walk_open (int dirfd, dev_t dev, const char *rel, int flags, mode_t mode)
         return -EXDEV;
     for (;;) {
         const char *slash = strchr (p, '/');
-        size_t name_len = slash ? (size_t) (slash - p) : strlen (p);
+        size_t name_len = slash ? (size_t)(slash - p) : strlen (p);
         if (name_len == 0 || (name_len == 2 && p[0] == '.' && p[1] == '.'))
             return -EINVAL;
         if (!slash)
@@ -237,11 +242,11 @@ s_walk_open (int dirfd, dev_t dev, const char *rel, int flags, mode_t mode)
         if (fd < 0)
             return -errno;
         struct stat st;
-        int bad = fstat (fd, &st) < 0 ? errno
-                  : S_ISLNK (st.st_mode) ? ELOOP
+        int bad = fstat (fd, &st) < 0     ? errno
+                  : S_ISLNK (st.st_mode)  ? ELOOP
                   : !S_ISDIR (st.st_mode) ? ENOTDIR
-                  : st.st_dev != dev ? EXDEV
-                                     : 0;
+                  : st.st_dev != dev      ? EXDEV
+                                          : 0;
         if (bad) {
             close (fd);
             return -bad;
@@ -271,7 +276,7 @@ s_open_beneath (int dirfd, dev_t dev, const char *rel, int flags, mode_t mode)
     flags |= O_NOFOLLOW | O_CLOEXEC;
     if (!atomic_load (&s_openat2_off)) {
         struct open_how how = {
-            .flags = (uint64_t) flags,
+            .flags = (uint64_t)flags,
             .mode = (flags & O_CREAT) ? mode : 0,
             .resolve = S_RESOLVE,
         };
@@ -279,7 +284,7 @@ s_open_beneath (int dirfd, dev_t dev, const char *rel, int flags, mode_t mode)
         for (int attempt = 0; attempt < 16; attempt++) {
             long fd = syscall (SYS_openat2, dirfd, rel, &how, sizeof how);
             if (fd >= 0)
-                return (int) fd;
+                return (int)fd;
             if (errno == EAGAIN || errno == EINTR)
                 continue;
             if (errno != ENOSYS)
@@ -301,7 +306,8 @@ s_find_link (cg_workspace_t *self, const char *rel)
     const char *p = rel;
     for (;;) {
         const char *slash = strchr (p, '/');
-        cleanup_free char *prefix = slash ? cg_xstrndup (rel, (size_t) (slash - rel)) : cg_xstrdup (rel);
+        cleanup_free char *prefix =
+            slash ? cg_xstrndup (rel, (size_t)(slash - rel)) : cg_xstrdup (rel);
         cleanup_close int fd = s_open_beneath (self->fd, self->dev, prefix, O_PATH, 0);
         struct stat st;
         if (fd < 0 || fstat (fd, &st) < 0)
@@ -331,14 +337,17 @@ s_open_error (cg_workspace_t *self, const char *rel, int code, cg_error_t **err)
         case ENOENT:
             return cg_error_set (err, ENOENT, "%s/%s does not exist", mount, rel);
         case ENOTDIR:
-            return cg_error_set (err, ENOTDIR, "%s/%s: a directory on its path is not a directory", mount, rel);
+            return cg_error_set (err, ENOTDIR, "%s/%s: a directory on its path is not a directory",
+                                 mount, rel);
         case EISDIR:
             return cg_error_set (err, EISDIR, "%s/%s is a directory", mount, rel);
         case ENXIO:
             return cg_error_set (err, EINVAL, "%s/%s is not a regular file", mount, rel);
         case EXDEV:
-            return cg_error_set (err, EXDEV, "%s/%s crosses a mount point; cellgate stays on the workspace's file system",
-                                 mount, rel);
+            return cg_error_set (
+                err, EXDEV,
+                "%s/%s crosses a mount point; cellgate stays on the workspace's file system", mount,
+                rel);
         default:
             return cg_error_set (err, code, "open %s/%s: %s", mount, rel, strerror (code));
     }
@@ -388,21 +397,24 @@ cg_workspace_destroy (cg_workspace_t **self_p)
 }
 
 int
-cg_workspace_open_file (cg_workspace_t *self, const char *rel, int flags, struct stat *st, cg_error_t **err)
+cg_workspace_open_file (cg_workspace_t *self, const char *rel, int flags, struct stat *st,
+                        cg_error_t **err)
 {
     assert (self && rel);
     assert ((flags & (O_CREAT | O_TMPFILE | O_PATH | O_DIRECTORY)) == 0);
     if (s_check_rel (rel, err) < 0)
         return -1;
     //  Untrusted: everything below the workspace fd was made by sandboxed code.
-    cleanup_close int fd = s_open_beneath (self->fd, self->dev, rel, flags | O_NOCTTY | O_NONBLOCK, 0);
+    cleanup_close int fd =
+        s_open_beneath (self->fd, self->dev, rel, flags | O_NOCTTY | O_NONBLOCK, 0);
     if (fd < 0)
         return s_open_error (self, rel, -fd, err);
     struct stat local;
     if (!st)
         st = &local;
     if (fstat (fd, st) < 0)
-        return cg_error_set (err, errno, "stat %s/%s: %s", CG_WORKSPACE_MOUNT, rel, strerror (errno));
+        return cg_error_set (err, errno, "stat %s/%s: %s", CG_WORKSPACE_MOUNT, rel,
+                             strerror (errno));
     if (S_ISDIR (st->st_mode))
         return s_open_error (self, rel, EISDIR, err);
     if (!S_ISREG (st->st_mode))
@@ -410,7 +422,8 @@ cg_workspace_open_file (cg_workspace_t *self, const char *rel, int flags, struct
     if (!(flags & O_NONBLOCK)) {
         int status = fcntl (fd, F_GETFL);
         if (status < 0 || fcntl (fd, F_SETFL, status & ~O_NONBLOCK) < 0)
-            return cg_error_set (err, errno, "open %s/%s: %s", CG_WORKSPACE_MOUNT, rel, strerror (errno));
+            return cg_error_set (err, errno, "open %s/%s: %s", CG_WORKSPACE_MOUNT, rel,
+                                 strerror (errno));
     }
     int result = fd;
     fd = -1;
@@ -429,13 +442,13 @@ cg_workspace_read (cg_workspace_t *self, const char *rel, size_t max, size_t *le
         return NULL;
     if (max > SIZE_MAX - 2)
         max = SIZE_MAX - 2;
-    if ((uintmax_t) st->st_size > max) {
-        cg_error_set (err, EFBIG, "%s/%s is %jd bytes, more than the limit of %zu bytes", CG_WORKSPACE_MOUNT,
-                      rel, (intmax_t) st->st_size, max);
+    if ((uintmax_t)st->st_size > max) {
+        cg_error_set (err, EFBIG, "%s/%s is %jd bytes, more than the limit of %zu bytes",
+                      CG_WORKSPACE_MOUNT, rel, (intmax_t)st->st_size, max);
         return NULL;
     }
     //  One byte more than the size so that a file growing behind our back is noticed.
-    size_t cap = (size_t) st->st_size + 1, used = 0;
+    size_t cap = (size_t)st->st_size + 1, used = 0;
     cleanup_free char *buf = cg_xmalloc (cap + 1);
     for (;;) {
         if (used == cap) {
@@ -456,7 +469,7 @@ cg_workspace_read (cg_workspace_t *self, const char *rel, size_t max, size_t *le
         }
         if (n == 0)
             break;
-        used += (size_t) n;
+        used += (size_t)n;
     }
     buf[used] = '\0';
     if (len)
@@ -478,7 +491,7 @@ s_write_all (int fd, const void *data, size_t len)
         if (n < 0)
             return -errno;
         p += n;
-        len -= (size_t) n;
+        len -= (size_t)n;
     }
     return 0;
 }
@@ -487,7 +500,8 @@ s_write_all (int fd, const void *data, size_t len)
 //  component at a time below the workspace fd. Returns the fd of the last one (or a
 //  duplicate of the workspace fd when PARENT_LEN is 0), or -1 with *err set.
 static int
-s_make_parents (cg_workspace_t *self, const char *rel, size_t parent_len, uid_t uid, gid_t gid, cg_error_t **err)
+s_make_parents (cg_workspace_t *self, const char *rel, size_t parent_len, uid_t uid, gid_t gid,
+                cg_error_t **err)
 {
     cleanup_close int cur = fcntl (self->fd, F_DUPFD_CLOEXEC, 0);
     if (cur < 0)
@@ -495,16 +509,17 @@ s_make_parents (cg_workspace_t *self, const char *rel, size_t parent_len, uid_t 
     size_t start = 0;
     while (start < parent_len) {
         const char *slash = memchr (rel + start, '/', parent_len - start);
-        size_t stop = slash ? (size_t) (slash - rel) : parent_len;
+        size_t stop = slash ? (size_t)(slash - rel) : parent_len;
         cleanup_free char *name = cg_xstrndup (rel + start, stop - start);
-        cleanup_free char *shown = cg_strdupf ("%s/%.*s", CG_WORKSPACE_MOUNT, (int) stop, rel);
+        cleanup_free char *shown = cg_strdupf ("%s/%.*s", CG_WORKSPACE_MOUNT, (int)stop, rel);
         bool created = mkdirat (cur, name, 0755) == 0;
         if (!created && errno != EEXIST)
             return cg_error_set (err, errno, "create directory %s: %s", shown, strerror (errno));
         int fd = s_open_beneath (cur, self->dev, name, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
         struct stat st;
         //  O_DIRECTORY reports a symlink as "not a directory"; say what it is.
-        if (fd == -ENOTDIR && fstatat (cur, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK (st.st_mode))
+        if (fd == -ENOTDIR && fstatat (cur, name, &st, AT_SYMLINK_NOFOLLOW) == 0
+            && S_ISLNK (st.st_mode))
             fd = -ELOOP;
         if (fd == -ELOOP)
             return cg_error_set (err, ELOOP, "%s %s", shown, S_LINK_MESSAGE);
@@ -515,7 +530,8 @@ s_make_parents (cg_workspace_t *self, const char *rel, size_t parent_len, uid_t 
         close (cur);
         cur = fd;
         if (created && (fchown (cur, uid, gid) < 0 || fchmod (cur, 0755) < 0))
-            return cg_error_set (err, errno, "set owner of directory %s: %s", shown, strerror (errno));
+            return cg_error_set (err, errno, "set owner of directory %s: %s", shown,
+                                 strerror (errno));
         start = stop + 1;
     }
     int result = cur;
@@ -534,15 +550,16 @@ s_fill (int fd, const void *data, size_t len, uid_t uid, gid_t gid)
 }
 
 int
-cg_workspace_write (cg_workspace_t *self, const char *rel, const void *data, size_t len, bool overwrite,
-                    uid_t uid, gid_t gid, cg_error_t **err)
+cg_workspace_write (cg_workspace_t *self, const char *rel, const void *data, size_t len,
+                    bool overwrite, uid_t uid, gid_t gid, cg_error_t **err)
 {
     assert (self && rel && (data || len == 0));
     if (s_check_rel (rel, err) < 0)
         return -1;
     const char *last_slash = strrchr (rel, '/');
     const char *base = last_slash ? last_slash + 1 : rel;
-    cleanup_close int parent = s_make_parents (self, rel, last_slash ? (size_t) (last_slash - rel) : 0, uid, gid, err);
+    cleanup_close int parent =
+        s_make_parents (self, rel, last_slash ? (size_t)(last_slash - rel) : 0, uid, gid, err);
     if (parent < 0)
         return -1;
     const char *mount = CG_WORKSPACE_MOUNT;
@@ -550,10 +567,12 @@ cg_workspace_write (cg_workspace_t *self, const char *rel, const void *data, siz
     if (!overwrite) {
         cleanup_close int fd = s_open_beneath (parent, self->dev, base, create, 0644);
         struct stat st;
-        if (fd == -EEXIST && fstatat (parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+        if (fd == -EEXIST && fstatat (parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0
+            && S_ISDIR (st.st_mode))
             return cg_error_set (err, EISDIR, "%s/%s is a directory", mount, rel);
         if (fd == -EEXIST)
-            return cg_error_set (err, EEXIST, "%s/%s already exists. Set overwrite=true to replace.", mount, rel);
+            return cg_error_set (
+                err, EEXIST, "%s/%s already exists. Set overwrite=true to replace.", mount, rel);
         if (fd < 0)
             return cg_error_set (err, -fd, "create %s/%s: %s", mount, rel, strerror (-fd));
         int rc = s_fill (fd, data, len, uid, gid);
@@ -577,7 +596,8 @@ cg_workspace_write (cg_workspace_t *self, const char *rel, const void *data, siz
         fd = s_open_beneath (parent, self->dev, tmp, create, 0644);
     }
     if (fd < 0)
-        return cg_error_set (err, -fd, "create a temporary file for %s/%s: %s", mount, rel, strerror (-fd));
+        return cg_error_set (err, -fd, "create a temporary file for %s/%s: %s", mount, rel,
+                             strerror (-fd));
     int rc = s_fill (fd, data, len, uid, gid);
     if (rc == 0 && close (fd) < 0)
         rc = -errno;
@@ -605,9 +625,9 @@ typedef struct {
 typedef struct {
     s_entry_t *entries;
     size_t count, capacity;
-    size_t scanned;             /* directory entries examined */
-    size_t skipped;             /* names that cannot be shown safely */
-    bool truncated;             /* a limit cut the walk short */
+    size_t scanned; /* directory entries examined */
+    size_t skipped; /* names that cannot be shown safely */
+    bool truncated; /* a limit cut the walk short */
     bool stop;
     dev_t dev;
 } s_walk_t;
@@ -633,8 +653,8 @@ s_walk_dir (s_walk_t *walk, int fd, const char *prefix, int depth)
         }
         //  Untrusted: names come from sandboxed code and end up in JSON and messages.
         size_t name_len = strlen (name);
-        if (s_find_control ((const unsigned char *) name, name_len) < name_len
-            || !s_valid_utf8 ((const unsigned char *) name, name_len)) {
+        if (s_find_control ((const unsigned char *)name, name_len) < name_len
+            || !s_valid_utf8 ((const unsigned char *)name, name_len)) {
             walk->skipped++;
             continue;
         }
@@ -653,7 +673,8 @@ s_walk_dir (s_walk_t *walk, int fd, const char *prefix, int depth)
                 walk->truncated = true;
                 continue;
             }
-            int child = openat (dirfd (dir), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            int child = openat (dirfd (dir), name,
+                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
             if (child >= 0)
                 s_walk_dir (walk, child, rel, depth + 1);
             continue;
@@ -670,7 +691,7 @@ s_walk_dir (s_walk_t *walk, int fd, const char *prefix, int depth)
         item->rel = rel;
         rel = NULL;
         item->size = st.st_size;
-        item->mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        item->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     }
     closedir (dir);
 }
@@ -678,7 +699,7 @@ s_walk_dir (s_walk_t *walk, int fd, const char *prefix, int depth)
 static int
 s_compare_entries (const void *a, const void *b)
 {
-    return strcmp (((const s_entry_t *) a)->rel, ((const s_entry_t *) b)->rel);
+    return strcmp (((const s_entry_t *)a)->rel, ((const s_entry_t *)b)->rel);
 }
 
 //  Fills WALK with the workspace's regular files sorted by path. Returns 0, or -1 with
@@ -686,7 +707,7 @@ s_compare_entries (const void *a, const void *b)
 static int
 s_walk (cg_workspace_t *self, s_walk_t *walk, cg_error_t **err)
 {
-    *walk = (s_walk_t) {.dev = self->dev};
+    *walk = (s_walk_t){.dev = self->dev};
     int fd = openat (self->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return cg_error_set (err, errno, "open workspace %s: %s", self->host_dir, strerror (errno));
@@ -720,15 +741,15 @@ cg_workspace_list (cg_workspace_t *self, cg_error_t **err)
         json_t *artifact = json_object ();
         json_object_set_new (artifact, "path", json_string (path));
         json_object_set_new (artifact, "filename", json_string (filename));
-        json_object_set_new (artifact, "size_bytes", json_integer ((json_int_t) item->size));
+        json_object_set_new (artifact, "size_bytes", json_integer ((json_int_t)item->size));
         json_object_set_new (artifact, "mime_type", json_string (cg_mime_type (filename)));
-        json_object_set_new (artifact, "mtime_ns", json_integer ((json_int_t) item->mtime_ns));
+        json_object_set_new (artifact, "mtime_ns", json_integer ((json_int_t)item->mtime_ns));
         json_array_append_new (artifacts, artifact);
     }
     json_t *result = json_object ();
     json_object_set_new (result, "artifacts", artifacts);
     json_object_set_new (result, "truncated", json_boolean (walk.truncated));
-    json_object_set_new (result, "skipped", json_integer ((json_int_t) walk.skipped));
+    json_object_set_new (result, "skipped", json_integer ((json_int_t)walk.skipped));
     s_walk_free (&walk);
     return result;
 }
@@ -743,8 +764,9 @@ cg_workspace_snapshot (cg_workspace_t *self, cg_error_t **err)
     json_t *result = json_object ();
     for (size_t i = 0; i < walk.count; i++) {
         const s_entry_t *item = &walk.entries[i];
-        json_object_set_new (result, item->rel,
-                             json_pack ("[I,I]", (json_int_t) item->size, (json_int_t) item->mtime_ns));
+        json_object_set_new (
+            result, item->rel,
+            json_pack ("[I,I]", (json_int_t)item->size, (json_int_t)item->mtime_ns));
     }
     s_walk_free (&walk);
     return result;
@@ -753,7 +775,7 @@ cg_workspace_snapshot (cg_workspace_t *self, cg_error_t **err)
 static int
 s_compare_strings (const void *a, const void *b)
 {
-    return strcmp (*(const char *const *) a, *(const char *const *) b);
+    return strcmp (*(const char *const *)a, *(const char *const *)b);
 }
 
 //  Returns a new JSON array of the COUNT strings in NAMES, sorted.
@@ -778,14 +800,16 @@ cg_workspace_diff (json_t *before, json_t *after)
     size_t created_count = 0, modified_count = 0, deleted_count = 0;
     const char *key;
     json_t *value;
-    json_object_foreach (after, key, value) {
+    json_object_foreach (after, key, value)
+    {
         json_t *old = json_object_get (before, key);
         if (!old)
             created[created_count++] = key;
         else if (!json_equal (old, value))
             modified[modified_count++] = key;
     }
-    json_object_foreach (before, key, value) {
+    json_object_foreach (before, key, value)
+    {
         if (!json_object_get (after, key))
             deleted[deleted_count++] = key;
     }

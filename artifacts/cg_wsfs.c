@@ -19,7 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define S_HINT "(a workspace size limit needs root and loop devices; --workspace-mb 0 turns the limit off)"
+#define S_HINT \
+    "(a workspace size limit needs root and loop devices; --workspace-mb 0 turns the limit off)"
 #define S_LOOP_TRIES 8
 
 //  True when PATH is a mount point: its device differs from its parent PARENT's.
@@ -49,13 +50,27 @@ s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
 {
     const char *mkfs = s_mkfs_path ();
     if (!mkfs)
-        return cg_error_set (err, ENOENT, "mkfs.ext4 not found in /usr/sbin or /sbin (install e2fsprogs) " S_HINT);
+        return cg_error_set (
+            err, ENOENT, "mkfs.ext4 not found in /usr/sbin or /sbin (install e2fsprogs) " S_HINT);
     char inodes[24], extended[96];
     snprintf (inodes, sizeof inodes, "%d", limits->inodes);
     snprintf (extended, sizeof extended, "root_owner=%u:%u,lazy_itable_init=1,nodiscard",
-              (unsigned) limits->uid, (unsigned) limits->gid);
-    char *const argv[] = {CG_UNCONST (mkfs), "-q", "-F", "-t", "ext4", "-N", inodes, "-m", "0", "-O", "^has_journal",
-                          "-E", extended, CG_UNCONST (image), NULL};
+              (unsigned)limits->uid, (unsigned)limits->gid);
+    char *const argv[] = {CG_UNCONST (mkfs),
+                          "-q",
+                          "-F",
+                          "-t",
+                          "ext4",
+                          "-N",
+                          inodes,
+                          "-m",
+                          "0",
+                          "-O",
+                          "^has_journal",
+                          "-E",
+                          extended,
+                          CG_UNCONST (image),
+                          NULL};
     char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     cleanup_free char *out = NULL;
     cleanup_free char *errors = NULL;
@@ -86,18 +101,20 @@ s_loop_attach (int image_fd, const char *image, char path[32], cg_error_t **err)
     for (int attempt = 0; attempt < S_LOOP_TRIES; attempt++) {
         int number = ioctl (control, LOOP_CTL_GET_FREE);
         if (number < 0)
-            return cg_error_set (err, errno, "find a free loop device: %s " S_HINT, strerror (errno));
+            return cg_error_set (err, errno, "find a free loop device: %s " S_HINT,
+                                 strerror (errno));
         snprintf (path, 32, "/dev/loop%d", number);
         int loop_fd = open (path, O_RDWR | O_CLOEXEC);
         if (loop_fd < 0)
             return cg_error_set (err, errno, "open %s: %s " S_HINT, path, strerror (errno));
-        struct loop_config config = {.fd = (unsigned) image_fd, .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
-        snprintf ((char *) config.info.lo_file_name, sizeof config.info.lo_file_name, "%s", image);
+        struct loop_config config = {.fd = (unsigned)image_fd,
+                                     .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
+        snprintf ((char *)config.info.lo_file_name, sizeof config.info.lo_file_name, "%s", image);
         if (ioctl (loop_fd, LOOP_CONFIGURE, &config) == 0)
             return loop_fd;
         code = errno;
         close (loop_fd);
-        if (code != EBUSY)      /* EBUSY: another process took it between the two calls */
+        if (code != EBUSY) /* EBUSY: another process took it between the two calls */
             break;
     }
     return cg_error_set (err, code, "attach %s to %s: %s " S_HINT, image, path, strerror (code));
@@ -119,7 +136,8 @@ s_mount (const char *image, const char *workspace, cg_error_t **err)
     //  nodes mean nothing here. Closing loop_fd after the mount leaves the mount its only
     //  user, so unmounting frees the device; a failed mount frees it on close.
     if (mount (loop, workspace, "ext4", MS_NOSUID | MS_NODEV, "") < 0)
-        return cg_error_set (err, errno, "mount %s (%s) on %s: %s " S_HINT, loop, image, workspace, strerror (errno));
+        return cg_error_set (err, errno, "mount %s (%s) on %s: %s " S_HINT, loop, image, workspace,
+                             strerror (errno));
     return 0;
 }
 
@@ -131,17 +149,21 @@ cg_wsfs_create (const char *session_dir, const cg_wsfs_limits_t *limits, cg_erro
         return cg_error_wrap (err, "workspace");
     if (limits->size_mb > 0 && !s_is_mount_point (session_dir, workspace)) {
         cleanup_free char *image = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IMAGE);
-        cleanup_close int fd = open (image, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        cleanup_close int fd =
+            open (image, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
-            return cg_error_set (err, errno, "workspace file system: create %s: %s", image, strerror (errno));
-        if (ftruncate (fd, (off_t) limits->size_mb * 1024 * 1024) < 0) {
-            cg_error_set (err, errno, "workspace file system: size %s: %s", image, strerror (errno));
+            return cg_error_set (err, errno, "workspace file system: create %s: %s", image,
+                                 strerror (errno));
+        if (ftruncate (fd, (off_t)limits->size_mb * 1024 * 1024) < 0) {
+            cg_error_set (err, errno, "workspace file system: size %s: %s", image,
+                          strerror (errno));
             unlink (image);
             return -1;
         }
         if (s_mkfs (image, limits, err) < 0 || s_mount (image, workspace, err) < 0) {
             unlink (image);
-            return cg_error_wrap (err, "workspace file system (--workspace-mb %d)", limits->size_mb);
+            return cg_error_wrap (err, "workspace file system (--workspace-mb %d)",
+                                  limits->size_mb);
         }
         //  An empty workspace, as a plain directory would be.
         cleanup_free char *lost = cg_strdupf ("%s/lost+found", workspace);
@@ -150,7 +172,8 @@ cg_wsfs_create (const char *session_dir, const cg_wsfs_limits_t *limits, cg_erro
     }
     cleanup_close int dir_fd = open (workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir_fd < 0 || fchown (dir_fd, limits->uid, limits->gid) < 0 || fchmod (dir_fd, 0755) < 0) {
-        cg_error_set (err, errno, "workspace %s: set owner and mode: %s", workspace, strerror (errno));
+        cg_error_set (err, errno, "workspace %s: set owner and mode: %s", workspace,
+                      strerror (errno));
         if (limits->size_mb > 0)
             cg_wsfs_remove (session_dir, NULL);
         return -1;
@@ -177,9 +200,9 @@ s_unescape (char *text)
 {
     char *out = text;
     for (char *in = text; *in; in++) {
-        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' && in[3] >= '0'
-            && in[3] <= '7') {
-            *out++ = (char) ((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
+        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7'
+            && in[3] >= '0' && in[3] <= '7') {
+            *out++ = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
             in += 3;
         }
         else
@@ -191,7 +214,7 @@ s_unescape (char *text)
 static int
 s_by_length_desc (const void *a, const void *b)
 {
-    size_t la = strlen (*(char *const *) a), lb = strlen (*(char *const *) b);
+    size_t la = strlen (*(char *const *)a), lb = strlen (*(char *const *)b);
     return la < lb ? 1 : la > lb ? -1 : 0;
 }
 
@@ -200,7 +223,8 @@ cg_wsfs_unmount_below (const char *dir, cg_error_t **err)
 {
     cleanup_free char *real = realpath (dir, NULL);
     if (!real)
-        return errno == ENOENT ? 0 : cg_error_set (err, errno, "resolve %s: %s", dir, strerror (errno));
+        return errno == ENOENT ? 0
+                               : cg_error_set (err, errno, "resolve %s: %s", dir, strerror (errno));
     if (real[0] != '/' || real[1] == '\0')
         return cg_error_set (err, EINVAL, "refusing to unmount everything below %s", real);
     FILE *file = fopen ("/proc/self/mountinfo", "re");
@@ -233,7 +257,7 @@ cg_wsfs_unmount_below (const char *dir, cg_error_t **err)
     for (size_t i = 0; i < count; i++) {
         if (umount2 (found[i], MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
             detached++;
-        else if (errno != EINVAL && errno != ENOENT) {  /* EINVAL: gone with one above it */
+        else if (errno != EINVAL && errno != ENOENT) { /* EINVAL: gone with one above it */
             cg_error_set (err, errno, "unmount %s: %s", found[i], strerror (errno));
             failed = true;
         }
@@ -252,9 +276,9 @@ cg_wsfs_usage (const char *session_dir, cg_wsfs_usage_t *usage, cg_error_t **err
     struct statvfs st;
     if (statvfs (workspace, &st) < 0)
         return cg_error_set (err, errno, "statvfs %s: %s", workspace, strerror (errno));
-    double mb = (double) st.f_frsize / (1024 * 1024);
-    *usage = (cg_wsfs_usage_t){.size_mb = round ((double) st.f_blocks * mb * 10) / 10,
-                               .used_mb = round ((double) (st.f_blocks - st.f_bfree) * mb * 10) / 10,
+    double mb = (double)st.f_frsize / (1024 * 1024);
+    *usage = (cg_wsfs_usage_t){.size_mb = round ((double)st.f_blocks * mb * 10) / 10,
+                               .used_mb = round ((double)(st.f_blocks - st.f_bfree) * mb * 10) / 10,
                                .inodes = st.f_files,
                                .inodes_used = st.f_files - st.f_ffree};
     return 1;

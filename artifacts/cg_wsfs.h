@@ -14,14 +14,14 @@
 #define CG_WSFS_IMAGE "workspace.img"
 
 typedef struct {
-    int size_mb;            /* image size in MiB; 0: a plain directory, no limit */
-    int inodes;             /* inodes of the file system (mkfs rounds up to whole groups) */
-    uid_t uid;              /* owner of the workspace's root directory (mode 0755) */
+    int size_mb; /* image size in MiB; 0: a plain directory, no limit */
+    int inodes;  /* inodes of the file system (mkfs rounds up to whole groups) */
+    uid_t uid;   /* owner of the workspace's root directory (mode 0755) */
     gid_t gid;
 } cg_wsfs_limits_t;
 
 typedef struct {
-    double size_mb;         /* as the file system counts it: a little under the image size */
+    double size_mb; /* as the file system counts it: a little under the image size */
     double used_mb;
     uint64_t inodes;
     uint64_t inodes_used;

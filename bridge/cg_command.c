@@ -19,8 +19,8 @@
 #define S_KILL_WAIT_MS 5000
 
 typedef struct {
-    int fd;                     /* our end, -1 once closed */
-    cg_text_t *text;            /* where what is read goes (NULL: stdin) */
+    int fd;          /* our end, -1 once closed */
+    cg_text_t *text; /* where what is read goes (NULL: stdin) */
 } s_pipe_t;
 
 static void
@@ -50,9 +50,9 @@ s_read (int fd, cg_text_t *text, cg_run_t *run, const char *stream)
     for (;;) {
         ssize_t n = read (fd, buf, sizeof buf);
         if (n > 0) {
-            cg_text_append (text, buf, (size_t) n);
+            cg_text_append (text, buf, (size_t)n);
             if (run->on_output)
-                run->on_output (run->on_output_arg, stream, buf, (size_t) n);
+                run->on_output (run->on_output_arg, stream, buf, (size_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -69,7 +69,7 @@ s_write (int fd, const char *data, size_t len, size_t *sent)
     while (*sent < len) {
         ssize_t n = write (fd, data + *sent, len - *sent);
         if (n > 0)
-            *sent += (size_t) n;
+            *sent += (size_t)n;
         else if (n < 0 && errno == EINTR)
             continue;
         else
@@ -83,10 +83,10 @@ typedef struct {
     const cg_sandbox_t *sandbox;
     const pid_t *keep;
     size_t keep_count;
-    pid_t helper;               /* the runtime's exec process */
-    int pidfd;                  /* its pidfd, or -1 */
-    int in_fd;                  /* the command's stdin, -1 once closed */
-    s_pipe_t pipes[2];          /* its stdout and stderr */
+    pid_t helper;      /* the runtime's exec process */
+    int pidfd;         /* its pidfd, or -1 */
+    int in_fd;         /* the command's stdin, -1 once closed */
+    s_pipe_t pipes[2]; /* its stdout and stderr */
     const char *stdin_text;
     size_t stdin_len, sent;
     int64_t deadline_us;
@@ -96,7 +96,7 @@ typedef struct {
     cg_run_t *run;
     cg_exec_end_t end;
     bool exited, killed;
-    int status;                 /* waitpid's, once exited */
+    int status; /* waitpid's, once exited */
     int64_t stop_reading_us, give_up_us;
 } s_command_t;
 
@@ -118,7 +118,8 @@ s_wait (s_command_t *c)
         if (c->exited && (!reading || now >= c->stop_reading_us))
             break;
         if (c->killed && !c->exited && now >= c->give_up_us) {
-            cg_log (1, "command in %s did not end %d ms after it was killed", c->sandbox->id, S_KILL_WAIT_MS);
+            cg_log (1, "command in %s did not end %d ms after it was killed", c->sandbox->id,
+                    S_KILL_WAIT_MS);
             break;
         }
         if (!c->killed && now >= c->deadline_us) {
@@ -151,18 +152,20 @@ s_wait (s_command_t *c)
         int64_t until = c->killed ? c->give_up_us : c->deadline_us;
         if (c->exited)
             until = c->stop_reading_us;
-        long wait_ms = (long) ((until - now) / 1000) + 1;
+        long wait_ms = (long)((until - now) / 1000) + 1;
         if (c->pidfd < 0 || c->killed)
-            wait_ms = wait_ms > 50 ? 50 : wait_ms;     /* waitpid is polled */
+            wait_ms = wait_ms > 50 ? 50 : wait_ms; /* waitpid is polled */
         if (zmq_poll (items, count, wait_ms) < 0 && errno != EINTR)
             break;
         for (int k = 0; k < 2; k++)
             if (pipe_at[k] >= 0 && items[pipe_at[k]].revents
                 && !s_read (c->pipes[k].fd, c->pipes[k].text, c->run, k == 0 ? "stdout" : "stderr"))
                 s_close (&c->pipes[k].fd);
-        if (in_at >= 0 && items[in_at].revents && !s_write (c->in_fd, c->stdin_text, c->stdin_len, &c->sent))
+        if (in_at >= 0 && items[in_at].revents
+            && !s_write (c->in_fd, c->stdin_text, c->stdin_len, &c->sent))
             s_close (&c->in_fd);
-        if (pid_at >= 0 && items[pid_at].revents && waitpid (c->helper, &c->status, WNOHANG) == c->helper)
+        if (pid_at >= 0 && items[pid_at].revents
+            && waitpid (c->helper, &c->status, WNOHANG) == c->helper)
             c->exited = true;
         if (control_at >= 0 && items[control_at].revents) {
             cg_control_t action = c->control_cb (c->control, c->arg);
@@ -197,7 +200,8 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
     int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
     if (pipe2 (in, O_CLOEXEC) < 0 || pipe2 (out, O_CLOEXEC) < 0 || pipe2 (errp, O_CLOEXEC) < 0) {
         cg_error_set (err, errno, "pipe: %s", strerror (errno));
-        s_close (&in[0]), s_close (&in[1]), s_close (&out[0]), s_close (&out[1]), s_close (&errp[0]);
+        s_close (&in[0]), s_close (&in[1]), s_close (&out[0]), s_close (&out[1]),
+            s_close (&errp[0]);
         unlink (host_script);
         return CG_EXEC_FAILED;
     }
@@ -216,7 +220,7 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
         unlink (host_script);
         return CG_EXEC_FAILED;
     }
-    int pidfd = (int) syscall (SYS_pidfd_open, helper, 0);
+    int pidfd = (int)syscall (SYS_pidfd_open, helper, 0);
     fcntl (in[1], F_SETFL, O_NONBLOCK);
     fcntl (out[0], F_SETFL, O_NONBLOCK);
     fcntl (errp[0], F_SETFL, O_NONBLOCK);
@@ -224,11 +228,21 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
     if (!stdin_text)
         s_close (&in[1]);
 
-    s_command_t c = {.backend = backend, .sandbox = sandbox, .keep = keep, .keep_count = keep_count,
-                     .helper = helper, .pidfd = pidfd, .in_fd = in[1],
-                     .pipes = {{out[0], &run->out}, {errp[0], &run->err}}, .stdin_text = stdin_text,
-                     .stdin_len = stdin_text ? strlen (stdin_text) : 0, .deadline_us = deadline_us,
-                     .control = control, .control_cb = control_cb, .arg = arg, .run = run,
+    s_command_t c = {.backend = backend,
+                     .sandbox = sandbox,
+                     .keep = keep,
+                     .keep_count = keep_count,
+                     .helper = helper,
+                     .pidfd = pidfd,
+                     .in_fd = in[1],
+                     .pipes = {{out[0], &run->out}, {errp[0], &run->err}},
+                     .stdin_text = stdin_text,
+                     .stdin_len = stdin_text ? strlen (stdin_text) : 0,
+                     .deadline_us = deadline_us,
+                     .control = control,
+                     .control_cb = control_cb,
+                     .arg = arg,
+                     .run = run,
                      .end = CG_EXEC_DONE};
     s_wait (&c);
     run->ended_us = cg_now_us ();

@@ -20,66 +20,79 @@
 //  The options, in --help's order. A default is written as a flag's value would be and
 //  loaded the same way; the help text leaves it out, --help adds it.
 static const cg_config_option_t s_options[] = {
-    {"--state-dir", "CELLGATE_STATE_DIR", CG_CONFIG_STRING, OFF (state_dir), "/var/lib/cellgate", 0, 0,
-     "where sandboxes, workspaces and runtime state live"},
+    {"--state-dir", "CELLGATE_STATE_DIR", CG_CONFIG_STRING, OFF (state_dir), "/var/lib/cellgate", 0,
+     0, "where sandboxes, workspaces and runtime state live"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
-     "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), runc, crun (found on PATH) or a path to either"},
-    {"--kernels-dir", "CELLGATE_KERNELS_DIR", CG_CONFIG_STRING, OFF (kernels_dir), CG_KERNELS_DIR, 0, 0,
-     "directory of kernel specs (<language>/kernel.json)"},
+     "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), runc, crun (found on PATH) or "
+     "a path to either"},
+    {"--kernels-dir", "CELLGATE_KERNELS_DIR", CG_CONFIG_STRING, OFF (kernels_dir), CG_KERNELS_DIR,
+     0, 0, "directory of kernel specs (<language>/kernel.json)"},
     {"--memory-mb", "CELLGATE_MEMORY_MB", CG_CONFIG_INT, OFF (memory_mb), "512", 32, 1 << 20,
      "memory limit per sandbox in MB, no swap"},
-    {"--cpus", "CELLGATE_CPUS", CG_CONFIG_DOUBLE, OFF (cpus), "1.0", 0.01, 1024, "CPU limit per sandbox"},
-    {"--pids", "CELLGATE_PIDS", CG_CONFIG_INT, OFF (pids), "256", 16, 1 << 20, "process limit per sandbox"},
-    {"--tmp-mb", "CELLGATE_TMP_MB", CG_CONFIG_INT, OFF (tmp_mb), "64", 1, 1 << 20, "size of the sandbox's /tmp in MB"},
-    {"--nofile", "CELLGATE_NOFILE", CG_CONFIG_INT, OFF (nofile), "1024", 64, 1 << 20, "open files per sandbox process"},
+    {"--cpus", "CELLGATE_CPUS", CG_CONFIG_DOUBLE, OFF (cpus), "1.0", 0.01, 1024,
+     "CPU limit per sandbox"},
+    {"--pids", "CELLGATE_PIDS", CG_CONFIG_INT, OFF (pids), "256", 16, 1 << 20,
+     "process limit per sandbox"},
+    {"--tmp-mb", "CELLGATE_TMP_MB", CG_CONFIG_INT, OFF (tmp_mb), "64", 1, 1 << 20,
+     "size of the sandbox's /tmp in MB"},
+    {"--nofile", "CELLGATE_NOFILE", CG_CONFIG_INT, OFF (nofile), "1024", 64, 1 << 20,
+     "open files per sandbox process"},
     {"--fsize-mb", "CELLGATE_FSIZE_MB", CG_CONFIG_INT, OFF (fsize_mb), "1024", 1, 1 << 30,
      "largest file a sandbox may write in MB"},
-    {"--workspace-mb", "CELLGATE_WORKSPACE_MB", CG_CONFIG_INT, OFF (workspace_mb), "1024", 0, 1 << 20,
-     "size limit of each session's workspace (" CG_WORKSPACE_MOUNT ") in MB, its own loop-mounted ext4; 0: no limit"},
-    {"--workspace-inodes", "CELLGATE_WORKSPACE_INODES", CG_CONFIG_INT, OFF (workspace_inodes), "100000", 64, 1 << 30,
-     "files and directories each workspace may hold"},
-    {"--sandbox-uid", "CELLGATE_SANDBOX_UID", CG_CONFIG_INT, OFF (sandbox_uid), "65532", 1, 2147483647,
-     "uid inside the sandbox"},
-    {"--sandbox-gid", "CELLGATE_SANDBOX_GID", CG_CONFIG_INT, OFF (sandbox_gid), "65532", 1, 2147483647,
-     "gid inside the sandbox"},
-    {"--default-timeout", "CELLGATE_DEFAULT_TIMEOUT", CG_CONFIG_INT, OFF (default_timeout_s), "30", CG_TIMEOUT_MIN_S,
-     CG_TIMEOUT_MAX_S, "default execute_code timeout in seconds"},
-    {"--interrupt-grace-ms", "CELLGATE_INTERRUPT_GRACE_MS", CG_CONFIG_INT, OFF (interrupt_grace_ms), "3000", 100, 600000,
-     "wait after an interrupt before restarting the kernel"},
-    {"--kernel-start-timeout", "CELLGATE_KERNEL_START_TIMEOUT", CG_CONFIG_INT, OFF (kernel_start_timeout_s), "60", 1, 600,
-     "seconds a kernel may take to start"},
-    {"--max-message-mb", "CELLGATE_MAX_MESSAGE_MB", CG_CONFIG_MB, OFF (max_message_bytes), "8", 1, 4096,
-     "largest message accepted from a kernel in MB"},
-    {"--max-display-mb", "CELLGATE_MAX_DISPLAY_MB", CG_CONFIG_MB, OFF (max_display_bytes), "16", 1, 4096,
-     "display output data kept per run in MB; more is dropped with a notice"},
-    {"--max-output-bytes", "CELLGATE_MAX_OUTPUT_BYTES", CG_CONFIG_BYTES, OFF (max_output_bytes), "102400", 256, 1 << 30,
-     "stdout/stderr in a result per stream; more is cut to head + tail"},
-    {"--output-head-bytes", "CELLGATE_OUTPUT_HEAD_BYTES", CG_CONFIG_BYTES, OFF (output_head_bytes), "40960", 0, 1 << 30,
-     "what a cut output keeps of its start"},
-    {"--output-tail-bytes", "CELLGATE_OUTPUT_TAIL_BYTES", CG_CONFIG_BYTES, OFF (output_tail_bytes), "40960", 0, 1 << 30,
-     "what a cut output keeps of its end"},
-    {"--max-output-kept-mb", "CELLGATE_MAX_OUTPUT_KEPT_MB", CG_CONFIG_MB, OFF (max_output_kept_bytes), "8", 1, 4096,
+    {"--workspace-mb", "CELLGATE_WORKSPACE_MB", CG_CONFIG_INT, OFF (workspace_mb), "1024", 0,
+     1 << 20,
+     "size limit of each session's workspace (" CG_WORKSPACE_MOUNT
+     ") in MB, its own loop-mounted ext4; 0: no limit"},
+    {"--workspace-inodes", "CELLGATE_WORKSPACE_INODES", CG_CONFIG_INT, OFF (workspace_inodes),
+     "100000", 64, 1 << 30, "files and directories each workspace may hold"},
+    {"--sandbox-uid", "CELLGATE_SANDBOX_UID", CG_CONFIG_INT, OFF (sandbox_uid), "65532", 1,
+     2147483647, "uid inside the sandbox"},
+    {"--sandbox-gid", "CELLGATE_SANDBOX_GID", CG_CONFIG_INT, OFF (sandbox_gid), "65532", 1,
+     2147483647, "gid inside the sandbox"},
+    {"--default-timeout", "CELLGATE_DEFAULT_TIMEOUT", CG_CONFIG_INT, OFF (default_timeout_s), "30",
+     CG_TIMEOUT_MIN_S, CG_TIMEOUT_MAX_S, "default execute_code timeout in seconds"},
+    {"--interrupt-grace-ms", "CELLGATE_INTERRUPT_GRACE_MS", CG_CONFIG_INT, OFF (interrupt_grace_ms),
+     "3000", 100, 600000, "wait after an interrupt before restarting the kernel"},
+    {"--kernel-start-timeout", "CELLGATE_KERNEL_START_TIMEOUT", CG_CONFIG_INT,
+     OFF (kernel_start_timeout_s), "60", 1, 600, "seconds a kernel may take to start"},
+    {"--max-message-mb", "CELLGATE_MAX_MESSAGE_MB", CG_CONFIG_MB, OFF (max_message_bytes), "8", 1,
+     4096, "largest message accepted from a kernel in MB"},
+    {"--max-display-mb", "CELLGATE_MAX_DISPLAY_MB", CG_CONFIG_MB, OFF (max_display_bytes), "16", 1,
+     4096, "display output data kept per run in MB; more is dropped with a notice"},
+    {"--max-output-bytes", "CELLGATE_MAX_OUTPUT_BYTES", CG_CONFIG_BYTES, OFF (max_output_bytes),
+     "102400", 256, 1 << 30, "stdout/stderr in a result per stream; more is cut to head + tail"},
+    {"--output-head-bytes", "CELLGATE_OUTPUT_HEAD_BYTES", CG_CONFIG_BYTES, OFF (output_head_bytes),
+     "40960", 0, 1 << 30, "what a cut output keeps of its start"},
+    {"--output-tail-bytes", "CELLGATE_OUTPUT_TAIL_BYTES", CG_CONFIG_BYTES, OFF (output_tail_bytes),
+     "40960", 0, 1 << 30, "what a cut output keeps of its end"},
+    {"--max-output-kept-mb", "CELLGATE_MAX_OUTPUT_KEPT_MB", CG_CONFIG_MB,
+     OFF (max_output_kept_bytes), "8", 1, 4096,
      "output kept per stream per run for the full-output file in MB"},
-    {"--max-code-bytes", "CELLGATE_MAX_CODE_BYTES", CG_CONFIG_BYTES, OFF (max_code_bytes), "102400", 1, 1 << 30,
-     "largest code argument"},
-    {"--max-upload-bytes", "CELLGATE_MAX_UPLOAD_BYTES", CG_CONFIG_BYTES, OFF (max_upload_bytes), "52428800", 1, 1 << 30,
-     "largest upload_file"},
-    {"--max-artifact-read-bytes", "CELLGATE_MAX_ARTIFACT_READ_BYTES", CG_CONFIG_BYTES, OFF (max_artifact_read_bytes),
-     "10485760", 1, 1 << 30, "largest file read_artifact returns"},
-    {"--max-result-bytes", "CELLGATE_MAX_RESULT_BYTES", CG_CONFIG_BYTES, OFF (max_result_bytes), "1048576", 65536, 1 << 30,
-     "largest tool result sent to a client, on stdio and HTTP; past it images and long outputs become links to their saved files"},
-    {"--http-listen", "CELLGATE_HTTP_LISTEN", CG_CONFIG_STRING, OFF (http_listen), "127.0.0.1:8080", 0, 0,
-     "download listener HOST:PORT, or off; when the default's port is taken, a free one"},
+    {"--max-code-bytes", "CELLGATE_MAX_CODE_BYTES", CG_CONFIG_BYTES, OFF (max_code_bytes), "102400",
+     1, 1 << 30, "largest code argument"},
+    {"--max-upload-bytes", "CELLGATE_MAX_UPLOAD_BYTES", CG_CONFIG_BYTES, OFF (max_upload_bytes),
+     "52428800", 1, 1 << 30, "largest upload_file"},
+    {"--max-artifact-read-bytes", "CELLGATE_MAX_ARTIFACT_READ_BYTES", CG_CONFIG_BYTES,
+     OFF (max_artifact_read_bytes), "10485760", 1, 1 << 30, "largest file read_artifact returns"},
+    {"--max-result-bytes", "CELLGATE_MAX_RESULT_BYTES", CG_CONFIG_BYTES, OFF (max_result_bytes),
+     "1048576", 65536, 1 << 30,
+     "largest tool result sent to a client, on stdio and HTTP; past it images and long outputs "
+     "become links to their saved files"},
+    {"--http-listen", "CELLGATE_HTTP_LISTEN", CG_CONFIG_STRING, OFF (http_listen), "127.0.0.1:8080",
+     0, 0, "download listener HOST:PORT, or off; when the default's port is taken, a free one"},
     {"--max-sessions", "CELLGATE_MAX_SESSIONS", CG_CONFIG_INT, OFF (max_sessions), "10", 1, 100000,
      "sandboxes at once, one-shot ones included"},
     {"--idle-ttl", "CELLGATE_IDLE_TTL", CG_CONFIG_INT, OFF (idle_ttl_s), "1800", 1, 31536000,
      "seconds after which an unused session is closed"},
     {"--http", "CELLGATE_HTTP", CG_CONFIG_STRING, OFF (http), NULL, 0, 0,
-     "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT: 127.0.0.1:PORT; downloads on the same listener) instead of stdio"},
+     "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT: 127.0.0.1:PORT; "
+     "downloads on the same listener) instead of stdio"},
     {"--http-token", "CELLGATE_HTTP_TOKEN", CG_CONFIG_STRING, OFF (http_token), NULL, 0, 0,
      "bearer token HTTP clients must send (required when --http is not a loopback address)"},
-    {"--tool-profile", "CELLGATE_TOOL_PROFILE", CG_CONFIG_STRING, OFF (tool_profile), "default", 0, 0,
-     "default; seed001: execute_code served as seed 001's code_execution_sandbox.execute_code; conformance: plus the MCP conformance suite's fixture tools"},
+    {"--tool-profile", "CELLGATE_TOOL_PROFILE", CG_CONFIG_STRING, OFF (tool_profile), "default", 0,
+     0,
+     "default; seed001: execute_code served as seed 001's code_execution_sandbox.execute_code; "
+     "conformance: plus the MCP conformance suite's fixture tools"},
     {"--log-level", "CELLGATE_LOG_LEVEL", CG_CONFIG_LOG_LEVEL, OFF (log_level), "info", 0, 3,
      "error, warn, info or debug"},
 };
@@ -96,37 +109,38 @@ static int
 s_set (cg_config_t *self, const cg_config_option_t *option, const char *value, const char *source,
        cg_error_t **err)
 {
-    char *field = (char *) self + option->offset;
+    char *field = (char *)self + option->offset;
     if (option->kind == CG_CONFIG_STRING) {
         if (!*value)
             return cg_error_set (err, EINVAL, "%s: empty value", source);
-        free (*(char **) field);
-        *(char **) field = cg_xstrdup (value);
+        free (*(char **)field);
+        *(char **)field = cg_xstrdup (value);
         return 0;
     }
     if (option->kind == CG_CONFIG_LOG_LEVEL) {
         int level = cg_log_level_from_name (value);
         if (level < 0)
-            return cg_error_set (err, EINVAL, "%s: '%s' is not error, warn, info or debug", source, value);
-        *(int *) field = level;
+            return cg_error_set (err, EINVAL, "%s: '%s' is not error, warn, info or debug", source,
+                                 value);
+        *(int *)field = level;
         return 0;
     }
     char *end = NULL;
     errno = 0;
     double number = strtod (value, &end);
     if (errno || end == value || *end || number < option->min || number > option->max
-        || (option->kind != CG_CONFIG_DOUBLE && number != (double) (long long) number))
+        || (option->kind != CG_CONFIG_DOUBLE && number != (double)(long long)number))
         return cg_error_set (err, EINVAL, "%s: '%s' is not a %s from %g to %g", source, value,
-                             option->kind == CG_CONFIG_DOUBLE ? "number" : "whole number", option->min,
-                             option->max);
+                             option->kind == CG_CONFIG_DOUBLE ? "number" : "whole number",
+                             option->min, option->max);
     if (option->kind == CG_CONFIG_INT)
-        *(int *) field = (int) number;
+        *(int *)field = (int)number;
     else if (option->kind == CG_CONFIG_DOUBLE)
-        *(double *) field = number;
+        *(double *)field = number;
     else if (option->kind == CG_CONFIG_BYTES)
-        *(size_t *) field = (size_t) number;
+        *(size_t *)field = (size_t)number;
     else
-        *(size_t *) field = (size_t) number * 1024 * 1024;
+        *(size_t *)field = (size_t)number * 1024 * 1024;
     return 0;
 }
 
@@ -159,7 +173,7 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         const char *name = argv[arg];
         const char *value = NULL;
         const char *equals = strchr (name, '=');
-        size_t name_len = equals ? (size_t) (equals - name) : strlen (name);
+        size_t name_len = equals ? (size_t)(equals - name) : strlen (name);
         const cg_config_option_t *option = NULL;
         for (size_t i = 0; i < S_OPTION_COUNT && !option; i++)
             if (strlen (s_options[i].flag) == name_len
@@ -188,24 +202,43 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
     }
     if (self->http_token && strlen (self->http_token) < 16)
         return cg_error_set (err, EINVAL, "--http-token: use at least 16 characters");
-    if (self->http && !self->http_token && strncmp (self->http, "127.", 4) != 0 && strncmp (self->http, "[::1]:", 6) != 0)
-        return cg_error_set (err, EINVAL, "--http %s listens beyond loopback: set --http-token (or CELLGATE_HTTP_TOKEN)", self->http);
+    if (self->http && !self->http_token && strncmp (self->http, "127.", 4) != 0
+        && strncmp (self->http, "[::1]:", 6) != 0)
+        return cg_error_set (
+            err, EINVAL,
+            "--http %s listens beyond loopback: set --http-token (or CELLGATE_HTTP_TOKEN)",
+            self->http);
     if (strcmp (self->tool_profile, "default") && strcmp (self->tool_profile, "seed001")
         && strcmp (self->tool_profile, "conformance"))
-        return cg_error_set (err, EINVAL, "--tool-profile: '%s' is not default, seed001 or conformance", self->tool_profile);
+        return cg_error_set (err, EINVAL,
+                             "--tool-profile: '%s' is not default, seed001 or conformance",
+                             self->tool_profile);
     if (self->output_head_bytes + self->output_tail_bytes > self->max_output_bytes)
-        return cg_error_set (err, EINVAL, "--output-head-bytes + --output-tail-bytes (%zu) exceed --max-output-bytes (%zu)",
-                             self->output_head_bytes + self->output_tail_bytes, self->max_output_bytes);
+        return cg_error_set (
+            err, EINVAL,
+            "--output-head-bytes + --output-tail-bytes (%zu) exceed --max-output-bytes (%zu)",
+            self->output_head_bytes + self->output_tail_bytes, self->max_output_bytes);
     if (self->max_output_kept_bytes < self->max_output_bytes)
-        return cg_error_set (err, EINVAL, "--max-output-kept-mb must hold at least --max-output-bytes");
+        return cg_error_set (err, EINVAL,
+                             "--max-output-kept-mb must hold at least --max-output-bytes");
     if (self->workspace_mb > 0 && self->workspace_mb < S_WORKSPACE_MIN_MB)
-        return cg_error_set (err, EINVAL, "--workspace-mb: %d is too small for a file system: use at least " CG_STR (S_WORKSPACE_MIN_MB) ", or 0 for no limit",
-                             self->workspace_mb);
-    if (self->workspace_mb > 0 && (double) self->workspace_inodes * S_INODE_BYTES > (double) self->workspace_mb * 1024 * 1024 / 2)
-        return cg_error_set (err, EINVAL, "--workspace-inodes %d: their tables (" CG_STR (S_INODE_BYTES) " bytes each) would take more than half "
-                             "of --workspace-mb %d; lower the one or raise the other", self->workspace_inodes, self->workspace_mb);
+        return cg_error_set (
+            err, EINVAL,
+            "--workspace-mb: %d is too small for a file system: use at least " CG_STR (
+                S_WORKSPACE_MIN_MB) ", or 0 for no limit",
+            self->workspace_mb);
+    if (self->workspace_mb > 0
+        && (double)self->workspace_inodes * S_INODE_BYTES
+               > (double)self->workspace_mb * 1024 * 1024 / 2)
+        return cg_error_set (
+            err, EINVAL,
+            "--workspace-inodes %d: their tables (" CG_STR (
+                S_INODE_BYTES) " bytes each) would take more than half "
+                               "of --workspace-mb %d; lower the one or raise the other",
+            self->workspace_inodes, self->workspace_mb);
     if (self->state_dir[0] != '/')
-        return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path", self->state_dir);
+        return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path",
+                             self->state_dir);
     return 0;
 }
 
@@ -220,7 +253,8 @@ cg_config_clear (cg_config_t *self)
     free (self->http);
     free (self->http_token);
     self->http = self->http_token = NULL;
-    self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile = NULL;
+    self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile =
+        NULL;
 }
 
 void
@@ -228,8 +262,8 @@ cg_config_print_usage (FILE *out)
 {
     fprintf (out, "options (each also read from its environment variable):\n");
     for (size_t i = 0; i < S_OPTION_COUNT; i++)
-        fprintf (out, "  %-26s %-34s %s (%s%s)\n", s_options[i].flag, s_options[i].env, s_options[i].help,
-                 s_options[i].fallback ? "default " : "unset by default",
+        fprintf (out, "  %-26s %-34s %s (%s%s)\n", s_options[i].flag, s_options[i].env,
+                 s_options[i].help, s_options[i].fallback ? "default " : "unset by default",
                  s_options[i].fallback ? s_options[i].fallback : "");
 }
 

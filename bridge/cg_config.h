@@ -9,61 +9,61 @@
 #include <stdio.h>
 
 typedef struct {
-    char *state_dir;            /* containers' bundles, workspaces, runtime dirs */
-    char *runtime;              /* "auto", "runc" or "crun" */
-    char *kernels_dir;          /* kernel specs: <dir>/<language>/kernel.json */
-    int memory_mb;              /* per sandbox, swap included */
+    char *state_dir;   /* containers' bundles, workspaces, runtime dirs */
+    char *runtime;     /* "auto", "runc" or "crun" */
+    char *kernels_dir; /* kernel specs: <dir>/<language>/kernel.json */
+    int memory_mb;     /* per sandbox, swap included */
     double cpus;
     int pids;
-    int tmp_mb;                 /* size of the sandbox's /tmp tmpfs */
-    int nofile;                 /* RLIMIT_NOFILE inside the sandbox */
-    int fsize_mb;               /* RLIMIT_FSIZE inside the sandbox */
-    int workspace_mb;           /* each workspace's own file system; 0: plain directory */
-    int workspace_inodes;       /* inodes of that file system */
+    int tmp_mb;           /* size of the sandbox's /tmp tmpfs */
+    int nofile;           /* RLIMIT_NOFILE inside the sandbox */
+    int fsize_mb;         /* RLIMIT_FSIZE inside the sandbox */
+    int workspace_mb;     /* each workspace's own file system; 0: plain directory */
+    int workspace_inodes; /* inodes of that file system */
     int sandbox_uid;
     int sandbox_gid;
-    int default_timeout_s;      /* execute_code's default timeout */
-    int interrupt_grace_ms;     /* after an interrupt, before the kernel is restarted */
+    int default_timeout_s;  /* execute_code's default timeout */
+    int interrupt_grace_ms; /* after an interrupt, before the kernel is restarted */
     int kernel_start_timeout_s;
-    size_t max_message_bytes;   /* largest message accepted from a kernel */
-    size_t max_display_bytes;   /* display data kept per run; past it outputs are dropped */
-    size_t max_output_bytes;    /* stdout/stderr in a result, per stream; more is cut */
-    size_t output_head_bytes;   /* what a cut keeps of the start ... */
-    size_t output_tail_bytes;   /* ... and of the end */
+    size_t max_message_bytes;     /* largest message accepted from a kernel */
+    size_t max_display_bytes;     /* display data kept per run; past it outputs are dropped */
+    size_t max_output_bytes;      /* stdout/stderr in a result, per stream; more is cut */
+    size_t output_head_bytes;     /* what a cut keeps of the start ... */
+    size_t output_tail_bytes;     /* ... and of the end */
     size_t max_output_kept_bytes; /* kept per stream per run for the full-output file */
     size_t max_code_bytes;
     size_t max_upload_bytes;
     size_t max_artifact_read_bytes;
-    size_t max_result_bytes;    /* largest tools/call response sent to a client, serialized */
-    char *http_listen;          /* "HOST:PORT" of the download listener, or "off" */
-    char *http;                 /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
-    char *http_token;           /* bearer token the HTTP transport requires, or NULL */
-    char *tool_profile;         /* "default" or "seed001": which tools tools/list shows */
-    bool http_listen_set;       /* given by flag or variable (no fallback port then) */
-    int max_sessions;           /* sandboxes at once, one-shot ones included */
-    int idle_ttl_s;             /* a session unused this long is closed */
+    size_t max_result_bytes; /* largest tools/call response sent to a client, serialized */
+    char *http_listen;       /* "HOST:PORT" of the download listener, or "off" */
+    char *http;              /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
+    char *http_token;        /* bearer token the HTTP transport requires, or NULL */
+    char *tool_profile;      /* "default" or "seed001": which tools tools/list shows */
+    bool http_listen_set;    /* given by flag or variable (no fallback port then) */
+    int max_sessions;        /* sandboxes at once, one-shot ones included */
+    int idle_ttl_s;          /* a session unused this long is closed */
     int log_level;
 } cg_config_t;
 
 /*  How an option's text becomes its field. */
 typedef enum {
-    CG_CONFIG_STRING,           /* char *, owned; an empty value is refused */
-    CG_CONFIG_INT,              /* int, a whole number from min to max */
-    CG_CONFIG_DOUBLE,           /* double, from min to max */
-    CG_CONFIG_BYTES,            /* size_t, a whole number of bytes from min to max */
-    CG_CONFIG_MB,               /* size_t in bytes, given as whole MB from min to max */
-    CG_CONFIG_LOG_LEVEL,        /* int, from the names error, warn, info, debug */
+    CG_CONFIG_STRING,    /* char *, owned; an empty value is refused */
+    CG_CONFIG_INT,       /* int, a whole number from min to max */
+    CG_CONFIG_DOUBLE,    /* double, from min to max */
+    CG_CONFIG_BYTES,     /* size_t, a whole number of bytes from min to max */
+    CG_CONFIG_MB,        /* size_t in bytes, given as whole MB from min to max */
+    CG_CONFIG_LOG_LEVEL, /* int, from the names error, warn, info, debug */
 } cg_config_kind_t;
 
 /*  One option: the one place its flag, variable, default and bounds are written. */
 typedef struct {
-    const char *flag;           /* "--memory-mb"; also accepted as --memory-mb=VALUE */
-    const char *env;            /* "CELLGATE_MEMORY_MB" */
+    const char *flag; /* "--memory-mb"; also accepted as --memory-mb=VALUE */
+    const char *env;  /* "CELLGATE_MEMORY_MB" */
     cg_config_kind_t kind;
-    size_t offset;              /* of its field in cg_config_t */
-    const char *fallback;       /* the default, as a flag's value would be written; NULL: unset */
-    double min, max;            /* bounds of a number (the number given, MB for CG_CONFIG_MB) */
-    const char *help;           /* one line for --help, without the default */
+    size_t offset;        /* of its field in cg_config_t */
+    const char *fallback; /* the default, as a flag's value would be written; NULL: unset */
+    double min, max;      /* bounds of a number (the number given, MB for CG_CONFIG_MB) */
+    const char *help;     /* one line for --help, without the default */
 } cg_config_option_t;
 
 /*  Returns the table of options (sets *COUNT to its length). The table is static. */

@@ -5,8 +5,8 @@
 #include <stdarg.h>
 
 typedef struct {
-    int code;           /* errno-style code, or 0 when none applies */
-    char *message;      /* full message, outermost context first */
+    int code;      /* errno-style code, or 0 when none applies */
+    char *message; /* full message, outermost context first */
 } cg_error_t;
 
 /*  Sets *err to a new error with CODE and a printf-style message, if err is not NULL
@@ -17,8 +17,7 @@ int cg_error_set (cg_error_t **err, int code, const char *fmt, ...)
 
 /*  Prefixes the message of *err with "CONTEXT: ". Does nothing when err or *err is
     NULL. Returns -1. */
-int cg_error_wrap (cg_error_t **err, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
+int cg_error_wrap (cg_error_t **err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 /*  Frees *self_p and sets it to NULL. Safe on NULL. */
 void cg_error_destroy (cg_error_t **self_p);

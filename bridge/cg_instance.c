@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 struct cg_instance_t {
-    cg_backend_t *backend;      /* borrowed */
+    cg_backend_t *backend; /* borrowed */
     char *dir;
     char *sessions_dir;
     char *prefix;
@@ -42,7 +42,7 @@ s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *n
     cleanup_free char *lock = cg_strdupf ("%s/lock", dir);
     cleanup_close int fd = open (lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
-        return;     /* its server is alive */
+        return; /* its server is alive */
     cleanup_free char *prefix = cg_strdupf ("cg-%s-", name);
     cg_error_t *err = NULL;
     int removed = cg_container_remove_orphans (backend, prefix, &err);

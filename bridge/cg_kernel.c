@@ -40,28 +40,28 @@ typedef enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_HB, CH_COUNT } s_cha
 static const char *s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control", "hb"};
 
 struct cg_kernel_t {
-    cg_backend_t *backend;          /* borrowed */
-    const cg_sandbox_t *sandbox;    /* borrowed */
-    const cg_kernel_spec_t *spec;   /* borrowed */
-    const cg_config_t *config;      /* borrowed */
+    cg_backend_t *backend;        /* borrowed */
+    const cg_sandbox_t *sandbox;  /* borrowed */
+    const cg_kernel_spec_t *spec; /* borrowed */
+    const cg_config_t *config;    /* borrowed */
     cg_wire_t *wire;
     zsock_t *sockets[CH_COUNT];
-    int ipc_fd;                     /* the sandbox's ipc dir (sandbox-writable) */
-    int endpoint_fds[CH_COUNT];     /* O_PATH fds of the kernel's bound ipc sockets, -1 until
+    int ipc_fd;                 /* the sandbox's ipc dir (sandbox-writable) */
+    int endpoint_fds[CH_COUNT]; /* O_PATH fds of the kernel's bound ipc sockets, -1 until
                                        connected; connects go through /proc/self/fd/N */
-    json_t *connection;             /* what the connection file says, key included */
-    pid_t helper_pid;               /* the runtime's exec process, our child */
-    int helper_pidfd;               /* readable when it exits */
-    pid_t kernel_pid;               /* host pid of the kernel itself */
-    int log_fd;                     /* read end of the kernel's stdout+stderr */
+    json_t *connection;         /* what the connection file says, key included */
+    pid_t helper_pid;           /* the runtime's exec process, our child */
+    int helper_pidfd;           /* readable when it exits */
+    pid_t kernel_pid;           /* host pid of the kernel itself */
+    int log_fd;                 /* read end of the kernel's stdout+stderr */
     char log_tail[LOG_TAIL + 1];
     size_t log_len;
     unsigned hb_sent, hb_received;
-    zsock_t *monitors[CH_COUNT];    /* each channel's disconnects (and stdin's handshake):
+    zsock_t *monitors[CH_COUNT]; /* each channel's disconnects (and stdin's handshake):
                                        libzmq drops a connection whose peer sent a message
                                        over max_message_bytes and, that being a protocol
                                        error, never reconnects it; s_service_monitors does */
-    bool stdin_file_set;            /* the stdin file holds text (spec->stdin_file) */
+    bool stdin_file_set;         /* the stdin file holds text (spec->stdin_file) */
 };
 
 //  --------------------------------------------------------------------------
@@ -111,8 +111,9 @@ s_service_monitors (cg_kernel_t *self)
             continue;
         if (i == CH_IOPUB)
             iopub_drops = drops;
-        cg_log (2, "the %s connection to the kernel was dropped (a message over %zu bytes, or "
-                   "the kernel went away); reconnecting",
+        cg_log (2,
+                "the %s connection to the kernel was dropped (a message over %zu bytes, or "
+                "the kernel went away); reconnecting",
                 s_channel_names[i], self->config->max_message_bytes);
         s_reconnect (self, i);
     }
@@ -133,7 +134,7 @@ s_monitor_items (cg_kernel_t *self, zmq_pollitem_t *items)
 static int
 s_pidfd_open (pid_t pid)
 {
-    return (int) syscall (SYS_pidfd_open, pid, 0);
+    return (int)syscall (SYS_pidfd_open, pid, 0);
 }
 
 static void
@@ -163,7 +164,7 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
             return cg_error_set (err, ENOMEM, "create %s socket", s_channel_names[i]);
         self->sockets[i] = sock;
         zsock_set_linger (sock, 0);
-        zsock_set_maxmsgsize (sock, (int64_t) self->config->max_message_bytes);
+        zsock_set_maxmsgsize (sock, (int64_t)self->config->max_message_bytes);
         zsock_set_rcvhwm (sock, S_QUEUE_MAX);
         //  ipykernel routes input_request to the shell socket's identity.
         if (i == CH_SHELL || i == CH_STDIN)
@@ -176,7 +177,7 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
         //  handshake waits until that socket is connected.
         char endpoint[64];
         snprintf (endpoint, sizeof endpoint, "inproc://cg-%s-monitor-%p", s_channel_names[i],
-                  (void *) self);
+                  (void *)self);
         int events = ZMQ_EVENT_DISCONNECTED | (i == CH_STDIN ? ZMQ_EVENT_HANDSHAKE_SUCCEEDED : 0);
         if (zmq_socket_monitor (zsock_resolve (sock), endpoint, events) < 0)
             return cg_error_set (err, errno, "monitor %s socket: %s", s_channel_names[i],
@@ -229,15 +230,15 @@ static int
 s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_ip,
                          cg_error_t **err)
 {
-    self->connection = json_pack (
-        "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport", "ipc", "ip",
-        inside_ip, "shell_port", CH_SHELL + 1, "iopub_port", CH_IOPUB + 1, "stdin_port",
-        CH_STDIN + 1, "control_port", CH_CONTROL + 1, "hb_port", CH_HB + 1, "key", key,
-        "signature_scheme", "hmac-sha256", "kernel_name", self->spec->language);
+    self->connection =
+        json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport", "ipc", "ip",
+                   inside_ip, "shell_port", CH_SHELL + 1, "iopub_port", CH_IOPUB + 1, "stdin_port",
+                   CH_STDIN + 1, "control_port", CH_CONTROL + 1, "hb_port", CH_HB + 1, "key", key,
+                   "signature_scheme", "hmac-sha256", "kernel_name", self->spec->language);
     cleanup_free char *text = json_dumps (self->connection, JSON_INDENT (1));
     cleanup_free char *name = cg_strdupf ("kernel-%s.json", self->spec->language);
     return cg_write_file_at (self->ipc_fd, name, text, strlen (text), 0400,
-                             (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid,
+                             (uid_t)self->config->sandbox_uid, (gid_t)self->config->sandbox_gid,
                              err);
 }
 
@@ -246,11 +247,12 @@ s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_
 static char **
 s_kernel_env (const cg_kernel_spec_t *spec, const cg_config_t *config)
 {
-    size_t spec_count = cg_strv_count ((const char *const *) spec->env);
+    size_t spec_count = cg_strv_count ((const char *const *)spec->env);
     cleanup_free const char **extra = cg_xcalloc (spec_count + 2, sizeof *extra);
     for (size_t i = 0; i < spec_count; i++)
         extra[i] = spec->env[i];
-    cleanup_free char *limit = cg_strdupf ("CELLGATE_MAX_MESSAGE_BYTES=%zu", config->max_message_bytes);
+    cleanup_free char *limit =
+        cg_strdupf ("CELLGATE_MAX_MESSAGE_BYTES=%zu", config->max_message_bytes);
     extra[spec_count] = limit;
     return cg_sandbox_env_new (extra);
 }
@@ -258,7 +260,7 @@ s_kernel_env (const cg_kernel_spec_t *spec, const cg_config_t *config)
 static int
 s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err)
 {
-    size_t argc = cg_strv_count ((const char *const *) self->spec->argv);
+    size_t argc = cg_strv_count ((const char *const *)self->spec->argv);
     char **argv = cg_strv_new (argc);
     for (size_t i = 0; i < argc; i++)
         argv[i] = strcmp (self->spec->argv[i], "{connection_file}") == 0
@@ -275,10 +277,10 @@ s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err
         return cg_error_set (err, errno, "pipe: %s", strerror (errno));
     }
     fcntl (log_pipe[0], F_SETFL, O_NONBLOCK);
-    cleanup_free char *pid_file = cg_strdupf ("%s/kernel-%s.pid", self->sandbox->bundle_dir,
-                                              self->spec->language);
-    cg_exec_spec_t exec = {.argv = (const char *const *) argv,
-                           .env = (const char *const *) env,
+    cleanup_free char *pid_file =
+        cg_strdupf ("%s/kernel-%s.pid", self->sandbox->bundle_dir, self->spec->language);
+    cg_exec_spec_t exec = {.argv = (const char *const *)argv,
+                           .env = (const char *const *)env,
                            .cwd = CG_WORKSPACE_MOUNT,
                            .pid_file = pid_file,
                            .stdin_fd = null_fd,
@@ -310,11 +312,11 @@ s_read_kernel_pid (cg_kernel_t *self)
 {
     if (self->kernel_pid > 0)
         return;
-    cleanup_free char *pid_file = cg_strdupf ("%s/kernel-%s.pid", self->sandbox->bundle_dir,
-                                              self->spec->language);
+    cleanup_free char *pid_file =
+        cg_strdupf ("%s/kernel-%s.pid", self->sandbox->bundle_dir, self->spec->language);
     cleanup_free char *text = cg_read_file (pid_file, 64, NULL, NULL);
     if (text)
-        self->kernel_pid = (pid_t) atol (text);
+        self->kernel_pid = (pid_t)atol (text);
 }
 
 void
@@ -326,7 +328,7 @@ cg_kernel_drain_log (cg_kernel_t *self)
     ssize_t n;
     while ((n = read (self->log_fd, chunk, sizeof chunk)) > 0) {
         //  Keep only the last LOG_TAIL bytes; the rest is discarded (bounded).
-        size_t keep = (size_t) n > LOG_TAIL ? LOG_TAIL : (size_t) n;
+        size_t keep = (size_t)n > LOG_TAIL ? LOG_TAIL : (size_t)n;
         const char *src = chunk + n - keep;
         if (self->log_len + keep > LOG_TAIL) {
             size_t drop = self->log_len + keep - LOG_TAIL;
@@ -397,7 +399,7 @@ s_log_last_line (cg_kernel_t *self)
 static int
 s_handshake (cg_kernel_t *self, cg_error_t **err)
 {
-    int64_t deadline = cg_now_us () + (int64_t) self->config->kernel_start_timeout_s * 1000000;
+    int64_t deadline = cg_now_us () + (int64_t)self->config->kernel_start_timeout_s * 1000000;
     int64_t next_request = 0;
     bool replied = false, iopub_live = false, stdin_live = false, connected = false;
     while (!(replied && iopub_live && stdin_live)) {
@@ -417,8 +419,8 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
         //  Until iopub is known to be live, keep asking: each request makes the kernel
         //  publish busy/idle, and the first ones are lost while SUB connects.
         if (connected && now >= next_request) {
-            cg_wire_send (self->wire, self->sockets[CH_SHELL], "kernel_info_request", NULL,
-                          NULL, NULL);
+            cg_wire_send (self->wire, self->sockets[CH_SHELL], "kernel_info_request", NULL, NULL,
+                          NULL);
             next_request = now + 500000;
         }
         else if (!connected)
@@ -428,12 +430,13 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
                                   {NULL, self->helper_pidfd, ZMQ_POLLIN, 0},
                                   {zsock_resolve (self->monitors[CH_STDIN]), 0, ZMQ_POLLIN, 0},
                                   {NULL, self->log_fd, ZMQ_POLLIN, 0}};
-        int wait_ms = (int) ((next_request - now) / 1000) + 1;
+        int wait_ms = (int)((next_request - now) / 1000) + 1;
         if (zmq_poll (items, self->log_fd >= 0 ? 5 : 4, wait_ms) < 0 && errno != EINTR)
             return cg_error_set (err, errno, "poll: %s", zmq_strerror (errno));
         if (self->log_fd >= 0 && items[4].revents)
             cg_kernel_drain_log (self);
-        if (items[3].revents && s_read_monitor (self->monitors[CH_STDIN], ZMQ_EVENT_HANDSHAKE_SUCCEEDED))
+        if (items[3].revents
+            && s_read_monitor (self->monitors[CH_STDIN], ZMQ_EVENT_HANDSHAKE_SUCCEEDED))
             stdin_live = true;
         if (items[2].revents) {
             cg_kernel_drain_log (self);
@@ -597,8 +600,8 @@ int
 cg_kernel_interrupt (cg_kernel_t *self)
 {
     if (self->spec->interrupt_message)
-        return cg_wire_send (self->wire, self->sockets[CH_CONTROL], "interrupt_request", NULL,
-                             NULL, NULL);
+        return cg_wire_send (self->wire, self->sockets[CH_CONTROL], "interrupt_request", NULL, NULL,
+                             NULL);
     s_read_kernel_pid (self);
     if (self->kernel_pid <= 0)
         return -1;
@@ -611,7 +614,7 @@ s_read_pongs (cg_kernel_t *self, unsigned *misses)
 {
     while (zsock_events (self->sockets[CH_HB]) & ZMQ_POLLIN) {
         char *pong = zstr_recv (self->sockets[CH_HB]);
-        if (pong && (unsigned) atol (pong) == self->hb_sent) {
+        if (pong && (unsigned)atol (pong) == self->hb_sent) {
             self->hb_received = self->hb_sent;
             *misses = 0;
         }
@@ -635,7 +638,7 @@ s_run_items (cg_kernel_t *self, zsock_t *control, zmq_pollitem_t *items)
     items[S_RUN_CANCEL] = control ? (zmq_pollitem_t){zsock_resolve (control), 0, ZMQ_POLLIN, 0}
                                   : (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0};
     items[S_RUN_LOG] = self->log_fd >= 0 ? (zmq_pollitem_t){NULL, self->log_fd, ZMQ_POLLIN, 0}
-                                          : (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0};
+                                         : (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0};
     return s_monitor_items (self, items + S_RUN_ITEMS);
 }
 
@@ -682,7 +685,7 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         return CG_EXEC_FAILED;
     }
     cg_feed_t feed = {.stdin_next = stdin_text};
-    int64_t grace_end = 0;          /* set once interrupted */
+    int64_t grace_end = 0; /* set once interrupted */
     int64_t next_hb = run->started_us + HB_INTERVAL_US;
     unsigned hb_misses = 0;
     cg_exec_end_t end = CG_EXEC_DONE;
@@ -690,12 +693,13 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
     int64_t last_iopub = run->started_us;
     while (!(feed.idle && feed.replied)) {
         int64_t now = cg_now_us ();
-        if (feed.replied && now - last_iopub > S_IDLE_WAIT_US && now - feed.replied_us > S_IDLE_WAIT_US)
+        if (feed.replied && now - last_iopub > S_IDLE_WAIT_US
+            && now - feed.replied_us > S_IDLE_WAIT_US)
             break;
         if (!grace_end && now >= deadline_us) {
             run->timed_out = true;
             cg_kernel_interrupt (self);
-            grace_end = now + (int64_t) self->config->interrupt_grace_ms * 1000;
+            grace_end = now + (int64_t)self->config->interrupt_grace_ms * 1000;
         }
         if (grace_end && now >= grace_end) {
             end = CG_EXEC_STUCK;
@@ -718,7 +722,7 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             wake = next_hb;
         zmq_pollitem_t items[S_RUN_ITEMS + CH_COUNT];
         int monitors = s_run_items (self, control, items);
-        long wait_ms = (long) ((wake - now) / 1000) + 1;
+        long wait_ms = (long)((wake - now) / 1000) + 1;
         if (zmq_poll (items, S_RUN_ITEMS + monitors, wait_ms) < 0 && errno != EINTR)
             break;
         //  iopub first, a bounded burst per turn: the run ends on iopub's idle, which
@@ -760,7 +764,7 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             if (action == CG_CONTROL_CANCEL && !grace_end) {
                 run->cancelled = true;
                 cg_kernel_interrupt (self);
-                grace_end = cg_now_us () + (int64_t) self->config->interrupt_grace_ms * 1000;
+                grace_end = cg_now_us () + (int64_t)self->config->interrupt_grace_ms * 1000;
             }
         }
     }
@@ -772,16 +776,18 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
 }
 
 cg_exec_end_t
-cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
-                   int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
-                   cg_run_t *run)
+cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text, int64_t deadline_us,
+                   zsock_t *control, cg_control_cb *control_cb, void *arg, cg_run_t *run)
 {
     if (self->spec->stdin_file && (stdin_text || self->stdin_file_set)) {
         //  Written by us (a new file renamed into place, never through a link the sandbox
         //  planted); the kernel reads it as the cell's standard input.
-        cleanup_free char *path = cg_strdupf ("%s/stdin-%s", self->sandbox->run_dir, self->spec->language);
+        cleanup_free char *path =
+            cg_strdupf ("%s/stdin-%s", self->sandbox->run_dir, self->spec->language);
         cg_error_t *err = NULL;
-        if (cg_write_file (path, stdin_text ? stdin_text : "", stdin_text ? strlen (stdin_text) : 0, 0644, &err) < 0)
+        if (cg_write_file (path, stdin_text ? stdin_text : "", stdin_text ? strlen (stdin_text) : 0,
+                           0644, &err)
+            < 0)
             cg_log (1, "%s", cg_error_message (err));
         cg_error_destroy (&err);
         self->stdin_file_set = stdin_text != NULL;
@@ -801,9 +807,10 @@ cg_kernel_reap_children (cg_kernel_t *self)
                               "    except ChildProcessError: break', {})";
     cg_run_t run;
     cg_run_init (&run, 4096);
-    cg_exec_end_t end = s_execute (self, code, true, NULL, cg_now_us () + 5000000, NULL, NULL,
-                                   NULL, &run);
-    int rc = end == CG_EXEC_DONE && run.reply_status && strcmp (run.reply_status, "ok") == 0 ? 0 : -1;
+    cg_exec_end_t end =
+        s_execute (self, code, true, NULL, cg_now_us () + 5000000, NULL, NULL, NULL, &run);
+    int rc =
+        end == CG_EXEC_DONE && run.reply_status && strcmp (run.reply_status, "ok") == 0 ? 0 : -1;
     cg_run_clear (&run);
     return rc;
 }

@@ -20,11 +20,11 @@ typedef struct cg_kernel_t cg_kernel_t;
 
 /*  How an execution ended. */
 typedef enum {
-    CG_EXEC_DONE,           /* execute_reply and status idle arrived */
-    CG_EXEC_STUCK,          /* interrupted (timeout or cancel) but did not finish in the grace */
-    CG_EXEC_DIED,           /* the kernel process exited or stopped answering heartbeats */
-    CG_EXEC_ABORTED,        /* the control callback asked to stop (server shutdown) */
-    CG_EXEC_FAILED,         /* the request could not be sent */
+    CG_EXEC_DONE,    /* execute_reply and status idle arrived */
+    CG_EXEC_STUCK,   /* interrupted (timeout or cancel) but did not finish in the grace */
+    CG_EXEC_DIED,    /* the kernel process exited or stopped answering heartbeats */
+    CG_EXEC_ABORTED, /* the control callback asked to stop (server shutdown) */
+    CG_EXEC_FAILED,  /* the request could not be sent */
 } cg_exec_end_t;
 
 /*  What the control callback asks for when CONTROL is readable. */

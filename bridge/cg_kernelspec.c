@@ -39,9 +39,8 @@ cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err)
     const char *key;
     json_t *value;
     size_t n = 0;
-    json_object_foreach (env, key, value)
-        if (json_is_string (value))
-            self->env[n++] = cg_strdupf ("%s=%s", key, json_string_value (value));
+    json_object_foreach (env, key, value) if (json_is_string (value)) self->env[n++] =
+        cg_strdupf ("%s=%s", key, json_string_value (value));
     self->interrupt_message = mode && strcmp (mode, "message") == 0;
     self->endpoint_colon = endpoint && strcmp (endpoint, "colon") == 0;
     self->stdin_file = stdin_mode && strcmp (stdin_mode, "file") == 0;

@@ -19,10 +19,11 @@
 static void
 s_usage (void)
 {
-    printf ("usage: cellgate mcp [options]      serve MCP over stdio\n"
-            "       cellgate kernel [options]   start one sandboxed Python kernel, print the host\n"
-            "                                   path of its connection file, run until stdin closes\n"
-            "       cellgate --version\n\n");
+    printf (
+        "usage: cellgate mcp [options]      serve MCP over stdio\n"
+        "       cellgate kernel [options]   start one sandboxed Python kernel, print the host\n"
+        "                                   path of its connection file, run until stdin closes\n"
+        "       cellgate --version\n\n");
     cg_config_usage ();
 }
 
@@ -38,8 +39,8 @@ s_host_connection_file (cg_session_t *session, cg_kernel_t *kernel, cg_error_t *
         return NULL;
     for (int port = 1; port <= 5; port++) {
         cleanup_free char *link = cg_strdupf ("%s/python-%d", links, port);
-        cleanup_free char *target
-            = cg_strdupf ("/proc/%d/fd/%d", (int) getpid (), cg_kernel_endpoint_fd (kernel, port));
+        cleanup_free char *target =
+            cg_strdupf ("/proc/%d/fd/%d", (int)getpid (), cg_kernel_endpoint_fd (kernel, port));
         unlink (link);
         if (symlink (target, link) < 0) {
             cg_error_set (err, errno, "symlink %s: %s", link, strerror (errno));
@@ -145,8 +146,10 @@ main (int argc, char **argv)
     zsys_set_logstream (stderr);
 
     if (config.workspace_mb == 0)
-        cg_log (1, "--workspace-mb 0: workspaces have no size or inode limit; sandboxed code can fill "
-                   "the file system of %s", config.state_dir);
+        cg_log (1,
+                "--workspace-mb 0: workspaces have no size or inode limit; sandboxed code can fill "
+                "the file system of %s",
+                config.state_dir);
     int rc = 1;
     cg_sandbox_limits_t limits = s_sandbox_limits (&config);
     cg_backend_t *backend = cg_backend_new (&limits, &err);
@@ -154,7 +157,8 @@ main (int argc, char **argv)
     if (!instance)
         fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
     else if (strcmp (command, "mcp") == 0) {
-        cg_log (2, "serving MCP on %s (runtime %s, state %s)", config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
+        cg_log (2, "serving MCP on %s (runtime %s, state %s)",
+                config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
                 config.state_dir);
         rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO);
     }

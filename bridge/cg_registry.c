@@ -15,9 +15,9 @@ struct cg_registry_t {
     cg_backend_t *backend;
     cg_instance_t *instance;
     const char *results_endpoint;
-    zhashx_t *sessions;         /* owner + "/" + id -> cg_registry_session_t */
-    zlistx_t *closing;          /* sessions whose runners are destroying their sandboxes */
-    size_t oneshots;            /* one-shot runners alive */
+    zhashx_t *sessions; /* owner + "/" + id -> cg_registry_session_t */
+    zlistx_t *closing;  /* sessions whose runners are destroying their sandboxes */
+    size_t oneshots;    /* one-shot runners alive */
 };
 
 //  Stops a runner and waits for it (and so its sandbox) to be gone. SIGINT and SIGTERM
@@ -63,7 +63,9 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
                  const char *results_endpoint)
 {
     cg_registry_t *self = cg_xcalloc (1, sizeof *self);
-    *self = (cg_registry_t){.config = config, .backend = backend, .instance = instance,
+    *self = (cg_registry_t){.config = config,
+                            .backend = backend,
+                            .instance = instance,
                             .results_endpoint = results_endpoint};
     self->sessions = zhashx_new ();
     self->closing = zlistx_new ();
@@ -100,7 +102,7 @@ cg_registry_find (cg_registry_t *self, const char *owner, const char *id)
 bool
 cg_registry_full (cg_registry_t *self)
 {
-    return zhashx_size (self->sessions) + self->oneshots >= (size_t) self->config->max_sessions;
+    return zhashx_size (self->sessions) + self->oneshots >= (size_t)self->config->max_sessions;
 }
 
 static zactor_t *
@@ -200,7 +202,8 @@ zlistx_t *
 cg_registry_sessions (cg_registry_t *self, const char *owner)
 {
     zlistx_t *list = zlistx_new ();
-    for (cg_registry_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions))
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
+         s = zhashx_next (self->sessions))
         if (!owner || strcmp (s->owner, owner) == 0)
             zlistx_add_end (list, s);
     return list;
@@ -209,11 +212,12 @@ cg_registry_sessions (cg_registry_t *self, const char *owner)
 int
 cg_registry_reap_idle (cg_registry_t *self)
 {
-    int64_t ttl_us = (int64_t) self->config->idle_ttl_s * 1000000;
+    int64_t ttl_us = (int64_t)self->config->idle_ttl_s * 1000000;
     int64_t now = cg_now_us ();
     int64_t next = INT64_MAX;
     zlistx_t *expired = zlistx_new ();
-    for (cg_registry_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions)) {
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
+         s = zhashx_next (self->sessions)) {
         if (s->busy)
             continue;
         int64_t due = s->last_activity_us + ttl_us;
@@ -230,7 +234,7 @@ cg_registry_reap_idle (cg_registry_t *self)
     if (next == INT64_MAX)
         return -1;
     int64_t wait_ms = (next - now) / 1000 + 1;
-    return wait_ms > 60000 ? 60000 : (int) wait_ms;
+    return wait_ms > 60000 ? 60000 : (int)wait_ms;
 }
 
 size_t
@@ -261,7 +265,8 @@ cg_registry_reap_closed (cg_registry_t *self, zmq_pollitem_t *items, size_t coun
 void
 cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memory_mb)
 {
-    for (cg_registry_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions))
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
+         s = zhashx_next (self->sessions))
         if (strcmp (s->slot, slot) == 0) {
             s->pid = pid;
             s->memory_mb = memory_mb;
@@ -278,7 +283,8 @@ cg_registry_usage (cg_registry_session_t *session, cg_wsfs_usage_t *usage)
 cg_workspace_t *
 cg_registry_download (cg_registry_t *self, const char *id, const char *token, size_t token_len)
 {
-    for (cg_registry_session_t *s = zhashx_first (self->sessions); s; s = zhashx_next (self->sessions))
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
+         s = zhashx_next (self->sessions))
         if (s->ws && strcmp (s->id, id) == 0 && token_len == strlen (s->token)
             && sodium_memcmp (s->token, token, token_len) == 0)
             return s->ws;

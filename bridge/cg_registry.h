@@ -23,23 +23,23 @@ typedef struct cg_registry_t cg_registry_t;
 /*  One session, as the registry keeps it. Front ends read the fields; only the registry
     changes them (through the functions below). */
 typedef struct {
-    char *id;                   /* the front end's session id */
-    char *owner;                /* the front end's client ("stdio", an Mcp-Session-Id) */
+    char *id;    /* the front end's session id */
+    char *owner; /* the front end's client ("stdio", an Mcp-Session-Id) */
     char *language;
-    char *name;                 /* may be NULL */
-    zactor_t *runner;           /* its runner (cg_runner_actor) */
-    char *busy;                 /* the key of the call in flight, NULL when idle */
-    char slot[13];              /* its directory and container name */
-    char *dir;                  /* its host directory */
-    cg_workspace_t *ws;         /* its workspace, NULL when it could not be made */
-    char token[33];             /* download token: 128 random bits, hex */
-    char started_at[32];        /* ISO 8601, UTC */
+    char *name;          /* may be NULL */
+    zactor_t *runner;    /* its runner (cg_runner_actor) */
+    char *busy;          /* the key of the call in flight, NULL when idle */
+    char slot[13];       /* its directory and container name */
+    char *dir;           /* its host directory */
+    cg_workspace_t *ws;  /* its workspace, NULL when it could not be made */
+    char token[33];      /* download token: 128 random bits, hex */
+    char started_at[32]; /* ISO 8601, UTC */
     char last_activity_at[32];
-    int64_t started_us;         /* monotonic */
+    int64_t started_us; /* monotonic */
     int64_t last_activity_us;
     int executions;
-    long pid;                   /* the kernel's host pid as its runner last reported, or 0 */
-    double memory_mb;           /* the sandbox's memory as its runner last reported; < 0: unknown */
+    long pid;         /* the kernel's host pid as its runner last reported, or 0 */
+    double memory_mb; /* the sandbox's memory as its runner last reported; < 0: unknown */
 } cg_registry_session_t;
 
 /*  Creates the registry. Runners send their messages to RESULTS_ENDPOINT (an inproc PULL

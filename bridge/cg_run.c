@@ -23,7 +23,7 @@ s_utf8_chars (const char *data, size_t len)
 {
     size_t chars = 0;
     for (size_t i = 0; i < len; i++)
-        chars += ((unsigned char) data[i] & 0xC0) != 0x80;
+        chars += ((unsigned char)data[i] & 0xC0) != 0x80;
     return chars;
 }
 
@@ -45,7 +45,7 @@ cg_text_append (cg_text_t *text, const char *data, size_t len)
         text->tail = cg_xmalloc (2 * tail_max + 1);
         text->tail_len = 0;
         if (text->len > head) {
-            text->tail_len = text->len - head;      /* at most TAIL_MAX: fits */
+            text->tail_len = text->len - head; /* at most TAIL_MAX: fits */
             memcpy (text->tail, text->data + head, text->tail_len);
         }
         else {
@@ -116,12 +116,12 @@ s_text_append_plain (cg_text_t *text, const char *data, size_t len)
 {
     const char *p = data, *end = data + len;
     while (p < end) {
-        const char *esc = memchr (p, '\x1b', (size_t) (end - p));
+        const char *esc = memchr (p, '\x1b', (size_t)(end - p));
         if (!esc) {
-            cg_text_append (text, p, (size_t) (end - p));
+            cg_text_append (text, p, (size_t)(end - p));
             return;
         }
-        cg_text_append (text, p, (size_t) (esc - p));
+        cg_text_append (text, p, (size_t)(esc - p));
         p = esc + 1;
         if (p < end && *p == '[') {
             p++;
@@ -189,8 +189,8 @@ s_display_bytes (json_t *data)
     size_t bytes = 0;
     const char *mime;
     json_t *value;
-    json_object_foreach (data, mime, value)
-        bytes += json_is_string (value) ? json_string_length (value) : 256;
+    json_object_foreach (data, mime, value) bytes +=
+        json_is_string (value) ? json_string_length (value) : 256;
     return bytes;
 }
 
@@ -199,7 +199,7 @@ s_on_iopub (cg_run_t *run, cg_feed_t *feed, cg_msg_t *msg)
 {
     const char *type = msg->msg_type;
     json_t *content = msg->content;
-    run->started = true;        /* the kernel has taken this request (status busy comes first) */
+    run->started = true; /* the kernel has taken this request (status busy comes first) */
     if (strcmp (type, "status") == 0) {
         const char *state = json_string_value (json_object_get (content, "execution_state"));
         if (state && strcmp (state, "idle") == 0)
@@ -214,7 +214,7 @@ s_on_iopub (cg_run_t *run, cg_feed_t *feed, cg_msg_t *msg)
         const char *name = json_string_value (json_object_get (content, "name"));
         json_t *text_json = json_object_get (content, "text");
         const char *text = json_string_value (text_json);
-        size_t text_len = json_string_length (text_json);     /* NULs included */
+        size_t text_len = json_string_length (text_json); /* NULs included */
         bool err = name && strcmp (name, "stderr") == 0;
         if (text)
             cg_text_append (err ? &run->err : &run->out, text, text_len);
@@ -231,11 +231,10 @@ s_on_iopub (cg_run_t *run, cg_feed_t *feed, cg_msg_t *msg)
             size_t total = 0, at = 0;
             const char *mime;
             json_t *value;
-            json_object_foreach (data, mime, value)
-                total += strlen (mime) + 2;
+            json_object_foreach (data, mime, value) total += strlen (mime) + 2;
             cleanup_free char *types = cg_xmalloc (total + 1);
-            json_object_foreach (data, mime, value)
-                at += (size_t) sprintf (types + at, "%s%s", at ? ", " : "", mime);
+            json_object_foreach (data, mime, value) at +=
+                (size_t)sprintf (types + at, "%s%s", at ? ", " : "", mime);
             types[at] = '\0';
             run->on_output (run->on_output_arg, "display", types, at);
         }
@@ -263,7 +262,7 @@ s_on_iopub (cg_run_t *run, cg_feed_t *feed, cg_msg_t *msg)
             run->return_value = json_incref (data);
             json_t *count = json_object_get (content, "execution_count");
             if (json_is_integer (count))
-                run->execution_count = (int) json_integer_value (count);
+                run->execution_count = (int)json_integer_value (count);
         }
         json_array_append_new (run->outputs, item);
     }
@@ -271,16 +270,19 @@ s_on_iopub (cg_run_t *run, cg_feed_t *feed, cg_msg_t *msg)
         json_t *traceback = json_object_get (content, "traceback");
         size_t i;
         json_t *line;
-        json_array_foreach (traceback, i, line) {
+        json_array_foreach (traceback, i, line)
+        {
             if (json_is_string (line)) {
-                s_text_append_plain (&run->err, json_string_value (line), json_string_length (line));
+                s_text_append_plain (&run->err, json_string_value (line),
+                                     json_string_length (line));
                 cg_text_append (&run->err, "\n", 1);
             }
         }
         if (!json_array_size (traceback)) {
             const char *ename = json_string_value (json_object_get (content, "ename"));
             const char *evalue = json_string_value (json_object_get (content, "evalue"));
-            cleanup_free char *text = cg_strdupf ("%s: %s\n", ename ? ename : "Error", evalue ? evalue : "");
+            cleanup_free char *text =
+                cg_strdupf ("%s: %s\n", ename ? ename : "Error", evalue ? evalue : "");
             cg_text_append (&run->err, text, strlen (text));
         }
     }
@@ -304,7 +306,7 @@ s_on_shell (cg_run_t *run, cg_feed_t *feed, cg_msg_t *msg)
     run->reply_status = cg_xstrdup (status ? status : "error");
     json_t *count = json_object_get (msg->content, "execution_count");
     if (json_is_integer (count))
-        run->execution_count = (int) json_integer_value (count);
+        run->execution_count = (int)json_integer_value (count);
     const char *ename = json_string_value (json_object_get (msg->content, "ename"));
     const char *evalue = json_string_value (json_object_get (msg->content, "evalue"));
     if (ename) {
@@ -329,7 +331,7 @@ s_on_stdin (cg_run_t *run, cg_feed_t *feed, cg_msg_t *msg)
         return cg_xstrdup ("\x04");
     }
     const char *newline = strchr (feed->stdin_next, '\n');
-    size_t len = newline ? (size_t) (newline - feed->stdin_next) : strlen (feed->stdin_next);
+    size_t len = newline ? (size_t)(newline - feed->stdin_next) : strlen (feed->stdin_next);
     char *line = cg_xstrndup (feed->stdin_next, len);
     if (len > 0 && line[len - 1] == '\r')
         line[len - 1] = '\0';

@@ -13,13 +13,13 @@
 /*  A growing text buffer that keeps at most MAX bytes: everything while it fits, then
     the first MAX/2 bytes and the last MAX - MAX/2, counting what it dropped between. */
 typedef struct {
-    char *data;             /* NUL-terminated: the kept bytes (after cg_text_finish) */
+    char *data; /* NUL-terminated: the kept bytes (after cg_text_finish) */
     size_t len;
     size_t max;
-    size_t dropped;         /* bytes dropped between the head and the tail */
-    size_t dropped_chars;   /* the same in UTF-8 characters */
-    size_t cut;             /* where in DATA the dropped bytes were (valid when dropped) */
-    char *tail;             /* while over MAX: the newest bytes, NULL before */
+    size_t dropped;       /* bytes dropped between the head and the tail */
+    size_t dropped_chars; /* the same in UTF-8 characters */
+    size_t cut;           /* where in DATA the dropped bytes were (valid when dropped) */
+    char *tail;           /* while over MAX: the newest bytes, NULL before */
     size_t tail_len;
 } cg_text_t;
 
@@ -35,24 +35,24 @@ typedef void (cg_output_fn) (void *arg, const char *stream, const char *text, si
 
 /*  What one execution produced. */
 typedef struct {
-    cg_text_t out;          /* stream stdout */
-    cg_text_t err;          /* stream stderr, plus the traceback of an error */
-    json_t *outputs;        /* [{type, data, metadata}] display_data/execute_result/... */
-    json_t *return_value;   /* the execute_result's data, or NULL */
-    char *reply_status;     /* execute_reply status: "ok", "error", "aborted", or NULL */
-    char *ename;            /* exception name when reply_status is "error" */
+    cg_text_t out;        /* stream stdout */
+    cg_text_t err;        /* stream stderr, plus the traceback of an error */
+    json_t *outputs;      /* [{type, data, metadata}] display_data/execute_result/... */
+    json_t *return_value; /* the execute_result's data, or NULL */
+    char *reply_status;   /* execute_reply status: "ok", "error", "aborted", or NULL */
+    char *ename;          /* exception name when reply_status is "error" */
     char *evalue;
     int execution_count;
-    bool timed_out;         /* the deadline passed and the kernel was interrupted */
-    bool cancelled;         /* a cancel arrived and the kernel was interrupted */
-    bool stdin_exhausted;   /* input() asked for more lines than stdin had */
-    size_t display_bytes;   /* display data held so far */
-    size_t display_max;     /* the budget for it; past it outputs are dropped and counted */
+    bool timed_out;       /* the deadline passed and the kernel was interrupted */
+    bool cancelled;       /* a cancel arrived and the kernel was interrupted */
+    bool stdin_exhausted; /* input() asked for more lines than stdin had */
+    size_t display_bytes; /* display data held so far */
+    size_t display_max;   /* the budget for it; past it outputs are dropped and counted */
     size_t displays_dropped, display_bytes_dropped;
-    size_t messages_refused;    /* iopub messages over the size limit, refused by libzmq */
-    bool started;           /* the kernel said anything about this request: it took it */
+    size_t messages_refused; /* iopub messages over the size limit, refused by libzmq */
+    bool started;            /* the kernel said anything about this request: it took it */
     int64_t started_us, ended_us;
-    cg_output_fn *on_output;    /* live output, or NULL */
+    cg_output_fn *on_output; /* live output, or NULL */
     void *on_output_arg;
 } cg_run_t;
 

@@ -13,7 +13,7 @@ typedef struct {
     zsock_t *results;
     cg_session_t *session;
     bool terminated;
-    const char *key;            /* the request being handled */
+    const char *key; /* the request being handled */
 } s_runner_t;
 
 //  Live output of a request that asked for progress: PROGRESS <key> <stream> <text>.
@@ -54,8 +54,8 @@ s_report (s_runner_t *self)
     long pid = 0;
     double memory_mb = -1;
     cg_session_report (self->session, self->args.language, &pid, &memory_mb);
-    zsock_send (self->results, "ssii", "REPORT", self->args.slot, (int) pid,
-                memory_mb < 0 ? -1 : (int) (memory_mb * 1024));
+    zsock_send (self->results, "ssii", "REPORT", self->args.slot, (int)pid,
+                memory_mb < 0 ? -1 : (int)(memory_mb * 1024));
 }
 
 static cg_control_t
@@ -80,8 +80,8 @@ static int
 s_ensure_session (s_runner_t *self, cg_error_t **err)
 {
     if (!self->session)
-        self->session = cg_session_new (self->args.backend, self->args.config, self->args.sessions_dir,
-                                        self->args.container_prefix,
+        self->session = cg_session_new (self->args.backend, self->args.config,
+                                        self->args.sessions_dir, self->args.container_prefix,
                                         self->args.slot[0] ? self->args.slot : NULL, err);
     return self->session ? 0 : -1;
 }
@@ -116,13 +116,15 @@ s_run (s_runner_t *self, json_t *request_json)
     if (!self->session) {
         cg_error_t *err = NULL;
         if (s_ensure_session (self, &err) < 0) {
-            cg_outcome_t *outcome = cg_outcome_setup_failure (request.language, request.execution_id, request.session_id,
-                                                              CG_OUTCOME_ERROR_SANDBOX, cg_error_message (err));
+            cg_outcome_t *outcome = cg_outcome_setup_failure (
+                request.language, request.execution_id, request.session_id,
+                CG_OUTCOME_ERROR_SANDBOX, cg_error_message (err));
             cg_error_destroy (&err);
             return outcome;
         }
     }
-    cg_outcome_t *outcome = cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
+    cg_outcome_t *outcome =
+        cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
     if (self->args.oneshot)
         cg_session_destroy (&self->session);
     return outcome;
@@ -145,7 +147,8 @@ s_exec (s_runner_t *self, zmsg_t *msg)
 {
     char *key = zmsg_popstr (msg);
     zframe_t *frame = zmsg_pop (msg);
-    json_t *request = frame && zframe_size (frame) == sizeof (void *) ? *(json_t **) zframe_data (frame) : NULL;
+    json_t *request =
+        frame && zframe_size (frame) == sizeof (void *) ? *(json_t **)zframe_data (frame) : NULL;
     zframe_destroy (&frame);
     if (key && request) {
         self->key = key;
@@ -176,7 +179,7 @@ s_start_now (s_runner_t *self, zmsg_t *msg)
 void
 cg_runner_actor (zsock_t *pipe, void *args)
 {
-    s_runner_t self = {.args = *(cg_runner_args_t *) args, .pipe = pipe};
+    s_runner_t self = {.args = *(cg_runner_args_t *)args, .pipe = pipe};
     free (args);
     self.results = zsock_new_push (NULL);
     zsock_set_linger (self.results, -1);

@@ -16,10 +16,10 @@ typedef struct {
     const cg_config_t *config;
     const char *sessions_dir;
     const char *container_prefix;
-    const char *results_endpoint;   /* inproc PULL socket the results go to */
-    char slot[13];                  /* the session's slot (dir and container name) */
-    char language[16];              /* the session's language: its kernel's pid is reported */
-    bool oneshot;                   /* destroy the sandbox after the first run */
+    const char *results_endpoint; /* inproc PULL socket the results go to */
+    char slot[13];                /* the session's slot (dir and container name) */
+    char language[16];            /* the session's language: its kernel's pid is reported */
+    bool oneshot;                 /* destroy the sandbox after the first run */
 } cg_runner_args_t;
 
 /*  The actor (zactor_fn). Pipe commands (C values, no JSON text):

@@ -16,18 +16,18 @@
 #define MAX_KERNELS 4
 
 struct cg_session_t {
-    cg_backend_t *backend;          /* borrowed */
-    const cg_config_t *config;      /* borrowed */
-    char *dir;                      /* host dir holding bundle/, workspace/, run/ */
+    cg_backend_t *backend;     /* borrowed */
+    const cg_config_t *config; /* borrowed */
+    char *dir;                 /* host dir holding bundle/, workspace/, run/ */
     char *bundle_dir;
     char *workspace;
     char *run_dir;
     char *ipc_dir;
     char *container_id;
-    cg_workspace_t *ws;             /* host-side access to the workspace */
-    cg_sandbox_t sandbox;           /* points into the strings above */
+    cg_workspace_t *ws;   /* host-side access to the workspace */
+    cg_sandbox_t sandbox; /* points into the strings above */
     bool container_running;
-    long oom_kills;                 /* OOM kills counted so far, -1 when unknown */
+    long oom_kills; /* OOM kills counted so far, -1 when unknown */
     cg_kernel_spec_t *specs[MAX_KERNELS];
     cg_kernel_t *kernels[MAX_KERNELS];
 };
@@ -37,7 +37,7 @@ s_make_dir (const char *path, int mode, const cg_config_t *config, cg_error_t **
 {
     if (cg_mkdir_p (path, mode, err) < 0)
         return -1;
-    if (chown (path, (uid_t) config->sandbox_uid, (gid_t) config->sandbox_gid) < 0)
+    if (chown (path, (uid_t)config->sandbox_uid, (gid_t)config->sandbox_gid) < 0)
         return cg_error_set (err, errno, "chown %s: %s", path, strerror (errno));
     return 0;
 }
@@ -47,8 +47,8 @@ cg_session_workspace_create (const cg_config_t *config, const char *session_dir,
 {
     cg_wsfs_limits_t limits = {.size_mb = config->workspace_mb,
                                .inodes = config->workspace_inodes,
-                               .uid = (uid_t) config->sandbox_uid,
-                               .gid = (gid_t) config->sandbox_gid};
+                               .uid = (uid_t)config->sandbox_uid,
+                               .gid = (gid_t)config->sandbox_gid};
     return cg_wsfs_create (session_dir, &limits, err);
 }
 
@@ -180,8 +180,8 @@ cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err)
     if (!self->kernels[index]) {
         if (!self->container_running && s_start_container (self, err) < 0)
             return NULL;
-        self->kernels[index] = cg_kernel_start (self->backend, &self->sandbox, self->specs[index],
-                                                self->config, err);
+        self->kernels[index] =
+            cg_kernel_start (self->backend, &self->sandbox, self->specs[index], self->config, err);
     }
     return self->kernels[index];
 }
@@ -224,20 +224,23 @@ s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_
         return;
     }
     size_t cut_len = 0, whole_len = 0;
-    cleanup_free char *cut = cg_output_cut (text->data, text->len, config->output_head_bytes,
-                                            config->output_tail_bytes, text->dropped ? text->cut : CG_OUTPUT_NO_CUT,
-                                            text->dropped_chars, &cut_len);
+    cleanup_free char *cut =
+        cg_output_cut (text->data, text->len, config->output_head_bytes, config->output_tail_bytes,
+                       text->dropped ? text->cut : CG_OUTPUT_NO_CUT, text->dropped_chars, &cut_len);
     cg_outcome_stream_set (stream, cut, cut_len);
     stream->truncated = true;
     if (!request->session_id)
-        return;     /* a one-shot sandbox is gone with its files */
-    cleanup_free char *whole = text->dropped ? cg_output_join (text->data, text->len, text->cut, text->dropped_chars,
-                                                               &whole_len)
+        return; /* a one-shot sandbox is gone with its files */
+    cleanup_free char *whole = text->dropped ? cg_output_join (text->data, text->len, text->cut,
+                                                               text->dropped_chars, &whole_len)
                                              : NULL;
-    cleanup_free char *rel = cg_strdupf ("%s/%s-%s.txt", CG_ARTIFACTS_OUTPUT_DIR, request->execution_id, name);
+    cleanup_free char *rel =
+        cg_strdupf ("%s/%s-%s.txt", CG_ARTIFACTS_OUTPUT_DIR, request->execution_id, name);
     cg_error_t *err = NULL;
-    if (cg_workspace_write (self->ws, rel, whole ? whole : text->data, whole ? whole_len : text->len, true,
-                            (uid_t) config->sandbox_uid, (gid_t) config->sandbox_gid, &err) == 0) {
+    if (cg_workspace_write (self->ws, rel, whole ? whole : text->data,
+                            whole ? whole_len : text->len, true, (uid_t)config->sandbox_uid,
+                            (gid_t)config->sandbox_gid, &err)
+        == 0) {
         free (stream->file);
         stream->file = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
     }
@@ -247,22 +250,23 @@ s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_
 }
 
 static void
-s_fill_run (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *outcome, cg_run_t *run)
+s_fill_run (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *outcome,
+            cg_run_t *run)
 {
     if (run->messages_refused) {
         cleanup_free char *text = cg_strdupf (
             "%zu output message(s) from the kernel were refused: each was larger than the "
             "%.0f MB the server accepts (--max-message-mb); an output (a display, say) may be "
             "missing. Save large results to a file in " CG_WORKSPACE_MOUNT " instead.",
-            run->messages_refused, (double) self->config->max_message_bytes / (1024 * 1024));
+            run->messages_refused, (double)self->config->max_message_bytes / (1024 * 1024));
         cg_outcome_add_notice (outcome, text);
     }
     if (run->displays_dropped) {
         cleanup_free char *text = cg_strdupf (
             "%zu display output(s) (%.1f MB) were dropped: this run's display outputs passed "
             "the %.0f MB (--max-display-mb) or the 1000 outputs the server keeps per run.",
-            run->displays_dropped, (double) run->display_bytes_dropped / (1024 * 1024),
-            (double) self->config->max_display_bytes / (1024 * 1024));
+            run->displays_dropped, (double)run->display_bytes_dropped / (1024 * 1024),
+            (double)self->config->max_display_bytes / (1024 * 1024));
         cg_outcome_add_notice (outcome, text);
     }
     outcome->ran = true;
@@ -276,7 +280,8 @@ s_fill_run (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *
     outcome->duration_us = run->ended_us - run->started_us;
     if (request->session_id)
         cg_artifacts_save_displays (self->ws, run->outputs, request->execution_id,
-                                    (uid_t) self->config->sandbox_uid, (gid_t) self->config->sandbox_gid);
+                                    (uid_t)self->config->sandbox_uid,
+                                    (gid_t)self->config->sandbox_gid);
 }
 
 #define S_TEXT_FILES_TOTAL (256 * 1024)
@@ -294,15 +299,17 @@ s_text_files (cg_session_t *self, json_t *diff, const char *execution_id)
     for (int k = 0; k < 2; k++) {
         size_t i;
         json_t *name;
-        json_array_foreach (json_object_get (diff, lists[k]), i, name) {
+        json_array_foreach (json_object_get (diff, lists[k]), i, name)
+        {
             const char *rel = json_string_value (name);
             if (strncmp (rel, own, strlen (own)) == 0)
                 continue;
             size_t len = 0;
-            cleanup_free char *text = cg_workspace_read (self->ws, rel, CG_TEXT_FILE_INLINE_MAX, &len, NULL, NULL);
+            cleanup_free char *text =
+                cg_workspace_read (self->ws, rel, CG_TEXT_FILE_INLINE_MAX, &len, NULL, NULL);
             if (!text || memchr (text, '\0', len) || total + len > S_TEXT_FILES_TOTAL)
                 continue;
-            json_t *value = json_stringn (text, len);   /* NULL unless valid UTF-8 */
+            json_t *value = json_stringn (text, len); /* NULL unless valid UTF-8 */
             if (value) {
                 json_object_set_new (files, rel, value);
                 total += len;
@@ -319,15 +326,19 @@ s_write_files (cg_session_t *self, json_t *files, cg_error_t **err)
 {
     size_t i;
     json_t *item;
-    json_array_foreach (files, i, item) {
+    json_array_foreach (files, i, item)
+    {
         const char *b64 = json_string_value (json_object_get (item, "base64"));
         const char *rel = json_string_value (json_object_get (item, "path"));
         size_t cap = strlen (b64) / 4 * 3 + 3, len = 0;
         cleanup_free unsigned char *bytes = cg_xmalloc (cap);
-        if (sodium_base642bin (bytes, cap, b64, strlen (b64), " \r\n", &len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
+        if (sodium_base642bin (bytes, cap, b64, strlen (b64), " \r\n", &len, NULL,
+                               sodium_base64_VARIANT_ORIGINAL)
+            != 0)
             return cg_error_set (err, EINVAL, "files: %s: not valid base64", rel);
-        if (cg_workspace_write (self->ws, rel, bytes, len, true, (uid_t) self->config->sandbox_uid,
-                                (gid_t) self->config->sandbox_gid, err) < 0)
+        if (cg_workspace_write (self->ws, rel, bytes, len, true, (uid_t)self->config->sandbox_uid,
+                                (gid_t)self->config->sandbox_gid, err)
+            < 0)
             return cg_error_wrap (err, "files");
     }
     return 0;
@@ -347,7 +358,8 @@ s_fill_artifacts (cg_session_t *self, cg_outcome_t *outcome, json_t *before)
             cg_log (1, "scan workspace after the run: %s", cg_error_message (err));
         cg_error_destroy (&err);
     }
-    diff = after ? cg_workspace_diff (before, after) : json_pack ("{s:[], s:[], s:[]}", "created", "modified", "deleted");
+    diff = after ? cg_workspace_diff (before, after)
+                 : json_pack ("{s:[], s:[], s:[]}", "created", "modified", "deleted");
     outcome->artifacts = cg_artifacts_from_diff (diff, after);
     outcome->files = s_text_files (self, diff, outcome->execution_id);
     outcome->created = json_incref (json_object_get (diff, "created"));
@@ -417,7 +429,8 @@ s_oom_since (cg_session_t *self)
     return oom;
 }
 
-#define S_STATE_LOST "variables and imports from earlier calls are gone; files in " CG_WORKSPACE_MOUNT " remain."
+#define S_STATE_LOST \
+    "variables and imports from earlier calls are gone; files in " CG_WORKSPACE_MOUNT " remain."
 
 //  KERNEL did not finish the cell (END: stuck after an interrupt, dead or silent, or the
 //  request could not be sent): restarts it and says in OUTCOME what happened, first the
@@ -432,13 +445,16 @@ s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t
     bool oom = end == CG_EXEC_DIED && s_oom_since (self);
     int grace = self->config->interrupt_grace_ms;
     int restarted = s_restart_kernel (self, request->language, &err);
-    const char *then = restarted == 0 ? "The kernel was restarted: " S_STATE_LOST : cg_error_message (err);
-    cleanup_free char *what = end == CG_EXEC_STUCK ? cg_strdupf ("did not stop within %d ms of the interrupt", grace)
-                              : exited             ? cg_xstrdup ("exited after the interrupt")
-                                                   : cg_xstrdup ("stopped answering heartbeats after the interrupt");
+    const char *then =
+        restarted == 0 ? "The kernel was restarted: " S_STATE_LOST : cg_error_message (err);
+    cleanup_free char *what =
+        end == CG_EXEC_STUCK ? cg_strdupf ("did not stop within %d ms of the interrupt", grace)
+        : exited             ? cg_xstrdup ("exited after the interrupt")
+                             : cg_xstrdup ("stopped answering heartbeats after the interrupt");
     cleanup_free char *message = NULL;
     if (run->timed_out) {
-        message = cg_strdupf ("Execution timed out after %g seconds and the kernel %s. %s", request->timeout_s, what, then);
+        message = cg_strdupf ("Execution timed out after %g seconds and the kernel %s. %s",
+                              request->timeout_s, what, then);
         cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT, message);
     }
     else if (run->cancelled) {
@@ -455,8 +471,10 @@ s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t
         cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 137, CG_OUTCOME_ERROR_RUNTIME, message);
     }
     else if (!exited) {
-        message = cg_strdupf ("The kernel stopped answering heartbeats while running the cell (its process was still "
-                              "running; a busy JavaScript loop blocks them). %s", then);
+        message = cg_strdupf (
+            "The kernel stopped answering heartbeats while running the cell (its process was still "
+            "running; a busy JavaScript loop blocks them). %s",
+            then);
         cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 137, CG_OUTCOME_ERROR_RUNTIME, message);
     }
     else {
@@ -474,10 +492,11 @@ s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t
 
 //  Runs REQUEST's cell in KERNEL and records how it went in OUTCOME, escalating a timeout.
 static void
-s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel, zsock_t *control,
-            cg_control_cb *control_cb, void *arg, cg_run_t *run, cg_outcome_t *outcome)
+s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel,
+            zsock_t *control, cg_control_cb *control_cb, void *arg, cg_run_t *run,
+            cg_outcome_t *outcome)
 {
-    int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
+    int64_t deadline = cg_now_us () + (int64_t)(request->timeout_s * 1e6);
     cg_exec_end_t end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline,
                                            control, control_cb, arg, run);
     if (end == CG_EXEC_DIED && !run->started) {
@@ -491,8 +510,10 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
             s_fill_run (self, request, outcome, run);
             cleanup_free char *message = cg_strdupf (
                 "The kernel had died before this code started and could not be restarted (%s); "
-                "the code did not run.", cg_error_message (err));
-            cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, message);
+                "the code did not run.",
+                cg_error_message (err));
+            cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX,
+                             message);
             cg_error_destroy (&err);
             return;
         }
@@ -500,18 +521,20 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
         end = cg_kernel_execute (kernel, request->code, request->stdin_text, deadline, control,
                                  control_cb, arg, run);
         outcome->kernel_restarted = true;
-        cg_outcome_add_notice (outcome, "The kernel had died before this code started (its container or the "
-                              "kernel was killed since the last call); it was restarted and the "
-                              "code ran in the new one: " S_STATE_LOST);
+        cg_outcome_add_notice (outcome,
+                               "The kernel had died before this code started (its container or the "
+                               "kernel was killed since the last call); it was restarted and the "
+                               "code ran in the new one: " S_STATE_LOST);
     }
     s_fill_run (self, request, outcome, run);
 
     if (end == CG_EXEC_DONE && !run->timed_out && !run->cancelled) {
         if (run->reply_status && strcmp (run->reply_status, "ok") != 0) {
-            cleanup_free char *message = run->ename
-                                             ? cg_strdupf ("%s: %s", run->ename, run->evalue ? run->evalue : "")
-                                             : cg_strdupf ("execution %s", run->reply_status);
-            cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME, message);
+            cleanup_free char *message =
+                run->ename ? cg_strdupf ("%s: %s", run->ename, run->evalue ? run->evalue : "")
+                           : cg_strdupf ("execution %s", run->reply_status);
+            cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME,
+                             message);
         }
     }
     else if (end == CG_EXEC_DONE) {
@@ -519,22 +542,24 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
         if (strcmp (request->language, "python") == 0 && cg_kernel_reap_children (kernel) < 0)
             cg_log (1, "reap children of the kernel in %s: no reply", self->container_id);
         if (run->timed_out) {
-            cleanup_free char *message = cg_strdupf (
-                "Execution timed out after %g seconds; the kernel was interrupted and its state kept.",
-                request->timeout_s);
+            cleanup_free char *message = cg_strdupf ("Execution timed out after %g seconds; the "
+                                                     "kernel was interrupted and its state kept.",
+                                                     request->timeout_s);
             cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT, message);
-            cg_outcome_stream_append_line (&outcome->err, message);    /* seed 004 says it in stderr */
+            cg_outcome_stream_append_line (&outcome->err, message); /* seed 004 says it in stderr */
         }
         else
-            cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME,
-                             "Execution was cancelled; the kernel was interrupted and its state kept.");
+            cg_outcome_fail (
+                outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME,
+                "Execution was cancelled; the kernel was interrupted and its state kept.");
         outcome->timed_out = run->timed_out;
         outcome->cancelled = run->cancelled;
     }
     else if (end == CG_EXEC_STUCK || end == CG_EXEC_DIED || end == CG_EXEC_FAILED)
         s_kernel_lost (self, request, kernel, end, run, outcome);
     else {
-        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, "The server is shutting down.");
+        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX,
+                         "The server is shutting down.");
     }
 }
 
@@ -547,30 +572,36 @@ s_run_command (cg_session_t *self, const cg_exec_request_t *request, zsock_t *co
     size_t count = s_kernel_pids (self, keep);
     cg_error_t *err = NULL;
     int exit_code = -1;
-    int64_t deadline = cg_now_us () + (int64_t) (request->timeout_s * 1e6);
-    cg_exec_end_t end = cg_command_run (self->backend, &self->sandbox, keep, count, request->code, request->stdin_text,
-                                        deadline, control, control_cb, arg, run, &exit_code, &err);
+    int64_t deadline = cg_now_us () + (int64_t)(request->timeout_s * 1e6);
+    cg_exec_end_t end = cg_command_run (self->backend, &self->sandbox, keep, count, request->code,
+                                        request->stdin_text, deadline, control, control_cb, arg,
+                                        run, &exit_code, &err);
     s_fill_run (self, request, outcome, run);
     if (end == CG_EXEC_FAILED) {
-        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, cg_error_message (err));
+        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX,
+                         cg_error_message (err));
         cg_error_destroy (&err);
         return;
     }
     outcome->exit_code = exit_code;
     if (end == CG_EXEC_ABORTED)
-        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX, "The server is shutting down.");
+        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX,
+                         "The server is shutting down.");
     else if (run->timed_out) {
-        cleanup_free char *message = cg_strdupf ("Execution timed out after %g seconds; the command and everything it started were killed.",
+        cleanup_free char *message = cg_strdupf ("Execution timed out after %g seconds; the "
+                                                 "command and everything it started were killed.",
                                                  request->timeout_s);
         cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT, message);
         cg_outcome_stream_append_line (&outcome->err, message);
     }
     else if (run->cancelled)
-        cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME,
-                         "Execution was cancelled; the command and everything it started were killed.");
+        cg_outcome_fail (
+            outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME,
+            "Execution was cancelled; the command and everything it started were killed.");
     else if (exit_code != 0) {
         cleanup_free char *message = cg_strdupf ("bash exited with code %d", exit_code);
-        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, exit_code, CG_OUTCOME_ERROR_RUNTIME, message);
+        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, exit_code, CG_OUTCOME_ERROR_RUNTIME,
+                         message);
     }
     outcome->timed_out = run->timed_out;
     outcome->cancelled = run->cancelled;
@@ -586,16 +617,22 @@ s_live_kernel (cg_session_t *self, const char *language, char **notice, cg_error
     cg_kernel_t *kernel = cg_session_kernel (self, language, err);
     if (!kernel || !cg_kernel_exited (kernel))
         return kernel;
-    cg_log (1, "the %s kernel in %s exited since the last call; restarting it", language, self->container_id);
+    cg_log (1, "the %s kernel in %s exited since the last call; restarting it", language,
+            self->container_id);
     bool oom = s_oom_since (self);
     if (s_restart_kernel (self, language, err) < 0) {
-        cg_error_wrap (err, "the %s kernel had exited since the last call and could not be restarted; "
-                            "the code did not run", language);
+        cg_error_wrap (err,
+                       "the %s kernel had exited since the last call and could not be restarted; "
+                       "the code did not run",
+                       language);
         return NULL;
     }
-    *notice = cg_strdupf ("The %s kernel had exited since the last call (%s); it was restarted before this "
-                          "code ran: " S_STATE_LOST, language,
-                          oom ? "out of memory" : "killed from outside the cell, or by something an earlier cell left running");
+    *notice = cg_strdupf (
+        "The %s kernel had exited since the last call (%s); it was restarted before this "
+        "code ran: " S_STATE_LOST,
+        language,
+        oom ? "out of memory"
+            : "killed from outside the cell, or by something an earlier cell left running");
     return cg_session_kernel (self, language, err);
 }
 
@@ -603,8 +640,9 @@ s_live_kernel (cg_session_t *self, const char *language, char **notice, cg_error
 static cg_outcome_t *
 s_not_run (const cg_exec_request_t *request, cg_outcome_error_t error, cg_error_t **err)
 {
-    cg_outcome_t *outcome = cg_outcome_setup_failure (request->language, request->execution_id,
-                                                      request->session_id, error, cg_error_message (*err));
+    cg_outcome_t *outcome =
+        cg_outcome_setup_failure (request->language, request->execution_id, request->session_id,
+                                  error, cg_error_message (*err));
     cg_error_destroy (err);
     return outcome;
 }
@@ -631,7 +669,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     run.display_max = self->config->max_display_bytes;
     run.on_output = request->on_output;
     run.on_output_arg = request->on_output_arg;
-    cg_outcome_t *outcome = cg_outcome_new (request->language, request->execution_id, request->session_id);
+    cg_outcome_t *outcome =
+        cg_outcome_new (request->language, request->execution_id, request->session_id);
     if (command)
         s_run_command (self, request, control, control_cb, arg, &run, outcome);
     else
@@ -645,7 +684,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     cg_run_clear (&run);
     //  The sandbox's peak memory, from its cgroup.
     cg_container_stats_t stats = {.oom_kills = -1};
-    if (self->container_running && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0) {
+    if (self->container_running
+        && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0) {
         outcome->memory_known = true;
         outcome->memory_peak_mb = stats.memory_peak_mb;
     }
@@ -656,9 +696,10 @@ void
 cg_session_report (cg_session_t *self, const char *language, long *pid, double *memory_mb)
 {
     int index = language && *language ? s_kernel_index (self, language, false) : -1;
-    *pid = index >= 0 && self->kernels[index] ? (long) cg_kernel_pid (self->kernels[index]) : 0;
+    *pid = index >= 0 && self->kernels[index] ? (long)cg_kernel_pid (self->kernels[index]) : 0;
     cg_container_stats_t stats = {0};
-    *memory_mb = self->container_running && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0
+    *memory_mb = self->container_running
+                         && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0
                      ? stats.memory_mb
                      : -1;
 }

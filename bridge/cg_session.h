@@ -16,14 +16,14 @@ typedef struct cg_session_t cg_session_t;
 
 /*  One execute_code call, validated. */
 typedef struct {
-    const char *language;       /* canonical: "python" */
+    const char *language; /* canonical: "python" */
     const char *code;
-    const char *stdin_text;     /* may be NULL */
+    const char *stdin_text; /* may be NULL */
     double timeout_s;
-    const char *execution_id;   /* exec_<12 hex> */
-    const char *session_id;     /* the client's id, or NULL for a one-shot sandbox */
-    json_t *files;              /* seed 003: [{path, base64}] written first, or NULL (borrowed) */
-    cg_output_fn *on_output;    /* live output while it runs, or NULL */
+    const char *execution_id; /* exec_<12 hex> */
+    const char *session_id;   /* the client's id, or NULL for a one-shot sandbox */
+    json_t *files;            /* seed 003: [{path, base64}] written first, or NULL (borrowed) */
+    cg_output_fn *on_output;  /* live output while it runs, or NULL */
     void *on_output_arg;
 } cg_exec_request_t;
 
@@ -39,7 +39,8 @@ cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
     with --workspace-mb, a file system of its own of that size and --workspace-inodes
     (cg_wsfs_create); a workspace that already has one keeps it. Returns 0, or -1 with
     *err set saying why and that --workspace-mb 0 turns the limit off. */
-int cg_session_workspace_create (const cg_config_t *config, const char *session_dir, cg_error_t **err);
+int cg_session_workspace_create (const cg_config_t *config, const char *session_dir,
+                                 cg_error_t **err);
 
 /*  Removes SESSION_DIR: unmounts the workspace's file system, if it has one, then removes
     the tree (cg_rm_rf). Failures are logged. */

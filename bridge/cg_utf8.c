@@ -42,7 +42,7 @@ char *
 cg_utf8_clean (const char *data, size_t len, size_t *out_len)
 {
     static const char replacement[] = "\xEF\xBF\xBD";
-    const unsigned char *s = (const unsigned char *) data;
+    const unsigned char *s = (const unsigned char *)data;
     //  At worst every byte becomes three.
     char *out = cg_xmalloc (3 * len + 1);
     size_t n = 0;

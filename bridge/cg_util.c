@@ -108,7 +108,7 @@ cg_now_us (void)
 {
     struct timespec ts;
     clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void
@@ -126,8 +126,8 @@ cg_random_hex (char *buf, size_t nbytes)
 }
 
 int
-cg_write_file_at (int dir_fd, const char *name, const void *data, size_t len, int mode,
-                  uid_t uid, gid_t gid, cg_error_t **err)
+cg_write_file_at (int dir_fd, const char *name, const void *data, size_t len, int mode, uid_t uid,
+                  gid_t gid, cg_error_t **err)
 {
     //  Everything happens relative to DIR_FD: the temporary name is random and created
     //  with O_EXCL and O_NOFOLLOW (a planted link or FIFO is never followed or opened,
@@ -135,15 +135,14 @@ cg_write_file_at (int dir_fd, const char *name, const void *data, size_t len, in
     //  whatever NAME was without following it.
     char tmp[32] = ".cg-tmp-";
     cg_random_hex (tmp + 8, 8);
-    cleanup_close int fd = openat (dir_fd, tmp,
-                                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK
-                                       | O_NOCTTY | O_CLOEXEC,
-                                   0600);
+    cleanup_close int fd =
+        openat (dir_fd, tmp,
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
     if (fd < 0)
         return cg_error_set (err, errno, "create a temporary file for %s: %s", name,
                              strerror (errno));
     int rc = 0;
-    if ((uid != (uid_t) -1 && fchown (fd, uid, gid) < 0) || fchmod (fd, (mode_t) mode) < 0)
+    if ((uid != (uid_t)-1 && fchown (fd, uid, gid) < 0) || fchmod (fd, (mode_t)mode) < 0)
         rc = cg_error_set (err, errno, "set owner and mode of %s: %s", name, strerror (errno));
     const char *p = data;
     size_t left = len;
@@ -155,7 +154,7 @@ cg_write_file_at (int dir_fd, const char *name, const void *data, size_t len, in
             rc = cg_error_set (err, errno, "write %s: %s", name, strerror (errno));
         else {
             p += n;
-            left -= (size_t) n;
+            left -= (size_t)n;
         }
     }
     if (rc == 0 && renameat (dir_fd, tmp, dir_fd, name) < 0)
@@ -177,7 +176,7 @@ cg_write_file (const char *path, const void *data, size_t len, int mode, cg_erro
     cleanup_close int dir_fd = open (dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0)
         return cg_error_set (err, errno, "open %s: %s", dir_path, strerror (errno));
-    if (cg_write_file_at (dir_fd, name, data, len, mode, (uid_t) -1, (gid_t) -1, err) < 0)
+    if (cg_write_file_at (dir_fd, name, data, len, mode, (uid_t)-1, (gid_t)-1, err) < 0)
         return cg_error_wrap (err, "write %s", path);
     return 0;
 }
@@ -213,7 +212,7 @@ cg_read_file (const char *path, size_t max, size_t *len_p, cg_error_t **err)
         }
         if (n == 0)
             break;
-        len += (size_t) n;
+        len += (size_t)n;
     }
     buf[len] = '\0';
     if (len_p)
@@ -242,33 +241,33 @@ cg_mkdir_p (const char *dir, int mode, cg_error_t **err)
 typedef struct {
     dev_t dev;
     ino_t ino;
-    char *name;             /* its name in the directory above; NULL for the top */
-    long resume;            /* telldir position just past it in the directory above */
-    bool resuming;          /* this pass began at a child's resume position, not at the start */
-    char **skipped;         /* open-addressing set of names here that could not be removed */
+    char *name;     /* its name in the directory above; NULL for the top */
+    long resume;    /* telldir position just past it in the directory above */
+    bool resuming;  /* this pass began at a child's resume position, not at the start */
+    char **skipped; /* open-addressing set of names here that could not be removed */
     size_t skipped_count;
-    size_t skipped_size;    /* slots in skipped: 0 or a power of two */
+    size_t skipped_size; /* slots in skipped: 0 or a power of two */
 } s_level_t;
 
 /*  One cg_rm_rf: the directories from the top down to the current one. */
 typedef struct {
-    int parent_fd;          /* the directory holding the top */
-    const char *top;        /* the top's name in it */
-    dev_t dev;              /* the top's device: a directory on another one is a mount */
-    s_level_t *levels;      /* levels[0] is the top, levels[depth] the directory being read */
+    int parent_fd;     /* the directory holding the top */
+    const char *top;   /* the top's name in it */
+    dev_t dev;         /* the top's device: a directory on another one is a mount */
+    s_level_t *levels; /* levels[0] is the top, levels[depth] the directory being read */
     size_t depth;
     size_t levels_size;
-    bool failed;            /* something could not be removed */
+    bool failed; /* something could not be removed */
     cg_error_t **err;
 } s_rm_t;
 
 static size_t
 s_name_hash (const char *name)
 {
-    uint64_t hash = 14695981039346656037ULL;     /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *) name; *p; p++)
+    uint64_t hash = 14695981039346656037ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
         hash = (hash ^ *p) * 1099511628211ULL;
-    return (size_t) hash;
+    return (size_t)hash;
 }
 
 static bool
@@ -318,7 +317,7 @@ s_level_clear (s_level_t *level)
         free (level->skipped[i]);
     free (level->skipped);
     free (level->name);
-    *level = (s_level_t) {0};
+    *level = (s_level_t){0};
 }
 
 /*  Records a failure (CODE, and WHAT or else strerror (CODE)) at NAME in the directory being
@@ -359,7 +358,7 @@ s_rm_push (s_rm_t *self, const char *name, const struct stat *st, long resume)
         self->levels = cg_xrealloc (self->levels, self->levels_size * sizeof *self->levels);
     }
     self->depth++;
-    self->levels[self->depth] = (s_level_t) {
+    self->levels[self->depth] = (s_level_t){
         .dev = st->st_dev, .ino = st->st_ino, .name = cg_xstrdup (name), .resume = resume};
 }
 
@@ -422,7 +421,7 @@ s_rm_reopen_above (s_rm_t *self)
             return -1;
         }
         if (st.st_dev != level->dev || st.st_ino != level->ino)
-            break;              /* moved: the caller sees the mismatch on the last one */
+            break; /* moved: the caller sees the mismatch on the last one */
     }
     return fd;
 }
@@ -459,12 +458,11 @@ s_rm_up (s_rm_t *self, DIR *dir)
         return NULL;
     }
     s_level_t child = self->levels[self->depth];
-    self->levels[self->depth] = (s_level_t) {0};
+    self->levels[self->depth] = (s_level_t){0};
     self->depth--;
     /* Only the directory just emptied, not whatever has taken its name since. */
     if (fstatat (fd, child.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == child.dev
-        && st.st_ino == child.ino && unlinkat (fd, child.name, AT_REMOVEDIR) < 0
-        && errno != ENOENT)
+        && st.st_ino == child.ino && unlinkat (fd, child.name, AT_REMOVEDIR) < 0 && errno != ENOENT)
         s_rm_skip (self, child.name, errno, NULL);
     seekdir (up, child.resume);
     above->resuming = true;
@@ -508,7 +506,7 @@ s_rm_walk (s_rm_t *self, DIR *dir)
         if (entry->d_type != DT_DIR) {
             if (unlinkat (dirfd (dir), name, 0) == 0 || errno == ENOENT)
                 continue;
-            if (errno != EISDIR && errno != EPERM) {     /* EPERM: a directory, on some systems */
+            if (errno != EISDIR && errno != EPERM) { /* EPERM: a directory, on some systems */
                 s_rm_skip (self, name, errno, NULL);
                 continue;
             }
@@ -540,8 +538,7 @@ cg_rm_rf (const char *path, cg_error_t **err)
         start--;
     cleanup_free char *name = cg_xstrndup (path + start, len - start);
     if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
-        return cg_error_set (err, EINVAL, "remove %s: refusing a path that ends in . or ..",
-                             path);
+        return cg_error_set (err, EINVAL, "remove %s: refusing a path that ends in . or ..", path);
 
     /* The caller's path up to the last component is trusted and resolved as usual;
        the last component is never followed. */
@@ -583,10 +580,10 @@ cg_rm_rf (const char *path, cg_error_t **err)
         return cg_error_set (err, code, "remove %s: %s", path, strerror (code));
     }
 
-    s_rm_t self = {.parent_fd = parent_fd, .top = name, .dev = st.st_dev, .levels_size = 16,
-                   .err = err};
+    s_rm_t self = {
+        .parent_fd = parent_fd, .top = name, .dev = st.st_dev, .levels_size = 16, .err = err};
     self.levels = cg_xcalloc (self.levels_size, sizeof *self.levels);
-    self.levels[0] = (s_level_t) {.dev = st.st_dev, .ino = st.st_ino};
+    self.levels[0] = (s_level_t){.dev = st.st_dev, .ino = st.st_ino};
     if (s_rm_walk (&self, dir) == 0) {
         struct stat now;
         if (fstatat (parent_fd, name, &now, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -661,10 +658,10 @@ cg_run (char *const argv[], char *const envp[], char **out, char **err_text, cg_
                 open_count--;
                 continue;
             }
-            if (lens[i] + (size_t) n <= CG_RUN_CAPTURE_MAX) {
-                bufs[i] = cg_xrealloc (bufs[i], lens[i] + (size_t) n + 1);
-                memcpy (bufs[i] + lens[i], chunk, (size_t) n);
-                lens[i] += (size_t) n;
+            if (lens[i] + (size_t)n <= CG_RUN_CAPTURE_MAX) {
+                bufs[i] = cg_xrealloc (bufs[i], lens[i] + (size_t)n + 1);
+                memcpy (bufs[i] + lens[i], chunk, (size_t)n);
+                lens[i] += (size_t)n;
                 bufs[i][lens[i]] = '\0';
             }
         }
@@ -691,7 +688,7 @@ cg_run (char *const argv[], char *const envp[], char **out, char **err_text, cg_
 void
 cg_cleanup_free (void *ptr)
 {
-    free (*(void **) ptr);
+    free (*(void **)ptr);
 }
 
 void
@@ -740,7 +737,7 @@ cg_log (int level, const char *fmt, ...)
         fprintf (stderr, "cellgate %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
     if (to_hook) {
         cg_log_hook_fn *hook = s_hook;
-        s_hook = NULL;      /* a hook that logs does not reach itself */
+        s_hook = NULL; /* a hook that logs does not reach itself */
         hook (s_hook_arg, level, line);
         s_hook = hook;
     }

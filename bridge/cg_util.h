@@ -80,7 +80,7 @@ void cg_utc_now (char out[32], bool basic);
 
 /*  P without its const, for the C APIs whose parameters lack a const they honour (execve's
     argv, MHD's buffers): visible at each use, and no warning from -Wcast-qual. */
-#define CG_UNCONST(p) ((void *) (uintptr_t) (p))
+#define CG_UNCONST(p) ((void *)(uintptr_t)(p))
 
 /*  Cleanup helpers for __attribute__((cleanup)) locals (crun's cleanup_free). */
 /*  Runs ARGV (argv[0] an absolute path) to completion with stdin from /dev/null, in ENVP

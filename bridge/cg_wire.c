@@ -17,8 +17,8 @@ struct cg_wire_t {
     unsigned char *key;
     size_t key_len;
     size_t max_msg_size;
-    char session[33];       /* our session id in every header we send */
-    size_t rejected;        /* messages dropped, all reasons */
+    char session[33]; /* our session id in every header we send */
+    size_t rejected;  /* messages dropped, all reasons */
 };
 
 cg_wire_t *
@@ -83,7 +83,7 @@ s_hex4 (const char *s, size_t left)
     long value = 0;
     for (int i = 0; i < 4; i++) {
         char c = s[i];
-        int digit = c >= '0' && c <= '9' ? c - '0'
+        int digit = c >= '0' && c <= '9'   ? c - '0'
                     : c >= 'a' && c <= 'f' ? c - 'a' + 10
                     : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                            : -1;
@@ -106,7 +106,7 @@ s_replace_lone_surrogates (char *text, size_t len)
         if (text[i] != '\\')
             continue;
         if (text[i + 1] != 'u') {
-            i++;                /* another escape: skip its character */
+            i++; /* another escape: skip its character */
             continue;
         }
         long unit = s_hex4 (text + i + 2, len - i - 2);
@@ -118,7 +118,7 @@ s_replace_lone_surrogates (char *text, size_t len)
                        ? s_hex4 (text + i + 8, len - i - 8)
                        : -1;
         if (low >= 0xDC00 && low <= 0xDFFF) {
-            i += 11;            /* a valid pair */
+            i += 11; /* a valid pair */
             continue;
         }
         memcpy (text + i + 2, "fffd", 4);
@@ -133,14 +133,14 @@ s_parse_object (const cg_frame_t *frame)
 {
     //  A NUL inside a string is legal JSON ("\u0000") and printable output may hold one:
     //  accepted, and replaced where the text becomes a result (cg_utf8_clean).
-    json_t *value = json_loadb (frame->data, frame->size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-                                NULL);
+    json_t *value =
+        json_loadb (frame->data, frame->size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
     //  Text a kernel could not decode reaches us as invalid UTF-8 (jupyter_client encodes
     //  with surrogateescape) or as lone surrogate escapes: refused by jansson, it would cost
     //  the whole message. One retry with just those replaced by U+FFFD.
     if (!value) {
         size_t len;
-        char *copy = cg_utf8_clean ((const char *) frame->data, frame->size, &len);
+        char *copy = cg_utf8_clean ((const char *)frame->data, frame->size, &len);
         bool changed = len != frame->size || memcmp (copy, frame->data, len) != 0;
         changed |= s_replace_lone_surrogates (copy, len);
         if (changed)
@@ -189,8 +189,8 @@ cg_wire_decode (cg_wire_t *self, const cg_frame_t *frames, size_t count, cg_msg_
 
     unsigned char expected[32], received[32];
     s_hmac (self, parts, expected);
-    if (sodium_hex2bin (received, sizeof received, signature->data, signature->size, NULL,
-                        NULL, NULL)
+    if (sodium_hex2bin (received, sizeof received, signature->data, signature->size, NULL, NULL,
+                        NULL)
             != 0
         || sodium_memcmp (expected, received, sizeof expected) != 0)
         return s_reject (self, CG_WIRE_BAD_SIGNATURE);
@@ -244,8 +244,8 @@ cg_wire_recv (cg_wire_t *self, zsock_t *sock)
         }
         cg_wire_verdict_t verdict = cg_wire_decode (self, frames, count, &msg);
         if (verdict != CG_WIRE_OK)
-            cg_log (1, "dropped a kernel message: %s (%zu frames; %zu dropped so far)", cg_wire_verdict_name (verdict), count,
-                    self->rejected);
+            cg_log (1, "dropped a kernel message: %s (%zu frames; %zu dropped so far)",
+                    cg_wire_verdict_name (verdict), count, self->rejected);
     }
     zmsg_destroy (&zmsg);
     return msg;
@@ -274,9 +274,9 @@ cg_wire_send (cg_wire_t *self, zsock_t *sock, const char *msg_type, json_t *cont
     size_t n = strftime (date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf (date + n, sizeof date - n, ".%06ldZ", ts.tv_nsec / 1000);
 
-    json_t *header = json_pack ("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", msg_id,
-                                "session", self->session, "username", "cellgate", "date",
-                                date, "msg_type", msg_type, "version", "5.3");
+    json_t *header =
+        json_pack ("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", msg_id, "session", self->session,
+                   "username", "cellgate", "date", date, "msg_type", msg_type, "version", "5.3");
     cleanup_free char *header_text = s_dump (header);
     json_decref (header);
     cleanup_free char *parent_text = parent ? s_dump (parent) : cg_xstrdup ("{}");
@@ -315,14 +315,22 @@ const char *
 cg_wire_verdict_name (cg_wire_verdict_t verdict)
 {
     switch (verdict) {
-    case CG_WIRE_OK: return "ok";
-    case CG_WIRE_NO_DELIMITER: return "no_delimiter";
-    case CG_WIRE_TOO_FEW_FRAMES: return "too_few_frames";
-    case CG_WIRE_BAD_SIGNATURE_LENGTH: return "bad_signature_length";
-    case CG_WIRE_BAD_SIGNATURE: return "bad_signature";
-    case CG_WIRE_BAD_JSON: return "bad_json";
-    case CG_WIRE_BAD_HEADER: return "bad_header";
-    case CG_WIRE_TOO_LARGE: return "too_large";
+        case CG_WIRE_OK:
+            return "ok";
+        case CG_WIRE_NO_DELIMITER:
+            return "no_delimiter";
+        case CG_WIRE_TOO_FEW_FRAMES:
+            return "too_few_frames";
+        case CG_WIRE_BAD_SIGNATURE_LENGTH:
+            return "bad_signature_length";
+        case CG_WIRE_BAD_SIGNATURE:
+            return "bad_signature";
+        case CG_WIRE_BAD_JSON:
+            return "bad_json";
+        case CG_WIRE_BAD_HEADER:
+            return "bad_header";
+        case CG_WIRE_TOO_LARGE:
+            return "too_large";
     }
     return "unknown";
 }

@@ -11,14 +11,14 @@ typedef struct cg_wire_t cg_wire_t;
 
 /*  One verified, parsed message from a kernel. */
 typedef struct {
-    const char *msg_id;         /* borrowed from header */
-    const char *msg_type;       /* borrowed from header */
-    const char *parent_msg_id;  /* borrowed from parent_header, NULL when absent */
+    const char *msg_id;        /* borrowed from header */
+    const char *msg_type;      /* borrowed from header */
+    const char *parent_msg_id; /* borrowed from parent_header, NULL when absent */
     json_t *header;
     json_t *parent_header;
     json_t *metadata;
     json_t *content;
-    size_t buffer_count;        /* binary buffers after content (kept as a count only) */
+    size_t buffer_count; /* binary buffers after content (kept as a count only) */
 } cg_msg_t;
 
 /*  Why an incoming message was dropped. */

@@ -18,42 +18,42 @@ typedef struct cg_backend_t cg_backend_t;
     WORKSPACE and IPC_DIR only; the host never resolves a path below either in its own
     namespace through anything the sandbox could have planted. */
 typedef struct {
-    const char *id;             /* container id, unique per server instance */
-    const char *bundle_dir;     /* host dir for the backend's own files */
-    const char *workspace;      /* host dir mounted read-write at CG_WORKSPACE_MOUNT */
-    const char *run_dir;        /* host dir mounted read-only at CG_RUN_MOUNT; holds an
+    const char *id;         /* container id, unique per server instance */
+    const char *bundle_dir; /* host dir for the backend's own files */
+    const char *workspace;  /* host dir mounted read-write at CG_WORKSPACE_MOUNT */
+    const char *run_dir;    /* host dir mounted read-only at CG_RUN_MOUNT; holds an
                                    empty ipc/ as the mount point of IPC_DIR */
-    const char *ipc_dir;        /* host dir mounted read-write at CG_IPC_MOUNT */
+    const char *ipc_dir;    /* host dir mounted read-write at CG_IPC_MOUNT */
 } cg_sandbox_t;
 
 /*  A process to start inside a running sandbox. */
 typedef struct {
-    const char *const *argv;    /* NULL-terminated */
-    const char *const *env;     /* NULL-terminated KEY=VALUE list, already allow-listed */
-    const char *cwd;            /* inside the sandbox */
-    const char *pid_file;       /* host path that receives the process's host pid, or NULL */
+    const char *const *argv; /* NULL-terminated */
+    const char *const *env;  /* NULL-terminated KEY=VALUE list, already allow-listed */
+    const char *cwd;         /* inside the sandbox */
+    const char *pid_file;    /* host path that receives the process's host pid, or NULL */
     int stdin_fd, stdout_fd, stderr_fd; /* host fds given to the process */
 } cg_exec_spec_t;
 
 typedef struct {
-    double memory_mb;           /* current usage */
-    double memory_peak_mb;      /* high-water mark */
-    long oom_kills;             /* processes killed by the OOM killer, -1 if unknown */
+    double memory_mb;      /* current usage */
+    double memory_peak_mb; /* high-water mark */
+    long oom_kills;        /* processes killed by the OOM killer, -1 if unknown */
 } cg_container_stats_t;
 
 /*  What every sandbox of a backend gets, and where the backend keeps its files: the
     caller fills it from its own settings. */
 typedef struct {
-    const char *runtime;        /* "auto", "runc", "crun", or a path to either */
-    const char *state_dir;      /* holds the runtime's state, the shared root and /etc */
-    const char *kernels_dir;    /* bound read-only at CG_KERNELS_MOUNT when it is a dir */
-    int memory_mb;              /* per sandbox, swap included */
-    double cpus;                /* CPU quota, in CPUs */
-    int pids;                   /* processes and threads at once */
-    int tmp_mb;                 /* size of the sandbox's /tmp tmpfs */
-    int nofile;                 /* RLIMIT_NOFILE */
-    int fsize_mb;               /* RLIMIT_FSIZE */
-    int sandbox_uid;            /* the unprivileged user every sandboxed process runs as */
+    const char *runtime;     /* "auto", "runc", "crun", or a path to either */
+    const char *state_dir;   /* holds the runtime's state, the shared root and /etc */
+    const char *kernels_dir; /* bound read-only at CG_KERNELS_MOUNT when it is a dir */
+    int memory_mb;           /* per sandbox, swap included */
+    double cpus;             /* CPU quota, in CPUs */
+    int pids;                /* processes and threads at once */
+    int tmp_mb;              /* size of the sandbox's /tmp tmpfs */
+    int nofile;              /* RLIMIT_NOFILE */
+    int fsize_mb;            /* RLIMIT_FSIZE */
+    int sandbox_uid;         /* the unprivileged user every sandboxed process runs as */
     int sandbox_gid;
 } cg_sandbox_limits_t;
 

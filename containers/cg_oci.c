@@ -28,11 +28,11 @@ struct cg_backend_t {
     cg_sandbox_limits_t limits; /* a copy; its strings are borrowed */
     char *runtime_path;         /* /usr/bin/runc or /usr/bin/crun */
     char *runtime_name;
-    char *runtime_root;         /* the runtime's own state (--root) */
-    char *rootfs;               /* shared empty read-only root with mount points */
-    char *etc_dir;              /* shared synthetic /etc */
-    bool cgroup_v2;             /* the host's cgroup layout is unified only */
-    bool memsw;                 /* cgroup v1 swap accounting present */
+    char *runtime_root; /* the runtime's own state (--root) */
+    char *rootfs;       /* shared empty read-only root with mount points */
+    char *etc_dir;      /* shared synthetic /etc */
+    bool cgroup_v2;     /* the host's cgroup layout is unified only */
+    bool memsw;         /* cgroup v1 swap accounting present */
 };
 
 //  --------------------------------------------------------------------------
@@ -68,7 +68,8 @@ static int
 s_run (char *const argv[], char **out, const char *detached_log, cg_error_t **err)
 {
     char *bufs[2] = {NULL, NULL};
-    int status = cg_run (argv, NULL, detached_log ? NULL : &bufs[0], detached_log ? NULL : &bufs[1], err);
+    int status =
+        cg_run (argv, NULL, detached_log ? NULL : &bufs[0], detached_log ? NULL : &bufs[1], err);
     if (status < 0)
         return -1;
     int rc = 0;
@@ -152,25 +153,28 @@ s_prepare_etc (cg_backend_t *self, cg_error_t **err)
     cleanup_free char *fresh = cg_strdupf ("%s.new", self->etc_dir);
     if (cg_rm_rf (fresh, err) < 0 || cg_mkdir_p (fresh, 0755, err) < 0)
         return -1;
-    static const char *copies[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
-                                   "fonts", "matplotlibrc", "python3", "python3.11", "mime.types",
-                                   "localtime", "bash.bashrc", "profile", "inputrc", NULL};
+    static const char *copies[] = {
+        "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts",       "matplotlibrc",
+        "python3",     "python3.11", "mime.types",   "localtime",    "bash.bashrc", "profile",
+        "inputrc",     NULL};
     for (int i = 0; copies[i]; i++)
         if (s_copy_etc (copies[i], fresh, err) < 0)
             return -1;
     const cg_sandbox_limits_t *c = &self->limits;
-    cleanup_free char *passwd = cg_strdupf ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                                            "sandbox:x:%d:%d:sandbox:/tmp:/bin/bash\n"
-                                            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-                                            c->sandbox_uid, c->sandbox_gid);
-    cleanup_free char *group = cg_strdupf ("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n",
-                                           c->sandbox_gid);
+    cleanup_free char *passwd =
+        cg_strdupf ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                    "sandbox:x:%d:%d:sandbox:/tmp:/bin/bash\n"
+                    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                    c->sandbox_uid, c->sandbox_gid);
+    cleanup_free char *group =
+        cg_strdupf ("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", c->sandbox_gid);
     if (s_write_text (fresh, "passwd", passwd, err) < 0
         || s_write_text (fresh, "group", group, err) < 0
         || s_write_text (fresh, "hosts", "127.0.0.1 localhost sandbox\n::1 localhost\n", err) < 0
         || s_write_text (fresh, "hostname", "sandbox\n", err) < 0
         || s_write_text (fresh, "resolv.conf", "", err) < 0
-        || s_write_text (fresh, "nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n", err) < 0)
+        || s_write_text (fresh, "nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n", err)
+               < 0)
         return -1;
     //  Swap in atomically enough: running containers keep their old bind.
     cleanup_free char *old = cg_strdupf ("%s.old", self->etc_dir);
@@ -186,8 +190,10 @@ s_prepare_etc (cg_backend_t *self, cg_error_t **err)
 static int
 s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
 {
-    static const char *dirs[] = {"usr", "etc", "proc", "sys", "dev", "tmp", "mnt/data",
-                                 "run/cellgate", "opt/cellgate/kernels", NULL};
+    static const char *dirs[] = {"usr",      "etc",          "proc",
+                                 "sys",      "dev",          "tmp",
+                                 "mnt/data", "run/cellgate", "opt/cellgate/kernels",
+                                 NULL};
     for (int i = 0; dirs[i]; i++) {
         cleanup_free char *path = cg_strdupf ("%s/%s", self->rootfs, dirs[i]);
         if (cg_mkdir_p (path, 0755, err) < 0)
@@ -204,7 +210,7 @@ s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
         char target[256];
         ssize_t n = readlink (host, target, sizeof target - 1);
         if (n < 0)
-            continue;   /* absent or a real directory: bound below if present */
+            continue; /* absent or a real directory: bound below if present */
         target[n] = '\0';
         unlink (path);
         if (symlink (target, path) < 0)
@@ -293,8 +299,8 @@ s_mount (const char *destination, const char *type, const char *source, const ch
     char *save = NULL;
     for (char *tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save))
         json_array_append_new (opts, json_string (tok));
-    return json_pack ("{s:s, s:s, s:s, s:o}", "destination", destination, "type", type,
-                      "source", source, "options", opts);
+    return json_pack ("{s:s, s:s, s:s, s:o}", "destination", destination, "type", type, "source",
+                      source, "options", opts);
 }
 
 static json_t *
@@ -309,11 +315,11 @@ s_string_array (const char *const *items)
 static json_t *
 s_rlimits (const cg_sandbox_limits_t *c)
 {
-    return json_pack ("[{s:s,s:I,s:I},{s:s,s:I,s:I},{s:s,s:I,s:I}]",
-                      "type", "RLIMIT_NOFILE", "hard", (json_int_t) c->nofile, "soft", (json_int_t) c->nofile,
-                      "type", "RLIMIT_FSIZE", "hard", (json_int_t) c->fsize_mb * 1024 * 1024,
-                      "soft", (json_int_t) c->fsize_mb * 1024 * 1024,
-                      "type", "RLIMIT_CORE", "hard", (json_int_t) 0, "soft", (json_int_t) 0);
+    return json_pack ("[{s:s,s:I,s:I},{s:s,s:I,s:I},{s:s,s:I,s:I}]", "type", "RLIMIT_NOFILE",
+                      "hard", (json_int_t)c->nofile, "soft", (json_int_t)c->nofile, "type",
+                      "RLIMIT_FSIZE", "hard", (json_int_t)c->fsize_mb * 1024 * 1024, "soft",
+                      (json_int_t)c->fsize_mb * 1024 * 1024, "type", "RLIMIT_CORE", "hard",
+                      (json_int_t)0, "soft", (json_int_t)0);
 }
 
 //  The process object shared by the init and every exec'd process: unprivileged user,
@@ -324,10 +330,10 @@ s_process (const cg_sandbox_limits_t *c, const char *const *argv, const char *co
 {
     json_t *caps = json_pack ("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                               "inheritable", "permitted", "ambient");
-    return json_pack ("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:b, s:o}", "terminal", 0,
-                      "user", "uid", c->sandbox_uid, "gid", c->sandbox_gid, "args",
-                      s_string_array (argv), "env", s_string_array (env), "cwd", cwd,
-                      "capabilities", caps, "noNewPrivileges", 1, "rlimits", s_rlimits (c));
+    return json_pack ("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:b, s:o}", "terminal", 0, "user",
+                      "uid", c->sandbox_uid, "gid", c->sandbox_gid, "args", s_string_array (argv),
+                      "env", s_string_array (env), "cwd", cwd, "capabilities", caps,
+                      "noNewPrivileges", 1, "rlimits", s_rlimits (c));
 }
 
 static json_t *
@@ -339,55 +345,72 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
 
     json_t *mounts = json_array ();
     json_array_append_new (mounts, s_mount ("/proc", "proc", "proc", "nosuid,noexec,nodev"));
-    json_array_append_new (mounts, s_mount ("/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"));
-    json_array_append_new (mounts, s_mount ("/dev/pts", "devpts", "devpts", "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620"));
-    json_array_append_new (mounts, s_mount ("/dev/shm", "tmpfs", "shm", "nosuid,noexec,nodev,mode=1777,size=65536k"));
-    json_array_append_new (mounts, s_mount ("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
+    json_array_append_new (
+        mounts, s_mount ("/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"));
+    json_array_append_new (mounts, s_mount ("/dev/pts", "devpts", "devpts",
+                                            "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620"));
+    json_array_append_new (
+        mounts, s_mount ("/dev/shm", "tmpfs", "shm", "nosuid,noexec,nodev,mode=1777,size=65536k"));
+    json_array_append_new (mounts,
+                           s_mount ("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
     json_array_append_new (mounts, s_mount ("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"));
     json_array_append_new (mounts, s_mount ("/usr", "bind", "/usr", "rbind,ro,nosuid,nodev"));
-    json_array_append_new (mounts, s_mount ("/etc", "bind", self->etc_dir, "rbind,ro,nosuid,nodev"));
+    json_array_append_new (mounts,
+                           s_mount ("/etc", "bind", self->etc_dir, "rbind,ro,nosuid,nodev"));
     cleanup_free char *tmp_opts = cg_strdupf ("nosuid,nodev,mode=1777,size=%dm", c->tmp_mb);
     json_array_append_new (mounts, s_mount ("/tmp", "tmpfs", "tmpfs", tmp_opts));
-    json_array_append_new (mounts, s_mount (CG_WORKSPACE_MOUNT, "bind", sandbox->workspace, "rbind,rw,nosuid,nodev"));
+    json_array_append_new (
+        mounts, s_mount (CG_WORKSPACE_MOUNT, "bind", sandbox->workspace, "rbind,rw,nosuid,nodev"));
     //  What the host writes is read-only inside; only the ipc directory below it is not.
-    json_array_append_new (mounts, s_mount (CG_RUN_MOUNT, "bind", sandbox->run_dir, "rbind,ro,nosuid,nodev,noexec"));
-    json_array_append_new (mounts, s_mount (CG_IPC_MOUNT, "bind", sandbox->ipc_dir, "rbind,rw,nosuid,nodev,noexec"));
+    json_array_append_new (
+        mounts, s_mount (CG_RUN_MOUNT, "bind", sandbox->run_dir, "rbind,ro,nosuid,nodev,noexec"));
+    json_array_append_new (
+        mounts, s_mount (CG_IPC_MOUNT, "bind", sandbox->ipc_dir, "rbind,rw,nosuid,nodev,noexec"));
     //  The kernel specs and what kernels need beside them (a Node kernel's node_modules),
     //  read-only; not noexec, since native addons are mapped executable.
     cleanup_free char *kernels = realpath (c->kernels_dir, NULL);
     struct stat st;
     if (kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
-        json_array_append_new (mounts, s_mount (CG_KERNELS_MOUNT, "bind", kernels, "rbind,ro,nosuid,nodev"));
+        json_array_append_new (
+            mounts, s_mount (CG_KERNELS_MOUNT, "bind", kernels, "rbind,ro,nosuid,nodev"));
 
-    static const char *masked[] = {"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
-                                   "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
-                                   "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
-                                   "/sys/devices/virtual/powercap", "/sys/kernel", NULL};
-    static const char *readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+    static const char *masked[] = {"/proc/asound",
+                                   "/proc/acpi",
+                                   "/proc/kcore",
+                                   "/proc/keys",
+                                   "/proc/latency_stats",
+                                   "/proc/timer_list",
+                                   "/proc/timer_stats",
+                                   "/proc/sched_debug",
+                                   "/proc/scsi",
+                                   "/sys/firmware",
+                                   "/sys/devices/virtual/powercap",
+                                   "/sys/kernel",
+                                   NULL};
+    static const char *readonly[] = {"/proc/bus",           "/proc/fs", "/proc/irq", "/proc/sys",
                                      "/proc/sysrq-trigger", NULL};
 
-    json_int_t memory = (json_int_t) c->memory_mb * 1024 * 1024;
+    json_int_t memory = (json_int_t)c->memory_mb * 1024 * 1024;
     json_t *memory_obj = json_pack ("{s:I}", "limit", memory);
     if (self->cgroup_v2 || self->memsw)
         json_object_set_new (memory_obj, "swap", json_integer (memory));
-    json_t *resources = json_pack (
-        "{s:[{s:b, s:s}], s:o, s:{s:I, s:I}, s:{s:I}}", "devices", "allow", 0, "access", "rwm",
-        "memory", memory_obj, "cpu", "quota", (json_int_t) (c->cpus * 100000), "period",
-        (json_int_t) 100000, "pids", "limit", (json_int_t) c->pids);
+    json_t *resources =
+        json_pack ("{s:[{s:b, s:s}], s:o, s:{s:I, s:I}, s:{s:I}}", "devices", "allow", 0, "access",
+                   "rwm", "memory", memory_obj, "cpu", "quota", (json_int_t)(c->cpus * 100000),
+                   "period", (json_int_t)100000, "pids", "limit", (json_int_t)c->pids);
 
-    json_t *namespaces = json_pack ("[{s:s},{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type",
-                                    "network", "type", "ipc", "type", "uts", "type", "mount",
-                                    "type", "cgroup");
+    json_t *namespaces =
+        json_pack ("[{s:s},{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "network",
+                   "type", "ipc", "type", "uts", "type", "mount", "type", "cgroup");
     cleanup_free char *cgroups_path = cg_strdupf ("/%s/%s", CGROUP_PARENT, sandbox->id);
 
-    json_t *linux_obj = json_pack ("{s:o, s:s, s:o, s:o, s:o, s:o}", "namespaces", namespaces,
-                                   "cgroupsPath", cgroups_path, "resources", resources,
-                                   "maskedPaths", s_string_array (masked), "readonlyPaths",
-                                   s_string_array (readonly), "seccomp", cg_seccomp_profile ());
-    return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2",
-                      "process", s_process (c, init_argv, init_env, "/"), "root", "path",
-                      self->rootfs, "readonly", 1, "hostname", "sandbox", "mounts", mounts,
-                      "linux", linux_obj);
+    json_t *linux_obj =
+        json_pack ("{s:o, s:s, s:o, s:o, s:o, s:o}", "namespaces", namespaces, "cgroupsPath",
+                   cgroups_path, "resources", resources, "maskedPaths", s_string_array (masked),
+                   "readonlyPaths", s_string_array (readonly), "seccomp", cg_seccomp_profile ());
+    return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
+                      s_process (c, init_argv, init_env, "/"), "root", "path", self->rootfs,
+                      "readonly", 1, "hostname", "sandbox", "mounts", mounts, "linux", linux_obj);
 }
 
 static int
@@ -435,12 +458,21 @@ cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exe
         abort ();
     cleanup_close int memfd = memfd_create ("cellgate-exec", MFD_CLOEXEC);
     size_t len = strlen (text);
-    if (memfd < 0 || write (memfd, text, len) != (ssize_t) len || lseek (memfd, 0, SEEK_SET) < 0)
-        return cg_error_set (err, errno, "exec in %s: process spec: %s", sandbox->id, strerror (errno));
+    if (memfd < 0 || write (memfd, text, len) != (ssize_t)len || lseek (memfd, 0, SEEK_SET) < 0)
+        return cg_error_set (err, errno, "exec in %s: process spec: %s", sandbox->id,
+                             strerror (errno));
     char path[] = "/proc/self/fd/3";
     int rc;
-    char *argv[] = {self->runtime_path, "--root", self->runtime_root, "exec", "--process", path,
-                    CG_UNCONST (sandbox->id), NULL, NULL, NULL};
+    char *argv[] = {self->runtime_path,
+                    "--root",
+                    self->runtime_root,
+                    "exec",
+                    "--process",
+                    path,
+                    CG_UNCONST (sandbox->id),
+                    NULL,
+                    NULL,
+                    NULL};
     if (spec->pid_file) {
         unlink (spec->pid_file);
         argv[6] = "--pid-file";
@@ -479,17 +511,19 @@ s_signal_listed (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal, co
         return -1;
     cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
     cleanup_free char *init_text = cg_read_file (pid_file, 64, NULL, NULL);
-    pid_t init = init_text ? (pid_t) atol (init_text) : 0;
+    pid_t init = init_text ? (pid_t)atol (init_text) : 0;
     json_t *pids = json_loads (out, 0, NULL);
     if (!json_is_array (pids)) {
         json_decref (pids);
-        return cg_error_set (err, EIO, "%s ps %s: unexpected output", self->runtime_name, sandbox->id);
+        return cg_error_set (err, EIO, "%s ps %s: unexpected output", self->runtime_name,
+                             sandbox->id);
     }
     int count = 0;
     size_t i;
     json_t *item;
-    json_array_foreach (pids, i, item) {
-        pid_t pid = (pid_t) json_integer_value (item);
+    json_array_foreach (pids, i, item)
+    {
+        pid_t pid = (pid_t)json_integer_value (item);
         bool skip = pid <= 1 || pid == init;
         for (size_t k = 0; k < keep_count && !skip; k++)
             skip = keep[k] == pid;
@@ -509,7 +543,8 @@ cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int
     //  soon as it is thawed.
     bool frozen = s_runtime (self, NULL, NULL, NULL, "pause", sandbox->id, NULL) == 0;
     int count = s_signal_listed (self, sandbox, signal, keep, keep_count, err);
-    cg_log (3, "signalled %d process(es) in %s (frozen: %s)", count, sandbox->id, frozen ? "yes" : "no");
+    cg_log (3, "signalled %d process(es) in %s (frozen: %s)", count, sandbox->id,
+            frozen ? "yes" : "no");
     if (frozen && s_runtime (self, NULL, NULL, err, "resume", sandbox->id, NULL) < 0)
         return -1;
     return count;
@@ -529,28 +564,32 @@ s_read_key (const char *path, const char *key)
     if (!text)
         return -1;
     size_t key_len = strlen (key);
-    for (char *line = text; line && *line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+    for (char *line = text; line && *line;
+         line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
         if (strncmp (line, key, key_len) == 0 && line[key_len] == ' ')
             return atol (line + key_len + 1);
     return -1;
 }
 
 int
-cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox,
-                    cg_container_stats_t *stats, cg_error_t **err)
+cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_stats_t *stats,
+                    cg_error_t **err)
 {
-    cleanup_free char *dir = self->cgroup_v2
-                                 ? cg_strdupf ("/sys/fs/cgroup/%s/%s", CGROUP_PARENT, sandbox->id)
-                                 : cg_strdupf ("/sys/fs/cgroup/memory/%s/%s", CGROUP_PARENT, sandbox->id);
-    cleanup_free char *usage = cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.current" : "memory.usage_in_bytes");
-    cleanup_free char *peak = cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.peak" : "memory.max_usage_in_bytes");
-    cleanup_free char *events = cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.events" : "memory.oom_control");
+    cleanup_free char *dir =
+        self->cgroup_v2 ? cg_strdupf ("/sys/fs/cgroup/%s/%s", CGROUP_PARENT, sandbox->id)
+                        : cg_strdupf ("/sys/fs/cgroup/memory/%s/%s", CGROUP_PARENT, sandbox->id);
+    cleanup_free char *usage =
+        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.current" : "memory.usage_in_bytes");
+    cleanup_free char *peak =
+        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.peak" : "memory.max_usage_in_bytes");
+    cleanup_free char *events =
+        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.events" : "memory.oom_control");
     long current = s_read_long (usage);
     if (current < 0)
         return cg_error_set (err, ENOENT, "stats %s: no memory cgroup at %s", sandbox->id, dir);
     long high = s_read_long (peak);
-    stats->memory_mb = (double) current / (1024.0 * 1024.0);
-    stats->memory_peak_mb = (double) (high > current ? high : current) / (1024.0 * 1024.0);
+    stats->memory_mb = (double)current / (1024.0 * 1024.0);
+    stats->memory_peak_mb = (double)(high > current ? high : current) / (1024.0 * 1024.0);
     stats->oom_kills = s_read_key (events, "oom_kill");
     return 0;
 }
@@ -560,10 +599,11 @@ cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_
 {
     cg_error_t *local = NULL;
     if (s_runtime (self, NULL, NULL, &local, "delete", "--force", sandbox->id, NULL) < 0) {
-        bool gone = strstr (local->message, "does not exist") || strstr (local->message, "not exist")
-                    || strstr (local->message, "not found");
+        bool gone = strstr (local->message, "does not exist")
+                    || strstr (local->message, "not exist") || strstr (local->message, "not found");
         if (!gone) {
-            cg_error_set (err, local->code, "destroy container %s: %s", sandbox->id, local->message);
+            cg_error_set (err, local->code, "destroy container %s: %s", sandbox->id,
+                          local->message);
             cg_error_destroy (&local);
             return -1;
         }
@@ -582,7 +622,8 @@ cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t 
     int removed = 0;
     size_t i;
     json_t *item;
-    json_array_foreach (list, i, item) {
+    json_array_foreach (list, i, item)
+    {
         const char *id = json_string_value (json_object_get (item, "id"));
         if (!id || strncmp (id, prefix, strlen (prefix)) != 0)
             continue;

@@ -24,12 +24,12 @@ static char *
 s_search (const char *name)
 {
     const char *env = getenv ("PATH");
-    cleanup_free char *dirs
-        = cg_strdupf ("%s:/usr/sbin:/usr/local/sbin:/usr/bin", env && *env ? env : "/usr/bin:/bin");
+    cleanup_free char *dirs =
+        cg_strdupf ("%s:/usr/sbin:/usr/local/sbin:/usr/bin", env && *env ? env : "/usr/bin:/bin");
     char *save = NULL;
     for (char *dir = strtok_r (dirs, ":", &save); dir; dir = strtok_r (NULL, ":", &save)) {
         if (*dir != '/')
-            continue;           /* a relative PATH entry would depend on the cwd */
+            continue; /* a relative PATH entry would depend on the cwd */
         char *path = cg_strdupf ("%s/%s", dir, name);
         if (s_executable (path))
             return path;
@@ -77,7 +77,7 @@ cg_runtime_parse_version (const char *text, char **kind, char **version, cg_erro
     if (!text || sscanf (text, "%15s version %63s", name, number) != 2
         || (strcmp (name, "runc") != 0 && strcmp (name, "crun") != 0))
         return cg_error_set (err, EINVAL, "not runc or crun: --version says \"%.*s\"",
-                             text ? (int) strcspn (text, "\n") : 0, text ? text : "");
+                             text ? (int)strcspn (text, "\n") : 0, text ? text : "");
     *kind = cg_xstrdup (name);
     *version = cg_xstrdup (number);
     return 0;
@@ -87,17 +87,17 @@ const char *
 cg_runtime_advisory (const char *kind, const char *version)
 {
     if (strcmp (kind, "runc") != 0)
-        return NULL;            /* crun: not affected by these (its maintainers' word) */
+        return NULL; /* crun: not affected by these (its maintainers' word) */
     int major = 0, minor = 0, patch = 0, rc = 0;
     int parsed = sscanf (version, "%d.%d.%d-rc.%d", &major, &minor, &patch, &rc);
     if (parsed < 3 && sscanf (version, "%d.%d.%d-rc%d", &major, &minor, &patch, &rc) < 3)
         return NULL;
     bool prerelease = strstr (version, "-rc") != NULL;
-    long v = (long) major * 1000000 + minor * 1000 + patch;
-    bool fixed = v >= 1004001                                    /* 1.4.1 and later */
-                 || (v == 1004000 && (!prerelease || rc >= 3))   /* 1.4.0, 1.4.0-rc.3 */
-                 || (v >= 1003003 && v < 1004000)                /* 1.3.3 and later 1.3 */
-                 || (v >= 1002008 && v < 1003000);               /* 1.2.8 and later 1.2 */
+    long v = (long)major * 1000000 + minor * 1000 + patch;
+    bool fixed = v >= 1004001                                  /* 1.4.1 and later */
+                 || (v == 1004000 && (!prerelease || rc >= 3)) /* 1.4.0, 1.4.0-rc.3 */
+                 || (v >= 1003003 && v < 1004000)              /* 1.3.3 and later 1.3 */
+                 || (v >= 1002008 && v < 1003000);             /* 1.2.8 and later 1.2 */
     return fixed ? NULL
                  : "CVE-2025-31133, CVE-2025-52565 and CVE-2025-52881 "
                    "(fixed in runc 1.2.8, 1.3.3 and 1.4.0)";

@@ -14,11 +14,11 @@
 /*  An MCP client: the stdio peer, or one Streamable HTTP session (Mcp-Session-Id). Each
     client has its own sandbox sessions; no client sees another's. */
 typedef struct {
-    char *id;                   /* "stdio", or the Mcp-Session-Id */
+    char *id; /* "stdio", or the Mcp-Session-Id */
     bool initialized;
-    char version[16];           /* the negotiated protocol version */
-    int log_level;              /* logging/setLevel (cg_log levels); -1: none asked */
-    int64_t last_seen_us;       /* its last request */
+    char version[16];     /* the negotiated protocol version */
+    int log_level;        /* logging/setLevel (cg_log levels); -1: none asked */
+    int64_t last_seen_us; /* its last request */
 } cg_client_t;
 
 typedef struct cg_channel_t cg_channel_t;
@@ -34,8 +34,8 @@ typedef struct {
 /*  A transport's channel starts with this (its own fields follow). */
 struct cg_channel_t {
     const cg_channel_ops_t *ops;
-    cg_client_t *client;        /* whose channel it is (borrowed) */
-    size_t budget;              /* the largest message sent, serialized (--max-result-bytes) */
+    cg_client_t *client; /* whose channel it is (borrowed) */
+    size_t budget;       /* the largest message sent, serialized (--max-result-bytes) */
     int refs;
 };
 

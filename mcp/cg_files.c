@@ -17,7 +17,7 @@ s_megabytes (char out[32], double bytes)
 {
     double mb = bytes / (1024.0 * 1024.0);
     if (mb >= 0.1)
-        snprintf (out, 32, mb == (double) (long long) mb ? "%.0fMB" : "%.1fMB", mb);
+        snprintf (out, 32, mb == (double)(long long)mb ? "%.0fMB" : "%.1fMB", mb);
     else
         snprintf (out, 32, "%.0f bytes", bytes);
 }
@@ -37,9 +37,11 @@ cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char 
     json_t *content = json_object_get (arguments, "content_base64");
     json_t *overwrite = json_object_get (arguments, "overwrite");
     if (!json_is_string (filename) || !json_is_string (content))
-        return cg_tools_error_object ("invalid_params", "'filename' and 'content_base64' are required strings", session_id);
+        return cg_tools_error_object (
+            "invalid_params", "'filename' and 'content_base64' are required strings", session_id);
     if (overwrite && !json_is_boolean (overwrite))
-        return cg_tools_error_object ("invalid_params", "'overwrite' must be true or false", session_id);
+        return cg_tools_error_object ("invalid_params", "'overwrite' must be true or false",
+                                      session_id);
     cg_error_t *err = NULL;
     cleanup_free char *rel = cg_workspace_sanitize_filename (json_string_value (filename), &err);
     if (!rel) {
@@ -51,10 +53,11 @@ cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char 
     size_t encoded = json_string_length (content);
     if (encoded / 4 * 3 > config->max_upload_bytes + 3) {
         char size[32], limit[32];
-        s_megabytes (size, (double) encoded / 4 * 3);
-        s_megabytes (limit, (double) config->max_upload_bytes);
-        cleanup_free char *message = cg_strdupf ("%s is about %s, exceeds the %s upload limit (%zu bytes).", rel, size,
-                                                 limit, config->max_upload_bytes);
+        s_megabytes (size, (double)encoded / 4 * 3);
+        s_megabytes (limit, (double)config->max_upload_bytes);
+        cleanup_free char *message =
+            cg_strdupf ("%s is about %s, exceeds the %s upload limit (%zu bytes).", rel, size,
+                        limit, config->max_upload_bytes);
         return cg_tools_error_object ("file_too_large", message, session_id);
     }
     *rel_p = rel;
@@ -73,39 +76,46 @@ cg_files_upload (const cg_files_t *self, json_t *arguments, const char *rel)
     cleanup_free unsigned char *bytes = cg_xmalloc (cap ? cap : 1);
     const char *end = NULL;
     if (sodium_base642bin (bytes, cap, json_string_value (content), encoded, " \t\r\n", &len, &end,
-                           sodium_base64_VARIANT_ORIGINAL) != 0
+                           sodium_base64_VARIANT_ORIGINAL)
+            != 0
         || (end && *end)) {
         return s_error ("invalid_base64",
-                        "content_base64 is not valid base64 (standard alphabet with '=' padding)", self);
+                        "content_base64 is not valid base64 (standard alphabet with '=' padding)",
+                        self);
     }
     if (len > self->config->max_upload_bytes) {
         char size[32], limit[32];
-        s_megabytes (size, (double) len);
-        s_megabytes (limit, (double) self->config->max_upload_bytes);
-        cleanup_free char *message = cg_strdupf ("%s is %s, exceeds the %s upload limit (%zu bytes).", rel, size, limit,
-                                                 self->config->max_upload_bytes);
+        s_megabytes (size, (double)len);
+        s_megabytes (limit, (double)self->config->max_upload_bytes);
+        cleanup_free char *message =
+            cg_strdupf ("%s is %s, exceeds the %s upload limit (%zu bytes).", rel, size, limit,
+                        self->config->max_upload_bytes);
         return s_error ("file_too_large", message, self);
     }
-    if (cg_workspace_write (self->ws, rel, bytes, len, overwrite, (uid_t) self->config->sandbox_uid,
-                            (gid_t) self->config->sandbox_gid, &err) < 0) {
+    if (cg_workspace_write (self->ws, rel, bytes, len, overwrite, (uid_t)self->config->sandbox_uid,
+                            (gid_t)self->config->sandbox_gid, &err)
+        < 0) {
         int code = (err ? err->code : 0);
-        cleanup_free char *message = code == EEXIST
-                                         ? cg_strdupf ("%s already exists. Set overwrite=true to replace.", rel)
-                                         : cg_xstrdup (cg_error_message (err));
+        cleanup_free char *message =
+            code == EEXIST ? cg_strdupf ("%s already exists. Set overwrite=true to replace.", rel)
+                           : cg_xstrdup (cg_error_message (err));
         cg_error_destroy (&err);
-        return s_error (code == EEXIST ? "file_exists" : code == EIO || code == ENOSPC ? "write_failed" : "invalid_path",
+        return s_error (code == EEXIST                  ? "file_exists"
+                        : code == EIO || code == ENOSPC ? "write_failed"
+                                                        : "invalid_path",
                         message, self);
     }
     cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
     const char *slash = strrchr (rel, '/');
     const char *name = slash ? slash + 1 : rel;
-    json_t *structured = json_pack ("{s:s, s:s, s:s, s:I, s:s, s:b}", "session_id", self->session_id, "path", path,
-                                    "filename", name, "size_bytes", (json_int_t) len, "mime_type",
-                                    cg_mime_type (name), "success", 1);
+    json_t *structured = json_pack (
+        "{s:s, s:s, s:s, s:I, s:s, s:b}", "session_id", self->session_id, "path", path, "filename",
+        name, "size_bytes", (json_int_t)len, "mime_type", cg_mime_type (name), "success", 1);
     cleanup_free char *url = cg_files_url (self, rel);
     if (url)
         json_object_set_new (structured, "download_url", json_string (url));
-    cleanup_free char *text = cg_strdupf ("Uploaded %s (%zu bytes) to session %s.", path, len, self->session_id);
+    cleanup_free char *text =
+        cg_strdupf ("Uploaded %s (%zu bytes) to session %s.", path, len, self->session_id);
     return cg_tools_object_result (structured, text, false);
 }
 
@@ -129,9 +139,11 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
 {
     json_t *path_arg = json_object_get (arguments, "path");
     if (!json_is_string (path_arg))
-        return s_error ("invalid_params", "'path' is a required string (a file below " CG_WORKSPACE_MOUNT ")", self);
+        return s_error ("invalid_params",
+                        "'path' is a required string (a file below " CG_WORKSPACE_MOUNT ")", self);
     cg_error_t *err = NULL;
-    cleanup_free char *rel = cg_workspace_normalize_len (json_string_value (path_arg), json_string_length (path_arg), &err);
+    cleanup_free char *rel = cg_workspace_normalize_len (json_string_value (path_arg),
+                                                         json_string_length (path_arg), &err);
     if (!rel) {
         cleanup_free char *message = cg_strdupf ("invalid path: %s", cg_error_message (err));
         cg_error_destroy (&err);
@@ -160,15 +172,17 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
         }
         else if (code == EFBIG) {
             char size[32], limit[32];
-            s_megabytes (size, (double) st.st_size);
-            s_megabytes (limit, (double) max);
+            s_megabytes (size, (double)st.st_size);
+            s_megabytes (limit, (double)max);
             cleanup_free char *url = cg_files_url (self, rel);
-            cleanup_free char *message = cg_strdupf ("%s is %s, exceeds %s limit%s. %s", filename, size, limit,
-                                                     by_budget ? " (what one result may carry, --max-result-bytes)" : "",
-                                                     url ? "Use download_url instead." : "Start the server with --http-listen to download it.");
+            cleanup_free char *message =
+                cg_strdupf ("%s is %s, exceeds %s limit%s. %s", filename, size, limit,
+                            by_budget ? " (what one result may carry, --max-result-bytes)" : "",
+                            url ? "Use download_url instead."
+                                : "Start the server with --http-listen to download it.");
             result = s_error ("artifact_too_large", message, self);
             json_t *structured = json_object_get (result, "structuredContent");
-            json_object_set_new (structured, "size_bytes", json_integer ((json_int_t) st.st_size));
+            json_object_set_new (structured, "size_bytes", json_integer ((json_int_t)st.st_size));
             if (url)
                 json_object_set_new (structured, "download_url", json_string (url));
         }
@@ -180,10 +194,10 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
     const char *mime = cg_mime_type (filename);
     size_t b64_len = sodium_base64_encoded_len (len, sodium_base64_VARIANT_ORIGINAL);
     cleanup_free char *b64 = cg_xmalloc (b64_len);
-    sodium_bin2base64 (b64, b64_len, (unsigned char *) bytes, len, sodium_base64_VARIANT_ORIGINAL);
-    json_t *structured = json_pack ("{s:s, s:s, s:s, s:s, s:I, s:s}", "session_id", self->session_id, "path", path,
-                                    "filename", filename, "mime_type", mime, "size_bytes", (json_int_t) len,
-                                    "content_base64", b64);
+    sodium_bin2base64 (b64, b64_len, (unsigned char *)bytes, len, sodium_base64_VARIANT_ORIGINAL);
+    json_t *structured = json_pack (
+        "{s:s, s:s, s:s, s:s, s:I, s:s}", "session_id", self->session_id, "path", path, "filename",
+        filename, "mime_type", mime, "size_bytes", (json_int_t)len, "content_base64", b64);
     cleanup_free char *url = cg_files_url (self, rel);
     if (url)
         json_object_set_new (structured, "download_url", json_string (url));
@@ -191,14 +205,17 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
     json_t *text_value = NULL;
     if (s_text_type (mime) && len <= CG_TEXT_FILE_INLINE_MAX)
         text_value = json_stringn (bytes, len);
-    cleanup_free char *text = text_value
-                                  ? cg_strdupf ("%s (%s, %zu bytes):\n%s", path, mime, len, json_string_value (text_value))
-                                  : cg_strdupf ("%s (%s, %zu bytes); content_base64 holds the bytes.", path, mime, len);
+    cleanup_free char *text =
+        text_value
+            ? cg_strdupf ("%s (%s, %zu bytes):\n%s", path, mime, len,
+                          json_string_value (text_value))
+            : cg_strdupf ("%s (%s, %zu bytes); content_base64 holds the bytes.", path, mime, len);
     json_decref (text_value);
     json_t *result = cg_tools_object_result (structured, text, false);
     if (s_image_type (mime))
-        json_array_append_new (json_object_get (result, "content"),
-                               json_pack ("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime));
+        json_array_append_new (
+            json_object_get (result, "content"),
+            json_pack ("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime));
     return result;
 }
 
@@ -213,12 +230,15 @@ cg_files_list (const cg_files_t *self)
         return result;
     }
     json_t *artifacts = json_object_get (listing, "artifacts");
-    cleanup_free char *text = cg_strdupf ("%zu file(s) in %s:", json_array_size (artifacts), CG_WORKSPACE_MOUNT);
+    cleanup_free char *text =
+        cg_strdupf ("%zu file(s) in %s:", json_array_size (artifacts), CG_WORKSPACE_MOUNT);
     size_t i;
     json_t *item;
-    json_array_foreach (artifacts, i, item) {
+    json_array_foreach (artifacts, i, item)
+    {
         json_object_del (item, "mtime_ns");
-        cleanup_free char *url = cg_files_url (self, json_string_value (json_object_get (item, "path")));
+        cleanup_free char *url =
+            cg_files_url (self, json_string_value (json_object_get (item, "path")));
         if (url)
             json_object_set_new (item, "download_url", json_string (url));
         if (i < 200) {
@@ -230,8 +250,8 @@ cg_files_list (const cg_files_t *self)
             text = more;
         }
     }
-    json_t *structured = json_pack ("{s:s, s:O, s:O}", "session_id", self->session_id, "artifacts", artifacts,
-                                    "truncated", json_object_get (listing, "truncated"));
+    json_t *structured = json_pack ("{s:s, s:O, s:O}", "session_id", self->session_id, "artifacts",
+                                    artifacts, "truncated", json_object_get (listing, "truncated"));
     json_decref (listing);
     return cg_tools_object_result (structured, text, false);
 }

@@ -14,8 +14,8 @@ typedef struct {
     const cg_config_t *config;
     cg_workspace_t *ws;
     const char *session_id;
-    const char *token;          /* the session's download token */
-    cg_http_t *http;            /* NULL when the download listener is off */
+    const char *token; /* the session's download token */
+    cg_http_t *http;   /* NULL when the download listener is off */
 } cg_files_t;
 
 /*  Checks upload_file's ARGUMENTS (borrowed) without touching the workspace. Returns

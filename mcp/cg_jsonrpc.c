@@ -8,7 +8,8 @@ cg_jsonrpc_classify (json_t *message, const char **why)
 {
     *why = NULL;
     if (!json_is_object (message)) {
-        *why = json_is_array (message) ? "batches are not supported" : "a message must be a JSON object";
+        *why = json_is_array (message) ? "batches are not supported"
+                                       : "a message must be a JSON object";
         return CG_JSONRPC_INVALID;
     }
     const char *version = json_string_value (json_object_get (message, "jsonrpc"));

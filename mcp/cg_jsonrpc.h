@@ -11,10 +11,10 @@
 #define CG_JSONRPC_INTERNAL_ERROR -32603
 
 typedef enum {
-    CG_JSONRPC_REQUEST,         /* method + id */
-    CG_JSONRPC_NOTIFICATION,    /* method, no id */
-    CG_JSONRPC_RESPONSE,        /* result or error + id (from the client) */
-    CG_JSONRPC_INVALID,         /* anything else */
+    CG_JSONRPC_REQUEST,      /* method + id */
+    CG_JSONRPC_NOTIFICATION, /* method, no id */
+    CG_JSONRPC_RESPONSE,     /* result or error + id (from the client) */
+    CG_JSONRPC_INVALID,      /* anything else */
 } cg_jsonrpc_kind_t;
 
 /*  Classifies MESSAGE (borrowed). For CG_JSONRPC_INVALID, *why says what is wrong. */

@@ -25,15 +25,15 @@
 struct cg_server_t {
     const cg_config_t *config;
     cg_registry_t *registry;
-    cg_http_t *http;            /* the listener, NULL when off */
-    cg_downloads_t *downloads;  /* its /files/ route */
-    cg_stdio_t *stdio;          /* the stdio transport, NULL when serving HTTP */
+    cg_http_t *http;             /* the listener, NULL when off */
+    cg_downloads_t *downloads;   /* its /files/ route */
+    cg_stdio_t *stdio;           /* the stdio transport, NULL when serving HTTP */
     cg_streamable_t *streamable; /* the Streamable HTTP transport, or NULL */
-    zsock_t *results;           /* the runners' messages */
+    zsock_t *results;            /* the runners' messages */
     char *results_endpoint;
-    zhashx_t *calls;            /* key -> cg_call_t */
+    zhashx_t *calls; /* key -> cg_call_t */
     unsigned long next_key;
-    zlistx_t *logs;             /* "<level>\t<message>" logged on this thread */
+    zlistx_t *logs; /* "<level>\t<message>" logged on this thread */
 };
 
 const cg_config_t *
@@ -123,7 +123,7 @@ void
 cg_server_call_answer (cg_call_t *call, json_t *result)
 {
     if (call->cancelled)
-        json_decref (result);   /* the spec: no response to a cancelled request */
+        json_decref (result); /* the spec: no response to a cancelled request */
     else
         cg_channel_send (call->channel, cg_jsonrpc_result (call->id, result));
 }
@@ -191,13 +191,16 @@ static void
 s_cancel (cg_server_t *self, cg_client_t *client, json_t *params)
 {
     json_t *request_id = json_object_get (params, "requestId");
-    for (cg_call_t *call = zhashx_first (self->calls); request_id && call; call = zhashx_next (self->calls)) {
-        if (!json_equal (call->id, request_id) || call->cancelled || call->channel->client != client)
+    for (cg_call_t *call = zhashx_first (self->calls); request_id && call;
+         call = zhashx_next (self->calls)) {
+        if (!json_equal (call->id, request_id) || call->cancelled
+            || call->channel->client != client)
             continue;
         call->cancelled = true;
         zactor_t *runner = call->oneshot;
         if (!runner) {
-            cg_registry_session_t *session = cg_registry_find (self->registry, client->id, call->session_id);
+            cg_registry_session_t *session =
+                cg_registry_find (self->registry, client->id, call->session_id);
             runner = session ? session->runner : NULL;
         }
         if (runner)
@@ -211,8 +214,10 @@ static void
 s_client_response (cg_server_t *self, cg_client_t *client, json_t *message)
 {
     const char *id = json_string_value (json_object_get (message, "id"));
-    for (cg_call_t *call = zhashx_first (self->calls); id && call; call = zhashx_next (self->calls)) {
-        if (call->client_request && strcmp (call->client_request, id) == 0 && call->channel->client == client) {
+    for (cg_call_t *call = zhashx_first (self->calls); id && call;
+         call = zhashx_next (self->calls)) {
+        if (call->client_request && strcmp (call->client_request, id) == 0
+            && call->channel->client == client) {
             cg_server_call_answer (call, cg_conformance_finish (call->tool, message));
             cg_server_call_end (self, call);
             return;
@@ -225,7 +230,9 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
 {
     const char *why = NULL;
     cg_jsonrpc_kind_t kind = cg_jsonrpc_classify (message, &why);
-    cg_request_t req = {.server = self, .id = json_object_get (message, "id"), .channel = channel,
+    cg_request_t req = {.server = self,
+                        .id = json_object_get (message, "id"),
+                        .channel = channel,
                         .client = channel->client};
     if (kind == CG_JSONRPC_INVALID) {
         req.id = json_is_object (message) ? req.id : NULL;
@@ -241,14 +248,15 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
     if (kind == CG_JSONRPC_NOTIFICATION) {
         if (strcmp (method, "notifications/cancelled") == 0)
             s_cancel (self, req.client, params);
-        return;     /* notifications/initialized and unknown ones need nothing */
+        return; /* notifications/initialized and unknown ones need nothing */
     }
     if (strcmp (method, "initialize") == 0)
         cg_methods_initialize (&req, params);
     else if (strcmp (method, "ping") == 0)
         cg_request_result (&req, json_object ());
     else if (!req.client->initialized)
-        cg_request_error (&req, CG_JSONRPC_INVALID_REQUEST, "the session is not initialized: send 'initialize' first");
+        cg_request_error (&req, CG_JSONRPC_INVALID_REQUEST,
+                          "the session is not initialized: send 'initialize' first");
     else if (strcmp (method, "tools/list") == 0)
         cg_request_result (&req, json_pack ("{s:o}", "tools", cg_tools_list (self->config)));
     else if (strcmp (method, "tools/call") == 0) {
@@ -287,11 +295,14 @@ s_forward_log (cg_server_t *self, int level, const char *text)
     cg_channel_t *stream = self->stdio ? cg_stdio_channel (self->stdio) : NULL;
     if (stream && stream->client->log_level >= level)
         cg_channel_send (stream, s_notification ("notifications/message",
-                         json_pack ("{s:s, s:s, s:s}", "level", name, "logger", "cellgate", "data", text)));
+                                                 json_pack ("{s:s, s:s, s:s}", "level", name,
+                                                            "logger", "cellgate", "data", text)));
     for (cg_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
         if (c->channel != stream && c->channel->client->log_level >= level)
-            cg_channel_send (c->channel, s_notification ("notifications/message",
-                             json_pack ("{s:s, s:s, s:s}", "level", name, "logger", "cellgate", "data", text)));
+            cg_channel_send (c->channel,
+                             s_notification ("notifications/message",
+                                             json_pack ("{s:s, s:s, s:s}", "level", name, "logger",
+                                                        "cellgate", "data", text)));
 }
 
 static void
@@ -324,7 +335,8 @@ s_handle_runner (cg_server_t *self)
     else if (tag && strcmp (tag, "REPORT") == 0) {
         char *slot = zmsg_popstr (msg), *pid = zmsg_popstr (msg), *kib = zmsg_popstr (msg);
         if (slot && pid && kib)
-            cg_registry_report (self->registry, slot, atol (pid), atol (kib) < 0 ? -1 : atol (kib) / 1024.0);
+            cg_registry_report (self->registry, slot, atol (pid),
+                                atol (kib) < 0 ? -1 : atol (kib) / 1024.0);
         zstr_free (&slot);
         zstr_free (&pid);
         zstr_free (&kib);
@@ -332,9 +344,9 @@ s_handle_runner (cg_server_t *self)
     else if (tag) {
         char *key = zmsg_popstr (msg);
         cg_call_t *call = cg_server_call (self, key);
-        cg_registry_session_t *session = call ? cg_registry_find (self->registry, call->channel->client->id,
-                                                                  call->session_id)
-                                              : NULL;
+        cg_registry_session_t *session =
+            call ? cg_registry_find (self->registry, call->channel->client->id, call->session_id)
+                 : NULL;
         if (strcmp (tag, "PROGRESS") == 0)
             cg_tools_progress (call, msg);
         else if (strcmp (tag, "RESULT") == 0)
@@ -368,7 +380,8 @@ s_http_start (cg_server_t *self)
         return 0;
     cg_error_t *err = NULL;
     self->http = cg_http_new (listen, &err);
-    if (!self->http && !config->http && !config->http_listen_set && err && err->code == EADDRINUSE) {
+    if (!self->http && !config->http && !config->http_listen_set && err
+        && err->code == EADDRINUSE) {
         //  The default port is taken (another cellgate, say): any free port will do.
         cg_log (1, "downloads: %s; using a free port instead", cg_error_message (err));
         cg_error_destroy (&err);
@@ -398,7 +411,8 @@ s_poll_once (cg_server_t *self, int64_t *next_client_reap_us)
     int in_fd = self->stdio ? cg_stdio_fd (self->stdio) : -1;
     int http_fd = self->http ? cg_http_fd (self->http) : -1;
     items[1] = (zmq_pollitem_t){NULL, in_fd >= 0 ? in_fd : http_fd, in_fd >= 0 ? ZMQ_POLLIN : 0, 0};
-    items[2] = (zmq_pollitem_t){NULL, http_fd >= 0 ? http_fd : in_fd, http_fd >= 0 ? ZMQ_POLLIN : 0, 0};
+    items[2] =
+        (zmq_pollitem_t){NULL, http_fd >= 0 ? http_fd : in_fd, http_fd >= 0 ? ZMQ_POLLIN : 0, 0};
     size_t closing = cg_registry_closing_items (self->registry, items + FIXED, CLOSING_MAX);
     //  What the last round resumed (answers, stream writes) goes out before we wait: a
     //  resumed connection does not wake our poll by itself.
@@ -409,14 +423,14 @@ s_poll_once (cg_server_t *self, int64_t *next_client_reap_us)
     int reap_every_ms = config->idle_ttl_s < 10 ? config->idle_ttl_s * 1000 : 10000;
     if (self->streamable && cg_now_us () >= *next_client_reap_us) {
         cg_streamable_reap (self->streamable, config->idle_ttl_s);
-        *next_client_reap_us = cg_now_us () + (int64_t) reap_every_ms * 1000;
+        *next_client_reap_us = cg_now_us () + (int64_t)reap_every_ms * 1000;
     }
     if (self->streamable && (wait_ms < 0 || wait_ms > reap_every_ms))
         wait_ms = reap_every_ms;
     int http_ms = self->http ? cg_http_timeout_ms (self->http) : -1;
     if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
         wait_ms = http_ms;
-    if (zmq_poll (items, (int) (FIXED + closing), wait_ms) < 0)
+    if (zmq_poll (items, (int)(FIXED + closing), wait_ms) < 0)
         return errno == EINTR ? 1 : -1;
     if (self->http)
         cg_http_process (self->http);
@@ -437,13 +451,13 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     size_t message_max = config->max_upload_bytes / 3 * 4 + 1024 * 1024;
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
-    self.results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *) &self);
+    self.results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *)&self);
     self.results = zsock_new_pull (self.results_endpoint);
     self.registry = cg_registry_new (config, backend, instance, self.results_endpoint);
     self.calls = zhashx_new ();
     zhashx_set_destructor (self.calls, s_call_free);
     self.logs = zlistx_new ();
-    zlistx_set_destructor (self.logs, (zlistx_destructor_fn *) zstr_free);
+    zlistx_set_destructor (self.logs, (zlistx_destructor_fn *)zstr_free);
     cg_log_set_hook (s_log_hook, &self);
     int rc = s_http_start (&self) < 0 ? 1 : 0;
     if (rc == 0 && config->http)

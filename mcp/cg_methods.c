@@ -22,7 +22,8 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
 {
     const char *requested = json_string_value (json_object_get (params, "protocolVersion"));
     if (!requested) {
-        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "initialize: 'protocolVersion' is required");
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "initialize: 'protocolVersion' is required");
         return;
     }
     //  Echo a version we support; otherwise offer our latest (the client decides).
@@ -32,18 +33,19 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
     req->client->initialized = true;
     snprintf (req->client->version, sizeof req->client->version, "%s", version);
     json_t *result = json_pack (
-        "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
-        "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate", "title",
-        "cellgate code sandbox", "version", CG_VERSION, "instructions",
+        "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
+        "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate",
+        "title", "cellgate code sandbox", "version", CG_VERSION, "instructions",
         "Use execute_code or run_python to run Python in a sandbox without network access. Pass "
-        "a session_id to keep state between calls; files in " CG_WORKSPACE_MOUNT " persist within a session. "
+        "a session_id to keep state between calls; files in " CG_WORKSPACE_MOUNT
+        " persist within a session. "
         "upload_file puts data in, list_artifacts and read_artifact get results out (charts "
         "come back as images; download_url links work in a browser).");
     cg_request_result (req, result);
 }
 
-static const char *s_mcp_levels[] = {"debug", "info", "notice", "warning", "error", "critical",
-                                     "alert", "emergency", NULL};
+static const char *s_mcp_levels[] = {"debug",    "info",  "notice",    "warning", "error",
+                                     "critical", "alert", "emergency", NULL};
 
 int
 cg_server_log_level_of (const char *name)
@@ -61,10 +63,10 @@ cg_methods_set_log_level (const cg_request_t *req, json_t *params)
     int level = cg_server_log_level_of (json_string_value (json_object_get (params, "level")));
     if (level < 0) {
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
-                          "logging/setLevel: 'level' must be debug, info, notice, warning, error, critical, alert or emergency");
+                          "logging/setLevel: 'level' must be debug, info, notice, warning, error, "
+                          "critical, alert or emergency");
         return;
     }
     req->client->log_level = level;
     cg_request_result (req, json_object ());
 }
-

@@ -26,8 +26,8 @@
 static int
 s_count_cb (const char *buffer, size_t size, void *arg)
 {
-    (void) buffer;
-    *(size_t *) arg += size;
+    (void)buffer;
+    *(size_t *)arg += size;
     return 0;
 }
 
@@ -72,8 +72,8 @@ cg_result_link_output (json_t *item, const char *mime, size_t content_index)
     if (!text)
         return;
     json_object_set_new (item, "mime_type", json_string (mime));
-    json_object_set_new (item, "size_bytes", json_integer ((json_int_t) s_base64_bytes (text)));
-    json_object_set_new (item, "content_index", json_integer ((json_int_t) content_index));
+    json_object_set_new (item, "size_bytes", json_integer ((json_int_t)s_base64_bytes (text)));
+    json_object_set_new (item, "content_index", json_integer ((json_int_t)content_index));
     s_add_omitted (item, mime);
     json_object_del (data, mime);
 }
@@ -82,16 +82,16 @@ cg_result_link_output (json_t *item, const char *mime, size_t content_index)
 //  Fitting
 
 typedef struct {
-    json_t *content;            /* the result's content blocks */
-    json_t *structured;         /* its structuredContent, or NULL */
-    size_t size;                /* the result's serialized size, kept current */
-    size_t budget;              /* what SIZE must come down to (the note's room taken off) */
-    size_t total_budget;        /* the budget the caller gave, for the note */
-    bool links;                 /* resource_link blocks are allowed */
-    char *note;                 /* what was left out, one line each */
+    json_t *content;     /* the result's content blocks */
+    json_t *structured;  /* its structuredContent, or NULL */
+    size_t size;         /* the result's serialized size, kept current */
+    size_t budget;       /* what SIZE must come down to (the note's room taken off) */
+    size_t total_budget; /* the budget the caller gave, for the note */
+    bool links;          /* resource_link blocks are allowed */
+    char *note;          /* what was left out, one line each */
     size_t note_len;
-    size_t left_out;            /* things left out */
-    size_t unlisted;            /* of those, not in the note (it was full) */
+    size_t left_out; /* things left out */
+    size_t unlisted; /* of those, not in the note (it was full) */
 } s_fit_t;
 
 static bool
@@ -100,8 +100,7 @@ s_over (const s_fit_t *fit)
     return fit->size > fit->budget;
 }
 
-static void
-s_note (s_fit_t *fit, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void s_note (s_fit_t *fit, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 static void
 s_note (s_fit_t *fit, const char *fmt, ...)
@@ -118,8 +117,8 @@ s_note (s_fit_t *fit, const char *fmt, ...)
     size_t len = strlen (line);
     if (len > 400) {
         len = 397;
-        while (len > 0 && ((unsigned char) line[len] & 0xC0) == 0x80)
-            len--;      /* never inside a UTF-8 character */
+        while (len > 0 && ((unsigned char)line[len] & 0xC0) == 0x80)
+            len--; /* never inside a UTF-8 character */
         memcpy (line + len, "...", 4);
         len += 3;
     }
@@ -139,7 +138,7 @@ s_replace (s_fit_t *fit, json_t *container, const char *key, size_t index, json_
     size_t before = old ? cg_result_size (old) : 0;
     size_t after = value ? cg_result_size (value) : 0;
     if (key && !old && value)
-        after += strlen (key) + 4;      /* a new member brings its key, quotes, colon, comma */
+        after += strlen (key) + 4; /* a new member brings its key, quotes, colon, comma */
     if (key && !value) {
         //  A removed member takes its key, quotes, colon and a comma with it.
         before += strlen (key) + 4;
@@ -158,9 +157,10 @@ s_output_for_block (s_fit_t *fit, size_t index)
 {
     size_t i;
     json_t *item;
-    json_array_foreach (json_object_get (fit->structured, "outputs"), i, item) {
+    json_array_foreach (json_object_get (fit->structured, "outputs"), i, item)
+    {
         json_t *at = json_object_get (item, "content_index");
-        if (json_is_integer (at) && (size_t) json_integer_value (at) == index)
+        if (json_is_integer (at) && (size_t)json_integer_value (at) == index)
             return item;
     }
     return NULL;
@@ -180,16 +180,17 @@ s_where (const char *path, const char *url)
     if (path && url)
         return cg_strdupf ("the file %s, download: %s", path, url);
     if (path)
-        return cg_strdupf ("the file %s (read_artifact or list_artifacts; no download listener)", path);
+        return cg_strdupf ("the file %s (read_artifact or list_artifacts; no download listener)",
+                           path);
     return cg_xstrdup ("not saved as a file: run with a session_id to keep display outputs");
 }
 
 //  Something that could be left out: a content block, a display's data, a string.
 typedef struct {
-    json_t *json;               /* the block, the output, or the string (borrowed) */
-    char *name;                 /* the data's MIME type, or where the string is */
-    size_t index;               /* the block's index in content */
-    size_t size;                /* what it weighs */
+    json_t *json; /* the block, the output, or the string (borrowed) */
+    char *name;   /* the data's MIME type, or where the string is */
+    size_t index; /* the block's index in content */
+    size_t size;  /* what it weighs */
 } s_piece_t;
 
 typedef struct {
@@ -238,10 +239,12 @@ s_fit_blocks (s_fit_t *fit)
     s_pieces_t blocks = {0};
     size_t i;
     json_t *block;
-    json_array_foreach (fit->content, i, block) {
+    json_array_foreach (fit->content, i, block)
+    {
         const char *type = json_string_value (json_object_get (block, "type"));
         json_t *data = json_object_get (block, "data");
-        if (type && (strcmp (type, "image") == 0 || strcmp (type, "audio") == 0) && json_is_string (data))
+        if (type && (strcmp (type, "image") == 0 || strcmp (type, "audio") == 0)
+            && json_is_string (data))
             s_pieces_add (&blocks, block, NULL, i, json_string_length (data));
     }
     s_pieces_sort (&blocks);
@@ -249,7 +252,8 @@ s_fit_blocks (s_fit_t *fit)
         size_t index = blocks.list[k].index;
         block = blocks.list[k].json;
         const char *type = json_string_value (json_object_get (block, "mimeType"));
-        cleanup_free char *mime = cg_xstrdup (type ? type : "application/octet-stream");   /* outlives BLOCK */
+        cleanup_free char *mime =
+            cg_xstrdup (type ? type : "application/octet-stream"); /* outlives BLOCK */
         size_t bytes = s_base64_bytes (json_string_value (json_object_get (block, "data")));
         //  A run's display names its saved file; read_artifact's file is the result's own.
         json_t *item = s_output_for_block (fit, index);
@@ -259,10 +263,12 @@ s_fit_blocks (s_fit_t *fit)
         cleanup_free char *where = s_where (path, url);
         json_t *replacement;
         if (fit->links && url && path)
-            replacement = json_pack ("{s:s, s:s, s:s, s:s, s:I}", "type", "resource_link", "uri", url, "name",
-                                     s_basename (path), "mimeType", mime, "size", (json_int_t) bytes);
+            replacement =
+                json_pack ("{s:s, s:s, s:s, s:s, s:I}", "type", "resource_link", "uri", url, "name",
+                           s_basename (path), "mimeType", mime, "size", (json_int_t)bytes);
         else {
-            cleanup_free char *text = cg_strdupf ("[%s, %zu bytes, left out: %s]", mime, bytes, where);
+            cleanup_free char *text =
+                cg_strdupf ("[%s, %zu bytes, left out: %s]", mime, bytes, where);
             replacement = json_pack ("{s:s, s:s}", "type", "text", "text", text);
         }
         s_replace (fit, fit->content, NULL, index, replacement);
@@ -280,10 +286,12 @@ s_fit_output_data (s_fit_t *fit)
     s_pieces_t data = {0};
     size_t i;
     json_t *item;
-    json_array_foreach (json_object_get (fit->structured, "outputs"), i, item) {
+    json_array_foreach (json_object_get (fit->structured, "outputs"), i, item)
+    {
         const char *mime;
         json_t *value;
-        json_object_foreach (json_object_get (item, "data"), mime, value) {
+        json_object_foreach (json_object_get (item, "data"), mime, value)
+        {
             size_t size = cg_result_size (value);
             if (strcmp (mime, "text/plain") != 0 && size >= S_MIN_CUT)
                 s_pieces_add (&data, item, mime, i, size);
@@ -292,8 +300,9 @@ s_fit_output_data (s_fit_t *fit)
     s_pieces_sort (&data);
     for (size_t k = 0; k < data.count && s_over (fit); k++) {
         s_piece_t *pick = &data.list[k];
-        cleanup_free char *where = s_where (json_string_value (json_object_get (pick->json, "path")),
-                                            json_string_value (json_object_get (pick->json, "download_url")));
+        cleanup_free char *where =
+            s_where (json_string_value (json_object_get (pick->json, "path")),
+                     json_string_value (json_object_get (pick->json, "download_url")));
         s_replace (fit, json_object_get (pick->json, "data"), pick->name, 0, NULL);
         size_t before = cg_result_size (pick->json);
         s_add_omitted (pick->json, pick->name);
@@ -316,12 +325,14 @@ s_collect_strings (s_pieces_t *strings, json_t *value, const char *name)
     json_t *member;
     size_t i;
     if (json_is_object (value))
-        json_object_foreach (value, key, member) {
+        json_object_foreach (value, key, member)
+        {
             cleanup_free char *inner = cg_strdupf ("%s%s%s", name, *name ? "." : "", key);
             s_collect_strings (strings, member, inner);
         }
     else if (json_is_array (value))
-        json_array_foreach (value, i, member) {
+        json_array_foreach (value, i, member)
+        {
             cleanup_free char *inner = cg_strdupf ("%s[%zu]", name, i);
             s_collect_strings (strings, member, inner);
         }
@@ -342,7 +353,8 @@ s_fit_strings (s_fit_t *fit)
         size_t before = cg_result_size (s->json);
         //  Base64 cut in the middle is no use to anyone: it goes whole.
         bool bytes = strstr (s->name, "base64") != NULL;
-        size_t keep = bytes || excess + S_KEEP_MIN + 64 > len ? (bytes ? 0 : S_KEEP_MIN) : len - excess - 64;
+        size_t keep =
+            bytes || excess + S_KEEP_MIN + 64 > len ? (bytes ? 0 : S_KEEP_MIN) : len - excess - 64;
         size_t cut_len = 0;
         cleanup_free char *cut = keep ? cg_output_cut (text, len, keep / 2, keep - keep / 2,
                                                        CG_OUTPUT_NO_CUT, 0, &cut_len)
@@ -350,7 +362,8 @@ s_fit_strings (s_fit_t *fit)
         json_string_setn (s->json, cut, cut_len);
         fit->size = fit->size - before + cg_result_size (s->json);
         s_note (fit, "%s: %zu of %zu bytes kept%s", s->name, cut_len, len,
-                bytes ? " (download_url has the file)" : " (the text's head and tail, with a marker between)");
+                bytes ? " (download_url has the file)"
+                      : " (the text's head and tail, with a marker between)");
     }
     s_pieces_clear (&strings);
 }
@@ -366,7 +379,8 @@ s_drop_last (s_fit_t *fit, json_t *container)
         return;
     }
     const char *key = NULL;
-    for (void *iter = json_object_iter (container); iter; iter = json_object_iter_next (container, iter))
+    for (void *iter = json_object_iter (container); iter;
+         iter = json_object_iter_next (container, iter))
         key = json_object_iter_key (iter);
     cleanup_free char *name = cg_xstrdup (key);
     s_replace (fit, container, name, 0, NULL);
@@ -389,7 +403,8 @@ s_fit_containers (s_fit_t *fit)
         size_t best = 0;
         const char *key;
         json_t *member;
-        json_object_foreach (fit->structured, key, member) {
+        json_object_foreach (fit->structured, key, member)
+        {
             size_t size = s_members (member) > 0 ? cg_result_size (member) : 0;
             if (size > best)
                 best = size, container = member, name = key;
@@ -411,7 +426,8 @@ s_fit_containers (s_fit_t *fit)
 static void
 s_add_note (s_fit_t *fit)
 {
-    cleanup_free char *more = fit->unlisted ? cg_strdupf ("\n- and %zu more", fit->unlisted) : cg_xstrdup ("");
+    cleanup_free char *more =
+        fit->unlisted ? cg_strdupf ("\n- and %zu more", fit->unlisted) : cg_xstrdup ("");
     cleanup_free char *text = cg_strdupf (
         "[This result was cut to stay within the %zu-byte result budget (--max-result-bytes); "
         "%zu thing(s) left out:%s%s]",
@@ -435,7 +451,8 @@ s_fit (json_t *result, size_t budget, size_t total, bool links)
     s_fit_t fit = {.content = content,
                    .structured = json_is_object (structured) ? structured : NULL,
                    .size = size,
-                   .budget = budget > CG_RESULT_NOTE_ROOM ? budget - CG_RESULT_NOTE_ROOM : budget / 2,
+                   .budget =
+                       budget > CG_RESULT_NOTE_ROOM ? budget - CG_RESULT_NOTE_ROOM : budget / 2,
                    .total_budget = total,
                    .links = links};
     s_fit_blocks (&fit);
@@ -468,12 +485,15 @@ cg_result_encode (json_t *message, size_t budget, bool links)
         return text;
     //  The JSON-RPC envelope (id, version) counts against the budget too.
     size_t envelope = len - cg_result_size (result);
-    size_t left_out = s_fit (result, envelope < budget / 2 ? budget - envelope : budget / 2, budget, links);
+    size_t left_out =
+        s_fit (result, envelope < budget / 2 ? budget - envelope : budget / 2, budget, links);
     free (text);
     text = json_dumps (message, S_DUMP_FLAGS);
     if (!text)
         abort ();
-    cg_log (strlen (text) > budget ? 0 : 2, "a %zu-byte result was cut to %zu bytes (--max-result-bytes %zu): %zu thing(s) left out",
-            len, strlen (text), budget, left_out);
+    cg_log (
+        strlen (text) > budget ? 0 : 2,
+        "a %zu-byte result was cut to %zu bytes (--max-result-bytes %zu): %zu thing(s) left out",
+        len, strlen (text), budget, left_out);
     return text;
 }

@@ -17,11 +17,16 @@ static const char *
 s_status (cg_outcome_end_t end)
 {
     switch (end) {
-    case CG_OUTCOME_OK: return "success";
-    case CG_OUTCOME_TIMEOUT: return "timeout";
-    case CG_OUTCOME_RUNTIME_ERROR: return "execution_error";
-    case CG_OUTCOME_CANCELLED: return "execution_error";
-    case CG_OUTCOME_SETUP_FAILURE: return "setup_error";
+        case CG_OUTCOME_OK:
+            return "success";
+        case CG_OUTCOME_TIMEOUT:
+            return "timeout";
+        case CG_OUTCOME_RUNTIME_ERROR:
+            return "execution_error";
+        case CG_OUTCOME_CANCELLED:
+            return "execution_error";
+        case CG_OUTCOME_SETUP_FAILURE:
+            return "setup_error";
     }
     return "setup_error";
 }
@@ -31,11 +36,16 @@ static const char *
 s_error_code (cg_outcome_error_t error)
 {
     switch (error) {
-    case CG_OUTCOME_ERROR_NONE: return NULL;
-    case CG_OUTCOME_ERROR_RUNTIME: return "RUNTIME_ERROR";
-    case CG_OUTCOME_ERROR_TIMEOUT: return "EXECUTION_TIMEOUT";
-    case CG_OUTCOME_ERROR_SANDBOX: return "SANDBOX_SETUP_FAILED";
-    case CG_OUTCOME_ERROR_INVALID_PARAMS: return "INVALID_PARAMS";
+        case CG_OUTCOME_ERROR_NONE:
+            return NULL;
+        case CG_OUTCOME_ERROR_RUNTIME:
+            return "RUNTIME_ERROR";
+        case CG_OUTCOME_ERROR_TIMEOUT:
+            return "EXECUTION_TIMEOUT";
+        case CG_OUTCOME_ERROR_SANDBOX:
+            return "SANDBOX_SETUP_FAILED";
+        case CG_OUTCOME_ERROR_INVALID_PARAMS:
+            return "INVALID_PARAMS";
     }
     return NULL;
 }
@@ -66,7 +76,8 @@ s_add_run (json_t *structured, const cg_outcome_t *outcome)
             json_object_set_new (structured, "returnValue", json_deep_copy (value));
     }
     if (outcome->execution_count > 0)
-        json_object_set_new (structured, "execution_count", json_integer (outcome->execution_count));
+        json_object_set_new (structured, "execution_count",
+                             json_integer (outcome->execution_count));
     json_object_set_new (structured, "executionTimeMs", json_integer (outcome->duration_us / 1000));
 }
 
@@ -80,7 +91,8 @@ s_add_workspace (json_t *structured, const cg_outcome_t *outcome)
     json_object_set (structured, "artifacts_modified", outcome->modified);
     json_object_set (structured, "artifacts_deleted", outcome->deleted);
     if (outcome->memory_known)
-        json_object_set_new (structured, "memoryUsedMB", json_real (round (outcome->memory_peak_mb * 10) / 10));
+        json_object_set_new (structured, "memoryUsedMB",
+                             json_real (round (outcome->memory_peak_mb * 10) / 10));
 }
 
 //  The structuredContent of OUTCOME, with ERROR_CODE in place of its error's code when
@@ -89,17 +101,20 @@ static json_t *
 s_structured (const cg_outcome_t *outcome, const char *error_code)
 {
     const char *code = error_code ? error_code : s_error_code (outcome->error);
-    double seconds = (double) outcome->duration_us / 1e6;
+    double seconds = (double)outcome->duration_us / 1e6;
     json_t *structured = json_pack (
-        "{s:s%, s:s%, s:i, s:s, s:o, s:o, s:f, s:I, s:s, s:o, s:s, s:O, s:b, s:b, s:b, s:b, s:b, s:b}",
-        "stdout", outcome->out.text, outcome->out.len, "stderr", outcome->err.text, outcome->err.len,
-        "exit_code", outcome->exit_code, "status", s_status (outcome->end), "error_code", s_string_or_null (code),
-        "error_message", s_string_or_null (outcome->message), "execution_time", round (seconds * 1e6) / 1e6,
-        "duration_ms", (json_int_t) (outcome->duration_us / 1000), "execution_id", outcome->execution_id,
-        "session_id", s_string_or_null (outcome->session_id), "language", outcome->language, "outputs",
-        outcome->outputs, "success", outcome->end == CG_OUTCOME_OK, "timed_out", outcome->timed_out,
-        "kernel_restarted", outcome->kernel_restarted, "cancelled", outcome->cancelled, "stdout_truncated",
-        outcome->out.truncated, "stderr_truncated", outcome->err.truncated);
+        "{s:s%, s:s%, s:i, s:s, s:o, s:o, s:f, s:I, s:s, s:o, s:s, s:O, s:b, s:b, s:b, s:b, s:b, "
+        "s:b}",
+        "stdout", outcome->out.text, outcome->out.len, "stderr", outcome->err.text,
+        outcome->err.len, "exit_code", outcome->exit_code, "status", s_status (outcome->end),
+        "error_code", s_string_or_null (code), "error_message", s_string_or_null (outcome->message),
+        "execution_time", round (seconds * 1e6) / 1e6, "duration_ms",
+        (json_int_t)(outcome->duration_us / 1000), "execution_id", outcome->execution_id,
+        "session_id", s_string_or_null (outcome->session_id), "language", outcome->language,
+        "outputs", outcome->outputs, "success", outcome->end == CG_OUTCOME_OK, "timed_out",
+        outcome->timed_out, "kernel_restarted", outcome->kernel_restarted, "cancelled",
+        outcome->cancelled, "stdout_truncated", outcome->out.truncated, "stderr_truncated",
+        outcome->err.truncated);
     if (!structured)
         abort ();
     if (outcome->ran)
@@ -117,7 +132,8 @@ cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files, 
     json_t *structured = s_structured (outcome, NULL);
     if (files)
         cg_files_add_urls (files, structured);
-    json_object_set_new (structured, "truncated", json_boolean (outcome->out.truncated || outcome->err.truncated));
+    json_object_set_new (structured, "truncated",
+                         json_boolean (outcome->out.truncated || outcome->err.truncated));
     if (!json_object_get (structured, "artifacts"))
         json_object_set_new (structured, "artifacts", json_array ());
     if (run_id)
@@ -130,12 +146,13 @@ cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files, 
 
 //  The structuredContent of a run that never started: a setup failure with ERROR_CODE.
 static json_t *
-s_never_ran (const char *language, const char *session_id, const char *error_code, const char *message)
+s_never_ran (const char *language, const char *session_id, const char *error_code,
+             const char *message)
 {
     char execution_id[18] = "exec_";
     cg_random_hex (execution_id + 5, 6);
-    cg_outcome_t *outcome = cg_outcome_setup_failure (language ? language : "", execution_id, session_id,
-                                                      CG_OUTCOME_ERROR_NONE, message);
+    cg_outcome_t *outcome = cg_outcome_setup_failure (language ? language : "", execution_id,
+                                                      session_id, CG_OUTCOME_ERROR_NONE, message);
     json_t *structured = s_structured (outcome, error_code);
     cg_outcome_destroy (&outcome);
     return structured;
@@ -148,7 +165,7 @@ cg_run_result_refused (const char *language, const char *session_id, const char 
     char error_code[64];
     size_t i = 0;
     for (; error[i] && i < sizeof error_code - 1; i++)
-        error_code[i] = (char) toupper ((unsigned char) error[i]);
+        error_code[i] = (char)toupper ((unsigned char)error[i]);
     error_code[i] = '\0';
     json_t *structured = s_never_ran (language, session_id, error_code, message);
     json_object_set_new (structured, "error", json_string (error));
@@ -208,7 +225,8 @@ cg_run_result_call (json_t *structured)
     json_t *outputs = json_object_get (structured, "outputs");
     size_t i;
     json_t *item;
-    json_array_foreach (outputs, i, item) {
+    json_array_foreach (outputs, i, item)
+    {
         json_t *data = json_object_get (item, "data");
         const char *png = json_string_value (json_object_get (data, "image/png"));
         const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
@@ -220,10 +238,12 @@ cg_run_result_call (json_t *structured)
             const char *type = json_string_value (json_object_get (item, "type"));
             if (type && strcmp (type, "execute_result") == 0)
                 json_object_del (json_object_get (structured, "return_value"), mime);
-            cg_result_link_output (item, mime, json_array_size (content));  /* the text block comes first */
+            cg_result_link_output (item, mime,
+                                   json_array_size (content)); /* the text block comes first */
         }
         else if (json_object_get (data, "text/plain")
-                 && strcmp (json_string_value (json_object_get (item, "type")), "execute_result") == 0) {
+                 && strcmp (json_string_value (json_object_get (item, "type")), "execute_result")
+                        == 0) {
             s_append (&text, *text ? "\n[result]\n" : "[result]\n");
             s_append (&text, json_string_value (json_object_get (data, "text/plain")));
         }
@@ -237,23 +257,30 @@ cg_run_result_call (json_t *structured)
         const char *url = json_string_value (json_object_get (structured, url_key));
         if (!file && json_is_true (json_object_get (structured, cut_key))
             && json_is_null (json_object_get (structured, "session_id"))) {
-            cleanup_free char *line = cg_strdupf ("%s[%s was cut; run with a session_id to keep the whole text as a file]",
-                                                  *text ? "\n" : "", streams[k]);
+            cleanup_free char *line = cg_strdupf (
+                "%s[%s was cut; run with a session_id to keep the whole text as a file]",
+                *text ? "\n" : "", streams[k]);
             s_append (&text, line);
         }
         if (!file)
             continue;
-        cleanup_free char *line = cg_strdupf ("%s[%s was cut; the whole text is in %s%s%s]", *text ? "\n" : "",
-                                              streams[k], file, url ? " " : "", url ? url : "");
+        cleanup_free char *line =
+            cg_strdupf ("%s[%s was cut; the whole text is in %s%s%s]", *text ? "\n" : "",
+                        streams[k], file, url ? " " : "", url ? url : "");
         s_append (&text, line);
     }
     json_t *artifacts = json_object_get (structured, "artifacts");
-    json_array_foreach (artifacts, i, item) {
+    json_array_foreach (artifacts, i, item)
+    {
         const char *url = json_string_value (json_object_get (item, "download_url"));
         cleanup_free char *line = cg_strdupf (
-            "%s%s (%s, %" JSON_INTEGER_FORMAT " bytes)%s%s", i == 0 ? (*text ? "\n[files created or changed]\n" : "[files created or changed]\n") : "\n",
-            json_string_value (json_object_get (item, "path")), json_string_value (json_object_get (item, "mime_type")),
-            json_integer_value (json_object_get (item, "size_bytes")), url ? " " : "", url ? url : "");
+            "%s%s (%s, %" JSON_INTEGER_FORMAT " bytes)%s%s",
+            i == 0 ? (*text ? "\n[files created or changed]\n" : "[files created or changed]\n")
+                   : "\n",
+            json_string_value (json_object_get (item, "path")),
+            json_string_value (json_object_get (item, "mime_type")),
+            json_integer_value (json_object_get (item, "size_bytes")), url ? " " : "",
+            url ? url : "");
         s_append (&text, line);
     }
     if (status && strcmp (status, "success") != 0 && message) {

@@ -22,7 +22,8 @@
     The result holds OUTCOME's JSON values (outputs, the workspace lists) themselves, not
     copies (only the return value is copied): once the result is changed, they are
     changed in OUTCOME too. Caller owns the result. */
-json_t *cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files, const char *run_id);
+json_t *cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files,
+                                  const char *run_id);
 
 /*  Turns a run's structuredContent STRUCTURED (stolen) into a tools/call result: one
     text block (the output, the result's value, what was cut and where the whole text

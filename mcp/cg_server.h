@@ -14,16 +14,16 @@
 #include <jansson.h>
 
 typedef struct cg_server_t cg_server_t;
-typedef struct cg_tool_t cg_tool_t;     /* a row of the tool table (cg_tools.h) */
+typedef struct cg_tool_t cg_tool_t; /* a row of the tool table (cg_tools.h) */
 
 /*  One request from a client, while it is handled. Everything is borrowed. */
 typedef struct {
     cg_server_t *server;
-    json_t *id;                 /* its JSON-RPC id */
-    cg_channel_t *channel;      /* where its answer goes */
-    cg_client_t *client;        /* the channel's client */
-    json_t *progress_token;     /* tools/call's _meta.progressToken, or NULL */
-    const cg_tool_t *tool;      /* tools/call's tool, or NULL */
+    json_t *id;             /* its JSON-RPC id */
+    cg_channel_t *channel;  /* where its answer goes */
+    cg_client_t *client;    /* the channel's client */
+    json_t *progress_token; /* tools/call's _meta.progressToken, or NULL */
+    const cg_tool_t *tool;  /* tools/call's tool, or NULL */
 } cg_request_t;
 
 /*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. */
@@ -35,17 +35,17 @@ void cg_request_notify (const cg_request_t *req, const char *method, json_t *par
 
 /*  A call whose answer comes later (a run, a session start, a client's response). */
 typedef struct {
-    char key[32];               /* its key: runners' messages name it */
-    json_t *id;                 /* JSON-RPC id */
-    char *tool;                 /* tool name */
-    char *session_id;           /* NULL for a one-shot sandbox */
-    char *run_id;               /* run_python's run id */
-    zactor_t *oneshot;          /* the one-shot runner, owned here */
-    bool cancelled;             /* notifications/cancelled arrived: send no response */
-    cg_channel_t *channel;      /* where its answer goes (a reference) */
-    json_t *progress_token;     /* _meta.progressToken, or NULL */
-    int progress;               /* progress notifications sent */
-    char *client_request;       /* id of our request to the client it waits for, or NULL */
+    char key[32];           /* its key: runners' messages name it */
+    json_t *id;             /* JSON-RPC id */
+    char *tool;             /* tool name */
+    char *session_id;       /* NULL for a one-shot sandbox */
+    char *run_id;           /* run_python's run id */
+    zactor_t *oneshot;      /* the one-shot runner, owned here */
+    bool cancelled;         /* notifications/cancelled arrived: send no response */
+    cg_channel_t *channel;  /* where its answer goes (a reference) */
+    json_t *progress_token; /* _meta.progressToken, or NULL */
+    int progress;           /* progress notifications sent */
+    char *client_request;   /* id of our request to the client it waits for, or NULL */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's
@@ -72,7 +72,7 @@ void cg_server_session_close (cg_server_t *self, cg_registry_session_t *session,
 /*  The server's services. */
 const cg_config_t *cg_server_config (cg_server_t *self);
 cg_registry_t *cg_server_registry (cg_server_t *self);
-cg_http_t *cg_server_http (cg_server_t *self);     /* the listener; NULL when off */
+cg_http_t *cg_server_http (cg_server_t *self); /* the listener; NULL when off */
 
 /*  For the transports: handles MESSAGE (borrowed), which arrived on CHANNEL. */
 void cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message);

@@ -12,7 +12,7 @@
 typedef struct {
     cg_channel_t base;
     int out_fd;
-    bool failed;                /* a write failed: the client is gone */
+    bool failed; /* a write failed: the client is gone */
 } s_channel_t;
 
 struct cg_stdio_t {
@@ -22,16 +22,16 @@ struct cg_stdio_t {
     int in_fd;
     bool input_open;
     size_t message_max;
-    char *buf;                  /* what was read and not yet handled */
+    char *buf; /* what was read and not yet handled */
     size_t len, cap;
-    bool discarding;            /* skipping the rest of an oversized line */
+    bool discarding; /* skipping the rest of an oversized line */
 };
 
 static void
 s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
 {
-    (void) message;
-    s_channel_t *self = (s_channel_t *) base;
+    (void)message;
+    s_channel_t *self = (s_channel_t *)base;
     const char *parts[] = {text, "\n"};
     size_t lens[] = {len, 1};
     for (int i = 0; i < 2 && !self->failed; i++) {
@@ -45,7 +45,7 @@ s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
                 self->failed = true;
                 break;
             }
-            done += (size_t) n;
+            done += (size_t)n;
         }
     }
 }
@@ -65,8 +65,10 @@ cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
     self->server = server;
     self->client = (cg_client_t){.id = "stdio", .log_level = -1};
     self->channel = cg_xcalloc (1, sizeof *self->channel);
-    self->channel->base = (cg_channel_t){.ops = &s_ops, .client = &self->client,
-                                         .budget = cg_server_config (server)->max_result_bytes, .refs = 1};
+    self->channel->base = (cg_channel_t){.ops = &s_ops,
+                                         .client = &self->client,
+                                         .budget = cg_server_config (server)->max_result_bytes,
+                                         .refs = 1};
     self->channel->out_fd = out_fd;
     self->in_fd = in_fd;
     self->input_open = true;
@@ -125,7 +127,9 @@ s_handle_line (cg_stdio_t *self, const char *line, size_t len)
         message = json_loadb (line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         json_t *id = json_object_get (message, "id");
         if (message && (json_is_string (id) || json_is_integer (id)))
-            cg_channel_send (channel, cg_jsonrpc_error (id, CG_JSONRPC_INVALID_PARAMS,
+            cg_channel_send (
+                channel, cg_jsonrpc_error (
+                             id, CG_JSONRPC_INVALID_PARAMS,
                              "invalid params: strings must not contain NUL characters (\\u0000)"));
         if (message) {
             json_decref (message);
@@ -158,10 +162,10 @@ cg_stdio_read (cg_stdio_t *self)
             s_handle_line (self, self->buf, self->len);
         return;
     }
-    self->len += (size_t) n;
+    self->len += (size_t)n;
     size_t start = 0;
     for (char *nl; (nl = memchr (self->buf + start, '\n', self->len - start));) {
-        size_t line_len = (size_t) (nl - (self->buf + start));
+        size_t line_len = (size_t)(nl - (self->buf + start));
         if (!self->discarding)
             s_handle_line (self, self->buf + start, line_len);
         self->discarding = false;
@@ -171,8 +175,10 @@ cg_stdio_read (cg_stdio_t *self)
     self->len -= start;
     if (self->len > self->message_max) {
         if (!self->discarding) {
-            cleanup_free char *message = cg_strdupf ("message larger than %zu bytes", self->message_max);
-            cg_channel_send (&self->channel->base, cg_jsonrpc_error (NULL, CG_JSONRPC_INVALID_REQUEST, message));
+            cleanup_free char *message =
+                cg_strdupf ("message larger than %zu bytes", self->message_max);
+            cg_channel_send (&self->channel->base,
+                             cg_jsonrpc_error (NULL, CG_JSONRPC_INVALID_REQUEST, message));
         }
         self->discarding = true;
         self->len = 0;

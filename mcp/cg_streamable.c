@@ -14,14 +14,14 @@ typedef enum { S_PENDING, S_STREAM, S_DONE } s_state_t;
 typedef struct {
     cg_channel_t base;
     cg_http_exchange_t *exchange;
-    json_t *request_id;         /* the request the answer is for */
+    json_t *request_id; /* the request the answer is for */
     s_state_t state;
 } s_channel_t;
 
 struct cg_streamable_t {
     cg_server_t *server;
     cg_http_t *http;
-    zhashx_t *clients;          /* Mcp-Session-Id -> cg_client_t */
+    zhashx_t *clients; /* Mcp-Session-Id -> cg_client_t */
 };
 
 //  True when MESSAGE is the response (result or error) to the request ID.
@@ -37,7 +37,7 @@ s_answers (json_t *message, json_t *id)
 static void
 s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
 {
-    s_channel_t *self = (s_channel_t *) base;
+    s_channel_t *self = (s_channel_t *)base;
     bool final = s_answers (message, self->request_id);
     const char *headers[] = {"Mcp-Session-Id", base->client->id, NULL};
     if (self->state == S_PENDING && final) {
@@ -63,7 +63,7 @@ s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
 static void
 s_free (cg_channel_t *base)
 {
-    s_channel_t *self = (s_channel_t *) base;
+    s_channel_t *self = (s_channel_t *)base;
     if (self->state == S_PENDING)
         cg_http_stream_open (self->exchange, NULL);
     if (self->state != S_DONE)
@@ -117,7 +117,8 @@ static bool
 s_origin_ok (cg_streamable_t *self, cg_http_exchange_t *ex)
 {
     const char *host = cg_http_exchange_header (ex, "Host");
-    if (cg_http_loopback (self->http) && (!host || !s_loopback_authority (self, host, strlen (host))))
+    if (cg_http_loopback (self->http)
+        && (!host || !s_loopback_authority (self, host, strlen (host))))
         return false;
     const char *origin = cg_http_exchange_header (ex, "Origin");
     if (!origin)
@@ -152,16 +153,19 @@ s_admit (cg_streamable_t *self, cg_http_exchange_t *ex)
 {
     static const char *bearer[] = {"WWW-Authenticate", "Bearer realm=\"cellgate\"", NULL};
     if (!s_origin_ok (self, ex)) {
-        s_refuse (ex, 403, CG_JSONRPC_INVALID_REQUEST, "Forbidden: Host or Origin is not this server", NULL);
+        s_refuse (ex, 403, CG_JSONRPC_INVALID_REQUEST,
+                  "Forbidden: Host or Origin is not this server", NULL);
         return false;
     }
     if (!s_token_ok (self, ex)) {
-        s_refuse (ex, 401, CG_JSONRPC_INVALID_REQUEST, "Unauthorized: send Authorization: Bearer <token>", bearer);
+        s_refuse (ex, 401, CG_JSONRPC_INVALID_REQUEST,
+                  "Unauthorized: send Authorization: Bearer <token>", bearer);
         return false;
     }
     const char *version = cg_http_exchange_header (ex, "MCP-Protocol-Version");
     if (version && !cg_server_version_supported (version)) {
-        s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, "Bad Request: unsupported MCP-Protocol-Version", NULL);
+        s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST,
+                  "Bad Request: unsupported MCP-Protocol-Version", NULL);
         return false;
     }
     return true;
@@ -172,7 +176,8 @@ static void
 s_delete (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid, cg_client_t *client)
 {
     if (!sid)
-        s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required", NULL);
+        s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST,
+                  "Bad Request: Mcp-Session-Id header is required", NULL);
     else if (!client)
         s_refuse (ex, 404, CG_JSONRPC_INVALID_REQUEST, "Session not found", NULL);
     else {
@@ -188,9 +193,11 @@ static cg_client_t *
 s_post_client (cg_streamable_t *self, cg_http_exchange_t *ex, json_t *message, const char *sid)
 {
     const char *method = json_string_value (json_object_get (message, "method"));
-    bool initialize = json_object_get (message, "id") && method && strcmp (method, "initialize") == 0;
+    bool initialize =
+        json_object_get (message, "id") && method && strcmp (method, "initialize") == 0;
     if (initialize && zhashx_size (self->clients) >= MAX_CLIENTS) {
-        s_refuse (ex, 503, CG_JSONRPC_INTERNAL_ERROR, "Service Unavailable: too many MCP sessions; end one with DELETE", NULL);
+        s_refuse (ex, 503, CG_JSONRPC_INTERNAL_ERROR,
+                  "Service Unavailable: too many MCP sessions; end one with DELETE", NULL);
         return NULL;
     }
     if (initialize) {
@@ -205,7 +212,8 @@ s_post_client (cg_streamable_t *self, cg_http_exchange_t *ex, json_t *message, c
     }
     cg_client_t *client = sid ? zhashx_lookup (self->clients, sid) : NULL;
     if (!sid)
-        s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required", NULL);
+        s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST,
+                  "Bad Request: Mcp-Session-Id header is required", NULL);
     else if (!client)
         s_refuse (ex, 404, CG_JSONRPC_INVALID_REQUEST, "Session not found", NULL);
     return client;
@@ -216,8 +224,10 @@ static void
 s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
 {
     const char *accept = cg_http_exchange_header (ex, "Accept");
-    if (accept && !strstr (accept, "*/*") && (!strstr (accept, "application/json") || !strstr (accept, "text/event-stream"))) {
-        s_refuse (ex, 406, CG_JSONRPC_INVALID_REQUEST, "Not Acceptable: accept both application/json and text/event-stream", NULL);
+    if (accept && !strstr (accept, "*/*")
+        && (!strstr (accept, "application/json") || !strstr (accept, "text/event-stream"))) {
+        s_refuse (ex, 406, CG_JSONRPC_INVALID_REQUEST,
+                  "Not Acceptable: accept both application/json and text/event-stream", NULL);
         return;
     }
     size_t len = 0;
@@ -239,10 +249,13 @@ s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
     if (client) {
         client->last_seen_us = cg_now_us ();
         s_channel_t *channel = cg_xcalloc (1, sizeof *channel);
-        channel->base = (cg_channel_t){.ops = &s_ops, .client = client,
-                                       .budget = cg_server_config (self->server)->max_result_bytes, .refs = 1};
+        channel->base = (cg_channel_t){.ops = &s_ops,
+                                       .client = client,
+                                       .budget = cg_server_config (self->server)->max_result_bytes,
+                                       .refs = 1};
         channel->exchange = cg_http_exchange_keep (ex);
-        channel->request_id = kind == CG_JSONRPC_REQUEST ? json_incref (json_object_get (message, "id")) : NULL;
+        channel->request_id =
+            kind == CG_JSONRPC_REQUEST ? json_incref (json_object_get (message, "id")) : NULL;
         cg_server_handle (self->server, &channel->base, message);
         if (kind != CG_JSONRPC_REQUEST && channel->state == S_PENDING) {
             cg_http_respond (ex, 202, NULL, "", 0, NULL);
@@ -271,7 +284,8 @@ s_handle (void *arg, cg_http_exchange_t *ex)
     else
         //  No server-initiated stream: every message to a client answers one of its
         //  requests and goes on that request's response.
-        s_refuse (ex, 405, CG_JSONRPC_INVALID_REQUEST, "Method Not Allowed: POST JSON-RPC messages; DELETE ends the session", allow);
+        s_refuse (ex, 405, CG_JSONRPC_INVALID_REQUEST,
+                  "Method Not Allowed: POST JSON-RPC messages; DELETE ends the session", allow);
 }
 
 cg_streamable_t *
@@ -284,7 +298,7 @@ cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max)
     zhashx_set_destructor (self->clients, s_client_free);
     cg_http_route (http, "/mcp", 0, message_max, s_handle, self);
     const char *listen = cg_server_config (server)->http;
-    cleanup_free char *host = cg_xstrndup (listen, (size_t) (strrchr (listen, ':') - listen));
+    cleanup_free char *host = cg_xstrndup (listen, (size_t)(strrchr (listen, ':') - listen));
     cg_log (2, "serving MCP at http://%s:%d/mcp%s", host, cg_http_port (http),
             cg_server_config (server)->http_token ? " (bearer token required)" : "");
     return self;
@@ -304,7 +318,7 @@ cg_streamable_destroy (cg_streamable_t **self_p)
 void
 cg_streamable_reap (cg_streamable_t *self, int idle_ttl_s)
 {
-    int64_t cutoff = cg_now_us () - (int64_t) idle_ttl_s * 1000000;
+    int64_t cutoff = cg_now_us () - (int64_t)idle_ttl_s * 1000000;
     zlistx_t *stale = zlistx_new ();
     for (cg_client_t *c = zhashx_first (self->clients); c; c = zhashx_next (self->clients))
         if (c->last_seen_us <= cutoff && !cg_server_client_busy (self->server, c))

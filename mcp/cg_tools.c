@@ -12,11 +12,17 @@
 #include <ctype.h>
 #include <string.h>
 
-static const char *s_languages[][2] = {
-    {"python", "python"},         {"py", "python"},         {"python3", "python"},
-    {"javascript", "javascript"}, {"js", "javascript"},     {"node", "javascript"},
-    {"nodejs", "javascript"},     {"bash", "bash"},         {"sh", "bash"},
-    {"shell", "bash"},            {NULL, NULL}};
+static const char *s_languages[][2] = {{"python", "python"},
+                                       {"py", "python"},
+                                       {"python3", "python"},
+                                       {"javascript", "javascript"},
+                                       {"js", "javascript"},
+                                       {"node", "javascript"},
+                                       {"nodejs", "javascript"},
+                                       {"bash", "bash"},
+                                       {"sh", "bash"},
+                                       {"shell", "bash"},
+                                       {NULL, NULL}};
 
 #define S_SUPPORTED "python (aliases py, python3), javascript (js, node, nodejs), bash (sh, shell)"
 
@@ -32,10 +38,11 @@ cg_tools_supported_languages (void)
 //  Schemas are JSON text written with ' for " (a literal ' is ${apos}); ${name} stands
 //  for a limit or a setting, filled in by s_expand, so that each is defined once.
 
-#define S_SESSION_ID "'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]*$', 'maxLength': ${session_id_max}"
+#define S_SESSION_ID \
+    "'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]*$', 'maxLength': ${session_id_max}"
 #define S_LANGUAGE                                                                               \
-    "'language': {'type': 'string', 'description': 'Programming language: ${languages}. Python "  \
-    "and JavaScript run in Jupyter kernels that keep state within a session; bash runs each "   \
+    "'language': {'type': 'string', 'description': 'Programming language: ${languages}. Python " \
+    "and JavaScript run in Jupyter kernels that keep state within a session; bash runs each "    \
     "call as a new process in the same sandbox.'}"
 
 //  The arguments every running tool shares.
@@ -49,64 +56,67 @@ cg_tools_supported_languages (void)
     " 'description': 'Maximum execution time in seconds, ${timeout_min_s} to ${timeout_max_s} "  \
     "(default ${default_timeout_s}). On timeout the kernel is interrupted and partial output "   \
     "returned; the session keeps its state.'},"                                                  \
-    "'timeout_ms': {'type': 'integer', 'minimum': ${timeout_min_ms}, 'maximum': "               \
+    "'timeout_ms': {'type': 'integer', 'minimum': ${timeout_min_ms}, 'maximum': "                \
     "${timeout_max_ms}, 'description': 'Alias of timeout, in milliseconds.'},"                   \
-    "'files': {'type': 'object', 'description': 'Files to write into ${workspace} before the code " \
-    "runs (seed 003): path -> text, or path -> {\\\"content_base64\\\": ...} for binary files. "  \
+    "'files': {'type': 'object', 'description': 'Files to write into ${workspace} before the "   \
+    "code "                                                                                      \
+    "runs (seed 003): path -> text, or path -> {\\\"content_base64\\\": ...} for binary files. " \
     "Small text files the run creates come back in the result${apos}s files.',"                  \
-    " 'additionalProperties': {'anyOf': [{'type': 'string'}, {'type': 'object', 'properties': " \
+    " 'additionalProperties': {'anyOf': [{'type': 'string'}, {'type': 'object', 'properties': "  \
     "{'content_base64': {'type': 'string'}}, 'required': ['content_base64']}]}}"
 
-#define S_ARTIFACT_PROPERTIES                                                                    \
-    "'path': {'type': 'string'}, 'filename': {'type': 'string'}, 'size_bytes': {'type': "        \
+#define S_ARTIFACT_PROPERTIES                                                             \
+    "'path': {'type': 'string'}, 'filename': {'type': 'string'}, 'size_bytes': {'type': " \
     "'integer'}, 'mime_type': {'type': 'string'}, 'download_url': {'type': 'string'}"
-#define S_ARTIFACT                                                                               \
-    "{'type': 'object', 'properties': {" S_ARTIFACT_PROPERTIES "}, 'required': ['path', "         \
+#define S_ARTIFACT                                                                        \
+    "{'type': 'object', 'properties': {" S_ARTIFACT_PROPERTIES "}, 'required': ['path', " \
     "'filename', 'size_bytes', 'mime_type']}"
 
 //  An object result that may instead be an error object {error, message}: nothing is
 //  required, so both validate. PROPERTIES: its own.
-#define S_OBJECT_OR_ERROR(properties)                                                            \
-    "{'type': 'object', 'properties': {" properties "'error': {'type': 'string'}, 'message': "   \
+#define S_OBJECT_OR_ERROR(properties)                                                          \
+    "{'type': 'object', 'properties': {" properties "'error': {'type': 'string'}, 'message': " \
     "{'type': 'string'}, 'session_id': {'type': 'string'}}}"
 
 //  The result of every running tool: the union of seeds 000-004's fields.
-#define S_RUN_RESULT                                                                             \
-    "{'type': 'object', 'properties': {"                                                         \
-    "'stdout': {'type': 'string'}, 'stderr': {'type': 'string'}, 'exit_code': {'type': "         \
-    "'integer'}, 'status': {'type': 'string', 'enum': ['success', 'timeout', "                   \
-    "'execution_error', 'setup_error']}, 'error_code': {'type': ['string', 'null']}, "           \
-    "'error_message': {'type': ['string', 'null']}, 'execution_time': {'type': 'number'}, "      \
-    "'duration_ms': {'type': 'integer'}, 'execution_id': {'type': 'string'}, 'session_id': "     \
-    "{'type': ['string', 'null']}, 'language': {'type': 'string'}, 'outputs': {'type': "         \
-    "'array', 'items': {'type': 'object'}}, 'success': {'type': 'boolean'}, 'timed_out': "       \
-    "{'type': 'boolean'}, 'kernel_restarted': {'type': 'boolean'}, 'cancelled': {'type': "       \
-    "'boolean'}, 'stdout_truncated': {'type': 'boolean'}, 'stderr_truncated': {'type': "         \
-    "'boolean'}, 'execution_count': {'type': 'integer'}, 'return_value': {}, 'truncated': "      \
-    "{'type': 'boolean'}, 'artifacts': {'type': 'array', 'items': " S_ARTIFACT "}, 'run_id': "   \
-    "{'type': 'string'}, 'error': {'type': 'string'}, 'message': {'type': 'string'}, "           \
-    "'stdout_file': {'type': 'string'}, 'stderr_file': {'type': 'string'}, 'stdout_url': "       \
-    "{'type': 'string'}, 'stderr_url': {'type': 'string'}, 'notice': {'type': 'string'}, "       \
-    "'artifacts_created': {'type': 'array', 'items': {'type': 'string'}}, "                      \
-    "'artifacts_modified': {'type': 'array', 'items': {'type': 'string'}}, "                     \
-    "'artifacts_deleted': {'type': 'array', 'items': {'type': 'string'}}, "                      \
-    "'returnValue': {}, 'executionTimeMs': {'type': 'number'}, 'memoryUsedMB': {'type': "        \
-    "'number'}, 'files': {'type': 'object', 'additionalProperties': {'type': 'string'}}}, "      \
-    "'required': ['stdout', 'stderr', 'exit_code', 'status', 'error_code', 'error_message', "    \
+#define S_RUN_RESULT                                                                           \
+    "{'type': 'object', 'properties': {"                                                       \
+    "'stdout': {'type': 'string'}, 'stderr': {'type': 'string'}, 'exit_code': {'type': "       \
+    "'integer'}, 'status': {'type': 'string', 'enum': ['success', 'timeout', "                 \
+    "'execution_error', 'setup_error']}, 'error_code': {'type': ['string', 'null']}, "         \
+    "'error_message': {'type': ['string', 'null']}, 'execution_time': {'type': 'number'}, "    \
+    "'duration_ms': {'type': 'integer'}, 'execution_id': {'type': 'string'}, 'session_id': "   \
+    "{'type': ['string', 'null']}, 'language': {'type': 'string'}, 'outputs': {'type': "       \
+    "'array', 'items': {'type': 'object'}}, 'success': {'type': 'boolean'}, 'timed_out': "     \
+    "{'type': 'boolean'}, 'kernel_restarted': {'type': 'boolean'}, 'cancelled': {'type': "     \
+    "'boolean'}, 'stdout_truncated': {'type': 'boolean'}, 'stderr_truncated': {'type': "       \
+    "'boolean'}, 'execution_count': {'type': 'integer'}, 'return_value': {}, 'truncated': "    \
+    "{'type': 'boolean'}, 'artifacts': {'type': 'array', 'items': " S_ARTIFACT "}, 'run_id': " \
+    "{'type': 'string'}, 'error': {'type': 'string'}, 'message': {'type': 'string'}, "         \
+    "'stdout_file': {'type': 'string'}, 'stderr_file': {'type': 'string'}, 'stdout_url': "     \
+    "{'type': 'string'}, 'stderr_url': {'type': 'string'}, 'notice': {'type': 'string'}, "     \
+    "'artifacts_created': {'type': 'array', 'items': {'type': 'string'}}, "                    \
+    "'artifacts_modified': {'type': 'array', 'items': {'type': 'string'}}, "                   \
+    "'artifacts_deleted': {'type': 'array', 'items': {'type': 'string'}}, "                    \
+    "'returnValue': {}, 'executionTimeMs': {'type': 'number'}, 'memoryUsedMB': {'type': "      \
+    "'number'}, 'files': {'type': 'object', 'additionalProperties': {'type': 'string'}}}, "    \
+    "'required': ['stdout', 'stderr', 'exit_code', 'status', 'error_code', 'error_message', "  \
     "'execution_time', 'duration_ms']}"
 
 static const cg_tool_t s_tools[] = {
     {.name = "execute_code",
      .title = "Execute code in a sandbox",
-     .description = "Run Python, JavaScript or bash in an isolated, network-less sandbox (a "
-                    "locked-down container running Jupyter kernels). Returns stdout, stderr, exit "
-                    "code, status and rich outputs; matplotlib charts come back as images. Pass "
-                    "session_id to keep variables, imports and files in " CG_WORKSPACE_MOUNT " between calls.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['language', "
-                     "'code'], 'properties': {" S_LANGUAGE ", " S_RUN_ARGUMENTS ", 'session_id': {"
-                     S_SESSION_ID ", 'description': 'Keep state between calls: the same id reuses "
-                     "the same sandbox and kernel (created on first use). Without it the code runs "
-                     "in a fresh sandbox that is destroyed afterwards.'}}}",
+     .description =
+         "Run Python, JavaScript or bash in an isolated, network-less sandbox (a "
+         "locked-down container running Jupyter kernels). Returns stdout, stderr, exit "
+         "code, status and rich outputs; matplotlib charts come back as images. Pass "
+         "session_id to keep variables, imports and files in " CG_WORKSPACE_MOUNT " between calls.",
+     .input_schema =
+         "{'type': 'object', 'additionalProperties': false, 'required': ['language', "
+         "'code'], 'properties': {" S_LANGUAGE ", " S_RUN_ARGUMENTS ", 'session_id': {" S_SESSION_ID
+         ", 'description': 'Keep state between calls: the same id reuses "
+         "the same sandbox and kernel (created on first use). Without it the code runs "
+         "in a fresh sandbox that is destroyed afterwards.'}}}",
      .output_schema = S_RUN_RESULT,
      .handler = cg_tools_run,
      .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_NOT_SEED001},
@@ -115,26 +125,29 @@ static const cg_tool_t s_tools[] = {
      .description = "Allows an LLM or AI agent to securely execute a given code snippet in a "
                     "specified language (python, javascript, bash) within an isolated sandbox. "
                     "Returns the standard output, standard error, and exit code.",
-     .input_schema = "{'type': 'object', 'required': ['language', 'code'], 'properties': {"
-                     "'language': {'type': 'string', 'description': 'Programming language (e.g., "
-                     "python, javascript, bash).'}, 'code': {'type': 'string', 'description': 'The "
-                     "code snippet to execute.'}, 'stdin_data': {'type': 'string', 'description': "
-                     "'Data to pass to the script${apos}s standard input.'}, 'timeout_ms': {'type': "
-                     "'integer', 'default': ${seed001_timeout_ms}, 'description': 'Max execution "
-                     "time in milliseconds. Default: ${seed001_timeout_ms}.'}}}",
-     .output_schema = "{'type': 'object', 'properties': {'stdout': {'type': 'string'}, 'stderr': "
-                      "{'type': 'string'}, 'exit_code': {'type': 'integer'}, 'status': {'type': "
-                      "'string', 'enum': ['completed', 'timeout', 'error_runtime', 'error_setup']}, "
-                      "'duration_ms': {'type': 'integer'}}, 'required': ['stdout', 'stderr', "
-                      "'exit_code', 'status', 'duration_ms']}",
+     .input_schema =
+         "{'type': 'object', 'required': ['language', 'code'], 'properties': {"
+         "'language': {'type': 'string', 'description': 'Programming language (e.g., "
+         "python, javascript, bash).'}, 'code': {'type': 'string', 'description': 'The "
+         "code snippet to execute.'}, 'stdin_data': {'type': 'string', 'description': "
+         "'Data to pass to the script${apos}s standard input.'}, 'timeout_ms': {'type': "
+         "'integer', 'default': ${seed001_timeout_ms}, 'description': 'Max execution "
+         "time in milliseconds. Default: ${seed001_timeout_ms}.'}}}",
+     .output_schema =
+         "{'type': 'object', 'properties': {'stdout': {'type': 'string'}, 'stderr': "
+         "{'type': 'string'}, 'exit_code': {'type': 'integer'}, 'status': {'type': "
+         "'string', 'enum': ['completed', 'timeout', 'error_runtime', 'error_setup']}, "
+         "'duration_ms': {'type': 'integer'}}, 'required': ['stdout', 'stderr', "
+         "'exit_code', 'status', 'duration_ms']}",
      .handler = cg_tools_run,
      .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_SEED001},
     {.name = "run_python",
      .title = "Run Python in a session",
-     .description = "Run Python in a persistent sandboxed session (variables and files in "
-                    CG_WORKSPACE_MOUNT " persist between calls). Returns stdout, stderr, exit_code, the "
-                    "run_id and the files the run created or changed (artifacts, with download "
-                    "URLs); charts come back as images.",
+     .description =
+         "Run Python in a persistent sandboxed session (variables and files in " CG_WORKSPACE_MOUNT
+         " persist between calls). Returns stdout, stderr, exit_code, the "
+         "run_id and the files the run created or changed (artifacts, with download "
+         "URLs); charts come back as images.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['code'], "
                      "'properties': {" S_RUN_ARGUMENTS ", 'session_id': {" S_SESSION_ID ", "
                      "'description': 'Session to run in; created on first use. Omitted: a new "
@@ -181,8 +194,9 @@ static const cg_tool_t s_tools[] = {
      .flags = CG_TOOL_DESTRUCTIVE},
     {.name = "upload_file",
      .title = "Upload a file into a session",
-     .description = "Upload a data file (base64) into the session's " CG_WORKSPACE_MOUNT " so code can read "
-                    "it. Returns the session_id and the path.",
+     .description =
+         "Upload a data file (base64) into the session's " CG_WORKSPACE_MOUNT " so code can read "
+         "it. Returns the session_id and the path.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['filename', "
                      "'content_base64'], 'properties': {'session_id': {" S_SESSION_ID ", "
                      "'description': 'Session to upload into; created on first use. Omitted: a "
@@ -197,20 +211,23 @@ static const cg_tool_t s_tools[] = {
      .handler = cg_tools_upload_file},
     {.name = "read_artifact",
      .title = "Read a file from a session",
-     .description = "Read a file from the session's " CG_WORKSPACE_MOUNT " as base64; images also come back "
-                    "as image content to look at.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['session_id', "
-                     "'path'], 'properties': {'session_id': {" S_SESSION_ID ", 'description': 'An "
-                     "existing session.'}, 'path': {'type': 'string', 'description': 'Absolute "
-                     "path within ${workspace} (or relative to it), e.g. ${workspace}/chart.png.'}}}",
+     .description =
+         "Read a file from the session's " CG_WORKSPACE_MOUNT " as base64; images also come back "
+         "as image content to look at.",
+     .input_schema =
+         "{'type': 'object', 'additionalProperties': false, 'required': ['session_id', "
+         "'path'], 'properties': {'session_id': {" S_SESSION_ID ", 'description': 'An "
+         "existing session.'}, 'path': {'type': 'string', 'description': 'Absolute "
+         "path within ${workspace} (or relative to it), e.g. ${workspace}/chart.png.'}}}",
      .output_schema = S_OBJECT_OR_ERROR (S_ARTIFACT_PROPERTIES ", 'content_base64': {'type': "
-                                         "'string'}, "),
+                                                               "'string'}, "),
      .handler = cg_tools_read_artifact,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "list_artifacts",
      .title = "List a session's files",
-     .description = "List every file in the session's " CG_WORKSPACE_MOUNT " with size, MIME type and "
-                    "download URL.",
+     .description =
+         "List every file in the session's " CG_WORKSPACE_MOUNT " with size, MIME type and "
+         "download URL.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': "
                      "['session_id'], 'properties': {'session_id': {" S_SESSION_ID ", "
                      "'description': 'An existing session.'}}}",
@@ -220,8 +237,9 @@ static const cg_tool_t s_tools[] = {
      .flags = CG_TOOL_READ_ONLY},
     {.name = "list_sessions",
      .title = "List sessions",
-     .description = "List the active sessions with language, name, age, activity, executions, "
-                    "memory and the workspace's (" CG_WORKSPACE_MOUNT ") space and files, used and limit.",
+     .description =
+         "List the active sessions with language, name, age, activity, executions, "
+         "memory and the workspace's (" CG_WORKSPACE_MOUNT ") space and files, used and limit.",
      .input_schema = "{'type': 'object', 'additionalProperties': false, 'properties': {}}",
      .output_schema = S_OBJECT_OR_ERROR (
          "'sessions': {'type': 'array', 'items': {'type': 'object', 'properties': {"
@@ -241,28 +259,27 @@ s_expand (const char *template, const cg_config_t *config)
     cleanup_free char *timeout_s = cg_strdupf ("%d", config ? config->default_timeout_s : 0);
     cleanup_free char *code_max = cg_strdupf ("%zu", config ? config->max_code_bytes : 0);
     cleanup_free char *upload_max = cg_strdupf ("%zu", config ? config->max_upload_bytes : 0);
-    const char *values[][2] = {
-        {"apos", "'"},
-        {"languages", S_SUPPORTED},
-        {"session_id_max", CG_STR (CG_SESSION_ID_MAX)},
-        {"name_max", CG_STR (CG_SESSION_NAME_MAX)},
-        {"timeout_min_s", CG_STR (CG_TIMEOUT_MIN_S)},
-        {"timeout_max_s", CG_STR (CG_TIMEOUT_MAX_S)},
-        {"timeout_min_ms", CG_MS_STR (CG_TIMEOUT_MIN_S)},
-        {"timeout_max_ms", CG_MS_STR (CG_TIMEOUT_MAX_S)},
-        {"workspace", CG_WORKSPACE_MOUNT},
-        {"seed001_timeout_ms", CG_STR (CG_SEED001_TIMEOUT_MS)},
-        {"default_timeout_s", timeout_s},
-        {"max_code_bytes", code_max},
-        {"max_upload_bytes", upload_max},
-        {NULL, NULL}};
+    const char *values[][2] = {{"apos", "'"},
+                               {"languages", S_SUPPORTED},
+                               {"session_id_max", CG_STR (CG_SESSION_ID_MAX)},
+                               {"name_max", CG_STR (CG_SESSION_NAME_MAX)},
+                               {"timeout_min_s", CG_STR (CG_TIMEOUT_MIN_S)},
+                               {"timeout_max_s", CG_STR (CG_TIMEOUT_MAX_S)},
+                               {"timeout_min_ms", CG_MS_STR (CG_TIMEOUT_MIN_S)},
+                               {"timeout_max_ms", CG_MS_STR (CG_TIMEOUT_MAX_S)},
+                               {"workspace", CG_WORKSPACE_MOUNT},
+                               {"seed001_timeout_ms", CG_STR (CG_SEED001_TIMEOUT_MS)},
+                               {"default_timeout_s", timeout_s},
+                               {"max_code_bytes", code_max},
+                               {"max_upload_bytes", upload_max},
+                               {NULL, NULL}};
     size_t len = strlen (template), cap = len * 2 + 256, n = 0;
     char *out = cg_xmalloc (cap);
     for (size_t i = 0; i < len;) {
         const char *end = strncmp (template + i, "${", 2) == 0 ? strchr (template + i, '}') : NULL;
         const char *value = NULL;
         for (int k = 0; end && values[k][0] && !value; k++)
-            if (strlen (values[k][0]) == (size_t) (end - template - i - 2)
+            if (strlen (values[k][0]) == (size_t)(end - template - i - 2)
                 && strncmp (template + i + 2, values[k][0], strlen (values[k][0])) == 0)
                 value = values[k][1];
         if (!value) {
@@ -275,7 +292,7 @@ s_expand (const char *template, const cg_config_t *config)
                 out = cg_xrealloc (out, cap = (n + vlen + len) * 2);
             memcpy (out + n, value, vlen);
             n += vlen;
-            i = (size_t) (end - template) + 1;
+            i = (size_t)(end - template) + 1;
         }
         if (n + 1 >= cap)
             out = cg_xrealloc (out, cap *= 2);
@@ -327,15 +344,18 @@ cg_tools_list (const cg_config_t *config)
     json_t *tools = json_array ();
     for (size_t i = 0; i < S_TOOL_COUNT; i++) {
         const cg_tool_t *tool = &s_tools[i];
-        if ((tool->flags & CG_TOOL_SEED001 && !seed001) || (tool->flags & CG_TOOL_NOT_SEED001 && seed001))
+        if ((tool->flags & CG_TOOL_SEED001 && !seed001)
+            || (tool->flags & CG_TOOL_NOT_SEED001 && seed001))
             continue;
         bool read_only = tool->flags & CG_TOOL_READ_ONLY;
-        json_array_append_new (tools, json_pack (
-            "{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", tool->name, "title", tool->title,
-            "description", tool->description, "inputSchema", s_schema (tool->input_schema, config),
-            "outputSchema", s_schema (tool->output_schema, config), "annotations", "readOnlyHint", read_only,
-            "destructiveHint", (tool->flags & CG_TOOL_DESTRUCTIVE) != 0, "idempotentHint", read_only,
-            "openWorldHint", 0));
+        json_array_append_new (
+            tools,
+            json_pack ("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", tool->name,
+                       "title", tool->title, "description", tool->description, "inputSchema",
+                       s_schema (tool->input_schema, config), "outputSchema",
+                       s_schema (tool->output_schema, config), "annotations", "readOnlyHint",
+                       read_only, "destructiveHint", (tool->flags & CG_TOOL_DESTRUCTIVE) != 0,
+                       "idempotentHint", read_only, "openWorldHint", 0));
     }
     if (strcmp (config->tool_profile, "conformance") == 0) {
         json_t *fixtures = cg_conformance_tools ();
@@ -353,21 +373,24 @@ cg_tools_check_arguments (const cg_tool_t *tool, json_t *arguments)
     const char *key;
     json_t *value;
     json_t *refusal = NULL;
-    json_object_foreach (arguments, key, value) {
+    json_object_foreach (arguments, key, value)
+    {
         if (json_object_get (properties, key))
             continue;
         const char *name;
         json_t *property;
         cleanup_free char *names = NULL;
-        json_object_foreach (properties, name, property) {
+        json_object_foreach (properties, name, property)
+        {
             char *more = names ? cg_strdupf ("%s, %s", names, name) : cg_xstrdup (name);
             free (names);
             names = more;
         }
-        cleanup_free char *message = cg_strdupf ("unknown argument '%.64s'; %s takes %s", key, tool->name,
-                                                 names ? names : "no arguments");
-        refusal = tool->flags & CG_TOOL_RUNS ? cg_tools_refusal (tool->name, NULL, NULL, "invalid_params", message)
-                                             : cg_tools_error_object ("invalid_params", message, NULL);
+        cleanup_free char *message = cg_strdupf ("unknown argument '%.64s'; %s takes %s", key,
+                                                 tool->name, names ? names : "no arguments");
+        refusal = tool->flags & CG_TOOL_RUNS
+                      ? cg_tools_refusal (tool->name, NULL, NULL, "invalid_params", message)
+                      : cg_tools_error_object ("invalid_params", message, NULL);
         break;
     }
     json_decref (schema);
@@ -396,8 +419,11 @@ cg_tools_call (const cg_request_t *req, json_t *params)
     }
     json_t *refusal = NULL;
     if (arguments && !json_is_object (arguments))
-        refusal = tool->flags & CG_TOOL_RUNS ? cg_tools_refusal (name, NULL, NULL, "invalid_params", "arguments must be an object")
-                                             : cg_tools_error_object ("invalid_params", "arguments must be an object", NULL);
+        refusal =
+            tool->flags & CG_TOOL_RUNS
+                ? cg_tools_refusal (name, NULL, NULL, "invalid_params",
+                                    "arguments must be an object")
+                : cg_tools_error_object ("invalid_params", "arguments must be an object", NULL);
     else
         refusal = cg_tools_check_arguments (tool, arguments);
     if (refusal) {
@@ -424,7 +450,6 @@ cg_tools_refusal (const char *tool, const char *language, const char *session_id
     return result;
 }
 
-
 const char *
 cg_tools_canonical_language (const char *name)
 {
@@ -433,7 +458,7 @@ cg_tools_canonical_language (const char *name)
     if (len >= sizeof lower)
         return NULL;
     for (size_t i = 0; i <= len; i++)
-        lower[i] = (char) tolower ((unsigned char) name[i]);
+        lower[i] = (char)tolower ((unsigned char)name[i]);
     for (int i = 0; s_languages[i][0]; i++)
         if (strcmp (lower, s_languages[i][0]) == 0)
             return s_languages[i][1];
@@ -444,10 +469,10 @@ bool
 cg_tools_valid_session_id (const char *id)
 {
     size_t len = strlen (id);
-    if (len == 0 || len > CG_SESSION_ID_MAX || !isalnum ((unsigned char) id[0]))
+    if (len == 0 || len > CG_SESSION_ID_MAX || !isalnum ((unsigned char)id[0]))
         return false;
     for (size_t i = 0; i < len; i++)
-        if (!isalnum ((unsigned char) id[i]) && !strchr ("_.-", id[i]))
+        if (!isalnum ((unsigned char)id[i]) && !strchr ("_.-", id[i]))
             return false;
     return true;
 }
@@ -465,18 +490,18 @@ cg_tools_object_result (json_t *structured, const char *text, bool is_error)
 json_t *
 cg_tools_error_object (const char *error, const char *message, const char *session_id)
 {
-    json_t *structured = json_pack ("{s:b, s:s, s:s}", "success", 0, "error", error, "message", message);
+    json_t *structured =
+        json_pack ("{s:b, s:s, s:s}", "success", 0, "error", error, "message", message);
     if (session_id)
         json_object_set_new (structured, "session_id", json_string (session_id));
     return cg_tools_object_result (structured, message, true);
 }
 
-
 json_t *
 cg_tools_max_sessions (const cg_request_t *req, const char *language, const char *session_id)
 {
-    cleanup_free char *message = cg_strdupf (
-        "Maximum %d concurrent sessions reached. Close an existing session first.",
-        cg_server_config (req->server)->max_sessions);
+    cleanup_free char *message =
+        cg_strdupf ("Maximum %d concurrent sessions reached. Close an existing session first.",
+                    cg_server_config (req->server)->max_sessions);
     return cg_tools_refusal (req->tool->name, language, session_id, "max_sessions", message);
 }

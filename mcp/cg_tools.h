@@ -40,7 +40,7 @@ struct cg_tool_t {
     const char *name;
     const char *title;
     const char *description;
-    const char *input_schema;   /* JSON text with ' for ", and ${name} values (cg_tools.c) */
+    const char *input_schema; /* JSON text with ' for ", and ${name} values (cg_tools.c) */
     const char *output_schema;
     cg_tool_fn *handler;
     unsigned flags;
@@ -67,17 +67,21 @@ json_t *cg_tools_refusal (const char *tool, const char *language, const char *se
                           const char *error, const char *message);
 
 /*  The refusal (cg_tools_refusal) of REQ's tool when --max-sessions sandboxes exist. */
-json_t *cg_tools_max_sessions (const cg_request_t *req, const char *language, const char *session_id);
+json_t *cg_tools_max_sessions (const cg_request_t *req, const char *language,
+                               const char *session_id);
 
 /*  What a call into a session that is running another gets. */
-#define CG_TOOLS_BUSY_MESSAGE "A run is already in progress for this session. Wait for it to complete."
+#define CG_TOOLS_BUSY_MESSAGE \
+    "A run is already in progress for this session. Wait for it to complete."
 
 /*  A runner's message MSG (the frames after the key) for CALL (NULL: unknown, ignored),
     whose session is SESSION (NULL for a one-shot sandbox or a session gone):
     PROGRESS <stream> <text>, RESULT <result pointer>, STARTED <why or "">. */
 void cg_tools_progress (cg_call_t *call, zmsg_t *msg);
-void cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg);
-void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg);
+void cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+                      zmsg_t *msg);
+void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+                       zmsg_t *msg);
 
 /*  The handlers, by family. */
 cg_tool_fn cg_tools_run, cg_tools_start_session, cg_tools_list_sessions, cg_tools_close_session,
@@ -107,8 +111,10 @@ const char *cg_tools_canonical_language (const char *name);
 const char *cg_tools_supported_languages (void);
 
 /*  What a well-formed session id is, for error messages. */
-#define CG_SESSION_ID_RULE \
-    "'session_id' must be 1 to " CG_STR (CG_SESSION_ID_MAX) " characters: letters, digits, '_', '.', '-', starting with a letter or digit"
+#define CG_SESSION_ID_RULE                                                                        \
+    "'session_id' must be 1 to " CG_STR (                                                         \
+        CG_SESSION_ID_MAX) " characters: letters, digits, '_', '.', '-', starting with a letter " \
+                           "or digit"
 
 /*  Returns true when ID is a well-formed session id. */
 bool cg_tools_valid_session_id (const char *id);

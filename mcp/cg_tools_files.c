@@ -6,13 +6,17 @@
 
 #include <string.h>
 
-static const char *s_no_workspace = "the session's workspace could not be created; see the server log";
+static const char *s_no_workspace =
+    "the session's workspace could not be created; see the server log";
 
 static cg_files_t
 s_files (const cg_request_t *req, cg_registry_session_t *session)
 {
-    return (cg_files_t){.config = cg_server_config (req->server), .ws = session->ws, .session_id = session->id,
-                        .token = session->token, .http = cg_server_http (req->server)};
+    return (cg_files_t){.config = cg_server_config (req->server),
+                        .ws = session->ws,
+                        .session_id = session->id,
+                        .token = session->token,
+                        .http = cg_server_http (req->server)};
 }
 
 //  Finds the existing session that a file tool's ARGUMENTS name. Returns it, or NULL
@@ -23,13 +27,16 @@ s_file_session (const cg_request_t *req, json_t *arguments, json_t **refusal)
     json_t *session_id = json_object_get (arguments, "session_id");
     cg_registry_session_t *session = NULL;
     if (!json_is_string (session_id))
-        *refusal = cg_tools_error_object ("invalid_params", "'session_id' is a required string", NULL);
+        *refusal =
+            cg_tools_error_object ("invalid_params", "'session_id' is a required string", NULL);
     else if (!cg_tools_valid_session_id (json_string_value (session_id)))
         *refusal = cg_tools_error_object ("invalid_params", CG_SESSION_ID_RULE, NULL);
     else if (!(session = cg_registry_find (cg_server_registry (req->server), req->client->id,
                                            json_string_value (session_id)))) {
-        cleanup_free char *message = cg_strdupf ("No active session with id %s", json_string_value (session_id));
-        *refusal = cg_tools_error_object ("session_not_found", message, json_string_value (session_id));
+        cleanup_free char *message =
+            cg_strdupf ("No active session with id %s", json_string_value (session_id));
+        *refusal =
+            cg_tools_error_object ("session_not_found", message, json_string_value (session_id));
     }
     else if (!session->ws) {
         *refusal = cg_tools_error_object ("sandbox_setup_failed", s_no_workspace, session->id);
@@ -71,20 +78,23 @@ cg_tools_upload_file (const cg_request_t *req, json_t *arguments)
     json_t *result = NULL;
     json_t *session_id = json_object_get (arguments, "session_id");
     if (session_id && !json_is_null (session_id)
-        && (!json_is_string (session_id) || !cg_tools_valid_session_id (json_string_value (session_id))))
+        && (!json_is_string (session_id)
+            || !cg_tools_valid_session_id (json_string_value (session_id))))
         result = cg_tools_error_object ("invalid_params", CG_SESSION_ID_RULE, NULL);
     char generated[18] = "sess_";
-    cg_random_hex (generated + 5, 6);   /* seed 004: created and returned when omitted */
+    cg_random_hex (generated + 5, 6); /* seed 004: created and returned when omitted */
     const char *name = json_is_string (session_id) ? json_string_value (session_id) : generated;
     cleanup_free char *rel = NULL;
     if (!result)
         result = cg_files_upload_check (cg_server_config (req->server), arguments, name, &rel);
-    cg_registry_session_t *session = result ? NULL : cg_registry_find (registry, req->client->id, name);
+    cg_registry_session_t *session =
+        result ? NULL : cg_registry_find (registry, req->client->id, name);
     if (result)
         ;
     else if (session && session->busy)
         result = cg_tools_error_object ("session_busy", CG_TOOLS_BUSY_MESSAGE, name);
-    else if (!session && !(session = cg_registry_create (registry, req->client->id, name, "python", NULL)))
+    else if (!session
+             && !(session = cg_registry_create (registry, req->client->id, name, "python", NULL)))
         result = cg_tools_max_sessions (req, NULL, name);
     else if (!session->ws)
         result = cg_tools_error_object ("sandbox_setup_failed", s_no_workspace, name);

@@ -35,14 +35,16 @@ s_files_arg (const cg_config_t *config, json_t *files, char **why)
         return NULL;
     }
     if (json_object_size (files) > S_FILES_MAX) {
-        *why = cg_strdupf ("'files' holds %zu files; at most %d", json_object_size (files), S_FILES_MAX);
+        *why = cg_strdupf ("'files' holds %zu files; at most %d", json_object_size (files),
+                           S_FILES_MAX);
         return NULL;
     }
     json_t *list = json_array ();
     size_t total = 0;
     const char *key;
     json_t *value;
-    json_object_foreach (files, key, value) {
+    json_object_foreach (files, key, value)
+    {
         cg_error_t *err = NULL;
         cleanup_free char *rel = cg_workspace_sanitize_filename (key, &err);
         if (!rel) {
@@ -56,27 +58,30 @@ s_files_arg (const cg_config_t *config, json_t *files, char **why)
             len = json_string_length (value);
             size_t cap = sodium_base64_encoded_len (len, sodium_base64_VARIANT_ORIGINAL);
             cleanup_free char *encoded = cg_xmalloc (cap);
-            sodium_bin2base64 (encoded, cap, (const unsigned char *) json_string_value (value), len,
+            sodium_bin2base64 (encoded, cap, (const unsigned char *)json_string_value (value), len,
                                sodium_base64_VARIANT_ORIGINAL);
             json_array_append_new (list, json_pack ("{s:s, s:s}", "path", rel, "base64", encoded));
         }
         else if (json_is_object (value) && json_object_size (value) == 1 && json_is_string (b64)) {
             size_t cap = json_string_length (b64) / 4 * 3 + 3;
             cleanup_free unsigned char *bytes = cg_xmalloc (cap);
-            if (sodium_base642bin (bytes, cap, json_string_value (b64), json_string_length (b64), " \r\n", &len,
-                                   NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+            if (sodium_base642bin (bytes, cap, json_string_value (b64), json_string_length (b64),
+                                   " \r\n", &len, NULL, sodium_base64_VARIANT_ORIGINAL)
+                != 0) {
                 *why = cg_strdupf ("files: %s: content_base64 is not valid base64", rel);
                 break;
             }
             json_array_append_new (list, json_pack ("{s:s, s:O}", "path", rel, "base64", b64));
         }
         else {
-            *why = cg_strdupf ("files: %s: give the text as a string, or {\"content_base64\": ...}", rel);
+            *why = cg_strdupf ("files: %s: give the text as a string, or {\"content_base64\": ...}",
+                               rel);
             break;
         }
         total += len;
         if (total > config->max_upload_bytes) {
-            *why = cg_strdupf ("files: more than %zu bytes in all (the upload limit)", config->max_upload_bytes);
+            *why = cg_strdupf ("files: more than %zu bytes in all (the upload limit)",
+                               config->max_upload_bytes);
             break;
         }
     }
@@ -103,14 +108,18 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     json_t *language = execute ? json_object_get (arguments, "language") : NULL;
     json_t *code = json_object_get (arguments, "code");
     if ((execute && !json_is_string (language)) || !json_is_string (code)) {
-        *error_result = s_invalid ("INVALID_PARAMS", execute ? "'language' and 'code' are required strings" : "'code' is a required string", NULL);
+        *error_result = s_invalid ("INVALID_PARAMS",
+                                   execute ? "'language' and 'code' are required strings"
+                                           : "'code' is a required string",
+                                   NULL);
         return NULL;
     }
-    const char *canonical = execute ? cg_tools_canonical_language (json_string_value (language)) : "python";
+    const char *canonical =
+        execute ? cg_tools_canonical_language (json_string_value (language)) : "python";
     if (!canonical) {
-        cleanup_free char *message = cg_strdupf (
-            "language '%.64s' is not supported; supported: %s", json_string_value (language),
-            cg_tools_supported_languages ());
+        cleanup_free char *message =
+            cg_strdupf ("language '%.64s' is not supported; supported: %s",
+                        json_string_value (language), cg_tools_supported_languages ());
         *error_result = s_invalid ("UNSUPPORTED_LANGUAGE", message, json_string_value (language));
         return NULL;
     }
@@ -122,9 +131,11 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     }
     json_t *stdin_value = json_object_get (arguments, "stdin");
     json_t *stdin_alias = json_object_get (arguments, "stdin_data");
-    if ((stdin_value && !json_is_string (stdin_value)) || (stdin_alias && !json_is_string (stdin_alias))
+    if ((stdin_value && !json_is_string (stdin_value))
+        || (stdin_alias && !json_is_string (stdin_alias))
         || (stdin_value && stdin_alias && !json_equal (stdin_value, stdin_alias))) {
-        *error_result = s_invalid ("INVALID_PARAMS", "'stdin' (alias 'stdin_data') must be one string", canonical);
+        *error_result = s_invalid ("INVALID_PARAMS",
+                                   "'stdin' (alias 'stdin_data') must be one string", canonical);
         return NULL;
     }
     if (!stdin_value)
@@ -137,34 +148,43 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     json_t *timeout_ms = json_object_get (arguments, "timeout_ms");
     double seconds = seed001 ? CG_SEED001_TIMEOUT_MS / 1000.0 : config->default_timeout_s;
     if (timeout && timeout_ms) {
-        *error_result = s_invalid ("INVALID_PARAMS", "give either 'timeout' (seconds) or 'timeout_ms', not both", canonical);
+        *error_result =
+            s_invalid ("INVALID_PARAMS",
+                       "give either 'timeout' (seconds) or 'timeout_ms', not both", canonical);
         return NULL;
     }
     if (timeout) {
         seconds = json_number_value (timeout);
-        if (!json_is_number (timeout) || !(seconds >= CG_TIMEOUT_MIN_S && seconds <= CG_TIMEOUT_MAX_S)) {
-            *error_result = s_invalid ("INVALID_PARAMS", "'timeout' must be a number of seconds from " CG_STR (CG_TIMEOUT_MIN_S) " to " CG_STR (CG_TIMEOUT_MAX_S), canonical);
+        if (!json_is_number (timeout)
+            || !(seconds >= CG_TIMEOUT_MIN_S && seconds <= CG_TIMEOUT_MAX_S)) {
+            *error_result = s_invalid ("INVALID_PARAMS",
+                                       "'timeout' must be a number of seconds from " CG_STR (
+                                           CG_TIMEOUT_MIN_S) " to " CG_STR (CG_TIMEOUT_MAX_S),
+                                       canonical);
             return NULL;
         }
     }
     if (timeout_ms) {
         double ms = json_number_value (timeout_ms);
         if (!json_is_number (timeout_ms) || !(ms >= CG_TIMEOUT_MIN_MS && ms <= CG_TIMEOUT_MAX_MS)) {
-            *error_result = s_invalid ("INVALID_PARAMS", "'timeout_ms' must be from " CG_MS_STR (CG_TIMEOUT_MIN_S) " to " CG_MS_STR (CG_TIMEOUT_MAX_S), canonical);
+            *error_result = s_invalid ("INVALID_PARAMS",
+                                       "'timeout_ms' must be from " CG_MS_STR (
+                                           CG_TIMEOUT_MIN_S) " to " CG_MS_STR (CG_TIMEOUT_MAX_S),
+                                       canonical);
             return NULL;
         }
         seconds = ms / 1000.0;
     }
     json_t *session_id = json_object_get (arguments, "session_id");
     if (send && !json_is_string (session_id)) {
-        *error_result = s_invalid ("INVALID_PARAMS", "'session_id' is required (start one with start_session)", canonical);
+        *error_result = s_invalid (
+            "INVALID_PARAMS", "'session_id' is required (start one with start_session)", canonical);
         return NULL;
     }
     if (session_id && !json_is_null (session_id)
-        && (!json_is_string (session_id) || !cg_tools_valid_session_id (json_string_value (session_id)))) {
-        *error_result = s_invalid ("INVALID_PARAMS",
-                                   CG_SESSION_ID_RULE,
-                                   canonical);
+        && (!json_is_string (session_id)
+            || !cg_tools_valid_session_id (json_string_value (session_id)))) {
+        *error_result = s_invalid ("INVALID_PARAMS", CG_SESSION_ID_RULE, canonical);
         return NULL;
     }
     json_t *files = NULL;
@@ -189,10 +209,8 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     return request;
 }
 
-
 //  --------------------------------------------------------------------------
 //  Runs
-
 
 //  The session a validated REQUEST runs in: found, or created on first use. Returns it,
 //  or NULL with *refusal set (or not, for a one-shot sandbox).
@@ -209,7 +227,8 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
         *refusal = cg_tools_refusal (tool, language, session_id, "session_not_found", message);
     }
     else if (session && session->busy)
-        *refusal = cg_tools_refusal (tool, language, session_id, "session_busy", CG_TOOLS_BUSY_MESSAGE);
+        *refusal =
+            cg_tools_refusal (tool, language, session_id, "session_busy", CG_TOOLS_BUSY_MESSAGE);
     else if (session_id && !session) {
         session = cg_registry_create (registry, req->client->id, session_id, language, NULL);
         if (!session)
@@ -227,7 +246,8 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     unsigned flags = req->tool->flags;
     cg_registry_t *registry = cg_server_registry (req->server);
     json_t *refusal = NULL;
-    json_t *request = cg_tools_execute_request (cg_server_config (req->server), tool, arguments, &refusal);
+    json_t *request =
+        cg_tools_execute_request (cg_server_config (req->server), tool, arguments, &refusal);
     if (!request) {
         if (flags & CG_TOOL_SEED001)
             cg_run_result_seed001_status (json_object_get (refusal, "structuredContent"));
@@ -248,7 +268,8 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     cg_registry_session_t *session = s_run_session (req, request, &refusal);
     zactor_t *oneshot = NULL;
     if (!refusal && !session && !(oneshot = cg_registry_oneshot_start (registry)))
-        refusal = cg_tools_max_sessions (req, json_string_value (json_object_get (request, "language")), NULL);
+        refusal = cg_tools_max_sessions (
+            req, json_string_value (json_object_get (request, "language")), NULL);
     if (refusal) {
         cg_request_result (req, refusal);
         json_decref (request);
@@ -277,13 +298,15 @@ cg_tools_progress (cg_call_t *call, zmsg_t *msg)
     char *stream = zmsg_popstr (msg);
     zframe_t *text = zmsg_pop (msg);
     if (call && call->progress_token && !call->cancelled && stream && text) {
-        const char *chunk = (const char *) zframe_data (text);
-        int len = (int) zframe_size (text);
-        cleanup_free char *message = strcmp (stream, "display") == 0
-                                         ? cg_strdupf ("[display: %.*s]", len, chunk)
-                                         : cg_strdupf ("%s%.*s", strcmp (stream, "stderr") == 0 ? "[stderr] " : "", len, chunk);
-        json_t *params = json_pack ("{s:O, s:i, s:s}", "progressToken", call->progress_token, "progress",
-                                    ++call->progress, "message", message);
+        const char *chunk = (const char *)zframe_data (text);
+        int len = (int)zframe_size (text);
+        cleanup_free char *message =
+            strcmp (stream, "display") == 0
+                ? cg_strdupf ("[display: %.*s]", len, chunk)
+                : cg_strdupf ("%s%.*s", strcmp (stream, "stderr") == 0 ? "[stderr] " : "", len,
+                              chunk);
+        json_t *params = json_pack ("{s:O, s:i, s:s}", "progressToken", call->progress_token,
+                                    "progress", ++call->progress, "message", message);
         cg_channel_send (call->channel, json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
                                                    "notifications/progress", "params", params));
     }
@@ -298,9 +321,13 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
 {
     cg_files_t files = {0};
     if (session && session->ws)
-        files = (cg_files_t){.config = cg_server_config (server), .ws = session->ws, .session_id = session->id,
-                             .token = session->token, .http = cg_server_http (server)};
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id));
+        files = (cg_files_t){.config = cg_server_config (server),
+                             .ws = session->ws,
+                             .session_id = session->id,
+                             .token = session->token,
+                             .http = cg_server_http (server)};
+    json_t *result = cg_run_result_call (
+        cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id));
     if (cg_tools_is (call->tool, CG_TOOL_SEED001))
         cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
     return result;
@@ -310,8 +337,9 @@ void
 cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
 {
     zframe_t *frame = zmsg_pop (msg);
-    cg_outcome_t *outcome = frame && zframe_size (frame) == sizeof (void *) ? *(cg_outcome_t **) zframe_data (frame)
-                                                                              : NULL;
+    cg_outcome_t *outcome = frame && zframe_size (frame) == sizeof (void *)
+                                ? *(cg_outcome_t **)zframe_data (frame)
+                                : NULL;
     zframe_destroy (&frame);
     if (!call) {
         cg_outcome_destroy (&outcome);

@@ -31,7 +31,7 @@ cg_fuzz_frame (cg_fuzz_in_t *in, const uint8_t **frame, size_t *len)
 {
     if (in->size < 2)
         return false;
-    size_t want = (size_t) in->data[0] << 8 | in->data[1];
+    size_t want = (size_t)in->data[0] << 8 | in->data[1];
     in->data += 2;
     in->size -= 2;
     *len = want < in->size ? want : in->size;
@@ -97,23 +97,22 @@ cg_fuzz_utf8_leads (const void *data, size_t len)
 }
 
 cg_msg_t *
-cg_fuzz_kernel_msg (cg_wire_t *wire, const char *type, size_t type_len, const uint8_t *content, size_t len,
-                    unsigned serial)
+cg_fuzz_kernel_msg (cg_wire_t *wire, const char *type, size_t type_len, const uint8_t *content,
+                    size_t len, unsigned serial)
 {
     json_t *type_json = json_stringn (type, type_len);
     if (!type_json)
-        return NULL;    /* not a string a kernel could put in JSON */
+        return NULL; /* not a string a kernel could put in JSON */
     char msg_id[32];
     snprintf (msg_id, sizeof msg_id, "kernel-%u", serial);
-    json_t *header = json_pack ("{s:s, s:o, s:s}", "msg_id", msg_id, "msg_type", type_json,
-                                "version", "5.3");
+    json_t *header =
+        json_pack ("{s:s, s:o, s:s}", "msg_id", msg_id, "msg_type", type_json, "version", "5.3");
     cleanup_free char *header_text = json_dumps (header, JSON_COMPACT);
     json_decref (header);
     const char *parent = "{\"msg_id\":\"cell\",\"msg_type\":\"execute_request\"}";
     cg_frame_t frames[6] = {
-        {"<IDS|MSG>", 9}, {NULL, 64},
-        {header_text, strlen (header_text)}, {parent, strlen (parent)}, {"{}", 2},
-        {content, len},
+        {"<IDS|MSG>", 9},          {NULL, 64}, {header_text, strlen (header_text)},
+        {parent, strlen (parent)}, {"{}", 2},  {content, len},
     };
     char signature[65];
     cg_wire_sign (wire, &frames[2], signature);

@@ -33,7 +33,7 @@
 
 static const char *s_types[] = {"display_data", "update_display_data", "execute_result"};
 
-static const char *s_base;      /* scratch: canary and ws/ */
+static const char *s_base; /* scratch: canary and ws/ */
 static char *s_ws_dir;
 
 static void
@@ -82,7 +82,8 @@ s_check_outside (void)
     cleanup_free char *text = cg_read_file (canary, 4096, &len, &err);
     struct stat st;
     CG_FUZZ_CHECK (text && len == strlen (CANARY) && memcmp (text, CANARY, len) == 0
-                       && lstat (canary, &st) == 0 && S_ISREG (st.st_mode) && (st.st_mode & 07777) == 0600,
+                       && lstat (canary, &st) == 0 && S_ISREG (st.st_mode)
+                       && (st.st_mode & 07777) == 0600,
                    "the canary outside the workspace is untouched");
     cg_error_destroy (&err);
     DIR *dir = opendir (s_base);
@@ -106,17 +107,19 @@ s_check_saved (cg_workspace_t *ws, json_t *item)
     cg_error_t *err = NULL;
     size_t len = 0;
     struct stat st;
-    cleanup_free char *bytes = cg_workspace_read (ws, path + strlen (CG_WORKSPACE_MOUNT "/"), 64 * 1024 * 1024,
-                                                  &len, &st, &err);
-    CG_FUZZ_CHECK (bytes != NULL && S_ISREG (st.st_mode), "the saved output is a regular file in the workspace");
+    cleanup_free char *bytes = cg_workspace_read (ws, path + strlen (CG_WORKSPACE_MOUNT "/"),
+                                                  64 * 1024 * 1024, &len, &st, &err);
+    CG_FUZZ_CHECK (bytes != NULL && S_ISREG (st.st_mode),
+                   "the saved output is a regular file in the workspace");
     cg_error_destroy (&err);
-    const char *png = json_string_value (json_object_get (json_object_get (item, "data"), "image/png"));
+    const char *png =
+        json_string_value (json_object_get (json_object_get (item, "data"), "image/png"));
     size_t path_len = strlen (path);
     if (png && path_len > 4 && strcmp (path + path_len - 4, ".png") == 0) {
         size_t png_len = strlen (png), bin_len = 0;
         cleanup_free unsigned char *bin = cg_xmalloc (png_len / 4 * 3 + 3);
-        CG_FUZZ_CHECK (sodium_base642bin (bin, png_len / 4 * 3 + 3, png, png_len, " \r\n", &bin_len, NULL,
-                                          sodium_base64_VARIANT_ORIGINAL)
+        CG_FUZZ_CHECK (sodium_base642bin (bin, png_len / 4 * 3 + 3, png, png_len, " \r\n", &bin_len,
+                                          NULL, sodium_base64_VARIANT_ORIGINAL)
                                == 0
                            && bin_len == len && memcmp (bin, bytes, len) == 0,
                        "a saved PNG holds the decoded bytes");
@@ -152,12 +155,11 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     cg_error_t *err = NULL;
     cg_workspace_t *ws = cg_workspace_open (s_ws_dir, &err);
     CG_FUZZ_CHECK (ws != NULL, "the workspace opens");
-    cg_artifacts_save_displays (ws, run.outputs, "fz", (uid_t) -1, (gid_t) -1);
+    cg_artifacts_save_displays (ws, run.outputs, "fz", (uid_t)-1, (gid_t)-1);
     s_check_outside ();
     size_t i;
     json_t *item;
-    json_array_foreach (run.outputs, i, item)
-        s_check_saved (ws, item);
+    json_array_foreach (run.outputs, i, item) s_check_saved (ws, item);
     cg_workspace_destroy (&ws);
     cg_run_clear (&run);
     return 0;

@@ -43,12 +43,12 @@
 static cg_http_t *s_http;
 static cg_downloads_t *s_downloads;
 static cg_workspace_t *s_ws;
-static cg_http_exchange_t *s_pending[PENDING_MAX];   /* answered at the next turn */
+static cg_http_exchange_t *s_pending[PENDING_MAX]; /* answered at the next turn */
 
 static cg_workspace_t *
 s_lookup (void *arg, const char *session_id, const char *token, size_t token_len)
 {
-    (void) arg;
+    (void)arg;
     CG_FUZZ_CHECK (token_len <= CG_DOWNLOADS_TOKEN_MAX && strlen (session_id) <= CG_SESSION_ID_MAX,
                    "lookups only within the limits");
     if (strcmp (session_id, SESSION_ID) != 0 || token_len != strlen (TOKEN)
@@ -60,19 +60,22 @@ s_lookup (void *arg, const char *session_id, const char *token, size_t token_len
 static void
 s_mcp (void *arg, cg_http_exchange_t *ex)
 {
-    (void) arg;
+    (void)arg;
     size_t len = 0;
     const char *body = cg_http_exchange_body (ex, &len);
-    CG_FUZZ_CHECK (body && len <= BODY_MAX && body[len] == '\0', "a body within the limit, NUL-terminated");
+    CG_FUZZ_CHECK (body && len <= BODY_MAX && body[len] == '\0',
+                   "a body within the limit, NUL-terminated");
     CG_FUZZ_CHECK (strcmp (cg_http_exchange_path (ex), "/mcp") == 0, "the exact route's own path");
     const char *method = cg_http_exchange_method (ex);
     CG_FUZZ_CHECK (method != NULL, "a method");
     //  What the MCP transport reads before it answers.
-    const char *names[] = {"Host", "Origin", "Authorization", "Mcp-Session-Id", "MCP-Protocol-Version", "Accept"};
+    const char *names[] = {
+        "Host", "Origin", "Authorization", "Mcp-Session-Id", "MCP-Protocol-Version", "Accept"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *value = cg_http_exchange_header (ex, names[i]);
         if (value)
-            CG_FUZZ_CHECK (strlen (value) < CG_HTTP_CONNECTION_MEMORY, "a header within the connection's memory");
+            CG_FUZZ_CHECK (strlen (value) < CG_HTTP_CONNECTION_MEMORY,
+                           "a header within the connection's memory");
     }
     json_t *message = json_loadb (body, len, JSON_REJECT_DUPLICATES, NULL);
     const char *why = NULL;
@@ -120,7 +123,7 @@ s_api (void *arg, cg_http_exchange_t *ex)
     }
     char answer[32];
     int answer_len = snprintf (answer, sizeof answer, "%zu", decoded_len);
-    cg_http_respond (ex, 200, "text/plain", answer, (size_t) answer_len, NULL);
+    cg_http_respond (ex, 200, "text/plain", answer, (size_t)answer_len, NULL);
 }
 
 static void
@@ -176,16 +179,17 @@ s_connect (void)
     uint32_t n = next++ % (254 * 256);
     struct sockaddr_in from = {.sin_family = AF_INET,
                                .sin_addr = {htonl (0x7f010000u | (n / 254) << 8 | (n % 254 + 1))}};
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons ((uint16_t) cg_http_port (s_http)),
+    struct sockaddr_in addr = {.sin_family = AF_INET,
+                               .sin_port = htons ((uint16_t)cg_http_port (s_http)),
                                .sin_addr = {htonl (INADDR_LOOPBACK)}};
     int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0 || bind (fd, (struct sockaddr *) &from, sizeof from) < 0) {
+    if (fd < 0 || bind (fd, (struct sockaddr *)&from, sizeof from) < 0) {
         perror ("fuzz_http: socket");
         abort ();
     }
     //  Loopback connects complete at once into the listen backlog; should the backlog be
     //  full (the daemon no longer accepting), this waits at most 5 s and is a failure.
-    int rc = connect (fd, (struct sockaddr *) &addr, sizeof addr);
+    int rc = connect (fd, (struct sockaddr *)&addr, sizeof addr);
     if (rc < 0 && errno == EINPROGRESS) {
         struct pollfd item = {fd, POLLOUT, 0};
         int64_t deadline = cg_now_us () + EXCHANGE_TIMEOUT_US;
@@ -221,9 +225,9 @@ s_exchange (const uint8_t *data, size_t size, size_t *len)
         if (sent < size) {
             ssize_t n = send (fd, data + sent, size - sent, MSG_NOSIGNAL);
             if (n > 0)
-                sent += (size_t) n;
+                sent += (size_t)n;
             else if (n < 0 && errno != EAGAIN && errno != EINTR)
-                sent = size;    /* the server closed its side: stop sending */
+                sent = size; /* the server closed its side: stop sending */
         }
         cg_http_process (s_http);
         s_answer_pending ();
@@ -233,12 +237,13 @@ s_exchange (const uint8_t *data, size_t size, size_t *len)
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
             break;
         if (n > 0) {
-            got += (size_t) n;
+            got += (size_t)n;
             quiet = 0;
             continue;
         }
         CG_FUZZ_CHECK (cg_now_us () < deadline, "the server answers or closes within 5 s");
-        struct pollfd items[2] = {{cg_http_fd (s_http), POLLIN, 0}, {fd, POLLIN | (sent < size ? POLLOUT : 0), 0}};
+        struct pollfd items[2] = {{cg_http_fd (s_http), POLLIN, 0},
+                                  {fd, POLLIN | (sent < size ? POLLOUT : 0), 0}};
         int timeout = cg_http_timeout_ms (s_http);
         int ready = poll (items, 2, timeout == 0 ? 0 : 1);
         if (ready == 0 && timeout != 0 && sent == size && ++quiet >= 2)
@@ -250,7 +255,7 @@ s_exchange (const uint8_t *data, size_t size, size_t *len)
     setsockopt (fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     close (fd);
     for (int i = 0; i < 2; i++)
-        cg_http_process (s_http);   /* the daemon notices the reset */
+        cg_http_process (s_http); /* the daemon notices the reset */
     reply[got] = '\0';
     *len = got;
     return reply;
@@ -263,7 +268,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     s_setup ();
     size_t len = 0;
     cleanup_free char *reply = s_exchange (data, size, &len);
-    CG_FUZZ_CHECK (memmem (data, size, SECRET, strlen (SECRET)) || !memmem (reply, len, SECRET, strlen (SECRET)),
+    CG_FUZZ_CHECK (memmem (data, size, SECRET, strlen (SECRET))
+                       || !memmem (reply, len, SECRET, strlen (SECRET)),
                    "nothing outside the workspace is served");
     return 0;
 }

@@ -17,7 +17,8 @@
 
 #include <string.h>
 
-static const char *s_running_tools[] = {"execute_code", "run_python", "send_to_session", CG_SEED001_TOOL};
+static const char *s_running_tools[] = {"execute_code", "run_python", "send_to_session",
+                                        CG_SEED001_TOOL};
 
 static const cg_config_t *
 s_config (void)
@@ -42,7 +43,8 @@ s_check_classify (json_t *message)
     json_t *id = json_object_get (message, "id");
     const char *method = json_string_value (json_object_get (message, "method"));
     if (kind == CG_JSONRPC_REQUEST)
-        CG_FUZZ_CHECK (method && (json_is_string (id) || json_is_integer (id)), "a request has a method and an id");
+        CG_FUZZ_CHECK (method && (json_is_string (id) || json_is_integer (id)),
+                       "a request has a method and an id");
     if (kind == CG_JSONRPC_NOTIFICATION)
         CG_FUZZ_CHECK (method && !id, "a notification has a method and no id");
     if (kind == CG_JSONRPC_REQUEST || kind == CG_JSONRPC_NOTIFICATION) {
@@ -50,8 +52,8 @@ s_check_classify (json_t *message)
         CG_FUZZ_CHECK (!params || json_is_object (params), "params an object");
     }
     //  What the server answers with must build for any id it echoes.
-    json_t *error = cg_jsonrpc_error (kind == CG_JSONRPC_INVALID ? NULL : id, CG_JSONRPC_INVALID_REQUEST,
-                                      why ? why : "x");
+    json_t *error = cg_jsonrpc_error (kind == CG_JSONRPC_INVALID ? NULL : id,
+                                      CG_JSONRPC_INVALID_REQUEST, why ? why : "x");
     CG_FUZZ_CHECK (error != NULL, "an error response builds");
     json_decref (error);
 }
@@ -79,17 +81,20 @@ s_check_run_arguments (const char *tool, json_t *arguments)
                        && strcmp (cg_tools_canonical_language (language), language) == 0,
                    "a canonical language");
     json_t *code = json_object_get (request, "code");
-    CG_FUZZ_CHECK (json_is_string (code) && json_string_length (code) <= s_config ()->max_code_bytes,
+    CG_FUZZ_CHECK (json_is_string (code)
+                       && json_string_length (code) <= s_config ()->max_code_bytes,
                    "code within its limit");
     double timeout = json_number_value (json_object_get (request, "timeout"));
     CG_FUZZ_CHECK (timeout >= 1 && timeout <= 300, "timeout from 1 to 300 s");
     const char *session_id = json_string_value (json_object_get (request, "session_id"));
     CG_FUZZ_CHECK (!session_id || cg_tools_valid_session_id (session_id), "a valid session id");
     json_t *stdin_value = json_object_get (request, "stdin");
-    CG_FUZZ_CHECK (!stdin_value || json_string_length (stdin_value) <= CG_MAX_STDIN_BYTES, "stdin within 1 MiB");
+    CG_FUZZ_CHECK (!stdin_value || json_string_length (stdin_value) <= CG_MAX_STDIN_BYTES,
+                   "stdin within 1 MiB");
     size_t i;
     json_t *file;
-    json_array_foreach (json_object_get (request, "files"), i, file) {
+    json_array_foreach (json_object_get (request, "files"), i, file)
+    {
         const char *rel = json_string_value (json_object_get (file, "path"));
         cg_error_t *err = NULL;
         cleanup_free char *again = rel ? cg_workspace_normalize (rel, &err) : NULL;
@@ -120,12 +125,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     cg_fuzz_init ();
     json_error_t jerr;
-    json_t *message = json_loadb ((const char *) data, size, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *message = json_loadb ((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
     if (!message) {
         //  As the stdio transport does: find the id of a message refused for a NUL (a
         //  parse error when it is not JSON even with NULs allowed).
         if (json_error_code (&jerr) == json_error_null_character) {
-            message = json_loadb ((const char *) data, size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+            message = json_loadb ((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                                  &jerr);
             json_t *id = json_object_get (message, "id");
             if (json_is_string (id) || json_is_integer (id))
                 json_decref (cg_jsonrpc_error (id, CG_JSONRPC_INVALID_PARAMS, "NUL"));
@@ -138,9 +144,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     const char *name = json_string_value (json_object_get (params, "name"));
     json_t *arguments = json_object_get (params, "arguments");
     if (name)
-        (void) cg_tools_known (name);
+        (void)cg_tools_known (name);
     if (!arguments && json_is_object (message) && !json_object_get (message, "jsonrpc"))
-        arguments = message;    /* a bare arguments object, as a corpus may hold */
+        arguments = message; /* a bare arguments object, as a corpus may hold */
     if (json_is_object (arguments) || !arguments) {
         for (size_t i = 0; i < sizeof s_running_tools / sizeof s_running_tools[0]; i++)
             s_check_run_arguments (s_running_tools[i], arguments);
@@ -148,7 +154,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     }
     json_t *session_id = json_object_get (arguments, "session_id");
     if (json_is_string (session_id))
-        (void) cg_tools_valid_session_id (json_string_value (session_id));
+        (void)cg_tools_valid_session_id (json_string_value (session_id));
     json_decref (message);
     return 0;
 }

@@ -22,24 +22,24 @@
 
 static const char *s_channels[] = {"iopub", "shell", "stdin", "control"};
 static const char *s_types[] = {
-    "status", "stream", "display_data", "update_display_data", "execute_result", "error",
-    "clear_output", "execute_input", "execute_reply", "input_request", "kernel_info_reply",
-    "comm_msg",
+    "status",         "stream",        "display_data",      "update_display_data",
+    "execute_result", "error",         "clear_output",      "execute_input",
+    "execute_reply",  "input_request", "kernel_info_reply", "comm_msg",
 };
 #define TYPE_COUNT (sizeof s_types / sizeof s_types[0])
 
 static void
 s_on_output (void *arg, const char *stream, const char *text, size_t len)
 {
-    (void) arg;
+    (void)arg;
     CG_FUZZ_CHECK (strcmp (stream, "stdout") == 0 || strcmp (stream, "stderr") == 0
                        || strcmp (stream, "display") == 0,
                    "a known stream name");
     //  Touches every byte, so ASan sees a length that overstates the text.
     size_t sum = 0;
     for (size_t i = 0; i < len; i++)
-        sum += (unsigned char) text[i];
-    (void) sum;
+        sum += (unsigned char)text[i];
+    (void)sum;
 }
 
 //  Checks a stream buffer after cg_text_finish.
@@ -59,7 +59,8 @@ s_check_outputs (const cg_run_t *run)
     CG_FUZZ_CHECK (json_is_array (run->outputs), "outputs an array");
     size_t i;
     json_t *item;
-    json_array_foreach (run->outputs, i, item) {
+    json_array_foreach (run->outputs, i, item)
+    {
         CG_FUZZ_CHECK (json_is_string (json_object_get (item, "type")), "output type");
         CG_FUZZ_CHECK (json_is_object (json_object_get (item, "data")), "output data");
         CG_FUZZ_CHECK (json_is_object (json_object_get (item, "metadata")), "output metadata");
@@ -81,10 +82,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     const uint8_t *frame;
     size_t len;
     if ((flags & 1) && cg_fuzz_frame (&in, &frame, &len))
-        stdin_text = cg_xstrndup ((const char *) frame, len);
+        stdin_text = cg_xstrndup ((const char *)frame, len);
 
     cg_run_t run;
-    cg_run_init (&run, 1 + (size_t) (flags >> 2) * 4);
+    cg_run_init (&run, 1 + (size_t)(flags >> 2) * 4);
     if (flags & 2)
         run.on_output = s_on_output;
     cg_feed_t feed = {.stdin_next = stdin_text};
@@ -92,13 +93,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     for (unsigned serial = 0; serial < MAX_MESSAGES && cg_fuzz_more (&in); serial++) {
         uint8_t selector = cg_fuzz_byte (&in);
         const char *channel = s_channels[selector & 3];
-        size_t pick = (size_t) (selector >> 2) % (TYPE_COUNT + 1);
+        size_t pick = (size_t)(selector >> 2) % (TYPE_COUNT + 1);
         const char *type = pick < TYPE_COUNT ? s_types[pick] : NULL;
         size_t type_len = type ? strlen (type) : 0;
         if (!type) {
             if (!cg_fuzz_frame (&in, &frame, &len))
                 break;
-            type = (const char *) frame;
+            type = (const char *)frame;
             type_len = len;
         }
         if (!cg_fuzz_frame (&in, &frame, &len))
@@ -107,8 +108,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         cleanup_free char *value = msg ? cg_run_feed (&run, &feed, channel, msg) : NULL;
         CG_FUZZ_CHECK (!value || strcmp (channel, "stdin") == 0, "an answer only on stdin");
         cg_msg_destroy (&msg);
-        CG_FUZZ_CHECK (!stdin_text || (feed.stdin_next >= stdin_text
-                                       && feed.stdin_next <= stdin_text + strlen (stdin_text)),
+        CG_FUZZ_CHECK (!stdin_text
+                           || (feed.stdin_next >= stdin_text
+                               && feed.stdin_next <= stdin_text + strlen (stdin_text)),
                        "stdin consumed within the text");
     }
     cg_text_finish (&run.out);

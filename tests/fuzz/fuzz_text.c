@@ -35,7 +35,8 @@ s_check_kept (const cg_text_t *text, const uint8_t *all, size_t all_len)
     size_t cut = text->cut;
     CG_FUZZ_CHECK (cut <= text->len, "cut within the kept text");
     CG_FUZZ_CHECK (memcmp (text->data, all, cut) == 0, "head is the stream's start");
-    CG_FUZZ_CHECK (memcmp (text->data + cut, all + all_len - (text->len - cut), text->len - cut) == 0,
+    CG_FUZZ_CHECK (memcmp (text->data + cut, all + all_len - (text->len - cut), text->len - cut)
+                       == 0,
                    "tail is the stream's end");
     CG_FUZZ_CHECK (text->dropped_chars == cg_fuzz_utf8_leads (all + cut, text->dropped),
                    "dropped characters counted");
@@ -58,15 +59,16 @@ s_cut_ok (const char *result, size_t result_len, size_t head_len, size_t head, s
     p += sizeof prefix - 1;
     size_t omitted = 0, digits = 0;
     for (; p[digits] >= '0' && p[digits] <= '9' && digits < 20; digits++)
-        omitted = omitted * 10 + (size_t) (p[digits] - '0');
+        omitted = omitted * 10 + (size_t)(p[digits] - '0');
     if (digits == 0 || strncmp (p + digits, suffix, sizeof suffix - 1) != 0)
         return false;
-    size_t used = (size_t) (p + digits + sizeof suffix - 1 - (result + head_len));
+    size_t used = (size_t)(p + digits + sizeof suffix - 1 - (result + head_len));
     const char *tail_text = result + head_len + used;
     size_t tail_len = result_len - head_len - used;
     return tail_len <= tail && head_len + tail_len <= all_len
            && memcmp (tail_text, all + all_len - tail_len, tail_len) == 0
-           && cg_fuzz_utf8_leads (result, head_len) + omitted + cg_fuzz_utf8_leads (tail_text, tail_len)
+           && cg_fuzz_utf8_leads (result, head_len) + omitted
+                      + cg_fuzz_utf8_leads (tail_text, tail_len)
                   == cg_fuzz_utf8_leads (all, all_len);
 }
 
@@ -83,9 +85,10 @@ s_check_cut (const cg_text_t *text, size_t head, size_t tail, const uint8_t *all
     static const char marker[] = "\n\n[... truncated ";
     bool ok = false;
     for (const char *m = memmem (result, result_len, marker, sizeof marker - 1); m && !ok;
-         m = memmem (m + 1, result_len - (size_t) (m + 1 - result), marker, sizeof marker - 1))
-        ok = s_cut_ok (result, result_len, (size_t) (m - result), head, tail, all, all_len);
-    CG_FUZZ_CHECK (ok, "the cut is the stream's start, a marker counting what is left out, the stream's end");
+         m = memmem (m + 1, result_len - (size_t)(m + 1 - result), marker, sizeof marker - 1))
+        ok = s_cut_ok (result, result_len, (size_t)(m - result), head, tail, all, all_len);
+    CG_FUZZ_CHECK (
+        ok, "the cut is the stream's start, a marker counting what is left out, the stream's end");
     if (cg_fuzz_utf8_valid (all, all_len))
         CG_FUZZ_CHECK (cg_fuzz_utf8_valid (result, result_len), "valid UTF-8 stays valid when cut");
 }
@@ -95,13 +98,18 @@ static void
 s_check_join (const cg_text_t *text)
 {
     size_t whole_len = 0;
-    cleanup_free char *whole = cg_output_join (text->data, text->len, text->cut, text->dropped_chars, &whole_len);
+    cleanup_free char *whole =
+        cg_output_join (text->data, text->len, text->cut, text->dropped_chars, &whole_len);
     char marker[64];
-    int used = snprintf (marker, sizeof marker, "\n\n[... truncated %zu characters ...]\n\n", text->dropped_chars);
-    CG_FUZZ_CHECK (whole_len == text->len + (size_t) used && whole[whole_len] == '\0' && memcmp (whole, text->data, text->cut) == 0
-                       && memcmp (whole + text->cut, marker, (size_t) used) == 0
-                       && memcmp (whole + text->cut + used, text->data + text->cut, text->len - text->cut) == 0,
-                   "the saved text is head, marker, tail");
+    int used = snprintf (marker, sizeof marker, "\n\n[... truncated %zu characters ...]\n\n",
+                         text->dropped_chars);
+    CG_FUZZ_CHECK (
+        whole_len == text->len + (size_t)used && whole[whole_len] == '\0'
+            && memcmp (whole, text->data, text->cut) == 0
+            && memcmp (whole + text->cut, marker, (size_t)used) == 0
+            && memcmp (whole + text->cut + used, text->data + text->cut, text->len - text->cut)
+                   == 0,
+        "the saved text is head, marker, tail");
 }
 
 int
@@ -109,7 +117,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     cg_fuzz_init ();
     cg_fuzz_in_t in = {data, size};
-    size_t max = 1 + (size_t) cg_fuzz_byte (&in);
+    size_t max = 1 + (size_t)cg_fuzz_byte (&in);
     size_t cap = cg_fuzz_byte (&in);
     size_t head = cg_fuzz_byte (&in);
     size_t tail = cg_fuzz_byte (&in);

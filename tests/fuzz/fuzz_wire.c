@@ -15,7 +15,7 @@
 #include <strings.h>
 
 #define KEY "3f6b2c1e-9a4d-4e8b-b7c5-0d2e8f1a6c94"
-#define MAX_FRAMES 2048         /* past the decoder's own limit (1024) */
+#define MAX_FRAMES 2048 /* past the decoder's own limit (1024) */
 
 //  Returns the index of the first delimiter frame, or COUNT.
 static size_t
@@ -75,7 +75,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     cg_msg_t *msg = NULL;
     cg_wire_verdict_t verdict = cg_wire_decode (wire, frames, count, &msg);
     s_check_verdict (verdict, msg, frames, count, signed_right);
-    CG_FUZZ_CHECK (cg_wire_rejected (wire) == (verdict == CG_WIRE_OK ? 0u : 1u), "rejections counted");
+    CG_FUZZ_CHECK (cg_wire_rejected (wire) == (verdict == CG_WIRE_OK ? 0u : 1u),
+                   "rejections counted");
     cg_msg_destroy (&msg);
     CG_FUZZ_CHECK (msg == NULL, "destroy clears the pointer");
     cg_wire_destroy (&wire);

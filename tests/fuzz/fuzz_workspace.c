@@ -25,12 +25,13 @@ s_check_canonical (const char *rel)
     CG_FUZZ_CHECK (rel[0] != '/' && rel[len - 1] != '/', "relative, no trailing slash");
     CG_FUZZ_CHECK (cg_fuzz_utf8_valid (rel, len), "valid UTF-8");
     for (size_t i = 0; i < len; i++)
-        CG_FUZZ_CHECK ((unsigned char) rel[i] >= 0x20 && rel[i] != 0x7f, "no control characters");
+        CG_FUZZ_CHECK ((unsigned char)rel[i] >= 0x20 && rel[i] != 0x7f, "no control characters");
     for (const char *segment = rel;;) {
         const char *end = strchr (segment, '/');
-        size_t n = end ? (size_t) (end - segment) : strlen (segment);
+        size_t n = end ? (size_t)(end - segment) : strlen (segment);
         CG_FUZZ_CHECK (n > 0 && n <= CG_WORKSPACE_NAME_MAX, "components of 1 to 255 bytes");
-        CG_FUZZ_CHECK (!(n == 1 && segment[0] == '.') && !(n == 2 && segment[0] == '.' && segment[1] == '.'),
+        CG_FUZZ_CHECK (!(n == 1 && segment[0] == '.')
+                           && !(n == 2 && segment[0] == '.' && segment[1] == '.'),
                        "no . or .. component");
         if (!end)
             break;
@@ -55,7 +56,8 @@ s_check_outcome (char *result, cg_error_t **err)
         s_check_canonical (result);
     }
     else
-        CG_FUZZ_CHECK (*err && (*err)->code == EINVAL && cg_error_message (*err)[0], "EINVAL with a message");
+        CG_FUZZ_CHECK (*err && (*err)->code == EINVAL && cg_error_message (*err)[0],
+                       "EINVAL with a message");
     cg_error_destroy (err);
     return result;
 }
@@ -65,15 +67,18 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     cg_fuzz_init ();
     cg_error_t *err = NULL;
-    cleanup_free char *with_len = s_check_outcome (cg_workspace_normalize_len ((const char *) data, size, &err), &err);
+    cleanup_free char *with_len =
+        s_check_outcome (cg_workspace_normalize_len ((const char *)data, size, &err), &err);
     bool has_nul = memchr (data, '\0', size) != NULL;
     CG_FUZZ_CHECK (!has_nul || !with_len, "an embedded NUL is refused");
-    cleanup_free char *text = cg_xstrndup ((const char *) data, size);
+    cleanup_free char *text = cg_xstrndup ((const char *)data, size);
     cleanup_free char *plain = s_check_outcome (cg_workspace_normalize (text, &err), &err);
     if (!has_nul)
-        CG_FUZZ_CHECK ((!plain && !with_len) || (plain && with_len && strcmp (plain, with_len) == 0),
+        CG_FUZZ_CHECK ((!plain && !with_len)
+                           || (plain && with_len && strcmp (plain, with_len) == 0),
                        "both forms agree");
     cleanup_free char *upload = s_check_outcome (cg_workspace_sanitize_filename (text, &err), &err);
-    CG_FUZZ_CHECK (!upload || (plain && strcmp (upload, plain) == 0), "an upload name is a normalized path");
+    CG_FUZZ_CHECK (!upload || (plain && strcmp (upload, plain) == 0),
+                   "an upload name is a normalized path");
     return 0;
 }

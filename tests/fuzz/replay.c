@@ -17,7 +17,7 @@
 static int
 s_compare (const void *a, const void *b)
 {
-    return strcmp (*(char *const *) a, *(char *const *) b);
+    return strcmp (*(char *const *)a, *(char *const *)b);
 }
 
 //  Runs the target over the file PATH. Returns 0, or -1 when it cannot be read.
@@ -91,12 +91,12 @@ main (int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         struct stat st;
         long run = stat (argv[i], &st) == 0 && S_ISDIR (st.st_mode) ? s_replay_dir (argv[i])
-                   : s_replay_file (argv[i]) == 0                    ? 1
-                                                                     : -1;
+                   : s_replay_file (argv[i]) == 0                   ? 1
+                                                                    : -1;
         if (run < 0)
             return 1;
         total += run;
     }
     printf ("replayed %ld inputs\n", total);
-    return total > 0 ? 0 : 1;   /* an empty corpus is a mistake, not a pass */
+    return total > 0 ? 0 : 1; /* an empty corpus is a mistake, not a pass */
 }

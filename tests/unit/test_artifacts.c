@@ -24,8 +24,8 @@ s_text_under_max (void)
 
 //  Appends TEXT in chunks of CHUNK bytes to a buffer of MAX and checks what is kept.
 static void
-s_text_case (const char *name, size_t max, const char *text, size_t chunk, const char *kept, size_t cut,
-             size_t dropped, size_t dropped_chars)
+s_text_case (const char *name, size_t max, const char *text, size_t chunk, const char *kept,
+             size_t cut, size_t dropped, size_t dropped_chars)
 {
     cg_run_t run;
     cg_run_init (&run, max);
@@ -69,8 +69,10 @@ static void
 s_from_diff (void)
 {
     const char *name = "artifacts from a diff";
-    json_t *before = json_pack ("{s:[i,i], s:[i,i], s:[i,i]}", "a.csv", 5, 1, "keep.txt", 3, 1, "gone.txt", 1, 1);
-    json_t *after = json_pack ("{s:[i,i], s:[i,i], s:[i,i]}", "a.csv", 9, 2, "keep.txt", 3, 1, "out/chart.png", 70, 2);
+    json_t *before = json_pack ("{s:[i,i], s:[i,i], s:[i,i]}", "a.csv", 5, 1, "keep.txt", 3, 1,
+                                "gone.txt", 1, 1);
+    json_t *after = json_pack ("{s:[i,i], s:[i,i], s:[i,i]}", "a.csv", 9, 2, "keep.txt", 3, 1,
+                               "out/chart.png", 70, 2);
     json_t *diff = cg_workspace_diff (before, after);
     json_t *list = cg_artifacts_from_diff (diff, after);
     cleanup_free char *text = json_dumps (list, JSON_COMPACT | JSON_SORT_KEYS);
@@ -79,10 +81,17 @@ s_from_diff (void)
     json_decref (after);
     json_decref (diff);
     json_decref (list);
-    CHECK (strcmp (diff_text, "{\"created\":[\"out/chart.png\"],\"deleted\":[\"gone.txt\"],\"modified\":[\"a.csv\"]}") == 0,
-           "diff %s", diff_text);
-    CHECK (strcmp (text, "[{\"filename\":\"a.csv\",\"mime_type\":\"text/csv\",\"path\":\"/mnt/data/a.csv\",\"size_bytes\":9},"
-                         "{\"filename\":\"chart.png\",\"mime_type\":\"image/png\",\"path\":\"/mnt/data/out/chart.png\",\"size_bytes\":70}]") == 0,
+    CHECK (
+        strcmp (
+            diff_text,
+            "{\"created\":[\"out/chart.png\"],\"deleted\":[\"gone.txt\"],\"modified\":[\"a.csv\"]}")
+            == 0,
+        "diff %s", diff_text);
+    CHECK (strcmp (text, "[{\"filename\":\"a.csv\",\"mime_type\":\"text/csv\",\"path\":\"/mnt/data/"
+                         "a.csv\",\"size_bytes\":9},"
+                         "{\"filename\":\"chart.png\",\"mime_type\":\"image/png\",\"path\":\"/mnt/"
+                         "data/out/chart.png\",\"size_bytes\":70}]")
+               == 0,
            "list %s", text);
     s_passes++;
 }
@@ -103,14 +112,16 @@ main (void)
     s_text_case ("utf-8 counted in characters", 10, "ééééééééééé", 3, "ééééé", 5, 12, 6);
 
     //  Seed 002's cut: head + marker + tail, N the characters left out.
-    s_cut_case ("plain cut", "0123456789", 3, 2, CG_OUTPUT_NO_CUT, 0, "012\n\n[... truncated 5 characters ...]\n\n89");
+    s_cut_case ("plain cut", "0123456789", 3, 2, CG_OUTPUT_NO_CUT, 0,
+                "012\n\n[... truncated 5 characters ...]\n\n89");
     s_cut_case ("utf-8 head and tail move to boundaries", "aéééb", 2, 2, CG_OUTPUT_NO_CUT, 0,
                 "a\n\n[... truncated 3 characters ...]\n\nb");
     s_cut_case ("dropped characters are counted", "abcdefgh", 2, 2, 4, 100,
                 "ab\n\n[... truncated 104 characters ...]\n\ngh");
     s_cut_case ("the head stops at the cut", "abcdefgh", 6, 2, 3, 10,
                 "abc\n\n[... truncated 13 characters ...]\n\ngh");
-    s_cut_case ("zero head", "abcdef", 0, 2, CG_OUTPUT_NO_CUT, 0, "\n\n[... truncated 4 characters ...]\n\nef");
+    s_cut_case ("zero head", "abcdef", 0, 2, CG_OUTPUT_NO_CUT, 0,
+                "\n\n[... truncated 4 characters ...]\n\nef");
     //  Found by fuzz_text: the head's last character split at the cut is left out whole,
     //  and a drop of only continuation bytes (0 characters) still keeps head and tail apart.
     s_cut_case ("a character split at the cut", "ab\xc3xyz", 10, 10, 3, 1,

@@ -43,21 +43,21 @@ s_load (cg_config_t *config, const char **args, char *message, size_t size)
 static bool
 s_same_field (const cg_config_option_t *option, const cg_config_t *a, const cg_config_t *b)
 {
-    const char *field_a = (const char *) a + option->offset;
-    const char *field_b = (const char *) b + option->offset;
+    const char *field_a = (const char *)a + option->offset;
+    const char *field_b = (const char *)b + option->offset;
     switch (option->kind) {
-    case CG_CONFIG_STRING: {
-        const char *text_a = *(char *const *) field_a, *text_b = *(char *const *) field_b;
-        return text_a == text_b || (text_a && text_b && strcmp (text_a, text_b) == 0);
-    }
-    case CG_CONFIG_INT:
-    case CG_CONFIG_LOG_LEVEL:
-        return *(const int *) field_a == *(const int *) field_b;
-    case CG_CONFIG_DOUBLE:
-        return *(const double *) field_a == *(const double *) field_b;
-    case CG_CONFIG_BYTES:
-    case CG_CONFIG_MB:
-        return *(const size_t *) field_a == *(const size_t *) field_b;
+        case CG_CONFIG_STRING: {
+            const char *text_a = *(char *const *)field_a, *text_b = *(char *const *)field_b;
+            return text_a == text_b || (text_a && text_b && strcmp (text_a, text_b) == 0);
+        }
+        case CG_CONFIG_INT:
+        case CG_CONFIG_LOG_LEVEL:
+            return *(const int *)field_a == *(const int *)field_b;
+        case CG_CONFIG_DOUBLE:
+            return *(const double *)field_a == *(const double *)field_b;
+        case CG_CONFIG_BYTES:
+        case CG_CONFIG_MB:
+            return *(const size_t *)field_a == *(const size_t *)field_b;
     }
     return false;
 }
@@ -73,26 +73,35 @@ s_test_defaults (void)
     int rc = s_load (&config, NULL, message, sizeof message);
     EXPECT (rc == 0, "no flags: %s", message);
     if (rc == 0) {
-        EXPECT (strcmp (config.state_dir, "/var/lib/cellgate") == 0, "state_dir %s", config.state_dir);
+        EXPECT (strcmp (config.state_dir, "/var/lib/cellgate") == 0, "state_dir %s",
+                config.state_dir);
         EXPECT (strcmp (config.runtime, "auto") == 0, "runtime %s", config.runtime);
         EXPECT (config.kernels_dir && *config.kernels_dir, "kernels_dir");
-        EXPECT (config.memory_mb == 512 && config.cpus == 1.0 && config.pids == 256, "memory, cpus, pids");
-        EXPECT (config.tmp_mb == 64 && config.nofile == 1024 && config.fsize_mb == 1024, "tmp, nofile, fsize");
+        EXPECT (config.memory_mb == 512 && config.cpus == 1.0 && config.pids == 256,
+                "memory, cpus, pids");
+        EXPECT (config.tmp_mb == 64 && config.nofile == 1024 && config.fsize_mb == 1024,
+                "tmp, nofile, fsize");
         EXPECT (config.workspace_mb == 1024 && config.workspace_inodes == 100000, "workspace");
         EXPECT (config.sandbox_uid == 65532 && config.sandbox_gid == 65532, "uid, gid");
         EXPECT (config.default_timeout_s == 30 && config.interrupt_grace_ms == 3000
-                    && config.kernel_start_timeout_s == 60, "timeouts");
-        EXPECT (config.max_message_bytes == 8 * 1024 * 1024 && config.max_display_bytes == 16 * 1024 * 1024,
+                    && config.kernel_start_timeout_s == 60,
+                "timeouts");
+        EXPECT (config.max_message_bytes == 8 * 1024 * 1024
+                    && config.max_display_bytes == 16 * 1024 * 1024,
                 "message, display");
         EXPECT (config.max_output_bytes == 100 * 1024 && config.output_head_bytes == 40 * 1024
-                    && config.output_tail_bytes == 40 * 1024 && config.max_output_kept_bytes == 8 * 1024 * 1024,
+                    && config.output_tail_bytes == 40 * 1024
+                    && config.max_output_kept_bytes == 8 * 1024 * 1024,
                 "output");
         EXPECT (config.max_code_bytes == 100 * 1024 && config.max_upload_bytes == 50 * 1024 * 1024
-                    && config.max_artifact_read_bytes == 10 * 1024 * 1024 && config.max_result_bytes == 1024 * 1024,
+                    && config.max_artifact_read_bytes == 10 * 1024 * 1024
+                    && config.max_result_bytes == 1024 * 1024,
                 "code, upload, artifact read, result");
-        EXPECT (strcmp (config.http_listen, "127.0.0.1:8080") == 0 && !config.http_listen_set, "http_listen");
+        EXPECT (strcmp (config.http_listen, "127.0.0.1:8080") == 0 && !config.http_listen_set,
+                "http_listen");
         EXPECT (!config.http && !config.http_token, "http, http_token unset");
-        EXPECT (strcmp (config.tool_profile, "default") == 0, "tool_profile %s", config.tool_profile);
+        EXPECT (strcmp (config.tool_profile, "default") == 0, "tool_profile %s",
+                config.tool_profile);
         EXPECT (config.max_sessions == 10 && config.idle_ttl_s == 1800 && config.log_level == 2,
                 "sessions, ttl, log level");
     }
@@ -100,15 +109,16 @@ s_test_defaults (void)
     for (size_t i = 0; i < s_count && rc == 0; i++) {
         const cg_config_option_t *option = &s_table[i];
         if (!option->fallback) {
-            EXPECT (*(char **) ((char *) &config + option->offset) == NULL, "%s is set", option->flag);
+            EXPECT (*(char **)((char *)&config + option->offset) == NULL, "%s is set",
+                    option->flag);
             continue;
         }
         cg_config_t given;
         const char *args[] = {option->flag, option->fallback, NULL};
         int given_rc = s_load (&given, args, message, sizeof message);
         EXPECT (given_rc == 0, "%s %s: %s", option->flag, option->fallback, message);
-        EXPECT (given_rc < 0 || s_same_field (option, &config, &given), "%s: default differs from %s",
-                option->flag, option->fallback);
+        EXPECT (given_rc < 0 || s_same_field (option, &config, &given),
+                "%s: default differs from %s", option->flag, option->fallback);
         cg_config_clear (&given);
     }
     cg_config_clear (&config);
@@ -126,9 +136,10 @@ s_test_environment_then_flags (void)
     char message[512];
     int rc = s_load (&config, NULL, message, sizeof message);
     CHECK (rc == 0, "variables only: %s", message);
-    EXPECT (config.memory_mb == 1024 && config.log_level == 3, "variables read: %d %d", config.memory_mb,
-            config.log_level);
-    EXPECT (config.http_listen_set && strcmp (config.http_listen, "127.0.0.1:9") == 0, "http_listen from variable");
+    EXPECT (config.memory_mb == 1024 && config.log_level == 3, "variables read: %d %d",
+            config.memory_mb, config.log_level);
+    EXPECT (config.http_listen_set && strcmp (config.http_listen, "127.0.0.1:9") == 0,
+            "http_listen from variable");
     cg_config_clear (&config);
 
     const char *args[] = {"--memory-mb", "2048", "--log-level=warn", "--max-message-mb=2", NULL};
@@ -136,7 +147,8 @@ s_test_environment_then_flags (void)
     CHECK (rc == 0, "flags: %s", message);
     EXPECT (config.memory_mb == 2048, "a flag wins over its variable: %d", config.memory_mb);
     EXPECT (config.log_level == 1, "--log-level=warn: %d", config.log_level);
-    EXPECT (config.max_message_bytes == 2 * 1024 * 1024, "MB become bytes: %zu", config.max_message_bytes);
+    EXPECT (config.max_message_bytes == 2 * 1024 * 1024, "MB become bytes: %zu",
+            config.max_message_bytes);
     cg_config_clear (&config);
     s_clear_environment ();
 
@@ -146,7 +158,8 @@ s_test_environment_then_flags (void)
     cg_config_clear (&config);
     const char *bare_port[] = {"--http", "8123", NULL};
     rc = s_load (&config, bare_port, message, sizeof message);
-    EXPECT (rc == 0 && config.http && strcmp (config.http, "127.0.0.1:8123") == 0, "a bare --http port is loopback");
+    EXPECT (rc == 0 && config.http && strcmp (config.http, "127.0.0.1:8123") == 0,
+            "a bare --http port is loopback");
     cg_config_clear (&config);
 }
 
@@ -160,8 +173,9 @@ s_expect_error (const char *env, const char **args, const char *want)
     cg_config_t config;
     char message[512];
     int rc = s_load (&config, env ? NULL : args, message, sizeof message);
-    EXPECT (rc < 0 && strstr (message, want), "%s %s: wanted an error with \"%s\", got rc %d \"%s\"",
-            env ? env : args[0], args[1] ? args[1] : "", want, rc, message);
+    EXPECT (rc < 0 && strstr (message, want),
+            "%s %s: wanted an error with \"%s\", got rc %d \"%s\"", env ? env : args[0],
+            args[1] ? args[1] : "", want, rc, message);
     cg_config_clear (&config);
     s_clear_environment ();
 }
@@ -187,11 +201,11 @@ s_test_errors (void)
         for (int k = 0; k < 2; k++) {
             snprintf (value, sizeof value, "%.17g", outside[k]);
             const char *args[] = {option->flag, value, NULL};
-            snprintf (want, sizeof want, "%s: '%s' is not a %s from %g to %g", option->flag, value, kind,
-                      option->min, option->max);
+            snprintf (want, sizeof want, "%s: '%s' is not a %s from %g to %g", option->flag, value,
+                      kind, option->min, option->max);
             s_expect_error (NULL, args, want);
-            snprintf (want, sizeof want, "%s: '%s' is not a %s from %g to %g", option->env, value, kind,
-                      option->min, option->max);
+            snprintf (want, sizeof want, "%s: '%s' is not a %s from %g to %g", option->env, value,
+                      kind, option->min, option->max);
             s_expect_error (option->env, args, want);
         }
         if (option->kind != CG_CONFIG_DOUBLE) {
@@ -216,7 +230,8 @@ s_test_errors (void)
     const char *beyond[] = {"--http", "0.0.0.0:1", NULL};
     s_expect_error (NULL, beyond, "listens beyond loopback: set --http-token");
     const char *small[] = {"--workspace-mb", "4", NULL};
-    s_expect_error (NULL, small, "--workspace-mb: 4 is too small for a file system: use at least 8, or 0");
+    s_expect_error (NULL, small,
+                    "--workspace-mb: 4 is too small for a file system: use at least 8, or 0");
     const char *relative[] = {"--state-dir", "state", NULL};
     s_expect_error (NULL, relative, "--state-dir: 'state' is not an absolute path");
 }
@@ -248,9 +263,10 @@ s_test_usage (void)
             snprintf (want, sizeof want, "%s (unset by default)", option->help);
         char *env = strstr (line, option->env);
         char *tail = strstr (line, want);
-        EXPECT (env && env < line + line_len, "%s: its variable %s is not on its line", option->flag, option->env);
-        EXPECT (tail && tail + strlen (want) == line + line_len, "%s: the line does not end with \"%s\"",
-                option->flag, want);
+        EXPECT (env && env < line + line_len, "%s: its variable %s is not on its line",
+                option->flag, option->env);
+        EXPECT (tail && tail + strlen (want) == line + line_len,
+                "%s: the line does not end with \"%s\"", option->flag, want);
     }
     EXPECT (strstr (text, "--memory-mb") && strstr (text, "(default 512)"), "memory's default");
     free (text);

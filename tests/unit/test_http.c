@@ -30,22 +30,23 @@ extern char **environ;
 #define TOKEN "c0ffee0123456789abcdef0123456789"
 #define OURS(rel) "/files/" SESSION "/" rel "?token=" TOKEN /* a good URL for REL */
 
-static char s_dir[256];              /* the test's temp dir: workspace/ and curl's files */
+static char s_dir[256]; /* the test's temp dir: workspace/ and curl's files */
 static cg_workspace_t *s_workspace;
-static char *s_base;                 /* "http://127.0.0.1:PORT" */
+static char *s_base; /* "http://127.0.0.1:PORT" */
 
 static cg_workspace_t *
 s_lookup (void *arg, const char *session_id, const char *token, size_t token_len)
 {
-    (void) arg;
-    if (strcmp (session_id, SESSION) != 0 || token_len != strlen (TOKEN) || memcmp (token, TOKEN, token_len) != 0)
+    (void)arg;
+    if (strcmp (session_id, SESSION) != 0 || token_len != strlen (TOKEN)
+        || memcmp (token, TOKEN, token_len) != 0)
         return NULL;
     return s_workspace;
 }
 
 typedef struct {
-    int status;          /* curl's %{http_code}; 0 when it could not connect */
-    int curl_exit;       /* curl's exit code: 18 for a short body, 28 for its timeout */
+    int status;    /* curl's %{http_code}; 0 when it could not connect */
+    int curl_exit; /* curl's exit code: 18 for a short body, 28 for its timeout */
     char *body;
     size_t body_len;
     char *headers;
@@ -66,12 +67,12 @@ s_header (const s_reply_t *reply, const char *name)
     size_t name_len = strlen (name);
     for (const char *line = reply->headers; line && *line;) {
         const char *end = strchrnul (line, '\n');
-        if ((size_t) (end - line) > name_len && strncasecmp (line, name, name_len) == 0
+        if ((size_t)(end - line) > name_len && strncasecmp (line, name, name_len) == 0
             && line[name_len] == ':') {
             const char *value = line + name_len + 1;
             while (*value == ' ')
                 value++;
-            size_t len = (size_t) (end - value);
+            size_t len = (size_t)(end - value);
             while (len > 0 && (value[len - 1] == '\r' || value[len - 1] == ' '))
                 len--;
             return cg_xstrndup (value, len);
@@ -95,13 +96,13 @@ static s_reply_t
 s_fetch_tick (cg_http_t *http, const char *url, const char *const *extra,
               void (*tick) (const char *body_path))
 {
-    s_reply_t reply = { 0 };
+    s_reply_t reply = {0};
     cleanup_free char *body_path = cg_strdupf ("%s/body", s_dir);
     cleanup_free char *header_path = cg_strdupf ("%s/headers", s_dir);
     unlink (body_path);
     unlink (header_path);
-    const char *argv[32] = { "curl", "-s", "-g", "--path-as-is", "--max-time", "20",
-                             "-o", body_path, "-D", header_path, "-w", "%{http_code}" };
+    const char *argv[32] = {"curl", "-s",      "-g", "--path-as-is", "--max-time", "20",
+                            "-o",   body_path, "-D", header_path,    "-w",         "%{http_code}"};
     size_t argc = 12;
     for (size_t i = 0; extra && extra[i]; i++)
         argv[argc++] = extra[i];
@@ -126,7 +127,7 @@ s_fetch_tick (cg_http_t *http, const char *url, const char *const *extra,
     size_t code_len = 0;
     int64_t deadline = cg_now_us () + 30 * 1000000LL;
     for (bool eof = false; !eof && cg_now_us () < deadline;) {
-        struct pollfd items[2] = { { cg_http_fd (http), POLLIN, 0 }, { out[0], POLLIN, 0 } };
+        struct pollfd items[2] = {{cg_http_fd (http), POLLIN, 0}, {out[0], POLLIN, 0}};
         int timeout = cg_http_timeout_ms (http);
         if (timeout < 0 || timeout > 1000)
             timeout = 1000;
@@ -138,7 +139,7 @@ s_fetch_tick (cg_http_t *http, const char *url, const char *const *extra,
             if (n <= 0)
                 eof = true;
             else
-                code_len += (size_t) n;
+                code_len += (size_t)n;
         }
         if (tick)
             tick (body_path);
@@ -208,12 +209,12 @@ s_make_workspace (void)
     s_pdf = cg_xmalloc (s_pdf_len);
     memcpy (s_pdf, "%PDF-1.4\n", 9);
     for (size_t i = 9; i < s_pdf_len; i++)
-        s_pdf[i] = (char) (i * 7 + (i >> 8));
+        s_pdf[i] = (char)(i * 7 + (i >> 8));
     s_png_len = 4096;
     s_png = cg_xmalloc (s_png_len);
     memcpy (s_png, "\x89PNG\r\n\x1a\n", 8);
     for (size_t i = 8; i < s_png_len; i++)
-        s_png[i] = (char) (i ^ 0x5a);
+        s_png[i] = (char)(i ^ 0x5a);
     s_write ("report.pdf", s_pdf, s_pdf_len);
     s_write ("chart.png", s_png, s_png_len);
     s_write ("page.html", s_html, strlen (s_html));
@@ -259,8 +260,8 @@ s_expect_file (cg_http_t *http, const char *name, const char *rel, const char *d
     bool ok_safe = s_header_is (&reply, "X-Content-Type-Options", "nosniff")
                    && s_header_is (&reply, "Content-Security-Policy", "sandbox")
                    && s_header_is (&reply, "Cache-Control", "no-store");
-    bool ok_disposition = attachment ? disposition && strcmp (disposition, "attachment") == 0
-                                     : disposition == NULL;
+    bool ok_disposition =
+        attachment ? disposition && strcmp (disposition, "attachment") == 0 : disposition == NULL;
     int status = reply.status;
     size_t body_len = reply.body_len;
     s_reply_free (&reply);
@@ -300,7 +301,7 @@ s_test_head (cg_http_t *http)
 {
     const char *name = "head";
     cleanup_free char *url = cg_strdupf ("%s/files/" SESSION "/report.pdf?token=" TOKEN, s_base);
-    const char *const extra[] = { "-I", NULL };
+    const char *const extra[] = {"-I", NULL};
     s_reply_t reply = s_fetch (http, url, extra);
     cleanup_free char *length = cg_strdupf ("%zu", s_pdf_len);
     bool ok = reply.status == 200 && s_header_is (&reply, "Content-Length", length)
@@ -367,9 +368,9 @@ static void
 s_test_listen_errors (void)
 {
     const char *name = "listen_errors";
-    const char *bad[] = { "127.0.0.1",      "::1:80",       "[::1]80",      "[::1]:",
-                          "127.0.0.1:70000", "localhost:80", ":80",          "127.0.0.1:8x",
-                          "",               "[fe80::1%lo]:0", "1.2.3:80",  "127.0.0.1:-1" };
+    const char *bad[] = {"127.0.0.1",    "::1:80",      "[::1]80",      "[::1]:", "127.0.0.1:70000",
+                         "localhost:80", ":80",         "127.0.0.1:8x", "",       "[fe80::1%lo]:0",
+                         "1.2.3:80",     "127.0.0.1:-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cg_error_t *err = NULL;
         cg_http_t *http = cg_http_new (bad[i], &err);
@@ -400,11 +401,10 @@ s_test_ipv6 (void)
     }
     CHECK (http, "[::1]:0: %s", cg_error_message (err));
     cg_downloads_t *downloads = cg_downloads_new (http, s_lookup, NULL);
-    cleanup_free char *expected
-        = cg_strdupf ("http://[::1]:%d/files/" SESSION "/sub/data.csv?token=" TOKEN,
-                      cg_http_port (http));
+    cleanup_free char *expected = cg_strdupf (
+        "http://[::1]:%d/files/" SESSION "/sub/data.csv?token=" TOKEN, cg_http_port (http));
     cleanup_free char *url = cg_downloads_url (http, SESSION, TOKEN, "/mnt/data/sub/data.csv");
-    s_reply_t reply = url ? s_fetch (http, url, NULL) : (s_reply_t) { 0 };
+    s_reply_t reply = url ? s_fetch (http, url, NULL) : (s_reply_t){0};
     bool ok = url && strcmp (url, expected) == 0 && reply.status == 200
               && reply.body_len == strlen (s_csv);
     s_reply_free (&reply);
@@ -422,9 +422,8 @@ s_test_wildcard_url (void)
     cg_http_t *http = cg_http_new ("0.0.0.0:0", &err);
     CHECK (http, "0.0.0.0:0: %s", cg_error_message (err));
     cleanup_free char *url = cg_downloads_url (http, "s p", "t/k", "a b/c%d");
-    cleanup_free char *expected
-        = cg_strdupf ("http://127.0.0.1:%d/files/s%%20p/a%%20b/c%%25d?token=t%%2Fk",
-                      cg_http_port (http));
+    cleanup_free char *expected = cg_strdupf (
+        "http://127.0.0.1:%d/files/s%%20p/a%%20b/c%%25d?token=t%%2Fk", cg_http_port (http));
     cleanup_free char *bad = cg_downloads_url (http, SESSION, TOKEN, "../etc/passwd");
     cg_http_destroy (&http);
     CHECK (url && strcmp (url, expected) == 0, "got %s, want %s", url ? url : "NULL", expected);
@@ -455,9 +454,9 @@ s_route_echo (void *arg, cg_http_exchange_t *ex)
     size_t len = 0;
     const char *body = cg_http_exchange_body (ex, &len);
     const char *q = cg_http_exchange_query (ex, "q");
-    cleanup_free char *text
-        = cg_strdupf ("%s %s %s q=%s %.*s", (const char *) arg, cg_http_exchange_method (ex),
-                      cg_http_exchange_path (ex), q ? q : "(none)", (int) len, body);
+    cleanup_free char *text =
+        cg_strdupf ("%s %s %s q=%s %.*s", (const char *)arg, cg_http_exchange_method (ex),
+                    cg_http_exchange_path (ex), q ? q : "(none)", (int)len, body);
     cg_http_respond (ex, 200, "text/plain", text, strlen (text), NULL);
 }
 
@@ -470,11 +469,10 @@ s_expect_route (cg_http_t *http, const char *name, const char *path, const char 
     cleanup_free char *url = cg_strdupf ("http://127.0.0.1:%d%s", cg_http_port (http), path);
     s_reply_t reply = s_fetch (http, url, extra);
     int got = reply.status;
-    bool ok = want[0] == '"'
-                  ? reply.body && strstr (reply.body, want)
-                        && s_header_is (&reply, "Content-Type", "application/json")
-                  : reply.body && reply.body_len == strlen (want)
-                        && memcmp (reply.body, want, reply.body_len) == 0;
+    bool ok = want[0] == '"' ? reply.body && strstr (reply.body, want)
+                                   && s_header_is (&reply, "Content-Type", "application/json")
+                             : reply.body && reply.body_len == strlen (want)
+                                   && memcmp (reply.body, want, reply.body_len) == 0;
     cleanup_free char *body = reply.body ? cg_xstrdup (reply.body) : NULL;
     s_reply_free (&reply);
     CHECK (got == status, "%s: status %d, want %d", path, got, status);
@@ -494,33 +492,33 @@ s_test_routes (void)
     cg_http_route (http, "/mcp", 0, 1024, s_route_echo, "X");
     cg_http_route (http, "/mcp", 0, 1024, s_route_echo, "C"); /* replaces X */
     cg_http_route (http, "/ro/", CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 1024, s_route_echo, "D");
-    const char *const post16[] = { "-X", "POST", "--data-binary", "0123456789abcdef", NULL };
-    const char *const post17[] = { "-X", "POST", "--data-binary", "0123456789abcdefg", NULL };
-    const char *const put[] = { "-X", "PUT", "--data-binary", "x", NULL };
-    const char *const head[] = { "-I", NULL };
+    const char *const post16[] = {"-X", "POST", "--data-binary", "0123456789abcdef", NULL};
+    const char *const post17[] = {"-X", "POST", "--data-binary", "0123456789abcdefg", NULL};
+    const char *const put[] = {"-X", "PUT", "--data-binary", "x", NULL};
+    const char *const head[] = {"-I", NULL};
     struct {
         const char *name, *path;
         const char *const *extra;
         int status;
         const char *want;
     } cases[] = {
-        { "prefix", "/api/x/y%20z?q=a%20b", NULL, 200, "A GET /api/x/y%20z q=a%20b " },
-        { "prefix_bare", "/api/", NULL, 200, "A GET /api/ q=(none) " },
-        { "prefix_needs_slash", "/api", NULL, 404, "\"not_found\"" },
-        { "exact_wins", "/api/exact?q=", NULL, 200, "B GET /api/exact q= " },
-        { "exact_is_exact", "/api/exact/more", NULL, 200, "A GET /api/exact/more q=(none) " },
-        { "second_route", "/mcp", post16, 200, "C POST /mcp q=(none) 0123456789abcdef" },
-        { "exact_no_sub", "/mcp/", NULL, 404, "\"no such resource\"" },
-        { "exact_no_longer", "/mcpx", NULL, 404, "\"not_found\"" },
-        { "unregistered", "/files/s/x?token=t", NULL, 404, "\"not_found\"" },
-        { "root", "/", NULL, 404, "\"not_found\"" },
-        { "body_at_limit", "/api/b", post16, 200, "A POST /api/b q=(none) 0123456789abcdef" },
-        { "body_over_limit", "/api/b", post17, 413, "\"payload_too_large\"" },
-        { "body_limit_per_route", "/api/exact", post17, 200,
-          "B POST /api/exact q=(none) 0123456789abcdefg" },
-        { "get_only", "/ro/x", NULL, 200, "D GET /ro/x q=(none) " },
-        { "get_only_post", "/ro/x", post16, 405, "\"method_not_allowed\"" },
-        { "get_only_put", "/ro/x", put, 405, "\"method_not_allowed\"" },
+        {"prefix", "/api/x/y%20z?q=a%20b", NULL, 200, "A GET /api/x/y%20z q=a%20b "},
+        {"prefix_bare", "/api/", NULL, 200, "A GET /api/ q=(none) "},
+        {"prefix_needs_slash", "/api", NULL, 404, "\"not_found\""},
+        {"exact_wins", "/api/exact?q=", NULL, 200, "B GET /api/exact q= "},
+        {"exact_is_exact", "/api/exact/more", NULL, 200, "A GET /api/exact/more q=(none) "},
+        {"second_route", "/mcp", post16, 200, "C POST /mcp q=(none) 0123456789abcdef"},
+        {"exact_no_sub", "/mcp/", NULL, 404, "\"no such resource\""},
+        {"exact_no_longer", "/mcpx", NULL, 404, "\"not_found\""},
+        {"unregistered", "/files/s/x?token=t", NULL, 404, "\"not_found\""},
+        {"root", "/", NULL, 404, "\"not_found\""},
+        {"body_at_limit", "/api/b", post16, 200, "A POST /api/b q=(none) 0123456789abcdef"},
+        {"body_over_limit", "/api/b", post17, 413, "\"payload_too_large\""},
+        {"body_limit_per_route", "/api/exact", post17, 200,
+         "B POST /api/exact q=(none) 0123456789abcdefg"},
+        {"get_only", "/ro/x", NULL, 200, "D GET /ro/x q=(none) "},
+        {"get_only_post", "/ro/x", post16, 405, "\"method_not_allowed\""},
+        {"get_only_put", "/ro/x", put, 405, "\"method_not_allowed\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         s_expect_route (http, cases[i].name, cases[i].path, cases[i].extra, cases[i].status,
@@ -542,52 +540,52 @@ s_test_routes (void)
 static void
 s_test_errors (cg_http_t *http)
 {
-    const char *const post[] = { "-X", "POST", "-d", "x=1", NULL };
-    const char *const put[] = { "-X", "PUT", "-d", "x=1", NULL };
-    const char *const delete[] = { "-X", "DELETE", NULL };
-    const char *const get_body[] = { "-X", "GET", "-d", "x=1", NULL };
+    const char *const post[] = {"-X", "POST", "-d", "x=1", NULL};
+    const char *const put[] = {"-X", "PUT", "-d", "x=1", NULL};
+    const char *const delete[] = {"-X", "DELETE", NULL};
+    const char *const get_body[] = {"-X", "GET", "-d", "x=1", NULL};
     struct {
         const char *name, *path;
         const char *const *extra;
         int status;
         const char *code;
     } errors[] = {
-        { "wrong_token", "/files/" SESSION "/report.pdf?token=c0ffee0123456789abcdef012345678a",
-          NULL, 404, "not_found" },
-        { "short_token", "/files/" SESSION "/report.pdf?token=c0ffee", NULL, 404, "not_found" },
-        { "long_token", OURS ("report.pdf") "00", NULL, 404, "not_found" },
-        { "empty_token", "/files/" SESSION "/report.pdf?token=", NULL, 404, "not_found" },
-        { "no_token", "/files/" SESSION "/report.pdf", NULL, 404, "not_found" },
-        { "other_session", "/files/sess_bbbbbbbbbbbb/report.pdf?token=" TOKEN, NULL, 404,
-          "not_found" },
-        { "no_path", "/files/" SESSION "?token=" TOKEN, NULL, 404, "not_found" },
-        { "empty_path", OURS (""), NULL, 404, "not_found" },
-        { "missing", OURS ("nope.pdf"), NULL, 404, "not_found" },
-        { "symlink_leak", OURS ("leak"), NULL, 404, "not_found" },
-        { "symlink_dir", OURS ("etc/passwd"), NULL, 404, "not_found" },
-        { "directory", OURS ("folder"), NULL, 404, "not_found" },
-        { "directory_slash", OURS ("folder/"), NULL, 404, "not_found" },
-        { "dotdot_encoded_slash", OURS ("..%2F..%2Fetc%2Fpasswd"), NULL, 404, "not_found" },
-        { "dotdot_encoded_dots", OURS ("%2e%2e/x"), NULL, 404, "not_found" },
-        { "dotdot_plain", OURS ("sub/../../../../etc/passwd"), NULL, 404, "not_found" },
-        { "dotdot_session", "/files/..%2F" SESSION "/report.pdf?token=" TOKEN, NULL, 404,
-          "not_found" },
-        { "absolute", OURS ("%2Fetc%2Fpasswd"), NULL, 404, "not_found" },
-        { "nul_in_path", OURS ("report.pdf%00.html"), NULL, 404, "not_found" },
-        { "nul_in_session", "/files/" SESSION "%00x/report.pdf?token=" TOKEN, NULL, 404,
-          "not_found" },
-        { "nul_in_token", OURS ("report.pdf") "%00", NULL, 404, "not_found" },
-        { "bad_escape", OURS ("report%zz.pdf"), NULL, 400, "bad_request" },
-        { "short_escape", OURS ("report.pdf%4"), NULL, 400, "bad_request" },
-        { "post", OURS ("report.pdf"), post, 405, "method_not_allowed" },
-        { "put", OURS ("report.pdf"), put, 405, "method_not_allowed" },
-        { "delete", OURS ("report.pdf"), delete, 405, "method_not_allowed" },
-        { "get_with_body", OURS ("report.pdf"), get_body, 413, "payload_too_large" },
-        { "root", "/", NULL, 404, "not_found" },
-        { "files_bare", "/files", NULL, 404, "not_found" },
-        { "files_slash", "/files/", NULL, 404, "not_found" },
-        { "other_path", "/mcp", NULL, 404, "not_found" },
-        { "other_path_post", "/other", post, 404, "not_found" },
+        {"wrong_token", "/files/" SESSION "/report.pdf?token=c0ffee0123456789abcdef012345678a",
+         NULL, 404, "not_found"},
+        {"short_token", "/files/" SESSION "/report.pdf?token=c0ffee", NULL, 404, "not_found"},
+        {"long_token", OURS ("report.pdf") "00", NULL, 404, "not_found"},
+        {"empty_token", "/files/" SESSION "/report.pdf?token=", NULL, 404, "not_found"},
+        {"no_token", "/files/" SESSION "/report.pdf", NULL, 404, "not_found"},
+        {"other_session", "/files/sess_bbbbbbbbbbbb/report.pdf?token=" TOKEN, NULL, 404,
+         "not_found"},
+        {"no_path", "/files/" SESSION "?token=" TOKEN, NULL, 404, "not_found"},
+        {"empty_path", OURS (""), NULL, 404, "not_found"},
+        {"missing", OURS ("nope.pdf"), NULL, 404, "not_found"},
+        {"symlink_leak", OURS ("leak"), NULL, 404, "not_found"},
+        {"symlink_dir", OURS ("etc/passwd"), NULL, 404, "not_found"},
+        {"directory", OURS ("folder"), NULL, 404, "not_found"},
+        {"directory_slash", OURS ("folder/"), NULL, 404, "not_found"},
+        {"dotdot_encoded_slash", OURS ("..%2F..%2Fetc%2Fpasswd"), NULL, 404, "not_found"},
+        {"dotdot_encoded_dots", OURS ("%2e%2e/x"), NULL, 404, "not_found"},
+        {"dotdot_plain", OURS ("sub/../../../../etc/passwd"), NULL, 404, "not_found"},
+        {"dotdot_session", "/files/..%2F" SESSION "/report.pdf?token=" TOKEN, NULL, 404,
+         "not_found"},
+        {"absolute", OURS ("%2Fetc%2Fpasswd"), NULL, 404, "not_found"},
+        {"nul_in_path", OURS ("report.pdf%00.html"), NULL, 404, "not_found"},
+        {"nul_in_session", "/files/" SESSION "%00x/report.pdf?token=" TOKEN, NULL, 404,
+         "not_found"},
+        {"nul_in_token", OURS ("report.pdf") "%00", NULL, 404, "not_found"},
+        {"bad_escape", OURS ("report%zz.pdf"), NULL, 400, "bad_request"},
+        {"short_escape", OURS ("report.pdf%4"), NULL, 400, "bad_request"},
+        {"post", OURS ("report.pdf"), post, 405, "method_not_allowed"},
+        {"put", OURS ("report.pdf"), put, 405, "method_not_allowed"},
+        {"delete", OURS ("report.pdf"), delete, 405, "method_not_allowed"},
+        {"get_with_body", OURS ("report.pdf"), get_body, 413, "payload_too_large"},
+        {"root", "/", NULL, 404, "not_found"},
+        {"files_bare", "/files", NULL, 404, "not_found"},
+        {"files_slash", "/files/", NULL, 404, "not_found"},
+        {"other_path", "/mcp", NULL, 404, "not_found"},
+        {"other_path_post", "/other", post, 404, "not_found"},
     };
     for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
         s_expect_error (http, errors[i].name, errors[i].path, errors[i].extra, errors[i].status,
@@ -662,9 +660,9 @@ main (void)
     s_test_errors (http);
     s_test_url_limit (http);
 
-    s_test_download_url (
-        http, "sub/data.csv",
-        cg_strdupf ("%s/files/" SESSION "/sub/data.csv?token=" TOKEN, s_base), s_csv);
+    s_test_download_url (http, "sub/data.csv",
+                         cg_strdupf ("%s/files/" SESSION "/sub/data.csv?token=" TOKEN, s_base),
+                         s_csv);
     s_test_download_url (
         http, "/mnt/data/sub/odd name #1?.txt",
         cg_strdupf ("%s/files/" SESSION "/sub/odd%%20name%%20%%231%%3F.txt?token=" TOKEN, s_base),

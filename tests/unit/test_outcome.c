@@ -53,16 +53,31 @@ static void
 s_base_order (void)
 {
     const char *name = "the base fields come in order";
-    static const char *keys[] = {"stdout", "stderr", "exit_code", "status", "error_code", "error_message",
-                                 "execution_time", "duration_ms", "execution_id", "session_id", "language",
-                                 "outputs", "success", "timed_out", "kernel_restarted", "cancelled",
-                                 "stdout_truncated", "stderr_truncated", NULL};
+    static const char *keys[] = {"stdout",
+                                 "stderr",
+                                 "exit_code",
+                                 "status",
+                                 "error_code",
+                                 "error_message",
+                                 "execution_time",
+                                 "duration_ms",
+                                 "execution_id",
+                                 "session_id",
+                                 "language",
+                                 "outputs",
+                                 "success",
+                                 "timed_out",
+                                 "kernel_restarted",
+                                 "cancelled",
+                                 "stdout_truncated",
+                                 "stderr_truncated",
+                                 NULL};
     cg_outcome_t *outcome = s_ran ("python");
     json_t *structured = cg_run_result_structured (outcome, NULL, NULL);
     void *iter = json_object_iter (structured);
     for (int i = 0; keys[i]; i++, iter = json_object_iter_next (structured, iter))
-        CHECK (iter && strcmp (json_object_iter_key (iter), keys[i]) == 0, "key %d is %s, not %s", i,
-               iter ? json_object_iter_key (iter) : "(none)", keys[i]);
+        CHECK (iter && strcmp (json_object_iter_key (iter), keys[i]) == 0, "key %d is %s, not %s",
+               i, iter ? json_object_iter_key (iter) : "(none)", keys[i]);
     json_decref (structured);
     cg_outcome_destroy (&outcome);
     s_passes++;
@@ -75,8 +90,9 @@ s_success (void)
     cg_outcome_t *outcome = s_ran ("python");
     cg_outcome_stream_set (&outcome->out, "hi\n", 3);
     json_t *data = json_pack ("{s:s, s:i}", "text/plain", "3", "application/json", 3);
-    json_array_append_new (outcome->outputs,
-                           json_pack ("{s:s, s:O, s:{}}", "type", "execute_result", "data", data, "metadata"));
+    json_array_append_new (
+        outcome->outputs,
+        json_pack ("{s:s, s:O, s:{}}", "type", "execute_result", "data", data, "metadata"));
     outcome->return_value = data;
     outcome->execution_count = 4;
     outcome->memory_known = true;
@@ -86,30 +102,43 @@ s_success (void)
     json_t *structured = cg_run_result_structured (outcome, NULL, "run_1");
     cg_outcome_destroy (&outcome);
     CHECK (s_is (structured, "stdout", "hi\n") && s_is (structured, "stderr", ""), "streams");
-    CHECK (s_is (structured, "status", "success") && json_is_true (json_object_get (structured, "success")), "status");
-    CHECK (s_int (structured, "exit_code") == 0 && json_is_null (json_object_get (structured, "error_code"))
-               && json_is_null (json_object_get (structured, "error_message")), "no error");
-    CHECK (s_is (structured, "execution_id", "exec_0123456789ab") && s_is (structured, "session_id", "s1")
-               && s_is (structured, "language", "python") && s_is (structured, "run_id", "run_1"), "echoes");
+    CHECK (s_is (structured, "status", "success")
+               && json_is_true (json_object_get (structured, "success")),
+           "status");
+    CHECK (s_int (structured, "exit_code") == 0
+               && json_is_null (json_object_get (structured, "error_code"))
+               && json_is_null (json_object_get (structured, "error_message")),
+           "no error");
+    CHECK (s_is (structured, "execution_id", "exec_0123456789ab")
+               && s_is (structured, "session_id", "s1") && s_is (structured, "language", "python")
+               && s_is (structured, "run_id", "run_1"),
+           "echoes");
     CHECK (json_real_value (json_object_get (structured, "execution_time")) == 0.0025
-               && s_int (structured, "duration_ms") == 2 && s_int (structured, "executionTimeMs") == 2, "times");
+               && s_int (structured, "duration_ms") == 2
+               && s_int (structured, "executionTimeMs") == 2,
+           "times");
     CHECK (s_int (structured, "execution_count") == 4, "execution_count");
     CHECK (s_int (json_object_get (structured, "return_value"), "application/json") == 3
-               && json_integer_value (json_object_get (structured, "returnValue")) == 3, "return value");
+               && json_integer_value (json_object_get (structured, "returnValue")) == 3,
+           "return value");
     CHECK (json_object_get (structured, "return_value") != data, "the return value is a copy");
-    CHECK (json_is_false (json_object_get (structured, "truncated")) && !json_object_get (structured, "stdout_file"),
+    CHECK (json_is_false (json_object_get (structured, "truncated"))
+               && !json_object_get (structured, "stdout_file"),
            "not truncated");
     CHECK (json_array_size (json_object_get (structured, "artifacts_created")) == 1
                && s_is (json_object_get (structured, "files"), "a.txt", "x")
-               && json_is_array (json_object_get (structured, "artifacts_deleted")), "workspace");
+               && json_is_array (json_object_get (structured, "artifacts_deleted")),
+           "workspace");
     CHECK (json_real_value (json_object_get (structured, "memoryUsedMB")) == 41.3, "memoryUsedMB");
     CHECK (!json_object_get (structured, "notice"), "no notice");
     json_t *result = cg_run_result_call (structured);
     CHECK (s_is (json_array_get (json_object_get (result, "content"), 0), "type", "text")
-               && strcmp (s_text_block (result), "hi\n\n[result]\n3") == 0, "text block: %s", s_text_block (result));
+               && strcmp (s_text_block (result), "hi\n\n[result]\n3") == 0,
+           "text block: %s", s_text_block (result));
     CHECK (json_is_false (json_object_get (result, "isError")), "isError");
     cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
-    CHECK (s_is (json_object_get (result, "structuredContent"), "status", "completed"), "seed 001 status");
+    CHECK (s_is (json_object_get (result, "structuredContent"), "status", "completed"),
+           "seed 001 status");
     json_decref (result);
     s_passes++;
 }
@@ -128,11 +157,15 @@ s_runtime_error (void)
     CHECK (s_is (structured, "status", "execution_error") && s_int (structured, "exit_code") == 1
                && s_is (structured, "error_code", "RUNTIME_ERROR")
                && s_is (structured, "error_message", "ZeroDivisionError: division by zero")
-               && json_is_false (json_object_get (structured, "success")), "failure fields");
+               && json_is_false (json_object_get (structured, "success")),
+           "failure fields");
     CHECK (!json_object_get (structured, "run_id") && !json_object_get (structured, "return_value")
-               && !json_object_get (structured, "execution_count"), "absent fields");
-    CHECK (strcmp (s_text_block (result), "[stderr]\nTraceback\nZeroDivisionError: division by zero\n\n"
-                                          "[execution_error] ZeroDivisionError: division by zero") == 0,
+               && !json_object_get (structured, "execution_count"),
+           "absent fields");
+    CHECK (strcmp (s_text_block (result),
+                   "[stderr]\nTraceback\nZeroDivisionError: division by zero\n\n"
+                   "[execution_error] ZeroDivisionError: division by zero")
+               == 0,
            "text block: %s", s_text_block (result));
     CHECK (json_is_true (json_object_get (result, "isError")), "isError");
     cg_run_result_seed001_status (structured);
@@ -147,7 +180,8 @@ s_timeout (void)
     const char *name = "a run that timed out, then one cancelled";
     cg_outcome_t *outcome = s_ran ("bash");
     cg_outcome_stream_set (&outcome->out, "tick", 4);
-    cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT, "Execution timed out after 1 seconds.");
+    cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT,
+                     "Execution timed out after 1 seconds.");
     cg_outcome_stream_append_line (&outcome->err, "Execution timed out after 1 seconds.");
     outcome->timed_out = true;
     outcome->kernel_restarted = true;
@@ -160,22 +194,27 @@ s_timeout (void)
                && s_is (structured, "stderr", "Execution timed out after 1 seconds.")
                && json_is_true (json_object_get (structured, "timed_out"))
                && json_is_true (json_object_get (structured, "kernel_restarted"))
-               && s_is (structured, "notice", "One. Two."), "timeout fields");
-    CHECK (strcmp (s_text_block (result), "tick\n[stderr]\nExecution timed out after 1 seconds.\n"
-                                          "[timeout] Execution timed out after 1 seconds.\n[notice] One. Two.") == 0,
+               && s_is (structured, "notice", "One. Two."),
+           "timeout fields");
+    CHECK (strcmp (s_text_block (result),
+                   "tick\n[stderr]\nExecution timed out after 1 seconds.\n"
+                   "[timeout] Execution timed out after 1 seconds.\n[notice] One. Two.")
+               == 0,
            "text block: %s", s_text_block (result));
     cg_run_result_seed001_status (structured);
     CHECK (s_is (structured, "status", "timeout"), "seed 001 status");
     json_decref (result);
 
-    cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME, "Execution was cancelled.");
+    cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME,
+                     "Execution was cancelled.");
     outcome->timed_out = false;
     outcome->cancelled = true;
     structured = cg_run_result_structured (outcome, NULL, NULL);
     cg_outcome_destroy (&outcome);
     CHECK (s_is (structured, "status", "execution_error") && s_int (structured, "exit_code") == 130
                && s_is (structured, "error_code", "RUNTIME_ERROR")
-               && json_is_true (json_object_get (structured, "cancelled")), "cancel fields");
+               && json_is_true (json_object_get (structured, "cancelled")),
+           "cancel fields");
     cg_run_result_seed001_status (structured);
     CHECK (s_is (structured, "status", "error_runtime"), "seed 001 status of a cancel");
     json_decref (structured);
@@ -186,29 +225,37 @@ static void
 s_setup_failure (void)
 {
     const char *name = "a run that never started";
-    cg_outcome_t *outcome = cg_outcome_setup_failure ("javascript", "exec_aaaaaaaaaaaa", NULL, CG_OUTCOME_ERROR_SANDBOX,
-                                                      "start kernel javascript: no such container");
+    cg_outcome_t *outcome =
+        cg_outcome_setup_failure ("javascript", "exec_aaaaaaaaaaaa", NULL, CG_OUTCOME_ERROR_SANDBOX,
+                                  "start kernel javascript: no such container");
     json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
     cg_outcome_destroy (&outcome);
     json_t *structured = json_object_get (result, "structuredContent");
     CHECK (s_is (structured, "status", "setup_error") && s_int (structured, "exit_code") == -1
                && s_is (structured, "error_code", "SANDBOX_SETUP_FAILED")
-               && json_is_null (json_object_get (structured, "session_id")), "failure fields");
+               && json_is_null (json_object_get (structured, "session_id")),
+           "failure fields");
     CHECK (json_real_value (json_object_get (structured, "execution_time")) == 0.0
-               && s_int (structured, "duration_ms") == 0 && !json_object_get (structured, "executionTimeMs")
-               && !json_object_get (structured, "files") && !json_object_get (structured, "memoryUsedMB"),
+               && s_int (structured, "duration_ms") == 0
+               && !json_object_get (structured, "executionTimeMs")
+               && !json_object_get (structured, "files")
+               && !json_object_get (structured, "memoryUsedMB"),
            "nothing of a run");
     CHECK (json_array_size (json_object_get (structured, "artifacts")) == 0
                && json_array_size (json_object_get (structured, "outputs")) == 0
-               && json_is_false (json_object_get (structured, "truncated")), "empty lists");
-    CHECK (strcmp (s_text_block (result), "[setup_error] start kernel javascript: no such container") == 0,
-           "text block: %s", s_text_block (result));
+               && json_is_false (json_object_get (structured, "truncated")),
+           "empty lists");
+    CHECK (
+        strcmp (s_text_block (result), "[setup_error] start kernel javascript: no such container")
+            == 0,
+        "text block: %s", s_text_block (result));
     cg_run_result_seed001_status (structured);
     CHECK (s_is (structured, "status", "error_setup"), "seed 001 status");
     json_decref (result);
 
-    outcome = cg_outcome_setup_failure ("python", "exec_aaaaaaaaaaaa", "s1", CG_OUTCOME_ERROR_INVALID_PARAMS,
-                                        "files: x: not valid base64");
+    outcome =
+        cg_outcome_setup_failure ("python", "exec_aaaaaaaaaaaa", "s1",
+                                  CG_OUTCOME_ERROR_INVALID_PARAMS, "files: x: not valid base64");
     structured = cg_run_result_structured (outcome, NULL, NULL);
     cg_outcome_destroy (&outcome);
     CHECK (s_is (structured, "error_code", "INVALID_PARAMS"), "invalid files");
@@ -230,12 +277,13 @@ s_truncated (void)
                && json_is_false (json_object_get (structured, "stderr_truncated"))
                && json_is_true (json_object_get (structured, "truncated"))
                && s_is (structured, "stdout_file", "/mnt/data/outputs/exec_0123456789ab-stdout.txt")
-               && !json_object_get (structured, "stderr_file"), "truncation fields");
+               && !json_object_get (structured, "stderr_file"),
+           "truncation fields");
     CHECK (s_is (structured, "stderr", "bad \xef\xbf\xbd byte\xef\xbf\xbdx"), "stderr cleaned: %s",
            s_str (structured, "stderr"));
     json_t *result = cg_run_result_call (structured);
-    CHECK (strstr (s_text_block (result),
-                   "\n[stdout was cut; the whole text is in /mnt/data/outputs/exec_0123456789ab-stdout.txt]"),
+    CHECK (strstr (s_text_block (result), "\n[stdout was cut; the whole text is in "
+                                          "/mnt/data/outputs/exec_0123456789ab-stdout.txt]"),
            "text block: %s", s_text_block (result));
     json_decref (result);
     free (outcome->session_id);
@@ -244,7 +292,8 @@ s_truncated (void)
     outcome->out.file = NULL;
     result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
     cg_outcome_destroy (&outcome);
-    CHECK (strstr (s_text_block (result), "\n[stdout was cut; run with a session_id to keep the whole text as a file]"),
+    CHECK (strstr (s_text_block (result),
+                   "\n[stdout was cut; run with a session_id to keep the whole text as a file]"),
            "one-shot text block: %s", s_text_block (result));
     json_decref (result);
     s_passes++;
@@ -256,8 +305,9 @@ s_image (void)
     const char *name = "an image value goes in its own block, once";
     cg_outcome_t *outcome = s_ran ("python");
     json_t *data = json_pack ("{s:s, s:s}", "image/png", "iVBORw0KGgo=", "text/plain", "<Figure>");
-    json_array_append_new (outcome->outputs,
-                           json_pack ("{s:s, s:O, s:{}}", "type", "execute_result", "data", data, "metadata"));
+    json_array_append_new (
+        outcome->outputs,
+        json_pack ("{s:s, s:O, s:{}}", "type", "execute_result", "data", data, "metadata"));
     outcome->return_value = data;
     json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
     cg_outcome_destroy (&outcome);
@@ -265,11 +315,14 @@ s_image (void)
     json_t *structured = json_object_get (result, "structuredContent");
     json_t *item = json_array_get (json_object_get (structured, "outputs"), 0);
     CHECK (json_array_size (content) == 2 && s_is (json_array_get (content, 1), "type", "image")
-               && s_is (json_array_get (content, 1), "data", "iVBORw0KGgo="), "image block");
+               && s_is (json_array_get (content, 1), "data", "iVBORw0KGgo="),
+           "image block");
     CHECK (!json_object_get (json_object_get (structured, "return_value"), "image/png")
-               && s_is (json_object_get (structured, "return_value"), "text/plain", "<Figure>"), "return_value");
-    CHECK (!json_object_get (json_object_get (item, "data"), "image/png") && s_int (item, "content_index") == 1
-               && s_int (item, "size_bytes") == 8, "output names its block");
+               && s_is (json_object_get (structured, "return_value"), "text/plain", "<Figure>"),
+           "return_value");
+    CHECK (!json_object_get (json_object_get (item, "data"), "image/png")
+               && s_int (item, "content_index") == 1 && s_int (item, "size_bytes") == 8,
+           "output names its block");
     json_decref (result);
     s_passes++;
 }
@@ -280,24 +333,33 @@ s_refused (void)
     const char *name = "runs refused before they started";
     json_t *result = cg_run_result_refused ("python", "s1", "session_busy", "The session is busy.");
     json_t *structured = json_object_get (result, "structuredContent");
-    CHECK (s_is (structured, "status", "setup_error") && s_is (structured, "error_code", "SESSION_BUSY")
+    CHECK (s_is (structured, "status", "setup_error")
+               && s_is (structured, "error_code", "SESSION_BUSY")
                && s_is (structured, "error_message", "The session is busy.")
-               && s_is (structured, "error", "session_busy") && s_is (structured, "message", "The session is busy.")
-               && s_is (structured, "session_id", "s1") && s_is (structured, "language", "python"), "fields");
+               && s_is (structured, "error", "session_busy")
+               && s_is (structured, "message", "The session is busy.")
+               && s_is (structured, "session_id", "s1") && s_is (structured, "language", "python"),
+           "fields");
     const char *id = s_str (structured, "execution_id");
-    CHECK (id && strlen (id) == 17 && strncmp (id, "exec_", 5) == 0, "execution_id %s", id ? id : "(none)");
+    CHECK (id && strlen (id) == 17 && strncmp (id, "exec_", 5) == 0, "execution_id %s",
+           id ? id : "(none)");
     CHECK (!json_object_get (structured, "truncated") && !json_object_get (structured, "artifacts")
-               && !json_object_get (structured, "executionTimeMs"), "no run fields");
+               && !json_object_get (structured, "executionTimeMs"),
+           "no run fields");
     CHECK (json_is_true (json_object_get (result, "isError"))
-               && strcmp (s_text_block (result), "[setup_error] The session is busy.") == 0, "content");
+               && strcmp (s_text_block (result), "[setup_error] The session is busy.") == 0,
+           "content");
     cg_run_result_seed001_status (structured);
     CHECK (s_is (structured, "status", "error_setup"), "seed 001 status");
     json_decref (result);
 
-    result = cg_run_result_invalid (NULL, "UNSUPPORTED_LANGUAGE", "language 'cobol' is not supported");
+    result =
+        cg_run_result_invalid (NULL, "UNSUPPORTED_LANGUAGE", "language 'cobol' is not supported");
     structured = json_object_get (result, "structuredContent");
-    CHECK (s_is (structured, "error_code", "UNSUPPORTED_LANGUAGE") && s_is (structured, "language", "")
-               && json_is_null (json_object_get (structured, "session_id")) && !json_object_get (structured, "error"),
+    CHECK (s_is (structured, "error_code", "UNSUPPORTED_LANGUAGE")
+               && s_is (structured, "language", "")
+               && json_is_null (json_object_get (structured, "session_id"))
+               && !json_object_get (structured, "error"),
            "invalid arguments");
     json_decref (result);
     s_passes++;

@@ -24,25 +24,27 @@ static json_t *
 s_run_result (size_t png_b64, const char *path, const char *url)
 {
     cleanup_free char *png = s_base64 (png_b64);
-    json_t *item = json_pack ("{s:s, s:{s:s, s:s}, s:{}}", "type", "display_data", "data", "image/png", png,
-                              "text/plain", "<Figure>", "metadata");
+    json_t *item = json_pack ("{s:s, s:{s:s, s:s}, s:{}}", "type", "display_data", "data",
+                              "image/png", png, "text/plain", "<Figure>", "metadata");
     if (path)
         json_object_set_new (item, "path", json_string (path));
     if (url)
         json_object_set_new (item, "download_url", json_string (url));
-    json_t *structured = json_pack ("{s:s, s:s, s:s, s:[o]}", "stdout", "hi\n", "stderr", "", "status", "success",
-                                    "outputs", item);
-    json_t *content = json_pack ("[{s:s, s:s}, {s:s, s:s, s:s}]", "type", "text", "text", "hi\n", "type", "image",
-                                 "data", png, "mimeType", "image/png");
+    json_t *structured = json_pack ("{s:s, s:s, s:s, s:[o]}", "stdout", "hi\n", "stderr", "",
+                                    "status", "success", "outputs", item);
+    json_t *content = json_pack ("[{s:s, s:s}, {s:s, s:s, s:s}]", "type", "text", "text", "hi\n",
+                                 "type", "image", "data", png, "mimeType", "image/png");
     cg_result_link_output (item, "image/png", 1);
-    return json_pack ("{s:o, s:o, s:b}", "content", content, "structuredContent", structured, "isError", 0);
+    return json_pack ("{s:o, s:o, s:b}", "content", content, "structuredContent", structured,
+                      "isError", 0);
 }
 
 static const char *
 s_last_text (json_t *result)
 {
     json_t *content = json_object_get (result, "content");
-    return json_string_value (json_object_get (json_array_get (content, json_array_size (content) - 1), "text"));
+    return json_string_value (
+        json_object_get (json_array_get (content, json_array_size (content) - 1), "text"));
 }
 
 static void
@@ -50,12 +52,15 @@ s_link_output (void)
 {
     const char *name = "a display's bytes are carried once";
     json_t *result = s_run_result (4000, "/mnt/data/outputs/x-1.png", NULL);
-    json_t *item = json_array_get (json_object_get (json_object_get (result, "structuredContent"), "outputs"), 0);
+    json_t *item = json_array_get (
+        json_object_get (json_object_get (result, "structuredContent"), "outputs"), 0);
     int ok = !json_object_get (json_object_get (item, "data"), "image/png")
              && json_object_get (json_object_get (item, "data"), "text/plain")
              && json_integer_value (json_object_get (item, "size_bytes")) == 3000
              && json_integer_value (json_object_get (item, "content_index")) == 1
-             && strcmp (json_string_value (json_array_get (json_object_get (item, "omitted"), 0)), "image/png") == 0
+             && strcmp (json_string_value (json_array_get (json_object_get (item, "omitted"), 0)),
+                        "image/png")
+                    == 0
              && strcmp (json_string_value (json_object_get (item, "mime_type")), "image/png") == 0;
     size_t left = cg_result_fit (result, 64 * 1024, true);
     json_decref (result);
@@ -67,7 +72,8 @@ s_link_output (void)
 static void
 s_image_to_link (bool links)
 {
-    const char *name = links ? "an image over the budget becomes a resource_link" : "an image over the budget becomes a text link";
+    const char *name = links ? "an image over the budget becomes a resource_link"
+                             : "an image over the budget becomes a text link";
     const char *url = "http://127.0.0.1:8080/files/s/outputs/x-1.png?token=t";
     json_t *result = s_run_result (400 * 1024, "/mnt/data/outputs/x-1.png", url);
     size_t budget = 64 * 1024;
@@ -76,12 +82,17 @@ s_image_to_link (bool links)
     json_t *block = json_array_get (json_object_get (result, "content"), 1);
     const char *type = json_string_value (json_object_get (block, "type"));
     const char *note = s_last_text (result);
-    json_t *item = json_array_get (json_object_get (json_object_get (result, "structuredContent"), "outputs"), 0);
+    json_t *item = json_array_get (
+        json_object_get (json_object_get (result, "structuredContent"), "outputs"), 0);
     bool indexed = json_object_get (item, "content_index") != NULL;
-    bool linked = links ? strcmp (type, "resource_link") == 0 && strcmp (json_string_value (json_object_get (block, "uri")), url) == 0
-                          && json_integer_value (json_object_get (block, "size")) == 300 * 1024
-                        : strcmp (type, "text") == 0 && strstr (json_string_value (json_object_get (block, "text")), url);
-    bool noted = note && strstr (note, "left out") && strstr (note, url) && strstr (note, "/mnt/data/outputs/x-1.png");
+    bool linked = links
+                      ? strcmp (type, "resource_link") == 0
+                            && strcmp (json_string_value (json_object_get (block, "uri")), url) == 0
+                            && json_integer_value (json_object_get (block, "size")) == 300 * 1024
+                      : strcmp (type, "text") == 0
+                            && strstr (json_string_value (json_object_get (block, "text")), url);
+    bool noted = note && strstr (note, "left out") && strstr (note, url)
+                 && strstr (note, "/mnt/data/outputs/x-1.png");
     json_decref (result);
     CHECK (size <= budget, "%zu bytes over a %zu budget", size, budget);
     CHECK (left == 1, "%zu things left out, want 1", left);
@@ -112,10 +123,12 @@ s_display_data (void)
     const char *name = "large display data in outputs is left out, largest first";
     cleanup_free char *html = s_base64 (200 * 1024);
     cleanup_free char *svg = s_base64 (40 * 1024);
-    json_t *structured = json_pack ("{s:s, s:[{s:s, s:{s:s, s:s}, s:s}, {s:s, s:{s:s}}]}", "status", "success", "outputs",
-                                    "type", "display_data", "data", "text/html", html, "text/plain", "t", "path",
-                                    "/mnt/data/outputs/e-1.html", "type", "display_data", "data", "image/svg+xml", svg);
-    json_t *result = json_pack ("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", "x", "structuredContent", structured);
+    json_t *structured = json_pack (
+        "{s:s, s:[{s:s, s:{s:s, s:s}, s:s}, {s:s, s:{s:s}}]}", "status", "success", "outputs",
+        "type", "display_data", "data", "text/html", html, "text/plain", "t", "path",
+        "/mnt/data/outputs/e-1.html", "type", "display_data", "data", "image/svg+xml", svg);
+    json_t *result = json_pack ("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", "x",
+                                "structuredContent", structured);
     size_t budget = 128 * 1024;
     size_t left = cg_result_fit (result, budget, true);
     json_t *first = json_array_get (json_object_get (structured, "outputs"), 0);
@@ -127,7 +140,8 @@ s_display_data (void)
     size_t size = cg_result_size (result);
     json_decref (result);
     CHECK (size <= budget, "%zu bytes over %zu", size, budget);
-    CHECK (left == 1 && html_gone && omitted, "the HTML (largest) is left out and listed in omitted");
+    CHECK (left == 1 && html_gone && omitted,
+           "the HTML (largest) is left out and listed in omitted");
     CHECK (svg_kept, "the SVG that fits stays");
     s_passes++;
 }
@@ -139,12 +153,13 @@ s_long_text (void)
     cleanup_free char *out = cg_xmalloc (300 * 1024 + 1);
     memset (out, 'x', 300 * 1024);
     out[300 * 1024] = '\0';
-    json_t *result = json_pack ("{s:[{s:s, s:s}], s:{s:s, s:s}}", "content", "type", "text", "text", out,
-                                "structuredContent", "stdout", out, "status", "success");
+    json_t *result = json_pack ("{s:[{s:s, s:s}], s:{s:s, s:s}}", "content", "type", "text", "text",
+                                out, "structuredContent", "stdout", out, "status", "success");
     size_t budget = 128 * 1024;
     cg_result_fit (result, budget, true);
     size_t size = cg_result_size (result);
-    const char *stdout_text = json_string_value (json_object_get (json_object_get (result, "structuredContent"), "stdout"));
+    const char *stdout_text = json_string_value (
+        json_object_get (json_object_get (result, "structuredContent"), "stdout"));
     bool marked = strstr (stdout_text, "[... truncated ") != NULL;
     bool noted = strstr (s_last_text (result), "stdout") != NULL;
     json_decref (result);
@@ -160,13 +175,15 @@ s_many_items (void)
     const char *name = "a long list loses its tail";
     json_t *outputs = json_array ();
     for (int i = 0; i < 20000; i++)
-        json_array_append_new (outputs, json_pack ("{s:s, s:{s:s}}", "type", "display_data", "data", "text/plain", "a small one"));
-    json_t *result = json_pack ("{s:[{s:s, s:s}], s:{s:o}}", "content", "type", "text", "text", "x", "structuredContent",
-                                "outputs", outputs);
+        json_array_append_new (outputs, json_pack ("{s:s, s:{s:s}}", "type", "display_data", "data",
+                                                   "text/plain", "a small one"));
+    json_t *result = json_pack ("{s:[{s:s, s:s}], s:{s:o}}", "content", "type", "text", "text", "x",
+                                "structuredContent", "outputs", outputs);
     size_t budget = 64 * 1024;
     cg_result_fit (result, budget, true);
     size_t size = cg_result_size (result);
-    size_t kept = json_array_size (json_object_get (json_object_get (result, "structuredContent"), "outputs"));
+    size_t kept = json_array_size (
+        json_object_get (json_object_get (result, "structuredContent"), "outputs"));
     bool noted = strstr (s_last_text (result), "outputs: the last") != NULL;
     json_decref (result);
     CHECK (size <= budget, "%zu bytes over %zu", size, budget);
@@ -182,7 +199,7 @@ s_utf8_and_maps (void)
     size_t n = 60 * 1024;
     cleanup_free char *text = cg_xmalloc (n * 3 + 1);
     for (size_t i = 0; i < n; i++)
-        memcpy (text + i * 3, "\xe2\x82\xac", 3);    /* the euro sign, 3 bytes */
+        memcpy (text + i * 3, "\xe2\x82\xac", 3); /* the euro sign, 3 bytes */
     text[n * 3] = '\0';
     json_t *files = json_object ();
     for (int i = 0; i < 4000; i++) {
@@ -190,8 +207,9 @@ s_utf8_and_maps (void)
         snprintf (key, sizeof key, "data/\xc3\xa9t\xc3\xa9-%d.txt", i);
         json_object_set_new (files, key, json_string ("a line of text\n"));
     }
-    json_t *result = json_pack ("{s:[{s:s, s:s}], s:{s:s, s:s, s:o}}", "content", "type", "text", "text", text,
-                                "structuredContent", "stdout", text, "status", "success", "files", files);
+    json_t *result =
+        json_pack ("{s:[{s:s, s:s}], s:{s:s, s:s, s:o}}", "content", "type", "text", "text", text,
+                   "structuredContent", "stdout", text, "status", "success", "files", files);
     size_t budget = 64 * 1024;
     cg_result_fit (result, budget, false);
     size_t size = cg_result_size (result);
@@ -210,8 +228,9 @@ static void
 s_encode (void)
 {
     const char *name = "the JSON-RPC envelope counts against the budget";
-    json_t *message = json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "id", "an-id", "result",
-                                 s_run_result (400 * 1024, "/mnt/data/outputs/x-1.png", "http://127.0.0.1:1/f"));
+    json_t *message =
+        json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "id", "an-id", "result",
+                   s_run_result (400 * 1024, "/mnt/data/outputs/x-1.png", "http://127.0.0.1:1/f"));
     size_t budget = 64 * 1024;
     cleanup_free char *text = cg_result_encode (message, budget, true);
     json_t *small = json_pack ("{s:s, s:i, s:{}}", "jsonrpc", "2.0", "id", 1, "result");
@@ -219,7 +238,8 @@ s_encode (void)
     json_decref (message);
     json_decref (small);
     CHECK (strlen (text) <= budget, "%zu bytes over %zu", strlen (text), budget);
-    CHECK (strcmp (plain, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}") == 0, "other messages unchanged: %s", plain);
+    CHECK (strcmp (plain, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}") == 0,
+           "other messages unchanged: %s", plain);
     s_passes++;
 }
 

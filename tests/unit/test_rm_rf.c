@@ -19,7 +19,7 @@
 
 #define MAX_DIRS 16
 
-static char s_dirs[MAX_DIRS][256];  /* every directory made by s_fresh, for the final sweep */
+static char s_dirs[MAX_DIRS][256]; /* every directory made by s_fresh, for the final sweep */
 static int s_ndirs = 0;
 static int s_skips = 0;
 
@@ -139,7 +139,7 @@ s_deep (void)
     name = "2,000 levels with only three fds to spare";
     CHECK (s_fresh (top), "mkdtemp: %s", strerror (errno));
     CHECK (s_make_deep (top, 2000), "make the tree: %s", strerror (errno));
-    rc = s_rm_rf_limited (top, (rlim_t) s_highest_fd () + 1 + 3, &err);
+    rc = s_rm_rf_limited (top, (rlim_t)s_highest_fd () + 1 + 3, &err);
     CHECK (rc == 0, "cg_rm_rf: %s", cg_error_message (err));
     CHECK (s_gone (top), "the tree is gone");
     s_passes++;
@@ -265,8 +265,8 @@ s_mount (void)
     CHECK (s_fresh (top), "mkdtemp: %s", strerror (errno));
     int fd = open (top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     CHECK (fd >= 0, "open %s: %s", top, strerror (errno));
-    bool made = mkdirat (fd, "a", 0755) == 0 && mkdirat (fd, "h", 0755) == 0
-                && s_make_file_at (fd, "g");
+    bool made =
+        mkdirat (fd, "a", 0755) == 0 && mkdirat (fd, "h", 0755) == 0 && s_make_file_at (fd, "g");
     close (fd);
     CHECK (made, "make the tree: %s", strerror (errno));
     /* Siblings on both sides of the mount point in any readdir order, so that the
@@ -285,7 +285,8 @@ s_mount (void)
         CHECK (errno == EPERM, "mount tmpfs on %s: %s", mnt, strerror (errno));
         printf ("skip: %s: mount tmpfs: %s\n", name, strerror (errno));
         s_skips++;
-    } else {
+    }
+    else {
         snprintf (path, sizeof path, "%s/kept", mnt);
         if (cg_write_file (path, "kept", 4, 0644, NULL) == 0)
             s_mount_checks (top);
@@ -334,7 +335,8 @@ s_refused (void)
     if (WIFEXITED (status) && WEXITSTATUS (status) == 77) {
         printf ("skip: %s: cannot chroot to test it safely\n", name);
         s_skips++;
-    } else {
+    }
+    else {
         int code = WIFEXITED (status) ? WEXITSTATUS (status) : -1;
         CHECK (code == 0, "%s%s%s was not refused, or touched the tree (exit %d)",
                code >= 10 && code < 10 + npaths && paths[code - 10] ? "\"" : "",
@@ -410,7 +412,8 @@ s_unsearchable (void)
     if (WIFEXITED (status) && WEXITSTATUS (status) == 77) {
         printf ("skip: %s: cannot become a user\n", name);
         s_skips++;
-    } else {
+    }
+    else {
         CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0,
                "cg_rm_rf did not fail naming a/x (status %d)", status);
         snprintf (path, sizeof path, "%s/a/x", top);

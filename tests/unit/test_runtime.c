@@ -26,11 +26,13 @@ s_parse (void)
 {
     const char *name = "parse --version";
     char *kind = NULL, *version = NULL;
-    CHECK (cg_runtime_parse_version ("runc version 1.1.5+ds1\ncommit: x\n", &kind, &version, NULL) == 0,
+    CHECK (cg_runtime_parse_version ("runc version 1.1.5+ds1\ncommit: x\n", &kind, &version, NULL)
+               == 0,
            "runc parses");
     CHECK (strcmp (kind, "runc") == 0 && strcmp (version, "1.1.5+ds1") == 0, "runc %s", version);
     free (kind), free (version);
-    CHECK (cg_runtime_parse_version ("crun version 1.8.1\n", &kind, &version, NULL) == 0, "crun parses");
+    CHECK (cg_runtime_parse_version ("crun version 1.8.1\n", &kind, &version, NULL) == 0,
+           "crun parses");
     CHECK (strcmp (kind, "crun") == 0 && !cg_runtime_advisory (kind, version), "crun: no advisory");
     free (kind), free (version);
     cg_error_t *err = NULL;
@@ -47,10 +49,12 @@ s_locate (void)
     const char *name = "locate";
     cg_error_t *err = NULL;
     char *path = cg_runtime_locate ("/nonexistent/runc", false, &err);
-    CHECK (!path && strstr (cg_error_message (err), "/nonexistent/runc"), "a missing path is named");
+    CHECK (!path && strstr (cg_error_message (err), "/nonexistent/runc"),
+           "a missing path is named");
     cg_error_destroy (&err);
     path = cg_runtime_locate ("youki", false, &err);
-    CHECK (!path && strstr (cg_error_message (err), "expected auto, runc, crun or a path"), "bad name");
+    CHECK (!path && strstr (cg_error_message (err), "expected auto, runc, crun or a path"),
+           "bad name");
     cg_error_destroy (&err);
     //  A runtime found on PATH only (a directory no fallback covers).
     char dir[] = "/tmp/cg-test-runtime-XXXXXX";

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static json_t *
 s_load (const char *dir, const char *name, const char *file)
 {
@@ -50,16 +49,21 @@ s_receive_case (const char *dir, const char *name)
     const char *want = json_string_value (json_object_get (expected, "verdict"));
     if (strcmp (want, "accept") == 0) {
         if (verdict != CG_WIRE_OK)
-            fprintf (stderr, "FAIL %s: rejected as %s\n", name, cg_wire_verdict_name (verdict)), s_failures++;
+            fprintf (stderr, "FAIL %s: rejected as %s\n", name, cg_wire_verdict_name (verdict)),
+                s_failures++;
         else {
             const char *parent = json_string_value (json_object_get (expected, "parent_msg_id"));
-            bool ok = strcmp (msg->msg_type, json_string_value (json_object_get (expected, "msg_type"))) == 0
-                      && strcmp (msg->msg_id, json_string_value (json_object_get (expected, "msg_id"))) == 0
-                      && ((parent == NULL) == (msg->parent_msg_id == NULL))
-                      && (!parent || strcmp (parent, msg->parent_msg_id) == 0)
-                      && json_equal (msg->content, json_object_get (expected, "content"))
-                      && (json_int_t) msg->buffer_count == json_integer_value (json_object_get (expected, "buffers"))
-                      && cg_wire_rejected (wire) == 0;
+            bool ok =
+                strcmp (msg->msg_type, json_string_value (json_object_get (expected, "msg_type")))
+                    == 0
+                && strcmp (msg->msg_id, json_string_value (json_object_get (expected, "msg_id")))
+                       == 0
+                && ((parent == NULL) == (msg->parent_msg_id == NULL))
+                && (!parent || strcmp (parent, msg->parent_msg_id) == 0)
+                && json_equal (msg->content, json_object_get (expected, "content"))
+                && (json_int_t)msg->buffer_count
+                       == json_integer_value (json_object_get (expected, "buffers"))
+                && cg_wire_rejected (wire) == 0;
             if (!ok)
                 fprintf (stderr, "FAIL %s: accepted but fields differ\n", name), s_failures++;
             else
@@ -70,7 +74,9 @@ s_receive_case (const char *dir, const char *name)
         const char *reason = json_string_value (json_object_get (expected, "reason"));
         if (verdict == CG_WIRE_OK || strcmp (cg_wire_verdict_name (verdict), reason) != 0
             || msg != NULL || cg_wire_rejected (wire) != 1)
-            fprintf (stderr, "FAIL %s: got %s, want reject %s\n", name, cg_wire_verdict_name (verdict), reason), s_failures++;
+            fprintf (stderr, "FAIL %s: got %s, want reject %s\n", name,
+                     cg_wire_verdict_name (verdict), reason),
+                s_failures++;
         else
             s_passes++;
     }
@@ -120,15 +126,18 @@ s_round_trip (void)
     zsock_t *pull = zsock_new_pull ("inproc://wire-test");
     cg_wire_t *wire = cg_wire_new ("secret", 6, 1024 * 1024);
     char msg_id[33];
-    int rc = cg_wire_send (wire, push, "execute_request", json_pack ("{s:s}", "code", "x=1 ✓"), NULL, msg_id);
+    int rc = cg_wire_send (wire, push, "execute_request", json_pack ("{s:s}", "code", "x=1 ✓"),
+                           NULL, msg_id);
     CHECK (rc == 0, "send failed");
     cg_msg_t *msg = cg_wire_recv (wire, pull);
     CHECK (msg && strcmp (msg->msg_id, msg_id) == 0, "own message did not verify");
-    CHECK (strcmp (json_string_value (json_object_get (msg->content, "code")), "x=1 ✓") == 0, "content changed");
+    CHECK (strcmp (json_string_value (json_object_get (msg->content, "code")), "x=1 ✓") == 0,
+           "content changed");
     cg_msg_destroy (&msg);
 
     cg_wire_t *small = cg_wire_new ("secret", 6, 64);
-    cg_wire_send (wire, push, "execute_request", json_pack ("{s:s}", "code", "too long for 64 bytes"), NULL, NULL);
+    cg_wire_send (wire, push, "execute_request",
+                  json_pack ("{s:s}", "code", "too long for 64 bytes"), NULL, NULL);
     msg = cg_wire_recv (small, pull);
     CHECK (msg == NULL && cg_wire_rejected (small) == 1, "oversized message accepted");
     cg_wire_t *other = cg_wire_new ("other", 5, 1024 * 1024);
@@ -158,7 +167,8 @@ main (int argc, char **argv)
     struct dirent *entry;
     int cases = 0;
     while ((entry = readdir (dir))) {
-        if (strncmp (entry->d_name, "accept_", 7) == 0 || strncmp (entry->d_name, "reject_", 7) == 0)
+        if (strncmp (entry->d_name, "accept_", 7) == 0
+            || strncmp (entry->d_name, "reject_", 7) == 0)
             s_receive_case (argv[1], entry->d_name), cases++;
         else if (strncmp (entry->d_name, "sign_", 5) == 0)
             s_sign_case (argv[1], entry->d_name), cases++;

@@ -12,7 +12,7 @@
 
 static char s_dir[] = "/tmp/cg-test-write-XXXXXX";
 static char s_canary_dir[] = "/tmp/cg-test-canary-XXXXXX";
-static char s_canary[64];           /* a host file the links point to */
+static char s_canary[64]; /* a host file the links point to */
 
 static bool
 s_canary_intact (void)
@@ -29,8 +29,8 @@ s_link_replaced (void)
     const char *name = "link at the name is replaced";
     cleanup_close int dir_fd = open (s_dir, O_RDONLY | O_DIRECTORY);
     CHECK (symlinkat (s_canary, dir_fd, "target") == 0, "plant link");
-    CHECK (cg_write_file_at (dir_fd, "target", "new", 3, 0400, getuid () == 0 ? 65532 : (uid_t) -1,
-                             getuid () == 0 ? 65532 : (gid_t) -1, NULL)
+    CHECK (cg_write_file_at (dir_fd, "target", "new", 3, 0400, getuid () == 0 ? 65532 : (uid_t)-1,
+                             getuid () == 0 ? 65532 : (gid_t)-1, NULL)
                == 0,
            "write");
     struct stat st;
@@ -38,7 +38,7 @@ s_link_replaced (void)
            "a regular file replaced the link");
     CHECK ((st.st_mode & 07777) == 0400, "mode 0400, got %o", st.st_mode & 07777);
     if (getuid () == 0)
-        CHECK (st.st_uid == 65532 && st.st_gid == 65532, "owned by 65532, got %d", (int) st.st_uid);
+        CHECK (st.st_uid == 65532 && st.st_gid == 65532, "owned by 65532, got %d", (int)st.st_uid);
     CHECK (s_canary_intact (), "the canary is untouched");
     s_passes++;
 }
@@ -49,7 +49,8 @@ s_fifo_replaced (void)
     const char *name = "FIFO at the name is replaced without blocking";
     cleanup_close int dir_fd = open (s_dir, O_RDONLY | O_DIRECTORY);
     CHECK (mkfifoat (dir_fd, "fifo", 0666) == 0, "plant FIFO");
-    CHECK (cg_write_file_at (dir_fd, "fifo", "x", 1, 0644, (uid_t) -1, (gid_t) -1, NULL) == 0, "write");
+    CHECK (cg_write_file_at (dir_fd, "fifo", "x", 1, 0644, (uid_t)-1, (gid_t)-1, NULL) == 0,
+           "write");
     struct stat st;
     CHECK (fstatat (dir_fd, "fifo", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode),
            "a regular file replaced the FIFO");

@@ -16,7 +16,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-
 #define S_UID 65532
 #define S_GID 65532
 
@@ -31,7 +30,8 @@ s_mounted_below (const char *dir)
     bool found = false;
     while (!found && fgets (line, sizeof line, file)) {
         char point[4096];
-        if (sscanf (line, "%*s %*s %*s %*s %4095s", point) == 1 && strncmp (point, dir, strlen (dir)) == 0)
+        if (sscanf (line, "%*s %*s %*s %*s %4095s", point) == 1
+            && strncmp (point, dir, strlen (dir)) == 0)
             found = true;
     }
     fclose (file);
@@ -50,7 +50,7 @@ s_fill (const char *path, int max_mb, int *code)
     static char block[1024 * 1024];
     int written = 0;
     for (; written < max_mb; written++)
-        if (write (fd, block, sizeof block) != (ssize_t) sizeof block) {
+        if (write (fd, block, sizeof block) != (ssize_t)sizeof block) {
             *code = errno;
             break;
         }
@@ -73,20 +73,23 @@ s_test_limits (const char *base)
     cg_error_destroy (&err);
     EXPECT (s_mounted_below (workspace), "the workspace is a mount point");
     struct stat st;
-    EXPECT (stat (workspace, &st) == 0 && st.st_uid == S_UID && st.st_gid == S_GID && (st.st_mode & 07777) == 0755,
-           "root owned %d:%d mode %o", (int) st.st_uid, (int) st.st_gid, st.st_mode & 07777);
+    EXPECT (stat (workspace, &st) == 0 && st.st_uid == S_UID && st.st_gid == S_GID
+                && (st.st_mode & 07777) == 0755,
+            "root owned %d:%d mode %o", (int)st.st_uid, (int)st.st_gid, st.st_mode & 07777);
     cleanup_free char *lost = cg_strdupf ("%s/lost+found", workspace);
     EXPECT (access (lost, F_OK) < 0, "no lost+found");
     //  A second call leaves the mounted file system alone.
     cleanup_free char *marker = cg_strdupf ("%s/marker", workspace);
     EXPECT (cg_write_file (marker, "x", 1, 0644, &err) == 0, "marker: %s", cg_error_message (err));
-    EXPECT (cg_wsfs_create (session, &limits, &err) == 0 && access (marker, F_OK) == 0, "create again keeps the files");
+    EXPECT (cg_wsfs_create (session, &limits, &err) == 0 && access (marker, F_OK) == 0,
+            "create again keeps the files");
     cg_error_destroy (&err);
 
     cg_wsfs_usage_t usage = {0};
     EXPECT (cg_wsfs_usage (session, &usage, &err) == 1, "usage: %s", cg_error_message (err));
     EXPECT (usage.size_mb > 12 && usage.size_mb <= 16, "size %.1f MB", usage.size_mb);
-    EXPECT (usage.inodes >= 256 && usage.inodes < 1024, "inodes %llu", (unsigned long long) usage.inodes);
+    EXPECT (usage.inodes >= 256 && usage.inodes < 1024, "inodes %llu",
+            (unsigned long long)usage.inodes);
 
     struct statvfs host_before, host_after;
     statvfs (base, &host_before);
@@ -94,10 +97,13 @@ s_test_limits (const char *base)
     cleanup_free char *big = cg_strdupf ("%s/big", workspace);
     int written = s_fill (big, 64, &code);
     statvfs (base, &host_after);
-    EXPECT (code == ENOSPC && written >= 12 && written < 16, "filled %d MB, then %s", written, strerror (code));
-    double host_used_mb = ((double) host_before.f_bavail - (double) host_after.f_bavail) * host_before.f_frsize / (1024 * 1024);
+    EXPECT (code == ENOSPC && written >= 12 && written < 16, "filled %d MB, then %s", written,
+            strerror (code));
+    double host_used_mb = ((double)host_before.f_bavail - (double)host_after.f_bavail)
+                          * host_before.f_frsize / (1024 * 1024);
     EXPECT (host_used_mb < 20, "the host lost %.1f MB", host_used_mb);
-    EXPECT (cg_wsfs_usage (session, &usage, NULL) == 1 && usage.used_mb > 12, "used %.1f MB", usage.used_mb);
+    EXPECT (cg_wsfs_usage (session, &usage, NULL) == 1 && usage.used_mb > 12, "used %.1f MB",
+            usage.used_mb);
     unlink (big);
 
     int files = 0;
@@ -111,16 +117,19 @@ s_test_limits (const char *base)
         }
         close (fd);
     }
-    EXPECT (code == ENOSPC && files > 200 && files < 1024, "made %d files, then %s", files, strerror (code));
-    EXPECT (cg_wsfs_usage (session, &usage, NULL) == 1 && usage.inodes_used == usage.inodes, "inodes used %llu of %llu",
-           (unsigned long long) usage.inodes_used, (unsigned long long) usage.inodes);
+    EXPECT (code == ENOSPC && files > 200 && files < 1024, "made %d files, then %s", files,
+            strerror (code));
+    EXPECT (cg_wsfs_usage (session, &usage, NULL) == 1 && usage.inodes_used == usage.inodes,
+            "inodes used %llu of %llu", (unsigned long long)usage.inodes_used,
+            (unsigned long long)usage.inodes);
 
     EXPECT (cg_wsfs_remove (session, &err) == 0, "remove: %s", cg_error_message (err));
     cg_error_destroy (&err);
     EXPECT (!s_mounted_below (workspace), "unmounted");
     EXPECT (access (image, F_OK) < 0 && errno == ENOENT, "image removed");
     EXPECT (cg_wsfs_usage (session, &usage, NULL) == 0, "a plain directory has no limit");
-    EXPECT (cg_wsfs_remove (session, &err) == 0, "removing twice is fine: %s", cg_error_message (err));
+    EXPECT (cg_wsfs_remove (session, &err) == 0, "removing twice is fine: %s",
+            cg_error_message (err));
     cg_error_destroy (&err);
 }
 
@@ -135,7 +144,8 @@ s_test_plain (const char *base)
     EXPECT (cg_wsfs_create (session, &limits, &err) == 0, "create: %s", cg_error_message (err));
     cg_error_destroy (&err);
     struct stat st;
-    EXPECT (stat (workspace, &st) == 0 && st.st_uid == S_UID && (st.st_mode & 07777) == 0755, "plain workspace");
+    EXPECT (stat (workspace, &st) == 0 && st.st_uid == S_UID && (st.st_mode & 07777) == 0755,
+            "plain workspace");
     EXPECT (!s_mounted_below (workspace), "not mounted");
 }
 
