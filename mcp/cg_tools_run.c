@@ -288,8 +288,11 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
         cg_registry_set_busy (session, call->key);
     if (call->progress_token)
         json_object_set_new (request, "progress", json_true ());
-    //  The request is handed over as a pointer: the runner takes it.
-    zsock_send (session ? session->runner : oneshot, "ssp", "EXEC", call->key, request);
+    //  The request is handed over as a pointer: the runner takes a deep copy, so that no
+    //  JSON value (the client's arguments share theirs) is held by two threads.
+    zsock_send (session ? session->runner : oneshot, "ssp", "EXEC", call->key,
+                json_deep_copy (request));
+    json_decref (request);
 }
 
 void
