@@ -1,6 +1,7 @@
 /*  cg_registry — the one owner of sandbox sessions: limits, busy flags, idle TTL,
     download tokens and the on-disk layout. */
 #include "cg_registry.h"
+#include "cg_outcome.h"
 #include "cg_runner.h"
 #include "cg_session.h"
 #include "cg_util.h"
@@ -14,7 +15,8 @@ struct cg_registry_t {
     const cg_config_t *config;
     cg_backend_t *backend;
     cg_instance_t *instance;
-    const char *results_endpoint;
+    char *results_endpoint;
+    zsock_t *results;   /* what the runners send (PULL) */
     zhashx_t *sessions; /* owner + "/" + id -> cg_registry_session_t */
     zlistx_t *closing;  /* sessions whose runners are destroying their sandboxes */
     size_t oneshots;    /* one-shot runners alive */
@@ -59,14 +61,12 @@ s_session_free (void **item)
 }
 
 cg_registry_t *
-cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
-                 const char *results_endpoint)
+cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance)
 {
     cg_registry_t *self = cg_xcalloc (1, sizeof *self);
-    *self = (cg_registry_t){.config = config,
-                            .backend = backend,
-                            .instance = instance,
-                            .results_endpoint = results_endpoint};
+    *self = (cg_registry_t){.config = config, .backend = backend, .instance = instance};
+    self->results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *)self);
+    self->results = zsock_new_pull (self->results_endpoint);
     self->sessions = zhashx_new ();
     self->closing = zlistx_new ();
     zlistx_set_destructor (self->closing, s_session_free);
@@ -79,15 +79,38 @@ cg_registry_destroy (cg_registry_t **self_p)
     cg_registry_t *self = *self_p;
     if (!self)
         return;
-    //  Every sandbox goes: ask all runners to stop first, then wait for each.
+    cg_registry_stop (self);
+    zlistx_destroy (&self->closing);
+    zhashx_destroy (&self->sessions);
+    //  What the runners sent that nobody reads any more: their outcomes are freed.
+    while (zsock_events (self->results) & ZMQ_POLLIN) {
+        zmsg_t *msg = zmsg_recv (self->results);
+        char *tag = zmsg_popstr (msg);
+        zframe_t *frame = zmsg_size (msg) == 2 ? zmsg_last (msg) : NULL;
+        if (tag && strcmp (tag, "RESULT") == 0 && frame && zframe_size (frame) == sizeof (void *))
+            cg_outcome_destroy ((cg_outcome_t **)zframe_data (frame));
+        zstr_free (&tag);
+        zmsg_destroy (&msg);
+    }
+    zsock_destroy (&self->results);
+    free (self->results_endpoint);
+    free (self);
+    *self_p = NULL;
+}
+
+void
+cg_registry_stop (cg_registry_t *self)
+{
     zlistx_t *all = zhashx_values (self->sessions);
     for (cg_registry_session_t *s = zlistx_first (all); s; s = zlistx_next (all))
         cg_registry_retire (self, s);
     zlistx_destroy (&all);
-    zlistx_destroy (&self->closing);
-    zhashx_destroy (&self->sessions);
-    free (self);
-    *self_p = NULL;
+}
+
+zsock_t *
+cg_registry_results (cg_registry_t *self)
+{
+    return self->results;
 }
 
 cg_registry_session_t *

@@ -42,14 +42,21 @@ typedef struct {
     double memory_mb; /* the sandbox's memory as its runner last reported; < 0: unknown */
 } cg_registry_session_t;
 
-/*  Creates the registry. Runners send their messages to RESULTS_ENDPOINT (an inproc PULL
-    socket the caller binds and polls). All arguments are borrowed and must outlive it. */
+/*  Creates the registry. All arguments are borrowed and must outlive it. */
 cg_registry_t *cg_registry_new (const cg_config_t *config, cg_backend_t *backend,
-                                cg_instance_t *instance, const char *results_endpoint);
+                                cg_instance_t *instance);
 
-/*  Stops every runner (all are asked first, then each is waited for, so sandboxes are
-    destroyed in parallel) and frees the registry. Safe on NULL. */
+/*  Asks every session's runner to stop (their sandboxes are destroyed in parallel);
+    cg_registry_destroy then waits for them. */
+void cg_registry_stop (cg_registry_t *self);
+
+/*  Stops every runner and waits for each, frees what they sent that was not read (an
+    outcome included) and frees the registry. Safe on NULL. */
 void cg_registry_destroy (cg_registry_t **self_p);
+
+/*  The socket (PULL) every runner, one-shot ones included, sends its messages to
+    (cg_runner.h): the caller polls it and reads them. Borrowed. */
+zsock_t *cg_registry_results (cg_registry_t *self);
 
 /*  Returns OWNER's session ID, or NULL. */
 cg_registry_session_t *cg_registry_find (cg_registry_t *self, const char *owner, const char *id);

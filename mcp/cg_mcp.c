@@ -29,9 +29,7 @@ struct cg_server_t {
     cg_downloads_t *downloads;   /* its /files/ route */
     cg_stdio_t *stdio;           /* the stdio transport, NULL when serving HTTP */
     cg_streamable_t *streamable; /* the Streamable HTTP transport, or NULL */
-    zsock_t *results;            /* the runners' messages */
-    char *results_endpoint;
-    zhashx_t *calls; /* key -> cg_call_t */
+    zhashx_t *calls;             /* key -> cg_call_t */
     unsigned long next_key;
     zlistx_t *logs; /* "<level>\t<message>" logged on this thread */
 };
@@ -321,7 +319,7 @@ s_forward_logs (cg_server_t *self)
 static void
 s_handle_runner (cg_server_t *self)
 {
-    zmsg_t *msg = zmsg_recv (self->results);
+    zmsg_t *msg = zmsg_recv (cg_registry_results (self->registry));
     if (!msg)
         return;
     char *tag = zmsg_popstr (msg);
@@ -407,7 +405,8 @@ s_poll_once (cg_server_t *self, int64_t *next_client_reap_us)
     //  runners still closing (each signals there once its sandbox is gone).
     enum { FIXED = 3, CLOSING_MAX = 1024 };
     zmq_pollitem_t items[FIXED + CLOSING_MAX];
-    items[0] = (zmq_pollitem_t){zsock_resolve (self->results), 0, ZMQ_POLLIN, 0};
+    items[0] =
+        (zmq_pollitem_t){zsock_resolve (cg_registry_results (self->registry)), 0, ZMQ_POLLIN, 0};
     int in_fd = self->stdio ? cg_stdio_fd (self->stdio) : -1;
     int http_fd = self->http ? cg_http_fd (self->http) : -1;
     items[1] = (zmq_pollitem_t){NULL, in_fd >= 0 ? in_fd : http_fd, in_fd >= 0 ? ZMQ_POLLIN : 0, 0};
@@ -451,9 +450,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     size_t message_max = config->max_upload_bytes / 3 * 4 + 1024 * 1024;
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
-    self.results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *)&self);
-    self.results = zsock_new_pull (self.results_endpoint);
-    self.registry = cg_registry_new (config, backend, instance, self.results_endpoint);
+    self.registry = cg_registry_new (config, backend, instance);
     self.calls = zhashx_new ();
     zhashx_set_destructor (self.calls, s_call_free);
     self.logs = zlistx_new ();
@@ -468,7 +465,8 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     for (int go = rc == 0; go > 0 && !zsys_interrupted;)
         if ((go = s_poll_once (&self, &next_client_reap_us)) < 0)
             rc = 1;
-    //  Ending: every sandbox goes (the registry asks all runners first, then waits).
+    //  Ending: every sandbox goes; all runners are asked first, then each is waited for.
+    cg_registry_stop (self.registry);
     for (cg_call_t *c = zhashx_first (self.calls); c; c = zhashx_next (self.calls))
         if (c->oneshot)
             zstr_send (c->oneshot, "$TERM");
@@ -482,7 +480,5 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_http_destroy (&self.http);
     cg_downloads_destroy (&self.downloads);
     zlistx_destroy (&self.logs);
-    zsock_destroy (&self.results);
-    free (self.results_endpoint);
     return rc;
 }
