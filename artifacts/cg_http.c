@@ -604,6 +604,10 @@ s_access_cb (void *cls, struct MHD_Connection *connection, const char *url, cons
     return s_exchange_start (self, route, connection, request, url, method);
 }
 
+//  libmicrohttpd's error log: FMT is its own printf format.
+static void s_log_cb (void *cls, const char *fmt, va_list args)
+    __attribute__ ((format (printf, 2, 0)));
+
 static void
 s_log_cb (void *cls, const char *fmt, va_list args)
 {

@@ -21,7 +21,7 @@ char *cg_xstrndup (const char *s, size_t n);
 
 /*  Returns a new printf-formatted string. Caller owns the result. */
 char *cg_strdupf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
-char *cg_vstrdupf (const char *fmt, va_list args);
+char *cg_vstrdupf (const char *fmt, va_list args) __attribute__ ((format (printf, 1, 0)));
 
 /*  A NULL-terminated array of strings (an argv or an environment). cg_strv_new returns
     one with room for COUNT strings, all NULL; cg_strv_count returns how many STRV holds
