@@ -95,6 +95,16 @@ static const cg_config_option_t s_options[] = {
      "conformance: plus the MCP conformance suite's fixture tools"},
     {"--log-level", "CELLGATE_LOG_LEVEL", CG_CONFIG_LOG_LEVEL, OFF (log_level), "info", 0, 3,
      "error, warn, info or debug"},
+    {"--log-dir", "CELLGATE_LOG_DIR", CG_CONFIG_STRING, OFF (log_dir), NULL, 0, 0,
+     "the execution log's directory (JSON lines and their index); default <state-dir>/logs"},
+    {"--execution-log", "CELLGATE_EXECUTION_LOG", CG_CONFIG_STRING, OFF (execution_log), "full", 0,
+     0, "full; metadata: no code, stdin or output; off: nothing is logged"},
+    {"--log-retention-success-days", "CELLGATE_LOG_RETENTION_SUCCESS_DAYS", CG_CONFIG_INT,
+     OFF (log_success_days), "30", 1, 36500, "days successful executions stay in the log"},
+    {"--log-retention-failed-days", "CELLGATE_LOG_RETENTION_FAILED_DAYS", CG_CONFIG_INT,
+     OFF (log_failed_days), "90", 1, 36500, "days failed and timed-out executions stay in the log"},
+    {"--log-retention-session-days", "CELLGATE_LOG_RETENTION_SESSION_DAYS", CG_CONFIG_INT,
+     OFF (log_session_days), "90", 1, 36500, "days session log files stay after their last entry"},
 };
 #define S_OPTION_COUNT (sizeof s_options / sizeof s_options[0])
 
@@ -236,6 +246,10 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
                 S_INODE_BYTES) " bytes each) would take more than half "
                                "of --workspace-mb %d; lower the one or raise the other",
             self->workspace_inodes, self->workspace_mb);
+    if (strcmp (self->execution_log, "full") && strcmp (self->execution_log, "metadata")
+        && strcmp (self->execution_log, "off"))
+        return cg_error_set (err, EINVAL, "--execution-log: '%s' is not full, metadata or off",
+                             self->execution_log);
     if (self->state_dir[0] != '/')
         return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path",
                              self->state_dir);
@@ -252,7 +266,9 @@ cg_config_clear (cg_config_t *self)
     free (self->tool_profile);
     free (self->http);
     free (self->http_token);
-    self->http = self->http_token = NULL;
+    free (self->log_dir);
+    free (self->execution_log);
+    self->http = self->http_token = self->log_dir = self->execution_log = NULL;
     self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile =
         NULL;
 }

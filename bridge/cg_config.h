@@ -43,6 +43,11 @@ typedef struct {
     int max_sessions;        /* sandboxes at once, one-shot ones included */
     int idle_ttl_s;          /* a session unused this long is closed */
     int log_level;
+    char *log_dir;        /* the execution log's directory; NULL: <state_dir>/logs */
+    char *execution_log;  /* "full", "metadata" (no code or output) or "off" */
+    int log_success_days; /* successful executions are kept this long */
+    int log_failed_days;  /* failed and timed-out ones */
+    int log_session_days; /* session log files, from their last line */
 } cg_config_t;
 
 /*  How an option's text becomes its field. */

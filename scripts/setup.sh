@@ -12,6 +12,8 @@ DEBS=(
   # build
   build-essential cmake pkg-config
   libzmq3-dev libczmq-dev libjansson-dev libsodium-dev libmicrohttpd-dev
+  # the execution log's index (FTS5)
+  libsqlite3-dev
   # sandbox: OCI runtimes, the container's init, mkfs.ext4 for the workspaces' file systems
   runc crun catatonit e2fsprogs
   # the kernel and what the sandboxed Python ships with

@@ -1,0 +1,96 @@
+/*  cg_execlog — the execution log: every execution as a JSON line in
+    <dir>/executions-YYYY-MM-DD.jsonl (by the day it ran, UTC), each session's lifecycle in
+    <dir>/session-<id>.jsonl, and an SQLite index (<dir>/index.sqlite: filter columns and an
+    FTS5 trigram table over code and output) that is only a cache of the lines: missing or
+    corrupt, it is rebuilt from them. Retention per category (successful executions,
+    failed ones, session files) by a sweep the caller runs now and then. Names no
+    protocol: entries are JSON objects in seed 002's layout, made by the caller.
+    Single-threaded: one owner calls everything. */
+#ifndef CG_EXECLOG_H
+#define CG_EXECLOG_H
+
+#include "../bridge/cg_error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+typedef struct cg_execlog_t cg_execlog_t;
+
+/*  What is recorded. */
+typedef enum {
+    CG_EXECLOG_FULL,     /* everything */
+    CG_EXECLOG_METADATA, /* no code, stdin, stdout or stderr */
+    CG_EXECLOG_OFF,      /* nothing */
+} cg_execlog_mode_t;
+
+/*  The store's settings. */
+typedef struct {
+    cg_execlog_mode_t mode;
+    int success_days;  /* successful executions are kept this long */
+    int failed_days;   /* failed and timed-out ones */
+    int session_days;  /* session files, counted from their last line */
+    size_t stream_cap; /* bytes of code, stdin, stdout, stderr kept per entry; 0: 1 MiB */
+} cg_execlog_options_t;
+
+/*  Returns the mode named NAME (full, metadata, off), or -1. */
+int cg_execlog_mode_from_name (const char *name);
+
+/*  Opens the log in DIR (created with its parents, mode 0700) with OPTIONS (copied). A
+    missing or corrupt index is rebuilt from the lines (a corrupt one is kept aside as
+    index.sqlite.corrupt). Returns the log, or NULL with *err set when DIR cannot be made
+    or no index can be opened at all. Caller owns it. */
+cg_execlog_t *cg_execlog_open (const char *dir, const cg_execlog_options_t *options,
+                               cg_error_t **err);
+
+/*  Closes the log; sets *self_p to NULL. Safe on NULL. */
+void cg_execlog_destroy (cg_execlog_t **self_p);
+
+/*  Records the execution ENTRY (borrowed; an object with at least execution_id, and
+    language, status, executed_at (ISO 8601 UTC; now when absent), session_id, owner,
+    code, stdin, stdout, stderr, ...). In metadata mode the code and streams are dropped,
+    in off mode nothing is written; streams longer than the cap are cut there and marked
+    "<stream>_truncated_in_log": true. The line goes to the day's executions file (and a
+    short "execution" line to the session's file when there is a session_id), then to the
+    index. Returns 0, or -1 with *err set (a failed index update is logged, not failed:
+    the line is written and the next rebuild finds it). */
+int cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err);
+
+/*  Appends the session lifecycle entry ENTRY (borrowed; "type" session_start,
+    package_install or session_end, and a "session_id" that is a plain name) to the
+    session's file, with "at" set to now when absent. Nothing in off mode. Returns 0, or
+    -1 with *err set. */
+int cg_execlog_session_event (cg_execlog_t *self, json_t *entry, cg_error_t **err);
+
+/*  A search. Every field is optional (NULL / 0). */
+typedef struct {
+    const char *owner;    /* only this owner's executions; NULL: everyone's */
+    const char *language; /* canonical */
+    const char *status;   /* success, failed, timeout */
+    const char *query;    /* text in the code or the output (case-insensitive substring) */
+    const char *since;    /* ISO 8601 date or UTC time: executed at or after it */
+    int limit;            /* 1..100; 0: 20 */
+} cg_execlog_query_t;
+
+/*  Returns {results: [{execution_id, session_id, language, code_preview, status,
+    exit_code, error_preview, duration_ms, executed_at}] newest first, total_count}, or
+    NULL with *err set (EINVAL for a bad since). Caller owns it. */
+json_t *cg_execlog_search (cg_execlog_t *self, const cg_execlog_query_t *query, cg_error_t **err);
+
+/*  Returns the whole entry of EXECUTION_ID as recorded (OWNER's only, unless OWNER is
+    NULL), or NULL when there is none. Caller owns it. */
+json_t *cg_execlog_get (cg_execlog_t *self, const char *execution_id, const char *owner);
+
+/*  Deletes what is past its category's age at NOW: lines of successful executions older
+    than success_days and of failed ones older than failed_days (a day's file is rewritten
+    without them, or removed when empty), and session files whose last line is older
+    than session_days; their index rows go too. Returns the number of entries and files
+    removed, or -1 with *err set. */
+int cg_execlog_sweep (cg_execlog_t *self, time_t now, cg_error_t **err);
+
+/*  Rebuilds the index from the lines (what cg_execlog_open does when it must). Returns
+    the number of executions indexed, or -1 with *err set. */
+int cg_execlog_rebuild (cg_execlog_t *self, cg_error_t **err);
+
+#endif

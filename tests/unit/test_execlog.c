@@ -1,0 +1,289 @@
+/*  Unit tests: the execution log (cg_execlog) — entries written as lines and indexed,
+    search by each filter and by text, get, per-client scoping, the retention sweep, the
+    index rebuilt from the lines when deleted or corrupt, and the metadata and off modes. */
+#include "../../artifacts/cg_execlog.h"
+#include "../../bridge/cg_util.h"
+#include "cg_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static cg_execlog_options_t s_options = {CG_EXECLOG_FULL, 30, 90, 90, 0};
+
+//  An entry run DAYS_AGO days before now (UTC), by OWNER.
+static json_t *
+s_entry (const char *id, const char *owner, const char *language, const char *status,
+         const char *code, const char *out, const char *err, int days_ago)
+{
+    time_t at = time (NULL) - (time_t)days_ago * 86400;
+    struct tm tm;
+    gmtime_r (&at, &tm);
+    char when[40];
+    strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+    return json_pack ("{s:s, s:s, s:n, s:s, s:s, s:s, s:s, s:s, s:i, s:b, s:i, s:s, s:s, s:s}",
+                      "execution_id", id, "client_id", owner, "session_id", "language", language,
+                      "code", code, "stdout", out, "stderr", err, "status", status, "exit_code",
+                      strcmp (status, "success") == 0 ? 0 : 1, "timed_out",
+                      strcmp (status, "timeout") == 0, "duration_ms", 12, "executed_at", when,
+                      "sandbox_mode", "runc", "working_dir", "/mnt/data");
+}
+
+static void
+s_record (cg_execlog_t *log, json_t *entry)
+{
+    cg_error_t *err = NULL;
+    EXPECT (cg_execlog_record (log, entry, &err) == 0, "record: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    json_decref (entry);
+}
+
+//  The total_count of a search.
+static long
+s_count (cg_execlog_t *log, cg_execlog_query_t query)
+{
+    cg_error_t *err = NULL;
+    json_t *result = cg_execlog_search (log, &query, &err);
+    if (!result) {
+        fprintf (stderr, "search: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        return -1;
+    }
+    long n = (long)json_integer_value (json_object_get (result, "total_count"));
+    json_decref (result);
+    return n;
+}
+
+static void
+s_fill (cg_execlog_t *log)
+{
+    s_record (log, s_entry ("exec_a", "stdio", "python", "success", "import pandas as pd\nprint(1)",
+                            "1\n", "", 0));
+    s_record (log, s_entry ("exec_b", "stdio", "python", "failed", "import missing", "",
+                            "ModuleNotFoundError: No module named 'missing'", 1));
+    s_record (log, s_entry ("exec_c", "stdio", "bash", "timeout", "sleep 100", "", "", 2));
+    s_record (log, s_entry ("exec_d", "other", "javascript", "success", "console.log('hi')", "hi\n",
+                            "", 0));
+}
+
+//  The answers the tests expect of s_fill's entries.
+static void
+s_check_answers (cg_execlog_t *log)
+{
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 4, "all");
+    EXPECT (s_count (log, (cg_execlog_query_t){.owner = "stdio"}) == 3, "owner");
+    EXPECT (s_count (log, (cg_execlog_query_t){.language = "python"}) == 2, "language");
+    EXPECT (s_count (log, (cg_execlog_query_t){.status = "failed"}) == 1, "failed");
+    EXPECT (s_count (log, (cg_execlog_query_t){.status = "timeout"}) == 1, "timeout");
+    EXPECT (s_count (log, (cg_execlog_query_t){.query = "pandas"}) == 1, "text in code");
+    EXPECT (s_count (log, (cg_execlog_query_t){.query = "modulenotfound"}) == 1,
+            "text in stderr, any case");
+    EXPECT (s_count (log, (cg_execlog_query_t){.query = "hi"}) == 1, "short text");
+    EXPECT (s_count (log, (cg_execlog_query_t){.query = "\"quoted' % _"}) == 0, "odd text");
+    EXPECT (s_count (log, (cg_execlog_query_t){.owner = "other", .query = "pandas"}) == 0,
+            "text, someone else's");
+    char today[32];
+    cg_utc_now (today, false);
+    today[10] = '\0';
+    EXPECT (s_count (log, (cg_execlog_query_t){.since = today}) == 2, "since today");
+    EXPECT (s_count (log, (cg_execlog_query_t){.since = "2000-01-01T00:00:00+02:00"}) == 4,
+            "since with an offset");
+    json_t *entry = cg_execlog_get (log, "exec_b", "stdio");
+    EXPECT (entry
+                && strcmp (json_string_value (json_object_get (entry, "stderr")),
+                           "ModuleNotFoundError: No module named 'missing'")
+                       == 0,
+            "get");
+    json_decref (entry);
+    EXPECT (cg_execlog_get (log, "exec_b", "other") == NULL, "get, someone else's");
+    EXPECT (cg_execlog_get (log, "exec_zz", NULL) == NULL, "get, unknown");
+}
+
+static void
+test_search_and_get (const char *dir)
+{
+    const char *name = "search and get";
+    cg_error_t *err = NULL;
+    cg_execlog_t *log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    s_fill (log);
+    s_check_answers (log);
+    cg_execlog_query_t bad = {.since = "yesterday"};
+    json_t *none = cg_execlog_search (log, &bad, &err);
+    EXPECT (!none && err, "a bad since is refused");
+    cg_error_destroy (&err);
+    json_t *page = cg_execlog_search (log, &(cg_execlog_query_t){.limit = 2}, &err);
+    EXPECT (page && json_array_size (json_object_get (page, "results")) == 2
+                && json_integer_value (json_object_get (page, "total_count")) == 4,
+            "limit");
+    json_t *first = json_array_get (json_object_get (page, "results"), 0);
+    EXPECT (json_is_string (json_object_get (first, "code_preview"))
+                && json_object_get (first, "error_preview")
+                && json_is_integer (json_object_get (first, "duration_ms")),
+            "a result's fields");
+    json_decref (page);
+    //  A long code has a 200-character preview; a long stream is cut at the cap.
+    char *code = cg_xmalloc (5001);
+    memset (code, 'x', 5000);
+    code[5000] = '\0';
+    s_record (log, s_entry ("exec_long", "stdio", "python", "success", code, code, "", 0));
+    free (code);
+    json_t *result = cg_execlog_search (log, &(cg_execlog_query_t){.query = "xxxxxxxx"}, &err);
+    json_t *hit = json_array_get (json_object_get (result, "results"), 0);
+    EXPECT (json_string_length (json_object_get (hit, "code_preview")) == 200, "code preview");
+    json_decref (result);
+    cg_execlog_destroy (&log);
+    //  Survives a reopen (the index is kept).
+    log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "reopen: %s", cg_error_message (err));
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 5, "after reopen");
+    cg_execlog_destroy (&log);
+}
+
+static void
+test_cap (const char *dir)
+{
+    const char *name = "cap";
+    cg_error_t *err = NULL;
+    cg_execlog_options_t options = s_options;
+    options.stream_cap = 100;
+    cg_execlog_t *log = cg_execlog_open (dir, &options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    char big[1000];
+    memset (big, 'y', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    s_record (log, s_entry ("exec_cap", "stdio", "python", "success", "print()", big, "", 0));
+    json_t *entry = cg_execlog_get (log, "exec_cap", NULL);
+    EXPECT (entry && json_string_length (json_object_get (entry, "stdout")) == 100
+                && json_is_true (json_object_get (entry, "stdout_truncated_in_log")),
+            "stdout cut at the cap");
+    json_decref (entry);
+    cg_execlog_destroy (&log);
+}
+
+static void
+test_rebuild (const char *dir)
+{
+    const char *name = "rebuild";
+    cg_error_t *err = NULL;
+    cg_execlog_t *log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    s_fill (log);
+    cg_execlog_destroy (&log);
+    char path[512];
+    snprintf (path, sizeof path, "%s/index.sqlite", dir);
+    //  Deleted: rebuilt with the same answers.
+    unlink (path);
+    log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open without an index: %s", cg_error_message (err));
+    s_check_answers (log);
+    cg_execlog_destroy (&log);
+    //  Corrupt: kept aside, rebuilt.
+    CHECK (cg_write_file (path, "this is not a database, not at all, no.........", 48, 0600, &err)
+               == 0,
+           "corrupt: %s", cg_error_message (err));
+    char wal[600];
+    snprintf (wal, sizeof wal, "%s-wal", path);
+    unlink (wal);
+    log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open a corrupt index: %s", cg_error_message (err));
+    s_check_answers (log);
+    cg_execlog_destroy (&log);
+    //  Truncated in the middle (a torn page).
+    struct stat st;
+    CHECK (stat (path, &st) == 0 && truncate (path, st.st_size / 2) == 0, "truncate");
+    log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open a torn index: %s", cg_error_message (err));
+    s_check_answers (log);
+    cg_execlog_destroy (&log);
+}
+
+static void
+test_retention (const char *dir)
+{
+    const char *name = "retention";
+    cg_error_t *err = NULL;
+    cg_execlog_t *log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    s_record (log, s_entry ("exec_new_ok", "stdio", "python", "success", "1", "", "", 0));
+    s_record (log, s_entry ("exec_old_ok", "stdio", "python", "success", "2", "", "", 40));
+    s_record (log, s_entry ("exec_old_fail", "stdio", "python", "failed", "3", "", "e", 40));
+    s_record (log, s_entry ("exec_older_fail", "stdio", "python", "failed", "4", "", "e", 100));
+    //  A session file whose last line is 100 days old, and a fresh one.
+    json_t *old_end = json_pack ("{s:s, s:s, s:s, s:s}", "type", "session_end", "session_id",
+                                 "sess_old", "reason", "closed", "at", "2000-01-01T00:00:00Z");
+    EXPECT (cg_execlog_session_event (log, old_end, &err) == 0, "session event");
+    json_decref (old_end);
+    json_t *fresh = json_pack ("{s:s, s:s}", "type", "session_start", "session_id", "sess_new");
+    EXPECT (cg_execlog_session_event (log, fresh, &err) == 0, "session event");
+    json_decref (fresh);
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 4, "before the sweep");
+    int removed = cg_execlog_sweep (log, time (NULL), &err);
+    EXPECT (removed == 3, "removed %d: %s", removed, err ? cg_error_message (err) : "");
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 2, "after the sweep");
+    json_t *kept = cg_execlog_get (log, "exec_old_fail", NULL);
+    EXPECT (kept != NULL, "a 40-day-old failure is kept");
+    json_decref (kept);
+    EXPECT (cg_execlog_get (log, "exec_old_ok", NULL) == NULL, "a 40-day-old success is gone");
+    char path[512];
+    snprintf (path, sizeof path, "%s/session-sess_old.jsonl", dir);
+    EXPECT (access (path, F_OK) != 0, "the old session file is gone");
+    snprintf (path, sizeof path, "%s/session-sess_new.jsonl", dir);
+    EXPECT (access (path, F_OK) == 0, "the fresh session file stays");
+    EXPECT (cg_execlog_sweep (log, time (NULL), &err) == 0, "a second sweep removes nothing");
+    cg_execlog_destroy (&log);
+    //  The rebuilt index agrees with the swept lines.
+    snprintf (path, sizeof path, "%s/index.sqlite", dir);
+    unlink (path);
+    log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "reopen: %s", cg_error_message (err));
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 2, "rebuilt after the sweep");
+    cg_execlog_destroy (&log);
+}
+
+static void
+test_modes (const char *dir_metadata, const char *dir_off)
+{
+    const char *name = "modes";
+    cg_error_t *err = NULL;
+    cg_execlog_options_t options = s_options;
+    options.mode = CG_EXECLOG_METADATA;
+    cg_execlog_t *log = cg_execlog_open (dir_metadata, &options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    s_record (log, s_entry ("exec_m", "stdio", "python", "success", "secret()", "out", "", 0));
+    json_t *entry = cg_execlog_get (log, "exec_m", NULL);
+    EXPECT (entry && !json_object_get (entry, "code") && !json_object_get (entry, "stdout")
+                && json_object_get (entry, "duration_ms"),
+            "metadata keeps no code or output");
+    json_decref (entry);
+    EXPECT (s_count (log, (cg_execlog_query_t){.query = "secret"}) == 0, "nothing to find");
+    cg_execlog_destroy (&log);
+    options.mode = CG_EXECLOG_OFF;
+    log = cg_execlog_open (dir_off, &options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    s_record (log, s_entry ("exec_o", "stdio", "python", "success", "x", "", "", 0));
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 0, "off records nothing");
+    cg_execlog_destroy (&log);
+    EXPECT (cg_execlog_mode_from_name ("metadata") == CG_EXECLOG_METADATA, "mode names");
+    EXPECT (cg_execlog_mode_from_name ("some") < 0, "bad mode name");
+}
+
+int
+main (void)
+{
+    char base[] = "/tmp/cg-execlog-XXXXXX";
+    if (!mkdtemp (base))
+        return 1;
+    char dirs[6][64];
+    for (int i = 0; i < 6; i++)
+        snprintf (dirs[i], sizeof dirs[i], "%s/%d", base, i);
+    test_search_and_get (dirs[0]);
+    test_cap (dirs[1]);
+    test_rebuild (dirs[2]);
+    test_retention (dirs[3]);
+    test_modes (dirs[4], dirs[5]);
+    cg_rm_rf (base, NULL);
+    printf ("%d passed, %d failed\n", s_passes, s_failures);
+    return s_failures ? 1 : 0;
+}
