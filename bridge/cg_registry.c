@@ -20,7 +20,18 @@ struct cg_registry_t {
     zhashx_t *sessions; /* owner + "/" + id -> cg_registry_session_t */
     zlistx_t *closing;  /* sessions whose runners are destroying their sandboxes */
     size_t oneshots;    /* one-shot runners alive */
+    cg_registry_event_fn *listener;
+    void *listener_arg;
 };
+
+void
+cg_registry_set_listener (cg_registry_t *self, cg_registry_event_fn *fn, void *arg)
+{
+    self->listener = fn;
+    self->listener_arg = arg;
+}
+
+static void s_retire (cg_registry_t *self, cg_registry_session_t *session, const char *reason);
 
 //  Stops a runner and waits for it (and so its sandbox) to be gone. SIGINT and SIGTERM
 //  are blocked in this thread meanwhile: an interrupted wait would leave the runner's
@@ -103,7 +114,7 @@ cg_registry_stop (cg_registry_t *self)
 {
     zlistx_t *all = zhashx_values (self->sessions);
     for (cg_registry_session_t *s = zlistx_first (all); s; s = zlistx_next (all))
-        cg_registry_retire (self, s);
+        s_retire (self, s, "shutdown");
     zlistx_destroy (&all);
 }
 
@@ -175,6 +186,8 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
     session->runner = s_runner_start (self, session->slot, language, false);
     cleanup_free char *key = cg_strdupf ("%s/%s", owner, id);
     zhashx_insert (self->sessions, key, session);
+    if (self->listener)
+        self->listener (self->listener_arg, session, NULL);
     return session;
 }
 
@@ -215,6 +228,14 @@ cg_registry_set_busy (cg_registry_session_t *session, const char *key)
 void
 cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session)
 {
+    s_retire (self, session, "closed");
+}
+
+static void
+s_retire (cg_registry_t *self, cg_registry_session_t *session, const char *reason)
+{
+    if (self->listener)
+        self->listener (self->listener_arg, session, reason);
     zstr_send (session->runner, "$TERM");
     cleanup_free char *key = cg_strdupf ("%s/%s", session->owner, session->id);
     zhashx_delete (self->sessions, key);
@@ -251,7 +272,7 @@ cg_registry_reap_idle (cg_registry_t *self)
     }
     for (cg_registry_session_t *s = zlistx_first (expired); s; s = zlistx_next (expired)) {
         cg_log (2, "closing session %s: idle for %d s", s->id, self->config->idle_ttl_s);
-        cg_registry_retire (self, s);
+        s_retire (self, s, "idle_timeout");
     }
     zlistx_destroy (&expired);
     if (next == INT64_MAX)

@@ -42,6 +42,15 @@ typedef struct {
     double memory_mb; /* the sandbox's memory as its runner last reported; < 0: unknown */
 } cg_registry_session_t;
 
+/*  What the registry tells its listener: SESSION was created (REASON NULL), or is being
+    retired for REASON: "closed" (cg_registry_retire), "idle_timeout" (the idle TTL) or
+    "shutdown" (cg_registry_stop). SESSION is borrowed for the call. */
+typedef void (cg_registry_event_fn) (void *arg, const cg_registry_session_t *session,
+                                     const char *reason);
+
+/*  Sets the listener FN (with ARG; NULL: none). */
+void cg_registry_set_listener (cg_registry_t *self, cg_registry_event_fn *fn, void *arg);
+
 /*  Creates the registry. All arguments are borrowed and must outlive it. */
 cg_registry_t *cg_registry_new (const cg_config_t *config, cg_backend_t *backend,
                                 cg_instance_t *instance);

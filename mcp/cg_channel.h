@@ -19,6 +19,7 @@ typedef struct {
     char version[16];     /* the negotiated protocol version */
     int log_level;        /* logging/setLevel (cg_log levels); -1: none asked */
     int64_t last_seen_us; /* its last request */
+    char name[64];        /* clientInfo.name from initialize (cut), "" when none */
 } cg_client_t;
 
 typedef struct cg_channel_t cg_channel_t;

@@ -31,7 +31,9 @@ struct cg_server_t {
     cg_streamable_t *streamable; /* the Streamable HTTP transport, or NULL */
     zhashx_t *calls;             /* key -> cg_call_t */
     unsigned long next_key;
-    zlistx_t *logs; /* "<level>\t<message>" logged on this thread */
+    zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
+    cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
+    int64_t next_sweep_us; /* when its retention sweep runs next */
 };
 
 const cg_config_t *
@@ -50,6 +52,12 @@ cg_http_t *
 cg_server_http (cg_server_t *self)
 {
     return self->http;
+}
+
+cg_execlog_t *
+cg_server_execlog (cg_server_t *self)
+{
+    return self->execlog;
 }
 
 //  --------------------------------------------------------------------------
@@ -92,6 +100,7 @@ s_call_free (void **item)
     free (call->tool);
     free (call->session_id);
     free (call->run_id);
+    json_decref (call->request);
     free (call);
     *item = NULL;
 }
@@ -418,6 +427,10 @@ s_poll_once (cg_server_t *self, int64_t *next_client_reap_us)
     if (self->http)
         cg_http_process (self->http);
     s_forward_logs (self);
+    if (self->execlog && cg_now_us () >= self->next_sweep_us) {
+        cg_tools_log_sweep (self->execlog);
+        self->next_sweep_us = cg_now_us () + (int64_t)CG_TOOLS_LOG_SWEEP_S * 1000000;
+    }
     int wait_ms = cg_registry_reap_idle (self->registry);
     int reap_every_ms = config->idle_ttl_s < 10 ? config->idle_ttl_s * 1000 : 10000;
     if (self->streamable && cg_now_us () >= *next_client_reap_us) {
@@ -451,6 +464,8 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
     self.registry = cg_registry_new (config, backend, instance);
+    self.execlog = cg_tools_log_open (config);
+    cg_registry_set_listener (self.registry, cg_tools_log_session, self.execlog);
     self.calls = zhashx_new ();
     zhashx_set_destructor (self.calls, s_call_free);
     self.logs = zlistx_new ();
@@ -475,6 +490,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self.calls);
     cg_registry_destroy (&self.registry);
+    cg_execlog_destroy (&self.execlog);
     cg_streamable_destroy (&self.streamable);
     cg_stdio_destroy (&self.stdio);
     cg_http_destroy (&self.http);

@@ -32,6 +32,9 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
         version = cg_server_versions[0];
     req->client->initialized = true;
     snprintf (req->client->version, sizeof req->client->version, "%s", version);
+    const char *name =
+        json_string_value (json_object_get (json_object_get (params, "clientInfo"), "name"));
+    snprintf (req->client->name, sizeof req->client->name, "%s", name ? name : "");
     json_t *result = json_pack (
         "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
         "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate",

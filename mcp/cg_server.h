@@ -6,6 +6,7 @@
 
 #include "cg_channel.h"
 #include "../artifacts/cg_downloads.h"
+#include "../artifacts/cg_execlog.h"
 #include "../artifacts/cg_http.h"
 #include "../bridge/cg_config.h"
 #include "../bridge/cg_registry.h"
@@ -46,6 +47,7 @@ typedef struct {
     json_t *progress_token; /* _meta.progressToken, or NULL */
     int progress;           /* progress notifications sent */
     char *client_request;   /* id of our request to the client it waits for, or NULL */
+    json_t *request;        /* a run's {code, stdin?} for the execution log, or NULL */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's
@@ -72,7 +74,8 @@ void cg_server_session_close (cg_server_t *self, cg_registry_session_t *session,
 /*  The server's services. */
 const cg_config_t *cg_server_config (cg_server_t *self);
 cg_registry_t *cg_server_registry (cg_server_t *self);
-cg_http_t *cg_server_http (cg_server_t *self); /* the listener; NULL when off */
+cg_http_t *cg_server_http (cg_server_t *self);       /* the listener; NULL when off */
+cg_execlog_t *cg_server_execlog (cg_server_t *self); /* NULL when it could not open */
 
 /*  For the transports: handles MESSAGE (borrowed), which arrived on CHANNEL. */
 void cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message);

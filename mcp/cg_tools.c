@@ -248,6 +248,45 @@ static const cg_tool_t s_tools[] = {
          "'workspace_inodes_used': {'type': ['integer', 'null']}}}}, "),
      .handler = cg_tools_list_sessions,
      .flags = CG_TOOL_READ_ONLY},
+    {.name = "search_execution_logs",
+     .title = "Search past executions",
+     .description =
+         "Search this client's logged executions (every run by any tool) by language, status, "
+         "text in the code or output, and date; newest first, with code and error previews. "
+         "get_execution_log gives an entry in full.",
+     .input_schema =
+         "{'type': 'object', 'additionalProperties': false, 'properties': {'language': {'type': "
+         "'string', 'description': 'Only this language: ${languages}.'}, 'status': {'type': "
+         "'string', 'enum': ['success', 'failed', 'timeout']}, 'query': {'type': 'string', "
+         "'description': 'Text to find in the code, stdout or stderr (any case).'}, 'since': "
+         "{'type': 'string', 'description': 'Only executions from then on: an ISO 8601 date "
+         "(2026-02-01) or time (2026-02-01T10:00:00Z).'}, 'limit': {'type': 'integer', "
+         "'minimum': 1, 'maximum': 100, 'default': 20}}}",
+     .output_schema = S_OBJECT_OR_ERROR (
+         "'results': {'type': 'array', 'items': {'type': 'object', 'properties': {"
+         "'execution_id': {'type': 'string'}, 'session_id': {'type': ['string', 'null']}, "
+         "'language': {'type': 'string'}, 'code_preview': {'type': ['string', 'null']}, "
+         "'status': {'type': 'string'}, 'exit_code': {'type': ['integer', 'null']}, "
+         "'error_preview': {'type': ['string', 'null']}, 'duration_ms': {'type': 'integer'}, "
+         "'executed_at': {'type': 'string'}}}}, 'total_count': {'type': 'integer'}, "),
+     .handler = cg_tools_search_execution_logs,
+     .flags = CG_TOOL_READ_ONLY},
+    {.name = "get_execution_log",
+     .title = "Get a logged execution",
+     .description = "The full log entry of one of this client's executions: code, stdin, "
+                    "stdout, stderr, exit code, status, duration, memory, artifacts, tool.",
+     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': "
+                     "['execution_id'], 'properties': {'execution_id': {'type': 'string', "
+                     "'description': 'From a run${apos}s result or search_execution_logs.'}}}",
+     .output_schema = "{'type': 'object', 'properties': {'execution_id': {'type': 'string'}, "
+                      "'session_id': {'type': ['string', 'null']}, 'language': {'type': "
+                      "'string'}, 'code': {'type': 'string'}, 'stdout': {'type': 'string'}, "
+                      "'stderr': {'type': 'string'}, 'exit_code': {'type': ['integer', 'null']}, "
+                      "'status': {'type': 'string'}, 'duration_ms': {'type': 'integer'}, "
+                      "'executed_at': {'type': 'string'}, 'error': {'type': 'string'}, "
+                      "'message': {'type': 'string'}}}",
+     .handler = cg_tools_get_execution_log,
+     .flags = CG_TOOL_READ_ONLY},
 };
 
 #define S_TOOL_COUNT (sizeof s_tools / sizeof s_tools[0])

@@ -7,6 +7,7 @@
 #include "cg_server.h"
 #include "../bridge/cg_config.h"
 #include "../bridge/cg_limits.h"
+#include "../bridge/cg_outcome.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -86,6 +87,27 @@ void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session
 /*  The handlers, by family. */
 cg_tool_fn cg_tools_run, cg_tools_start_session, cg_tools_list_sessions, cg_tools_close_session,
     cg_tools_upload_file, cg_tools_read_artifact, cg_tools_list_artifacts;
+
+/*  The execution log's tools (cg_tools_logs.c) and what feeds it. */
+cg_tool_fn cg_tools_search_execution_logs, cg_tools_get_execution_log;
+
+/*  How often the server's loop runs the log's retention sweep, in seconds. */
+#define CG_TOOLS_LOG_SWEEP_S 300
+
+/*  Opens the execution log CONFIG names (--log-dir, --execution-log, retention). Returns
+    it, or NULL (logged) when it cannot be opened: the server runs on without it. */
+cg_execlog_t *cg_tools_log_open (const cg_config_t *config);
+
+/*  Runs LOG's retention sweep now, logging what it removed or why it failed. */
+void cg_tools_log_sweep (cg_execlog_t *log);
+
+/*  The registry's listener (cg_registry_event_fn; ARG: the cg_execlog_t, may be NULL):
+    writes session_start, or session_end with REASON, to the session's log. */
+void cg_tools_log_session (void *arg, const cg_registry_session_t *session, const char *reason);
+
+/*  Records CALL's run, OUTCOME (borrowed; NULL: nothing), in the server's execution log:
+    seed 002's entry plus status, tool, client_id and client_name. */
+void cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outcome);
 
 /*  Validates the ARGUMENTS (borrowed, may be NULL; keys already checked) of TOOL, one of
     the running tools. On success returns a new request object (language canonical, code,

@@ -288,6 +288,8 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
         cg_registry_set_busy (session, call->key);
     if (call->progress_token)
         json_object_set_new (request, "progress", json_true ());
+    call->request = json_pack ("{s:O, s:O*}", "code", json_object_get (request, "code"), "stdin",
+                               json_object_get (request, "stdin"));
     //  The request is handed over as a pointer: the runner takes a deep copy, so that no
     //  JSON value (the client's arguments share theirs) is held by two threads.
     zsock_send (session ? session->runner : oneshot, "ssp", "EXEC", call->key,
@@ -356,6 +358,7 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
     else
         cg_server_call_answer (call, s_run_response (server, call, session, outcome));
+    cg_tools_log_run (server, call, outcome);
     cg_outcome_destroy (&outcome);
     cg_server_call_end (server, call);
 }
