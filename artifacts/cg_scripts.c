@@ -28,7 +28,7 @@ cg_scripts_valid_name (const char *name)
     for (size_t i = 0; i < len; i++)
         if (!isalnum ((unsigned char)name[i]) && !strchr ("-_.", name[i]))
             return false;
-    return strstr (name, "..") == NULL;
+    return strstr (name, "..") == NULL && strcmp (name, S_INDEX) != 0;
 }
 
 const char *
@@ -170,7 +170,8 @@ s_scan (int dir_fd, const char *dir)
     if (!listing && fd >= 0)
         close (fd);
     for (struct dirent *entry; listing && (entry = readdir (listing));) {
-        if (!cg_scripts_valid_name (entry->d_name))
+        if (!cg_scripts_valid_name (entry->d_name)
+            || (entry->d_type != DT_DIR && entry->d_type != DT_LNK && entry->d_type != DT_UNKNOWN))
             continue;
         cg_error_t *err = NULL;
         cleanup_close int name_fd = s_open_dir_at (dir_fd, entry->d_name, false, &err);

@@ -22,7 +22,7 @@
 /*  What a well-formed script name is, for error messages. */
 #define CG_SCRIPTS_NAME_RULE                                                                   \
     "a script name is 1 to 64 characters: letters, digits, '-', '_' and '.', starting with a " \
-    "letter or digit (no '/', no '..')"
+    "letter or digit (no '/', no '..', not index.json)"
 
 /*  Returns true when NAME is a well-formed script name (CG_SCRIPTS_NAME_RULE). */
 bool cg_scripts_valid_name (const char *name);
