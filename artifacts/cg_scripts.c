@@ -344,6 +344,7 @@ s_keep_version (int name_fd, json_t *old, cg_error_t **err)
     }
     if (moved == 0) {
         unlinkat (versions_fd, number, AT_REMOVEDIR);
+        unlinkat (name_fd, "versions", AT_REMOVEDIR); /* only when empty: a first save */
         return 0;
     }
     return n;

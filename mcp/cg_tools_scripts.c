@@ -433,7 +433,7 @@ cg_tools_run_script (const cg_request_t *req, json_t *arguments)
     json_decref (no_args);
     //  The same validation and request as execute_code's, for the cell.
     json_t *run_arguments = json_pack ("{s:s, s:s}", "language", language, "code", cell);
-    const char *passed[] = {"timeout_ms", "timeout", "session_id", "stdin", NULL};
+    const char *passed[] = {"timeout_ms", "session_id", NULL};
     for (int i = 0; passed[i]; i++)
         if (json_object_get (arguments, passed[i]))
             json_object_set (run_arguments, passed[i], json_object_get (arguments, passed[i]));
