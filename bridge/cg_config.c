@@ -22,6 +22,8 @@
 static const cg_config_option_t s_options[] = {
     {"--state-dir", "CELLGATE_STATE_DIR", CG_CONFIG_STRING, OFF (state_dir), "/var/lib/cellgate", 0,
      0, "where sandboxes, workspaces and runtime state live"},
+    {"--scripts-dir", "CELLGATE_SCRIPTS_DIR", CG_CONFIG_STRING, OFF (scripts_dir), NULL, 0, 0,
+     "the saved-script library (save_script, run_script; default <state-dir>/scripts)"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
      "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), runc, crun (found on PATH) or "
      "a path to either"},
@@ -253,6 +255,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
     if (self->state_dir[0] != '/')
         return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path",
                              self->state_dir);
+    if (self->scripts_dir && self->scripts_dir[0] != '/')
+        return cg_error_set (err, EINVAL, "--scripts-dir: '%s' is not an absolute path",
+                             self->scripts_dir);
     return 0;
 }
 
@@ -260,6 +265,7 @@ void
 cg_config_clear (cg_config_t *self)
 {
     free (self->state_dir);
+    free (self->scripts_dir);
     free (self->runtime);
     free (self->kernels_dir);
     free (self->http_listen);
@@ -268,7 +274,7 @@ cg_config_clear (cg_config_t *self)
     free (self->http_token);
     free (self->log_dir);
     free (self->execution_log);
-    self->http = self->http_token = self->log_dir = self->execution_log = NULL;
+    self->http = self->http_token = self->log_dir = self->execution_log = self->scripts_dir = NULL;
     self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile =
         NULL;
 }

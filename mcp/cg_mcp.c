@@ -101,6 +101,7 @@ s_call_free (void **item)
     free (call->session_id);
     free (call->run_id);
     json_decref (call->request);
+    free (call->script);
     free (call);
     *item = NULL;
 }

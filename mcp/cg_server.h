@@ -48,6 +48,7 @@ typedef struct {
     int progress;           /* progress notifications sent */
     char *client_request;   /* id of our request to the client it waits for, or NULL */
     json_t *request;        /* a run's {code, stdin?} for the execution log, or NULL */
+    char *script;           /* run_script's script name (its runs are recorded), or NULL */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's

@@ -45,6 +45,8 @@ cg_tools_supported_languages (void)
     "and JavaScript run in Jupyter kernels that keep state within a session; bash runs each "    \
     "call as a new process in the same sandbox.'}"
 
+#define S_SCRIPT_NAME "'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]*$', 'maxLength': 64"
+
 //  The arguments every running tool shares.
 #define S_RUN_ARGUMENTS                                                                          \
     "'code': {'type': 'string', 'description': 'The code to run, as a Jupyter cell: the value "  \
@@ -248,6 +250,93 @@ static const cg_tool_t s_tools[] = {
          "'workspace_inodes_used': {'type': ['integer', 'null']}}}}, "),
      .handler = cg_tools_list_sessions,
      .flags = CG_TOOL_READ_ONLY},
+    {.name = "save_script",
+     .title = "Save a script",
+     .description =
+         "Save code as a reusable named script with a description, tags and the packages it "
+         "needs, in the script library (a directory people can read and edit). Saving an "
+         "existing name keeps the previous version.",
+     .input_schema =
+         "{'type': 'object', 'additionalProperties': false, 'required': ['name', 'language', "
+         "'code'], 'properties': {'name': {" S_SCRIPT_NAME "}, 'description': {'type': 'string', "
+         "'description': 'What the script does, for search.'}, " S_LANGUAGE ", 'code': {'type': "
+         "'string', 'description': 'The script (at most ${max_code_bytes} bytes). It gets "
+         "run_script"
+         "${apos}s args as sys.argv[1:], process.argv.slice(2) or \\\"$@\\\".'}, 'tags': {'type': "
+         "'array', 'items': {'type': 'string'}}, 'packages': {'type': 'array', 'items': {'type': "
+         "'string'}, 'description': 'Packages the script needs; run_script checks them first.'}, "
+         "'source_execution_id': {'type': 'string', 'description': 'The execution it was "
+         "developed in.'}}}",
+     .output_schema = S_OBJECT_OR_ERROR (
+         "'success': {'type': 'boolean'}, 'script_id': {'type': 'string'}, 'name': {'type': "
+         "'string'}, 'path': {'type': 'string'}, 'saved_at': {'type': 'string'}, 'version': "
+         "{'type': 'integer'}, "),
+     .handler = cg_tools_save_script},
+    {.name = "get_script",
+     .title = "Get a saved script",
+     .description = "Retrieve a saved script by name: its code, metadata, run history and "
+                    "earlier versions.",
+     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['name'], "
+                     "'properties': {'name': {" S_SCRIPT_NAME "}}}",
+     .output_schema = S_OBJECT_OR_ERROR (
+         "'success': {'type': 'boolean'}, 'name': {'type': 'string'}, 'script_id': {'type': "
+         "'string'}, 'description': {'type': 'string'}, 'language': {'type': 'string'}, 'code': "
+         "{'type': 'string'}, 'tags': {'type': 'array', 'items': {'type': 'string'}}, "
+         "'packages': {'type': 'array', 'items': {'type': 'string'}}, 'source_execution_id': "
+         "{'type': ['string', 'null']}, 'path': {'type': 'string'}, 'created_at': {'type': "
+         "'string'}, 'saved_at': {'type': 'string'}, 'last_run_at': {'type': ['string', "
+         "'null']}, 'run_count': {'type': 'integer'}, 'last_run_success': {'type': ['boolean', "
+         "'null']}, 'versions': {'type': 'array', 'items': {'type': 'object'}}, "),
+     .handler = cg_tools_get_script,
+     .flags = CG_TOOL_READ_ONLY},
+    {.name = "list_scripts",
+     .title = "List saved scripts",
+     .description = "List the saved scripts with descriptions and tags, optionally only one "
+                    "language's or one tag's.",
+     .input_schema = "{'type': 'object', 'additionalProperties': false, 'properties': {"
+                     "'language': {'type': 'string'}, 'tag': {'type': 'string'}}}",
+     .output_schema = S_OBJECT_OR_ERROR (
+         "'scripts': {'type': 'array', 'items': {'type': 'object', 'properties': {'name': "
+         "{'type': 'string'}, 'description': {'type': 'string'}, 'language': {'type': "
+         "'string'}, 'tags': {'type': 'array'}, 'last_run_at': {'type': ['string', 'null']}}}}, "
+         "'total_count': {'type': 'integer'}, "),
+     .handler = cg_tools_list_scripts,
+     .flags = CG_TOOL_READ_ONLY},
+    {.name = "search_scripts",
+     .title = "Search saved scripts",
+     .description = "Search the saved scripts' names, tags, descriptions and code for the words "
+                    "of a query; best matches first, each saying what matched.",
+     .input_schema =
+         "{'type': 'object', 'additionalProperties': false, 'required': ['query'], "
+         "'properties': {'query': {'type': 'string', 'description': 'Words to look for, e.g. "
+         "excel parsing.'}, 'language': {'type': 'string', 'description': 'Only this "
+         "language${apos}s scripts.'}, 'limit': {'type': 'integer', 'minimum': 1, 'maximum': "
+         "100, 'description': 'At most this many results (default 20).'}}}",
+     .output_schema = S_OBJECT_OR_ERROR (
+         "'results': {'type': 'array', 'items': {'type': 'object', 'properties': {'name': "
+         "{'type': 'string'}, 'description': {'type': 'string'}, 'language': {'type': "
+         "'string'}, 'relevance': {'type': 'string', 'enum': ['name_match', 'tag_match', "
+         "'description_match', 'code_match']}, 'score': {'type': 'integer'}}}}, "
+         "'total_count': {'type': 'integer'}, "),
+     .handler = cg_tools_search_scripts,
+     .flags = CG_TOOL_READ_ONLY},
+    {.name = "run_script",
+     .title = "Run a saved script",
+     .description =
+         "Run a saved script by name, with arguments, in a fresh sandbox (or in a session when "
+         "session_id is given). Checks first that the packages it lists are installed. Returns "
+         "the same result as execute_code.",
+     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['name'], "
+                     "'properties': {'name': {" S_SCRIPT_NAME "}, 'args': {'type': 'array', "
+                     "'items': {'type': 'string'}, 'description': 'Command-line arguments: "
+                     "sys.argv[1:] in Python, process.argv.slice(2) in JavaScript, \\\"$@\\\" "
+                     "in bash.'}, 'timeout_ms': {'type': 'integer', 'minimum': ${timeout_min_ms}, "
+                     "'maximum': ${timeout_max_ms}}, 'session_id': {" S_SESSION_ID ", "
+                     "'description': 'Run in this session (created on first use) instead of a "
+                     "fresh sandbox.'}}}",
+     .output_schema = S_RUN_RESULT,
+     .handler = cg_tools_run_script,
+     .flags = CG_TOOL_RUNS},
     {.name = "search_execution_logs",
      .title = "Search past executions",
      .description =

@@ -118,6 +118,18 @@ void cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t 
 json_t *cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *arguments,
                                   json_t **error_result);
 
+/*  Runs the validated REQUEST (stolen; from cg_tools_execute_request) for REQ: in its
+    session (found, or created on first use) or a one-shot sandbox, as execute_code does.
+    Returns the call registered for it (answered later, by cg_tools_finish, on the main
+    loop), or NULL when the run was refused and REQ already answered. */
+cg_call_t *cg_tools_run_request (const cg_request_t *req, json_t **request_p);
+
+/*  The script library's handlers (cg_tools_scripts.c), and its hook for a finished run
+    of script NAME: records it in the library (failures are logged). */
+cg_tool_fn cg_tools_save_script, cg_tools_get_script, cg_tools_list_scripts,
+    cg_tools_search_scripts, cg_tools_run_script;
+void cg_tools_script_ran (cg_server_t *server, const char *name, bool success);
+
 /*  Returns true when NAME is one of the table's tools. */
 bool cg_tools_known (const char *name);
 

@@ -242,18 +242,27 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
 void
 cg_tools_run (const cg_request_t *req, json_t *arguments)
 {
-    const char *tool = req->tool->name;
-    unsigned flags = req->tool->flags;
-    cg_registry_t *registry = cg_server_registry (req->server);
     json_t *refusal = NULL;
-    json_t *request =
-        cg_tools_execute_request (cg_server_config (req->server), tool, arguments, &refusal);
+    json_t *request = cg_tools_execute_request (cg_server_config (req->server), req->tool->name,
+                                                arguments, &refusal);
     if (!request) {
-        if (flags & CG_TOOL_SEED001)
+        if (req->tool->flags & CG_TOOL_SEED001)
             cg_run_result_seed001_status (json_object_get (refusal, "structuredContent"));
         cg_request_result (req, refusal);
         return;
     }
+    cg_tools_run_request (req, &request);
+}
+
+cg_call_t *
+cg_tools_run_request (const cg_request_t *req, json_t **request_p)
+{
+    json_t *request = *request_p;
+    *request_p = NULL;
+    const char *tool = req->tool->name;
+    unsigned flags = req->tool->flags;
+    cg_registry_t *registry = cg_server_registry (req->server);
+    json_t *refusal = NULL;
     char generated[18];
     if (flags & CG_TOOL_SESSION_MADE && !json_object_get (request, "session_id")) {
         //  Seed 004: a session is generated and returned when none is given.
@@ -273,7 +282,7 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     if (refusal) {
         cg_request_result (req, refusal);
         json_decref (request);
-        return;
+        return NULL;
     }
     cg_call_t *call = cg_server_call_new (req, tool, session_id);
     call->oneshot = oneshot;
@@ -295,6 +304,7 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
     zsock_send (session ? session->runner : oneshot, "ssp", "EXEC", call->key,
                 json_deep_copy (request));
     json_decref (request);
+    return call;
 }
 
 void
@@ -354,6 +364,8 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
         cg_registry_set_busy (session, NULL);
     if (session)
         session->executions++;
+    if (call->script)
+        cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
     if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
     else
