@@ -38,8 +38,8 @@ typedef struct {
     int64_t started_us; /* monotonic */
     int64_t last_activity_us;
     int executions;
-    long pid;         /* the kernel's host pid as its runner last reported, or 0 */
-    double memory_mb; /* the sandbox's memory as its runner last reported; < 0: unknown */
+    long pid;           /* the kernel's host pid as its runner last reported, or 0 */
+    double memory_mb;   /* the sandbox's memory as its runner last reported; < 0: unknown */
     zlistx_t *packages; /* names install_package installed in it (strings), or NULL */
 } cg_registry_session_t;
 

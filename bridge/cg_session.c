@@ -113,8 +113,7 @@ s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_di
                                    .ipc_dir = self->ipc_dir,
                                    .site_dir = self->site_dir};
     if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
-        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid,
-                                      err)
+        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
                < 0
         || cg_session_workspace_create (config, self->dir, err) < 0
         || !(self->ws = cg_workspace_open (self->workspace, err))

@@ -191,11 +191,19 @@ s_prepare_etc (cg_backend_t *self, cg_error_t **err)
 static int
 s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
 {
-    static const char *dirs[] = {"usr",      "etc",          "proc",
-                                 "sys",      "dev",          "tmp",
-                                 "mnt/data", "run/cellgate", "opt/cellgate/kernels",
-                                 "opt/cellgate/site", "opt/cellgate/shared",
-                                 "opt/cellgate/wheelhouse", "opt/cellgate/npm-mirror",
+    static const char *dirs[] = {"usr",
+                                 "etc",
+                                 "proc",
+                                 "sys",
+                                 "dev",
+                                 "tmp",
+                                 "mnt/data",
+                                 "run/cellgate",
+                                 "opt/cellgate/kernels",
+                                 "opt/cellgate/site",
+                                 "opt/cellgate/shared",
+                                 "opt/cellgate/wheelhouse",
+                                 "opt/cellgate/npm-mirror",
                                  NULL};
     for (int i = 0; dirs[i]; i++) {
         cleanup_free char *path = cg_strdupf ("%s/%s", self->rootfs, dirs[i]);
@@ -285,7 +293,9 @@ cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
     self->memsw = access ("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
     if (cg_mkdir_p (self->runtime_root, 0700, err) < 0 || s_prepare_rootfs (self, err) < 0
         || s_prepare_etc (self, err) < 0
-        || cg_container_site_prepare (self->shared_site, limits->sandbox_uid, limits->sandbox_gid, err) < 0) {
+        || cg_container_site_prepare (self->shared_site, limits->sandbox_uid, limits->sandbox_gid,
+                                      err)
+               < 0) {
         cg_error_wrap (err, "prepare sandbox root");
         cg_backend_destroy (&self);
     }

@@ -9,21 +9,15 @@
 const char *const *
 cg_sandbox_base_env (void)
 {
-    static const char *const base[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
-                                       "HOME=/tmp",
-                                       "TMPDIR=/tmp",
-                                       "LANG=C.UTF-8",
-                                       "TERM=xterm-256color",
-                                       "XDG_CACHE_HOME=/tmp/.cache",
-                                       "JUPYTER_RUNTIME_DIR=/tmp/.jupyter/runtime",
-                                       //  Installed packages: the sandbox's own, then the
-                                       //  shared layer's (cg_container.h).
-                                       "PYTHONPATH=" CG_SITE_MOUNT "/python:" CG_SHARED_SITE_MOUNT
-                                       "/python",
-                                       "NODE_PATH=" CG_SITE_MOUNT
-                                       "/node/node_modules:" CG_SHARED_SITE_MOUNT
-                                       "/node/node_modules",
-                                       NULL};
+    static const char *const base[] = {
+        "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
+        "TERM=xterm-256color", "XDG_CACHE_HOME=/tmp/.cache",
+        "JUPYTER_RUNTIME_DIR=/tmp/.jupyter/runtime",
+        //  Installed packages: the sandbox's own, then the
+        //  shared layer's (cg_container.h).
+        "PYTHONPATH=" CG_SITE_MOUNT "/python:" CG_SHARED_SITE_MOUNT "/python",
+        "NODE_PATH=" CG_SITE_MOUNT "/node/node_modules:" CG_SHARED_SITE_MOUNT "/node/node_modules",
+        NULL};
     return base;
 }
 

@@ -92,6 +92,7 @@ s_call_free (void **item)
     free (call->tool);
     free (call->session_id);
     free (call->run_id);
+    json_decref (call->context);
     free (call);
     *item = NULL;
 }

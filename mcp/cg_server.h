@@ -46,6 +46,7 @@ typedef struct {
     json_t *progress_token; /* _meta.progressToken, or NULL */
     int progress;           /* progress notifications sent */
     char *client_request;   /* id of our request to the client it waits for, or NULL */
+    json_t *context;        /* what its tool's finish needs (owned), or NULL */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's

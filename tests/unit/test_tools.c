@@ -24,11 +24,19 @@ s_entry (json_t *tools, const char *name)
 static void
 s_test_list (cg_config_t *config)
 {
-    static const char *all[] = {"execute_code",  "run_python",  "start_session", "send_to_session",
-                                "close_session", "upload_file", "read_artifact", "list_artifacts",
-                                "list_sessions", NULL};
+    static const char *all[] = {"execute_code",
+                                "run_python",
+                                "start_session",
+                                "send_to_session",
+                                "close_session",
+                                "upload_file",
+                                "read_artifact",
+                                "list_artifacts",
+                                "list_sessions",
+                                "install_package",
+                                NULL};
     json_t *tools = cg_tools_list (config);
-    EXPECT (json_array_size (tools) == 9, "default profile lists %zu tools",
+    EXPECT (json_array_size (tools) == 10, "default profile lists %zu tools",
             json_array_size (tools));
     for (int i = 0; all[i]; i++) {
         json_t *tool = s_entry (tools, all[i]);
@@ -59,7 +67,7 @@ s_test_list (cg_config_t *config)
     config->tool_profile = cg_xstrdup ("seed001");
     tools = cg_tools_list (config);
     EXPECT (s_entry (tools, CG_SEED001_TOOL) && !s_entry (tools, "execute_code")
-                && json_array_size (tools) == 9,
+                && json_array_size (tools) == 10,
             "seed001 profile: seed 001's tool instead of execute_code");
     json_decref (tools);
     free (config->tool_profile);
