@@ -255,11 +255,12 @@ cg_tools_install_finish (cg_server_t *server, cg_call_t *call, cg_registry_sessi
     if (outcome->end == CG_OUTCOME_OK && outcome->exit_code == 0 && version) {
         if (session)
             cg_registry_add_package (session, name);
-        json_t *structured = json_pack (
-            "{s:b, s:s, s:s, s:s, s:s, s:s, s:o}", "success", 1, "package", name, "version",
-            version, "install_output", output, "language", python ? "python" : "node", "scope",
-            session ? "session" : "shared", "session_id",
-            call->session_id ? json_string (call->session_id) : json_null ());
+        json_t *structured =
+            json_pack ("{s:b, s:s, s:s, s:s, s:s, s:s}", "success", 1, "package", name, "version",
+                       version, "install_output", output, "language", python ? "python" : "node",
+                       "scope", session ? "session" : "shared");
+        if (call->session_id)
+            json_object_set_new (structured, "session_id", json_string (call->session_id));
         cleanup_free char *text = cg_strdupf (
             "Installed %s %s %s; import it now, no restart needed.", name, version,
             session ? "in the session" : "in the shared layer (every new session sees it)");
@@ -267,7 +268,9 @@ cg_tools_install_finish (cg_server_t *server, cg_call_t *call, cg_registry_sessi
     }
     cleanup_free char *message = NULL;
     const char *error = "install_failed";
-    if (outcome->end == CG_OUTCOME_OK && outcome->exit_code == S_NOT_FOUND_EXIT) {
+    bool exited =
+        outcome->ran && (outcome->end == CG_OUTCOME_OK || outcome->end == CG_OUTCOME_RUNTIME_ERROR);
+    if (exited && outcome->exit_code == S_NOT_FOUND_EXIT) {
         error = "package_not_found";
         message = cg_strdupf (
             "%s is not in the %s: cellgate looked in %s (%s, seen in the sandbox as %s). Add it "
@@ -280,7 +283,7 @@ cg_tools_install_finish (cg_server_t *server, cg_call_t *call, cg_registry_sessi
     }
     else if (outcome->end == CG_OUTCOME_TIMEOUT)
         message = cg_strdupf ("installing %s took longer than %d s", package, S_INSTALL_TIMEOUT_S);
-    else if (outcome->end != CG_OUTCOME_OK && outcome->message)
+    else if (!exited && outcome->message)
         message = cg_strdupf ("installing %s: %s", package, outcome->message);
     else
         message = cg_strdupf ("installing %s failed (exit code %d); see install_output", package,
