@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef CG_KERNELS_DIR
 #define CG_KERNELS_DIR "kernels"
@@ -95,6 +97,12 @@ static const cg_config_option_t s_options[] = {
      0,
      "default; seed001: execute_code served as seed 001's code_execution_sandbox.execute_code; "
      "conformance: plus the MCP conformance suite's fixture tools"},
+    {"--wheelhouse", "CELLGATE_WHEELHOUSE", CG_CONFIG_STRING, OFF (wheelhouse), NULL, 0, 0,
+     "directory of wheels and sdists install_package takes Python packages from (pip "
+     "--no-index --find-links), read-only in every sandbox; unset: no Python installs"},
+    {"--npm-mirror", "CELLGATE_NPM_MIRROR", CG_CONFIG_STRING, OFF (npm_mirror), NULL, 0, 0,
+     "directory of npm tarballs (<name>-<version>.tgz, as npm pack names them) install_package "
+     "takes Node packages from, read-only in every sandbox; unset: no Node installs"},
     {"--log-level", "CELLGATE_LOG_LEVEL", CG_CONFIG_LOG_LEVEL, OFF (log_level), "info", 0, 3,
      "error, warn, info or debug"},
     {"--log-dir", "CELLGATE_LOG_DIR", CG_CONFIG_STRING, OFF (log_dir), NULL, 0, 0,
@@ -165,6 +173,25 @@ s_give (cg_config_t *self, const cg_config_option_t *option, const char *value, 
         return -1;
     if (option->offset == OFF (http_listen))
         self->http_listen_set = true;
+    return 0;
+}
+
+//  Makes *DIR_P (a package source given as FLAG, or NULL) an absolute path to an existing
+//  directory: it is bound into sandboxes. Returns 0, or -1 with *err set.
+static int
+s_package_source (char **dir_p, const char *flag, cg_error_t **err)
+{
+    if (!*dir_p)
+        return 0;
+    char *real = realpath (*dir_p, NULL);
+    struct stat st;
+    if (!real || stat (real, &st) < 0 || !S_ISDIR (st.st_mode)) {
+        int code = real ? ENOTDIR : errno;
+        free (real);
+        return cg_error_set (err, code, "%s: '%s' is not a directory", flag, *dir_p);
+    }
+    free (*dir_p);
+    *dir_p = real;
     return 0;
 }
 
@@ -252,6 +279,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         && strcmp (self->execution_log, "off"))
         return cg_error_set (err, EINVAL, "--execution-log: '%s' is not full, metadata or off",
                              self->execution_log);
+    if (s_package_source (&self->wheelhouse, "--wheelhouse", err) < 0
+        || s_package_source (&self->npm_mirror, "--npm-mirror", err) < 0)
+        return -1;
     if (self->state_dir[0] != '/')
         return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path",
                              self->state_dir);
@@ -274,7 +304,10 @@ cg_config_clear (cg_config_t *self)
     free (self->http_token);
     free (self->log_dir);
     free (self->execution_log);
+    free (self->wheelhouse);
+    free (self->npm_mirror);
     self->http = self->http_token = self->log_dir = self->execution_log = self->scripts_dir = NULL;
+    self->wheelhouse = self->npm_mirror = NULL;
     self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile =
         NULL;
 }

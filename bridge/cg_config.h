@@ -40,6 +40,8 @@ typedef struct {
     char *http;              /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
     char *http_token;        /* bearer token the HTTP transport requires, or NULL */
     char *tool_profile;      /* "default" or "seed001": which tools tools/list shows */
+    char *wheelhouse;        /* install_package's pip source directory, or NULL */
+    char *npm_mirror;        /* install_package's npm tarball directory, or NULL */
     bool http_listen_set;    /* given by flag or variable (no fallback port then) */
     int max_sessions;        /* sandboxes at once, one-shot ones included */
     int idle_ttl_s;          /* a session unused this long is closed */

@@ -98,7 +98,9 @@ s_sandbox_limits (const cg_config_t *config)
                                  .nofile = config->nofile,
                                  .fsize_mb = config->fsize_mb,
                                  .sandbox_uid = config->sandbox_uid,
-                                 .sandbox_gid = config->sandbox_gid};
+                                 .sandbox_gid = config->sandbox_gid,
+                                 .wheelhouse = config->wheelhouse,
+                                 .npm_mirror = config->npm_mirror};
 }
 
 int

@@ -67,6 +67,7 @@ s_session_free (void **item)
     free (session->busy);
     free (session->language);
     free (session->name);
+    zlistx_destroy (&session->packages);
     free (session);
     *item = NULL;
 }
@@ -139,8 +140,9 @@ cg_registry_full (cg_registry_t *self)
     return zhashx_size (self->sessions) + self->oneshots >= (size_t)self->config->max_sessions;
 }
 
-static zactor_t *
-s_runner_start (cg_registry_t *self, const char *slot, const char *language, bool oneshot)
+//  A runner's arguments (the runner takes them over).
+static cg_runner_args_t *
+s_runner_args (cg_registry_t *self, const char *slot, const char *language, bool oneshot)
 {
     cg_runner_args_t *args = cg_xcalloc (1, sizeof *args);
     *args = (cg_runner_args_t){.backend = self->backend,
@@ -153,7 +155,13 @@ s_runner_start (cg_registry_t *self, const char *slot, const char *language, boo
         snprintf (args->slot, sizeof args->slot, "%s", slot);
     if (language)
         snprintf (args->language, sizeof args->language, "%s", language);
-    return zactor_new (cg_runner_actor, args);
+    return args;
+}
+
+static zactor_t *
+s_runner_start (cg_registry_t *self, const char *slot, const char *language, bool oneshot)
+{
+    return zactor_new (cg_runner_actor, s_runner_args (self, slot, language, oneshot));
 }
 
 cg_registry_session_t *
@@ -198,6 +206,47 @@ cg_registry_oneshot_start (cg_registry_t *self)
         return NULL;
     self->oneshots++;
     return s_runner_start (self, NULL, NULL, true);
+}
+
+//  The packages list's item functions (strings it owns).
+static void
+s_string_free (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+static int
+s_string_compare (const void *a, const void *b)
+{
+    return strcmp (a, b);
+}
+
+void
+cg_registry_add_package (cg_registry_session_t *session, const char *package)
+{
+    if (!session->packages) {
+        session->packages = zlistx_new ();
+        zlistx_set_destructor (session->packages, s_string_free);
+        zlistx_set_comparator (session->packages, s_string_compare);
+    }
+    //  Find compares, add takes a copy.
+    char *copy = cg_xstrdup (package);
+    if (zlistx_find (session->packages, copy))
+        free (copy);
+    else
+        zlistx_add_end (session->packages, copy);
+}
+
+zactor_t *
+cg_registry_installer_start (cg_registry_t *self)
+{
+    if (cg_registry_full (self))
+        return NULL;
+    self->oneshots++;
+    cg_runner_args_t *args = s_runner_args (self, NULL, NULL, true);
+    args->shared_installer = true;
+    return zactor_new (cg_runner_actor, args);
 }
 
 void

@@ -38,8 +38,9 @@ typedef struct {
     int64_t started_us; /* monotonic */
     int64_t last_activity_us;
     int executions;
-    long pid;         /* the kernel's host pid as its runner last reported, or 0 */
-    double memory_mb; /* the sandbox's memory as its runner last reported; < 0: unknown */
+    long pid;           /* the kernel's host pid as its runner last reported, or 0 */
+    double memory_mb;   /* the sandbox's memory as its runner last reported; < 0: unknown */
+    zlistx_t *packages; /* names install_package installed in it (strings), or NULL */
 } cg_registry_session_t;
 
 /*  What the registry tells its listener: SESSION was created (REASON NULL), or is being
@@ -85,6 +86,14 @@ bool cg_registry_full (cg_registry_t *self);
     cg_registry_oneshot_end, which stops it and waits. */
 zactor_t *cg_registry_oneshot_start (cg_registry_t *self);
 void cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p);
+
+/*  Starts a one-shot runner (as cg_registry_oneshot_start) whose sandbox installs into
+    the shared package layer (cg_session_new_shared_installer). NULL when full. */
+zactor_t *cg_registry_installer_start (cg_registry_t *self);
+
+/*  Records that PACKAGE (a name, copied) was installed in SESSION; a name already there
+    is not added twice. */
+void cg_registry_add_package (cg_registry_session_t *session, const char *package);
 
 /*  Marks SESSION busy with call KEY (copied), or idle when KEY is NULL (a finished call
     also counts as activity). */

@@ -79,7 +79,11 @@ s_control_cb (zsock_t *control, void *arg)
 static int
 s_ensure_session (s_runner_t *self, cg_error_t **err)
 {
-    if (!self->session)
+    if (!self->session && self->args.shared_installer)
+        self->session = cg_session_new_shared_installer (self->args.backend, self->args.config,
+                                                         self->args.sessions_dir,
+                                                         self->args.container_prefix, err);
+    else if (!self->session)
         self->session = cg_session_new (self->args.backend, self->args.config,
                                         self->args.sessions_dir, self->args.container_prefix,
                                         self->args.slot[0] ? self->args.slot : NULL, err);

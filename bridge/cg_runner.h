@@ -20,6 +20,8 @@ typedef struct {
     char slot[13];                /* the session's slot (dir and container name) */
     char language[16];            /* the session's language: its kernel's pid is reported */
     bool oneshot;                 /* destroy the sandbox after the first run */
+    bool shared_installer;        /* a one-shot whose sandbox writes the shared package
+                                     layer (cg_session_new_shared_installer) */
 } cg_runner_args_t;
 
 /*  The actor (zactor_fn). Pipe commands (C values, no JSON text):

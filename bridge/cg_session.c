@@ -23,6 +23,7 @@ struct cg_session_t {
     char *workspace;
     char *run_dir;
     char *ipc_dir;
+    char *site_dir; /* its package layer: its own, or the backend's shared one */
     char *container_id;
     cg_workspace_t *ws;   /* host-side access to the workspace */
     cg_sandbox_t sandbox; /* points into the strings above */
@@ -83,9 +84,10 @@ s_ensure_container (cg_session_t *self, cg_error_t **err)
     return self->container_running ? 0 : s_start_container (self, err);
 }
 
-cg_session_t *
-cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
-                const char *container_prefix, const char *slot_or_null, cg_error_t **err)
+//  cg_session_new, with the shared package layer as the sandbox's own when SHARED_SITE.
+static cg_session_t *
+s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
+       const char *container_prefix, const char *slot_or_null, bool shared_site, cg_error_t **err)
 {
     char slot[13];
     if (slot_or_null)
@@ -100,14 +102,19 @@ cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *se
     self->workspace = cg_strdupf ("%s/workspace", self->dir);
     self->run_dir = cg_strdupf ("%s/run", self->dir);
     self->ipc_dir = cg_strdupf ("%s/ipc", self->dir);
+    self->site_dir = shared_site ? cg_xstrdup (cg_backend_shared_site (backend))
+                                 : cg_strdupf ("%s/site", self->dir);
     cleanup_free char *ipc_mount_point = cg_strdupf ("%s/ipc", self->run_dir);
     self->container_id = cg_strdupf ("%s%s", container_prefix, slot);
     self->sandbox = (cg_sandbox_t){.id = self->container_id,
                                    .bundle_dir = self->bundle_dir,
                                    .workspace = self->workspace,
                                    .run_dir = self->run_dir,
-                                   .ipc_dir = self->ipc_dir};
+                                   .ipc_dir = self->ipc_dir,
+                                   .site_dir = self->site_dir};
     if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
+        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
+               < 0
         || cg_session_workspace_create (config, self->dir, err) < 0
         || !(self->ws = cg_workspace_open (self->workspace, err))
         || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
@@ -116,6 +123,21 @@ cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *se
         cg_session_destroy (&self);
     }
     return self;
+}
+
+cg_session_t *
+cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
+                const char *container_prefix, const char *slot_or_null, cg_error_t **err)
+{
+    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null, false, err);
+}
+
+cg_session_t *
+cg_session_new_shared_installer (cg_backend_t *backend, const cg_config_t *config,
+                                 const char *sessions_dir, const char *container_prefix,
+                                 cg_error_t **err)
+{
+    return s_new (backend, config, sessions_dir, container_prefix, NULL, true, err);
 }
 
 const char *
@@ -145,6 +167,7 @@ cg_session_destroy (cg_session_t **self_p)
     free (self->workspace);
     free (self->run_dir);
     free (self->ipc_dir);
+    free (self->site_dir);
     free (self->container_id);
     free (self);
     *self_p = NULL;

@@ -27,13 +27,21 @@ typedef struct {
     void *on_output_arg;
 } cg_exec_request_t;
 
-/*  Creates the session's directories SESSIONS_DIR/SLOT and starts its container named
+/*  Creates the session's directories SESSIONS_DIR/SLOT (its package layer site/ among
+    them, mounted at CG_SITE_MOUNT) and starts its container named
     CONTAINER_PREFIX + SLOT (SLOT: 12 hex digits; NULL picks a random one). BACKEND and
     CONFIG are borrowed. Returns a new session the caller owns, or NULL with *err set
     (nothing is left behind). */
 cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
                               const char *sessions_dir, const char *container_prefix,
                               const char *slot, cg_error_t **err);
+
+/*  As cg_session_new with a random slot, for a one-shot install into the shared package
+    layer: the sandbox's own layer (CG_SITE_MOUNT, read-write) is the backend's shared one
+    (cg_backend_shared_site) instead of a directory of the session's. */
+cg_session_t *cg_session_new_shared_installer (cg_backend_t *backend, const cg_config_t *config,
+                                               const char *sessions_dir,
+                                               const char *container_prefix, cg_error_t **err);
 
 /*  Makes the workspace in SESSION_DIR (an existing directory) for CONFIG's sandbox user:
     with --workspace-mb, a file system of its own of that size and --workspace-inodes

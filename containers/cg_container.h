@@ -14,6 +14,15 @@ typedef struct cg_backend_t cg_backend_t;
 /*  Where the kernels directory (--kernels-dir) appears, read-only, inside every sandbox. */
 #define CG_KERNELS_MOUNT "/opt/cellgate/kernels"
 
+/*  Installed packages (install_package): a sandbox's own layer, read-write, and the
+    shared layer every new sandbox gets read-only after it; each holds python/ (pip
+    --target, on PYTHONPATH) and node/node_modules (npm --prefix node, on NODE_PATH). The
+    package sources an operator configured are read-only beside them, when set. */
+#define CG_SITE_MOUNT "/opt/cellgate/site"
+#define CG_SHARED_SITE_MOUNT "/opt/cellgate/shared"
+#define CG_WHEELHOUSE_MOUNT "/opt/cellgate/wheelhouse"
+#define CG_NPM_MIRROR_MOUNT "/opt/cellgate/npm-mirror"
+
 /*  One sandbox: host directories and the container's name. The sandbox can write to
     WORKSPACE and IPC_DIR only; the host never resolves a path below either in its own
     namespace through anything the sandbox could have planted. */
@@ -24,6 +33,9 @@ typedef struct {
     const char *run_dir;    /* host dir mounted read-only at CG_RUN_MOUNT; holds an
                                    empty ipc/ as the mount point of IPC_DIR */
     const char *ipc_dir;    /* host dir mounted read-write at CG_IPC_MOUNT */
+    const char *site_dir;   /* host dir mounted read-write at CG_SITE_MOUNT, or NULL;
+                                   the backend's shared layer for a sandbox that installs
+                                   into it (cg_backend_shared_site) */
 } cg_sandbox_t;
 
 /*  A process to start inside a running sandbox. */
@@ -55,6 +67,8 @@ typedef struct {
     int fsize_mb;            /* RLIMIT_FSIZE */
     int sandbox_uid;         /* the unprivileged user every sandboxed process runs as */
     int sandbox_gid;
+    const char *wheelhouse; /* bound read-only at CG_WHEELHOUSE_MOUNT, or NULL */
+    const char *npm_mirror; /* bound read-only at CG_NPM_MIRROR_MOUNT, or NULL */
 } cg_sandbox_limits_t;
 
 /*  Creates the backend named by LIMITS->runtime, preparing the shared read-only root
@@ -68,6 +82,15 @@ void cg_backend_destroy (cg_backend_t **self_p);
 
 /*  Returns the runtime in use, e.g. "runc". */
 const char *cg_backend_name (cg_backend_t *self);
+
+/*  Returns the host directory of the shared package layer (<state_dir>/packages, made by
+    cg_backend_new, writable by the sandbox user), bound read-only at CG_SHARED_SITE_MOUNT
+    in every sandbox. Borrowed. */
+const char *cg_backend_shared_site (cg_backend_t *self);
+
+/*  Makes DIR a package layer (CG_SITE_MOUNT's layout): DIR itself, and python/, node/ and
+    node/node_modules owned by UID:GID, the sandbox user. Returns 0, or -1 with *err set. */
+int cg_container_site_prepare (const char *dir, int uid, int gid, cg_error_t **err);
 
 /*  Creates and starts SANDBOX: a container with no network, a read-only root, the
     workspace and run dir as its only writable binds, limits and seccomp, and a reaping

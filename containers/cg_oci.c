@@ -31,6 +31,7 @@ struct cg_backend_t {
     char *runtime_root; /* the runtime's own state (--root) */
     char *rootfs;       /* shared empty read-only root with mount points */
     char *etc_dir;      /* shared synthetic /etc */
+    char *shared_site;  /* the shared package layer (<state_dir>/packages) */
     bool cgroup_v2;     /* the host's cgroup layout is unified only */
     bool memsw;         /* cgroup v1 swap accounting present */
 };
@@ -190,9 +191,19 @@ s_prepare_etc (cg_backend_t *self, cg_error_t **err)
 static int
 s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
 {
-    static const char *dirs[] = {"usr",      "etc",          "proc",
-                                 "sys",      "dev",          "tmp",
-                                 "mnt/data", "run/cellgate", "opt/cellgate/kernels",
+    static const char *dirs[] = {"usr",
+                                 "etc",
+                                 "proc",
+                                 "sys",
+                                 "dev",
+                                 "tmp",
+                                 "mnt/data",
+                                 "run/cellgate",
+                                 "opt/cellgate/kernels",
+                                 "opt/cellgate/site",
+                                 "opt/cellgate/shared",
+                                 "opt/cellgate/wheelhouse",
+                                 "opt/cellgate/npm-mirror",
                                  NULL};
     for (int i = 0; dirs[i]; i++) {
         cleanup_free char *path = cg_strdupf ("%s/%s", self->rootfs, dirs[i]);
@@ -217,6 +228,26 @@ s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
             return cg_error_set (err, errno, "symlink %s: %s", path, strerror (errno));
     }
     return 0;
+}
+
+int
+cg_container_site_prepare (const char *dir, int uid, int gid, cg_error_t **err)
+{
+    static const char *const parts[] = {"", "/python", "/node", "/node/node_modules", NULL};
+    for (int i = 0; parts[i]; i++) {
+        cleanup_free char *path = cg_strdupf ("%s%s", dir, parts[i]);
+        if (cg_mkdir_p (path, 0755, err) < 0)
+            return -1;
+        if (i > 0 && fchownat (AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
+            return cg_error_set (err, errno, "chown %s: %s", path, strerror (errno));
+    }
+    return 0;
+}
+
+const char *
+cg_backend_shared_site (cg_backend_t *self)
+{
+    return self->shared_site;
 }
 
 //  Finds the runtime the limits name and learns what it is from `--version`; warns when
@@ -258,9 +289,13 @@ cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
     self->runtime_root = cg_strdupf ("%s/runtime-%s", limits->state_dir, self->runtime_name);
     self->rootfs = cg_strdupf ("%s/rootfs", limits->state_dir);
     self->etc_dir = cg_strdupf ("%s/etc", limits->state_dir);
+    self->shared_site = cg_strdupf ("%s/packages", limits->state_dir);
     self->memsw = access ("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
     if (cg_mkdir_p (self->runtime_root, 0700, err) < 0 || s_prepare_rootfs (self, err) < 0
-        || s_prepare_etc (self, err) < 0) {
+        || s_prepare_etc (self, err) < 0
+        || cg_container_site_prepare (self->shared_site, limits->sandbox_uid, limits->sandbox_gid,
+                                      err)
+               < 0) {
         cg_error_wrap (err, "prepare sandbox root");
         cg_backend_destroy (&self);
     }
@@ -278,6 +313,7 @@ cg_backend_destroy (cg_backend_t **self_p)
     free (self->runtime_root);
     free (self->rootfs);
     free (self->etc_dir);
+    free (self->shared_site);
     free (self);
     *self_p = NULL;
 }
@@ -373,6 +409,18 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
     if (kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
         json_array_append_new (
             mounts, s_mount (CG_KERNELS_MOUNT, "bind", kernels, "rbind,ro,nosuid,nodev"));
+    //  Packages: the sandbox's own layer, the shared one, and the operator's sources.
+    if (sandbox->site_dir)
+        json_array_append_new (
+            mounts, s_mount (CG_SITE_MOUNT, "bind", sandbox->site_dir, "rbind,rw,nosuid,nodev"));
+    json_array_append_new (
+        mounts, s_mount (CG_SHARED_SITE_MOUNT, "bind", self->shared_site, "rbind,ro,nosuid,nodev"));
+    if (c->wheelhouse)
+        json_array_append_new (mounts, s_mount (CG_WHEELHOUSE_MOUNT, "bind", c->wheelhouse,
+                                                "rbind,ro,nosuid,nodev,noexec"));
+    if (c->npm_mirror)
+        json_array_append_new (mounts, s_mount (CG_NPM_MIRROR_MOUNT, "bind", c->npm_mirror,
+                                                "rbind,ro,nosuid,nodev,noexec"));
 
     static const char *masked[] = {"/proc/asound",
                                    "/proc/acpi",

@@ -7,8 +7,8 @@
     strings, static). */
 const char *const *cg_sandbox_base_env (void);
 
-/*  Returns a new environment: the base, then copies of EXTRA (NULL-terminated KEY=VALUE
-    strings, or NULL). Caller owns the result and frees it with cg_strv_free. */
+/*  Returns a new environment: the base without the variables EXTRA sets, then copies of
+    EXTRA (NULL-terminated KEY=VALUE strings, or NULL). Caller owns the result and frees it with cg_strv_free. */
 char **cg_sandbox_env_new (const char *const *extra);
 
 #endif

@@ -33,7 +33,6 @@ struct cg_server_t {
     unsigned long next_key;
     zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
     cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
-    int64_t next_sweep_us; /* when its retention sweep runs next */
 };
 
 const cg_config_t *
@@ -102,6 +101,7 @@ s_call_free (void **item)
     free (call->run_id);
     json_decref (call->request);
     free (call->script);
+    json_decref (call->context);
     free (call);
     *item = NULL;
 }
@@ -428,10 +428,7 @@ s_poll_once (cg_server_t *self, int64_t *next_client_reap_us)
     if (self->http)
         cg_http_process (self->http);
     s_forward_logs (self);
-    if (self->execlog && cg_now_us () >= self->next_sweep_us) {
-        cg_tools_log_sweep (self->execlog);
-        self->next_sweep_us = cg_now_us () + (int64_t)CG_TOOLS_LOG_SWEEP_S * 1000000;
-    }
+    cg_tools_log_sweep (self->execlog);
     int wait_ms = cg_registry_reap_idle (self->registry);
     int reap_every_ms = config->idle_ttl_s < 10 ? config->idle_ttl_s * 1000 : 10000;
     if (self->streamable && cg_now_us () >= *next_client_reap_us) {

@@ -49,6 +49,7 @@ typedef struct {
     char *client_request;   /* id of our request to the client it waits for, or NULL */
     json_t *request;        /* a run's {code, stdin?} for the execution log, or NULL */
     char *script;           /* run_script's script name (its runs are recorded), or NULL */
+    json_t *context;        /* what its tool's finish needs (owned), or NULL */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's

@@ -376,6 +376,27 @@ static const cg_tool_t s_tools[] = {
                       "'message': {'type': 'string'}}}",
      .handler = cg_tools_get_execution_log,
      .flags = CG_TOOL_READ_ONLY},
+    {.name = "install_package",
+     .title = "Install a package",
+     .description =
+         "Install a pip or npm package into a session (import or require it right away, no "
+         "restart, state kept) or, without session_id, into the shared layer every new session "
+         "sees. Packages come only from the operator's local sources (--wheelhouse, "
+         "--npm-mirror): the sandbox has no network, and the install runs inside it.",
+     .input_schema =
+         "{'type': 'object', 'additionalProperties': false, 'required': ['package', "
+         "'language'], 'properties': {'session_id': {" S_SESSION_ID ", 'description': 'The "
+         "session to install into. Omitted: the shared layer, for every new session.'}, "
+         "'package': {'type': 'string', 'maxLength': 300, 'description': 'A package name, "
+         "optionally pinned: pandas, pandas==2.2.1; left-pad, @scope/name@1.2.0. No URLs, paths "
+         "or options.'}, 'language': {'type': 'string', 'enum': ['python', 'node'], "
+         "'description': 'python (pip) or node (npm).'}}}",
+     .output_schema = S_OBJECT_OR_ERROR (
+         "'success': {'type': 'boolean'}, 'package': {'type': 'string'}, 'version': {'type': "
+         "'string'}, 'install_output': {'type': 'string'}, 'language': {'type': 'string'}, "
+         "'scope': {'type': 'string', 'enum': ['session', 'shared']}, "),
+     .handler = cg_tools_install_package,
+     .finish = cg_tools_install_finish},
 };
 
 #define S_TOOL_COUNT (sizeof s_tools / sizeof s_tools[0])

@@ -24,6 +24,12 @@
     is an object (possibly empty) whose keys the table has checked against the schema. */
 typedef void (cg_tool_fn) (const cg_request_t *req, json_t *arguments);
 
+/*  A tool whose run (an EXEC) is answered in its own terms rather than as a run result:
+    returns the tools/call result of CALL from OUTCOME (borrowed); SESSION is the call's
+    session, or NULL. */
+typedef json_t *(cg_tool_finish_fn)(cg_server_t *server, cg_call_t *call,
+                                    cg_registry_session_t *session, const cg_outcome_t *outcome);
+
 enum {
     CG_TOOL_RUNS = 1,           /* its results are run results (seed 001's status names
                                    for seed 001's tool) */
@@ -45,6 +51,7 @@ struct cg_tool_t {
     const char *output_schema;
     cg_tool_fn *handler;
     unsigned flags;
+    cg_tool_finish_fn *finish; /* NULL: a run result (cg_run_result) */
 };
 
 /*  Returns the tools/list "tools" array of CONFIG's tool profile (the conformance
@@ -86,7 +93,14 @@ void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session
 
 /*  The handlers, by family. */
 cg_tool_fn cg_tools_run, cg_tools_start_session, cg_tools_list_sessions, cg_tools_close_session,
-    cg_tools_upload_file, cg_tools_read_artifact, cg_tools_list_artifacts;
+    cg_tools_upload_file, cg_tools_read_artifact, cg_tools_list_artifacts, cg_tools_install_package;
+cg_tool_finish_fn cg_tools_install_finish;
+
+/*  Sends REQUEST (a validated run request: language, code, timeout, execution_id, ...;
+    borrowed) as EXEC to SESSION's runner (marked busy) or to ONESHOT (taken over by the
+    call), registering a call for REQ in SESSION_ID (may be NULL). Returns the call. */
+cg_call_t *cg_tools_dispatch (const cg_request_t *req, json_t *request,
+                              cg_registry_session_t *session, zactor_t *oneshot);
 
 /*  The execution log's tools (cg_tools_logs.c) and what feeds it. */
 cg_tool_fn cg_tools_search_execution_logs, cg_tools_get_execution_log;
@@ -98,7 +112,9 @@ cg_tool_fn cg_tools_search_execution_logs, cg_tools_get_execution_log;
     it, or NULL (logged) when it cannot be opened: the server runs on without it. */
 cg_execlog_t *cg_tools_log_open (const cg_config_t *config);
 
-/*  Runs LOG's retention sweep now, logging what it removed or why it failed. */
+/*  Runs LOG's retention sweep (NULL: nothing) when CG_TOOLS_LOG_SWEEP_S have passed since
+    the last one (the first call runs it), logging what it removed or why it failed. The
+    server's loop calls it on every turn; main thread only. */
 void cg_tools_log_sweep (cg_execlog_t *log);
 
 /*  The registry's listener (cg_registry_event_fn; ARG: the cg_execlog_t, may be NULL):

@@ -28,6 +28,11 @@ cg_tools_log_open (const cg_config_t *config)
 void
 cg_tools_log_sweep (cg_execlog_t *log)
 {
+    //  At most every CG_TOOLS_LOG_SWEEP_S (the first call sweeps at once).
+    static int64_t next_us;
+    if (!log || cg_now_us () < next_us)
+        return;
+    next_us = cg_now_us () + (int64_t)CG_TOOLS_LOG_SWEEP_S * 1000000;
     cg_error_t *err = NULL;
     int removed = cg_execlog_sweep (log, time (NULL), &err);
     if (removed < 0)

@@ -259,7 +259,6 @@ cg_tools_run_request (const cg_request_t *req, json_t **request_p)
 {
     json_t *request = *request_p;
     *request_p = NULL;
-    const char *tool = req->tool->name;
     unsigned flags = req->tool->flags;
     cg_registry_t *registry = cg_server_registry (req->server);
     json_t *refusal = NULL;
@@ -284,8 +283,10 @@ cg_tools_run_request (const cg_request_t *req, json_t **request_p)
         json_decref (request);
         return NULL;
     }
-    cg_call_t *call = cg_server_call_new (req, tool, session_id);
-    call->oneshot = oneshot;
+    cg_call_t *call = cg_tools_dispatch (req, request, session, oneshot);
+    //  What the execution log keeps of the request (the runner has its own copy).
+    call->request = json_pack ("{s:O, s:O*}", "code", json_object_get (request, "code"), "stdin",
+                               json_object_get (request, "stdin"));
     if (flags & CG_TOOL_SESSION_MADE) {
         //  run_<UTC time>_<4 hex>, seed 004's format.
         char stamp[32], suffix[5];
@@ -293,17 +294,25 @@ cg_tools_run_request (const cg_request_t *req, json_t **request_p)
         cg_random_hex (suffix, 2);
         call->run_id = cg_strdupf ("run_%s_%s", stamp, suffix);
     }
+    json_decref (request);
+    return call;
+}
+
+cg_call_t *
+cg_tools_dispatch (const cg_request_t *req, json_t *request, cg_registry_session_t *session,
+                   zactor_t *oneshot)
+{
+    cg_call_t *call = cg_server_call_new (
+        req, req->tool->name, json_string_value (json_object_get (request, "session_id")));
+    call->oneshot = oneshot;
     if (session)
         cg_registry_set_busy (session, call->key);
+    json_t *copy = json_deep_copy (request);
     if (call->progress_token)
-        json_object_set_new (request, "progress", json_true ());
-    call->request = json_pack ("{s:O, s:O*}", "code", json_object_get (request, "code"), "stdin",
-                               json_object_get (request, "stdin"));
+        json_object_set_new (copy, "progress", json_true ());
     //  The request is handed over as a pointer: the runner takes a deep copy, so that no
     //  JSON value (the client's arguments share theirs) is held by two threads.
-    zsock_send (session ? session->runner : oneshot, "ssp", "EXEC", call->key,
-                json_deep_copy (request));
-    json_decref (request);
+    zsock_send (session ? session->runner : oneshot, "ssp", "EXEC", call->key, copy);
     return call;
 }
 
@@ -368,8 +377,12 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
         cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
     if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
-    else
-        cg_server_call_answer (call, s_run_response (server, call, session, outcome));
+    else {
+        const cg_tool_t *row = cg_tools_find (call->tool);
+        cg_server_call_answer (call, row && row->finish
+                                         ? row->finish (server, call, session, outcome)
+                                         : s_run_response (server, call, session, outcome));
+    }
     cg_tools_log_run (server, call, outcome);
     cg_outcome_destroy (&outcome);
     cg_server_call_end (server, call);

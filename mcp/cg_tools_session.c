@@ -95,13 +95,17 @@ cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *s
 static json_t *
 s_list_entry (cg_registry_session_t *s)
 {
+    json_t *packages = json_array ();
+    for (const char *p = s->packages ? zlistx_first (s->packages) : NULL; p;
+         p = zlistx_next (s->packages))
+        json_array_append_new (packages, json_string (p));
     json_t *entry =
-        json_pack ("{s:s, s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:[], s:b}", "session_id", s->id,
+        json_pack ("{s:s, s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:o, s:b}", "session_id", s->id,
                    "language", s->language, "name", s->name ? json_string (s->name) : json_null (),
                    "started_at", s->started_at, "last_activity_at", s->last_activity_at,
                    "executions_count", s->executions, "pid", s_pid (s), "memory_mb",
                    s->memory_mb >= 0 ? json_real (round (s->memory_mb * 10) / 10) : json_null (),
-                   "packages_installed", "busy", s->busy != NULL);
+                   "packages_installed", packages, "busy", s->busy != NULL);
     //  The workspace's own file system, as the kernel counts it; null: no limit.
     cg_wsfs_usage_t usage;
     if (cg_registry_usage (s, &usage) == 1)
