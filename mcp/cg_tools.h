@@ -177,4 +177,10 @@ json_t *cg_tools_object_result (json_t *structured, const char *text, bool is_er
     style) plus the given session_id (may be NULL). Caller owns the result. */
 json_t *cg_tools_error_object (const char *error, const char *message, const char *session_id);
 
+/*  Checks SPEC, an install_package package: for pip (PYTHON) "name" or "name==version",
+    for npm "name", "@scope/name", either with "@version". Only characters that need no
+    quoting in a shell pass, never a leading '-', a path, a URL or "..". Returns true and
+    sets *NAME and *VERSION (NULL when none; caller frees both), or false. */
+bool cg_tools_package_spec (bool python, const char *spec, char **name, char **version);
+
 #endif

@@ -81,6 +81,13 @@ s_npm_spec (const char *spec, char **name, char **version)
     return true;
 }
 
+bool
+cg_tools_package_spec (bool python, const char *spec, char **name, char **version)
+{
+    *name = *version = NULL;
+    return python ? s_pip_spec (spec, name, version) : s_npm_spec (spec, name, version);
+}
+
 //  --------------------------------------------------------------------------
 //  The install command
 

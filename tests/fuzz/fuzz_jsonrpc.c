@@ -3,11 +3,12 @@
     string refused), JSON-RPC classification (cg_jsonrpc_classify), and for tools/call the
     argument checks of the running tools (cg_tools_execute_request, for every running
     tool whatever the name says) and of upload_file (cg_files_upload_check), with the
-    session id rule.
+    session id rule; and the name rules of save_script and install_package.
 
     Input: one message, as one stdio line or one HTTP body. */
 #include "cg_fuzz.h"
 
+#include "../../artifacts/cg_scripts.h"
 #include "../../artifacts/cg_workspace.h"
 #include "../../bridge/cg_config.h"
 #include "../../bridge/cg_util.h"
@@ -120,6 +121,38 @@ s_check_upload_arguments (json_t *arguments)
     json_decref (refusal);
 }
 
+//  What a name may never hold once accepted: it reaches a path (a script's directory) or a
+//  shell command (a package to install).
+static bool
+s_tame (const char *text)
+{
+    return text && *text && text[0] != '-' && text[0] != '.' && !strstr (text, "..")
+           && !strpbrk (text, " \t\n\r;|&$`'\"\\<>()*?[]{}#%=:,") && strlen (text) <= 256;
+}
+
+//  The script-name rule and the package-spec rule, on a script's "name" and an install's
+//  "package" (both languages).
+static void
+s_check_names (json_t *arguments)
+{
+    const char *name = json_string_value (json_object_get (arguments, "name"));
+    if (name && cg_scripts_valid_name (name))
+        CG_FUZZ_CHECK (s_tame (name) && !strchr (name, '/') && strcmp (name, "index.json") != 0,
+                       "a valid script name is a plain file name");
+    const char *package = json_string_value (json_object_get (arguments, "package"));
+    for (int python = 0; package && python < 2; python++) {
+        char *pkg = NULL, *version = NULL;
+        if (cg_tools_package_spec (python, package, &pkg, &version)) {
+            CG_FUZZ_CHECK (s_tame (pkg) && (!version || s_tame (version)),
+                           "an accepted package name and version need no quoting");
+            CG_FUZZ_CHECK (!strchr (pkg, '/') || (!python && pkg[0] == '@'),
+                           "a '/' only after an npm scope");
+        }
+        free (pkg);
+        free (version);
+    }
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -155,6 +188,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     json_t *session_id = json_object_get (arguments, "session_id");
     if (json_is_string (session_id))
         (void)cg_tools_valid_session_id (json_string_value (session_id));
+    s_check_names (arguments);
     json_decref (message);
     return 0;
 }
