@@ -39,4 +39,8 @@
     modified text files (seed 003) and read_artifact's text of a text file. */
 #define CG_TEXT_FILE_INLINE_MAX (64 * 1024)
 
+/*  A run's stdout or stderr kept per execution-log entry, in bytes: a result cut for the
+    client still logs its whole output up to this (the saved output file holds the rest). */
+#define CG_LOG_STREAM_MAX (1024 * 1024)
+
 #endif

@@ -18,6 +18,7 @@ s_stream_clear (cg_outcome_stream_t *stream)
 {
     free (stream->text);
     free (stream->file);
+    free (stream->full);
     *stream = (cg_outcome_stream_t){0};
 }
 
@@ -96,6 +97,24 @@ cg_outcome_stream_set (cg_outcome_stream_t *stream, const char *data, size_t len
 }
 
 void
+cg_outcome_stream_set_full (cg_outcome_stream_t *stream, const char *data, size_t len, size_t cap,
+                            bool cut)
+{
+    size_t take = len;
+    if (len > cap) {
+        //  Back up to the start of the character at CAP (at most 3 continuation bytes).
+        take = cap;
+        while (take > 0 && cap - take < 3 && ((unsigned char)data[take] & 0xC0) == 0x80)
+            take--;
+        if (((unsigned char)data[take] & 0xC0) == 0x80)
+            take = cap; /* not UTF-8 there: cleaning replaces what is cut */
+    }
+    free (stream->full);
+    stream->full = cg_utf8_clean (data, take, &stream->full_len);
+    stream->full_cut = cut || take < len;
+}
+
+void
 cg_outcome_stream_append_line (cg_outcome_stream_t *stream, const char *text)
 {
     bool newline = stream->len && stream->text[stream->len - 1] != '\n';
@@ -103,4 +122,11 @@ cg_outcome_stream_append_line (cg_outcome_stream_t *stream, const char *text)
     free (stream->text);
     stream->text = joined;
     stream->len = strlen (joined);
+    if (stream->full) {
+        newline = stream->full_len && stream->full[stream->full_len - 1] != '\n';
+        joined = cg_strdupf ("%s%s%s", stream->full, newline ? "\n" : "", text);
+        free (stream->full);
+        stream->full = joined;
+        stream->full_len = strlen (joined);
+    }
 }

@@ -34,6 +34,10 @@ typedef struct {
     size_t len;
     bool truncated; /* TEXT is the head and tail of a longer output */
     char *file;     /* the sandbox path (/mnt/data/...) of the whole output, or NULL */
+    char *full;     /* when TRUNCATED and the log wants it: the output as kept, cleaned as
+                       TEXT is, from at most a cap's bytes (cg_outcome_stream_set_full) */
+    size_t full_len;
+    bool full_cut; /* FULL is not the whole output: the cap or the kept limit cut it */
 } cg_outcome_stream_t;
 
 typedef struct {
@@ -99,7 +103,15 @@ void cg_outcome_add_notice (cg_outcome_t *self, const char *text);
     kept, and only what JSON text cannot carry (invalid UTF-8, NUL) becomes U+FFFD. */
 void cg_outcome_stream_set (cg_outcome_stream_t *stream, const char *data, size_t len);
 
-/*  Appends TEXT (valid UTF-8) to STREAM on a line of its own. */
+/*  Sets STREAM's full text (for the execution log) to the LEN bytes at DATA, untrusted,
+    cleaned as cg_outcome_stream_set does: all of them when LEN is at most CAP, else the
+    first CAP at most, ending before a character CAP would split, and FULL_CUT set. CUT
+    also sets FULL_CUT (DATA is itself short of the whole output). */
+void cg_outcome_stream_set_full (cg_outcome_stream_t *stream, const char *data, size_t len,
+                                 size_t cap, bool cut);
+
+/*  Appends TEXT (valid UTF-8) to STREAM on a line of its own (to its full text too, when
+    it has one). */
 void cg_outcome_stream_append_line (cg_outcome_stream_t *stream, const char *text);
 
 #endif

@@ -232,8 +232,9 @@ cg_session_drain (cg_session_t *self)
 
 //  Puts one stream of the run into OUTCOME's STREAM: whole when it fits the result's cap,
 //  else cut to head + marker + tail, with the whole text (as kept) saved in the workspace
-//  as outputs/<execution_id>-NAME.txt and named in STREAM's file. Untrusted: TEXT is the
-//  kernel's or the command's bytes; the stream gets them cleaned to UTF-8
+//  as outputs/<execution_id>-NAME.txt and named in STREAM's file, and (when the execution
+//  log keeps output) up to CG_LOG_STREAM_MAX bytes of it in STREAM's full text. Untrusted:
+//  TEXT is the kernel's or the command's bytes; the stream gets them cleaned to UTF-8
 //  (cg_outcome_stream_set), the saved file keeps them raw.
 static void
 s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_stream_t *stream,
@@ -252,11 +253,15 @@ s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_
                        text->dropped ? text->cut : CG_OUTPUT_NO_CUT, text->dropped_chars, &cut_len);
     cg_outcome_stream_set (stream, cut, cut_len);
     stream->truncated = true;
-    if (!request->session_id)
-        return; /* a one-shot sandbox is gone with its files */
     cleanup_free char *whole = text->dropped ? cg_output_join (text->data, text->len, text->cut,
                                                                text->dropped_chars, &whole_len)
                                              : NULL;
+    if (strcmp (config->execution_log, "full") == 0)
+        cg_outcome_stream_set_full (stream, whole ? whole : text->data,
+                                    whole ? whole_len : text->len, CG_LOG_STREAM_MAX,
+                                    text->dropped > 0);
+    if (!request->session_id)
+        return; /* a one-shot sandbox is gone with its files */
     cleanup_free char *rel =
         cg_strdupf ("%s/%s-%s.txt", CG_ARTIFACTS_OUTPUT_DIR, request->execution_id, name);
     cg_error_t *err = NULL;

@@ -70,6 +70,25 @@ s_names (json_t *list)
     return list ? json_incref (list) : json_array ();
 }
 
+//  A stream cut in the result is logged as kept (STREAM's full text, up to
+//  CG_LOG_STREAM_MAX: "<NAME>_truncated_in_log" when that is short of the whole), and the
+//  saved file with the whole output, when the session kept one, is named.
+static void
+s_log_stream (json_t *entry, const char *name, const cg_outcome_stream_t *stream)
+{
+    if (stream->full) {
+        json_object_set_new (entry, name, json_stringn (stream->full, stream->full_len));
+        if (stream->full_cut) {
+            cleanup_free char *mark = cg_strdupf ("%s_truncated_in_log", name);
+            json_object_set_new (entry, mark, json_true ());
+        }
+    }
+    if (stream->file) {
+        cleanup_free char *key = cg_strdupf ("%s_file", name);
+        json_object_set_new (entry, key, json_string (stream->file));
+    }
+}
+
 void
 cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outcome)
 {
@@ -101,11 +120,8 @@ cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outc
                          outcome->message ? json_string (outcome->message) : json_null ());
     if (call->run_id)
         json_object_set_new (entry, "run_id", json_string (call->run_id));
-    //  Cut in the result: the whole output is in the sandbox's file, named here.
-    if (outcome->out.file)
-        json_object_set_new (entry, "stdout_file", json_string (outcome->out.file));
-    if (outcome->err.file)
-        json_object_set_new (entry, "stderr_file", json_string (outcome->err.file));
+    s_log_stream (entry, "stdout", &outcome->out);
+    s_log_stream (entry, "stderr", &outcome->err);
     cg_error_t *err = NULL;
     if (cg_execlog_record (log, entry, &err) < 0)
         cg_log (1, "execution log: %s", cg_error_message (err));

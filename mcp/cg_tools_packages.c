@@ -249,6 +249,27 @@ s_install_output (const cg_outcome_t *outcome)
                             : cg_xstrdup (out);
 }
 
+//  Writes the session's package_install line (seed 002's session log); VERSION is NULL
+//  when the install failed.
+static void
+s_log_install (cg_server_t *server, const cg_registry_session_t *session, const char *package,
+               const char *version)
+{
+    cg_execlog_t *log = cg_server_execlog (server);
+    if (!log)
+        return;
+    json_t *entry =
+        json_pack ("{s:s, s:s, s:s, s:s?, s:b}", "type", "package_install", "session_id",
+                   session->id, "package", package, "version", version, "success", version != NULL);
+    if (version == NULL)
+        json_object_set_new (entry, "version", json_null ());
+    cg_error_t *err = NULL;
+    if (cg_execlog_session_event (log, entry, &err) < 0)
+        cg_log (1, "execution log: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    json_decref (entry);
+}
+
 json_t *
 cg_tools_install_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
                          const cg_outcome_t *outcome)
@@ -260,8 +281,10 @@ cg_tools_install_finish (cg_server_t *server, cg_call_t *call, cg_registry_sessi
     cleanup_free char *output = s_install_output (outcome);
     cleanup_free char *version = s_printed_version (outcome->out.text);
     if (outcome->end == CG_OUTCOME_OK && outcome->exit_code == 0 && version) {
-        if (session)
+        if (session) {
             cg_registry_add_package (session, name);
+            s_log_install (server, session, name, version);
+        }
         json_t *structured =
             json_pack ("{s:b, s:s, s:s, s:s, s:s, s:s}", "success", 1, "package", name, "version",
                        version, "install_output", output, "language", python ? "python" : "node",
@@ -295,6 +318,8 @@ cg_tools_install_finish (cg_server_t *server, cg_call_t *call, cg_registry_sessi
     else
         message = cg_strdupf ("installing %s failed (exit code %d); see install_output", package,
                               outcome->exit_code);
+    if (session && exited)
+        s_log_install (server, session, name ? name : package, NULL);
     json_t *result = cg_tools_error_object (error, message, call->session_id);
     json_t *structured = json_object_get (result, "structuredContent");
     json_object_set_new (structured, "package", json_string (package));

@@ -9,11 +9,16 @@
 (C) `cellgate mcp --http`: the same call as (A) over MCP's Streamable HTTP transport, one
     POST per call on a kept-alive connection, until its JSON response is read.
 
+With --compare-log instead: the execution log's cost per execution, the call of (A) on two
+servers in the same run, `--execution-log full` (the default) and `--execution-log off`,
+alternating cell by cell (which goes first alternates too); prints both and the ratios.
+
 Both get W untimed warm-up cells, then N timed cells; A and B run one after the other.
 Prints p50, p99 and mean in ms and the ratios A/B. Target (design.md): p50 ratio <= 1.0.
 This is a benchmark, not a test: it prints figures and exits non-zero only on errors.
 
     tests/bench/run [--bin build/cellgate] [--warmup 20] [--iterations 200] [--only mcp|jupyter|http]
+    tests/bench/run --compare-log [--bin build/cellgate] [--warmup 20] [--iterations 200]
 """
 
 import argparse
@@ -207,9 +212,9 @@ def mcp_initialize(client):
     client.notify("notifications/initialized")
 
 
-def mcp_execute(client, timeout):
+def mcp_execute(client, timeout, session_id=SESSION_ID):
     """Run CODE once through execute_code; return seconds; abort unless status is success."""
-    args = {"language": "python", "code": CODE, "session_id": SESSION_ID}
+    args = {"language": "python", "code": CODE, "session_id": session_id}
     resp, seconds = client.request("tools/call", {"name": "execute_code", "arguments": args}, timeout)
     status = ((resp.get("result") or {}).get("structuredContent") or {}).get("status")
     if status != "success":
@@ -229,6 +234,41 @@ def bench_mcp(binary, warmup, iterations):
         return [mcp_execute(client, CALL_TIMEOUT) for _ in range(iterations)]
     finally:
         child.close()
+
+
+def bench_compare_log(binary, warmup, iterations):
+    """--compare-log: (A) against two servers, execution log full and off, alternating.
+    Returns [(name, samples)] for both."""
+    modes = ("full", "off")
+    children, clients, samples = {}, {}, {mode: [] for mode in modes}
+    try:
+        for mode in modes:
+            children[mode] = Child([binary, "mcp", "--execution-log", mode], "cellgate mcp --execution-log " + mode)
+            clients[mode] = McpClient(children[mode])
+            mcp_initialize(clients[mode])
+            mcp_execute(clients[mode], START_TIMEOUT, SESSION_ID + mode)  # not timed
+        for i in range(warmup + iterations):
+            for mode in modes if i % 2 == 0 else modes[::-1]:
+                seconds = mcp_execute(clients[mode], CALL_TIMEOUT, SESSION_ID + mode)
+                if i >= warmup:
+                    samples[mode].append(seconds)
+        return [("log full", samples["full"]), ("log off", samples["off"])]
+    finally:
+        for child in children.values():
+            child.close()
+
+
+def report_compare_log(results, iterations, warmup):
+    print("warm cell %r through cellgate mcp (stdio), %d timed after %d warm-up per server, "
+          "alternating (ms)" % (CODE, iterations, warmup))
+    print("%-28s %9s %9s %9s" % ("", "p50", "p99", "mean"))
+    rows = {}
+    for name, samples in results:
+        rows[name] = summary(samples)
+        print("%-28s %9.3f %9.3f %9.3f" % (("--execution-log " + name[4:],) + rows[name]))
+    full, off = rows["log full"], rows["log off"]
+    print("ratio full/off  p50 %.3f   p99 %.3f   mean %.3f" % (full[0] / off[0], full[1] / off[1], full[2] / off[2]))
+    print("added per execution: p50 %+.3f ms, mean %+.3f ms" % (full[0] - off[0], full[2] - off[2]))
 
 
 # ---------------------------------------------------------------- (C) MCP over HTTP
@@ -417,10 +457,17 @@ def parse_args():
     p.add_argument("--iterations", type=int, default=200, help="timed cells (default 200)")
     p.add_argument("--only", choices=("mcp", "jupyter", "http"), help="run only (A) mcp, (B) jupyter or (C) http")
     p.add_argument(
+        "--compare-log",
+        action="store_true",
+        help="instead: (A) on two servers, --execution-log full vs off, alternating; the log's cost per execution",
+    )
+    p.add_argument(
         "--connection-file",
         help="for (B), use this running kernel instead of starting `cellgate kernel` (checks the client loop)",
     )
     args = p.parse_args()
+    if args.compare_log and (args.only or args.connection_file):
+        p.error("--compare-log runs alone: no --only or --connection-file")
     if args.warmup < 0 or args.iterations < 1:
         p.error("--warmup must be >= 0 and --iterations >= 1")
     args.bin = os.path.abspath(os.path.join(REPO, args.bin))
@@ -435,6 +482,9 @@ def main():
         return 2
     results = []
     try:
+        if args.compare_log:
+            report_compare_log(bench_compare_log(args.bin, args.warmup, args.iterations), args.iterations, args.warmup)
+            return 0
         if args.only in (None, "mcp"):
             results.append(("A cellgate mcp (stdio)", bench_mcp(args.bin, args.warmup, args.iterations)))
         if args.only in (None, "jupyter"):

@@ -103,16 +103,35 @@ test('get_execution_log returns the whole entry; an unknown id is execution_not_
   assert.equal(t.timed_out, true);
   assert.match(t.stdout, /py-marker-slow/);
   const long = sc(await call(c, 'get_execution_log', { execution_id: runs.long.execution_id }));
-  // The log holds what the run's outcome holds (the result's cut) and names the saved
-  // whole-output file; carrying the whole output (up to the log's cap) is left to do.
-  assert.ok(long.stdout.length === runs.long.stdout.length, 'the logged stdout is the result\'s');
-  assert.equal(long.stdout_file ?? null, runs.long.stdout_file ?? null);
+  // The result was cut; the log holds the whole output (a one-shot run: no saved file).
+  assert.equal(long.stdout.length, 300001);
+  assert.ok(long.stdout === 'L'.repeat(300000) + '\n', 'the logged stdout is the whole output');
+  assert.equal(long.stdout_truncated_in_log, undefined);
+  assert.equal(long.stdout_file, undefined);
   const none = await call(c, 'get_execution_log', { execution_id: 'exec_000000000000' });
   assert.equal(none.isError, true);
   assert.equal(sc(none).error, 'execution_not_found');
   // The day's file holds every execution as a JSON line.
   const day = lines(`executions-${new Date().toISOString().slice(0, 10)}.jsonl`);
   assert.ok(day.length >= 8 && day.every((l) => l.type === 'execution'));
+});
+
+test('an output over the log\'s cap is logged up to 1 MiB, marked, with the saved file named', async () => {
+  const c = server.client;
+  const r = sc(await call(c, 'execute_code', { language: 'python', code: 'print("M" * 1500000)', session_id: 'bigout' }));
+  assert.equal(r.stdout_truncated, true);
+  assert.match(r.stdout_file, /^\/mnt\/data\/outputs\/exec_[0-9a-f]+-stdout\.txt$/);
+  const e = sc(await call(c, 'get_execution_log', { execution_id: r.execution_id }));
+  assert.equal(e.stdout_truncated_in_log, true);
+  assert.equal(e.stdout_file, r.stdout_file);
+  // The day's line holds the first 1 MiB (get_execution_log's own result is held to
+  // --max-result-bytes, 1 MiB by default, so its copy is cut again).
+  const line = lines(`executions-${new Date().toISOString().slice(0, 10)}.jsonl`).find((l) => l.execution_id === r.execution_id);
+  assert.equal(line.stdout.length, 1024 * 1024);
+  assert.ok(/^M+$/.test(line.stdout), 'the logged stdout is the output\'s first 1 MiB');
+  assert.equal(line.stdout_truncated_in_log, true);
+  assert.equal(line.stdout_file, r.stdout_file);
+  assert.ok(sc(await call(c, 'close_session', { session_id: 'bigout' })).success);
 });
 
 test('a session logs session_start, its executions and session_end closed', async () => {

@@ -72,6 +72,10 @@ after(async () => {
 });
 
 const send = async (sid, code) => sc(await call(server.client, 'send_to_session', { session_id: sid, code }));
+const sessionLog = (sid) => {
+  const file = path.join(server.stateDir, 'logs', `session-${sid}.jsonl`);
+  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : [];
+};
 const start = async (language) => sc(await call(server.client, 'start_session', { language })).session_id;
 
 test('a wheel installed into a running Python session imports at once, state kept, nowhere else', async () => {
@@ -100,6 +104,15 @@ test('a wheel installed into a running Python session imports at once, state kep
   const sessions = sc(await call(server.client, 'list_sessions', {})).sessions;
   assert.deepEqual(sessions.find((s) => s.session_id === sid).packages_installed, ['cgtinypkg', 'setuptools']);
   assert.deepEqual(sessions.find((s) => s.session_id === other).packages_installed, []);
+
+  // The session's log has a package_install line for each (seed 002's session log).
+  const installs = sessionLog(sid).filter((l) => l.type === 'package_install');
+  assert.deepEqual(installs.map(({ type, session_id, package: p, version, success }) => ({ type, session_id, package: p, version, success })), [
+    { type: 'package_install', session_id: sid, package: 'cgtinypkg', version: '0.1.0', success: true },
+    { type: 'package_install', session_id: sid, package: 'setuptools', version: '66.1.1', success: true },
+  ]);
+  assert.match(installs[0].at, /^\d{4}-\d\d-\d\dT/);
+  assert.ok(!sessionLog(other).some((l) => l.type === 'package_install'));
 
   // The network stayed off: the sandbox has only its loopback interface.
   const net = sc(await call(server.client, 'execute_code', { session_id: sid, language: 'bash', code: 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "' }));
@@ -154,6 +167,9 @@ test('a package not in the source says where cellgate looked', async () => {
   const r = await call(server.client, 'install_package', { session_id: sid, package: 'nosuchpkg', language: 'python' });
   assert.equal(sc(r).error, 'package_not_found', JSON.stringify(r));
   assert.ok(sc(r).message.includes(wheelhouse) && sc(r).message.includes('--wheelhouse'), sc(r).message);
+  const failed = sessionLog(sid).filter((l) => l.type === 'package_install');
+  assert.deepEqual(failed.map(({ package: p, version, success }) => ({ package: p, version, success })),
+    [{ package: 'nosuchpkg', version: null, success: false }]);
   const n = await call(server.client, 'install_package', { package: 'no-such-npm@9.9.9', language: 'node' });
   assert.equal(sc(n).error, 'package_not_found', JSON.stringify(n));
   assert.ok(sc(n).message.includes(mirror) && sc(n).message.includes('--npm-mirror'), sc(n).message);

@@ -222,6 +222,37 @@ test('a hand-made symlink in place of a script directory is never followed', asy
   }
 });
 
+test('save, search, run with args: the run is in search_execution_logs and get_execution_log', async () => {
+  const saved = sc(await call('save_script', {
+    name: 'tally-words',
+    description: 'Counts the words of its arguments and prints a tally line',
+    language: 'python',
+    code: 'import sys\nwords = " ".join(sys.argv[1:]).split()\nprint(f"tally-marker {len(words)} words: {words[-1]}")\n',
+    tags: ['text', 'counting'],
+  }));
+  assert.equal(saved.success, true, JSON.stringify(saved));
+  const found = sc(await call('search_scripts', { query: 'tally words' }));
+  assert.equal(found.results[0].name, 'tally-words');
+  assert.equal(found.results[0].relevance, 'name_match');
+
+  const run = sc(await call('run_script', { name: 'tally-words', args: ['one two', 'three', 'zebra-arg'] }));
+  assert.equal(run.success, true, JSON.stringify(run));
+  assert.equal(run.stdout, 'tally-marker 4 words: zebra-arg\n');
+
+  const logged = sc(await call('search_execution_logs', { query: 'tally-marker 4 words' }));
+  assert.equal(logged.total_count, 1, JSON.stringify(logged));
+  assert.equal(logged.results[0].execution_id, run.execution_id);
+  assert.equal(logged.results[0].status, 'success');
+  assert.equal(logged.results[0].language, 'python');
+  const entry = sc(await call('get_execution_log', { execution_id: run.execution_id }));
+  assert.equal(entry.execution_id, run.execution_id);
+  assert.equal(entry.tool, 'run_script');
+  assert.equal(entry.stdout, 'tally-marker 4 words: zebra-arg\n');
+  assert.match(entry.code, /print\(f"tally-marker/);
+  assert.equal(entry.status, 'success');
+  assert.equal(entry.exit_code, 0);
+});
+
 test('saved scripts survive a restart, and a corrupt index is rebuilt', async () => {
   await server.close();
   fs.writeFileSync(path.join(scriptsDir, 'index.json'), '{not json');

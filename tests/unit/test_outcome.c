@@ -264,6 +264,44 @@ s_setup_failure (void)
 }
 
 static void
+s_full_text (void)
+{
+    const char *name = "the full text for the log: capped at a character, cleaned, appended to";
+    cg_outcome_t *outcome = s_ran ("python");
+    cg_outcome_stream_set_full (&outcome->out,
+                                "ab\xc3\xa9"
+                                "cd",
+                                6, 64, false);
+    CHECK (outcome->out.full_len == 6
+               && strcmp (outcome->out.full, "ab\xc3\xa9"
+                                             "cd")
+                      == 0
+               && !outcome->out.full_cut,
+           "whole under the cap");
+    cg_outcome_stream_set_full (&outcome->out,
+                                "ab\xc3\xa9"
+                                "cd",
+                                6, 3, false);
+    CHECK (outcome->out.full_len == 2 && strcmp (outcome->out.full, "ab") == 0
+               && outcome->out.full_cut,
+           "cut before the character the cap splits: %s", outcome->out.full);
+    cg_outcome_stream_set_full (&outcome->err, "x\xff\0y", 4, 64, true);
+    CHECK (strcmp (outcome->err.full, "x\xef\xbf\xbd\xef\xbf\xbd"
+                                      "y")
+                   == 0
+               && outcome->err.full_cut,
+           "cleaned, and cut when the kept text was: %s", outcome->err.full);
+    cg_outcome_stream_append_line (&outcome->err, "timed out");
+    CHECK (strcmp (outcome->err.full, "x\xef\xbf\xbd\xef\xbf\xbd"
+                                      "y\ntimed out")
+                   == 0
+               && outcome->err.full_len == strlen (outcome->err.full),
+           "a line appended to the full text too: %s", outcome->err.full);
+    cg_outcome_destroy (&outcome);
+    s_passes++;
+}
+
+static void
 s_truncated (void)
 {
     const char *name = "streams cut, with and without their whole text saved";
@@ -374,6 +412,7 @@ main (void)
     s_timeout ();
     s_setup_failure ();
     s_truncated ();
+    s_full_text ();
     s_image ();
     s_refused ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
