@@ -89,6 +89,10 @@ static cg_session_t *
 s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
        const char *container_prefix, const char *slot_or_null, bool shared_site, cg_error_t **err)
 {
+    if (shared_site && !cg_backend_shared_site (backend)) {
+        cg_error_set (err, ENOTSUP, "the shared package layer is off (see the server log)");
+        return NULL;
+    }
     char slot[13];
     if (slot_or_null)
         snprintf (slot, sizeof slot, "%s", slot_or_null);
@@ -113,10 +117,10 @@ s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_di
                                    .ipc_dir = self->ipc_dir,
                                    .site_dir = self->site_dir};
     if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
-        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
-               < 0
         || cg_session_workspace_create (config, self->dir, err) < 0
         || !(self->ws = cg_workspace_open (self->workspace, err))
+        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
+               < 0
         || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
         || s_make_dir (self->ipc_dir, 0700, config, err) < 0 || s_start_container (self, err) < 0) {
         cg_error_wrap (err, "create session sandbox");

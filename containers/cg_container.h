@@ -85,7 +85,8 @@ const char *cg_backend_name (cg_backend_t *self);
 
 /*  Returns the host directory of the shared package layer (<state_dir>/packages, made by
     cg_backend_new, writable by the sandbox user), bound read-only at CG_SHARED_SITE_MOUNT
-    in every sandbox. Borrowed. */
+    in every sandbox; NULL when it could not be made (logged): sandboxes run without it.
+    Borrowed. */
 const char *cg_backend_shared_site (cg_backend_t *self);
 
 /*  Makes DIR a package layer (CG_SITE_MOUNT's layout): DIR itself, and python/, node/ and

@@ -292,12 +292,22 @@ cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
     self->shared_site = cg_strdupf ("%s/packages", limits->state_dir);
     self->memsw = access ("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
     if (cg_mkdir_p (self->runtime_root, 0700, err) < 0 || s_prepare_rootfs (self, err) < 0
-        || s_prepare_etc (self, err) < 0
-        || cg_container_site_prepare (self->shared_site, limits->sandbox_uid, limits->sandbox_gid,
-                                      err)
-               < 0) {
+        || s_prepare_etc (self, err) < 0) {
         cg_error_wrap (err, "prepare sandbox root");
         cg_backend_destroy (&self);
+        return NULL;
+    }
+    //  Without the shared package layer (a user namespace cannot give it to the sandbox
+    //  user, say) sandboxes still run; global installs are then refused.
+    cg_error_t *site_err = NULL;
+    if (cg_container_site_prepare (self->shared_site, limits->sandbox_uid, limits->sandbox_gid,
+                                   &site_err)
+        < 0) {
+        cg_log (1, "shared package layer off (global install_package refused): %s",
+                cg_error_message (site_err));
+        cg_error_destroy (&site_err);
+        free (self->shared_site);
+        self->shared_site = NULL;
     }
     return self;
 }
@@ -413,8 +423,9 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
     if (sandbox->site_dir)
         json_array_append_new (
             mounts, s_mount (CG_SITE_MOUNT, "bind", sandbox->site_dir, "rbind,rw,nosuid,nodev"));
-    json_array_append_new (
-        mounts, s_mount (CG_SHARED_SITE_MOUNT, "bind", self->shared_site, "rbind,ro,nosuid,nodev"));
+    if (self->shared_site)
+        json_array_append_new (mounts, s_mount (CG_SHARED_SITE_MOUNT, "bind", self->shared_site,
+                                                "rbind,ro,nosuid,nodev"));
     if (c->wheelhouse)
         json_array_append_new (mounts, s_mount (CG_WHEELHOUSE_MOUNT, "bind", c->wheelhouse,
                                                 "rbind,ro,nosuid,nodev,noexec"));
