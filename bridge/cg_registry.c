@@ -16,10 +16,11 @@ struct cg_registry_t {
     cg_backend_t *backend;
     cg_instance_t *instance;
     char *results_endpoint;
-    zsock_t *results;   /* what the runners send (PULL) */
-    zhashx_t *sessions; /* owner + "/" + id -> cg_registry_session_t */
-    zlistx_t *closing;  /* sessions whose runners are destroying their sandboxes */
-    size_t oneshots;    /* one-shot runners alive */
+    zsock_t *results;    /* what the runners send (PULL) */
+    zhashx_t *sessions;  /* owner + "/" + id -> cg_registry_session_t */
+    zlistx_t *closing;   /* sessions whose runners are destroying their sandboxes */
+    size_t oneshots;     /* one-shot runners alive */
+    zactor_t *installer; /* the one shared installer running (borrowed), or NULL */
     cg_registry_event_fn *listener;
     void *listener_arg;
 };
@@ -246,7 +247,14 @@ cg_registry_installer_start (cg_registry_t *self)
     self->oneshots++;
     cg_runner_args_t *args = s_runner_args (self, NULL, NULL, true);
     args->shared_installer = true;
-    return zactor_new (cg_runner_actor, args);
+    self->installer = zactor_new (cg_runner_actor, args);
+    return self->installer;
+}
+
+bool
+cg_registry_installing (cg_registry_t *self)
+{
+    return self->installer != NULL;
 }
 
 void
@@ -254,6 +262,8 @@ cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p)
 {
     if (!*runner_p)
         return;
+    if (*runner_p == self->installer)
+        self->installer = NULL;
     s_runner_join (runner_p);
     self->oneshots--;
 }

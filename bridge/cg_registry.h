@@ -88,8 +88,13 @@ zactor_t *cg_registry_oneshot_start (cg_registry_t *self);
 void cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p);
 
 /*  Starts a one-shot runner (as cg_registry_oneshot_start) whose sandbox installs into
-    the shared package layer (cg_session_new_shared_installer). NULL when full. */
+    the shared package layer (cg_session_new_shared_installer). NULL when full. At most
+    one runs at a time: the caller checks cg_registry_installing first. */
 zactor_t *cg_registry_installer_start (cg_registry_t *self);
+
+/*  Returns true while a shared installer runs (from cg_registry_installer_start until
+    cg_registry_oneshot_end has stopped it and waited for its sandbox). */
+bool cg_registry_installing (cg_registry_t *self);
 
 /*  Records that PACKAGE (a name, copied) was installed in SESSION; a name already there
     is not added twice. */

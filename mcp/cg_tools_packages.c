@@ -18,6 +18,11 @@
 //  What the install command prints last when it worked: "cellgate-version: <version>".
 #define S_VERSION_MARK "cellgate-version: "
 
+//  A global install while another runs.
+#define S_INSTALL_BUSY_MESSAGE                                                               \
+    "Another global install (no session_id) is writing the shared package layer; try again " \
+    "when it has finished, or install into a session with session_id."
+
 //  The install command's exit status when the package is not in the source.
 #define S_NOT_FOUND_EXIT 3
 
@@ -196,6 +201,9 @@ cg_tools_install_package (const cg_request_t *req, json_t *arguments)
     }
     else if (session && session->busy)
         refusal = cg_tools_error_object ("session_busy", CG_TOOLS_BUSY_MESSAGE, session_id);
+    //  One writer of the shared layer at a time: two pip or npm runs in it would collide.
+    else if (!session && cg_registry_installing (registry))
+        refusal = cg_tools_error_object ("install_busy", S_INSTALL_BUSY_MESSAGE, NULL);
     else if (!session && !(installer = cg_registry_installer_start (registry)))
         refusal = cg_tools_max_sessions (req, NULL, NULL);
     if (refusal) {

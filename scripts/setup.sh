@@ -62,3 +62,11 @@ npm_install kernels/javascript
 npm_install tests/e2e
 # The official MCP conformance suite, with the Node.js 22 it needs (from npm).
 npm_install tests/conformance
+# A real npm package (pinned, no dependencies) for install_package's tests, packed into a
+# git-ignored test mirror; kept when there already.
+TEST_NPM_MIRROR=tests/e2e/npm-mirror
+TEST_NPM_PACKAGE=left-pad@1.3.0
+if [ ! -f "$TEST_NPM_MIRROR/left-pad-1.3.0.tgz" ]; then
+  mkdir -p "$TEST_NPM_MIRROR"
+  (cd "$TEST_NPM_MIRROR" && npm pack --silent "$TEST_NPM_PACKAGE" >/dev/null)
+fi

@@ -1,6 +1,7 @@
 // install_package through the MCP SDK client: a wheel built here with pip wheel, Debian's
-// own setuptools wheel and an npm tarball made with npm pack, served from a temporary
-// wheelhouse and npm mirror. Installs reach the running kernel without a restart (state
+// own setuptools and pip wheels, an npm tarball made with npm pack and a real npm package
+// (left-pad, packed from the registry by scripts/setup.sh into tests/e2e/npm-mirror),
+// served from a temporary wheelhouse and npm mirror. Installs reach the running kernel without a restart (state
 // kept), stay out of other sessions unless shared, show in list_sessions, keep the
 // sandbox's network off; bad names, missing packages and a missing source are refused.
 
@@ -12,6 +13,10 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { startServer } from './lib.mjs';
+
+// The real npm package scripts/setup.sh packs (pinned, no dependencies).
+const LEFT_PAD = path.join(path.dirname(new URL(import.meta.url).pathname), 'npm-mirror', 'left-pad-1.3.0.tgz');
+const haveLeftPad = fs.existsSync(LEFT_PAD);
 
 let server;
 let bare;
@@ -51,15 +56,16 @@ before(async () => {
     execFileSync('/usr/bin/python3', ['-m', 'pip', 'wheel', '--no-index', '--no-deps', '--no-build-isolation',
       '-q', '-w', wheelhouse, src], { cwd: work, stdio: 'pipe' });
   }
-  // Debian's own wheels (python3-setuptools-whl).
+  // Debian's own wheels (python3-setuptools-whl, python3-pip-whl).
   for (const f of fs.readdirSync('/usr/share/python-wheels'))
-    if (f.startsWith('setuptools-')) fs.copyFileSync(path.join('/usr/share/python-wheels', f), path.join(wheelhouse, f));
+    if (f.startsWith('setuptools-') || f.startsWith('pip-')) fs.copyFileSync(path.join('/usr/share/python-wheels', f), path.join(wheelhouse, f));
   // A tiny npm package, packed offline.
   const npmSrc = path.join(work, 'cg-tiny-npm');
   fs.mkdirSync(npmSrc);
   fs.writeFileSync(path.join(npmSrc, 'package.json'), JSON.stringify({ name: 'cg-tiny-npm', version: '1.2.3', main: 'index.js' }));
   fs.writeFileSync(path.join(npmSrc, 'index.js'), 'exports.hello = () => "hello from cg-tiny-npm";\n');
   execFileSync('npm', ['pack', '--silent', '--pack-destination', mirror], { cwd: npmSrc, stdio: 'pipe' });
+  if (haveLeftPad) fs.copyFileSync(LEFT_PAD, path.join(mirror, path.basename(LEFT_PAD)));
   openUp(work);
   server = await startServer({ name: 'packages', args: ['--wheelhouse', wheelhouse, '--npm-mirror', mirror] });
   bare = await startServer({ name: 'packages-bare' });
@@ -182,4 +188,51 @@ test('without a source the error names the option', async () => {
   const n = await call(bare.client, 'install_package', { package: 'cg-tiny-npm', language: 'node' });
   assert.equal(sc(n).error, 'no_package_source');
   assert.match(sc(n).message, /--npm-mirror/);
+});
+
+test('Debian\'s own pip wheel installs into a session', async () => {
+  const sid = await start('python');
+  const whl = fs.readdirSync('/usr/share/python-wheels').find((f) => f.startsWith('pip-'));
+  const version = whl.split('-')[1];
+  const r = await call(server.client, 'install_package', { session_id: sid, package: `pip==${version}`, language: 'python' });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.equal(sc(r).version, version);
+  const out = await send(sid, 'import pip\nprint(pip.__version__, pip.__file__)');
+  assert.equal(out.stdout, `${version} /opt/cellgate/site/python/pip/__init__.py\n`, JSON.stringify(out));
+});
+
+test('a real npm package (left-pad, from the set-up script\'s mirror) requires at once', { skip: !haveLeftPad && `${LEFT_PAD} is missing: run scripts/setup.sh (it packs left-pad@1.3.0 from the npm registry)` }, async () => {
+  const sid = await start('javascript');
+  assert.equal((await send(sid, 'let z = 9; z')).status, 'success');
+  const r = await call(server.client, 'install_package', { session_id: sid, package: 'left-pad@1.3.0', language: 'node' });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.equal(sc(r).package, 'left-pad');
+  assert.equal(sc(r).version, '1.3.0');
+  const out = await send(sid, 'console.log(JSON.stringify(require("left-pad")("x", 3)), z)');
+  assert.equal(out.stdout, '"  x" 9\n', JSON.stringify(out));
+});
+
+test('two global installs at once: one writes the shared layer, the other is told install_busy', async () => {
+  const both = await Promise.all([
+    call(server.client, 'install_package', { package: 'cgtinypkg==0.1.0', language: 'python' }),
+    call(server.client, 'install_package', { package: 'cgsharedpkg==2.0.1', language: 'python' }),
+  ]);
+  // Both asked before either answered (an install takes seconds): exactly one runs.
+  const ok = both.filter((r) => !r.isError);
+  const busy = both.filter((r) => r.isError);
+  assert.equal(ok.length, 1, JSON.stringify(both));
+  assert.equal(busy.length, 1, JSON.stringify(both));
+  for (const r of busy) {
+    assert.equal(sc(r).error, 'install_busy', JSON.stringify(r));
+    assert.match(sc(r).message, /Another global install/);
+  }
+  // Asked again once the first has answered, the other goes through.
+  for (const [i, r] of both.entries())
+    if (r.isError) {
+      const again = await call(server.client, 'install_package', { package: i ? 'cgsharedpkg==2.0.1' : 'cgtinypkg==0.1.0', language: 'python' });
+      assert.equal(again.isError, false, JSON.stringify(again));
+    }
+  // The layer is whole: a new sandbox imports both.
+  const once = sc(await call(server.client, 'execute_code', { language: 'python', code: 'import cgtinypkg, cgsharedpkg\nprint(cgtinypkg.answer(), cgsharedpkg.answer())' }));
+  assert.equal(once.stdout, '42 7\n', JSON.stringify(once));
 });
