@@ -372,8 +372,15 @@ static const cg_tool_t s_tools[] = {
                       "'string'}, 'code': {'type': 'string'}, 'stdout': {'type': 'string'}, "
                       "'stderr': {'type': 'string'}, 'exit_code': {'type': ['integer', 'null']}, "
                       "'status': {'type': 'string'}, 'duration_ms': {'type': 'integer'}, "
-                      "'executed_at': {'type': 'string'}, 'error': {'type': 'string'}, "
-                      "'message': {'type': 'string'}}}",
+                      "'executed_at': {'type': 'string'}, 'packages_installed': {'type': "
+                      "'array', 'items': {'type': 'string'}}, 'artifacts_created': {'type': "
+                      "'array', 'items': {'type': 'string'}}, 'artifacts_modified': {'type': "
+                      "'array', 'items': {'type': 'string'}}, 'artifacts_deleted': {'type': "
+                      "'array', 'items': {'type': 'string'}}, 'sandbox_mode': {'type': "
+                      "'string'}, 'agent_id': {'type': ['string', 'null']}, 'trace_id': "
+                      "{'type': ['string', 'null']}, 'guardian_pre_scan': {'type': ['object', "
+                      "'null']}, 'guardian_post_scan': {'type': ['object', 'null']}, 'error': "
+                      "{'type': 'string'}, 'message': {'type': 'string'}}}",
      .handler = cg_tools_get_execution_log,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "install_package",

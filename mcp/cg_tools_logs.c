@@ -120,6 +120,19 @@ cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outc
                          outcome->message ? json_string (outcome->message) : json_null ());
     if (call->run_id)
         json_object_set_new (entry, "run_id", json_string (call->run_id));
+    //  Seed 002's context and packages: the agent is the MCP client; there is no trace id
+    //  or chat id in MCP, and no Guardian scan (the sandbox is the control).
+    json_t *packages = json_array ();
+    cg_registry_session_t *session =
+        cg_registry_find (cg_server_registry (server), client->id, outcome->session_id);
+    for (const char *p = session && session->packages ? zlistx_first (session->packages) : NULL; p;
+         p = zlistx_next (session->packages))
+        json_array_append_new (packages, json_string (p));
+    json_object_set_new (entry, "packages_installed", packages);
+    json_object_set_new (
+        entry, "context",
+        json_pack ("{s:s, s:n, s:n}", "agent_id", client->name, "trace_id", "chat_id"));
+    json_object_set_new (entry, "guardian", json_pack ("{s:n, s:n}", "pre_scan", "post_scan"));
     s_log_stream (entry, "stdout", &outcome->out);
     s_log_stream (entry, "stderr", &outcome->err);
     cg_error_t *err = NULL;
@@ -226,6 +239,15 @@ cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
         json_t *list = json_object_get (artifacts, kinds[i]);
         json_object_set_new (entry, key, list ? json_incref (list) : json_array ());
     }
+    //  ... and its context and scans at the top level too.
+    json_t *context = json_object_get (entry, "context");
+    json_t *guardian = json_object_get (entry, "guardian");
+    json_object_set (entry, "agent_id", json_object_get (context, "agent_id"));
+    json_object_set (entry, "trace_id", json_object_get (context, "trace_id"));
+    json_object_set (entry, "guardian_pre_scan", json_object_get (guardian, "pre_scan"));
+    json_object_set (entry, "guardian_post_scan", json_object_get (guardian, "post_scan"));
+    if (!json_object_get (entry, "packages_installed"))
+        json_object_set_new (entry, "packages_installed", json_array ());
     json_object_del (entry, "client_id");
     cleanup_free char *text = json_dumps (entry, JSON_COMPACT);
     cg_request_result (req, cg_tools_object_result (entry, text, false));

@@ -98,6 +98,12 @@ test('get_execution_log returns the whole entry; an unknown id is execution_not_
   assert.equal(e.tool, 'execute_code');
   assert.equal(e.client_name, 'logs-e2e');
   assert.deepEqual(Object.keys(e.artifacts).sort(), ['created', 'deleted', 'modified']);
+  // Seed 002's get_execution_log fields: the agent is the MCP client; MCP has no trace id and
+  // cellgate no Guardian scan, so those are null rather than missing.
+  assert.equal(e.agent_id, 'logs-e2e');
+  assert.deepEqual(e.packages_installed, []);
+  assert.deepEqual([e.artifacts_created, e.artifacts_modified, e.artifacts_deleted], [[], [], []]);
+  for (const key of ['trace_id', 'guardian_pre_scan', 'guardian_post_scan']) assert.ok(key in e && e[key] === null, key);
   const t = sc(await call(c, 'get_execution_log', { execution_id: runs.py_timeout.execution_id }));
   assert.equal(t.status, 'timeout');
   assert.equal(t.timed_out, true);
