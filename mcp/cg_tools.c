@@ -521,11 +521,23 @@ cg_tools_list (const cg_config_t *config)
     return tools;
 }
 
+//  The properties of TOOL's input schema (a row of s_tools), parsed once: every running
+//  tool's call is checked twice (cg_tools_call, then cg_tools_execute_request), and the
+//  names do not depend on the configuration. Tool calls are handled on the main thread.
+static json_t *
+s_properties (const cg_tool_t *tool)
+{
+    static json_t *parsed[S_TOOL_COUNT];
+    size_t i = (size_t)(tool - s_tools);
+    if (!parsed[i])
+        parsed[i] = s_schema (tool->input_schema, NULL);
+    return json_object_get (parsed[i], "properties");
+}
+
 json_t *
 cg_tools_check_arguments (const cg_tool_t *tool, json_t *arguments)
 {
-    json_t *schema = s_schema (tool->input_schema, NULL);
-    json_t *properties = json_object_get (schema, "properties");
+    json_t *properties = s_properties (tool);
     const char *key;
     json_t *value;
     json_t *refusal = NULL;
@@ -549,7 +561,6 @@ cg_tools_check_arguments (const cg_tool_t *tool, json_t *arguments)
                       : cg_tools_error_object ("invalid_params", message, NULL);
         break;
     }
-    json_decref (schema);
     return refusal;
 }
 
