@@ -149,10 +149,12 @@ s_set (cg_config_t *self, const cg_config_option_t *option, const char *value, c
     errno = 0;
     double number = strtod (value, &end);
     if (errno || end == value || *end || number < option->min || number > option->max
-        || (option->kind != CG_CONFIG_DOUBLE && number != (double)(long long)number))
-        return cg_error_set (err, EINVAL, "%s: '%s' is not a %s from %g to %g", source, value,
+        || (option->kind != CG_CONFIG_DOUBLE && number != (double)(long long)number)) {
+        char min[32], max[32];
+        return cg_error_set (err, EINVAL, "%s: '%s' is not a %s from %s to %s", source, value,
                              option->kind == CG_CONFIG_DOUBLE ? "number" : "whole number",
-                             option->min, option->max);
+                             cg_number_text (option->min, min), cg_number_text (option->max, max));
+    }
     if (option->kind == CG_CONFIG_INT)
         *(int *)field = (int)number;
     else if (option->kind == CG_CONFIG_DOUBLE)

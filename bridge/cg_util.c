@@ -111,6 +111,16 @@ cg_now_us (void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+const char *
+cg_number_text (double value, char out[32])
+{
+    if (value > -1e18 && value < 1e18 && value == (double)(long long)value)
+        snprintf (out, 32, "%lld", (long long)value);
+    else
+        snprintf (out, 32, "%.15g", value);
+    return out;
+}
+
 void
 cg_random_hex (char *buf, size_t nbytes)
 {

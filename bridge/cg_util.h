@@ -30,6 +30,11 @@ char **cg_strv_new (size_t count);
 size_t cg_strv_count (const char *const *strv);
 void cg_strv_free (char **strv);
 
+/*  Writes VALUE to OUT as a person would: a whole number in full ("1048576", not
+    "1.04858e+06"), any other in the shortest of up to 15 significant digits ("0.01").
+    Returns OUT. */
+const char *cg_number_text (double value, char out[32]);
+
 /*  Monotonic clock in microseconds. */
 int64_t cg_now_us (void);
 

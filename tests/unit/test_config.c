@@ -201,11 +201,14 @@ s_test_errors (void)
         for (int k = 0; k < 2; k++) {
             snprintf (value, sizeof value, "%.17g", outside[k]);
             const char *args[] = {option->flag, value, NULL};
-            snprintf (want, sizeof want, "%s: '%s' is not a %s from %g to %g", option->flag, value,
-                      kind, option->min, option->max);
+            char min[32], max[32];
+            cg_number_text (option->min, min);
+            cg_number_text (option->max, max);
+            snprintf (want, sizeof want, "%s: '%s' is not a %s from %s to %s", option->flag, value,
+                      kind, min, max);
             s_expect_error (NULL, args, want);
-            snprintf (want, sizeof want, "%s: '%s' is not a %s from %g to %g", option->env, value,
-                      kind, option->min, option->max);
+            snprintf (want, sizeof want, "%s: '%s' is not a %s from %s to %s", option->env, value,
+                      kind, min, max);
             s_expect_error (option->env, args, want);
         }
         if (option->kind != CG_CONFIG_DOUBLE) {
@@ -213,6 +216,11 @@ s_test_errors (void)
             s_expect_error (NULL, args, "is not a whole number");
         }
     }
+    //  Bounds read as numbers people write, not %g's exponents.
+    const char *big[] = {"--memory-mb", "2000000", NULL};
+    s_expect_error (NULL, big, "--memory-mb: '2000000' is not a whole number from 32 to 1048576");
+    const char *cpus[] = {"--cpus", "0", NULL};
+    s_expect_error (NULL, cpus, "--cpus: '0' is not a number from 0.01 to 1024");
     const char *unknown[] = {"--no-such-option", "1", NULL};
     s_expect_error (NULL, unknown, "unknown option '--no-such-option' (see --help)");
     const char *unknown_equals[] = {"--memory=512", NULL, NULL};
