@@ -27,8 +27,8 @@ static const cg_config_option_t s_options[] = {
     {"--scripts-dir", "CELLGATE_SCRIPTS_DIR", CG_CONFIG_STRING, OFF (scripts_dir), NULL, 0, 0,
      "the saved-script library (save_script, run_script; default <state-dir>/scripts)"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
-     "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), runc, crun (found on PATH) or "
-     "a path to either"},
+     "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), a name found on PATH (runc, "
+     "crun) or a path to either (/usr/sbin/runc, ./runc)"},
     {"--kernels-dir", "CELLGATE_KERNELS_DIR", CG_CONFIG_STRING, OFF (kernels_dir), CG_KERNELS_DIR,
      0, 0, "directory of kernel specs (<language>/kernel.json)"},
     {"--memory-mb", "CELLGATE_MEMORY_MB", CG_CONFIG_INT, OFF (memory_mb), "512", 32, 1 << 20,
@@ -231,10 +231,6 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         if (s_give (self, option, value, option->flag, err) < 0)
             return -1;
     }
-    if (strcmp (self->runtime, "auto") && strcmp (self->runtime, "runc")
-        && strcmp (self->runtime, "crun") && !strchr (self->runtime, '/'))
-        return cg_error_set (err, EINVAL, "--runtime: '%s' is not auto, runc, crun or a path",
-                             self->runtime);
     if (self->http && strspn (self->http, "0123456789") == strlen (self->http)) {
         //  A bare port listens on loopback.
         char *full = cg_strdupf ("127.0.0.1:%s", self->http);

@@ -11,7 +11,7 @@
 typedef struct {
     char *state_dir;   /* containers' bundles, workspaces, runtime dirs */
     char *scripts_dir; /* the saved-script library; NULL: <state_dir>/scripts */
-    char *runtime;     /* "auto", "runc" or "crun" */
+    char *runtime;     /* "auto", a name looked up on PATH, or a path */
     char *kernels_dir; /* kernel specs: <dir>/<language>/kernel.json */
     int memory_mb;     /* per sandbox, swap included */
     double cpus;

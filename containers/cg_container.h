@@ -56,7 +56,7 @@ typedef struct {
 /*  What every sandbox of a backend gets, and where the backend keeps its files: the
     caller fills it from its own settings. */
 typedef struct {
-    const char *runtime;     /* "auto", "runc", "crun", or a path to either */
+    const char *runtime;     /* "auto", a name looked up on PATH, or a path */
     const char *state_dir;   /* holds the runtime's state, the shared root and /etc */
     const char *kernels_dir; /* bound read-only at CG_KERNELS_MOUNT when it is a dir */
     int memory_mb;           /* per sandbox, swap included */

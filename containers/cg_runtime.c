@@ -19,9 +19,10 @@ s_executable (const char *path)
 }
 
 //  Looks NAME up in the directories of PATH, then in the sbin directories a non-root
-//  PATH often lacks. Caller owns the result; NULL when not found.
+//  PATH often lacks. Caller owns the result; NULL when not found. *UNUSABLE (caller owns
+//  it) is set to the first file of that name found that is not executable, if any.
 static char *
-s_search (const char *name)
+s_search (const char *name, char **unusable)
 {
     const char *env = getenv ("PATH");
     cleanup_free char *dirs =
@@ -33,7 +34,10 @@ s_search (const char *name)
         char *path = cg_strdupf ("%s/%s", dir, name);
         if (s_executable (path))
             return path;
-        free (path);
+        if (unusable && !*unusable && access (path, F_OK) == 0)
+            *unusable = path;
+        else
+            free (path);
     }
     return NULL;
 }
@@ -43,30 +47,32 @@ cg_runtime_locate (const char *spec, bool cgroup_v2, cg_error_t **err)
 {
     if (strchr (spec, '/')) {
         char *path = realpath (spec, NULL);
-        if (!path || !s_executable (path)) {
+        if (!path)
+            cg_error_set (err, errno, "OCI runtime %s: %s", spec, strerror (errno));
+        else if (!s_executable (path)) {
+            cg_error_set (err, EACCES, "OCI runtime %s is not an executable file", spec);
             free (path);
-            cg_error_set (err, ENOENT, "OCI runtime %s is not an executable file", spec);
-            return NULL;
+            path = NULL;
         }
         return path;
     }
     if (strcmp (spec, "auto") == 0) {
         //  crun refuses hybrid cgroup layouts (v1 controllers plus a v2 mount); runc works.
-        char *crun = cgroup_v2 ? s_search ("crun") : NULL;
+        char *crun = cgroup_v2 ? s_search ("crun", NULL) : NULL;
         if (crun)
             return crun;
         spec = "runc";
     }
-    if (strcmp (spec, "runc") != 0 && strcmp (spec, "crun") != 0) {
-        cg_error_set (err, EINVAL, "--runtime %s: expected auto, runc, crun or a path", spec);
-        return NULL;
-    }
-    char *path = s_search (spec);
-    if (!path)
+    cleanup_free char *unusable = NULL;
+    char *path = s_search (spec, &unusable);
+    if (!path && unusable)
+        cg_error_set (err, EACCES, "OCI runtime '%s': %s is not an executable file", spec,
+                      unusable);
+    else if (!path)
         cg_error_set (err, ENOENT,
-                      "OCI runtime '%s' is not on PATH or in /usr/sbin (run scripts/setup.sh, "
-                      "or pass --runtime /path/to/%s)",
-                      spec, spec);
+                      "OCI runtime '%s' is not on PATH or in /usr/sbin (install runc or crun: "
+                      "scripts/setup.sh; or pass --runtime /path/to/runc)",
+                      spec);
     return path;
 }
 

@@ -8,9 +8,12 @@
 #include <stdbool.h>
 
 /*  Resolves SPEC, the --runtime value: "auto" (crun when CGROUP_V2 and crun is found,
-    else runc), a name looked up on PATH and then in /usr/sbin and /usr/local/sbin, or a
-    path (anything with a '/') to an executable. Returns the absolute path (caller owns
-    it), or NULL with *err set saying what was looked for and where. */
+    else runc), any other name (runc, crun, a renamed or wrapped runc) looked up on PATH
+    and then in /usr/sbin and /usr/local/sbin, or a path (anything with a '/', relative
+    to the working directory or absolute) to an executable. Returns the path found
+    (absolute; caller owns it), or NULL with *err set saying what was looked for and why it
+    failed: ENOENT (no such file, not on PATH) or EACCES (found, not executable). Whether
+    it is runc or crun is for its --version to say (cg_runtime_parse_version). */
 char *cg_runtime_locate (const char *spec, bool cgroup_v2, cg_error_t **err);
 
 /*  Parses the output of `<runtime> --version` ("runc version 1.1.5+ds1", "crun version

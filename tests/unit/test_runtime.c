@@ -4,8 +4,11 @@
 #include "../../containers/cg_runtime.h"
 #include "cg_test.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void
 s_advisory (const char *version, bool vulnerable)
@@ -43,32 +46,82 @@ s_parse (void)
     s_passes++;
 }
 
+//  A temporary directory holding a file NAME with MODE; returns the directory.
+static char *
+s_dir_with (const char *name, int mode)
+{
+    char *dir = cg_xstrdup ("/tmp/cg-test-runtime-XXXXXX");
+    if (!mkdtemp (dir))
+        abort ();
+    cleanup_free char *file = cg_strdupf ("%s/%s", dir, name);
+    if (cg_write_file (file, "#!/bin/sh\n", 10, mode, NULL) < 0)
+        abort ();
+    return dir;
+}
+
+//  cg_runtime_locate (SPEC) with PATH set to DIR_PATH (NULL: unchanged); *ERR as it says.
+static char *
+s_locate_on (const char *spec, const char *dir_path, bool cgroup_v2, cg_error_t **err)
+{
+    cleanup_free char *old_path = cg_xstrdup (getenv ("PATH") ? getenv ("PATH") : "");
+    if (dir_path)
+        setenv ("PATH", dir_path, 1);
+    char *path = cg_runtime_locate (spec, cgroup_v2, err);
+    setenv ("PATH", old_path, 1);
+    return path;
+}
+
 static void
 s_locate (void)
 {
     const char *name = "locate";
     cg_error_t *err = NULL;
     char *path = cg_runtime_locate ("/nonexistent/runc", false, &err);
-    CHECK (!path && strstr (cg_error_message (err), "/nonexistent/runc"),
-           "a missing path is named");
+    CHECK (!path && strstr (cg_error_message (err), "OCI runtime /nonexistent/runc: No such file"),
+           "a missing path is named: %s", cg_error_message (err));
     cg_error_destroy (&err);
     path = cg_runtime_locate ("youki", false, &err);
-    CHECK (!path && strstr (cg_error_message (err), "expected auto, runc, crun or a path"),
-           "bad name");
+    CHECK (!path && err->code == ENOENT
+               && strstr (cg_error_message (err), "OCI runtime 'youki' is not on PATH"),
+           "a name on no PATH: %s", cg_error_message (err));
     cg_error_destroy (&err);
-    //  A runtime found on PATH only (a directory no fallback covers).
-    char dir[] = "/tmp/cg-test-runtime-XXXXXX";
-    CHECK (mkdtemp (dir), "mkdtemp");
+
+    //  auto on cgroup v2: crun found on PATH only (a directory no fallback covers).
+    cleanup_free char *dir = s_dir_with ("crun", 0755);
     cleanup_free char *fake = cg_strdupf ("%s/crun", dir);
-    CHECK (cg_write_file (fake, "#!/bin/sh\n", 10, 0755, NULL) == 0, "write");
-    cleanup_free char *old_path = cg_xstrdup (getenv ("PATH") ? getenv ("PATH") : "");
-    setenv ("PATH", dir, 1);
-    path = cg_runtime_locate ("auto", true, NULL);
-    setenv ("PATH", old_path, 1);
-    bool found = path && strcmp (path, fake) == 0;
+    path = s_locate_on ("auto", dir, true, NULL);
+    CHECK (path && strcmp (path, fake) == 0, "auto on cgroup v2 finds crun on PATH");
     free (path);
+    //  Any name is looked up there: a renamed runtime, and crun by its name.
+    cleanup_free char *renamed = cg_strdupf ("%s/runc-patched", dir);
+    CHECK (rename (fake, renamed) == 0, "rename");
+    path = s_locate_on ("runc-patched", dir, false, NULL);
+    CHECK (path && strcmp (path, renamed) == 0, "a bare name is found on PATH: %s",
+           path ? path : "(null)");
+    free (path);
+    //  An absolute and a relative path.
+    path = cg_runtime_locate (renamed, false, NULL);
+    CHECK (path && strcmp (path, renamed) == 0, "an absolute path");
+    free (path);
+    cleanup_free char *cwd = getcwd (NULL, 0);
+    CHECK (chdir (dir) == 0, "chdir");
+    path = cg_runtime_locate ("./runc-patched", false, NULL);
+    CHECK (chdir (cwd) == 0, "chdir back");
+    CHECK (path && strcmp (path, renamed) == 0, "a relative path becomes absolute: %s",
+           path ? path : "(null)");
+    free (path);
+    //  Found but not executable: said so, by path and by name.
+    CHECK (chmod (renamed, 0644) == 0, "chmod");
+    path = cg_runtime_locate (renamed, false, &err);
+    CHECK (!path && err->code == EACCES
+               && strstr (cg_error_message (err), "is not an executable file"),
+           "a path that is not executable: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    path = s_locate_on ("runc-patched", dir, false, &err);
+    CHECK (!path && err->code == EACCES && strstr (cg_error_message (err), renamed),
+           "a name found but not executable: %s", cg_error_message (err));
+    cg_error_destroy (&err);
     cg_rm_rf (dir, NULL);
-    CHECK (found, "auto on cgroup v2 finds crun on PATH");
     s_passes++;
 }
 
