@@ -45,8 +45,8 @@ test('--runtime with a binary that is neither runc nor crun fails at start-up wi
   try {
     for (const [arg, said] of [
       ['/bin/true', /OCI runtime \/(usr\/)?bin\/true: not runc or crun/],
-      ['/nonexistent/runc', /OCI runtime \/nonexistent\/runc is not an executable file/],
-      ['youki', /--runtime: 'youki' is not auto, runc, crun or a path/],
+      ['/nonexistent/runc', /OCI runtime \/nonexistent\/runc: No such file or directory/],
+      ['youki', /OCI runtime 'youki' is not on PATH or in \/usr\/sbin/],
     ]) {
       const r = spawnSync(serverBinary(), ['mcp', '--state-dir', dir, '--http-listen', 'off', '--runtime', arg], {
         input: '',
