@@ -1,9 +1,10 @@
-/*  cellgate — the server program: `cellgate mcp` serves MCP on stdio; `cellgate kernel`
-    starts one sandboxed kernel and prints its connection file (for benchmarks and
-    Jupyter clients). */
+/*  cellgate — the server program: `cellgate mcp` serves MCP (stdio or Streamable HTTP);
+    `cellgate kernel` starts one sandboxed kernel and prints its connection file (for
+    benchmarks and Jupyter clients); `cellgate help` says so (cg_help). */
 #include "../containers/cg_container.h"
 #include "../mcp/cg_mcp.h"
 #include "cg_config.h"
+#include "cg_help.h"
 #include "cg_instance.h"
 #include "cg_session.h"
 #include "cg_util.h"
@@ -15,17 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-static void
-s_usage (void)
-{
-    printf (
-        "usage: cellgate mcp [options]      serve MCP over stdio\n"
-        "       cellgate kernel [options]   start one sandboxed Python kernel, print the host\n"
-        "                                   path of its connection file, run until stdin closes\n"
-        "       cellgate --version\n\n");
-    cg_config_usage ();
-}
 
 //  Writes a copy of the kernel's connection file for a host client (jupyter_client).
 //  Its ipc paths name links in a host-only directory to /proc/<this pid>/fd/N, the
@@ -107,8 +97,14 @@ int
 main (int argc, char **argv)
 {
     if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0) {
-        s_usage ();
+        cg_help_print (argc < 2 ? stderr : stdout, NULL);
         return argc < 2 ? 2 : 0;
+    }
+    if (strcmp (argv[1], "help") == 0) {
+        if (cg_help_print (stdout, argc > 2 ? argv[2] : NULL) == 0)
+            return 0;
+        fprintf (stderr, "cellgate help: unknown command '%s' (try cellgate help)\n", argv[2]);
+        return 2;
     }
     if (strcmp (argv[1], "--version") == 0) {
         printf ("cellgate %s\n", CG_VERSION);
@@ -116,12 +112,12 @@ main (int argc, char **argv)
     }
     const char *command = argv[1];
     if (strcmp (command, "mcp") != 0 && strcmp (command, "kernel") != 0) {
-        fprintf (stderr, "cellgate: unknown command '%s' (try --help)\n", command);
+        fprintf (stderr, "cellgate: unknown command '%s' (try cellgate help)\n", command);
         return 2;
     }
     for (int i = 2; i < argc; i++)
-        if (strcmp (argv[i], "--help") == 0) {
-            s_usage ();
+        if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0) {
+            cg_help_print (stdout, command);
             return 0;
         }
     cg_config_t config;
