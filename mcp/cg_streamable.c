@@ -4,7 +4,9 @@
 #include "../bridge/cg_util.h"
 
 #include <sodium.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 //  MCP sessions at once; more initialize requests get 503.
 #define MAX_CLIENTS 1024
@@ -16,6 +18,7 @@ typedef struct {
     cg_http_exchange_t *exchange;
     json_t *request_id; /* the request the answer is for */
     s_state_t state;
+    int accepts; /* CG_ACCEPT_JSON and/or CG_ACCEPT_SSE: what the answer may be */
 } s_channel_t;
 
 struct cg_streamable_t {
@@ -32,38 +35,48 @@ s_answers (json_t *message, json_t *id)
            && json_equal (json_object_get (message, "id"), id);
 }
 
-//  Sends MESSAGE: JSON when it is the response and nothing came before it, else events
-//  on an SSE stream that ends with the response.
+//  Sends MESSAGE: JSON when it is the response, nothing came before it and the client
+//  accepts JSON, else events on an SSE stream that ends with the response. A client that
+//  does not accept SSE gets the response alone: what would come before it (progress,
+//  log messages, a fixture's request) is dropped.
 static void
 s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
 {
     s_channel_t *self = (s_channel_t *)base;
     bool final = s_answers (message, self->request_id);
     const char *headers[] = {"Mcp-Session-Id", base->client->id, NULL};
-    if (self->state == S_PENDING && final) {
+    if (self->state == S_DONE)
+        return;
+    if (self->state == S_PENDING && final && (self->accepts & CG_ACCEPT_JSON)) {
         cg_http_respond (self->exchange, 200, "application/json", text, len, headers);
         self->state = S_DONE;
+        return;
     }
-    else if (self->state != S_DONE) {
-        if (self->state == S_PENDING) {
-            cg_http_stream_open (self->exchange, headers);
-            self->state = S_STREAM;
-        }
-        cleanup_free char *event = cg_strdupf ("event: message\ndata: %s\n\n", text);
-        cg_http_stream_write (self->exchange, event, strlen (event));
-        if (final) {
-            cg_http_stream_close (self->exchange);
-            self->state = S_DONE;
-        }
+    if (!(self->accepts & CG_ACCEPT_SSE))
+        return;
+    if (self->state == S_PENDING) {
+        cg_http_stream_open (self->exchange, headers);
+        self->state = S_STREAM;
+    }
+    cleanup_free char *event = cg_strdupf ("event: message\ndata: %s\n\n", text);
+    cg_http_stream_write (self->exchange, event, strlen (event));
+    if (final) {
+        cg_http_stream_close (self->exchange);
+        self->state = S_DONE;
     }
 }
 
-//  Ends the answer if it is still open (an empty stream when nothing was sent: a
-//  cancelled request gets no response) and frees the channel.
+//  Ends the answer if it is still open and frees the channel. A request that got no
+//  response (a cancelled one) ends with an empty SSE stream, or 204 for a client that
+//  takes JSON only.
 static void
 s_free (cg_channel_t *base)
 {
     s_channel_t *self = (s_channel_t *)base;
+    if (self->state == S_PENDING && !(self->accepts & CG_ACCEPT_SSE)) {
+        cg_http_respond (self->exchange, 204, NULL, "", 0, NULL);
+        self->state = S_DONE;
+    }
     if (self->state == S_PENDING)
         cg_http_stream_open (self->exchange, NULL);
     if (self->state != S_DONE)
@@ -71,6 +84,50 @@ s_free (cg_channel_t *base)
     cg_http_exchange_release (&self->exchange);
     json_decref (self->request_id);
     free (self);
+}
+
+//  True when the media range RANGE (LEN bytes, parameters cut off) is TYPE.
+static bool
+s_range_is (const char *range, size_t len, const char *type)
+{
+    return strlen (type) == len && strncasecmp (range, type, len) == 0;
+}
+
+int
+cg_streamable_accepts (const char *accept)
+{
+    if (!accept)
+        return CG_ACCEPT_JSON;
+    int accepts = 0;
+    //  Untrusted: the client's header, read as comma-separated media ranges with
+    //  parameters ("text/event-stream;q=0.5"); q=0 means "not this one".
+    for (const char *range = accept; *range;) {
+        range += strspn (range, " \t,");
+        size_t item = strcspn (range, ",");
+        size_t type = strcspn (range, ";,");
+        while (type > 0 && (range[type - 1] == ' ' || range[type - 1] == '\t'))
+            type--;
+        const char *q = NULL;
+        for (const char *param = range + type; param < range + item; param++)
+            if (*param == ';') {
+                const char *name = param + 1 + strspn (param + 1, " \t");
+                if (strncasecmp (name, "q=", 2) == 0)
+                    q = name + 2;
+            }
+        bool refused = q && strtod (q, NULL) <= 0;
+        if (!refused && type > 0) {
+            if (s_range_is (range, type, "*/*"))
+                accepts |= CG_ACCEPT_JSON | CG_ACCEPT_SSE;
+            else if (s_range_is (range, type, "application/json")
+                     || s_range_is (range, type, "application/*"))
+                accepts |= CG_ACCEPT_JSON;
+            else if (s_range_is (range, type, "text/event-stream")
+                     || s_range_is (range, type, "text/*"))
+                accepts |= CG_ACCEPT_SSE;
+        }
+        range += item;
+    }
+    return accepts;
 }
 
 static const cg_channel_ops_t s_ops = {.send = s_send, .free = s_free};
@@ -223,11 +280,12 @@ s_post_client (cg_streamable_t *self, cg_http_exchange_t *ex, json_t *message, c
 static void
 s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
 {
-    const char *accept = cg_http_exchange_header (ex, "Accept");
-    if (accept && !strstr (accept, "*/*")
-        && (!strstr (accept, "application/json") || !strstr (accept, "text/event-stream"))) {
+    int accepts = cg_streamable_accepts (cg_http_exchange_header (ex, "Accept"));
+    if (!accepts) {
         s_refuse (ex, 406, CG_JSONRPC_INVALID_REQUEST,
-                  "Not Acceptable: accept both application/json and text/event-stream", NULL);
+                  "Not Acceptable: accept application/json, text/event-stream or both (MCP "
+                  "clients send both)",
+                  NULL);
         return;
     }
     size_t len = 0;
@@ -254,6 +312,7 @@ s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
                                        .budget = cg_server_config (self->server)->max_result_bytes,
                                        .refs = 1};
         channel->exchange = cg_http_exchange_keep (ex);
+        channel->accepts = accepts;
         channel->request_id =
             kind == CG_JSONRPC_REQUEST ? json_incref (json_object_get (message, "id")) : NULL;
         cg_server_handle (self->server, &channel->base, message);

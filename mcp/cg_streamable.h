@@ -12,6 +12,18 @@ typedef struct cg_streamable_t cg_streamable_t;
 cg_streamable_t *cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max);
 void cg_streamable_destroy (cg_streamable_t **self_p);
 
+/*  What an answer to a POST may be: a JSON body, an SSE stream, or either. */
+#define CG_ACCEPT_JSON 1
+#define CG_ACCEPT_SSE 2
+
+/*  Reads a POST's Accept header (NULL: none) and returns what it lets the answer be:
+    CG_ACCEPT_JSON | CG_ACCEPT_SSE when it names both types, or wildcards that cover both;
+    CG_ACCEPT_JSON when it names application/json (or the application wildcard) without
+    the event stream, and when there is no header at all (a plain HTTP client, which
+    need not read SSE); CG_ACCEPT_SSE for text/event-stream (or the text wildcard)
+    alone; 0 for neither (the POST gets 406). A media range with q=0 does not count. */
+int cg_streamable_accepts (const char *accept);
+
 /*  Forgets the MCP sessions that sent nothing for IDLE_TTL_S seconds and hold no sandbox
     session or call: a client that never says DELETE does not stay forever. */
 void cg_streamable_reap (cg_streamable_t *self, int idle_ttl_s);
