@@ -1,9 +1,25 @@
 #!/usr/bin/env bash
-# Installs everything cellgate needs on Debian 12 (run as root or with sudo):
-# build tools and libraries, the sandbox runtime, the kernel's Python packages,
-# and the npm packages the end-to-end tests use. Safe to run again.
+# Installs what cellgate needs on Debian 12 (run as root or with sudo). Safe to run again.
+#   scripts/setup.sh [--dry-run] [serve|test]
+# serve: what building and serving need: build tools and libraries, the sandbox runtime,
+#   the kernels' Debian packages (Python stack, Node.js) and the JavaScript kernel's npm
+#   modules (scripts/run.sh).
+# test (the default): serve, plus the test tooling: the MCP SDK client, the MCP
+#   conformance suite with its Node.js 22, jupyter_kernel_test, fuzzing and the format
+#   check (scripts/test.sh, .ci/run).
+# --dry-run prints what would be installed and why, and installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+dry_run=0
+profile=test
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) dry_run=1 ;;
+    serve|test) profile=$arg ;;
+    *) echo "usage: scripts/setup.sh [--dry-run] [serve|test]" >&2; exit 2 ;;
+  esac
+done
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -19,15 +35,33 @@ DEBS=(
   # the kernel and what the sandboxed Python ships with
   python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy
   python3-pandas python3-seaborn python3-scipy python3-openpyxl python3-reportlab
-  # install_package: pip in the sandbox, and the wheels the tests build and use
-  python3-pip python3-pip-whl python3-setuptools-whl python3-wheel
-  # tests (jupyter_kernel_test drives the kernels under ctest)
-  nodejs npm curl python3-jupyter-kernel-test
+  # install_package: pip in the sandbox
+  python3-pip
+  # the JavaScript kernel (tslab) runs on Node.js; npm installs it
+  nodejs npm
+)
+TEST_DEBS=(
+  # the wheels install_package's tests build and use
+  python3-pip-whl python3-setuptools-whl python3-wheel
+  # tests: curl (the n8n-style client), jupyter_kernel_test drives the kernels under ctest
+  curl python3-jupyter-kernel-test
   # fuzzing: clang with libFuzzer and the sanitizer runtimes (tests/fuzz/run)
   clang libclang-rt-14-dev
   # the house style: .clang-format, checked by .ci/run (scripts/format.sh --check)
   clang-format
 )
+[ "$profile" = test ] && DEBS+=("${TEST_DEBS[@]}")
+
+# npm modules: directory and why, each pinned by its lock file.
+NPM_DIRS=(kernels/javascript)
+NPM_WHY=("the JavaScript kernel (tslab); sandboxes see it read-only at /opt/cellgate/kernels/javascript")
+if [ "$profile" = test ]; then
+  NPM_DIRS+=(tests/e2e tests/conformance)
+  NPM_WHY+=("the end-to-end tests' client: the official MCP TypeScript SDK"
+            "the official MCP conformance suite, with the Node.js 22 it needs (a 30 MB download)")
+fi
+
+say() { echo "setup ($profile): $*" >&2; }
 
 missing=()
 for p in "${DEBS[@]}"; do
@@ -41,32 +75,43 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   done
   missing=("${filtered[@]}")
 fi
+
+if [ "$dry_run" -eq 1 ]; then
+  say "Debian packages: ${DEBS[*]}"
+  say "Debian packages not installed yet: ${missing[*]:-none}"
+  for i in "${!NPM_DIRS[@]}"; do say "npm ci in ${NPM_DIRS[$i]}: ${NPM_WHY[$i]}"; done
+  [ "$profile" = test ] && say "npm pack left-pad@1.3.0 into tests/e2e/npm-mirror: install_package's tests"
+  exit 0
+fi
+
 if [ "${#missing[@]}" -gt 0 ]; then
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  say "installing ${#missing[@]} Debian package(s): ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 # npm packages, each pinned by its lock file; a stamp of the lock file skips a repeat.
+# npm shows what it fetches (--loglevel=http) and its progress bar on a terminal.
 npm_install() {
-  local dir=$1 stamp="$1/node_modules/.cellgate-lock.sha256"
+  local dir=$1 why=$2 stamp="$1/node_modules/.cellgate-lock.sha256"
   [ -f "$dir/package-lock.json" ] || { echo "setup: $dir/package-lock.json is missing" >&2; exit 1; }
   if [ -f "$stamp" ] && sha256sum --status -c "$stamp" 2>/dev/null; then
     return 0
   fi
-  (cd "$dir" && npm ci --no-audit --no-fund --silent)
+  say "npm ci in $dir: $why"
+  (cd "$dir" && npm ci --no-audit --no-fund --progress=true --loglevel=http) >&2
   (cd "$dir" && sha256sum package-lock.json) | sed "s|  |  $dir/|" > "$stamp"
 }
-# The JavaScript kernel (tslab); sandboxes see it read-only at /opt/cellgate/kernels/javascript.
-npm_install kernels/javascript
-# The end-to-end tests' client: the official MCP TypeScript SDK.
-npm_install tests/e2e
-# The official MCP conformance suite, with the Node.js 22 it needs (from npm).
-npm_install tests/conformance
+for i in "${!NPM_DIRS[@]}"; do npm_install "${NPM_DIRS[$i]}" "${NPM_WHY[$i]}"; done
+
 # A real npm package (pinned, no dependencies) for install_package's tests, packed into a
 # git-ignored test mirror; kept when there already.
-TEST_NPM_MIRROR=tests/e2e/npm-mirror
-TEST_NPM_PACKAGE=left-pad@1.3.0
-if [ ! -f "$TEST_NPM_MIRROR/left-pad-1.3.0.tgz" ]; then
-  mkdir -p "$TEST_NPM_MIRROR"
-  (cd "$TEST_NPM_MIRROR" && npm pack --silent "$TEST_NPM_PACKAGE" >/dev/null)
+if [ "$profile" = test ]; then
+  TEST_NPM_MIRROR=tests/e2e/npm-mirror
+  TEST_NPM_PACKAGE=left-pad@1.3.0
+  if [ ! -f "$TEST_NPM_MIRROR/left-pad-1.3.0.tgz" ]; then
+    say "npm pack $TEST_NPM_PACKAGE into $TEST_NPM_MIRROR: install_package's tests"
+    mkdir -p "$TEST_NPM_MIRROR"
+    (cd "$TEST_NPM_MIRROR" && npm pack --loglevel=http "$TEST_NPM_PACKAGE" >/dev/null)
+  fi
 fi

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: set-up (idempotent), the normal build with every ctest
-# test (unit + end-to-end against real runc sandboxes, ipykernel and the MCP TypeScript
-# SDK client), then the unit tests again under ASan/UBSan, then a bounded fuzzing run.
+# Runs the whole test suite: set-up with the test tooling (scripts/setup.sh test:
+# idempotent), the normal build with every ctest test (unit + end-to-end against real runc
+# sandboxes, ipykernel and the MCP TypeScript SDK client), then the unit tests again under
+# ASan/UBSan, then a bounded fuzzing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup.sh test
 jobs=$(nproc)
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
