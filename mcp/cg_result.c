@@ -17,8 +17,9 @@
 #define S_KEEP_MIN 512
 //  The note lists at most this many bytes of what was left out, then a count.
 #define S_NOTE_MAX 3000
-//  As the transports send JSON.
-#define S_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION (9))
+//  As the transports send JSON: 15 significant digits, which every double holds, so that a
+//  number (a calculation's result, a Python float) is sent as a person would write it.
+#define S_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION (15))
 
 //  --------------------------------------------------------------------------
 //  Sizes

@@ -404,6 +404,21 @@ static const cg_tool_t s_tools[] = {
          "'scope': {'type': 'string', 'enum': ['session', 'shared']}, "),
      .handler = cg_tools_install_package,
      .finish = cg_tools_install_finish},
+    {.name = "calculate",
+     .title = "Calculator",
+     .description =
+         "Evaluate math with SymPy (in a sandbox), math.js syntax: 2x^2, sqrt(2), 5 cm + 2 inch "
+         "to cm, derivative(x^3 + 2x^2, x), integrate(f, x[, a, b]), solve(x^2 = 4, x), "
+         "simplify, expand, factor, limit. Result: a number, or math.js text (3x^2 + 4x).",
+     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': "
+                     "['expression'], 'properties': {'expression': {'type': 'string', "
+                     "'minLength': 1, 'maxLength': ${calc_max}}}}",
+     .output_schema = S_OBJECT_OR_ERROR ("'expression': {'type': 'string'}, 'result': {'type': "
+                                         "['number', 'string']}, 'steps': {'type': 'array', "
+                                         "'items': {'type': 'string'}}, "),
+     .handler = cg_tools_calculate,
+     .flags = CG_TOOL_READ_ONLY,
+     .finish = cg_tools_calculate_finish},
 };
 
 #define S_TOOL_COUNT (sizeof s_tools / sizeof s_tools[0])
@@ -428,6 +443,7 @@ s_expand (const char *template, const cg_config_t *config)
                                {"default_timeout_s", timeout_s},
                                {"max_code_bytes", code_max},
                                {"max_upload_bytes", upload_max},
+                               {"calc_max", CG_STR (CG_CALC_EXPRESSION_MAX)},
                                {NULL, NULL}};
     size_t len = strlen (template), cap = len * 2 + 256, n = 0;
     char *out = cg_xmalloc (cap);

@@ -140,6 +140,14 @@ json_t *cg_tools_execute_request (const cg_config_t *config, const char *tool, j
     loop), or NULL when the run was refused and REQ already answered. */
 cg_call_t *cg_tools_run_request (const cg_request_t *req, json_t **request_p);
 
+/*  calculate (cg_tools_calc.c, seed 003): an expression of at most
+    CG_CALC_EXPRESSION_MAX characters, evaluated with SymPy in a one-shot sandbox within
+    CG_CALC_TIMEOUT_S seconds; its finish answers {expression, result, steps?}. */
+#define CG_CALC_EXPRESSION_MAX 1000
+#define CG_CALC_TIMEOUT_S 10
+cg_tool_fn cg_tools_calculate;
+cg_tool_finish_fn cg_tools_calculate_finish;
+
 /*  The script library's handlers (cg_tools_scripts.c), and its hook for a finished run
     of script NAME: records it in the library (failures are logged). */
 cg_tool_fn cg_tools_save_script, cg_tools_get_script, cg_tools_list_scripts,
