@@ -35,6 +35,8 @@ DEBS=(
   # the kernel and what the sandboxed Python ships with
   python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy
   python3-pandas python3-seaborn python3-scipy python3-openpyxl python3-reportlab
+  # calculate: SymPy, run in a one-shot sandbox
+  python3-sympy
   # install_package: pip in the sandbox
   python3-pip
   # the JavaScript kernel (tslab) runs on Node.js; npm installs it
