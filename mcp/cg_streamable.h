@@ -12,8 +12,11 @@ typedef struct cg_streamable_t cg_streamable_t;
 cg_streamable_t *cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max);
 void cg_streamable_destroy (cg_streamable_t **self_p);
 
-/*  Forgets the MCP sessions that sent nothing for IDLE_TTL_S seconds and hold no sandbox
-    session or call: a client that never says DELETE does not stay forever. */
-void cg_streamable_reap (cg_streamable_t *self, int idle_ttl_s);
+/*  Ends the MCP sessions whose client is gone: no request for --client-grace seconds (or
+    the idle TTL, when shorter), no call in flight and no open GET stream. Their sandbox
+    sessions are closed and this is logged. Keeps the GET streams alive. Looks at most
+    every few seconds; returns WAIT_MS (the loop's next wait, -1: none) lowered to the ms
+    until it should be called again. */
+int cg_streamable_reap (cg_streamable_t *self, int wait_ms);
 
 #endif
