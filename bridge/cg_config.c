@@ -88,6 +88,12 @@ static const cg_config_option_t s_options[] = {
      "sandboxes at once, one-shot ones included"},
     {"--idle-ttl", "CELLGATE_IDLE_TTL", CG_CONFIG_INT, OFF (idle_ttl_s), "1800", 1, 31536000,
      "seconds after which an unused session is closed"},
+    {"--client-grace", "CELLGATE_CLIENT_GRACE", CG_CONFIG_INT, OFF (client_grace_s), "120", 1,
+     31536000,
+     "seconds an HTTP client with no request, call in flight or open GET stream is kept; then "
+     "its sessions are closed"},
+    {"--oneshot-reserve", "CELLGATE_ONESHOT_RESERVE", CG_CONFIG_INT, OFF (oneshot_reserve), "2", 0,
+     1000, "one-shot sandboxes that may run past --max-sessions, so sessions never starve them"},
     {"--http", "CELLGATE_HTTP", CG_CONFIG_STRING, OFF (http), NULL, 0, 0,
      "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT: 127.0.0.1:PORT; "
      "downloads on the same listener) instead of stdio"},

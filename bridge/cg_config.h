@@ -45,6 +45,8 @@ typedef struct {
     bool http_listen_set;    /* given by flag or variable (no fallback port then) */
     int max_sessions;        /* sandboxes at once, one-shot ones included */
     int idle_ttl_s;          /* a session unused this long is closed */
+    int client_grace_s;      /* an HTTP client gone this long loses its sessions */
+    int oneshot_reserve;     /* one-shot sandboxes allowed past max_sessions */
     int log_level;
     char *log_dir;        /* the execution log's directory; NULL: <state_dir>/logs */
     char *execution_log;  /* "full", "metadata" (no code or output) or "off" */

@@ -8,6 +8,8 @@
 
 #include <signal.h>
 #include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -141,6 +143,56 @@ cg_registry_full (cg_registry_t *self)
     return zhashx_size (self->sessions) + self->oneshots >= (size_t)self->config->max_sessions;
 }
 
+bool
+cg_registry_oneshot_full (cg_registry_t *self)
+{
+    return cg_registry_full (self) && self->oneshots >= (size_t)self->config->oneshot_reserve;
+}
+
+//  Writes to OUT "N <what>" and the idle times of the sessions in LIST, with their ids
+//  when NAMED.
+static void
+s_holders_add (FILE *out, zlistx_t *list, const char *what, bool named, int64_t now)
+{
+    if (zlistx_size (list) == 0)
+        return;
+    fprintf (out, "%s%zu %s (", ftell (out) ? "; " : "", zlistx_size (list), what);
+    const char *sep = "";
+    for (cg_registry_session_t *s = zlistx_first (list); s; s = zlistx_next (list), sep = ", ") {
+        fprintf (out, "%s%s%s", sep, named ? s->id : "", named ? " " : "");
+        if (s->busy)
+            fprintf (out, "running");
+        else
+            fprintf (out, "idle %ld s", (long)((now - s->last_activity_us) / 1000000));
+    }
+    fputc (')', out);
+}
+
+char *
+cg_registry_holders (cg_registry_t *self, const char *owner)
+{
+    zlistx_t *mine = zlistx_new (), *others = zlistx_new ();
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
+         s = zhashx_next (self->sessions))
+        zlistx_add_end (strcmp (s->owner, owner) == 0 ? mine : others, s);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream (&text, &len);
+    if (!out)
+        abort (); /* out of memory */
+    int64_t now = cg_now_us ();
+    s_holders_add (out, mine, "of your sessions", true, now);
+    s_holders_add (out, others, "sessions of other clients", false, now);
+    if (self->oneshots)
+        fprintf (out, "%s%zu one-shot runs", ftell (out) ? "; " : "", self->oneshots);
+    if (zlistx_size (self->closing))
+        fprintf (out, "%s%zu closing", ftell (out) ? "; " : "", zlistx_size (self->closing));
+    fclose (out);
+    zlistx_destroy (&mine);
+    zlistx_destroy (&others);
+    return text;
+}
+
 //  A runner's arguments (the runner takes them over).
 static cg_runner_args_t *
 s_runner_args (cg_registry_t *self, const char *slot, const char *language, bool oneshot)
@@ -203,7 +255,7 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
 zactor_t *
 cg_registry_oneshot_start (cg_registry_t *self)
 {
-    if (cg_registry_full (self))
+    if (cg_registry_oneshot_full (self))
         return NULL;
     self->oneshots++;
     return s_runner_start (self, NULL, NULL, true);
@@ -242,7 +294,7 @@ cg_registry_add_package (cg_registry_session_t *session, const char *package)
 zactor_t *
 cg_registry_installer_start (cg_registry_t *self)
 {
-    if (cg_registry_full (self))
+    if (cg_registry_oneshot_full (self))
         return NULL;
     self->oneshots++;
     cg_runner_args_t *args = s_runner_args (self, NULL, NULL, true);
@@ -365,16 +417,31 @@ cg_registry_reap_closed (cg_registry_t *self, zmq_pollitem_t *items, size_t coun
     zlistx_destroy (&done);
 }
 
-void
-cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memory_mb)
+cg_registry_session_t *
+cg_registry_find_slot (cg_registry_t *self, const char *slot)
 {
     for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
          s = zhashx_next (self->sessions))
-        if (strcmp (s->slot, slot) == 0) {
-            s->pid = pid;
-            s->memory_mb = memory_mb;
-            return;
-        }
+        if (strcmp (s->slot, slot) == 0)
+            return s;
+    return NULL;
+}
+
+void
+cg_registry_counts (cg_registry_t *self, size_t *oneshots, size_t *closing)
+{
+    *oneshots = self->oneshots;
+    *closing = zlistx_size (self->closing);
+}
+
+void
+cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memory_mb)
+{
+    cg_registry_session_t *s = cg_registry_find_slot (self, slot);
+    if (s) {
+        s->pid = pid;
+        s->memory_mb = memory_mb;
+    }
 }
 
 int

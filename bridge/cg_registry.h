@@ -78,17 +78,28 @@ cg_registry_session_t *cg_registry_find (cg_registry_t *self, const char *owner,
 cg_registry_session_t *cg_registry_create (cg_registry_t *self, const char *owner, const char *id,
                                            const char *language, const char *name);
 
-/*  Returns true when no sandbox more may start (--max-sessions reached). */
+/*  Returns true when no session more may start (--max-sessions sandboxes exist). */
 bool cg_registry_full (cg_registry_t *self);
 
+/*  Returns true when no one-shot sandbox more may start: --max-sessions sandboxes exist
+    and the one-shot ones already fill --oneshot-reserve (the slots past the limit that
+    only one-shot runs may take, so that idle sessions never starve them). */
+bool cg_registry_oneshot_full (cg_registry_t *self);
+
+/*  Says what holds the sandboxes, for OWNER's max_sessions error: OWNER's sessions by id
+    with their idle times, other owners' sessions as a count with idle times (never their
+    ids), one-shot runs and sandboxes still closing. Caller owns the result. */
+char *cg_registry_holders (cg_registry_t *self, const char *owner);
+
 /*  Starts a runner for a one-shot sandbox (destroyed after its first run), counted
-    against the limit. Returns it, or NULL when the registry is full. End it with
+    against the limit. Returns it, or NULL when cg_registry_oneshot_full. End it with
     cg_registry_oneshot_end, which stops it and waits. */
 zactor_t *cg_registry_oneshot_start (cg_registry_t *self);
 void cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p);
 
 /*  Starts a one-shot runner (as cg_registry_oneshot_start) whose sandbox installs into
-    the shared package layer (cg_session_new_shared_installer). NULL when full. At most
+    the shared package layer (cg_session_new_shared_installer). NULL when
+    cg_registry_oneshot_full. At most
     one runs at a time: the caller checks cg_registry_installing first. */
 zactor_t *cg_registry_installer_start (cg_registry_t *self);
 
@@ -125,6 +136,13 @@ int cg_registry_reap_idle (cg_registry_t *self);
     COUNT as filled, after the poll). */
 size_t cg_registry_closing_items (cg_registry_t *self, zmq_pollitem_t *items, size_t max);
 void cg_registry_reap_closed (cg_registry_t *self, zmq_pollitem_t *items, size_t count);
+
+/*  Returns the session whose sandbox is in slot SLOT (of any owner), or NULL. */
+cg_registry_session_t *cg_registry_find_slot (cg_registry_t *self, const char *slot);
+
+/*  Sets *ONESHOTS to the one-shot sandboxes running and *CLOSING to the sessions whose
+    sandboxes are being destroyed (neither is in cg_registry_sessions). */
+void cg_registry_counts (cg_registry_t *self, size_t *oneshots, size_t *closing);
 
 /*  A runner's report: the session in slot SLOT has its kernel at host pid PID and uses
     MEMORY_MB (< 0: unknown). Unknown slots are ignored. */

@@ -10,6 +10,8 @@
 #include "cg_stdio.h"
 #include "cg_streamable.h"
 #include "cg_tools.h"
+#include "cg_tools_wait.h"
+#include "cg_admin.h"
 #include "../bridge/cg_util.h"
 
 #include <errno.h>
@@ -119,6 +121,12 @@ cg_server_call_new (const cg_request_t *req, const char *tool, const char *sessi
     snprintf (call->key, sizeof call->key, "c%lu", ++self->next_key);
     zhashx_insert (self->calls, call->key, call);
     return call;
+}
+
+zhashx_t *
+cg_server_calls (cg_server_t *self)
+{
+    return self->calls;
 }
 
 cg_call_t *
@@ -402,15 +410,15 @@ s_http_start (cg_server_t *self)
         return -1;
     }
     self->downloads = cg_downloads_new (self->http, s_download_lookup, self->registry);
+    cg_admin_route (self, self->http);
     return 0;
 }
 
 //  Waits for and handles one round of events. Returns 1 to go on, 0 when the client is
 //  gone, -1 on a fatal error.
 static int
-s_poll_once (cg_server_t *self, int64_t *next_client_reap_us)
+s_poll_once (cg_server_t *self)
 {
-    const cg_config_t *config = self->config;
     //  Polled: the runners' messages, the client, the listener, and the pipes of the
     //  runners still closing (each signals there once its sandbox is gone).
     enum { FIXED = 3, CLOSING_MAX = 1024 };
@@ -423,20 +431,14 @@ s_poll_once (cg_server_t *self, int64_t *next_client_reap_us)
     items[2] =
         (zmq_pollitem_t){NULL, http_fd >= 0 ? http_fd : in_fd, http_fd >= 0 ? ZMQ_POLLIN : 0, 0};
     size_t closing = cg_registry_closing_items (self->registry, items + FIXED, CLOSING_MAX);
+    int wait_ms = cg_tools_wait_tick (self, cg_registry_reap_idle (self->registry));
+    wait_ms = self->streamable ? cg_streamable_reap (self->streamable, wait_ms) : wait_ms;
     //  What the last round resumed (answers, stream writes) goes out before we wait: a
     //  resumed connection does not wake our poll by itself.
     if (self->http)
         cg_http_process (self->http);
     s_forward_logs (self);
     cg_tools_log_sweep (self->execlog);
-    int wait_ms = cg_registry_reap_idle (self->registry);
-    int reap_every_ms = config->idle_ttl_s < 10 ? config->idle_ttl_s * 1000 : 10000;
-    if (self->streamable && cg_now_us () >= *next_client_reap_us) {
-        cg_streamable_reap (self->streamable, config->idle_ttl_s);
-        *next_client_reap_us = cg_now_us () + (int64_t)reap_every_ms * 1000;
-    }
-    if (self->streamable && (wait_ms < 0 || wait_ms > reap_every_ms))
-        wait_ms = reap_every_ms;
     int http_ms = self->http ? cg_http_timeout_ms (self->http) : -1;
     if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
         wait_ms = http_ms;
@@ -474,9 +476,8 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
         self.streamable = cg_streamable_new (&self, self.http, message_max);
     else if (rc == 0)
         self.stdio = cg_stdio_new (&self, in_fd, out_fd, message_max);
-    int64_t next_client_reap_us = 0;
     for (int go = rc == 0; go > 0 && !zsys_interrupted;)
-        if ((go = s_poll_once (&self, &next_client_reap_us)) < 0)
+        if ((go = s_poll_once (&self)) < 0)
             rc = 1;
     //  Ending: every sandbox goes; all runners are asked first, then each is waited for.
     cg_registry_stop (self.registry);

@@ -56,6 +56,10 @@ typedef struct {
     channel. Returns it (owned by the server until cg_server_call_end). */
 cg_call_t *cg_server_call_new (const cg_request_t *req, const char *tool, const char *session_id);
 
+/*  The calls in flight: key -> cg_call_t, borrowed (change it only through the functions
+    here). */
+zhashx_t *cg_server_calls (cg_server_t *self);
+
 /*  Returns the call KEY, or NULL. */
 cg_call_t *cg_server_call (cg_server_t *self, const char *key);
 

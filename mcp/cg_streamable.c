@@ -1,9 +1,10 @@
 /*  cg_streamable — MCP's Streamable HTTP transport. */
 #include "cg_streamable.h"
 #include "cg_jsonrpc.h"
+#include "../artifacts/cg_http_guard.h"
 #include "../bridge/cg_util.h"
 
-#include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -21,10 +22,17 @@ typedef struct {
     int accepts; /* CG_ACCEPT_JSON and/or CG_ACCEPT_SSE: what the answer may be */
 } s_channel_t;
 
+//  An MCP session: the core's client and its standalone GET stream.
+typedef struct {
+    cg_client_t base;
+    cg_http_exchange_t *listen; /* its open GET stream, or NULL */
+} s_client_t;
+
 struct cg_streamable_t {
     cg_server_t *server;
     cg_http_t *http;
-    zhashx_t *clients; /* Mcp-Session-Id -> cg_client_t */
+    zhashx_t *clients;    /* Mcp-Session-Id -> s_client_t */
+    int64_t next_reap_us; /* when cg_streamable_reap looks at the clients next */
 };
 
 //  True when MESSAGE is the response (result or error) to the request ID.
@@ -132,13 +140,24 @@ cg_streamable_accepts (const char *accept)
 
 static const cg_channel_ops_t s_ops = {.send = s_send, .free = s_free};
 
+//  Ends CLIENT's GET stream, if it has one.
+static void
+s_listen_end (s_client_t *client)
+{
+    if (client->listen) {
+        cg_http_stream_close (client->listen);
+        cg_http_exchange_release (&client->listen);
+    }
+}
+
 static void
 s_client_free (void **item)
 {
-    cg_client_t *client = *item;
+    s_client_t *client = *item;
     if (!client)
         return;
-    free (client->id);
+    s_listen_end (client);
+    free (client->base.id);
     free (client);
     *item = NULL;
 }
@@ -154,67 +173,18 @@ s_refuse (cg_http_exchange_t *ex, unsigned int status, int code, const char *mes
     cg_http_respond (ex, status, "application/json", body, strlen (body), headers);
 }
 
-//  True when AUTHORITY ("host:port") names this listener on loopback.
-static bool
-s_loopback_authority (cg_streamable_t *self, const char *authority, size_t len)
-{
-    int port = cg_http_port (self->http);
-    const char *hosts[] = {"127.0.0.1", "localhost", "[::1]", NULL};
-    for (int i = 0; hosts[i]; i++) {
-        cleanup_free char *expected = cg_strdupf ("%s:%d", hosts[i], port);
-        if (strlen (expected) == len && strncasecmp (expected, authority, len) == 0)
-            return true;
-    }
-    return false;
-}
-
-//  DNS rebinding: on loopback, Host must name this listener, and an Origin (a browser's
-//  page) must be this listener too. Returns true when the request may go on.
-static bool
-s_origin_ok (cg_streamable_t *self, cg_http_exchange_t *ex)
-{
-    const char *host = cg_http_exchange_header (ex, "Host");
-    if (cg_http_loopback (self->http)
-        && (!host || !s_loopback_authority (self, host, strlen (host))))
-        return false;
-    const char *origin = cg_http_exchange_header (ex, "Origin");
-    if (!origin)
-        return true;
-    const char *authority = strstr (origin, "://");
-    if (!authority || (strncmp (origin, "http://", 7) != 0 && strncmp (origin, "https://", 8) != 0))
-        return false;
-    authority += 3;
-    size_t len = strcspn (authority, "/");
-    return s_loopback_authority (self, authority, len)
-           || (host && strlen (host) == len && strncasecmp (host, authority, len) == 0);
-}
-
-static bool
-s_token_ok (cg_streamable_t *self, cg_http_exchange_t *ex)
-{
-    const char *expected = cg_server_config (self->server)->http_token;
-    if (!expected)
-        return true;
-    const char *given = cg_http_exchange_header (ex, "Authorization");
-    if (!given || strncasecmp (given, "Bearer ", 7) != 0)
-        return false;
-    given += 7;
-    size_t len = strlen (given);
-    return len == strlen (expected) && sodium_memcmp (given, expected, len) == 0;
-}
-
 //  The checks every request to /mcp passes first. Returns true when it may go on (else
 //  it was answered).
 static bool
 s_admit (cg_streamable_t *self, cg_http_exchange_t *ex)
 {
     static const char *bearer[] = {"WWW-Authenticate", "Bearer realm=\"cellgate\"", NULL};
-    if (!s_origin_ok (self, ex)) {
+    if (!cg_http_guard_origin (self->http, ex)) {
         s_refuse (ex, 403, CG_JSONRPC_INVALID_REQUEST,
                   "Forbidden: Host or Origin is not this server", NULL);
         return false;
     }
-    if (!s_token_ok (self, ex)) {
+    if (!cg_http_guard_token (ex, cg_server_config (self->server)->http_token)) {
         s_refuse (ex, 401, CG_JSONRPC_INVALID_REQUEST,
                   "Unauthorized: send Authorization: Bearer <token>", bearer);
         return false;
@@ -259,13 +229,13 @@ s_post_client (cg_streamable_t *self, cg_http_exchange_t *ex, json_t *message, c
     }
     if (initialize) {
         //  A new MCP session: its id is 128 random bits.
-        cg_client_t *client = cg_xcalloc (1, sizeof *client);
-        client->log_level = -1;
+        s_client_t *client = cg_xcalloc (1, sizeof *client);
+        client->base.log_level = -1;
         char hex[33];
         cg_random_hex (hex, 16);
-        client->id = cg_xstrdup (hex);
-        zhashx_insert (self->clients, client->id, client);
-        return client;
+        client->base.id = cg_xstrdup (hex);
+        zhashx_insert (self->clients, client->base.id, client);
+        return &client->base;
     }
     cg_client_t *client = sid ? zhashx_lookup (self->clients, sid) : NULL;
     if (!sid)
@@ -326,12 +296,38 @@ s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
     json_decref (message);
 }
 
+//  GET: the client's standalone SSE stream. Nothing is sent on it but keep-alive
+//  comments (every message answers a request, on that request's response); while it is
+//  open the client is present (cg_streamable_reap). A second GET replaces the first.
+static void
+s_get (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
+{
+    const char *accept = cg_http_exchange_header (ex, "Accept");
+    s_client_t *client = sid ? zhashx_lookup (self->clients, sid) : NULL;
+    if (accept && !(cg_streamable_accepts (accept) & CG_ACCEPT_SSE))
+        s_refuse (ex, 406, CG_JSONRPC_INVALID_REQUEST, "Not Acceptable: accept text/event-stream",
+                  NULL);
+    else if (!sid)
+        s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST,
+                  "Bad Request: Mcp-Session-Id header is required", NULL);
+    else if (!client)
+        s_refuse (ex, 404, CG_JSONRPC_INVALID_REQUEST, "Session not found", NULL);
+    else {
+        s_listen_end (client);
+        const char *headers[] = {"Mcp-Session-Id", client->base.id, NULL};
+        client->listen = cg_http_exchange_keep (ex);
+        cg_http_stream_open (ex, headers);
+        cg_http_stream_write (ex, ": open\n\n", 8);
+        client->base.last_seen_us = cg_now_us ();
+    }
+}
+
 //  cg_http's /mcp handler: one POST (a JSON-RPC message), GET or DELETE.
 static void
 s_handle (void *arg, cg_http_exchange_t *ex)
 {
     cg_streamable_t *self = arg;
-    static const char *allow[] = {"Allow", "POST, DELETE", NULL};
+    static const char *allow[] = {"Allow", "GET, POST, DELETE", NULL};
     if (!s_admit (self, ex))
         return;
     const char *method = cg_http_exchange_method (ex);
@@ -340,11 +336,13 @@ s_handle (void *arg, cg_http_exchange_t *ex)
         s_delete (self, ex, sid, sid ? zhashx_lookup (self->clients, sid) : NULL);
     else if (strcmp (method, "POST") == 0)
         s_post (self, ex, sid);
+    else if (strcmp (method, "GET") == 0)
+        s_get (self, ex, sid);
     else
-        //  No server-initiated stream: every message to a client answers one of its
-        //  requests and goes on that request's response.
-        s_refuse (ex, 405, CG_JSONRPC_INVALID_REQUEST,
-                  "Method Not Allowed: POST JSON-RPC messages; DELETE ends the session", allow);
+        s_refuse (
+            ex, 405, CG_JSONRPC_INVALID_REQUEST,
+            "Method Not Allowed: POST JSON-RPC messages; GET listens; DELETE ends the session",
+            allow);
 }
 
 cg_streamable_t *
@@ -374,17 +372,70 @@ cg_streamable_destroy (cg_streamable_t **self_p)
     *self_p = NULL;
 }
 
-void
-cg_streamable_reap (cg_streamable_t *self, int idle_ttl_s)
+//  True when CLIENT has a call in flight.
+static bool
+s_calling (cg_streamable_t *self, cg_client_t *client)
 {
-    int64_t cutoff = cg_now_us () - (int64_t)idle_ttl_s * 1000000;
-    zlistx_t *stale = zlistx_new ();
-    for (cg_client_t *c = zhashx_first (self->clients); c; c = zhashx_next (self->clients))
-        if (c->last_seen_us <= cutoff && !cg_server_client_busy (self->server, c))
-            zlistx_add_end (stale, c);
-    for (cg_client_t *c = zlistx_first (stale); c; c = zlistx_next (stale)) {
-        cg_log (2, "forgetting MCP session %.8s…: idle for %d s", c->id, idle_ttl_s);
-        zhashx_delete (self->clients, c->id);
+    zhashx_t *calls = cg_server_calls (self->server);
+    for (cg_call_t *c = zhashx_first (calls); c; c = zhashx_next (calls))
+        if (c->channel->client == client)
+            return true;
+    return false;
+}
+
+//  Ends CLIENT, gone for QUIET_S seconds: its sessions are closed (their sandboxes go)
+//  and it is forgotten. Logged with what went.
+static void
+s_client_gone (cg_streamable_t *self, s_client_t *client, long quiet_s)
+{
+    zlistx_t *mine = cg_registry_sessions (cg_server_registry (self->server), client->base.id);
+    char *ids = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream (&ids, &len);
+    if (!out)
+        abort (); /* out of memory */
+    for (cg_registry_session_t *s = zlistx_first (mine); s; s = zlistx_next (mine))
+        fprintf (out, "%s%s", ftell (out) ? ", " : "", s->id);
+    fclose (out);
+    cg_log (2,
+            "ending MCP session %.8s… (client '%s'): no request for %ld s, no call in flight and "
+            "no open GET stream; %s%s",
+            client->base.id, client->base.name, quiet_s,
+            zlistx_size (mine) ? "closing its sessions " : "it held no session", ids);
+    free (ids);
+    zlistx_destroy (&mine);
+    cg_server_client_end (self->server, &client->base);
+    zhashx_delete (self->clients, client->base.id);
+}
+
+int
+cg_streamable_reap (cg_streamable_t *self, int wait_ms)
+{
+    const cg_config_t *config = cg_server_config (self->server);
+    int grace_s =
+        config->client_grace_s < config->idle_ttl_s ? config->client_grace_s : config->idle_ttl_s;
+    int every_ms = grace_s < 10 ? grace_s * 500 : 5000;
+    int64_t now = cg_now_us ();
+    if (now >= self->next_reap_us) {
+        self->next_reap_us = now + (int64_t)every_ms * 1000;
+        zlistx_t *gone = zlistx_new ();
+        for (s_client_t *c = zhashx_first (self->clients); c; c = zhashx_next (self->clients)) {
+            if (c->listen && !cg_http_exchange_alive (c->listen))
+                s_listen_end (c);
+            if (c->listen) {
+                //  A write is how a closed connection is noticed; it also keeps the
+                //  stream from timing out.
+                cg_http_stream_write (c->listen, ": keep-alive\n\n", 14);
+                c->base.last_seen_us = now;
+            }
+            else if (now - c->base.last_seen_us >= (int64_t)grace_s * 1000000
+                     && !s_calling (self, &c->base))
+                zlistx_add_end (gone, c);
+        }
+        for (s_client_t *c = zlistx_first (gone); c; c = zlistx_next (gone))
+            s_client_gone (self, c, (long)((now - c->base.last_seen_us) / 1000000));
+        zlistx_destroy (&gone);
     }
-    zlistx_destroy (&stale);
+    int until_ms = (int)((self->next_reap_us - now) / 1000) + 1;
+    return wait_ms < 0 || until_ms < wait_ms ? until_ms : wait_ms;
 }

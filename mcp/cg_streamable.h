@@ -24,8 +24,11 @@ void cg_streamable_destroy (cg_streamable_t **self_p);
     alone; 0 for neither (the POST gets 406). A media range with q=0 does not count. */
 int cg_streamable_accepts (const char *accept);
 
-/*  Forgets the MCP sessions that sent nothing for IDLE_TTL_S seconds and hold no sandbox
-    session or call: a client that never says DELETE does not stay forever. */
-void cg_streamable_reap (cg_streamable_t *self, int idle_ttl_s);
+/*  Ends the MCP sessions whose client is gone: no request for --client-grace seconds (or
+    the idle TTL, when shorter), no call in flight and no open GET stream. Their sandbox
+    sessions are closed and this is logged. Keeps the GET streams alive. Looks at most
+    every few seconds; returns WAIT_MS (the loop's next wait, -1: none) lowered to the ms
+    until it should be called again. */
+int cg_streamable_reap (cg_streamable_t *self, int wait_ms);
 
 #endif

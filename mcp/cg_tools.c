@@ -683,8 +683,13 @@ cg_tools_error_object (const char *error, const char *message, const char *sessi
 json_t *
 cg_tools_max_sessions (const cg_request_t *req, const char *language, const char *session_id)
 {
-    cleanup_free char *message =
-        cg_strdupf ("Maximum %d concurrent sessions reached. Close an existing session first.",
-                    cg_server_config (req->server)->max_sessions);
+    const cg_config_t *config = cg_server_config (req->server);
+    cleanup_free char *holders =
+        cg_registry_holders (cg_server_registry (req->server), req->client->id);
+    cleanup_free char *message = cg_strdupf (
+        "Maximum %d concurrent sessions reached. Close an existing session first. Held by: %s. "
+        "Other clients' sessions close once their client has sent nothing for %d s, or after "
+        "%d s idle.",
+        config->max_sessions, holders, config->client_grace_s, config->idle_ttl_s);
     return cg_tools_refusal (req->tool->name, language, session_id, "max_sessions", message);
 }

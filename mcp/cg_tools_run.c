@@ -3,6 +3,7 @@
     sandbox, live progress, and their results. */
 #include "cg_files.h"
 #include "cg_tools.h"
+#include "cg_tools_wait.h"
 #include "cg_jsonrpc.h"
 #include "cg_run_result.h"
 #include "../bridge/cg_util.h"
@@ -234,7 +235,7 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
         if (!session)
             *refusal = cg_tools_max_sessions (req, language, session_id);
     }
-    else if (!session_id && cg_registry_full (registry))
+    else if (!session_id && cg_registry_oneshot_full (registry))
         *refusal = cg_tools_max_sessions (req, language, NULL);
     return session;
 }
@@ -251,7 +252,8 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
         cg_request_result (req, refusal);
         return;
     }
-    cg_tools_run_request (req, &request);
+    if (!cg_tools_wait_defer (req, &request))
+        cg_tools_run_request (req, &request);
 }
 
 cg_call_t *

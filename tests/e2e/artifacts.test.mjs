@@ -431,7 +431,7 @@ test('upload_file counts against max sessions; a stream over the kept limit is s
     const third = await c('upload_file', { filename: 'a.txt', content_base64: b64('a') });
     assert.equal(third.isError, true);
     assert.equal(sc(third).error, 'max_sessions');
-    assert.equal(sc(third).message, 'Maximum 2 concurrent sessions reached. Close an existing session first.');
+    assert.match(sc(third).message, /^Maximum 2 concurrent sessions reached\. Close an existing session first\. Held by: 2 of your sessions /);
     // Uploading into an existing session is still fine.
     ok(await c('upload_file', { session_id: one.session_id, filename: 'b.txt', content_base64: b64('b') }));
 

@@ -167,9 +167,9 @@ test('transport checks: session header, protocol version, Host and Origin, metho
   r = await raw('POST', '/mcp', { headers: { ...JSON_HEADERS, Origin: server.origin }, body: initialize });
   assert.equal(r.status, 200, 'own Origin');
   assert.match(r.headers['mcp-session-id'], /^[0-9a-f]{32}$/);
-  r = await raw('GET', '/mcp', { headers: { Accept: 'text/event-stream', 'Mcp-Session-Id': sid } });
+  r = await raw('PUT', '/mcp', { headers: { 'Mcp-Session-Id': sid } });
   assert.equal(r.status, 405);
-  assert.match(r.headers.allow, /POST/);
+  assert.match(r.headers.allow, /GET, POST/);
   r = await raw('POST', '/mcp', { headers: { ...JSON_HEADERS, 'Mcp-Session-Id': sid }, body: '{"jsonrpc":' });
   assert.equal(r.status, 400, 'unparsable body');
   assert.equal(JSON.parse(r.body).error.code, -32700);

@@ -126,7 +126,7 @@ test('a second run on a busy session gets session_busy with seed 004 message', a
 });
 
 test('max sessions and idle TTL', async () => {
-  const small = await startServer({ name: 'limits', args: ['--max-sessions', '2', '--idle-ttl', '3'] });
+  const small = await startServer({ name: 'limits', args: ['--max-sessions', '2', '--idle-ttl', '3', '--oneshot-reserve', '0'] });
   try {
     const c = (name, args) => small.client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
     const a = sc(await c('start_session', { language: 'python' })).session_id;
@@ -134,7 +134,7 @@ test('max sessions and idle TTL', async () => {
     const third = await c('start_session', { language: 'python' });
     assert.equal(third.isError, true);
     assert.equal(sc(third).error, 'max_sessions');
-    assert.equal(sc(third).message, 'Maximum 2 concurrent sessions reached. Close an existing session first.');
+    assert.match(sc(third).message, /^Maximum 2 concurrent sessions reached\. Close an existing session first\. Held by: 2 of your sessions /);
     const oneshot = await c('execute_code', { language: 'python', code: 'print(1)' });
     assert.equal(sc(oneshot).error, 'max_sessions', 'one-shot sandboxes count too');
     await c('close_session', { session_id: a });
