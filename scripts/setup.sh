@@ -19,6 +19,8 @@ DEBS=(
   # the kernel and what the sandboxed Python ships with
   python3 python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy
   python3-pandas python3-seaborn python3-scipy python3-openpyxl python3-reportlab
+  # the sandbox's Python offers sympy too (the tool descriptions say so)
+  python3-sympy
   # install_package: pip in the sandbox, and the wheels the tests build and use
   python3-pip python3-pip-whl python3-setuptools-whl python3-wheel
   # tests (jupyter_kernel_test drives the kernels under ctest)
