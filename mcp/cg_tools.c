@@ -51,9 +51,16 @@ cg_tools_supported_languages (void)
     "${default_timeout_s}).'}, 'timeout_ms': {'type': 'integer'}, 'files': {'type': "      \
     "'object'" docs_files "}"
 
+//  execute_code's, with the descriptions the other running tools refer to.
+#define S_DOCUMENTED_RUN_ARGUMENTS                                                       \
+    S_RUN_ARGUMENTS (", 'description': 'A last expression${apos}s value is returned.'",  \
+                     ", 'description': 'Standard input, a line per input() call.'",      \
+                     ", 'description': 'Written to ${workspace} first: path -> text or " \
+                     "{\\\"content_base64\\\": ...}.'")
+
 //  Output schemas name the fields of each seed's contract for the tool, field for field,
 //  and the values of enumerations; an empty schema accepts any value. Results carry
-//  more (every run result has every field of S_RUN_RESULT); the README lists them.
+//  more (a run result has every field the README lists, whichever tool ran it).
 #define S_OBJECT(properties) "{'type': 'object', 'properties': {" properties "}}"
 #define S_ARTIFACT_PROPERTIES \
     "'path': {}, 'filename': {}, 'size_bytes': {}, 'mime_type': {}, 'download_url': {}"
@@ -83,13 +90,8 @@ static const cg_tool_t s_tools[] = {
                     " between calls. " CG_TOOLS_SANDBOX_NOTE,
      .input_schema =
          "{'type': 'object', 'required': ['language', 'code'], 'properties': {" S_LANGUAGE
-         ", " S_RUN_ARGUMENTS (
-             ", 'description': 'A last expression${apos}s value is returned.'",
-             ", 'description': 'Standard input, a line per input() call.'",
-             ", 'description': 'Written to ${workspace} first: path -> text or "
-             "{\\\"content_base64\\\": ...}.'") ", 'session_id': {'type': "
-                                                "'string', 'description': 'Reuse this sandbox and "
-                                                "its state. Omitted: a fresh one.'}}}",
+         ", " S_DOCUMENTED_RUN_ARGUMENTS ", 'session_id': {'type': 'string', "
+         "'description': 'Reuse this sandbox and its state. Omitted: a fresh one.'}}}",
      .output_schema = S_RUN_RESULT,
      .handler = cg_tools_run,
      .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_NOT_SEED001},
@@ -277,21 +279,12 @@ static char *
 s_expand (const char *template, const cg_config_t *config)
 {
     cleanup_free char *timeout_s = cg_strdupf ("%d", config ? config->default_timeout_s : 0);
-    cleanup_free char *code_max = cg_strdupf ("%zu", config ? config->max_code_bytes : 0);
-    cleanup_free char *upload_max = cg_strdupf ("%zu", config ? config->max_upload_bytes : 0);
     const char *values[][2] = {{"apos", "'"},
-                               {"languages", S_SUPPORTED},
-                               {"session_id_max", CG_STR (CG_SESSION_ID_MAX)},
-                               {"name_max", CG_STR (CG_SESSION_NAME_MAX)},
                                {"timeout_min_s", CG_STR (CG_TIMEOUT_MIN_S)},
                                {"timeout_max_s", CG_STR (CG_TIMEOUT_MAX_S)},
-                               {"timeout_min_ms", CG_MS_STR (CG_TIMEOUT_MIN_S)},
-                               {"timeout_max_ms", CG_MS_STR (CG_TIMEOUT_MAX_S)},
                                {"workspace", CG_WORKSPACE_MOUNT},
                                {"seed001_timeout_ms", CG_STR (CG_SEED001_TIMEOUT_MS)},
                                {"default_timeout_s", timeout_s},
-                               {"max_code_bytes", code_max},
-                               {"max_upload_bytes", upload_max},
                                {NULL, NULL}};
     size_t len = strlen (template), cap = len * 2 + 256, n = 0;
     char *out = cg_xmalloc (cap);
