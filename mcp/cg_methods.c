@@ -3,6 +3,7 @@
 #include "cg_methods.h"
 #include "cg_jsonrpc.h"
 #include "cg_mcp.h"
+#include "cg_tools.h"
 
 #include <string.h>
 
@@ -39,11 +40,12 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
         "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
         "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate",
         "title", "cellgate code sandbox", "version", CG_VERSION, "instructions",
-        "Use execute_code or run_python to run Python in a sandbox without network access. Pass "
-        "a session_id to keep state between calls; files in " CG_WORKSPACE_MOUNT
-        " persist within a session. "
-        "upload_file puts data in, list_artifacts and read_artifact get results out (charts "
-        "come back as images; download_url links work in a browser).");
+        "cellgate runs code in isolated sandboxes: execute_code takes Python, JavaScript "
+        "(Node.js) or bash; run_python, Python. " CG_TOOLS_SANDBOX_NOTE " Pass a session_id "
+        "to keep variables and the files in " CG_WORKSPACE_MOUNT " between calls. upload_file "
+        "puts data in; list_artifacts and read_artifact get results out (charts come back as "
+        "images; download_url links work in a browser). save_script and run_script keep "
+        "reusable scripts; search_execution_logs finds past runs.");
     cg_request_result (req, result);
 }
 

@@ -38,92 +38,64 @@ cg_tools_supported_languages (void)
 //  Schemas are JSON text written with ' for " (a literal ' is ${apos}); ${name} stands
 //  for a limit or a setting, filled in by s_expand, so that each is defined once.
 
-#define S_SESSION_ID \
-    "'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]*$', 'maxLength': ${session_id_max}"
-#define S_LANGUAGE                                                                               \
-    "'language': {'type': 'string', 'description': 'Programming language: ${languages}. Python " \
-    "and JavaScript run in Jupyter kernels that keep state within a session; bash runs each "    \
-    "call as a new process in the same sandbox.'}"
+#define S_STRING "{'type': 'string'}"
+#define S_STRINGS "{'type': 'array', 'items': {'type': 'string'}}"
+#define S_LANGUAGE "'language': {'type': 'string', 'enum': ['python', 'javascript', 'bash']}"
 
-#define S_SCRIPT_NAME "'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]*$', 'maxLength': 64"
+//  The arguments every running tool shares; DOCS_CODE, DOCS_STDIN and DOCS_FILES are
+//  their descriptions (, 'description': ...) or "" where execute_code's say it already.
+#define S_RUN_ARGUMENTS(docs_code, docs_stdin, docs_files)                                 \
+    "'code': {'type': 'string'" docs_code "}, 'stdin': {'type': 'string'" docs_stdin "}, " \
+    "'stdin_data': {'type': 'string'}, 'timeout': {'type': 'integer', 'minimum': "         \
+    "${timeout_min_s}, 'maximum': ${timeout_max_s}, 'description': 'Seconds (default "     \
+    "${default_timeout_s}).'}, 'timeout_ms': {'type': 'integer'}, 'files': {'type': "      \
+    "'object'" docs_files "}"
 
-//  The arguments every running tool shares.
-#define S_RUN_ARGUMENTS                                                                          \
-    "'code': {'type': 'string', 'description': 'The code to run, as a Jupyter cell: the value "  \
-    "of a last expression is returned (at most ${max_code_bytes} bytes).'},"                     \
-    "'stdin': {'type': 'string', 'description': 'Text fed to input() calls, one line per call; " \
-    "when it runs out, input() raises EOFError.'},"                                              \
-    "'stdin_data': {'type': 'string', 'description': 'Alias of stdin.'},"                        \
-    "'timeout': {'type': 'integer', 'minimum': ${timeout_min_s}, 'maximum': ${timeout_max_s},"   \
-    " 'description': 'Maximum execution time in seconds, ${timeout_min_s} to ${timeout_max_s} "  \
-    "(default ${default_timeout_s}). On timeout the kernel is interrupted and partial output "   \
-    "returned; the session keeps its state.'},"                                                  \
-    "'timeout_ms': {'type': 'integer', 'minimum': ${timeout_min_ms}, 'maximum': "                \
-    "${timeout_max_ms}, 'description': 'Alias of timeout, in milliseconds.'},"                   \
-    "'files': {'type': 'object', 'description': 'Files to write into ${workspace} before the "   \
-    "code "                                                                                      \
-    "runs (seed 003): path -> text, or path -> {\\\"content_base64\\\": ...} for binary files. " \
-    "Small text files the run creates come back in the result${apos}s files.',"                  \
-    " 'additionalProperties': {'anyOf': [{'type': 'string'}, {'type': 'object', 'properties': "  \
-    "{'content_base64': {'type': 'string'}}, 'required': ['content_base64']}]}}"
+//  execute_code's, with the descriptions the other running tools refer to.
+#define S_DOCUMENTED_RUN_ARGUMENTS                                                       \
+    S_RUN_ARGUMENTS (", 'description': 'A last expression${apos}s value is returned.'",  \
+                     ", 'description': 'Standard input, a line per input() call.'",      \
+                     ", 'description': 'Written to ${workspace} first: path -> text or " \
+                     "{\\\"content_base64\\\": ...}.'")
 
-#define S_ARTIFACT_PROPERTIES                                                             \
-    "'path': {'type': 'string'}, 'filename': {'type': 'string'}, 'size_bytes': {'type': " \
-    "'integer'}, 'mime_type': {'type': 'string'}, 'download_url': {'type': 'string'}"
-#define S_ARTIFACT                                                                        \
-    "{'type': 'object', 'properties': {" S_ARTIFACT_PROPERTIES "}, 'required': ['path', " \
-    "'filename', 'size_bytes', 'mime_type']}"
+//  Output schemas name the fields of each seed's contract for the tool, field for field,
+//  and the values of enumerations; an empty schema accepts any value. Results carry
+//  more (a run result has every field the README lists, whichever tool ran it).
+#define S_OBJECT(properties) "{'type': 'object', 'properties': {" properties "}}"
+#define S_ARTIFACT_PROPERTIES \
+    "'path': {}, 'filename': {}, 'size_bytes': {}, 'mime_type': {}, 'download_url': {}"
+#define S_ARTIFACTS "{'items': {'properties': {" S_ARTIFACT_PROPERTIES "}}}"
+//  Seed 004's error object {error, message}; nothing is required, so both validate.
+#define S_ERROR "'error': {}, 'message': {}"
 
-//  An object result that may instead be an error object {error, message}: nothing is
-//  required, so both validate. PROPERTIES: its own.
-#define S_OBJECT_OR_ERROR(properties)                                                          \
-    "{'type': 'object', 'properties': {" properties "'error': {'type': 'string'}, 'message': " \
-    "{'type': 'string'}, 'session_id': {'type': 'string'}}}"
+//  Seed 002's run result (execute_code's, send_to_session's and run_script's).
+#define S_RUN_002                                                                     \
+    "'success': {}, 'execution_id': {}, 'language': {}, 'stdout': {}, 'stderr': {}, " \
+    "'exit_code': {}, 'duration_ms': {}, 'truncated': {}, 'timed_out': {}, "          \
+    "'artifacts': " S_ARTIFACTS
 
-//  The result of every running tool: the union of seeds 000-004's fields.
-#define S_RUN_RESULT                                                                           \
-    "{'type': 'object', 'properties': {"                                                       \
-    "'stdout': {'type': 'string'}, 'stderr': {'type': 'string'}, 'exit_code': {'type': "       \
-    "'integer'}, 'status': {'type': 'string', 'enum': ['success', 'timeout', "                 \
-    "'execution_error', 'setup_error']}, 'error_code': {'type': ['string', 'null']}, "         \
-    "'error_message': {'type': ['string', 'null']}, 'execution_time': {'type': 'number'}, "    \
-    "'duration_ms': {'type': 'integer'}, 'execution_id': {'type': 'string'}, 'session_id': "   \
-    "{'type': ['string', 'null']}, 'language': {'type': 'string'}, 'outputs': {'type': "       \
-    "'array', 'items': {'type': 'object'}}, 'success': {'type': 'boolean'}, 'timed_out': "     \
-    "{'type': 'boolean'}, 'kernel_restarted': {'type': 'boolean'}, 'cancelled': {'type': "     \
-    "'boolean'}, 'stdout_truncated': {'type': 'boolean'}, 'stderr_truncated': {'type': "       \
-    "'boolean'}, 'execution_count': {'type': 'integer'}, 'return_value': {}, 'truncated': "    \
-    "{'type': 'boolean'}, 'artifacts': {'type': 'array', 'items': " S_ARTIFACT "}, 'run_id': " \
-    "{'type': 'string'}, 'error': {'type': 'string'}, 'message': {'type': 'string'}, "         \
-    "'stdout_file': {'type': 'string'}, 'stderr_file': {'type': 'string'}, 'stdout_url': "     \
-    "{'type': 'string'}, 'stderr_url': {'type': 'string'}, 'notice': {'type': 'string'}, "     \
-    "'artifacts_created': {'type': 'array', 'items': {'type': 'string'}}, "                    \
-    "'artifacts_modified': {'type': 'array', 'items': {'type': 'string'}}, "                   \
-    "'artifacts_deleted': {'type': 'array', 'items': {'type': 'string'}}, "                    \
-    "'returnValue': {}, 'executionTimeMs': {'type': 'number'}, 'memoryUsedMB': {'type': "      \
-    "'number'}, 'files': {'type': 'object', 'additionalProperties': {'type': 'string'}}}, "    \
-    "'required': ['stdout', 'stderr', 'exit_code', 'status', 'error_code', 'error_message', "  \
-    "'execution_time', 'duration_ms']}"
+//  execute_code's result: seeds 000 to 003 (001's fields are 000's and 002's).
+#define S_RUN_RESULT                                                                             \
+    "{'type': 'object', 'properties': {" S_RUN_002 ", 'status': {'enum': ['success', "           \
+    "'timeout', 'execution_error', 'setup_error']}, 'execution_time': {}, 'error_message': {}, " \
+    "'error_code': {}, 'session_id': {}, 'returnValue': {}, 'executionTimeMs': {}, "             \
+    "'memoryUsedMB': {}, 'files': {}}, 'required': ['stdout', 'stderr', 'exit_code', "           \
+    "'status', 'error_code', 'error_message', 'execution_time', 'duration_ms']}"
 
 static const cg_tool_t s_tools[] = {
     {.name = "execute_code",
-     .title = "Execute code in a sandbox",
-     .description =
-         "Run Python, JavaScript or bash in an isolated, network-less sandbox (a "
-         "locked-down container running Jupyter kernels). Returns stdout, stderr, exit "
-         "code, status and rich outputs; matplotlib charts come back as images. Pass "
-         "session_id to keep variables, imports and files in " CG_WORKSPACE_MOUNT " between calls.",
+     .description = "Run Python, JavaScript (Node.js) or bash in an isolated sandbox; returns "
+                    "stdout, stderr, exit_code, status and rich outputs (charts as images). "
+                    "Pass session_id to keep variables and files in " CG_WORKSPACE_MOUNT
+                    " between calls. " CG_TOOLS_SANDBOX_NOTE,
      .input_schema =
-         "{'type': 'object', 'additionalProperties': false, 'required': ['language', "
-         "'code'], 'properties': {" S_LANGUAGE ", " S_RUN_ARGUMENTS ", 'session_id': {" S_SESSION_ID
-         ", 'description': 'Keep state between calls: the same id reuses "
-         "the same sandbox and kernel (created on first use). Without it the code runs "
-         "in a fresh sandbox that is destroyed afterwards.'}}}",
+         "{'type': 'object', 'required': ['language', 'code'], 'properties': {" S_LANGUAGE
+         ", " S_DOCUMENTED_RUN_ARGUMENTS ", 'session_id': {'type': 'string', "
+         "'description': 'Reuse this sandbox and its state. Omitted: a fresh one.'}}}",
      .output_schema = S_RUN_RESULT,
      .handler = cg_tools_run,
      .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_NOT_SEED001},
     {.name = CG_SEED001_TOOL,
-     .title = "Execute code in a sandbox",
      .description = "Allows an LLM or AI agent to securely execute a given code snippet in a "
                     "specified language (python, javascript, bash) within an isolated sandbox. "
                     "Returns the standard output, standard error, and exit code.",
@@ -144,278 +116,168 @@ static const cg_tool_t s_tools[] = {
      .handler = cg_tools_run,
      .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_SEED001},
     {.name = "run_python",
-     .title = "Run Python in a session",
-     .description =
-         "Run Python in a persistent sandboxed session (variables and files in " CG_WORKSPACE_MOUNT
-         " persist between calls). Returns stdout, stderr, exit_code, the "
-         "run_id and the files the run created or changed (artifacts, with download "
-         "URLs); charts come back as images.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['code'], "
-                     "'properties': {" S_RUN_ARGUMENTS ", 'session_id': {" S_SESSION_ID ", "
-                     "'description': 'Session to run in; created on first use. Omitted: a new "
-                     "session is created and its id returned (sess_<12 hex>) for later calls.'}}}",
-     .output_schema = S_RUN_RESULT,
+     .description = "Run Python in a persistent session (arguments as execute_code's); returns "
+                    "stdout, stderr, exit_code, run_id and the files created or changed "
+                    "(artifacts, with download URLs).",
+     .input_schema = "{'type': 'object', 'required': ['code'], 'properties': {" S_RUN_ARGUMENTS (
+         "", "", "") ", 'session_id': {'type': 'string', 'description': 'Omitted: a new session, "
+                     "its id returned.'}}}",
+     .output_schema = S_OBJECT ("'session_id': {}, 'run_id': {}, 'exit_code': {}, 'stdout': {}, "
+                                "'stderr': {}, 'stdout_truncated': {}, 'stderr_truncated': {}, "
+                                "'artifacts': " S_ARTIFACTS ", 'duration_ms': {}, " S_ERROR),
      .handler = cg_tools_run,
      .flags = CG_TOOL_RUNS | CG_TOOL_SESSION_MADE},
     {.name = "start_session",
-     .title = "Start a persistent session",
-     .description = "Start a persistent sandboxed REPL session and return its session_id; use "
-                    "send_to_session to run code in it and close_session when done.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['language'], "
-                     "'properties': {" S_LANGUAGE ", 'name': {'type': 'string', 'description': "
-                     "'Optional human-readable name (at most ${name_max} characters).'}, "
-                     "'working_dir': {'type': 'string', 'description': 'Only ${workspace} (the "
-                     "default), the session${apos}s workspace: host paths do not exist in the "
-                     "sandbox; upload files there instead.'}}}",
-     .output_schema = "{'type': 'object', 'properties': {'success': {'type': 'boolean'}, "
-                      "'session_id': {'type': 'string'}, 'language': {'type': 'string'}, 'name': "
-                      "{'type': ['string', 'null']}, 'pid': {'type': ['integer', 'null']}, "
-                      "'started_at': {'type': 'string'}, 'error': {'type': 'string'}, 'message': "
-                      "{'type': 'string'}}}",
+     .description = "Start a persistent session for send_to_session; returns its session_id.",
+     .input_schema = "{'type': 'object', 'required': ['language'], 'properties': {" S_LANGUAGE
+                     ", 'name': " S_STRING ", 'working_dir': {'type': 'string', 'description': "
+                     "'Only ${workspace}.'}}}",
+     .output_schema = S_OBJECT ("'success': {}, 'session_id': {}, 'language': {}, 'name': {}, "
+                                "'pid': {}, 'started_at': {}"),
      .handler = cg_tools_start_session},
     {.name = "send_to_session",
-     .title = "Run code in a session",
-     .description = "Run code in an existing session; it builds on the state of earlier calls.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['session_id', "
-                     "'code'], 'properties': {'session_id': {" S_SESSION_ID ", 'description': 'The "
-                     "session to run in (from start_session).'}, " S_RUN_ARGUMENTS "}}",
-     .output_schema = S_RUN_RESULT,
+     .description = "Run code in a session, building on its state (arguments as "
+                    "execute_code's).",
+     .input_schema = "{'type': 'object', 'required': ['session_id', 'code'], 'properties': {"
+                     "'session_id': " S_STRING ", " S_RUN_ARGUMENTS ("", "", "") "}}",
+     .output_schema = S_OBJECT (S_RUN_002 ", 'session_id': {}"),
      .handler = cg_tools_run,
      .flags = CG_TOOL_RUNS | CG_TOOL_SESSION_GIVEN},
     {.name = "close_session",
-     .title = "Close a session",
-     .description = "Destroy a session's sandbox, its kernels and its files.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': "
-                     "['session_id'], 'properties': {'session_id': {" S_SESSION_ID ", "
-                     "'description': 'The session to close.'}}}",
-     .output_schema = "{'type': 'object', 'properties': {'success': {'type': 'boolean'}, 'status': "
-                      "{'type': 'string'}, 'session_id': {'type': 'string'}, 'duration_total_ms': "
-                      "{'type': 'integer'}, 'executions_count': {'type': 'integer'}, 'error': "
-                      "{'type': 'string'}, 'message': {'type': 'string'}}}",
+     .description = "Destroy a session with its sandbox and files.",
+     .input_schema = "{'type': 'object', 'required': ['session_id'], 'properties': {"
+                     "'session_id': " S_STRING "}}",
+     .output_schema = S_OBJECT ("'success': {}, 'status': {}, 'session_id': {}, "
+                                "'duration_total_ms': {}, 'executions_count': {}, " S_ERROR),
      .handler = cg_tools_close_session,
      .flags = CG_TOOL_DESTRUCTIVE},
     {.name = "upload_file",
-     .title = "Upload a file into a session",
-     .description =
-         "Upload a data file (base64) into the session's " CG_WORKSPACE_MOUNT " so code can read "
-         "it. Returns the session_id and the path.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['filename', "
-                     "'content_base64'], 'properties': {'session_id': {" S_SESSION_ID ", "
-                     "'description': 'Session to upload into; created on first use. Omitted: a "
-                     "new session is created and its id returned.'}, 'filename': {'type': "
-                     "'string', 'description': 'Name in ${workspace}, e.g. sales.csv or "
-                     "in/sales.csv; no ${apos}..${apos}, absolute paths or control characters.'}, "
-                     "'content_base64': {'type': 'string', 'description': 'The file${apos}s "
-                     "bytes, base64-encoded (at most ${max_upload_bytes} bytes decoded).'}, "
-                     "'overwrite': {'type': 'boolean', 'description': 'Replace an existing file "
-                     "(default false: file_exists error).'}}}",
-     .output_schema = S_OBJECT_OR_ERROR (S_ARTIFACT_PROPERTIES ", "),
+     .description = "Upload a file into a session's " CG_WORKSPACE_MOUNT
+                    " (a new session without session_id).",
+     .input_schema = "{'type': 'object', 'required': ['filename', 'content_base64'], "
+                     "'properties': {'session_id': " S_STRING ", 'filename': {'type': 'string', "
+                     "'description': 'e.g. sales.csv or in/sales.csv'}, 'content_base64': " S_STRING
+                     ", 'overwrite': {'type': 'boolean'}}}",
+     .output_schema = S_OBJECT ("'session_id': {}, " S_ARTIFACT_PROPERTIES ", " S_ERROR),
      .handler = cg_tools_upload_file},
     {.name = "read_artifact",
-     .title = "Read a file from a session",
      .description =
-         "Read a file from the session's " CG_WORKSPACE_MOUNT " as base64; images also come back "
-         "as image content to look at.",
-     .input_schema =
-         "{'type': 'object', 'additionalProperties': false, 'required': ['session_id', "
-         "'path'], 'properties': {'session_id': {" S_SESSION_ID ", 'description': 'An "
-         "existing session.'}, 'path': {'type': 'string', 'description': 'Absolute "
-         "path within ${workspace} (or relative to it), e.g. ${workspace}/chart.png.'}}}",
-     .output_schema = S_OBJECT_OR_ERROR (S_ARTIFACT_PROPERTIES ", 'content_base64': {'type': "
-                                                               "'string'}, "),
+         "Read a file from a session's " CG_WORKSPACE_MOUNT " as base64 (images also as images).",
+     .input_schema = "{'type': 'object', 'required': ['session_id', 'path'], 'properties': {"
+                     "'session_id': " S_STRING ", 'path': {'type': 'string', 'description': 'e.g. "
+                     "${workspace}/chart.png'}}}",
+     .output_schema = S_OBJECT (S_ARTIFACT_PROPERTIES ", 'content_base64': {}, " S_ERROR),
      .handler = cg_tools_read_artifact,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "list_artifacts",
-     .title = "List a session's files",
-     .description =
-         "List every file in the session's " CG_WORKSPACE_MOUNT " with size, MIME type and "
-         "download URL.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': "
-                     "['session_id'], 'properties': {'session_id': {" S_SESSION_ID ", "
-                     "'description': 'An existing session.'}}}",
-     .output_schema = S_OBJECT_OR_ERROR ("'artifacts': {'type': 'array', 'items': " S_ARTIFACT
-                                         "}, 'truncated': {'type': 'boolean'}, "),
+     .description = "List the files in a session's " CG_WORKSPACE_MOUNT " with download URLs.",
+     .input_schema = "{'type': 'object', 'required': ['session_id'], 'properties': {"
+                     "'session_id': " S_STRING "}}",
+     .output_schema = S_OBJECT ("'artifacts': " S_ARTIFACTS ", " S_ERROR),
      .handler = cg_tools_list_artifacts,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "list_sessions",
-     .title = "List sessions",
-     .description =
-         "List the active sessions with language, name, age, activity, executions, "
-         "memory and the workspace's (" CG_WORKSPACE_MOUNT ") space and files, used and limit.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'properties': {}}",
-     .output_schema = S_OBJECT_OR_ERROR (
-         "'sessions': {'type': 'array', 'items': {'type': 'object', 'properties': {"
-         "'workspace_limit_mb': {'type': ['number', 'null']}, 'workspace_used_mb': {'type': "
-         "['number', 'null']}, 'workspace_inodes_limit': {'type': ['integer', 'null']}, "
-         "'workspace_inodes_used': {'type': ['integer', 'null']}}}}, "),
+     .description = "List the active sessions with their memory, packages and workspace use.",
+     .input_schema = "{'type': 'object', 'properties': {}}",
+     .output_schema = S_OBJECT ("'sessions': {'items': {'properties': {'session_id': {}, "
+                                "'language': {}, 'name': {}, 'started_at': {}, "
+                                "'last_activity_at': {}, 'executions_count': {}, 'pid': {}, "
+                                "'memory_mb': {}, 'packages_installed': {}}}}"),
      .handler = cg_tools_list_sessions,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "save_script",
-     .title = "Save a script",
-     .description =
-         "Save code as a reusable named script with a description, tags and the packages it "
-         "needs, in the script library (a directory people can read and edit). Saving an "
-         "existing name keeps the previous version.",
-     .input_schema =
-         "{'type': 'object', 'additionalProperties': false, 'required': ['name', 'language', "
-         "'code'], 'properties': {'name': {" S_SCRIPT_NAME "}, 'description': {'type': 'string', "
-         "'description': 'What the script does, for search.'}, " S_LANGUAGE ", 'code': {'type': "
-         "'string', 'description': 'The script (at most ${max_code_bytes} bytes). It gets "
-         "run_script"
-         "${apos}s args as sys.argv[1:], process.argv.slice(2) or \\\"$@\\\".'}, 'tags': {'type': "
-         "'array', 'items': {'type': 'string'}}, 'packages': {'type': 'array', 'items': {'type': "
-         "'string'}, 'description': 'Packages the script needs; run_script checks them first.'}, "
-         "'source_execution_id': {'type': 'string', 'description': 'The execution it was "
-         "developed in.'}}}",
-     .output_schema = S_OBJECT_OR_ERROR (
-         "'success': {'type': 'boolean'}, 'script_id': {'type': 'string'}, 'name': {'type': "
-         "'string'}, 'path': {'type': 'string'}, 'saved_at': {'type': 'string'}, 'version': "
-         "{'type': 'integer'}, "),
+     .description = "Save code as a named script for run_script (a new version if the name "
+                    "exists).",
+     .input_schema = "{'type': 'object', 'required': ['name', 'language', 'code'], "
+                     "'properties': {'name': {'type': 'string', 'pattern': "
+                     "'^[A-Za-z0-9][A-Za-z0-9_.-]*$'}, 'description': " S_STRING ", " S_LANGUAGE
+                     ", 'code': {'type': 'string', 'description': 'Gets args as sys.argv[1:], "
+                     "process.argv.slice(2) or \\\"$@\\\".'}, 'tags': " S_STRINGS
+                     ", 'packages': " S_STRINGS ", 'source_execution_id': " S_STRING "}}",
+     .output_schema = S_OBJECT ("'success': {}, 'script_id': {}, 'name': {}, 'path': {}, "
+                                "'saved_at': {}"),
      .handler = cg_tools_save_script},
     {.name = "get_script",
-     .title = "Get a saved script",
-     .description = "Retrieve a saved script by name: its code, metadata, run history and "
-                    "earlier versions.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['name'], "
-                     "'properties': {'name': {" S_SCRIPT_NAME "}}}",
-     .output_schema = S_OBJECT_OR_ERROR (
-         "'success': {'type': 'boolean'}, 'name': {'type': 'string'}, 'script_id': {'type': "
-         "'string'}, 'description': {'type': 'string'}, 'language': {'type': 'string'}, 'code': "
-         "{'type': 'string'}, 'tags': {'type': 'array', 'items': {'type': 'string'}}, "
-         "'packages': {'type': 'array', 'items': {'type': 'string'}}, 'source_execution_id': "
-         "{'type': ['string', 'null']}, 'path': {'type': 'string'}, 'created_at': {'type': "
-         "'string'}, 'saved_at': {'type': 'string'}, 'last_run_at': {'type': ['string', "
-         "'null']}, 'run_count': {'type': 'integer'}, 'last_run_success': {'type': ['boolean', "
-         "'null']}, 'versions': {'type': 'array', 'items': {'type': 'object'}}, "),
+     .description = "Get a saved script with its metadata and run history.",
+     .input_schema =
+         "{'type': 'object', 'required': ['name'], 'properties': {'name': " S_STRING "}}",
+     .output_schema = S_OBJECT ("'success': {}, 'name': {}, 'description': {}, 'language': {}, "
+                                "'code': {}, 'tags': {}, 'packages': {}, 'created_at': {}, "
+                                "'last_run_at': {}, 'run_count': {}, 'last_run_success': {}"),
      .handler = cg_tools_get_script,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "list_scripts",
-     .title = "List saved scripts",
-     .description = "List the saved scripts with descriptions and tags, optionally only one "
-                    "language's or one tag's.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'properties': {"
-                     "'language': {'type': 'string'}, 'tag': {'type': 'string'}}}",
-     .output_schema = S_OBJECT_OR_ERROR (
-         "'scripts': {'type': 'array', 'items': {'type': 'object', 'properties': {'name': "
-         "{'type': 'string'}, 'description': {'type': 'string'}, 'language': {'type': "
-         "'string'}, 'tags': {'type': 'array'}, 'last_run_at': {'type': ['string', 'null']}}}}, "
-         "'total_count': {'type': 'integer'}, "),
+     .description = "List the saved scripts.",
+     .input_schema =
+         "{'type': 'object', 'properties': {'language': " S_STRING ", 'tag': " S_STRING "}}",
+     .output_schema = S_OBJECT ("'scripts': {'items': {'properties': {'name': {}, 'description': "
+                                "{}, 'language': {}, 'tags': {}, 'last_run_at': {}}}}, "
+                                "'total_count': {}"),
      .handler = cg_tools_list_scripts,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "search_scripts",
-     .title = "Search saved scripts",
-     .description = "Search the saved scripts' names, tags, descriptions and code for the words "
-                    "of a query; best matches first, each saying what matched.",
-     .input_schema =
-         "{'type': 'object', 'additionalProperties': false, 'required': ['query'], "
-         "'properties': {'query': {'type': 'string', 'description': 'Words to look for, e.g. "
-         "excel parsing.'}, 'language': {'type': 'string', 'description': 'Only this "
-         "language${apos}s scripts.'}, 'limit': {'type': 'integer', 'minimum': 1, 'maximum': "
-         "100, 'description': 'At most this many results (default 20).'}}}",
-     .output_schema = S_OBJECT_OR_ERROR (
-         "'results': {'type': 'array', 'items': {'type': 'object', 'properties': {'name': "
-         "{'type': 'string'}, 'description': {'type': 'string'}, 'language': {'type': "
-         "'string'}, 'relevance': {'type': 'string', 'enum': ['name_match', 'tag_match', "
-         "'description_match', 'code_match']}, 'score': {'type': 'integer'}}}}, "
-         "'total_count': {'type': 'integer'}, "),
+     .description = "Search the saved scripts by words; best first.",
+     .input_schema = "{'type': 'object', 'required': ['query'], 'properties': {'query': " S_STRING
+                     ", 'language': " S_STRING ", 'limit': {'type': 'integer', 'minimum': 1, "
+                     "'maximum': 100}}}",
+     .output_schema = S_OBJECT ("'results': {'items': {'properties': {'name': {}, 'description': "
+                                "{}, 'relevance': {'enum': ['name_match', 'tag_match', "
+                                "'description_match', 'code_match']}}}}"),
      .handler = cg_tools_search_scripts,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "run_script",
-     .title = "Run a saved script",
-     .description =
-         "Run a saved script by name, with arguments, in a fresh sandbox (or in a session when "
-         "session_id is given). Checks first that the packages it lists are installed. Returns "
-         "the same result as execute_code.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': ['name'], "
-                     "'properties': {'name': {" S_SCRIPT_NAME "}, 'args': {'type': 'array', "
-                     "'items': {'type': 'string'}, 'description': 'Command-line arguments: "
-                     "sys.argv[1:] in Python, process.argv.slice(2) in JavaScript, \\\"$@\\\" "
-                     "in bash.'}, 'timeout_ms': {'type': 'integer', 'minimum': ${timeout_min_ms}, "
-                     "'maximum': ${timeout_max_ms}}, 'session_id': {" S_SESSION_ID ", "
-                     "'description': 'Run in this session (created on first use) instead of a "
-                     "fresh sandbox.'}}}",
-     .output_schema = S_RUN_RESULT,
+     .description = "Run a saved script in a fresh sandbox, or in a session; returns "
+                    "execute_code's result.",
+     .input_schema =
+         "{'type': 'object', 'required': ['name'], 'properties': {'name': " S_STRING
+         ", 'args': " S_STRINGS ", 'timeout_ms': {'type': 'integer'}, 'session_id': " S_STRING "}}",
+     .output_schema = S_OBJECT (S_RUN_002),
      .handler = cg_tools_run_script,
      .flags = CG_TOOL_RUNS},
     {.name = "search_execution_logs",
-     .title = "Search past executions",
-     .description =
-         "Search this client's logged executions (every run by any tool) by language, status, "
-         "text in the code or output, and date; newest first, with code and error previews. "
-         "get_execution_log gives an entry in full.",
-     .input_schema =
-         "{'type': 'object', 'additionalProperties': false, 'properties': {'language': {'type': "
-         "'string', 'description': 'Only this language: ${languages}.'}, 'status': {'type': "
-         "'string', 'enum': ['success', 'failed', 'timeout']}, 'query': {'type': 'string', "
-         "'description': 'Text to find in the code, stdout or stderr (any case).'}, 'since': "
-         "{'type': 'string', 'description': 'Only executions from then on: an ISO 8601 date "
-         "(2026-02-01) or time (2026-02-01T10:00:00Z).'}, 'limit': {'type': 'integer', "
-         "'minimum': 1, 'maximum': 100, 'default': 20}}}",
-     .output_schema = S_OBJECT_OR_ERROR (
-         "'results': {'type': 'array', 'items': {'type': 'object', 'properties': {"
-         "'execution_id': {'type': 'string'}, 'session_id': {'type': ['string', 'null']}, "
-         "'language': {'type': 'string'}, 'code_preview': {'type': ['string', 'null']}, "
-         "'status': {'type': 'string'}, 'exit_code': {'type': ['integer', 'null']}, "
-         "'error_preview': {'type': ['string', 'null']}, 'duration_ms': {'type': 'integer'}, "
-         "'executed_at': {'type': 'string'}}}}, 'total_count': {'type': 'integer'}, "),
+     .description = "Search your past executions, newest first.",
+     .input_schema = "{'type': 'object', 'properties': {'language': " S_STRING ", 'status': "
+                     "{'type': 'string', 'enum': ['success', 'failed', 'timeout']}, 'query': {"
+                     "'type': 'string', 'description': 'Text in the code or output.'}, 'since': "
+                     "{'type': 'string', 'description': 'ISO 8601 date.'}, 'limit': {'type': "
+                     "'integer', 'minimum': 1, 'maximum': 100}}}",
+     .output_schema = S_OBJECT ("'results': {'items': {'properties': {'execution_id': {}, "
+                                "'session_id': {}, 'language': {}, 'code_preview': {}, 'status': "
+                                "{}, 'exit_code': {}, 'error_preview': {}, 'duration_ms': {}, "
+                                "'executed_at': {}}}}, 'total_count': {}"),
      .handler = cg_tools_search_execution_logs,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "get_execution_log",
-     .title = "Get a logged execution",
-     .description = "The full log entry of one of this client's executions: code, stdin, "
-                    "stdout, stderr, exit code, status, duration, memory, artifacts, tool.",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': "
-                     "['execution_id'], 'properties': {'execution_id': {'type': 'string', "
-                     "'description': 'From a run${apos}s result or search_execution_logs.'}}}",
-     .output_schema = "{'type': 'object', 'properties': {'execution_id': {'type': 'string'}, "
-                      "'session_id': {'type': ['string', 'null']}, 'language': {'type': "
-                      "'string'}, 'code': {'type': 'string'}, 'stdout': {'type': 'string'}, "
-                      "'stderr': {'type': 'string'}, 'exit_code': {'type': ['integer', 'null']}, "
-                      "'status': {'type': 'string'}, 'duration_ms': {'type': 'integer'}, "
-                      "'executed_at': {'type': 'string'}, 'packages_installed': {'type': "
-                      "'array', 'items': {'type': 'string'}}, 'artifacts_created': {'type': "
-                      "'array', 'items': {'type': 'string'}}, 'artifacts_modified': {'type': "
-                      "'array', 'items': {'type': 'string'}}, 'artifacts_deleted': {'type': "
-                      "'array', 'items': {'type': 'string'}}, 'sandbox_mode': {'type': "
-                      "'string'}, 'agent_id': {'type': ['string', 'null']}, 'trace_id': "
-                      "{'type': ['string', 'null']}, 'guardian_pre_scan': {'type': ['object', "
-                      "'null']}, 'guardian_post_scan': {'type': ['object', 'null']}, 'error': "
-                      "{'type': 'string'}, 'message': {'type': 'string'}}}",
+     .description = "Get one past execution in full.",
+     .input_schema = "{'type': 'object', 'required': ['execution_id'], 'properties': {"
+                     "'execution_id': " S_STRING "}}",
+     .output_schema = S_OBJECT (
+         "'execution_id': {}, 'session_id': {}, 'language': {}, 'code': {}, 'stdout': {}, "
+         "'stderr': {}, 'exit_code': {}, 'duration_ms': {}, 'packages_installed': {}, "
+         "'artifacts_created': {}, 'artifacts_modified': {}, 'artifacts_deleted': {}, "
+         "'sandbox_mode': {}, 'guardian_pre_scan': {}, 'guardian_post_scan': {}, 'agent_id': {}, "
+         "'trace_id': {}, 'executed_at': {}"),
      .handler = cg_tools_get_execution_log,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "install_package",
-     .title = "Install a package",
-     .description =
-         "Install a pip or npm package into a session (import or require it right away, no "
-         "restart, state kept) or, without session_id, into the shared layer every new session "
-         "sees. Packages come only from the operator's local sources (--wheelhouse, "
-         "--npm-mirror): the sandbox has no network, and the install runs inside it.",
-     .input_schema =
-         "{'type': 'object', 'additionalProperties': false, 'required': ['package', "
-         "'language'], 'properties': {'session_id': {" S_SESSION_ID ", 'description': 'The "
-         "session to install into. Omitted: the shared layer, for every new session.'}, "
-         "'package': {'type': 'string', 'maxLength': 300, 'description': 'A package name, "
-         "optionally pinned: pandas, pandas==2.2.1; left-pad, @scope/name@1.2.0. No URLs, paths "
-         "or options.'}, 'language': {'type': 'string', 'enum': ['python', 'node'], "
-         "'description': 'python (pip) or node (npm).'}}}",
-     .output_schema = S_OBJECT_OR_ERROR (
-         "'success': {'type': 'boolean'}, 'package': {'type': 'string'}, 'version': {'type': "
-         "'string'}, 'install_output': {'type': 'string'}, 'language': {'type': 'string'}, "
-         "'scope': {'type': 'string', 'enum': ['session', 'shared']}, "),
+     .description = "Install a pip or npm package from the operator's local mirror into a "
+                    "session, or without session_id into every new session.",
+     .input_schema = "{'type': 'object', 'required': ['package', 'language'], 'properties': {"
+                     "'session_id': " S_STRING ", 'package': {'type': 'string', 'description': "
+                     "'e.g. pandas==2.2.1'}, 'language': {'type': 'string', 'enum': ['python', "
+                     "'node']}}}",
+     .output_schema = S_OBJECT ("'success': {}, 'package': {}, 'version': {}, "
+                                "'install_output': {}"),
      .handler = cg_tools_install_package,
      .finish = cg_tools_install_finish},
     {.name = "calculate",
-     .title = "Calculator",
      .description =
          "Evaluate math with SymPy (in a sandbox), math.js syntax: 2x^2, sqrt(2), 5 cm + 2 inch "
          "to cm, derivative(x^3 + 2x^2, x), integrate(f, x[, a, b]), solve(x^2 = 4, x), "
          "simplify, expand, factor, limit. Result: a number, or math.js text (3x^2 + 4x).",
-     .input_schema = "{'type': 'object', 'additionalProperties': false, 'required': "
-                     "['expression'], 'properties': {'expression': {'type': 'string', "
-                     "'minLength': 1, 'maxLength': ${calc_max}}}}",
-     .output_schema = S_OBJECT_OR_ERROR ("'expression': {'type': 'string'}, 'result': {'type': "
-                                         "['number', 'string']}, 'steps': {'type': 'array', "
-                                         "'items': {'type': 'string'}}, "),
+     .input_schema = "{'type': 'object', 'required': ['expression'], 'properties': {"
+                     "'expression': {'type': 'string', 'maxLength': ${calc_max}}}}",
+     .output_schema = S_OBJECT ("'expression': {}, 'result': {}, 'steps': {}"),
      .handler = cg_tools_calculate,
      .flags = CG_TOOL_READ_ONLY,
      .finish = cg_tools_calculate_finish},
@@ -428,21 +290,12 @@ static char *
 s_expand (const char *template, const cg_config_t *config)
 {
     cleanup_free char *timeout_s = cg_strdupf ("%d", config ? config->default_timeout_s : 0);
-    cleanup_free char *code_max = cg_strdupf ("%zu", config ? config->max_code_bytes : 0);
-    cleanup_free char *upload_max = cg_strdupf ("%zu", config ? config->max_upload_bytes : 0);
     const char *values[][2] = {{"apos", "'"},
-                               {"languages", S_SUPPORTED},
-                               {"session_id_max", CG_STR (CG_SESSION_ID_MAX)},
-                               {"name_max", CG_STR (CG_SESSION_NAME_MAX)},
                                {"timeout_min_s", CG_STR (CG_TIMEOUT_MIN_S)},
                                {"timeout_max_s", CG_STR (CG_TIMEOUT_MAX_S)},
-                               {"timeout_min_ms", CG_MS_STR (CG_TIMEOUT_MIN_S)},
-                               {"timeout_max_ms", CG_MS_STR (CG_TIMEOUT_MAX_S)},
                                {"workspace", CG_WORKSPACE_MOUNT},
                                {"seed001_timeout_ms", CG_STR (CG_SEED001_TIMEOUT_MS)},
                                {"default_timeout_s", timeout_s},
-                               {"max_code_bytes", code_max},
-                               {"max_upload_bytes", upload_max},
                                {"calc_max", CG_STR (CG_CALC_EXPRESSION_MAX)},
                                {NULL, NULL}};
     size_t len = strlen (template), cap = len * 2 + 256, n = 0;
@@ -519,15 +372,18 @@ cg_tools_list (const cg_config_t *config)
         if ((tool->flags & CG_TOOL_SEED001 && !seed001)
             || (tool->flags & CG_TOOL_NOT_SEED001 && seed001))
             continue;
-        bool read_only = tool->flags & CG_TOOL_READ_ONLY;
-        json_array_append_new (
-            tools,
-            json_pack ("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", tool->name,
-                       "title", tool->title, "description", tool->description, "inputSchema",
-                       s_schema (tool->input_schema, config), "outputSchema",
-                       s_schema (tool->output_schema, config), "annotations", "readOnlyHint",
-                       read_only, "destructiveHint", (tool->flags & CG_TOOL_DESTRUCTIVE) != 0,
-                       "idempotentHint", read_only, "openWorldHint", 0));
+        //  One hint each: read-only, or whether a change destroys anything.
+        json_t *annotations =
+            tool->flags & CG_TOOL_READ_ONLY
+                ? json_pack ("{s:b}", "readOnlyHint", 1)
+                : json_pack ("{s:b}", "destructiveHint", (tool->flags & CG_TOOL_DESTRUCTIVE) != 0);
+        json_t *entry = json_pack (
+            "{s:s, s:s, s:o, s:o, s:o}", "name", tool->name, "description", tool->description,
+            "inputSchema", s_schema (tool->input_schema, config), "outputSchema",
+            s_schema (tool->output_schema, config), "annotations", annotations);
+        if (tool->title)
+            json_object_set_new (entry, "title", json_string (tool->title));
+        json_array_append_new (tools, entry);
     }
     if (strcmp (config->tool_profile, "conformance") == 0) {
         json_t *fixtures = cg_conformance_tools ();

@@ -14,6 +14,12 @@
 
 #define CG_MAX_STDIN_BYTES (1024 * 1024)
 
+/*  What the sandbox offers, said in the tool descriptions and initialize's instructions
+    (the packages are the ones scripts/setup.sh installs). */
+#define CG_TOOLS_SANDBOX_NOTE                                                               \
+    "Python has numpy, pandas, matplotlib, seaborn, scipy, openpyxl, reportlab and sympy. " \
+    "There is no network, so pip and npm cannot download: use install_package for more."
+
 /*  Seed 001's tool (the seed001 tool profile); its default timeout is in cg_limits.h. */
 #define CG_SEED001_TOOL "code_execution_sandbox.execute_code"
 
@@ -33,7 +39,7 @@ typedef json_t *(cg_tool_finish_fn)(cg_server_t *server, cg_call_t *call,
 enum {
     CG_TOOL_RUNS = 1,           /* its results are run results (seed 001's status names
                                    for seed 001's tool) */
-    CG_TOOL_READ_ONLY = 2,      /* annotations: readOnlyHint and idempotentHint */
+    CG_TOOL_READ_ONLY = 2,      /* annotations: readOnlyHint, else destructiveHint */
     CG_TOOL_DESTRUCTIVE = 4,    /* annotations: destructiveHint */
     CG_TOOL_SEED001 = 8,        /* seed 001's: listed under the seed001 profile only, its
                                    status names and its default timeout */
@@ -45,7 +51,7 @@ enum {
 
 struct cg_tool_t {
     const char *name;
-    const char *title;
+    const char *title; /* a display name, or NULL: the name says it */
     const char *description;
     const char *input_schema; /* JSON text with ' for ", and ${name} values (cg_tools.c) */
     const char *output_schema;
