@@ -617,6 +617,14 @@ cg_tools_refusal (const char *tool, const char *language, const char *session_id
     return result;
 }
 
+json_t *
+cg_tools_unsupported_language (const char *tool, const char *language, const char *session_id)
+{
+    cleanup_free char *message =
+        cg_strdupf ("language '%.64s' is not supported; supported: %s", language, S_SUPPORTED);
+    return cg_tools_refusal (tool, language, session_id, "unsupported_language", message);
+}
+
 const char *
 cg_tools_canonical_language (const char *name)
 {

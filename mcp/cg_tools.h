@@ -160,6 +160,12 @@ const char *cg_tools_canonical_language (const char *name);
 /*  Returns the supported languages with their aliases, for messages (static string). */
 const char *cg_tools_supported_languages (void);
 
+/*  Returns the refusal (cg_tools_refusal) of a call of TOOL whose language LANGUAGE is not
+    supported: error unsupported_language (a run's error_code UNSUPPORTED_LANGUAGE) and the
+    one message every tool gives, naming LANGUAGE and the supported ones. Caller owns it. */
+json_t *cg_tools_unsupported_language (const char *tool, const char *language,
+                                       const char *session_id);
+
 /*  What a well-formed session id is, for error messages. */
 #define CG_SESSION_ID_RULE                                                                        \
     "'session_id' must be 1 to " CG_STR (                                                         \

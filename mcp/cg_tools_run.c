@@ -117,10 +117,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     const char *canonical =
         execute ? cg_tools_canonical_language (json_string_value (language)) : "python";
     if (!canonical) {
-        cleanup_free char *message =
-            cg_strdupf ("language '%.64s' is not supported; supported: %s",
-                        json_string_value (language), cg_tools_supported_languages ());
-        *error_result = s_invalid ("UNSUPPORTED_LANGUAGE", message, json_string_value (language));
+        *error_result = cg_tools_unsupported_language (tool, json_string_value (language), NULL);
         return NULL;
     }
     if (json_string_length (code) > config->max_code_bytes) {
