@@ -226,7 +226,8 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
     else if (session && session->busy)
         *refusal =
             cg_tools_refusal (tool, language, session_id, "session_busy", CG_TOOLS_BUSY_MESSAGE);
-    else if (session_id && !session) {
+    else if (session_id && !session
+             && !(*refusal = cg_tools_closed_session (req, language, session_id))) {
         session = cg_registry_create (registry, req->client->id, session_id, language, NULL);
         if (!session)
             *refusal = cg_tools_max_sessions (req, language, session_id);
