@@ -677,7 +677,7 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
     run->started_us = cg_now_us ();
     json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", silent,
                                  "store_history", !silent, "user_expressions", "allow_stdin",
-                                 !silent, "stop_on_error", 1);
+                                 !silent && stdin_text, "stop_on_error", 1);
     if (cg_wire_send (self->wire, self->sockets[CH_SHELL], "execute_request", content, NULL,
                       parent_id)
         < 0) {

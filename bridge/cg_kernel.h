@@ -42,10 +42,11 @@ cg_kernel_t *cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox
     sockets, reaps its process and sets *self_p to NULL. */
 void cg_kernel_destroy (cg_kernel_t **self_p);
 
-/*  Runs CODE, answering input requests from STDIN_TEXT line by line (NULL: none; when
-    exhausted the kernel gets EOF), until DEADLINE_US (cg_now_us clock), then interrupts
-    and waits the configured grace. While it runs, CONTROL (may be NULL) is polled and
-    CONTROL_CB decides what its messages mean. Fills RUN. */
+/*  Runs CODE, answering input requests from STDIN_TEXT line by line (when exhausted the
+    kernel gets EOF; NULL: the request says allow_stdin false, so input() fails at once),
+    until DEADLINE_US (cg_now_us clock), then interrupts and waits the configured grace.
+    While it runs, CONTROL (may be NULL) is polled and CONTROL_CB decides what its messages
+    mean. Fills RUN. */
 cg_exec_end_t cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text,
                                  int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb,
                                  void *arg, cg_run_t *run);

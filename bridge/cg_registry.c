@@ -1,6 +1,7 @@
 /*  cg_registry — the one owner of sandbox sessions: limits, busy flags, idle TTL,
     download tokens and the on-disk layout. */
 #include "cg_registry.h"
+#include "cg_closed.h"
 #include "cg_outcome.h"
 #include "cg_runner.h"
 #include "cg_session.h"
@@ -25,7 +26,12 @@ struct cg_registry_t {
     zactor_t *installer; /* the one shared installer running (borrowed), or NULL */
     cg_registry_event_fn *listener;
     void *listener_arg;
+    cg_closed_t *closed; /* the ids close_session closed lately */
 };
+
+//  How many closed ids are remembered: each for the idle TTL (after which it would have
+//  expired anyway), the oldest forgotten first past this many.
+#define S_CLOSED_MAX 1024
 
 void
 cg_registry_set_listener (cg_registry_t *self, cg_registry_event_fn *fn, void *arg)
@@ -85,6 +91,7 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
     self->sessions = zhashx_new ();
     self->closing = zlistx_new ();
     zlistx_set_destructor (self->closing, s_session_free);
+    self->closed = cg_closed_new (S_CLOSED_MAX, (int64_t)config->idle_ttl_s * 1000000);
     return self;
 }
 
@@ -97,6 +104,7 @@ cg_registry_destroy (cg_registry_t **self_p)
     cg_registry_stop (self);
     zlistx_destroy (&self->closing);
     zhashx_destroy (&self->sessions);
+    cg_closed_destroy (&self->closed);
     //  What the runners sent that nobody reads any more: their outcomes are freed.
     while (zsock_events (self->results) & ZMQ_POLLIN) {
         zmsg_t *msg = zmsg_recv (self->results);
@@ -223,6 +231,7 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
 {
     if (cg_registry_full (self))
         return NULL;
+    cg_closed_forget (self->closed, owner, id);
     cg_registry_session_t *session = cg_xcalloc (1, sizeof *session);
     session->id = cg_xstrdup (id);
     session->owner = cg_xstrdup (owner);
@@ -339,7 +348,14 @@ cg_registry_set_busy (cg_registry_session_t *session, const char *key)
 void
 cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session)
 {
+    cg_closed_add (self->closed, session->owner, session->id, cg_now_us ());
     s_retire (self, session, "closed");
+}
+
+int64_t
+cg_registry_closed_since (cg_registry_t *self, const char *owner, const char *id)
+{
+    return cg_closed_since (self->closed, owner, id, cg_now_us ());
 }
 
 static void

@@ -123,6 +123,11 @@ void cg_registry_touch (cg_registry_session_t *session);
     up the main loop. SESSION must not be used after this. */
 void cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session);
 
+/*  Returns how many microseconds ago OWNER's session ID was closed (cg_registry_retire),
+    or -1 when it was not, or not within the idle TTL, or a session of that id was made
+    since. At most 1024 closed ids are remembered. */
+int64_t cg_registry_closed_since (cg_registry_t *self, const char *owner, const char *id);
+
 /*  Returns OWNER's sessions (NULL: everyone's), in no set order, as a new list of
     borrowed pointers the caller destroys. */
 zlistx_t *cg_registry_sessions (cg_registry_t *self, const char *owner);

@@ -522,6 +522,23 @@ s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t
     cg_error_destroy (&err);
 }
 
+//  The exit code of a cell that ended in SystemExit (Python's sys.exit) as a script's
+//  process would have it: the number given (modulo 256), 0 for none, 1 for anything else
+//  (a message); -1 when the cell ended in another error.
+static int
+s_system_exit_code (const cg_run_t *run)
+{
+    if (!run->ename || strcmp (run->ename, "SystemExit") != 0)
+        return -1;
+    const char *value = run->evalue ? run->evalue : "";
+    if (!*value || strcmp (value, "None") == 0)
+        return 0;
+    char *end;
+    errno = 0;
+    long long code = strtoll (value, &end, 10);
+    return *end || errno ? 1 : (int)(code & 0xff);
+}
+
 //  Runs REQUEST's cell in KERNEL and records how it went in OUTCOME, escalating a timeout.
 static void
 s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *kernel,
@@ -561,29 +578,32 @@ s_run_cell (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t *k
     s_fill_run (self, request, outcome, run);
 
     if (end == CG_EXEC_DONE && !run->timed_out && !run->cancelled) {
-        if (run->reply_status && strcmp (run->reply_status, "ok") != 0) {
+        int exit_code = s_system_exit_code (run);
+        if (run->reply_status && strcmp (run->reply_status, "ok") != 0 && exit_code != 0) {
             cleanup_free char *message =
                 run->ename ? cg_strdupf ("%s: %s", run->ename, run->evalue ? run->evalue : "")
                            : cg_strdupf ("execution %s", run->reply_status);
-            cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME,
-                             message);
+            cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, exit_code > 0 ? exit_code : 1,
+                             CG_OUTCOME_ERROR_RUNTIME, message);
         }
     }
     else if (end == CG_EXEC_DONE) {
         s_kill_strays (self);
         if (strcmp (request->language, "python") == 0 && cg_kernel_reap_children (kernel) < 0)
             cg_log (1, "reap children of the kernel in %s: no reply", self->container_id);
+        //  Only a session's kernel lives on: a one-shot sandbox goes with its run.
+        const char *kept =
+            request->session_id ? "; the kernel was interrupted and its state kept." : ".";
         if (run->timed_out) {
-            cleanup_free char *message = cg_strdupf ("Execution timed out after %g seconds; the "
-                                                     "kernel was interrupted and its state kept.",
-                                                     request->timeout_s);
+            cleanup_free char *message =
+                cg_strdupf ("Execution timed out after %g seconds%s", request->timeout_s, kept);
             cg_outcome_fail (outcome, CG_OUTCOME_TIMEOUT, -1, CG_OUTCOME_ERROR_TIMEOUT, message);
             cg_outcome_stream_append_line (&outcome->err, message); /* seed 004 says it in stderr */
         }
-        else
-            cg_outcome_fail (
-                outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME,
-                "Execution was cancelled; the kernel was interrupted and its state kept.");
+        else {
+            cleanup_free char *message = cg_strdupf ("Execution was cancelled%s", kept);
+            cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME, message);
+        }
         outcome->timed_out = run->timed_out;
         outcome->cancelled = run->cancelled;
     }

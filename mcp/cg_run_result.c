@@ -206,6 +206,20 @@ s_append (char **text, const char *more)
     *text = joined;
 }
 
+//  The text block's last line for a run that failed: "[STATUS] MESSAGE", or "[STATUS]"
+//  alone when ERR (its stderr) already ends with MESSAGE (a timeout's, seed 004; a
+//  traceback's last line), so that the message is said once. Caller frees.
+static char *
+s_status_line (const char *status, const char *message, const char *err)
+{
+    size_t said = err ? strlen (err) : 0, len = strlen (message);
+    while (said > 0 && err[said - 1] == '\n')
+        said--;
+    if (len > 0 && said >= len && strncmp (err + said - len, message, len) == 0)
+        return cg_strdupf ("[%s]", status);
+    return cg_strdupf ("[%s] %s", status, message);
+}
+
 json_t *
 cg_run_result_call (json_t *structured)
 {
@@ -285,7 +299,7 @@ cg_run_result_call (json_t *structured)
     }
     if (status && strcmp (status, "success") != 0 && message) {
         s_append (&text, *text ? "\n" : "");
-        cleanup_free char *line = cg_strdupf ("[%s] %s", status, message);
+        cleanup_free char *line = s_status_line (status, message, err);
         s_append (&text, line);
     }
     const char *notice = json_string_value (json_object_get (structured, "notice"));

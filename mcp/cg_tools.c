@@ -10,6 +10,7 @@
 #include "../bridge/cg_util.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <string.h>
 
 static const char *s_languages[][2] = {{"python", "python"},
@@ -489,6 +490,14 @@ cg_tools_refusal (const char *tool, const char *language, const char *session_id
     return result;
 }
 
+json_t *
+cg_tools_unsupported_language (const char *tool, const char *language, const char *session_id)
+{
+    cleanup_free char *message =
+        cg_strdupf ("language '%.64s' is not supported; supported: %s", language, S_SUPPORTED);
+    return cg_tools_refusal (tool, language, session_id, "unsupported_language", message);
+}
+
 const char *
 cg_tools_canonical_language (const char *name)
 {
@@ -534,6 +543,20 @@ cg_tools_error_object (const char *error, const char *message, const char *sessi
     if (session_id)
         json_object_set_new (structured, "session_id", json_string (session_id));
     return cg_tools_object_result (structured, message, true);
+}
+
+json_t *
+cg_tools_closed_session (const cg_request_t *req, const char *language, const char *session_id)
+{
+    int64_t since_us =
+        cg_registry_closed_since (cg_server_registry (req->server), req->client->id, session_id);
+    if (since_us < 0)
+        return NULL;
+    cleanup_free char *message = cg_strdupf (
+        "Session %s was closed %" PRId64 " s ago (close_session): its variables and files are "
+        "gone. Pass a new session_id, or none, to start a new session.",
+        session_id, since_us / 1000000);
+    return cg_tools_refusal (req->tool->name, language, session_id, "session_not_found", message);
 }
 
 json_t *

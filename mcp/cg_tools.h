@@ -80,6 +80,12 @@ bool cg_tools_is (const char *name, unsigned flags);
 json_t *cg_tools_refusal (const char *tool, const char *language, const char *session_id,
                           const char *error, const char *message);
 
+/*  Returns the refusal (cg_tools_refusal, session_not_found) of a call of REQ's tool that
+    would make a new session SESSION_ID where close_session closed one lately
+    (cg_registry_closed_since), or NULL when it was not. Caller owns it. */
+json_t *cg_tools_closed_session (const cg_request_t *req, const char *language,
+                                 const char *session_id);
+
 /*  The refusal (cg_tools_refusal) of REQ's tool when --max-sessions sandboxes exist. */
 json_t *cg_tools_max_sessions (const cg_request_t *req, const char *language,
                                const char *session_id);
@@ -173,6 +179,12 @@ const char *cg_tools_canonical_language (const char *name);
 
 /*  Returns the supported languages with their aliases, for messages (static string). */
 const char *cg_tools_supported_languages (void);
+
+/*  Returns the refusal (cg_tools_refusal) of a call of TOOL whose language LANGUAGE is not
+    supported: error unsupported_language (a run's error_code UNSUPPORTED_LANGUAGE) and the
+    one message every tool gives, naming LANGUAGE and the supported ones. Caller owns it. */
+json_t *cg_tools_unsupported_language (const char *tool, const char *language,
+                                       const char *session_id);
 
 /*  What a well-formed session id is, for error messages. */
 #define CG_SESSION_ID_RULE                                                                        \

@@ -71,37 +71,50 @@ cg_tools_list_artifacts (const cg_request_t *req, json_t *arguments)
     s_file_tool (req, arguments, false);
 }
 
+//  Forgets the session SESSION that an upload_file without session_id made for a call
+//  that failed: it holds a sandbox slot, and RESULT does not give its id out.
+static void
+s_unmake (const cg_request_t *req, cg_registry_session_t *session, json_t *result)
+{
+    cg_registry_retire (cg_server_registry (req->server), session);
+    json_object_del (json_object_get (result, "structuredContent"), "session_id");
+}
+
 void
 cg_tools_upload_file (const cg_request_t *req, json_t *arguments)
 {
     cg_registry_t *registry = cg_server_registry (req->server);
     json_t *result = NULL;
     json_t *session_id = json_object_get (arguments, "session_id");
-    if (session_id && !json_is_null (session_id)
-        && (!json_is_string (session_id)
-            || !cg_tools_valid_session_id (json_string_value (session_id))))
+    const char *given = json_string_value (session_id);
+    if (session_id && !json_is_null (session_id) && (!given || !cg_tools_valid_session_id (given)))
         result = cg_tools_error_object ("invalid_params", CG_SESSION_ID_RULE, NULL);
     char generated[18] = "sess_";
     cg_random_hex (generated + 5, 6); /* seed 004: created and returned when omitted */
-    const char *name = json_is_string (session_id) ? json_string_value (session_id) : generated;
+    const char *name = given ? given : generated;
     cleanup_free char *rel = NULL;
     if (!result)
-        result = cg_files_upload_check (cg_server_config (req->server), arguments, name, &rel);
-    cg_registry_session_t *session =
+        result = cg_files_upload_check (cg_server_config (req->server), arguments, given, &rel);
+    cg_registry_session_t *found =
         result ? NULL : cg_registry_find (registry, req->client->id, name);
+    cg_registry_session_t *session = found;
     if (result)
         ;
     else if (session && session->busy)
         result = cg_tools_error_object ("session_busy", CG_TOOLS_BUSY_MESSAGE, name);
+    else if (!session && given && (result = cg_tools_closed_session (req, NULL, given)))
+        ;
     else if (!session
              && !(session = cg_registry_create (registry, req->client->id, name, "python", NULL)))
-        result = cg_tools_max_sessions (req, NULL, name);
+        result = cg_tools_max_sessions (req, NULL, given);
     else if (!session->ws)
-        result = cg_tools_error_object ("sandbox_setup_failed", s_no_workspace, name);
+        result = cg_tools_error_object ("sandbox_setup_failed", s_no_workspace, given);
     else {
         cg_files_t files = s_files (req, session);
         result = cg_files_upload (&files, arguments, rel);
         cg_registry_touch (session);
     }
+    if (session && !found && !given && json_is_true (json_object_get (result, "isError")))
+        s_unmake (req, session, result);
     cg_request_result (req, result);
 }

@@ -170,8 +170,13 @@ cg_tools_search_execution_logs (const cg_request_t *req, json_t *arguments)
                                 ? cg_tools_canonical_language (json_string_value (language))
                                 : NULL;
     const char *error = NULL;
+    if (json_is_string (language) && !canonical) {
+        cg_request_result (req, cg_tools_unsupported_language (req->tool->name,
+                                                               json_string_value (language), NULL));
+        return;
+    }
     if (language && !canonical)
-        error = "'language' is not a supported language";
+        error = "'language' must be a string";
     else if (status
              && (!json_is_string (status)
                  || (strcmp (json_string_value (status), "success")

@@ -161,6 +161,10 @@ cg_tools_install_package (const cg_request_t *req, json_t *arguments)
     cleanup_free char *name = NULL;
     cleanup_free char *version = NULL;
     const char *error = NULL;
+    if (language && !canonical) {
+        cg_request_result (req, cg_tools_unsupported_language (req->tool->name, language, NULL));
+        return;
+    }
     if (!package || !language)
         error = "'package' and 'language' are required strings";
     else if (!python && !node)

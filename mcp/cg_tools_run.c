@@ -118,10 +118,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     const char *canonical =
         execute ? cg_tools_canonical_language (json_string_value (language)) : "python";
     if (!canonical) {
-        cleanup_free char *message =
-            cg_strdupf ("language '%.64s' is not supported; supported: %s",
-                        json_string_value (language), cg_tools_supported_languages ());
-        *error_result = s_invalid ("UNSUPPORTED_LANGUAGE", message, json_string_value (language));
+        *error_result = cg_tools_unsupported_language (tool, json_string_value (language), NULL);
         return NULL;
     }
     if (json_string_length (code) > config->max_code_bytes) {
@@ -230,7 +227,8 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
     else if (session && session->busy)
         *refusal =
             cg_tools_refusal (tool, language, session_id, "session_busy", CG_TOOLS_BUSY_MESSAGE);
-    else if (session_id && !session) {
+    else if (session_id && !session
+             && !(*refusal = cg_tools_closed_session (req, language, session_id))) {
         session = cg_registry_create (registry, req->client->id, session_id, language, NULL);
         if (!session)
             *refusal = cg_tools_max_sessions (req, language, session_id);

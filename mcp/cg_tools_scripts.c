@@ -76,13 +76,14 @@ cg_tools_save_script (const cg_request_t *req, json_t *arguments)
     json_t *code = json_object_get (arguments, "code");
     const char *description = s_string (arguments, "description", &bad);
     const char *source = s_string (arguments, "source_execution_id", &bad);
+    if (language && !canonical) {
+        cg_request_result (req, cg_tools_unsupported_language (req->tool->name, language, NULL));
+        return;
+    }
     cleanup_free char *why = NULL;
     if (bad || !json_is_string (code) || !language)
         why = cg_xstrdup ("'name', 'language' and 'code' are required; 'description' and "
                           "'source_execution_id' are strings");
-    else if (!canonical)
-        why = cg_strdupf ("language '%.64s' is not supported; supported: %s", language,
-                          cg_tools_supported_languages ());
     else if (json_string_length (code) > config->max_code_bytes
              || strlen (json_string_value (code)) != json_string_length (code))
         why = cg_strdupf ("'code' must be at most %zu bytes, without NUL characters",
@@ -146,7 +147,11 @@ s_language_filter (const cg_request_t *req, json_t *arguments, const char **cano
     bool bad = false;
     const char *language = s_string (arguments, "language", &bad);
     *canonical = language ? cg_tools_canonical_language (language) : NULL;
-    if (bad || (language && !*canonical)) {
+    if (language && !*canonical && !bad) {
+        cg_request_result (req, cg_tools_unsupported_language (req->tool->name, language, NULL));
+        return false;
+    }
+    if (bad) {
         cleanup_free char *why =
             cg_strdupf ("'language' must be one of: %s", cg_tools_supported_languages ());
         cg_request_result (req, cg_tools_error_object ("invalid_params", why, NULL));

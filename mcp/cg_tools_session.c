@@ -16,12 +16,13 @@ cg_tools_start_session (const cg_request_t *req, json_t *arguments)
                                 ? cg_tools_canonical_language (json_string_value (language))
                                 : NULL;
     const char *error = NULL;
-    cleanup_free char *unsupported =
-        cg_strdupf ("language is not supported; supported: %s", cg_tools_supported_languages ());
+    if (json_is_string (language) && !canonical) {
+        cg_request_result (req, cg_tools_unsupported_language (req->tool->name,
+                                                               json_string_value (language), NULL));
+        return;
+    }
     if (!json_is_string (language))
         error = "'language' is a required string";
-    else if (!canonical)
-        error = unsupported;
     else if (name && (!json_is_string (name) || json_string_length (name) > CG_SESSION_NAME_MAX))
         error = "'name' must be a string of at most " CG_STR (CG_SESSION_NAME_MAX) " characters";
     else if (working_dir
@@ -33,10 +34,7 @@ cg_tools_start_session (const cg_request_t *req, json_t *arguments)
                 " (the default). Omit working_dir, or pass " CG_WORKSPACE_MOUNT
                 ", and upload files there instead.";
     if (error) {
-        cg_request_result (req, cg_tools_error_object (canonical || !json_is_string (language)
-                                                           ? "invalid_params"
-                                                           : "unsupported_language",
-                                                       error, NULL));
+        cg_request_result (req, cg_tools_error_object ("invalid_params", error, NULL));
         return;
     }
     char session_id[18] = "sess_";

@@ -143,6 +143,13 @@ function errorInfo(e) {
     const ename = e.name || (e.constructor && e.constructor.name) || "Error";
     const evalue = e.message === undefined ? String(e) : String(e.message);
     let stack = typeof e.stack === "string" ? e.stack.split("\n") : [];
+    // Node.js puts the failing line of the code tslab compiled the cell to above the
+    // message ("evalmachine.<anonymous>:5", "exports.tsLastExpr = o.x;", "^", ""):
+    // not the cell's own code, so it goes.
+    if (/^evalmachine\.<anonymous>:\d+$/.test(stack[0] || "")) {
+      const blank = stack.indexOf("");
+      if (blank > 0) stack = stack.slice(blank + 1);
+    }
     // Drop the frames of the vm, tslab and Node.js internals below the cell.
     stack = stack.filter(
       (l) =>

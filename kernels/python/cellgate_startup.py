@@ -10,6 +10,18 @@
 # - rich outputs: a display (or a cell's value) whose data would not fit in a message has
 #   its large parts saved as files in /mnt/data/outputs/ and replaced by a short note naming
 #   them; the server lists the files among the run's artifacts with download links.
+#
+# And errors read as they would in a script, without the kernel's machinery:
+#
+# - input() in a call without stdin (the server then says allow_stdin false) raises
+#   StdinNotImplementedError "input() needs stdin: pass `stdin` with the call", and input()
+#   past the end of stdin EOFError "EOF when reading a line" (getpass() too); either is
+#   shown as one line.
+# - sys.exit(n) shows nothing (a message for a non-numeric n) and no "To exit: use 'exit'"
+#   warning; the server turns the SystemExit into exit code n.
+# - tracebacks leave out the frames of ipykernel, IPython and this file; a cell's code is
+#   named "Cell In [n]" (in warnings, SyntaxErrors and traceback.print_exc() too) instead of
+#   ipykernel's /tmp/ipykernel_<pid>/<hash>.py.
 
 
 def _cellgate_bound_messages():
@@ -100,5 +112,95 @@ def _cellgate_bound_messages():
     session.send = bounded_send
 
 
+
+def _cellgate_plain_errors():
+    import os
+    import re
+    import sys
+
+    import IPython
+    import IPython.core.interactiveshell as interactiveshell
+    import ipykernel
+    import warnings
+    from IPython import get_ipython
+    from IPython.core.error import StdinNotImplementedError
+
+    shell = get_ipython()
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        return
+    here = sys._getframe().f_code.co_filename
+    internal = tuple(os.path.dirname(m.__file__) + os.sep for m in (ipykernel, IPython))
+    ansi = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+    frame_file = re.compile(r"File (.+?):\d+, in ")
+
+    def stdin_reader(name, read):
+        def cell_input(*args, **kwargs):
+            if not kernel._allow_stdin:
+                raise StdinNotImplementedError(f"{name}() needs stdin: pass `stdin` with the call")
+            try:
+                return read(kernel, *args, **kwargs)
+            except EOFError:
+                raise EOFError("EOF when reading a line") from None
+        return cell_input
+
+    kernel.raw_input = stdin_reader("input", type(kernel).raw_input)
+    kernel.getpass = stdin_reader("getpass", type(kernel).getpass)
+
+    def internal_frame(text):
+        found = frame_file.match(ansi.sub("", text).lstrip())
+        return found is not None and (found.group(1).startswith(internal)
+                                      or found.group(1) == here)
+
+    def input_failure(tb):
+        # (raised by input() itself, where in the cells it was called) or None.
+        at = innermost = None
+        while tb is not None:
+            innermost = tb.tb_frame.f_code.co_filename
+            number = shell.compile._filename_map.get(innermost)
+            if number:
+                at = f"Cell In [{number}], line {tb.tb_lineno}"
+            tb = tb.tb_next
+        if innermost is None or not (innermost == here or innermost.startswith(internal)):
+            return None
+        return (at,)
+
+    show = shell._showtraceback
+
+    def plain_showtraceback(etype, evalue, stb):
+        if issubclass(etype, SystemExit):
+            code = evalue.code
+            if code is None or isinstance(code, int):
+                shell._last_traceback = []
+                return None
+            stb = [str(code)]
+        elif (issubclass(etype, (StdinNotImplementedError, EOFError))
+              and (failure := input_failure(evalue.__traceback__))):
+            at = failure[0]
+            stb = [f"{etype.__name__}: {evalue}" + (f" ({at})" if at else "")]
+        else:
+            stb = [text for text in stb if not internal_frame(text)]
+        return show(etype, evalue, stb)
+
+    shell._showtraceback = plain_showtraceback
+
+    warn = interactiveshell.warn
+
+    def quiet_warn(message, category=None, stacklevel=1, source=None):
+        if str(message).startswith("To exit: use"):
+            return
+        warn(message, category, stacklevel + 1, source)
+
+    interactiveshell.warn = quiet_warn
+
+    code_name = shell.compile.get_code_name
+
+    def cell_name(raw_code, transformed_code, number):
+        return f"Cell In [{number}]" if number else code_name(raw_code, transformed_code, number)
+
+    shell.compile.get_code_name = cell_name
+
+
 _cellgate_bound_messages()
-del _cellgate_bound_messages
+_cellgate_plain_errors()
+del _cellgate_bound_messages, _cellgate_plain_errors

@@ -87,7 +87,7 @@ test('save_script and get_script refuse bad names, traversal and missing fields'
     assert.equal(sc(r).error, 'invalid_params', name);
     assert.match(sc(r).message, /letters, digits/);
   }
-  assert.equal(sc(await call('save_script', { name: 'ok', language: 'cobol', code: 'x' })).error, 'invalid_params');
+  assert.equal(sc(await call('save_script', { name: 'ok', language: 'cobol', code: 'x' })).error, 'unsupported_language');
   assert.equal(sc(await call('save_script', { name: 'ok', language: 'python' })).error, 'invalid_params');
   const g = await call('get_script', { name: 'no-such-script' });
   assert.equal(g.isError, true);
@@ -118,7 +118,7 @@ test('list_scripts with language and tag filters', async () => {
   assert.equal(py.scripts[0].name, 'parse-excel-report');
   assert.equal(sc(await call('list_scripts', { language: 'node' })).scripts.every((s) => s.language === 'javascript'), true);
   assert.equal(sc(await call('list_scripts', { tag: 'nothing-has-this' })).total_count, 0);
-  assert.equal(sc(await call('list_scripts', { language: 'cobol' })).error, 'invalid_params');
+  assert.equal(sc(await call('list_scripts', { language: 'cobol' })).error, 'unsupported_language');
 });
 
 test('search_scripts ranks matches and says what matched', async () => {

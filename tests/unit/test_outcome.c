@@ -164,7 +164,7 @@ s_runtime_error (void)
            "absent fields");
     CHECK (strcmp (s_text_block (result),
                    "[stderr]\nTraceback\nZeroDivisionError: division by zero\n\n"
-                   "[execution_error] ZeroDivisionError: division by zero")
+                   "[execution_error]")
                == 0,
            "text block: %s", s_text_block (result));
     CHECK (json_is_true (json_object_get (result, "isError")), "isError");
@@ -196,9 +196,8 @@ s_timeout (void)
                && json_is_true (json_object_get (structured, "kernel_restarted"))
                && s_is (structured, "notice", "One. Two."),
            "timeout fields");
-    CHECK (strcmp (s_text_block (result),
-                   "tick\n[stderr]\nExecution timed out after 1 seconds.\n"
-                   "[timeout] Execution timed out after 1 seconds.\n[notice] One. Two.")
+    CHECK (strcmp (s_text_block (result), "tick\n[stderr]\nExecution timed out after 1 seconds.\n"
+                                          "[timeout]\n[notice] One. Two.")
                == 0,
            "text block: %s", s_text_block (result));
     cg_run_result_seed001_status (structured);
