@@ -133,6 +133,17 @@ main (int argc, char **argv)
         return 2;
     }
     cg_log_set_level (config.log_level);
+    cg_log_set_json (strcmp (config.log_format, "json") == 0);
+    if (config.log_file && cg_log_set_file (config.log_file, &err) < 0) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_config_clear (&config);
+        return 2;
+    }
+    for (char **line = config.warnings; line && *line; line++)
+        cg_log (1, "%s", *line);
+    for (char **line = config.notes; line && *line; line++)
+        cg_log (2, "%s", *line);
     if (sodium_init () < 0) {
         fprintf (stderr, "cellgate: libsodium failed to initialize\n");
         return 1;
