@@ -55,6 +55,7 @@ cg_tools_supported_languages (void)
     "when it runs out, input() raises EOFError.'},"                                              \
     "'stdin_data': {'type': 'string', 'description': 'Alias of stdin.'},"                        \
     "'timeout': {'type': 'integer', 'minimum': ${timeout_min_s}, 'maximum': ${timeout_max_s},"   \
+    " 'default': ${default_timeout_s},"                                                          \
     " 'description': 'Maximum execution time in seconds, ${timeout_min_s} to ${timeout_max_s} "  \
     "(default ${default_timeout_s}). On timeout the kernel is interrupted and partial output "   \
     "returned; the session keeps its state.'},"                                                  \
@@ -142,7 +143,8 @@ static const cg_tool_t s_tools[] = {
          "'duration_ms': {'type': 'integer'}}, 'required': ['stdout', 'stderr', "
          "'exit_code', 'status', 'duration_ms']}",
      .handler = cg_tools_run,
-     .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_SEED001},
+     .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_SEED001,
+     .timeout = CG_TOOL_TIMEOUT_SEED001},
     {.name = "run_python",
      .title = "Run Python in a session",
      .description =
@@ -156,7 +158,8 @@ static const cg_tool_t s_tools[] = {
                      "session is created and its id returned (sess_<12 hex>) for later calls.'}}}",
      .output_schema = S_RUN_RESULT,
      .handler = cg_tools_run,
-     .flags = CG_TOOL_RUNS | CG_TOOL_SESSION_MADE},
+     .flags = CG_TOOL_RUNS | CG_TOOL_SESSION_MADE,
+     .timeout = CG_TOOL_TIMEOUT_RUN_PYTHON},
     {.name = "start_session",
      .title = "Start a persistent session",
      .description = "Start a persistent sandboxed REPL session and return its session_id; use "
@@ -408,11 +411,22 @@ static const cg_tool_t s_tools[] = {
 
 #define S_TOOL_COUNT (sizeof s_tools / sizeof s_tools[0])
 
-//  Returns TEMPLATE as JSON text: ' becomes ", and each ${name} its value. Caller frees.
-static char *
-s_expand (const char *template, const cg_config_t *config)
+double
+cg_tools_default_timeout (const cg_config_t *config, const cg_tool_t *tool)
 {
-    cleanup_free char *timeout_s = cg_strdupf ("%d", config ? config->default_timeout_s : 0);
+    cg_tool_timeout_t setting = tool ? tool->timeout : CG_TOOL_TIMEOUT_DEFAULT;
+    return setting == CG_TOOL_TIMEOUT_SEED001      ? CG_SEED001_TIMEOUT_MS / 1000.0
+           : setting == CG_TOOL_TIMEOUT_RUN_PYTHON ? config->run_python_timeout_s
+                                                   : config->default_timeout_s;
+}
+
+//  Returns TEMPLATE, a schema of TOOL, as JSON text: ' becomes ", and each ${name} its
+//  value (CONFIG NULL: settings are 0). Caller frees.
+static char *
+s_expand (const char *template, const cg_config_t *config, const cg_tool_t *tool)
+{
+    cleanup_free char *timeout_s =
+        cg_strdupf ("%g", config ? cg_tools_default_timeout (config, tool) : 0);
     cleanup_free char *code_max = cg_strdupf ("%zu", config ? config->max_code_bytes : 0);
     cleanup_free char *upload_max = cg_strdupf ("%zu", config ? config->max_upload_bytes : 0);
     const char *values[][2] = {{"apos", "'"},
@@ -459,9 +473,9 @@ s_expand (const char *template, const cg_config_t *config)
 
 //  Parses one of the table's schemas. A malformed one is the program's bug: abort.
 static json_t *
-s_schema (const char *template, const cg_config_t *config)
+s_schema (const char *template, const cg_config_t *config, const cg_tool_t *tool)
 {
-    cleanup_free char *text = s_expand (template, config);
+    cleanup_free char *text = s_expand (template, config, tool);
     json_error_t jerr;
     json_t *schema = json_loads (text, JSON_REJECT_DUPLICATES, &jerr);
     if (!schema) {
@@ -508,8 +522,8 @@ cg_tools_list (const cg_config_t *config)
             tools,
             json_pack ("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", tool->name,
                        "title", tool->title, "description", tool->description, "inputSchema",
-                       s_schema (tool->input_schema, config), "outputSchema",
-                       s_schema (tool->output_schema, config), "annotations", "readOnlyHint",
+                       s_schema (tool->input_schema, config, tool), "outputSchema",
+                       s_schema (tool->output_schema, config, tool), "annotations", "readOnlyHint",
                        read_only, "destructiveHint", (tool->flags & CG_TOOL_DESTRUCTIVE) != 0,
                        "idempotentHint", read_only, "openWorldHint", 0));
     }
@@ -530,7 +544,7 @@ s_properties (const cg_tool_t *tool)
     static json_t *parsed[S_TOOL_COUNT];
     size_t i = (size_t)(tool - s_tools);
     if (!parsed[i])
-        parsed[i] = s_schema (tool->input_schema, NULL);
+        parsed[i] = s_schema (tool->input_schema, NULL, tool);
     return json_object_get (parsed[i], "properties");
 }
 
