@@ -168,7 +168,7 @@ main (int argc, char **argv)
     cg_backend_t *backend = cg_backend_new (&limits, &err);
     cg_instance_t *instance = backend ? cg_instance_new (backend, &config, &err) : NULL;
     if (!instance)
-        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_log (0, "%s", cg_error_message (err));
     else if (strcmp (command, "mcp") == 0) {
         cg_log (2, "serving MCP on %s (runtime %s, state %s)",
                 config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
