@@ -1,9 +1,12 @@
 /*  cg_config — server settings from defaults, CELLGATE_* environment variables and flags. */
 #include "cg_config.h"
+#include "cg_aliases.h"
 #include "cg_limits.h"
 #include "cg_util.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +56,12 @@ static const cg_config_option_t s_options[] = {
      2147483647, "uid inside the sandbox"},
     {"--sandbox-gid", "CELLGATE_SANDBOX_GID", CG_CONFIG_INT, OFF (sandbox_gid), "65532", 1,
      2147483647, "gid inside the sandbox"},
-    {"--default-timeout", "CELLGATE_DEFAULT_TIMEOUT", CG_CONFIG_INT, OFF (default_timeout_s), "30",
-     CG_TIMEOUT_MIN_S, CG_TIMEOUT_MAX_S, "default execute_code timeout in seconds"},
+    {"--default-timeout", "CELLGATE_DEFAULT_TIMEOUT", CG_CONFIG_INT, OFF (default_timeout_s),
+     CG_STR (CG_DEFAULT_TIMEOUT_S), CG_TIMEOUT_MIN_S, CG_TIMEOUT_MAX_S,
+     "default timeout in seconds of execute_code, send_to_session and run_script"},
+    {"--run-python-timeout", "CELLGATE_RUN_PYTHON_TIMEOUT", CG_CONFIG_INT,
+     OFF (run_python_timeout_s), CG_STR (CG_RUN_PYTHON_TIMEOUT_S), CG_TIMEOUT_MIN_S,
+     CG_TIMEOUT_MAX_S, "default timeout in seconds of run_python (seed 004)"},
     {"--interrupt-grace-ms", "CELLGATE_INTERRUPT_GRACE_MS", CG_CONFIG_INT, OFF (interrupt_grace_ms),
      "3000", 100, 600000, "wait after an interrupt before restarting the kernel"},
     {"--kernel-start-timeout", "CELLGATE_KERNEL_START_TIMEOUT", CG_CONFIG_INT,
@@ -111,6 +118,10 @@ static const cg_config_option_t s_options[] = {
      "takes Node packages from, read-only in every sandbox; unset: no Node installs"},
     {"--log-level", "CELLGATE_LOG_LEVEL", CG_CONFIG_LOG_LEVEL, OFF (log_level), "info", 0, 3,
      "error, warn, info or debug"},
+    {"--log-format", "CELLGATE_LOG_FORMAT", CG_CONFIG_STRING, OFF (log_format), "console", 0, 0,
+     "console (text lines) or json (one JSON object per line); both UTC-timestamped"},
+    {"--log-file", "CELLGATE_LOG_FILE", CG_CONFIG_STRING, OFF (log_file), NULL, 0, 0,
+     "append the log to this file instead of stderr"},
     {"--log-dir", "CELLGATE_LOG_DIR", CG_CONFIG_STRING, OFF (log_dir), NULL, 0, 0,
      "the execution log's directory (JSON lines and their index); default <state-dir>/logs"},
     {"--execution-log", "CELLGATE_EXECUTION_LOG", CG_CONFIG_STRING, OFF (execution_log), "full", 0,
@@ -184,6 +195,75 @@ s_give (cg_config_t *self, const cg_config_option_t *option, const char *value, 
     return 0;
 }
 
+//  Adds the printf-formatted line to the strv *LIST_P.
+static void __attribute__ ((format (printf, 2, 3))) s_note (char ***list_p, const char *fmt, ...)
+{
+    size_t count = cg_strv_count ((const char *const *)*list_p);
+    *list_p = cg_xrealloc (*list_p, (count + 2) * sizeof (char *));
+    va_list args;
+    va_start (args, fmt);
+    (*list_p)[count] = cg_vstrdupf (fmt, args);
+    va_end (args);
+    (*list_p)[count + 1] = NULL;
+}
+
+static const cg_config_option_t *
+s_option_of_env (const char *env)
+{
+    for (size_t i = 0; i < S_OPTION_COUNT; i++)
+        if (strcmp (s_options[i].env, env) == 0)
+            return &s_options[i];
+    return NULL;
+}
+
+//  The seeds' variables (cg_aliases): each one set gives its setting a value unless the
+//  setting's CELLGATE_* variable is set or an earlier alias gave it one. Every SANDBOX_* or
+//  CODEXEC_* variable that sets nothing is warned about. Returns 0, or -1 with *err set.
+static int
+s_load_aliases (cg_config_t *self, cg_error_t **err)
+{
+    size_t count;
+    const cg_alias_t *aliases = cg_aliases (&count);
+    const char *given_by[S_OPTION_COUNT] = {NULL};
+    for (size_t i = 0; i < count; i++) {
+        const cg_alias_t *alias = &aliases[i];
+        const char *value = getenv (alias->name);
+        const cg_config_option_t *option = alias->target ? s_option_of_env (alias->target) : NULL;
+        size_t index = option ? (size_t)(option - s_options) : 0;
+        if (!value)
+            continue;
+        if (!alias->target)
+            s_note (&self->warnings, "%s: ignored, cellgate has no such setting: %s", alias->name,
+                    alias->note);
+        else if (!option)
+            s_note (&self->warnings, "%s: ignored, its setting %s is not in this build",
+                    alias->name, alias->target);
+        else if (getenv (alias->target))
+            s_note (&self->notes, "%s: ignored, %s is set", alias->name, alias->target);
+        else if (given_by[index])
+            s_note (&self->notes, "%s: ignored, %s already gave %s", alias->name, given_by[index],
+                    alias->target);
+        else {
+            cleanup_free char *converted = cg_alias_convert (alias, value, err);
+            cleanup_free char *source = cg_strdupf ("%s (as %s)", alias->name, option->flag);
+            if (!converted || s_give (self, option, converted, source, err) < 0)
+                return -1;
+            given_by[index] = alias->name;
+            s_note (&self->notes, "%s=%s gives %s %s", alias->name, value, option->flag, converted);
+        }
+    }
+    extern char **environ;
+    for (char **entry = environ; entry && *entry; entry++) {
+        const char *equals = strchr (*entry, '=');
+        cleanup_free char *name =
+            equals ? cg_xstrndup (*entry, (size_t)(equals - *entry)) : cg_xstrdup (*entry);
+        if (cg_alias_prefixed (name) && !cg_alias_find (name))
+            s_note (&self->warnings,
+                    "%s: ignored, not a setting cellgate knows (README: Configuration)", name);
+    }
+    return 0;
+}
+
 //  Makes *DIR_P (a package source given as FLAG, or NULL) an absolute path to an existing
 //  directory: it is bound into sandboxes. Returns 0, or -1 with *err set.
 static int
@@ -211,6 +291,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         if (s_options[i].fallback
             && s_set (self, &s_options[i], s_options[i].fallback, s_options[i].flag, err) < 0)
             return -1;
+    if (s_load_aliases (self, err) < 0)
+        return -1;
     for (size_t i = 0; i < S_OPTION_COUNT; i++) {
         const char *value = getenv (s_options[i].env);
         if (value && s_give (self, &s_options[i], value, s_options[i].env, err) < 0)
@@ -279,6 +361,11 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
                 S_INODE_BYTES) " bytes each) would take more than half "
                                "of --workspace-mb %d; lower the one or raise the other",
             self->workspace_inodes, self->workspace_mb);
+    for (char *c = self->log_format; *c; c++)
+        *c = (char)tolower ((unsigned char)*c);
+    if (strcmp (self->log_format, "console") && strcmp (self->log_format, "json"))
+        return cg_error_set (err, EINVAL, "--log-format: '%s' is not console or json",
+                             self->log_format);
     if (strcmp (self->execution_log, "full") && strcmp (self->execution_log, "metadata")
         && strcmp (self->execution_log, "off"))
         return cg_error_set (err, EINVAL, "--execution-log: '%s' is not full, metadata or off",
@@ -310,6 +397,12 @@ cg_config_clear (cg_config_t *self)
     free (self->execution_log);
     free (self->wheelhouse);
     free (self->npm_mirror);
+    free (self->log_format);
+    free (self->log_file);
+    cg_strv_free (self->warnings);
+    cg_strv_free (self->notes);
+    self->log_format = self->log_file = NULL;
+    self->warnings = self->notes = NULL;
     self->http = self->http_token = self->log_dir = self->execution_log = self->scripts_dir = NULL;
     self->wheelhouse = self->npm_mirror = NULL;
     self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile =

@@ -23,8 +23,9 @@ typedef struct {
     int workspace_inodes; /* inodes of that file system */
     int sandbox_uid;
     int sandbox_gid;
-    int default_timeout_s;  /* execute_code's default timeout */
-    int interrupt_grace_ms; /* after an interrupt, before the kernel is restarted */
+    int default_timeout_s;    /* the running tools' default timeout (seeds 000, 002) */
+    int run_python_timeout_s; /* run_python's (seed 004) */
+    int interrupt_grace_ms;   /* after an interrupt, before the kernel is restarted */
     int kernel_start_timeout_s;
     size_t max_message_bytes;     /* largest message accepted from a kernel */
     size_t max_display_bytes;     /* display data kept per run; past it outputs are dropped */
@@ -48,11 +49,15 @@ typedef struct {
     int client_grace_s;      /* an HTTP client gone this long loses its sessions */
     int oneshot_reserve;     /* one-shot sandboxes allowed past max_sessions */
     int log_level;
+    char *log_format;     /* "console" or "json" */
+    char *log_file;       /* the log's file (appended), or NULL: stderr */
     char *log_dir;        /* the execution log's directory; NULL: <state_dir>/logs */
     char *execution_log;  /* "full", "metadata" (no code or output) or "off" */
     int log_success_days; /* successful executions are kept this long */
     int log_failed_days;  /* failed and timed-out ones */
     int log_session_days; /* session log files, from their last line */
+    char **warnings;      /* start-up warnings about the seeds' variables (a strv), to log */
+    char **notes;         /* which of the seeds' variables gave a value (a strv), to log */
 } cg_config_t;
 
 /*  How an option's text becomes its field. */
@@ -79,10 +84,13 @@ typedef struct {
 /*  Returns the table of options (sets *COUNT to its length). The table is static. */
 const cg_config_option_t *cg_config_options (size_t *count);
 
-/*  Fills SELF with the table's defaults, then CELLGATE_* environment variables, then the
-    flags in ARGV (ARGC entries, the subcommand already removed). Returns 0, or -1 with
-    *err set for an unknown flag or a bad value. Free with cg_config_clear, also after a
-    failure. */
+/*  Fills SELF with the table's defaults, then the seeds' SANDBOX_* and CODEXEC_* variables
+    that stand for a setting (cg_aliases), then CELLGATE_* environment variables, then the
+    flags in ARGV (ARGC entries, the subcommand already removed): a later source wins.
+    SELF->warnings gets a line for each SANDBOX_* or CODEXEC_* variable that sets nothing
+    (unknown, or a setting cellgate lacks), SELF->notes one for each that gave a value or
+    was overridden; the caller logs them. Returns 0, or -1 with *err set for an unknown
+    flag or a bad value. Free with cg_config_clear, also after a failure. */
 int cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err);
 
 /*  Frees the strings SELF owns. */

@@ -32,7 +32,12 @@
 /*  A whole-seconds literal spelled in milliseconds: CG_MS_STR (CG_TIMEOUT_MAX_S) is "300000". */
 #define CG_MS_STR(seconds) CG_STR (seconds) "000"
 
-/*  Seed 001's default timeout (the seed001 tool profile), in milliseconds. */
+/*  Each seed's default timeout of its running tools: seed 000's execute_code (seed 002's
+    CODEXEC_DEFAULT_TIMEOUT_MS too, so its tools share it: --default-timeout), seed 004's
+    run_python (SANDBOX_EXEC_TIMEOUT_S: --run-python-timeout), in seconds; and seed 001's
+    (the seed001 tool profile), fixed, in milliseconds. */
+#define CG_DEFAULT_TIMEOUT_S 30
+#define CG_RUN_PYTHON_TIMEOUT_S 60
 #define CG_SEED001_TIMEOUT_MS 5000
 
 /*  A workspace text file small enough to be returned inline: a run's created or

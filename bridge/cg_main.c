@@ -129,6 +129,17 @@ main (int argc, char **argv)
         return 2;
     }
     cg_log_set_level (config.log_level);
+    cg_log_set_json (strcmp (config.log_format, "json") == 0);
+    if (config.log_file && cg_log_set_file (config.log_file, &err) < 0) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_config_clear (&config);
+        return 2;
+    }
+    for (char **line = config.warnings; line && *line; line++)
+        cg_log (1, "%s", *line);
+    for (char **line = config.notes; line && *line; line++)
+        cg_log (2, "%s", *line);
     if (sodium_init () < 0) {
         fprintf (stderr, "cellgate: libsodium failed to initialize\n");
         return 1;
@@ -153,7 +164,7 @@ main (int argc, char **argv)
     cg_backend_t *backend = cg_backend_new (&limits, &err);
     cg_instance_t *instance = backend ? cg_instance_new (backend, &config, &err) : NULL;
     if (!instance)
-        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_log (0, "%s", cg_error_message (err));
     else if (strcmp (command, "mcp") == 0) {
         cg_log (2, "serving MCP on %s (runtime %s, state %s)",
                 config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),

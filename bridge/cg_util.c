@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <sodium.h>
 #include <spawn.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -706,58 +705,6 @@ cg_cleanup_close (int *fd)
 {
     if (*fd >= 0)
         close (*fd);
-}
-
-static atomic_int s_log_level = 2;
-
-//  Each thread's own hook: nothing is shared between threads.
-static _Thread_local cg_log_hook_fn *s_hook;
-static _Thread_local void *s_hook_arg;
-
-void
-cg_log_set_level (int level)
-{
-    atomic_store (&s_log_level, level);
-}
-
-int
-cg_log_level_from_name (const char *name)
-{
-    static const char *names[] = {"error", "warn", "info", "debug"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp (name, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-void
-cg_log (int level, const char *fmt, ...)
-{
-    bool to_stderr = level <= atomic_load (&s_log_level);
-    bool to_hook = s_hook != NULL;
-    if (!to_stderr && !to_hook)
-        return;
-    static const char *names[] = {"error", "warn", "info", "debug"};
-    char line[4096];
-    va_list args;
-    va_start (args, fmt);
-    vsnprintf (line, sizeof line, fmt, args);
-    va_end (args);
-    if (to_stderr)
-        fprintf (stderr, "cellgate %s: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
-    if (to_hook) {
-        cg_log_hook_fn *hook = s_hook;
-        s_hook = NULL; /* a hook that logs does not reach itself */
-        hook (s_hook_arg, level, line);
-        s_hook = hook;
-    }
-}
-
-void
-cg_log_set_hook (cg_log_hook_fn *fn, void *arg)
-{
-    s_hook_arg = arg;
-    s_hook = fn;
 }
 
 void

@@ -3,6 +3,7 @@
 #define CG_UTIL_H
 
 #include "cg_error.h"
+#include "cg_log.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -101,18 +102,5 @@ void cg_cleanup_free (void *ptr);
 void cg_cleanup_close (int *fd);
 #define cleanup_free __attribute__ ((cleanup (cg_cleanup_free)))
 #define cleanup_close __attribute__ ((cleanup (cg_cleanup_close)))
-
-/*  Log to stderr (stdout belongs to the MCP stdio transport). LEVEL: 0 error, 1 warn,
-    2 info, 3 debug. Messages above the level set by cg_log_set_level are dropped. */
-void cg_log (int level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
-void cg_log_set_level (int level);
-
-/*  Also hands every message logged on the calling thread to FN (with ARG; NULL: none),
-    whatever the stderr level. Each thread has its own hook (the server's main loop
-    queues its own lines; a runner sends its lines to the main loop as messages), so no
-    state is shared between threads. What FN itself logs does not reach FN. */
-typedef void (cg_log_hook_fn) (void *arg, int level, const char *message);
-void cg_log_set_hook (cg_log_hook_fn *fn, void *arg);
-int cg_log_level_from_name (const char *name);
 
 #endif

@@ -16,10 +16,11 @@
 typedef struct {
     char *id; /* "stdio", or the Mcp-Session-Id */
     bool initialized;
-    char version[16];     /* the negotiated protocol version */
-    int log_level;        /* logging/setLevel (cg_log levels); -1: none asked */
-    int64_t last_seen_us; /* its last request */
-    char name[64];        /* clientInfo.name from initialize (cut), "" when none */
+    char version[16];        /* the negotiated protocol version */
+    int log_level;           /* logging/setLevel (cg_log levels); -1: none asked */
+    int64_t last_seen_us;    /* its last request */
+    char name[64];           /* clientInfo.name from initialize (cut), "" when none */
+    char client_version[32]; /* clientInfo.version from initialize (cut), "" when none */
 } cg_client_t;
 
 typedef struct cg_channel_t cg_channel_t;

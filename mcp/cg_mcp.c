@@ -64,18 +64,6 @@ cg_server_execlog (cg_server_t *self)
 //  --------------------------------------------------------------------------
 //  Requests and calls
 
-void
-cg_request_result (const cg_request_t *req, json_t *result)
-{
-    cg_channel_send (req->channel, cg_jsonrpc_result (req->id, result));
-}
-
-void
-cg_request_error (const cg_request_t *req, int code, const char *message)
-{
-    cg_channel_send (req->channel, cg_jsonrpc_error (req->id, code, message));
-}
-
 static json_t *
 s_notification (const char *method, json_t *params)
 {
@@ -118,6 +106,7 @@ cg_server_call_new (const cg_request_t *req, const char *tool, const char *sessi
     call->id = json_incref (req->id);
     call->tool = cg_xstrdup (tool);
     call->session_id = session_id ? cg_xstrdup (session_id) : NULL;
+    call->started_us = req->started_us;
     snprintf (call->key, sizeof call->key, "c%lu", ++self->next_key);
     zhashx_insert (self->calls, call->key, call);
     return call;
@@ -136,24 +125,9 @@ cg_server_call (cg_server_t *self, const char *key)
 }
 
 void
-cg_server_call_answer (cg_call_t *call, json_t *result)
-{
-    if (call->cancelled)
-        json_decref (result); /* the spec: no response to a cancelled request */
-    else
-        cg_channel_send (call->channel, cg_jsonrpc_result (call->id, result));
-}
-
-void
-cg_server_call_fail (cg_call_t *call, int code, const char *message)
-{
-    if (!call->cancelled)
-        cg_channel_send (call->channel, cg_jsonrpc_error (call->id, code, message));
-}
-
-void
 cg_server_call_end (cg_server_t *self, cg_call_t *call)
 {
+    cg_server_call_record (call, NULL, 0, "unanswered");
     cg_registry_oneshot_end (self->registry, &call->oneshot);
     zhashx_delete (self->calls, call->key);
 }
@@ -249,7 +223,8 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
     cg_request_t req = {.server = self,
                         .id = json_object_get (message, "id"),
                         .channel = channel,
-                        .client = channel->client};
+                        .client = channel->client,
+                        .started_us = cg_now_us ()};
     if (kind == CG_JSONRPC_INVALID) {
         req.id = json_is_object (message) ? req.id : NULL;
         cg_request_error (&req, CG_JSONRPC_INVALID_REQUEST, why);
@@ -278,6 +253,8 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
     else if (strcmp (method, "tools/call") == 0) {
         json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
         req.progress_token = json_is_string (token) || json_is_integer (token) ? token : NULL;
+        const char *name = json_string_value (json_object_get (params, "name"));
+        req.call_name = name ? name : "";
         cg_tools_call (&req, params);
     }
     else if (strcmp (method, "logging/setLevel") == 0)

@@ -36,6 +36,10 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
     const char *name =
         json_string_value (json_object_get (json_object_get (params, "clientInfo"), "name"));
     snprintf (req->client->name, sizeof req->client->name, "%s", name ? name : "");
+    const char *client_version =
+        json_string_value (json_object_get (json_object_get (params, "clientInfo"), "version"));
+    snprintf (req->client->client_version, sizeof req->client->client_version, "%s",
+              client_version ? client_version : "");
     json_t *result = json_pack (
         "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
         "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate",

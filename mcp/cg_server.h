@@ -25,9 +25,12 @@ typedef struct {
     cg_client_t *client;    /* the channel's client */
     json_t *progress_token; /* tools/call's _meta.progressToken, or NULL */
     const cg_tool_t *tool;  /* tools/call's tool, or NULL */
+    const char *call_name;  /* tools/call's tool name as asked, or NULL for other methods */
+    int64_t started_us;     /* when it arrived (cg_now_us) */
 } cg_request_t;
 
-/*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. */
+/*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. A tools/call's
+    answer is also recorded in the log (cg_oplog). */
 void cg_request_result (const cg_request_t *req, json_t *result);
 void cg_request_error (const cg_request_t *req, int code, const char *message);
 
@@ -50,6 +53,9 @@ typedef struct {
     json_t *request;        /* a run's {code, stdin?} for the execution log, or NULL */
     char *script;           /* run_script's script name (its runs are recorded), or NULL */
     json_t *context;        /* what its tool's finish needs (owned), or NULL */
+    int64_t started_us;     /* when its request arrived */
+    double timeout_s;       /* a run's timeout; 0: not a run */
+    bool recorded;          /* its record is in the log (cg_oplog) */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's
@@ -64,11 +70,19 @@ zhashx_t *cg_server_calls (cg_server_t *self);
 cg_call_t *cg_server_call (cg_server_t *self, const char *key);
 
 /*  Answers CALL with RESULT (a JSON-RPC result, stolen) unless it was cancelled; sends
-    nothing and frees RESULT when it was. */
+    nothing and frees RESULT when it was. Either way CALL's record goes to the log once
+    (cg_oplog; a call ended unanswered is recorded by cg_server_call_end). */
 void cg_server_call_answer (cg_call_t *call, json_t *result);
 
 /*  Answers CALL with a JSON-RPC error unless it was cancelled. */
 void cg_server_call_fail (cg_call_t *call, int code, const char *message);
+
+/*  Logs CALL's operations-log record (cg_oplog) unless it was logged: RESULT (borrowed),
+    or the JSON-RPC error ERROR_CODE when RESULT is NULL; STATUS (may be NULL) overrides
+    the result's, and a cancelled call's is "cancelled". cg_server_call_answer and _fail
+    log it; cg_server_call_end logs a call ended unanswered as "unanswered". */
+void cg_server_call_record (cg_call_t *call, const json_t *result, int error_code,
+                            const char *status);
 
 /*  Forgets CALL and frees it (ends its one-shot runner and its channel reference). */
 void cg_server_call_end (cg_server_t *self, cg_call_t *call);

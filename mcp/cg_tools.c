@@ -48,8 +48,9 @@ cg_tools_supported_languages (void)
 #define S_RUN_ARGUMENTS(docs_code, docs_stdin, docs_files)                                 \
     "'code': {'type': 'string'" docs_code "}, 'stdin': {'type': 'string'" docs_stdin "}, " \
     "'stdin_data': {'type': 'string'}, 'timeout': {'type': 'integer', 'minimum': "         \
-    "${timeout_min_s}, 'maximum': ${timeout_max_s}, 'description': 'Seconds (default "     \
-    "${default_timeout_s}).'}, 'timeout_ms': {'type': 'integer'}, 'files': {'type': "      \
+    "${timeout_min_s}, 'maximum': ${timeout_max_s}, 'default': ${default_timeout_s}, "     \
+    "'description': 'Seconds (default ${default_timeout_s}).'}, 'timeout_ms': {'type': "   \
+    "'integer'}, 'files': {'type': "                                                       \
     "'object'" docs_files "}"
 
 //  execute_code's, with the descriptions the other running tools refer to.
@@ -115,7 +116,8 @@ static const cg_tool_t s_tools[] = {
          "'duration_ms': {'type': 'integer'}}, 'required': ['stdout', 'stderr', "
          "'exit_code', 'status', 'duration_ms']}",
      .handler = cg_tools_run,
-     .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_SEED001},
+     .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_SEED001,
+     .timeout = CG_TOOL_TIMEOUT_SEED001},
     {.name = "run_python",
      .description = "Run Python in a persistent session (arguments as execute_code's); returns "
                     "stdout, stderr, exit_code, run_id and the files created or changed "
@@ -127,7 +129,8 @@ static const cg_tool_t s_tools[] = {
                                 "'stderr': {}, 'stdout_truncated': {}, 'stderr_truncated': {}, "
                                 "'artifacts': " S_ARTIFACTS ", 'duration_ms': {}, " S_ERROR),
      .handler = cg_tools_run,
-     .flags = CG_TOOL_RUNS | CG_TOOL_SESSION_MADE},
+     .flags = CG_TOOL_RUNS | CG_TOOL_SESSION_MADE,
+     .timeout = CG_TOOL_TIMEOUT_RUN_PYTHON},
     {.name = "start_session",
      .description = "Start a persistent session for send_to_session; returns its session_id.",
      .input_schema = "{'type': 'object', 'required': ['language'], 'properties': {" S_LANGUAGE
@@ -286,11 +289,22 @@ static const cg_tool_t s_tools[] = {
 
 #define S_TOOL_COUNT (sizeof s_tools / sizeof s_tools[0])
 
-//  Returns TEMPLATE as JSON text: ' becomes ", and each ${name} its value. Caller frees.
-static char *
-s_expand (const char *template, const cg_config_t *config)
+double
+cg_tools_default_timeout (const cg_config_t *config, const cg_tool_t *tool)
 {
-    cleanup_free char *timeout_s = cg_strdupf ("%d", config ? config->default_timeout_s : 0);
+    cg_tool_timeout_t setting = tool ? tool->timeout : CG_TOOL_TIMEOUT_DEFAULT;
+    return setting == CG_TOOL_TIMEOUT_SEED001      ? CG_SEED001_TIMEOUT_MS / 1000.0
+           : setting == CG_TOOL_TIMEOUT_RUN_PYTHON ? config->run_python_timeout_s
+                                                   : config->default_timeout_s;
+}
+
+//  Returns TEMPLATE, a schema of TOOL, as JSON text: ' becomes ", and each ${name} its
+//  value (CONFIG NULL: settings are 0). Caller frees.
+static char *
+s_expand (const char *template, const cg_config_t *config, const cg_tool_t *tool)
+{
+    cleanup_free char *timeout_s =
+        cg_strdupf ("%g", config ? cg_tools_default_timeout (config, tool) : 0);
     const char *values[][2] = {{"apos", "'"},
                                {"timeout_min_s", CG_STR (CG_TIMEOUT_MIN_S)},
                                {"timeout_max_s", CG_STR (CG_TIMEOUT_MAX_S)},
@@ -329,9 +343,9 @@ s_expand (const char *template, const cg_config_t *config)
 
 //  Parses one of the table's schemas. A malformed one is the program's bug: abort.
 static json_t *
-s_schema (const char *template, const cg_config_t *config)
+s_schema (const char *template, const cg_config_t *config, const cg_tool_t *tool)
 {
-    cleanup_free char *text = s_expand (template, config);
+    cleanup_free char *text = s_expand (template, config, tool);
     json_error_t jerr;
     json_t *schema = json_loads (text, JSON_REJECT_DUPLICATES, &jerr);
     if (!schema) {
@@ -380,8 +394,8 @@ cg_tools_list (const cg_config_t *config)
                 : json_pack ("{s:b}", "destructiveHint", (tool->flags & CG_TOOL_DESTRUCTIVE) != 0);
         json_t *entry = json_pack (
             "{s:s, s:s, s:o, s:o, s:o}", "name", tool->name, "description", tool->description,
-            "inputSchema", s_schema (tool->input_schema, config), "outputSchema",
-            s_schema (tool->output_schema, config), "annotations", annotations);
+            "inputSchema", s_schema (tool->input_schema, config, tool), "outputSchema",
+            s_schema (tool->output_schema, config, tool), "annotations", annotations);
         if (tool->title)
             json_object_set_new (entry, "title", json_string (tool->title));
         json_array_append_new (tools, entry);
@@ -403,7 +417,7 @@ s_properties (const cg_tool_t *tool)
     static json_t *parsed[S_TOOL_COUNT];
     size_t i = (size_t)(tool - s_tools);
     if (!parsed[i])
-        parsed[i] = s_schema (tool->input_schema, NULL);
+        parsed[i] = s_schema (tool->input_schema, NULL, tool);
     return json_object_get (parsed[i], "properties");
 }
 

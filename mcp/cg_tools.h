@@ -49,6 +49,13 @@ enum {
     CG_TOOL_SESSION_MADE = 128, /* makes a session when none is given, and a run id */
 };
 
+/*  Where a running tool's default timeout comes from: the seed that defines the tool. */
+typedef enum {
+    CG_TOOL_TIMEOUT_DEFAULT,    /* --default-timeout: seeds 000 and 002 (30 s) */
+    CG_TOOL_TIMEOUT_RUN_PYTHON, /* --run-python-timeout: seed 004 (60 s) */
+    CG_TOOL_TIMEOUT_SEED001,    /* CG_SEED001_TIMEOUT_MS, fixed: seed 001 */
+} cg_tool_timeout_t;
+
 struct cg_tool_t {
     const char *name;
     const char *title; /* a display name, or NULL: the name says it */
@@ -58,7 +65,12 @@ struct cg_tool_t {
     cg_tool_fn *handler;
     unsigned flags;
     cg_tool_finish_fn *finish; /* NULL: a run result (cg_run_result) */
+    cg_tool_timeout_t timeout; /* a running tool's default timeout */
 };
+
+/*  Returns the default timeout of TOOL (NULL: --default-timeout's) in seconds, as CONFIG
+    sets it: what a run without a timeout argument gets and what its schema states. */
+double cg_tools_default_timeout (const cg_config_t *config, const cg_tool_t *tool);
 
 /*  Returns the tools/list "tools" array of CONFIG's tool profile (the conformance
     profile adds its fixtures). Caller owns it. */

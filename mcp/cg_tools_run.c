@@ -96,7 +96,6 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
                           json_t **error_result)
 {
     *error_result = NULL;
-    bool seed001 = cg_tools_is (tool, CG_TOOL_SEED001);
     bool execute = cg_tools_is (tool, CG_TOOL_LANGUAGE);
     bool send = cg_tools_is (tool, CG_TOOL_SESSION_GIVEN);
     if (arguments && !json_is_object (arguments)) {
@@ -144,7 +143,7 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
     }
     json_t *timeout = json_object_get (arguments, "timeout");
     json_t *timeout_ms = json_object_get (arguments, "timeout_ms");
-    double seconds = seed001 ? CG_SEED001_TIMEOUT_MS / 1000.0 : config->default_timeout_s;
+    double seconds = cg_tools_default_timeout (config, row);
     if (timeout && timeout_ms) {
         *error_result =
             s_invalid ("INVALID_PARAMS",
@@ -305,6 +304,7 @@ cg_tools_dispatch (const cg_request_t *req, json_t *request, cg_registry_session
     cg_call_t *call = cg_server_call_new (
         req, req->tool->name, json_string_value (json_object_get (request, "session_id")));
     call->oneshot = oneshot;
+    call->timeout_s = json_number_value (json_object_get (request, "timeout"));
     if (session)
         cg_registry_set_busy (session, call->key);
     json_t *copy = json_deep_copy (request);

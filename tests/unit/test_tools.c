@@ -63,9 +63,24 @@ s_test_list (cg_config_t *config)
     EXPECT (json_integer_value (json_object_get (timeout, "minimum")) == CG_TIMEOUT_MIN_S
                 && json_integer_value (json_object_get (timeout, "maximum")) == CG_TIMEOUT_MAX_S,
             "timeout bounds");
-    cleanup_free char *default_doc = cg_strdupf ("(default %d)", config->default_timeout_s);
+    //  Each tool states its own seed's default timeout: run_python seed 004's, execute_code
+    //  seed 000's.
+    cleanup_free char *default_doc = cg_strdupf ("(default %d)", config->run_python_timeout_s);
     EXPECT (strstr (json_string_value (json_object_get (timeout, "description")), default_doc),
             "the configured default timeout is in the description");
+    EXPECT (json_integer_value (json_object_get (timeout, "default")) == CG_RUN_PYTHON_TIMEOUT_S,
+            "run_python's timeout default is %d", CG_RUN_PYTHON_TIMEOUT_S);
+    json_t *execute = json_object_get (
+        json_object_get (json_object_get (s_entry (tools, "execute_code"), "inputSchema"),
+                         "properties"),
+        "timeout");
+    EXPECT (json_integer_value (json_object_get (execute, "default")) == CG_DEFAULT_TIMEOUT_S,
+            "execute_code's timeout default is %d", CG_DEFAULT_TIMEOUT_S);
+    EXPECT (cg_tools_default_timeout (config, cg_tools_find ("run_python")) == 60
+                && cg_tools_default_timeout (config, cg_tools_find ("execute_code")) == 30
+                && cg_tools_default_timeout (config, cg_tools_find ("send_to_session")) == 30
+                && cg_tools_default_timeout (config, cg_tools_find (CG_SEED001_TOOL)) == 5,
+            "per-tool default timeouts: run_python 60, execute_code 30, seed 001's 5");
     json_t *code = json_object_get (
         json_object_get (json_object_get (s_entry (tools, "execute_code"), "inputSchema"),
                          "properties"),
