@@ -28,6 +28,16 @@ s_given (const char *text)
     return json_string (cut);
 }
 
+//  A client's id as logged: "stdio", or the first 8 characters of its Mcp-Session-Id,
+//  which is a credential (the admin listing and the client-gone line show as much).
+static json_t *
+s_client_id (const cg_client_t *client)
+{
+    if (!client || !client->id)
+        return json_null ();
+    return json_stringn (client->id, strnlen (client->id, 8));
+}
+
 json_t *
 cg_oplog_fields (const cg_oplog_call_t *call, int64_t now_us, const json_t *result, int error_code,
                  const char *status)
@@ -38,7 +48,7 @@ cg_oplog_fields (const cg_oplog_call_t *call, int64_t now_us, const json_t *resu
         json_pack ("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}", "tool", s_given (call->tool),
                    "client_name", s_given (call->client ? call->client->name : NULL),
                    "client_version", s_given (call->client ? call->client->client_version : NULL),
-                   "client_id", s_given (call->client ? call->client->id : NULL), "session_id",
+                   "client_id", s_client_id (call->client), "session_id",
                    s_string_or (json_object_get (structured, "session_id"), call->session_id),
                    "run_id", s_string_or (json_object_get (structured, "run_id"), call->run_id),
                    "execution_id", s_string_or (json_object_get (structured, "execution_id"), NULL),
