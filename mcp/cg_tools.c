@@ -214,13 +214,15 @@ static const cg_tool_t s_tools[] = {
     {.name = "read_artifact",
      .title = "Read a file from a session",
      .description =
-         "Read a file from the session's " CG_WORKSPACE_MOUNT " as base64; images also come back "
-         "as image content to look at.",
+         "Read a file from the session's " CG_WORKSPACE_MOUNT " as base64 (content_base64); "
+         "format 'image' gives a PNG/JPEG/GIF/WebP as image content to look at instead.",
      .input_schema =
          "{'type': 'object', 'additionalProperties': false, 'required': ['session_id', "
          "'path'], 'properties': {'session_id': {" S_SESSION_ID ", 'description': 'An "
          "existing session.'}, 'path': {'type': 'string', 'description': 'Absolute "
-         "path within ${workspace} (or relative to it), e.g. ${workspace}/chart.png.'}}}",
+         "path within ${workspace} (or relative to it), e.g. ${workspace}/chart.png.'}, 'format': "
+         "{'enum': ['base64', 'image', 'both'], 'description': 'Where an image${apos}s bytes "
+         "go: content_base64 (default), an image block, or both.'}}}",
      .output_schema = S_OBJECT_OR_ERROR (S_ARTIFACT_PROPERTIES ", 'content_base64': {'type': "
                                                                "'string'}, "),
      .handler = cg_tools_read_artifact,

@@ -206,10 +206,13 @@ test('read_artifact: text, image content block, not_found, too large with downlo
   const bytes = Buffer.from(png.content_base64, 'base64');
   assert.equal(bytes.length, png.size_bytes);
   assert.deepEqual([...bytes.subarray(1, 4)], [0x50, 0x4e, 0x47]);
-  const block = image.content.find((c) => c.type === 'image');
+  assert.equal(image.content.find((c) => c.type === 'image'), undefined, 'seed 004: the bytes once, in content_base64');
+  const shown = await call('read_artifact', { session_id: sid, path: '/mnt/data/chart.png', format: 'image' });
+  const block = shown.content.find((c) => c.type === 'image');
   assert.ok(block, 'an MCP image content block');
   assert.equal(block.mimeType, 'image/png');
   assert.equal(block.data, png.content_base64);
+  assert.equal(ok(shown).content_base64, '');
 
   const missing = fails(await call('read_artifact', { session_id: sid, path: '/mnt/data/nope.png' }), 'not_found');
   assert.equal(missing.message, 'No artifact at /mnt/data/nope.png');
