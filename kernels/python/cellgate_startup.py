@@ -10,6 +10,8 @@
 # - rich outputs: a display (or a cell's value) whose data would not fit in a message has
 #   its large parts saved as files in /mnt/data/outputs/ and replaced by a short note naming
 #   them; the server lists the files among the run's artifacts with download links.
+#
+# It also gives a cell's dict or list value as JSON (application/json) beside its repr.
 
 
 def _cellgate_bound_messages():
@@ -100,5 +102,31 @@ def _cellgate_bound_messages():
     session.send = bounded_send
 
 
+def _cellgate_json_values():
+    # A cell's dict or list value also comes as application/json (as JavaScript's do), so
+    # that the result's returnValue is JSON, not Python's repr: only when it is plain JSON
+    # data (str keys, no NaN, no objects) and at most 64 KB of it; else just the repr.
+    import json
+
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def as_json(value):
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return json.loads(text) if len(text) <= 65536 else None
+
+    formatter = shell.display_formatter.formatters["application/json"]
+    for kind in (dict, list):
+        formatter.for_type(kind, as_json)
+
+
 _cellgate_bound_messages()
 del _cellgate_bound_messages
+_cellgate_json_values()
+del _cellgate_json_values
