@@ -182,7 +182,7 @@ s_where (const char *path, const char *url)
     if (path)
         return cg_strdupf ("the file %s (read_artifact or list_artifacts; no download listener)",
                            path);
-    return cg_xstrdup ("not saved as a file: run with a session_id to keep display outputs");
+    return cg_xstrdup ("not saved as a file (a one-shot run, or --save-displays left it out)");
 }
 
 //  Something that could be left out: a content block, a display's data, a string.
