@@ -370,7 +370,7 @@ test('output over the cap is cut head + tail with the marker; the whole text is 
   await call('close_session', { session_id: sid });
 });
 
-test('rich display outputs are saved as files with download URLs', async () => {
+test('figure display outputs are saved as files with download URLs (--save-displays figures)', async () => {
   const sid = await newSession();
   const r = ok(await python(sid, [
     'import matplotlib.pyplot as plt, pandas as pd',
@@ -381,7 +381,7 @@ test('rich display outputs are saved as files with download URLs', async () => {
     "pd.DataFrame({'x': [1, 2]})",
   ].join('\n')));
   const saved = r.outputs.filter((o) => o.path);
-  assert.deepEqual(saved.map((o) => path.extname(o.path)), ['.png', '.svg', '.json', '.html']);
+  assert.deepEqual(saved.map((o) => path.extname(o.path)), ['.png', '.svg'], 'the JSON and the DataFrame stay inline only');
   for (const o of saved) {
     assert.match(o.path, /^\/mnt\/data\/outputs\/exec_[0-9a-f]{12}-\d+\.\w+$/);
     const res = await fetch(o.download_url);
