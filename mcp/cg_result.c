@@ -272,8 +272,8 @@ s_fit_blocks (s_fit_t *fit)
             replacement = json_pack ("{s:s, s:s}", "type", "text", "text", text);
         }
         s_replace (fit, fit->content, NULL, index, replacement);
-        if (item)
-            s_replace (fit, item, "content_index", 0, NULL);
+        if (json_object_get (owner, "content_index"))
+            s_replace (fit, owner, "content_index", 0, NULL);
         s_note (fit, "%s image (%zu bytes): %s", mime, bytes, where);
     }
     s_pieces_clear (&blocks);
