@@ -98,10 +98,14 @@ static const struct {
     const char *mime;
     const char *ext;
     bool base64;
+    unsigned kind; /* CG_DISPLAYS_* */
 } s_rich[] = {
-    {"image/png", "png", true},      {"image/jpeg", "jpg", true},
-    {"image/svg+xml", "svg", false}, {"application/pdf", "pdf", true},
-    {"text/html", "html", false},    {"application/json", "json", false},
+    {"image/png", "png", true, CG_DISPLAYS_FIGURES},
+    {"image/jpeg", "jpg", true, CG_DISPLAYS_FIGURES},
+    {"image/svg+xml", "svg", false, CG_DISPLAYS_FIGURES},
+    {"application/pdf", "pdf", true, CG_DISPLAYS_FIGURES},
+    {"text/html", "html", false, CG_DISPLAYS_DOCUMENTS},
+    {"application/json", "json", false, CG_DISPLAYS_DOCUMENTS},
 };
 
 //  Returns the bytes of VALUE (a display's data for one MIME type) in *LEN, or NULL.
@@ -149,11 +153,11 @@ s_display_bytes (json_t *value, bool base64, size_t *len)
     return (unsigned char *)text;
 }
 
-void
-cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *prefix, uid_t uid,
-                            gid_t gid)
+size_t
+cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *prefix, unsigned kinds,
+                            uid_t uid, gid_t gid)
 {
-    size_t i, n = 0;
+    size_t i, n = 0, saved = 0;
     json_t *item;
     json_array_foreach (outputs, i, item)
     {
@@ -165,6 +169,8 @@ cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *pre
             json_t *value = json_object_get (data, s_rich[k].mime);
             if (!value || (result && strcmp (s_rich[k].mime, "application/json") == 0))
                 continue;
+            if (!(s_rich[k].kind & kinds))
+                break;
             size_t len = 0;
             cleanup_free unsigned char *bytes = s_display_bytes (value, s_rich[k].base64, &len);
             if (!bytes)
@@ -175,6 +181,7 @@ cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *pre
             if (cg_workspace_write (ws, rel, bytes, len, true, uid, gid, &err) == 0) {
                 cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
                 json_object_set_new (item, "path", json_string (path));
+                saved++;
             }
             else
                 cg_log (1, "save display output %s: %s", rel, cg_error_message (err));
@@ -182,6 +189,7 @@ cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *pre
             break;
         }
     }
+    return saved;
 }
 
 //  ---------------------------------------------------------------------------------------

@@ -34,14 +34,19 @@ char *cg_output_cut (const char *data, size_t len, size_t head, size_t tail, siz
 char *cg_output_join (const char *data, size_t len, size_t cut, size_t extra_chars,
                       size_t *out_len);
 
+/*  Which display outputs cg_artifacts_save_displays saves. */
+#define CG_DISPLAYS_FIGURES 1   /* image/png, image/jpeg, image/svg+xml, application/pdf */
+#define CG_DISPLAYS_DOCUMENTS 2 /* text/html, application/json */
+
 /*  Saves each item of OUTPUTS (display_data / execute_result items {type, data,
-    metadata}) that carries a rich type — image/png, image/jpeg, image/svg+xml,
+    metadata}) whose first rich type — image/png, image/jpeg, image/svg+xml,
     application/pdf, text/html, application/json (not for an execute_result, whose JSON
-    is the cell's value), first match wins — as the file
+    is the cell's value), in that order — is of a kind in KINDS, as the file
     outputs/<PREFIX>-<n>.<ext> in WS, owned by UID:GID, and records its workspace path
-    in the item as "path". Failures are logged and leave the item without a path. */
-void cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *prefix, uid_t uid,
-                                 gid_t gid);
+    in the item as "path". Returns how many were saved; failures are logged and leave the
+    item without a path. */
+size_t cg_artifacts_save_displays (cg_workspace_t *ws, json_t *outputs, const char *prefix,
+                                   unsigned kinds, uid_t uid, gid_t gid);
 
 /*  Describes the files named in DIFF's "created" and "modified" lists (see
     cg_workspace_diff) from the snapshot AFTER: returns a new array of seed 004

@@ -126,6 +126,11 @@ static const cg_config_option_t s_options[] = {
      "the execution log's directory (JSON lines and their index); default <state-dir>/logs"},
     {"--execution-log", "CELLGATE_EXECUTION_LOG", CG_CONFIG_STRING, OFF (execution_log), "full", 0,
      0, "full; metadata: no code, stdin or output; off: nothing is logged"},
+    {"--save-displays", "CELLGATE_SAVE_DISPLAYS", CG_CONFIG_STRING, OFF (save_displays), "figures",
+     0, 0,
+     "display outputs a session run saves in " CG_WORKSPACE_MOUNT "/outputs: figures (PNG, "
+     "JPEG, SVG, PDF; not when the run saved an image file itself), all (HTML and JSON too) or "
+     "none"},
     {"--log-retention-success-days", "CELLGATE_LOG_RETENTION_SUCCESS_DAYS", CG_CONFIG_INT,
      OFF (log_success_days), "30", 1, 36500, "days successful executions stay in the log"},
     {"--log-retention-failed-days", "CELLGATE_LOG_RETENTION_FAILED_DAYS", CG_CONFIG_INT,
@@ -370,6 +375,10 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         && strcmp (self->execution_log, "off"))
         return cg_error_set (err, EINVAL, "--execution-log: '%s' is not full, metadata or off",
                              self->execution_log);
+    if (strcmp (self->save_displays, "figures") && strcmp (self->save_displays, "all")
+        && strcmp (self->save_displays, "none"))
+        return cg_error_set (err, EINVAL, "--save-displays: '%s' is not figures, all or none",
+                             self->save_displays);
     if (s_package_source (&self->wheelhouse, "--wheelhouse", err) < 0
         || s_package_source (&self->npm_mirror, "--npm-mirror", err) < 0)
         return -1;
@@ -395,6 +404,8 @@ cg_config_clear (cg_config_t *self)
     free (self->http_token);
     free (self->log_dir);
     free (self->execution_log);
+    free (self->save_displays);
+    self->save_displays = NULL;
     free (self->wheelhouse);
     free (self->npm_mirror);
     free (self->log_format);

@@ -53,6 +53,7 @@ typedef struct {
     char *log_file;       /* the log's file (appended), or NULL: stderr */
     char *log_dir;        /* the execution log's directory; NULL: <state_dir>/logs */
     char *execution_log;  /* "full", "metadata" (no code or output) or "off" */
+    char *save_displays;  /* display outputs saved in outputs/: "figures", "all" or "none" */
     int log_success_days; /* successful executions are kept this long */
     int log_failed_days;  /* failed and timed-out ones */
     int log_session_days; /* session log files, from their last line */

@@ -77,6 +77,7 @@ s_session_free (void **item)
     free (session->language);
     free (session->name);
     zlistx_destroy (&session->packages);
+    zlistx_destroy (&session->languages);
     free (session);
     *item = NULL;
 }
@@ -284,20 +285,33 @@ s_string_compare (const void *a, const void *b)
     return strcmp (a, b);
 }
 
+//  Adds NAME (copied) to the list at *LIST (made on first use) unless it is there.
+static void
+s_add_name (zlistx_t **list, const char *name)
+{
+    if (!*list) {
+        *list = zlistx_new ();
+        zlistx_set_destructor (*list, s_string_free);
+        zlistx_set_comparator (*list, s_string_compare);
+    }
+    //  Find compares, add takes a copy.
+    char *copy = cg_xstrdup (name);
+    if (zlistx_find (*list, copy))
+        free (copy);
+    else
+        zlistx_add_end (*list, copy);
+}
+
 void
 cg_registry_add_package (cg_registry_session_t *session, const char *package)
 {
-    if (!session->packages) {
-        session->packages = zlistx_new ();
-        zlistx_set_destructor (session->packages, s_string_free);
-        zlistx_set_comparator (session->packages, s_string_compare);
-    }
-    //  Find compares, add takes a copy.
-    char *copy = cg_xstrdup (package);
-    if (zlistx_find (session->packages, copy))
-        free (copy);
-    else
-        zlistx_add_end (session->packages, copy);
+    s_add_name (&session->packages, package);
+}
+
+void
+cg_registry_add_language (cg_registry_session_t *session, const char *language)
+{
+    s_add_name (&session->languages, language);
 }
 
 zactor_t *

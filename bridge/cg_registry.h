@@ -38,9 +38,10 @@ typedef struct {
     int64_t started_us; /* monotonic */
     int64_t last_activity_us;
     int executions;
-    long pid;           /* the kernel's host pid as its runner last reported, or 0 */
-    double memory_mb;   /* the sandbox's memory as its runner last reported; < 0: unknown */
-    zlistx_t *packages; /* names install_package installed in it (strings), or NULL */
+    long pid;            /* the kernel's host pid as its runner last reported, or 0 */
+    double memory_mb;    /* the sandbox's memory as its runner last reported; < 0: unknown */
+    zlistx_t *packages;  /* names install_package installed in it (strings), or NULL */
+    zlistx_t *languages; /* the languages its runs used, first use first (strings), or NULL */
 } cg_registry_session_t;
 
 /*  What the registry tells its listener: SESSION was created (REASON NULL), or is being
@@ -110,6 +111,10 @@ bool cg_registry_installing (cg_registry_t *self);
 /*  Records that PACKAGE (a name, copied) was installed in SESSION; a name already there
     is not added twice. */
 void cg_registry_add_package (cg_registry_session_t *session, const char *package);
+
+/*  Records that a run in LANGUAGE (copied) used SESSION; a language already there is not
+    added twice. */
+void cg_registry_add_language (cg_registry_session_t *session, const char *language);
 
 /*  Marks SESSION busy with call KEY (copied), or idle when KEY is NULL (a finished call
     also counts as activity). */

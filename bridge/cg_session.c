@@ -310,10 +310,6 @@ s_fill_run (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *
     outcome->return_value = json_incref (run->return_value);
     outcome->execution_count = run->execution_count > 0 ? run->execution_count : 0;
     outcome->duration_us = run->ended_us - run->started_us;
-    if (request->session_id)
-        cg_artifacts_save_displays (self->ws, run->outputs, request->execution_id,
-                                    (uid_t)self->config->sandbox_uid,
-                                    (gid_t)self->config->sandbox_gid);
 }
 
 #define S_TEXT_FILES_TOTAL (256 * 1024)
@@ -376,24 +372,73 @@ s_write_files (cg_session_t *self, json_t *files, cg_error_t **err)
     return 0;
 }
 
-//  Records what the run did to the workspace: seed 004's artifacts (created and modified
-//  files) and seed 002's created/modified/deleted names. As in seed 004, only a run that
-//  succeeded is scanned; BEFORE is the snapshot taken before it ran (may be NULL).
+//  True when DIFF (cg_workspace_diff) has an image or PDF file created or modified.
+static bool
+s_wrote_figure (json_t *diff)
+{
+    const char *lists[] = {"created", "modified"};
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *name;
+        json_array_foreach (json_object_get (diff, lists[k]), i, name)
+        {
+            const char *mime = cg_mime_type (json_string_value (name));
+            if (strncmp (mime, "image/", 6) == 0 || strcmp (mime, "application/pdf") == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+//  Saves REQUEST's display outputs (OUTCOME's) as files as --save-displays says: figures
+//  only unless the run saved an image itself (DIFF, may be NULL when it was not
+//  scanned), everything, or nothing. Returns how many were saved.
+static size_t
+s_save_displays (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *outcome,
+                 json_t *diff)
+{
+    const char *mode = self->config->save_displays;
+    unsigned kinds = strcmp (mode, "all") == 0 ? CG_DISPLAYS_FIGURES | CG_DISPLAYS_DOCUMENTS
+                     : strcmp (mode, "none") == 0 || (diff && s_wrote_figure (diff))
+                         ? 0
+                         : CG_DISPLAYS_FIGURES;
+    if (!request->session_id || !kinds || json_array_size (outcome->outputs) == 0)
+        return 0;
+    return cg_artifacts_save_displays (self->ws, outcome->outputs, request->execution_id, kinds,
+                                       (uid_t)self->config->sandbox_uid,
+                                       (gid_t)self->config->sandbox_gid);
+}
+
+//  Records what REQUEST's run did to the workspace: seed 004's artifacts (created and
+//  modified files, the display outputs saved for it included), seed 002's
+//  created/modified/deleted names and, when the caller sent seed 003's files, seed 003's
+//  output files (else files is empty). As in seed 004, only a run that succeeded is
+//  scanned; BEFORE is the snapshot taken before it ran (may be NULL).
 static void
-s_fill_artifacts (cg_session_t *self, cg_outcome_t *outcome, json_t *before)
+s_fill_artifacts (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *outcome,
+                  json_t *before)
 {
     json_t *diff = NULL, *after = NULL;
+    cg_error_t *err = NULL;
     if (before && outcome->end == CG_OUTCOME_OK) {
-        cg_error_t *err = NULL;
         after = cg_workspace_snapshot (self->ws, &err);
-        if (!after)
-            cg_log (1, "scan workspace after the run: %s", cg_error_message (err));
-        cg_error_destroy (&err);
+        diff = after ? cg_workspace_diff (before, after) : NULL;
     }
-    diff = after ? cg_workspace_diff (before, after)
-                 : json_pack ("{s:[], s:[], s:[]}", "created", "modified", "deleted");
+    //  The code's own files decide which displays are saved; the saved ones are listed too.
+    if (s_save_displays (self, request, outcome, diff) > 0 && after) {
+        json_decref (after);
+        json_decref (diff);
+        after = cg_workspace_snapshot (self->ws, &err);
+        diff = after ? cg_workspace_diff (before, after) : NULL;
+    }
+    if (before && outcome->end == CG_OUTCOME_OK && !after)
+        cg_log (1, "scan workspace after the run: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    if (!diff)
+        diff = json_pack ("{s:[], s:[], s:[]}", "created", "modified", "deleted");
     outcome->artifacts = cg_artifacts_from_diff (diff, after);
-    outcome->files = s_text_files (self, diff, outcome->execution_id);
+    outcome->files =
+        request->files ? s_text_files (self, diff, outcome->execution_id) : json_object ();
     outcome->created = json_incref (json_object_get (diff, "created"));
     outcome->modified = json_incref (json_object_get (diff, "modified"));
     outcome->deleted = json_incref (json_object_get (diff, "deleted"));
@@ -723,6 +768,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     run.on_output_arg = request->on_output_arg;
     cg_outcome_t *outcome =
         cg_outcome_new (request->language, request->execution_id, request->session_id);
+    cg_container_peak_t peak;
+    cg_container_peak_begin (self->backend, &self->sandbox, &peak);
     if (command)
         s_run_command (self, request, control, control_cb, arg, &run, outcome);
     else
@@ -731,16 +778,13 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         outcome->kernel_restarted = true;
         cg_outcome_add_notice (outcome, notice);
     }
-    s_fill_artifacts (self, outcome, before);
+    s_fill_artifacts (self, request, outcome, before);
     json_decref (before);
     cg_run_clear (&run);
-    //  The sandbox's peak memory, from its cgroup.
-    cg_container_stats_t stats = {.oom_kills = -1};
-    if (self->container_running
-        && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0) {
-        outcome->memory_known = true;
-        outcome->memory_peak_mb = stats.memory_peak_mb;
-    }
+    //  The sandbox's peak memory during this run, from its cgroup.
+    double peak_mb = cg_container_peak_end (self->backend, &self->sandbox, &peak);
+    outcome->memory_known = self->container_running && peak_mb >= 0;
+    outcome->memory_peak_mb = peak_mb;
     return outcome;
 }
 

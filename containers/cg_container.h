@@ -114,6 +114,26 @@ int cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox,
 int cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox,
                         cg_container_stats_t *stats, cg_error_t **err);
 
+/*  One run's measure of its sandbox's peak memory. */
+typedef struct {
+    int fd;     /* cgroup v2: memory.peak, open and reset for this measure; else -1 */
+    bool reset; /* the peak was reset at the start: the measure is this run's own */
+} cg_container_peak_t;
+
+/*  Starts measuring SANDBOX's peak memory afresh: on cgroup v1 by resetting
+    memory.max_usage_in_bytes, on v2 by opening memory.peak and writing to it, which
+    resets the peak read through that descriptor (Linux 6.12 and later). When neither
+    works, PEAK->reset is false and cg_container_peak_end gives the sandbox's peak since
+    it started. Never fails; PEAK must be ended with cg_container_peak_end. */
+void cg_container_peak_begin (cg_backend_t *self, const cg_sandbox_t *sandbox,
+                              cg_container_peak_t *peak);
+
+/*  Returns SANDBOX's peak memory in MB since cg_container_peak_begin (since the sandbox
+    started when PEAK->reset is false), or -1 when it cannot be read; closes PEAK's
+    descriptor. */
+double cg_container_peak_end (cg_backend_t *self, const cg_sandbox_t *sandbox,
+                              cg_container_peak_t *peak);
+
 /*  Kills and removes SANDBOX's container (not its directories). Returns 0, or -1 with
     *err set; a container that no longer exists is not an error. */
 int cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err);

@@ -630,13 +630,19 @@ s_read_key (const char *path, const char *key)
     return -1;
 }
 
+//  SANDBOX's memory cgroup directory (caller frees).
+static char *
+s_memory_dir (cg_backend_t *self, const cg_sandbox_t *sandbox)
+{
+    return self->cgroup_v2 ? cg_strdupf ("/sys/fs/cgroup/%s/%s", CGROUP_PARENT, sandbox->id)
+                           : cg_strdupf ("/sys/fs/cgroup/memory/%s/%s", CGROUP_PARENT, sandbox->id);
+}
+
 int
 cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_stats_t *stats,
                     cg_error_t **err)
 {
-    cleanup_free char *dir =
-        self->cgroup_v2 ? cg_strdupf ("/sys/fs/cgroup/%s/%s", CGROUP_PARENT, sandbox->id)
-                        : cg_strdupf ("/sys/fs/cgroup/memory/%s/%s", CGROUP_PARENT, sandbox->id);
+    cleanup_free char *dir = s_memory_dir (self, sandbox);
     cleanup_free char *usage =
         cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.current" : "memory.usage_in_bytes");
     cleanup_free char *peak =
@@ -651,6 +657,48 @@ cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_containe
     stats->memory_peak_mb = (double)(high > current ? high : current) / (1024.0 * 1024.0);
     stats->oom_kills = s_read_key (events, "oom_kill");
     return 0;
+}
+
+void
+cg_container_peak_begin (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
+{
+    *peak = (cg_container_peak_t){.fd = -1};
+    cleanup_free char *dir = s_memory_dir (self, sandbox);
+    cleanup_free char *path =
+        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.peak" : "memory.max_usage_in_bytes");
+    int fd = open (path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    //  v1: "0" resets the cgroup's high-water mark; v2: any text resets this fd's.
+    const char *reset = self->cgroup_v2 ? "reset\n" : "0\n";
+    peak->reset = write (fd, reset, strlen (reset)) > 0;
+    if (self->cgroup_v2 && peak->reset)
+        peak->fd = fd;
+    else
+        close (fd);
+}
+
+double
+cg_container_peak_end (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
+{
+    double mb = -1;
+    char text[32];
+    ssize_t got = peak->fd >= 0 ? pread (peak->fd, text, sizeof text - 1, 0) : -1;
+    if (got > 0) {
+        text[got] = '\0';
+        mb = (double)atol (text) / (1024.0 * 1024.0);
+    }
+    else {
+        cg_container_stats_t stats = {.oom_kills = -1};
+        if (cg_container_stats (self, sandbox, &stats, NULL) == 0)
+            mb = stats.memory_peak_mb;
+        else
+            peak->reset = false;
+    }
+    if (peak->fd >= 0)
+        close (peak->fd);
+    peak->fd = -1;
+    return mb;
 }
 
 int

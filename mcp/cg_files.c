@@ -134,6 +134,55 @@ s_text_type (const char *mime)
            || strcmp (mime, "image/svg+xml") == 0 || strcmp (mime, "application/xml") == 0;
 }
 
+//  read_artifact's answer for the LEN BYTES of the workspace file REL. FORMAT (checked)
+//  says where an image's base64 goes: "base64" or NULL (seed 004: content_base64 only),
+//  "image" (an image block only; content_base64 is "" and content_index names the block)
+//  or "both". Other files always have content_base64, short text ones their text shown.
+static json_t *
+s_read_answer (const cg_files_t *self, const char *rel, const char *bytes, size_t len,
+               const char *format)
+{
+    cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, rel);
+    const char *slash = strrchr (rel, '/');
+    const char *filename = slash ? slash + 1 : rel;
+    const char *mime = cg_mime_type (filename);
+    bool image = s_image_type (mime);
+    bool block = image && format && strcmp (format, "base64") != 0;
+    bool inline_base64 = !block || strcmp (format, "both") == 0;
+    size_t b64_len = sodium_base64_encoded_len (len, sodium_base64_VARIANT_ORIGINAL);
+    cleanup_free char *b64 = cg_xmalloc (b64_len);
+    sodium_bin2base64 (b64, b64_len, (const unsigned char *)bytes, len,
+                       sodium_base64_VARIANT_ORIGINAL);
+    json_t *structured =
+        json_pack ("{s:s, s:s, s:s, s:s, s:I, s:s}", "session_id", self->session_id, "path", path,
+                   "filename", filename, "mime_type", mime, "size_bytes", (json_int_t)len,
+                   "content_base64", inline_base64 ? b64 : "");
+    cleanup_free char *url = cg_files_url (self, rel);
+    if (url)
+        json_object_set_new (structured, "download_url", json_string (url));
+    if (block && !inline_base64)
+        json_object_set_new (structured, "content_index", json_integer (1));
+    //  The model sees short text files as text, and images as images when asked.
+    json_t *text_value = NULL;
+    if (s_text_type (mime) && len <= CG_TEXT_FILE_INLINE_MAX)
+        text_value = json_stringn (bytes, len);
+    const char *where = !inline_base64 ? ", shown below."
+                        : block        ? ", shown below; content_base64 holds the bytes."
+                        : image ? "; content_base64 holds the bytes (format 'image' shows it)."
+                                : "; content_base64 holds the bytes.";
+    cleanup_free char *text = text_value
+                                  ? cg_strdupf ("%s (%s, %zu bytes):\n%s", path, mime, len,
+                                                json_string_value (text_value))
+                                  : cg_strdupf ("%s (%s, %zu bytes)%s", path, mime, len, where);
+    json_decref (text_value);
+    json_t *result = cg_tools_object_result (structured, text, false);
+    if (block)
+        json_array_append_new (
+            json_object_get (result, "content"),
+            json_pack ("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime));
+    return result;
+}
+
 json_t *
 cg_files_read (const cg_files_t *self, json_t *arguments)
 {
@@ -141,6 +190,13 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
     if (!json_is_string (path_arg))
         return s_error ("invalid_params",
                         "'path' is a required string (a file below " CG_WORKSPACE_MOUNT ")", self);
+    json_t *format = json_object_get (arguments, "format");
+    if (format
+        && (!json_is_string (format)
+            || (strcmp (json_string_value (format), "base64") != 0
+                && strcmp (json_string_value (format), "image") != 0
+                && strcmp (json_string_value (format), "both") != 0)))
+        return s_error ("invalid_params", "'format' is one of base64, image, both", self);
     cg_error_t *err = NULL;
     cleanup_free char *rel = cg_workspace_normalize_len (json_string_value (path_arg),
                                                          json_string_length (path_arg), &err);
@@ -191,32 +247,7 @@ cg_files_read (const cg_files_t *self, json_t *arguments)
         cg_error_destroy (&err);
         return result;
     }
-    const char *mime = cg_mime_type (filename);
-    size_t b64_len = sodium_base64_encoded_len (len, sodium_base64_VARIANT_ORIGINAL);
-    cleanup_free char *b64 = cg_xmalloc (b64_len);
-    sodium_bin2base64 (b64, b64_len, (unsigned char *)bytes, len, sodium_base64_VARIANT_ORIGINAL);
-    json_t *structured = json_pack (
-        "{s:s, s:s, s:s, s:s, s:I, s:s}", "session_id", self->session_id, "path", path, "filename",
-        filename, "mime_type", mime, "size_bytes", (json_int_t)len, "content_base64", b64);
-    cleanup_free char *url = cg_files_url (self, rel);
-    if (url)
-        json_object_set_new (structured, "download_url", json_string (url));
-    //  The model sees images as images and short text files as text.
-    json_t *text_value = NULL;
-    if (s_text_type (mime) && len <= CG_TEXT_FILE_INLINE_MAX)
-        text_value = json_stringn (bytes, len);
-    cleanup_free char *text =
-        text_value
-            ? cg_strdupf ("%s (%s, %zu bytes):\n%s", path, mime, len,
-                          json_string_value (text_value))
-            : cg_strdupf ("%s (%s, %zu bytes); content_base64 holds the bytes.", path, mime, len);
-    json_decref (text_value);
-    json_t *result = cg_tools_object_result (structured, text, false);
-    if (s_image_type (mime))
-        json_array_append_new (
-            json_object_get (result, "content"),
-            json_pack ("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime));
-    return result;
+    return s_read_answer (self, rel, bytes, len, json_string_value (format));
 }
 
 json_t *

@@ -183,7 +183,7 @@ s_where (const char *path, const char *url)
     if (path)
         return cg_strdupf ("the file %s (read_artifact or list_artifacts; no download listener)",
                            path);
-    return cg_xstrdup ("not saved as a file: run with a session_id to keep display outputs");
+    return cg_xstrdup ("not saved as a file (a one-shot run, or --save-displays left it out)");
 }
 
 //  Something that could be left out: a content block, a display's data, a string.
@@ -273,8 +273,8 @@ s_fit_blocks (s_fit_t *fit)
             replacement = json_pack ("{s:s, s:s}", "type", "text", "text", text);
         }
         s_replace (fit, fit->content, NULL, index, replacement);
-        if (item)
-            s_replace (fit, item, "content_index", 0, NULL);
+        if (json_object_get (owner, "content_index"))
+            s_replace (fit, owner, "content_index", 0, NULL);
         s_note (fit, "%s image (%zu bytes): %s", mime, bytes, where);
     }
     s_pieces_clear (&blocks);

@@ -67,13 +67,21 @@ s_add_run (json_t *structured, const cg_outcome_t *outcome)
     if (outcome->err.file)
         json_object_set_new (structured, "stderr_file", json_string (outcome->err.file));
     if (outcome->return_value) {
-        json_object_set_new (structured, "return_value", json_deep_copy (outcome->return_value));
+        //  The value itself; its rich forms (HTML, images) are in its outputs item only.
+        json_t *value = json_object ();
+        const char *kept[] = {"text/plain", "application/json"};
+        for (size_t k = 0; k < 2; k++)
+            if (json_object_get (outcome->return_value, kept[k]))
+                json_object_set_new (
+                    value, kept[k],
+                    json_deep_copy (json_object_get (outcome->return_value, kept[k])));
+        json_object_set_new (structured, "return_value", value);
         //  Seed 003's returnValue: the JSON value when the kernel gave one, else the text.
-        json_t *value = json_object_get (outcome->return_value, "application/json");
-        if (!value)
-            value = json_object_get (outcome->return_value, "text/plain");
-        if (value)
-            json_object_set_new (structured, "returnValue", json_deep_copy (value));
+        json_t *given = json_object_get (value, "application/json");
+        if (!given)
+            given = json_object_get (value, "text/plain");
+        if (given)
+            json_object_set_new (structured, "returnValue", json_deep_copy (given));
     }
     if (outcome->execution_count > 0)
         json_object_set_new (structured, "execution_count",
@@ -249,9 +257,6 @@ cg_run_result_call (json_t *structured)
             const char *mime = png ? "image/png" : "image/jpeg";
             json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
                                                        png ? png : jpeg, "mimeType", mime));
-            const char *type = json_string_value (json_object_get (item, "type"));
-            if (type && strcmp (type, "execute_result") == 0)
-                json_object_del (json_object_get (structured, "return_value"), mime);
             cg_result_link_output (item, mime,
                                    json_array_size (content)); /* the text block comes first */
         }

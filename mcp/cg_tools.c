@@ -166,10 +166,11 @@ static const cg_tool_t s_tools[] = {
      .handler = cg_tools_upload_file},
     {.name = "read_artifact",
      .description =
-         "Read a file from a session's " CG_WORKSPACE_MOUNT " as base64 (images also as images).",
+         "Read a file from a session's " CG_WORKSPACE_MOUNT " as base64; format 'image' gives "
+         "an image as image content instead.",
      .input_schema = "{'type': 'object', 'required': ['session_id', 'path'], 'properties': {"
                      "'session_id': " S_STRING ", 'path': {'type': 'string', 'description': 'e.g. "
-                     "${workspace}/chart.png'}}}",
+                     "${workspace}/chart.png'}, 'format': {'enum': ['base64', 'image', 'both']}}}",
      .output_schema = S_OBJECT (S_ARTIFACT_PROPERTIES ", 'content_base64': {}, " S_ERROR),
      .handler = cg_tools_read_artifact,
      .flags = CG_TOOL_READ_ONLY},

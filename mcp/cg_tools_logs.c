@@ -5,6 +5,7 @@
 #include "../bridge/cg_outcome.h"
 #include "../bridge/cg_util.h"
 
+#include <math.h>
 #include <string.h>
 
 cg_execlog_t *
@@ -113,8 +114,9 @@ cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outc
     json_object_set_new (entry, "exit_code",
                          outcome->timed_out ? json_null () : json_integer (outcome->exit_code));
     json_object_set_new (entry, "memory_peak_mb",
-                         outcome->memory_known ? json_real (outcome->memory_peak_mb)
-                                               : json_null ());
+                         outcome->memory_known
+                             ? json_real (round (outcome->memory_peak_mb * 10) / 10)
+                             : json_null ());
     json_object_set_new (entry, "client_name", json_string (client->name));
     json_object_set_new (entry, "error_message",
                          outcome->message ? json_string (outcome->message) : json_null ());

@@ -89,14 +89,21 @@ cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *s
     cg_server_call_end (server, call);
 }
 
-//  One entry of list_sessions.
+//  The strings of LIST (may be NULL) as a new array.
+static json_t *
+s_strings (zlistx_t *list)
+{
+    json_t *array = json_array ();
+    for (const char *p = list ? zlistx_first (list) : NULL; p; p = zlistx_next (list))
+        json_array_append_new (array, json_string (p));
+    return array;
+}
+
+//  One entry of list_sessions: seed 002's fields, memory_mb to 0.1 MB, and languages.
 static json_t *
 s_list_entry (cg_registry_session_t *s)
 {
-    json_t *packages = json_array ();
-    for (const char *p = s->packages ? zlistx_first (s->packages) : NULL; p;
-         p = zlistx_next (s->packages))
-        json_array_append_new (packages, json_string (p));
+    json_t *packages = s_strings (s->packages);
     json_t *entry =
         json_pack ("{s:s, s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:o, s:b}", "session_id", s->id,
                    "language", s->language, "name", s->name ? json_string (s->name) : json_null (),
@@ -104,6 +111,7 @@ s_list_entry (cg_registry_session_t *s)
                    "executions_count", s->executions, "pid", s_pid (s), "memory_mb",
                    s->memory_mb >= 0 ? json_real (round (s->memory_mb * 10) / 10) : json_null (),
                    "packages_installed", packages, "busy", s->busy != NULL);
+    json_object_set_new (entry, "languages", s_strings (s->languages));
     //  The workspace's own file system, as the kernel counts it; null: no limit.
     cg_wsfs_usage_t usage;
     if (cg_registry_usage (s, &usage) == 1)
@@ -129,7 +137,8 @@ cg_tools_list_sessions (const cg_request_t *req, json_t *arguments)
         json_array_append_new (list, s_list_entry (s));
     zlistx_destroy (&mine);
     json_t *structured = json_pack ("{s:o}", "sessions", list);
-    cleanup_free char *text = json_dumps (structured, JSON_COMPACT);
+    //  Numbers as the transports write them (9 digits): 87.4, not 87.400000000000006.
+    cleanup_free char *text = json_dumps (structured, JSON_COMPACT | JSON_REAL_PRECISION (9));
     cg_request_result (req, cg_tools_object_result (structured, text, false));
 }
 

@@ -22,6 +22,8 @@
 # - tracebacks leave out the frames of ipykernel, IPython and this file; a cell's code is
 #   named "Cell In [n]" (in warnings, SyntaxErrors and traceback.print_exc() too) instead of
 #   ipykernel's /tmp/ipykernel_<pid>/<hash>.py.
+#
+# It also gives a cell's dict or list value as JSON (application/json) beside its repr.
 
 
 def _cellgate_bound_messages():
@@ -112,7 +114,6 @@ def _cellgate_bound_messages():
     session.send = bounded_send
 
 
-
 def _cellgate_plain_errors():
     import os
     import re
@@ -201,6 +202,31 @@ def _cellgate_plain_errors():
     shell.compile.get_code_name = cell_name
 
 
+def _cellgate_json_values():
+    # A cell's dict or list value also comes as application/json (as JavaScript's do), so
+    # that the result's returnValue is JSON, not Python's repr: only when it is plain JSON
+    # data (str keys, no NaN, no objects) and at most 64 KB of it; else just the repr.
+    import json
+
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def as_json(value):
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return json.loads(text) if len(text) <= 65536 else None
+
+    formatter = shell.display_formatter.formatters["application/json"]
+    for kind in (dict, list):
+        formatter.for_type(kind, as_json)
+
+
 _cellgate_bound_messages()
 _cellgate_plain_errors()
-del _cellgate_bound_messages, _cellgate_plain_errors
+_cellgate_json_values()
+del _cellgate_bound_messages, _cellgate_plain_errors, _cellgate_json_values

@@ -206,10 +206,13 @@ test('read_artifact: text, image content block, not_found, too large with downlo
   const bytes = Buffer.from(png.content_base64, 'base64');
   assert.equal(bytes.length, png.size_bytes);
   assert.deepEqual([...bytes.subarray(1, 4)], [0x50, 0x4e, 0x47]);
-  const block = image.content.find((c) => c.type === 'image');
+  assert.equal(image.content.find((c) => c.type === 'image'), undefined, 'seed 004: the bytes once, in content_base64');
+  const shown = await call('read_artifact', { session_id: sid, path: '/mnt/data/chart.png', format: 'image' });
+  const block = shown.content.find((c) => c.type === 'image');
   assert.ok(block, 'an MCP image content block');
   assert.equal(block.mimeType, 'image/png');
   assert.equal(block.data, png.content_base64);
+  assert.equal(ok(shown).content_base64, '');
 
   const missing = fails(await call('read_artifact', { session_id: sid, path: '/mnt/data/nope.png' }), 'not_found');
   assert.equal(missing.message, 'No artifact at /mnt/data/nope.png');
@@ -367,7 +370,7 @@ test('output over the cap is cut head + tail with the marker; the whole text is 
   await call('close_session', { session_id: sid });
 });
 
-test('rich display outputs are saved as files with download URLs', async () => {
+test('figure display outputs are saved as files with download URLs (--save-displays figures)', async () => {
   const sid = await newSession();
   const r = ok(await python(sid, [
     'import matplotlib.pyplot as plt, pandas as pd',
@@ -378,7 +381,7 @@ test('rich display outputs are saved as files with download URLs', async () => {
     "pd.DataFrame({'x': [1, 2]})",
   ].join('\n')));
   const saved = r.outputs.filter((o) => o.path);
-  assert.deepEqual(saved.map((o) => path.extname(o.path)), ['.png', '.svg', '.json', '.html']);
+  assert.deepEqual(saved.map((o) => path.extname(o.path)), ['.png', '.svg'], 'the JSON and the DataFrame stay inline only');
   for (const o of saved) {
     assert.match(o.path, /^\/mnt\/data\/outputs\/exec_[0-9a-f]{12}-\d+\.\w+$/);
     const res = await fetch(o.download_url);

@@ -257,7 +257,7 @@ describe("seed 003's contract", () => {
     });
     const s = expectStatus(r, 'success', server);
     assert.deepEqual(s.files, { 'out.txt': '3 lines, 4 bytes' }, 'binary files and the inputs are not returned');
-    assert.equal(s.returnValue, "{'lines': 3, 'ok': True}");
+    assert.deepEqual(s.returnValue, { lines: 3, ok: true });
     assert.equal(typeof s.executionTimeMs, 'number');
     assert.ok(s.memoryUsedMB > 1 && s.memoryUsedMB < 2048, `memoryUsedMB ${s.memoryUsedMB}`);
     assert.equal(s.success, true);

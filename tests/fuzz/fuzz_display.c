@@ -155,7 +155,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     cg_error_t *err = NULL;
     cg_workspace_t *ws = cg_workspace_open (s_ws_dir, &err);
     CG_FUZZ_CHECK (ws != NULL, "the workspace opens");
-    cg_artifacts_save_displays (ws, run.outputs, "fz", (uid_t)-1, (gid_t)-1);
+    cg_artifacts_save_displays (ws, run.outputs, "fz", CG_DISPLAYS_FIGURES | CG_DISPLAYS_DOCUMENTS,
+                                (uid_t)-1, (gid_t)-1);
     s_check_outside ();
     size_t i;
     json_t *item;
