@@ -282,6 +282,17 @@ cg_http_respond (cg_http_exchange_t *exchange, unsigned int status, const char *
 }
 
 void
+cg_http_respond_json (cg_http_exchange_t *exchange, unsigned int status, json_t *body,
+                      const char *const *headers)
+{
+    cleanup_free char *text = json_dumps (body, JSON_COMPACT);
+    json_decref (body);
+    if (!text)
+        abort (); /* out of memory */
+    cg_http_respond (exchange, status, "application/json", text, strlen (text), headers);
+}
+
+void
 cg_http_respond_error (cg_http_exchange_t *exchange, unsigned int status, const char *code,
                        const char *message)
 {

@@ -6,6 +6,7 @@
 
 #include "../bridge/cg_error.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,6 +82,11 @@ void cg_http_exchange_release (cg_http_exchange_t **exchange_p);
     HEADERS: NULL, or a NULL-terminated list of name, value, name, value... Once only. */
 void cg_http_respond (cg_http_exchange_t *exchange, unsigned int status, const char *content_type,
                       const char *body, size_t len, const char *const *headers);
+
+/*  Answers STATUS with BODY (taken: the call releases it) as compact JSON, with HEADERS as
+    for cg_http_respond. Once only. */
+void cg_http_respond_json (cg_http_exchange_t *exchange, unsigned int status, json_t *body,
+                           const char *const *headers);
 
 /*  Answers STATUS with the JSON body {"error": CODE, "message": MESSAGE}. Once only. */
 void cg_http_respond_error (cg_http_exchange_t *exchange, unsigned int status, const char *code,

@@ -7,15 +7,6 @@
 
 #define S_PATH "/admin/sessions"
 
-//  Answers EX with STATUS and BODY (stolen).
-static void
-s_reply (cg_http_exchange_t *ex, unsigned int status, json_t *body)
-{
-    cleanup_free char *text = json_dumps (body, JSON_COMPACT);
-    json_decref (body);
-    cg_http_respond (ex, status, "application/json", text, strlen (text), NULL);
-}
-
 //  Returns true when EX may use the admin routes; else it was answered.
 static bool
 s_admit (cg_server_t *server, cg_http_exchange_t *ex)
@@ -64,10 +55,12 @@ s_list (cg_server_t *server, cg_http_exchange_t *ex)
     zlistx_destroy (&all);
     size_t oneshots = 0, closing = 0;
     cg_registry_counts (registry, &oneshots, &closing);
-    s_reply (ex, 200,
-             json_pack ("{s:o, s:I, s:I, s:i, s:i}", "sessions", list, "oneshot_runs",
-                        (json_int_t)oneshots, "closing", (json_int_t)closing, "max_sessions",
-                        config->max_sessions, "oneshot_reserve", config->oneshot_reserve));
+    cg_http_respond_json (ex, 200,
+                          json_pack ("{s:o, s:I, s:I, s:i, s:i}", "sessions", list, "oneshot_runs",
+                                     (json_int_t)oneshots, "closing", (json_int_t)closing,
+                                     "max_sessions", config->max_sessions, "oneshot_reserve",
+                                     config->oneshot_reserve),
+                          NULL);
 }
 
 //  DELETE /admin/sessions/<slot>: closes that session, whoever owns it.
@@ -83,7 +76,7 @@ s_close (cg_server_t *server, cg_http_exchange_t *ex, const char *slot)
     cg_log (2, "admin: closing session %s (slot %s) of MCP client %.8s…", session->id,
             session->slot, session->owner);
     cg_server_session_close (server, session, "An operator closed this session.");
-    s_reply (ex, 200, body);
+    cg_http_respond_json (ex, 200, body, NULL);
 }
 
 static void

@@ -167,10 +167,7 @@ static void
 s_refuse (cg_http_exchange_t *ex, unsigned int status, int code, const char *message,
           const char *const *headers)
 {
-    json_t *error = cg_jsonrpc_error (NULL, code, message);
-    cleanup_free char *body = json_dumps (error, JSON_COMPACT);
-    json_decref (error);
-    cg_http_respond (ex, status, "application/json", body, strlen (body), headers);
+    cg_http_respond_json (ex, status, cg_jsonrpc_error (NULL, code, message), headers);
 }
 
 //  The checks every request to /mcp passes first. Returns true when it may go on (else

@@ -11,21 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { REPO_ROOT, callExec, expectStatus, serverBinary, startHttpServer, startServer } from './lib.mjs';
+import { REPO_ROOT, callExec, expectStatus, serverBinary, startHttpServer, startServer, which } from './lib.mjs';
 
 const cellgate = (args, env = {}) =>
   spawnSync(serverBinary(), args, { input: '', encoding: 'utf8', timeout: 20000, env: { ...process.env, ...env } });
-
-function which(name) {
-  for (const dir of [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/usr/bin']) {
-    const p = path.join(dir, name);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      return p;
-    } catch {}
-  }
-  return null;
-}
 
 test('cellgate help, cellgate help mcp and cellgate mcp --help describe both transports and every option', () => {
   const overview = cellgate(['help']);

@@ -18,6 +18,18 @@ export const DEFAULT_CALL_TIMEOUT_MS = 120000;
 const STDERR_KEEP = 64 * 1024;
 
 /** Returns the server binary to test: env CELLGATE_BIN, else <repo>/build/cellgate. */
+// The path of the executable NAME on PATH (or in /usr/sbin, /usr/bin), or null.
+export function which(name) {
+  for (const dir of [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/usr/bin']) {
+    const p = path.join(dir, name);
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return p;
+    } catch {}
+  }
+  return null;
+}
+
 export function serverBinary() {
   return process.env.CELLGATE_BIN || DEFAULT_BIN;
 }

@@ -8,18 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { callExec, expectStatus, serverBinary, startServer } from './lib.mjs';
-
-function which(name) {
-  for (const dir of [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/usr/bin']) {
-    const p = path.join(dir, name);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      return p;
-    } catch {}
-  }
-  return null;
-}
+import { callExec, expectStatus, serverBinary, startServer, which } from './lib.mjs';
 
 test('--runtime PATH runs sandboxes with that binary and says which version it is', async () => {
   const runc = which('runc');
