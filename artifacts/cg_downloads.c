@@ -2,6 +2,7 @@
     /files/<session_id>/<path>?token=<token> streams a file of that session's workspace. */
 #define _GNU_SOURCE
 #include "cg_downloads.h"
+#include "cg_metrics.h"
 
 #include "../bridge/cg_util.h"
 
@@ -94,6 +95,8 @@ s_serve (void *arg, cg_http_exchange_t *ex)
                              "attachment", NULL};
     cg_log (3, "http: %s %s from %s (%lld bytes)", cg_http_exchange_method (ex), rel, session_id,
             (long long)st.st_size);
+    if (strcmp (cg_http_exchange_method (ex), "GET") == 0)
+        cg_metrics_download ((uint64_t)st.st_size);
     cg_http_respond_file (ex, &fd, (uint64_t)st.st_size, mime, headers);
 }
 
@@ -144,8 +147,7 @@ cg_downloads_url (cg_http_t *http, const char *session_id, const char *token, co
         cg_error_destroy (&err);
         return NULL;
     }
-    cleanup_free char *prefix =
-        cg_strdupf ("http://%s:%d" CG_DOWNLOADS_PREFIX, cg_http_host (http), cg_http_port (http));
+    cleanup_free char *prefix = cg_strdupf ("%s" CG_DOWNLOADS_PREFIX, cg_http_base_url (http));
     size_t cap = strlen (prefix) + 3 * (strlen (session_id) + strlen (canonical) + strlen (token))
                  + sizeof "/?token=";
     char *url = cg_xmalloc (cap);

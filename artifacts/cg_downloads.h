@@ -33,8 +33,8 @@ cg_downloads_t *cg_downloads_new (cg_http_t *http, cg_downloads_lookup_fn *looku
 /*  Frees *self_p and sets it to NULL. Safe on NULL. */
 void cg_downloads_destroy (cg_downloads_t **self_p);
 
-/*  Returns "http://HOST:PORT/files/<session_id>/<rel>?token=<token>" on HTTP (HOST as
-    cg_http_host gives it), with SESSION_ID, each segment of REL and TOKEN percent-encoded
+/*  Returns "<base>/files/<session_id>/<rel>?token=<token>" on HTTP (<base> as
+    cg_http_base_url gives it: "http://HOST:PORT" or the public URL), with SESSION_ID, each segment of REL and TOKEN percent-encoded
     (all but RFC 3986 unreserved bytes). REL is a workspace path as cg_workspace_normalize
     takes it ("sub/data.csv" or "/mnt/data/sub/data.csv"). Returns the URL (caller owns
     the result), or NULL when REL is not a valid workspace path. */

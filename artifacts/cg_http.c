@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 typedef struct {
@@ -32,10 +33,13 @@ struct cg_http_t {
     struct MHD_Daemon *daemon;
     int port;       /* the bound port */
     char *url_host; /* host part of URLs to us: "127.0.0.1", "[::1]" */
+    char *base_url; /* what links to us start with: "http://HOST:PORT" or the public URL */
     bool loopback;  /* bound to a loopback address */
     s_route_t *routes;
     size_t routes_len;
     cg_http_exchange_t *exchanges; /* live exchanges (to resume before stopping) */
+    cg_http_observer_fn *observer; /* told of every response, or NULL */
+    void *observer_arg;
 };
 
 struct cg_http_exchange_t {
@@ -66,6 +70,8 @@ struct cg_http_exchange_t {
 /*  One request; MHD keeps it in *con_cls from the URI callback until the completion
     callback. */
 typedef struct {
+    cg_http_t *http;
+    const char *route;            /* the path of the route that took it, or NULL */
     size_t target_len;            /* length of the raw request target, query included */
     bool answered;                /* a response is queued */
     cg_http_exchange_t *exchange; /* once a route has taken the request */
@@ -82,6 +88,8 @@ s_queue (struct MHD_Connection *connection, s_request_t *request, unsigned int s
     MHD_destroy_response (response);
     if (rc == MHD_YES)
         request->answered = true;
+    if (rc == MHD_YES && request->http->observer)
+        request->http->observer (request->http->observer_arg, request->route, status);
     return rc;
 }
 
@@ -536,6 +544,29 @@ cg_http_host (cg_http_t *self)
     return self->url_host;
 }
 
+void
+cg_http_set_public_url (cg_http_t *self, const char *url)
+{
+    free (self->base_url);
+    self->base_url =
+        url ? cg_xstrdup (url) : cg_strdupf ("http://%s:%d", self->url_host, self->port);
+    if (url)
+        cg_log (2, "http: links use the public URL %s", url);
+}
+
+const char *
+cg_http_base_url (cg_http_t *self)
+{
+    return self->base_url;
+}
+
+void
+cg_http_set_observer (cg_http_t *self, cg_http_observer_fn *fn, void *arg)
+{
+    self->observer = fn;
+    self->observer_arg = arg;
+}
+
 /*  --------------------------------------------------------------------------------------
     MHD callbacks */
 
@@ -593,6 +624,7 @@ s_access_cb (void *cls, struct MHD_Connection *connection, const char *url, cons
     uintptr_t tag = (uintptr_t)*con_cls;
     if (tag & 1) {
         s_request_t *fresh = cg_xcalloc (1, sizeof *fresh);
+        fresh->http = self;
         fresh->target_len = tag >> 1;
         *con_cls = fresh;
     }
@@ -612,6 +644,7 @@ s_access_cb (void *cls, struct MHD_Connection *connection, const char *url, cons
     if (!route)
         return s_respond_error (connection, request, MHD_HTTP_NOT_FOUND, "not_found",
                                 "no such resource");
+    request->route = route->path;
     return s_exchange_start (self, route, connection, request, url, method);
 }
 
@@ -767,7 +800,10 @@ cg_http_new (const char *listen, cg_error_t **err)
         cg_http_destroy (&self);
         return NULL;
     }
-    cg_log (2, "http: listening on http://%s:%d/", self->url_host, self->port);
+    //  The address bound, as given (0.0.0.0 and [::] included), with the port chosen.
+    cg_log (2, "http: listening on http://%.*s:%d/", (int)(strrchr (listen, ':') - listen), listen,
+            self->port);
+    cg_http_set_public_url (self, NULL);
     return self;
 }
 
@@ -790,6 +826,7 @@ cg_http_destroy (cg_http_t **self_p)
         free (self->routes[i].path);
     free (self->routes);
     free (self->url_host);
+    free (self->base_url);
     free (self);
     *self_p = NULL;
 }

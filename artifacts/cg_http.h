@@ -113,6 +113,23 @@ bool cg_http_loopback (cg_http_t *self);
     wildcard address (0.0.0.0, [::]). The string stays owned by the listener. */
 const char *cg_http_host (cg_http_t *self);
 
+/*  Makes links to this listener start with URL (copied; "https://host/prefix", no
+    trailing slash, checked by the caller), or with "http://" cg_http_host ":" port when
+    URL is NULL (the default). Logs a URL it is given. */
+void cg_http_set_public_url (cg_http_t *self, const char *url);
+
+/*  Returns what links to this listener start with, without a trailing slash
+    ("http://127.0.0.1:8080", or the public URL). Owned by the listener. */
+const char *cg_http_base_url (cg_http_t *self);
+
+/*  Called once for every response queued, refusals included: ROUTE is the path of the
+    route that took the request ("/mcp", "/files/"), or NULL when none did; STATUS is
+    the HTTP status. On the cg_http_process thread. */
+typedef void (cg_http_observer_fn) (void *arg, const char *route, unsigned int status);
+
+/*  Sets the one observer FN (with ARG; NULL: none). */
+void cg_http_set_observer (cg_http_t *self, cg_http_observer_fn *fn, void *arg);
+
 /*  Closes every connection and the listening socket, frees *self_p and sets it to NULL.
     Safe on NULL. */
 void cg_http_destroy (cg_http_t **self_p);

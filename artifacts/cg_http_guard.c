@@ -51,3 +51,12 @@ cg_http_guard_token (cg_http_exchange_t *ex, const char *expected)
     size_t len = strlen (given);
     return len == strlen (expected) && sodium_memcmp (given, expected, len) == 0;
 }
+
+void
+cg_http_guard_unauthorized (cg_http_exchange_t *ex)
+{
+    static const char *bearer[] = {"WWW-Authenticate", "Bearer realm=\"cellgate\"", NULL};
+    static const char body[] = "{\"error\":\"unauthorized\",\"message\":\"send "
+                               "Authorization: Bearer <token>\"}";
+    cg_http_respond (ex, 401, "application/json", body, sizeof body - 1, bearer);
+}

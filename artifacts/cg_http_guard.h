@@ -16,4 +16,7 @@ bool cg_http_guard_origin (cg_http_t *http, cg_http_exchange_t *exchange);
     constant time), or when EXPECTED is NULL (no token configured). */
 bool cg_http_guard_token (cg_http_exchange_t *exchange, const char *expected);
 
+/*  Answers EXCHANGE 401 with a WWW-Authenticate: Bearer challenge and a JSON error body. */
+void cg_http_guard_unauthorized (cg_http_exchange_t *exchange);
+
 #endif

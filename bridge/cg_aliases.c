@@ -13,8 +13,8 @@
     "a sandbox is the host's /usr mounted read-only in an empty root, not an image (kernels: " \
     "--kernels-dir)"
 
-//  Seed 004's section 5 table, then seed 002's Configuration. A target that this build
-//  lacks (an option another branch adds) is known but unsupported until it is there.
+//  Seed 004's section 5 table, then seed 002's Configuration. Every target is a row of
+//  cg_config's option table (unit_aliases checks it).
 static const cg_alias_t s_aliases[] = {
     {"SANDBOX_MEMORY_LIMIT", "CELLGATE_MEMORY_MB", CG_ALIAS_MEMORY, NULL},
     {"SANDBOX_CPU_LIMIT", "CELLGATE_CPUS", CG_ALIAS_SAME, NULL},

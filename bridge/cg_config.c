@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #ifndef CG_KERNELS_DIR
@@ -106,6 +107,13 @@ static const cg_config_option_t s_options[] = {
      "downloads on the same listener) instead of stdio"},
     {"--http-token", "CELLGATE_HTTP_TOKEN", CG_CONFIG_STRING, OFF (http_token), NULL, 0, 0,
      "bearer token HTTP clients must send (required when --http is not a loopback address)"},
+    {"--public-url", "CELLGATE_PUBLIC_URL", CG_CONFIG_STRING, OFF (public_url), NULL, 0, 0,
+     "base URL clients reach the listener at, used in every link (http[s]://HOST[:PORT][/PREFIX], "
+     "a proxy stripping PREFIX); default http://<listen address>"},
+    {"--cleanup-interval", "CELLGATE_CLEANUP_INTERVAL_M", CG_CONFIG_DOUBLE,
+     OFF (cleanup_interval_m), "5", 0, 10080,
+     "minutes between sweeps removing what stopped servers left in the state dir (sandboxes, "
+     "workspace mounts, directories); 0: only at start-up"},
     {"--tool-profile", "CELLGATE_TOOL_PROFILE", CG_CONFIG_STRING, OFF (tool_profile), "default", 0,
      0,
      "default; seed001: execute_code served as seed 001's code_execution_sandbox.execute_code; "
@@ -288,6 +296,65 @@ s_package_source (char **dir_p, const char *flag, cg_error_t **err)
     return 0;
 }
 
+//  True for the bytes RFC 3986 allows in a path segment besides percent-escapes.
+static bool
+s_path_byte (char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+           || strchr ("-._~!$&'()*+,;=:@/", c);
+}
+
+//  Checks *URL_P, the public base URL: http or https, a host (a name, an IPv4 address or
+//  an IPv6 one in brackets), an optional port and path prefix, no credentials, query or
+//  fragment. Strips a trailing slash. Returns 0, or -1 with *err set saying what is wrong.
+static int
+s_public_url (char **url_p, cg_error_t **err)
+{
+    char *url = *url_p;
+    if (!url)
+        return 0;
+    const char *why = NULL;
+    size_t scheme = strncasecmp (url, "http://", 7) == 0    ? 7
+                    : strncasecmp (url, "https://", 8) == 0 ? 8
+                                                            : 0;
+    const char *host = url + scheme, *p = host;
+    if (!scheme)
+        why = "use an http:// or https:// URL";
+    else if (strpbrk (url, "?#"))
+        why = "a base URL has no query (?) or fragment (#)";
+    else if (memchr (host, '@', strcspn (host, "/")))
+        why = "a base URL has no user or password (@)";
+    else if (*p == '[') {
+        p += 1 + strspn (p + 1, "0123456789abcdefABCDEF:.");
+        why = *p == ']' && p > host + 1 ? NULL : "an IPv6 host goes in brackets: http://[::1]:8080";
+        p++;
+    }
+    else {
+        p += strspn (p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_~");
+        why = p > host ? NULL : "the URL has no host";
+    }
+    if (!why && *p == ':') {
+        size_t digits = strspn (p + 1, "0123456789");
+        long port = digits >= 1 && digits <= 5 ? strtol (p + 1, NULL, 10) : 0;
+        why = port >= 1 && port <= 65535 ? NULL : "the port is not a number from 1 to 65535";
+        p += 1 + digits;
+    }
+    if (!why && *p && *p != '/')
+        why = "the host is not a name or an address";
+    for (; !why && *p; p++)
+        if (*p == '%' ? !isxdigit ((unsigned char)p[1]) || !isxdigit ((unsigned char)p[2])
+                      : !s_path_byte (*p))
+            why = "the path prefix has a character URLs do not allow (escape it as %XX)";
+    if (why)
+        return cg_error_set (err, EINVAL, "--public-url: '%s': %s", url, why);
+    size_t len = strlen (url);
+    while (len > scheme && url[len - 1] == '/')
+        url[--len] = '\0';
+    for (size_t i = 0; i < scheme; i++)
+        url[i] = (char)tolower ((unsigned char)url[i]);
+    return 0;
+}
+
 int
 cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
 {
@@ -380,7 +447,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         return cg_error_set (err, EINVAL, "--save-displays: '%s' is not figures, all or none",
                              self->save_displays);
     if (s_package_source (&self->wheelhouse, "--wheelhouse", err) < 0
-        || s_package_source (&self->npm_mirror, "--npm-mirror", err) < 0)
+        || s_package_source (&self->npm_mirror, "--npm-mirror", err) < 0
+        || s_public_url (&self->public_url, err) < 0)
         return -1;
     if (self->state_dir[0] != '/')
         return cg_error_set (err, EINVAL, "--state-dir: '%s' is not an absolute path",
@@ -414,8 +482,9 @@ cg_config_clear (cg_config_t *self)
     cg_strv_free (self->notes);
     self->log_format = self->log_file = NULL;
     self->warnings = self->notes = NULL;
+    free (self->public_url);
     self->http = self->http_token = self->log_dir = self->execution_log = self->scripts_dir = NULL;
-    self->wheelhouse = self->npm_mirror = NULL;
+    self->wheelhouse = self->npm_mirror = self->public_url = NULL;
     self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile =
         NULL;
 }

@@ -36,18 +36,21 @@ typedef struct {
     size_t max_code_bytes;
     size_t max_upload_bytes;
     size_t max_artifact_read_bytes;
-    size_t max_result_bytes; /* largest tools/call response sent to a client, serialized */
-    char *http_listen;       /* "HOST:PORT" of the download listener, or "off" */
-    char *http;              /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
-    char *http_token;        /* bearer token the HTTP transport requires, or NULL */
-    char *tool_profile;      /* "default" or "seed001": which tools tools/list shows */
-    char *wheelhouse;        /* install_package's pip source directory, or NULL */
-    char *npm_mirror;        /* install_package's npm tarball directory, or NULL */
-    bool http_listen_set;    /* given by flag or variable (no fallback port then) */
-    int max_sessions;        /* sandboxes at once, one-shot ones included */
-    int idle_ttl_s;          /* a session unused this long is closed */
-    int client_grace_s;      /* an HTTP client gone this long loses its sessions */
-    int oneshot_reserve;     /* one-shot sandboxes allowed past max_sessions */
+    size_t max_result_bytes;   /* largest tools/call response sent to a client, serialized */
+    char *http_listen;         /* "HOST:PORT" of the download listener, or "off" */
+    char *http;                /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
+    char *http_token;          /* bearer token the HTTP transport requires, or NULL */
+    char *public_url;          /* base of every link handed out ("https://host:port/prefix", no
+                         trailing slash), or NULL: the listener's own address */
+    double cleanup_interval_m; /* minutes between orphan sweeps; 0: at start-up only */
+    char *tool_profile;        /* "default" or "seed001": which tools tools/list shows */
+    char *wheelhouse;          /* install_package's pip source directory, or NULL */
+    char *npm_mirror;          /* install_package's npm tarball directory, or NULL */
+    bool http_listen_set;      /* given by flag or variable (no fallback port then) */
+    int max_sessions;          /* sandboxes at once, one-shot ones included */
+    int idle_ttl_s;            /* a session unused this long is closed */
+    int client_grace_s;        /* an HTTP client gone this long loses its sessions */
+    int oneshot_reserve;       /* one-shot sandboxes allowed past max_sessions */
     int log_level;
     char *log_format;     /* "console" or "json" */
     char *log_file;       /* the log's file (appended), or NULL: stderr */

@@ -15,6 +15,13 @@ typedef struct cg_instance_t cg_instance_t;
     NULL with *err set. */
 cg_instance_t *cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **err);
 
+/*  Removes what servers that are gone left in the state dir, as cg_instance_new does: for
+    each instance whose lock is free, its containers, the mounts below its directory and
+    the directory, each step logged. Leaves live instances (this one included) alone.
+    Safe on any thread while the server runs (it reads only what it was created with).
+    Returns how many instances were removed. */
+int cg_instance_sweep (cg_instance_t *self);
+
 /*  Removes this instance's remaining containers and its directory. */
 void cg_instance_destroy (cg_instance_t **self_p);
 

@@ -7,6 +7,7 @@
 #include "cg_help.h"
 #include "cg_instance.h"
 #include "cg_session.h"
+#include "cg_sweep.h"
 #include "cg_util.h"
 
 #include <czmq.h>
@@ -169,7 +170,9 @@ main (int argc, char **argv)
         cg_log (2, "serving MCP on %s (runtime %s, state %s)",
                 config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
                 config.state_dir);
+        cg_sweep_t *sweep = cg_sweep_new (instance, config.cleanup_interval_m);
         rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO);
+        cg_sweep_destroy (&sweep);
     }
     else
         rc = s_kernel_command (&config, backend, instance);

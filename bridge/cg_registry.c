@@ -481,12 +481,34 @@ cg_registry_usage (cg_registry_session_t *session, cg_wsfs_usage_t *usage)
 }
 
 cg_workspace_t *
-cg_registry_download (cg_registry_t *self, const char *id, const char *token, size_t token_len)
+cg_registry_download (void *arg, const char *id, const char *token, size_t token_len)
 {
+    cg_registry_t *self = arg;
     for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
          s = zhashx_next (self->sessions))
         if (s->ws && strcmp (s->id, id) == 0 && token_len == strlen (s->token)
             && sodium_memcmp (s->token, token, token_len) == 0)
             return s->ws;
     return NULL;
+}
+
+void
+cg_registry_metrics_cb (void *arg, cg_metrics_gauges_t *gauges)
+{
+    cg_registry_t *self = arg;
+    gauges->sessions = zhashx_size (self->sessions);
+    gauges->oneshots = self->oneshots;
+    gauges->closing = zlistx_size (self->closing);
+    gauges->sandboxes_max = (size_t)self->config->max_sessions;
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
+         s = zhashx_next (self->sessions)) {
+        size_t i = 0;
+        while (i < gauges->languages_len && strcmp (gauges->languages[i].name, s->language) != 0)
+            i++;
+        if (i == CG_METRICS_LANGUAGES_MAX)
+            continue;
+        if (i == gauges->languages_len)
+            gauges->languages[gauges->languages_len++].name = s->language;
+        gauges->languages[i].count++;
+    }
 }

@@ -8,6 +8,7 @@
 #ifndef CG_REGISTRY_H
 #define CG_REGISTRY_H
 
+#include "../artifacts/cg_metrics.h"
 #include "../artifacts/cg_workspace.h"
 #include "../artifacts/cg_wsfs.h"
 #include "../containers/cg_container.h"
@@ -162,9 +163,14 @@ void cg_registry_report (cg_registry_t *self, const char *slot, long pid, double
     workspace has no file system of its own (no limit), or -1 when it cannot tell. */
 int cg_registry_usage (cg_registry_session_t *session, cg_wsfs_usage_t *usage);
 
-/*  The /files/ route's lookup (cg_downloads_lookup_fn): the workspace of the session ID (of any owner) whose
-    download token is the TOKEN_LEN bytes at TOKEN (compared in constant time), or NULL. */
-cg_workspace_t *cg_registry_download (cg_registry_t *self, const char *id, const char *token,
+/*  The /files/ route's lookup (cg_downloads_lookup_fn; ARG is the registry): the workspace
+    of the session ID (of any owner) whose download token is the TOKEN_LEN bytes at TOKEN
+    (compared in constant time), or NULL. */
+cg_workspace_t *cg_registry_download (void *arg, const char *id, const char *token,
                                       size_t token_len);
+
+/*  The metrics' gauges (cg_metrics_gauges_fn; ARG is the registry): live sessions, by
+    language, one-shot runners in flight, sandboxes closing and the limit. */
+void cg_registry_metrics_cb (void *arg, cg_metrics_gauges_t *gauges);
 
 #endif

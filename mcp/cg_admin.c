@@ -11,7 +11,6 @@
 static bool
 s_admit (cg_server_t *server, cg_http_exchange_t *ex)
 {
-    static const char *bearer[] = {"WWW-Authenticate", "Bearer realm=\"cellgate\"", NULL};
     const char *token = cg_server_config (server)->http_token;
     //  Untrusted: every header is the client's. A browser's page (a downloaded HTML file
     //  included) must never reach these routes, whatever its origin.
@@ -22,11 +21,8 @@ s_admit (cg_server_t *server, cg_http_exchange_t *ex)
         cg_http_respond_error (ex, 403, "forbidden",
                                "the admin routes need --http-token on a listener that is not "
                                "loopback-only");
-    else if (!cg_http_guard_token (ex, token)) {
-        cleanup_free char *body = cg_strdupf ("{\"error\":\"unauthorized\",\"message\":\"send "
-                                              "Authorization: Bearer <token>\"}");
-        cg_http_respond (ex, 401, "application/json", body, strlen (body), bearer);
-    }
+    else if (!cg_http_guard_token (ex, token))
+        cg_http_guard_unauthorized (ex);
     else
         return true;
     return false;

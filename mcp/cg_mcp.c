@@ -355,13 +355,6 @@ s_handle_runner (cg_server_t *self)
 //  --------------------------------------------------------------------------
 //  The event loop
 
-//  The /files/ route's lookup: the registry's download tokens.
-static cg_workspace_t *
-s_download_lookup (void *arg, const char *session_id, const char *token, size_t token_len)
-{
-    return cg_registry_download (arg, session_id, token, token_len);
-}
-
 //  Starts the listener per the configuration. Returns 0 (self->http stays NULL when it
 //  is off), or -1 when it cannot listen.
 static int
@@ -386,7 +379,9 @@ s_http_start (cg_server_t *self)
         cg_error_destroy (&err);
         return -1;
     }
-    self->downloads = cg_downloads_new (self->http, s_download_lookup, self->registry);
+    cg_http_set_public_url (self->http, config->public_url);
+    self->downloads = cg_downloads_new (self->http, cg_registry_download, self->registry);
+    cg_metrics_serve (self->http, config->http_token, cg_registry_metrics_cb, self->registry);
     cg_admin_route (self, self->http);
     return 0;
 }

@@ -351,10 +351,13 @@ cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max)
     self->clients = zhashx_new ();
     zhashx_set_destructor (self->clients, s_client_free);
     cg_http_route (http, "/mcp", 0, message_max, s_handle, self);
-    const char *listen = cg_server_config (server)->http;
-    cleanup_free char *host = cg_xstrndup (listen, (size_t)(strrchr (listen, ':') - listen));
-    cg_log (2, "serving MCP at http://%s:%d/mcp%s", host, cg_http_port (http),
-            cg_server_config (server)->http_token ? " (bearer token required)" : "");
+    const cg_config_t *config = cg_server_config (server);
+    cleanup_free char *host =
+        cg_xstrndup (config->http, (size_t)(strrchr (config->http, ':') - config->http));
+    cleanup_free char *public_mcp =
+        config->public_url ? cg_strdupf (", for clients %s/mcp", config->public_url) : NULL;
+    cg_log (2, "serving MCP at http://%s:%d/mcp%s%s", host, cg_http_port (http),
+            public_mcp ? public_mcp : "", config->http_token ? " (bearer token required)" : "");
     return self;
 }
 

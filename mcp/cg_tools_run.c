@@ -7,6 +7,7 @@
 #include "cg_jsonrpc.h"
 #include "cg_run_result.h"
 #include "../bridge/cg_util.h"
+#include "../artifacts/cg_metrics.h"
 #include "../artifacts/cg_workspace.h"
 
 #include <sodium.h>
@@ -357,6 +358,19 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
     return result;
 }
 
+//  How OUTCOME (NULL: none came) ended, in the metrics' terms.
+static cg_metrics_run_status_t
+s_metrics_status (const cg_outcome_t *outcome)
+{
+    if (outcome && outcome->timed_out)
+        return CG_METRICS_RUN_TIMEOUT;
+    if (!outcome || outcome->end == CG_OUTCOME_SETUP_FAILURE)
+        return CG_METRICS_RUN_SETUP_ERROR;
+    return outcome->end == CG_OUTCOME_OK          ? CG_METRICS_RUN_SUCCESS
+           : outcome->end == CG_OUTCOME_CANCELLED ? CG_METRICS_RUN_CANCELLED
+                                                  : CG_METRICS_RUN_ERROR;
+}
+
 void
 cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
 {
@@ -386,6 +400,8 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
                                          : s_run_response (server, call, session, outcome));
     }
     cg_tools_log_run (server, call, outcome);
+    cg_metrics_run (s_metrics_status (outcome), outcome && outcome->ran,
+                    outcome ? (double)outcome->duration_us / 1e6 : 0);
     cg_outcome_destroy (&outcome);
     cg_server_call_end (server, call);
 }

@@ -284,6 +284,47 @@ s_test_usage (void)
     free (text);
 }
 
+//  --public-url: kept without its trailing slash (the scheme lowercased); bad ones refused
+//  with their reason.
+static void
+s_test_public_url (void)
+{
+    s_clear_environment ();
+    const char *good[][2] = {
+        {"http://sandbox.example:8080/prefix/", "http://sandbox.example:8080/prefix"},
+        {"HTTPS://[::1]:8443//", "https://[::1]:8443"},
+        {"http://10.0.0.5/a%2Fb/c", "http://10.0.0.5/a%2Fb/c"}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        cg_config_t config;
+        const char *args[] = {"--public-url", good[i][0], NULL};
+        char message[512];
+        EXPECT (s_load (&config, args, message, sizeof message) == 0, "%s: %s", good[i][0],
+                message);
+        EXPECT (config.public_url && strcmp (config.public_url, good[i][1]) == 0, "%s became %s",
+                good[i][0], config.public_url ? config.public_url : "(null)");
+        cg_config_clear (&config);
+    }
+    const char *bad[][2] = {{"ftp://x", "http:// or https://"},
+                            {"http://", "no host"},
+                            {"http://h/p?q=1", "no query"},
+                            {"http://h#f", "no query"},
+                            {"http://u:p@h", "no user or password"},
+                            {"http://h:0", "port"},
+                            {"http://h:65536", "port"},
+                            {"http://h p", "not a name"},
+                            {"http://h/a b", "escape it"},
+                            {"http://[::1", "brackets"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cg_config_t config;
+        const char *args[] = {"--public-url", bad[i][0], NULL};
+        char message[512];
+        EXPECT (s_load (&config, args, message, sizeof message) < 0, "%s accepted", bad[i][0]);
+        EXPECT (strstr (message, "--public-url") && strstr (message, bad[i][1]), "%s: '%s'",
+                bad[i][0], message);
+        cg_config_clear (&config);
+    }
+}
+
 int
 main (void)
 {
@@ -292,6 +333,7 @@ main (void)
     s_test_environment_then_flags ();
     s_test_errors ();
     s_test_usage ();
+    s_test_public_url ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }
