@@ -151,6 +151,9 @@ s_write (const char *text)
     }
 }
 
+static void s_vlog (int level, const json_t *fields, const char *fmt, va_list args)
+    __attribute__ ((format (printf, 3, 0)));
+
 static void
 s_vlog (int level, const json_t *fields, const char *fmt, va_list args)
 {

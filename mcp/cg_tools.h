@@ -170,6 +170,11 @@ cg_call_t *cg_tools_run_request (const cg_request_t *req, json_t **request_p);
 #define CG_CALC_EXPRESSION_MAX 1000
 #define CG_CALC_TIMEOUT_S 10
 cg_tool_fn cg_tools_calculate;
+/*  Checks EXPRESSION (untrusted: the client's argument) before a sandbox starts: a string
+    of 1 to CG_CALC_EXPRESSION_MAX characters, ASCII letters, digits and the operators
+    only, no "__", a '.' only beside a digit. Returns NULL when it may go to the
+    evaluator, else why not (caller frees) and sets *ERROR to its code. */
+char *cg_tools_calc_refusal (const json_t *expression, const char **error);
 cg_tool_finish_fn cg_tools_calculate_finish;
 
 /*  The script library's handlers (cg_tools_scripts.c), and its hook for a finished run

@@ -33,11 +33,8 @@ s_error (const char *expression, const char *error, const char *message)
     return result;
 }
 
-//  Checks EXPRESSION, untrusted input from the MCP client, before a sandbox starts.
-//  Returns NULL when it may go to the evaluator, else why not (caller frees) and sets
-//  *ERROR to its code.
-static char *
-s_refusal (json_t *expression, const char **error)
+char *
+cg_tools_calc_refusal (const json_t *expression, const char **error)
 {
     *error = "invalid_params";
     if (!json_is_string (expression))
@@ -79,7 +76,7 @@ cg_tools_calculate (const cg_request_t *req, json_t *arguments)
 {
     json_t *expression = json_object_get (arguments, "expression");
     const char *error = NULL;
-    cleanup_free char *why = s_refusal (expression, &error);
+    cleanup_free char *why = cg_tools_calc_refusal (expression, &error);
     if (why) {
         cg_request_result (req, s_error (json_string_value (expression), error, why));
         return;
