@@ -7,6 +7,7 @@
 #include "cg_session.h"
 #include "cg_util.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -76,6 +77,7 @@ s_session_free (void **item)
     free (session->busy);
     free (session->language);
     free (session->name);
+    free (session->notice);
     zlistx_destroy (&session->packages);
     zlistx_destroy (&session->languages);
     free (session);
@@ -232,8 +234,14 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
 {
     if (cg_registry_full (self))
         return NULL;
+    int64_t closed_us = cg_closed_since (self->closed, owner, id, cg_now_us ());
     cg_closed_forget (self->closed, owner, id);
     cg_registry_session_t *session = cg_xcalloc (1, sizeof *session);
+    if (closed_us >= 0)
+        session->notice = cg_strdupf ("Session %s was closed %" PRId64 " s ago (close_session); "
+                                      "this is a new session: the variables and files from "
+                                      "before are gone.",
+                                      id, closed_us / 1000000);
     session->id = cg_xstrdup (id);
     session->owner = cg_xstrdup (owner);
     cg_random_hex (session->slot, 6);
@@ -366,10 +374,12 @@ cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session)
     s_retire (self, session, "closed");
 }
 
-int64_t
-cg_registry_closed_since (cg_registry_t *self, const char *owner, const char *id)
+char *
+cg_registry_take_notice (cg_registry_session_t *session)
 {
-    return cg_closed_since (self->closed, owner, id, cg_now_us ());
+    char *notice = session->notice;
+    session->notice = NULL;
+    return notice;
 }
 
 static void

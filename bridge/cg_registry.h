@@ -43,6 +43,7 @@ typedef struct {
     double memory_mb;    /* the sandbox's memory as its runner last reported; < 0: unknown */
     zlistx_t *packages;  /* names install_package installed in it (strings), or NULL */
     zlistx_t *languages; /* the languages its runs used, first use first (strings), or NULL */
+    char *notice;        /* for its first result: its id had been closed before, or NULL */
 } cg_registry_session_t;
 
 /*  What the registry tells its listener: SESSION was created (REASON NULL), or is being
@@ -129,10 +130,11 @@ void cg_registry_touch (cg_registry_session_t *session);
     up the main loop. SESSION must not be used after this. */
 void cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session);
 
-/*  Returns how many microseconds ago OWNER's session ID was closed (cg_registry_retire),
-    or -1 when it was not, or not within the idle TTL, or a session of that id was made
-    since. At most 1024 closed ids are remembered. */
-int64_t cg_registry_closed_since (cg_registry_t *self, const char *owner, const char *id);
+/*  Returns SESSION's notice for its first result and forgets it (caller frees), or NULL.
+    A session gets one when cg_registry_create makes it under an id its owner's
+    close_session closed within the idle TTL (at most 1024 closed ids are remembered):
+    it is a new session, and whoever used that id should hear that the state is gone. */
+char *cg_registry_take_notice (cg_registry_session_t *session);
 
 /*  Returns OWNER's sessions (NULL: everyone's), in no set order, as a new list of
     borrowed pointers the caller destroys. */

@@ -561,20 +561,6 @@ cg_tools_error_object (const char *error, const char *message, const char *sessi
 }
 
 json_t *
-cg_tools_closed_session (const cg_request_t *req, const char *language, const char *session_id)
-{
-    int64_t since_us =
-        cg_registry_closed_since (cg_server_registry (req->server), req->client->id, session_id);
-    if (since_us < 0)
-        return NULL;
-    cleanup_free char *message = cg_strdupf (
-        "Session %s was closed %" PRId64 " s ago (close_session): its variables and files are "
-        "gone. Pass a new session_id, or none, to start a new session.",
-        session_id, since_us / 1000000);
-    return cg_tools_refusal (req->tool->name, language, session_id, "session_not_found", message);
-}
-
-json_t *
 cg_tools_max_sessions (const cg_request_t *req, const char *language, const char *session_id)
 {
     const cg_config_t *config = cg_server_config (req->server);

@@ -92,12 +92,6 @@ bool cg_tools_is (const char *name, unsigned flags);
 json_t *cg_tools_refusal (const char *tool, const char *language, const char *session_id,
                           const char *error, const char *message);
 
-/*  Returns the refusal (cg_tools_refusal, session_not_found) of a call of REQ's tool that
-    would make a new session SESSION_ID where close_session closed one lately
-    (cg_registry_closed_since), or NULL when it was not. Caller owns it. */
-json_t *cg_tools_closed_session (const cg_request_t *req, const char *language,
-                                 const char *session_id);
-
 /*  The refusal (cg_tools_refusal) of REQ's tool when --max-sessions sandboxes exist. */
 json_t *cg_tools_max_sessions (const cg_request_t *req, const char *language,
                                const char *session_id);

@@ -80,6 +80,22 @@ s_unmake (const cg_request_t *req, cg_registry_session_t *session, json_t *resul
     json_object_del (json_object_get (result, "structuredContent"), "session_id");
 }
 
+//  Adds SESSION's notice (cg_registry_take_notice), if it has one, to RESULT: as its
+//  structured notice and a line of its text.
+static void
+s_notice (json_t *result, cg_registry_session_t *session)
+{
+    cleanup_free char *notice = cg_registry_take_notice (session);
+    json_t *text =
+        json_object_get (json_array_get (json_object_get (result, "content"), 0), "text");
+    if (!notice || !json_is_string (text))
+        return;
+    json_object_set_new (json_object_get (result, "structuredContent"), "notice",
+                         json_string (notice));
+    cleanup_free char *joined = cg_strdupf ("%s\n[notice] %s", json_string_value (text), notice);
+    json_string_set (text, joined);
+}
+
 void
 cg_tools_upload_file (const cg_request_t *req, json_t *arguments)
 {
@@ -102,8 +118,6 @@ cg_tools_upload_file (const cg_request_t *req, json_t *arguments)
         ;
     else if (session && session->busy)
         result = cg_tools_error_object ("session_busy", CG_TOOLS_BUSY_MESSAGE, name);
-    else if (!session && given && (result = cg_tools_closed_session (req, NULL, given)))
-        ;
     else if (!session
              && !(session = cg_registry_create (registry, req->client->id, name, "python", NULL)))
         result = cg_tools_max_sessions (req, NULL, given);
@@ -113,6 +127,7 @@ cg_tools_upload_file (const cg_request_t *req, json_t *arguments)
         cg_files_t files = s_files (req, session);
         result = cg_files_upload (&files, arguments, rel);
         cg_registry_touch (session);
+        s_notice (result, session);
     }
     if (session && !found && !given && json_is_true (json_object_get (result, "isError")))
         s_unmake (req, session, result);

@@ -227,8 +227,7 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
     else if (session && session->busy)
         *refusal =
             cg_tools_refusal (tool, language, session_id, "session_busy", CG_TOOLS_BUSY_MESSAGE);
-    else if (session_id && !session
-             && !(*refusal = cg_tools_closed_session (req, language, session_id))) {
+    else if (session_id && !session) {
         session = cg_registry_create (registry, req->client->id, session_id, language, NULL);
         if (!session)
             *refusal = cg_tools_max_sessions (req, language, session_id);
@@ -389,6 +388,9 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
         session->executions++;
     if (session && outcome && outcome->ran)
         cg_registry_add_language (session, outcome->language);
+    cleanup_free char *notice = session ? cg_registry_take_notice (session) : NULL;
+    if (notice && outcome)
+        cg_outcome_add_notice (outcome, notice);
     if (call->script)
         cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
     if (!outcome)

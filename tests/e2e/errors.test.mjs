@@ -2,7 +2,7 @@
 // sandboxes and kernels: input() without stdin in one line, sys.exit(n) as exit_code n,
 // no kernel-internal frames or file names, a timeout said once (and "state kept" only in a
 // session), one unsupported-language error from every tool, no session id from a failed
-// upload_file, and a closed session id refused instead of silently made again.
+// upload_file, and a closed session id said so instead of silently made again.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -173,7 +173,7 @@ test('a failed upload_file without session_id returns no session id and leaves n
   await call('close_session', { session_id: sc(good).session_id });
 });
 
-test('a closed session id is refused with session_not_found, not silently made again', async () => {
+test('a closed session id says so: a new session with a notice, not silently made again', async () => {
   const sid = 'sess_errorsclosed';
   await python('state = 1', { session_id: sid });
   assert.equal(sc(await call('close_session', { session_id: sid })).status, 'closed');
@@ -185,15 +185,22 @@ test('a closed session id is refused with session_not_found, not silently made a
   ]) {
     const r = await call(tool, args);
     const s = sc(r);
-    assert.equal(r.isError, true, `${tool}: ${show(r)}`);
-    assert.equal(s.error, 'session_not_found', `${tool}: ${show(r)}`);
-    assert.match(s.message, /sess_errorsclosed was closed .*close_session/, tool);
-    assert.equal(s.stdout ?? '', '', `${tool}: the code did not run`);
+    assert.match(s.notice ?? '', /sess_errorsclosed was closed \d+ s ago \(close_session\); this is a new session/, `${tool}: ${show(r)}`);
+    assert.match(r.content[0].text, /\[notice\] Session sess_errorsclosed was closed/, `${tool}: the text says it too`);
+    if (tool !== 'upload_file') assert.match(s.stderr, /NameError: name 'state' is not defined/, `${tool}: the old state is gone`);
+    assert.equal(s.session_id, sid, tool);
+    await call('close_session', { session_id: sid });
   }
-  const listed = sc(await call('list_sessions', {})).sessions.map((x) => x.session_id);
-  assert.ok(!listed.includes(sid), 'not made again');
+
+  const again = await python('state = 2', { session_id: sid });
+  const next = await python('print(state)', { session_id: sid });
+  assert.match(sc(again).notice ?? '', /was closed/, 'closed again: noticed again');
+  assert.equal(sc(next).notice, undefined, 'the notice comes once, in the first result');
+  assert.equal(sc(next).stdout, '2\n', 'the new session keeps its own state');
+  await call('close_session', { session_id: sid });
 
   const fresh = await python('print("new")', { session_id: 'sess_errorsnever' });
   assert.equal(sc(fresh).stdout, 'new\n', 'a never-used id still makes its session (seed 004)');
+  assert.equal(sc(fresh).notice, undefined, 'no notice for an id never closed');
   await call('close_session', { session_id: 'sess_errorsnever' });
 });
