@@ -258,7 +258,7 @@ export async function runDemo(client, { log = console.log, fetchImpl = fetch, cs
       throw new Error(`${name}: the call failed: ${err.message}`);
     }
     const ms = Date.now() - t0;
-    summary.steps.push({ tool: name, ms, isError: result.isError === true });
+    summary.steps.push({ tool: name, ms, isError: result.isError === true, bytes: JSON.stringify(result).length });
     if (result.isError && !expectError) throw new Error(describeError(name, result));
     const s = result.structuredContent;
     check(s && typeof s === 'object', `${name}: the result has no structuredContent: ${JSON.stringify(result).slice(0, 500)}`);
@@ -461,6 +461,7 @@ export function formatSummary(s) {
       ? `HTTP download      ${s.http.status} ${s.http.content_type}, ${s.http.bytes} bytes, identical ${s.http.identical}; no token → ${s.http.no_token_status}, wrong token → ${s.http.bad_token_status}, after close → ${s.http.after_close_status}`
       : 'HTTP download      skipped (no listener)',
     `total              ${secs(s.total_ms)} over ${s.steps.length} tool calls`,
+    `result bytes       ${s.steps.map((step) => `${step.tool} ${step.bytes}`).join(', ')}`,
   ];
   return lines.join('\n');
 }
