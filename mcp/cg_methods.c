@@ -47,9 +47,11 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
         "cellgate runs code in isolated sandboxes: execute_code takes Python, JavaScript "
         "(Node.js) or bash; run_python, Python. " CG_TOOLS_SANDBOX_NOTE " Pass a session_id "
         "to keep variables and the files in " CG_WORKSPACE_MOUNT " between calls. upload_file "
-        "puts data in; list_artifacts and read_artifact get results out (charts come back as "
-        "images; download_url links work in a browser). save_script and run_script keep "
-        "reusable scripts; search_execution_logs finds past runs.");
+        "puts data in; list_artifacts and read_artifact get results out (a chart a run shows "
+        "comes back as an image; read_artifact with format 'image' shows a saved one; "
+        "download_url links work in a browser). calculate does exact math with SymPy. "
+        "save_script and run_script keep reusable scripts; search_execution_logs finds past "
+        "runs.");
     cg_request_result (req, result);
 }
 

@@ -30,6 +30,18 @@ test('tools/list has execute_code with input and output schemas', () => {
   assert.equal(tool.outputSchema.type, 'object');
 });
 
+test('the model is told what the sandbox has: languages, packages, no network, install_package', () => {
+  const said = [client.getInstructions() ?? '', server.tools.find((t) => t.name === 'execute_code').description];
+  for (const text of said) {
+    for (const word of ['pandas', 'matplotlib', 'sympy', 'no network', 'install_package'])
+      assert.ok(text.includes(word), `"${word}" missing from: ${text}`);
+  }
+  assert.match(said[0], /Python, JavaScript \(Node\.js\) or bash/);
+  assert.match(said[0], /format 'image'/, 'read_artifact shows a chart only when asked for an image');
+  assert.deepEqual(server.tools.find((t) => t.name === 'execute_code').inputSchema.properties.language.enum,
+    ['python', 'javascript', 'bash']);
+});
+
 test('hello world: exact stdout and every result field', async () => {
   const r = await callExec(client, { language: 'python', code: "print('Hello, World!')" });
   const s = expectStatus(r, 'success', server);
