@@ -9,9 +9,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
-import { callExec, expectStatus, sc, show, sleep, startServer } from './lib.mjs';
+import { callExec, expectStatus, sc, show, sleep, startRawServer, startServer } from './lib.mjs';
 
 const POOL_ARGS = ['--http-listen', 'off', '--log-level', 'debug', '--workspace-mb', '0'];
 
@@ -45,8 +46,11 @@ function sessionDirs(stateDir) {
   return dirs;
 }
 
-// What identifies a sandbox from inside: its cgroup (named for its container) and kernel pid.
-const IDENTITY = 'import os\nprint(open("/proc/self/cgroup").read().strip().split("/")[-1], os.getpid())';
+// A session's kernel as the host sees it (list_sessions' pid, its host pid).
+async function hostPid(server, id) {
+  const listed = sc(await server.client.callTool({ name: 'list_sessions', arguments: {} })).sessions;
+  return listed.find((x) => x.session_id === id)?.pid;
+}
 
 test('a one-shot run and a new session take warm sandboxes: pandas preloaded, counts from 1', async () => {
   const server = await startServer({ name: 'pool-basic', args: [...POOL_ARGS, '--pool', 'python=1'] });
@@ -74,33 +78,35 @@ test('two sessions never share a pooled sandbox, workspace, kernel or key; a clo
   try {
     await readyCount(server, 'python', 1);
     const a = sc(await callExec(server.client, { language: 'python', session_id: 'pool_a',
-      code: `open("/mnt/data/secret_a.txt", "w").write("A")\n${IDENTITY}` }));
+      code: 'open("/mnt/data/secret_a.txt", "w").write("A")' }));
+    assert.equal(a.status, 'success', JSON.stringify(a));
     await readyCount(server, 'python', 2);
     const b = sc(await callExec(server.client, { language: 'python', session_id: 'pool_b',
-      code: `import os\nprint(os.path.exists("/mnt/data/secret_a.txt"))\n${IDENTITY}` }));
+      code: 'import os\nprint(os.path.exists("/mnt/data/secret_a.txt"))' }));
+    assert.equal(b.stdout, 'False\n', 'B must not see A\'s file');
     assert.equal(count(server.stderrText(), 'claimed by a session'), 2, server.stderrText().slice(-3000));
-    const [aCgroup, aPid] = a.stdout.trim().split(/\s+/);
-    const [bSees, bCgroup, bPid] = b.stdout.trim().split(/\s+/);
-    assert.equal(bSees, 'False', 'B must not see A\'s file');
-    assert.notEqual(aCgroup, bCgroup, 'different containers');
+    const aPid = await hostPid(server, 'pool_a');
+    const bPid = await hostPid(server, 'pool_b');
+    assert.ok(aPid > 0 && bPid > 0 && aPid !== bPid, `kernels differ: ${aPid} ${bPid}`);
     // Each kernel has its own HMAC key: the connection files the host keeps differ.
     const keys = [];
     for (const dir of sessionDirs(server.stateDir)) {
       const file = path.join(dir, 'ipc', 'kernel-python.json');
       if (fs.existsSync(file)) keys.push(JSON.parse(fs.readFileSync(file, 'utf8')).key);
     }
-    assert.ok(keys.length >= 2, `kernel connection files: ${keys.length}`);
+    assert.ok(keys.length >= 2, `kernel connection files (A's and B's at least): ${keys.length}`);
     assert.equal(new Set(keys).size, keys.length, 'every kernel has its own key');
     // A closed session's sandbox goes away; the next session gets another.
+    const containers = runcContainers(server.stateDir).length;
     await server.client.callTool({ name: 'close_session', arguments: { session_id: 'pool_a' } });
     await readyCount(server, 'python', 3);
     const c = sc(await callExec(server.client, { language: 'python', session_id: 'pool_c',
-      code: `import os\nprint(os.path.exists("/mnt/data/secret_a.txt"))\n${IDENTITY}` }));
-    const [cSees, cCgroup] = c.stdout.trim().split(/\s+/);
-    assert.equal(cSees, 'False');
-    assert.ok(![aCgroup, bCgroup].includes(cCgroup), `C got a sandbox used before: ${cCgroup}`);
+      code: 'import os\nprint(os.path.exists("/mnt/data/secret_a.txt"))' }));
+    assert.equal(c.stdout, 'False\n');
+    const cPid = await hostPid(server, 'pool_c');
+    assert.ok(cPid > 0 && ![aPid, bPid].includes(cPid), `C got a kernel used before: ${cPid}`);
     assert.equal(count(server.stderrText(), 'claimed by a session'), 3);
-    assert.ok(aPid && bPid);
+    assert.ok(runcContainers(server.stateDir).length <= containers, 'A\'s container is gone, not kept');
   } finally {
     await server.close();
   }
@@ -152,5 +158,35 @@ test('shutdown destroys the pooled sandboxes: no container or run directory is l
   } finally {
     if (!closed) await server.client.close();
     await server.close();
+  }
+});
+
+test('after a crash (SIGKILL) the next start removes the pooled sandboxes the dead server left', async () => {
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-pool-crash-'));
+  const INIT = { jsonrpc: '2.0', id: 0, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+  const first = startRawServer(state, { args: [...POOL_ARGS, '--pool', 'python=1,bash=1'] });
+  let second = null;
+  try {
+    first.send(INIT);
+    await first.next();
+    const end = Date.now() + 90000;
+    while (count(first.stderr(), 'sandbox is ready') < 2 && Date.now() < end) await sleep(100);
+    assert.equal(runcContainers(state).length, 2, `two pooled containers\n${first.stderr()}`);
+    first.proc.kill('SIGKILL');
+    await new Promise((resolve) => first.proc.on('exit', resolve));
+    assert.equal(runcContainers(state).length, 2, 'the killed server could not clean up');
+    second = startRawServer(state, { args: [...POOL_ARGS, '--pool', '0'] });
+    second.send(INIT);
+    await second.next(); // start-up clean-up happens before the server answers
+    assert.deepEqual(runcContainers(state), [], 'the orphaned pool sandboxes are gone');
+    assert.deepEqual(sessionDirs(state), [], 'and their directories');
+  } finally {
+    if (first.proc.exitCode === null) first.proc.kill('SIGKILL');
+    if (second) {
+      second.proc.stdin.end();
+      await new Promise((resolve) => second.proc.on('exit', resolve));
+    }
+    if (!fs.readFileSync('/proc/mounts', 'utf8').includes(state)) fs.rmSync(state, { recursive: true, force: true });
   }
 });
