@@ -190,3 +190,29 @@ test('after a crash (SIGKILL) the next start removes the pooled sandboxes the de
     if (!fs.readFileSync('/proc/mounts', 'utf8').includes(state)) fs.rmSync(state, { recursive: true, force: true });
   }
 });
+
+test('/metrics counts the ready pooled sandboxes; under memory pressure the pool stays empty and runs start cold', async () => {
+  const server = await startServer({ name: 'pool-metrics', args: ['--http-listen', '127.0.0.1:0', '--log-level', 'debug', '--workspace-mb', '0', '--pool', 'python=1,bash=1'] });
+  try {
+    await readyCount(server, 'python', 1);
+    await readyCount(server, 'bash', 1);
+    const port = server.stderrText().match(/listening on http:\/\/[^:]+:(\d+)/)?.[1];
+    assert.ok(port, server.stderrText().slice(-2000));
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    assert.match(text, /^cellgate_pool_sandboxes 2$/m, text);
+  } finally {
+    await server.close();
+  }
+  // A threshold above any host's MemAvailable: the pool never fills, the runs still work.
+  const pressed = await startServer({ name: 'pool-pressure', args: [...POOL_ARGS, '--pool', 'python=1', '--pool-min-available-mb', '1048576'] });
+  try {
+    const end = Date.now() + 30000;
+    while (!/below --pool-min-available-mb/.test(pressed.stderrText()) && Date.now() < end) await sleep(100);
+    assert.match(pressed.stderrText(), /emptying the pool/);
+    const r = expectStatus(await callExec(pressed.client, { language: 'python', code: 'print(3)' }), 'success', pressed);
+    assert.equal(r.stdout, '3\n');
+    assert.doesNotMatch(pressed.stderrText(), /sandbox is ready|claimed by/);
+  } finally {
+    await pressed.close();
+  }
+});
