@@ -78,7 +78,10 @@ function floor(server) {
   for (const inst of fs.readdirSync(instances))
     for (const slot of fs.readdirSync(path.join(instances, inst, 'sessions'))) {
       const file = path.join(instances, inst, 'sessions', slot, 'bundle', 'config.json');
-      if (!config && fs.existsSync(file)) config = JSON.parse(fs.readFileSync(file, 'utf8'));
+      if (config || !fs.existsSync(file)) continue;
+      const c = JSON.parse(fs.readFileSync(file, 'utf8'));
+      // A live sandbox's: every bind source still there (a closing one's goes away).
+      if (c.mounts.every((m) => !m.source?.startsWith('/') || fs.existsSync(m.source))) config = c;
     }
   if (!config) return null;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-floor-'));
