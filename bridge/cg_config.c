@@ -102,6 +102,18 @@ static const cg_config_option_t s_options[] = {
      "its sessions are closed"},
     {"--oneshot-reserve", "CELLGATE_ONESHOT_RESERVE", CG_CONFIG_INT, OFF (oneshot_reserve), "2", 0,
      1000, "one-shot sandboxes that may run past --max-sessions, so sessions never starve them"},
+    {"--pool", "CELLGATE_POOL", CG_CONFIG_STRING, OFF (pool), "python=1,javascript=1,bash=1", 0, 0,
+     "warm sandboxes kept ready per language (LANGUAGE=N,...; python, javascript, bash), their "
+     "kernels started, for one-shot runs and new sessions; off or 0: no pool"},
+    {"--pool-preload", "CELLGATE_POOL_PRELOAD", CG_CONFIG_STRING, OFF (pool_preload),
+     "numpy,pandas,matplotlib.pyplot", 0, 0,
+     "modules pooled Python kernels import before they are claimed (comma-separated); none: no "
+     "preload"},
+    {"--pool-memory-mb", "CELLGATE_POOL_MEMORY_MB", CG_CONFIG_INT, OFF (pool_memory_mb), "2048", 0,
+     1 << 20, "memory the pool's waiting sandboxes may use together in MB"},
+    {"--pool-min-available-mb", "CELLGATE_POOL_MIN_AVAILABLE_MB", CG_CONFIG_INT,
+     OFF (pool_min_available_mb), "512", 0, 1 << 20,
+     "when the host's MemAvailable falls below this many MB the pool is emptied and not refilled"},
     {"--http", "CELLGATE_HTTP", CG_CONFIG_STRING, OFF (http), NULL, 0, 0,
      "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT: 127.0.0.1:PORT; "
      "downloads on the same listener) instead of stdio"},
@@ -483,6 +495,9 @@ cg_config_clear (cg_config_t *self)
     self->log_format = self->log_file = NULL;
     self->warnings = self->notes = NULL;
     free (self->public_url);
+    free (self->pool);
+    free (self->pool_preload);
+    self->pool = self->pool_preload = NULL;
     self->http = self->http_token = self->log_dir = self->execution_log = self->scripts_dir = NULL;
     self->wheelhouse = self->npm_mirror = self->public_url = NULL;
     self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile =

@@ -51,6 +51,10 @@ typedef struct {
     int idle_ttl_s;            /* a session unused this long is closed */
     int client_grace_s;        /* an HTTP client gone this long loses its sessions */
     int oneshot_reserve;       /* one-shot sandboxes allowed past max_sessions */
+    char *pool;                /* warm pool sizes, "python=1,javascript=1,bash=1" or "off" */
+    char *pool_preload;        /* modules pooled Python kernels import, or "none" */
+    int pool_memory_mb;        /* what the pool's waiting sandboxes may use together */
+    int pool_min_available_mb; /* below this MemAvailable the pool empties, stops refilling */
     int log_level;
     char *log_format;     /* "console" or "json" */
     char *log_file;       /* the log's file (appended), or NULL: stderr */

@@ -796,21 +796,28 @@ cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text, 
 }
 
 int
+cg_kernel_run_silent (cg_kernel_t *self, const char *code, int timeout_ms)
+{
+    cg_run_t run;
+    cg_run_init (&run, 4096);
+    cg_exec_end_t end = s_execute (
+        self, code, true, NULL, cg_now_us () + (int64_t)timeout_ms * 1000, NULL, NULL, NULL, &run);
+    int rc =
+        end == CG_EXEC_DONE && run.reply_status && strcmp (run.reply_status, "ok") == 0 ? 0 : -1;
+    cg_run_clear (&run);
+    return rc;
+}
+
+int
 cg_kernel_reap_children (cg_kernel_t *self)
 {
     //  Every other process in the sandbox was just killed, so each child of the kernel
     //  is dead or dying: wait for all of them (a dying one is not a zombie yet). Runs in
     //  a throwaway namespace so the user's variables are untouched.
-    static const char *code = "exec('import os\\n"
-                              "while True:\\n"
-                              "    try: os.waitpid(-1, 0)\\n"
-                              "    except ChildProcessError: break', {})";
-    cg_run_t run;
-    cg_run_init (&run, 4096);
-    cg_exec_end_t end =
-        s_execute (self, code, true, NULL, cg_now_us () + 5000000, NULL, NULL, NULL, &run);
-    int rc =
-        end == CG_EXEC_DONE && run.reply_status && strcmp (run.reply_status, "ok") == 0 ? 0 : -1;
-    cg_run_clear (&run);
-    return rc;
+    return cg_kernel_run_silent (self,
+                                 "exec('import os\\n"
+                                 "while True:\\n"
+                                 "    try: os.waitpid(-1, 0)\\n"
+                                 "    except ChildProcessError: break', {})",
+                                 5000);
 }

@@ -58,6 +58,11 @@ cg_exec_end_t cg_kernel_execute (cg_kernel_t *self, const char *code, const char
     namespace; the user's state is untouched. Python kernels only. Returns 0, or -1 when the kernel did not complete it. */
 int cg_kernel_reap_children (cg_kernel_t *self);
 
+/*  Runs CODE silently (no history, so the execution count does not move; no
+    execute_input or execute_result; no input()), waiting at most TIMEOUT_MS; whatever
+    it prints is dropped. Returns 0 when it ran and replied "ok", else -1. */
+int cg_kernel_run_silent (cg_kernel_t *self, const char *code, int timeout_ms);
+
 /*  Interrupts the running cell per the spec's interrupt_mode. Returns 0 or -1. */
 int cg_kernel_interrupt (cg_kernel_t *self);
 

@@ -6,6 +6,7 @@
 #include "cg_config.h"
 #include "cg_help.h"
 #include "cg_instance.h"
+#include "cg_pool.h"
 #include "cg_session.h"
 #include "cg_sweep.h"
 #include "cg_util.h"
@@ -129,6 +130,16 @@ main (int argc, char **argv)
         cg_config_clear (&config);
         return 2;
     }
+    int pool_sizes[CG_POOL_LANGUAGES];
+    char *preload = NULL;
+    if (cg_pool_parse (config.pool, pool_sizes, &err) < 0
+        || (!(preload = cg_pool_preload_code (config.pool_preload, &err)) && err)) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_config_clear (&config);
+        return 2;
+    }
+    free (preload);
     cg_log_set_level (config.log_level);
     cg_log_set_json (strcmp (config.log_format, "json") == 0);
     if (config.log_file && cg_log_set_file (config.log_file, &err) < 0) {

@@ -3,6 +3,7 @@
 #include "cg_registry.h"
 #include "cg_closed.h"
 #include "cg_outcome.h"
+#include "cg_pool.h"
 #include "cg_runner.h"
 #include "cg_session.h"
 #include "cg_util.h"
@@ -28,6 +29,7 @@ struct cg_registry_t {
     cg_registry_event_fn *listener;
     void *listener_arg;
     cg_closed_t *closed; /* the ids close_session closed lately */
+    cg_pool_t *pool;     /* the warm pool, or NULL */
 };
 
 //  How many closed ids are remembered: each for the idle TTL (after which it would have
@@ -95,6 +97,8 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
     self->closing = zlistx_new ();
     zlistx_set_destructor (self->closing, s_session_free);
     self->closed = cg_closed_new (S_CLOSED_MAX, (int64_t)config->idle_ttl_s * 1000000);
+    self->pool = cg_pool_new (config, backend, cg_instance_sessions_dir (instance),
+                              cg_instance_prefix (instance), self->results_endpoint);
     return self;
 }
 
@@ -106,6 +110,7 @@ cg_registry_destroy (cg_registry_t **self_p)
         return;
     cg_registry_stop (self);
     zlistx_destroy (&self->closing);
+    cg_pool_destroy (&self->pool);
     zhashx_destroy (&self->sessions);
     cg_closed_destroy (&self->closed);
     //  What the runners sent that nobody reads any more: their outcomes are freed.
@@ -131,6 +136,7 @@ cg_registry_stop (cg_registry_t *self)
     for (cg_registry_session_t *s = zlistx_first (all); s; s = zlistx_next (all))
         s_retire (self, s, "shutdown");
     zlistx_destroy (&all);
+    cg_pool_stop (self->pool);
 }
 
 zsock_t *
@@ -228,6 +234,24 @@ s_runner_start (cg_registry_t *self, const char *slot, const char *language, boo
     return zactor_new (cg_runner_actor, s_runner_args (self, slot, language, oneshot));
 }
 
+//  A cold session's directory, workspace and runner. The workspace exists from the start
+//  so that files can be uploaded before the sandbox runs; the runner creates the rest
+//  when the session first runs.
+static void
+s_session_prepare (cg_registry_t *self, cg_registry_session_t *session)
+{
+    cg_random_hex (session->slot, 6);
+    session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
+    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
+    cg_error_t *err = NULL;
+    if (cg_mkdir_p (session->dir, 0700, &err) < 0
+        || cg_session_workspace_create (self->config, session->dir, &err) < 0
+        || !(session->ws = cg_workspace_open (workspace, &err)))
+        cg_log (1, "session %s workspace: %s", session->id, cg_error_message (err));
+    cg_error_destroy (&err);
+    session->runner = s_runner_start (self, session->slot, session->language, false);
+}
+
 cg_registry_session_t *
 cg_registry_create (cg_registry_t *self, const char *owner, const char *id, const char *language,
                     const char *name)
@@ -244,7 +268,6 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
                                       id, closed_us / 1000000);
     session->id = cg_xstrdup (id);
     session->owner = cg_xstrdup (owner);
-    cg_random_hex (session->slot, 6);
     session->language = cg_xstrdup (language);
     session->name = name ? cg_xstrdup (name) : NULL;
     cg_utc_now (session->started_at, false);
@@ -252,17 +275,12 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
     session->started_us = session->last_activity_us = cg_now_us ();
     session->memory_mb = -1;
     cg_random_hex (session->token, 16);
-    //  The workspace exists from the start so that files can be uploaded before the
-    //  sandbox runs; the runner creates the rest when the session first runs.
-    session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
-    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
-    cg_error_t *err = NULL;
-    if (cg_mkdir_p (session->dir, 0700, &err) < 0
-        || cg_session_workspace_create (self->config, session->dir, &err) < 0
-        || !(session->ws = cg_workspace_open (workspace, &err)))
-        cg_log (1, "session %s workspace: %s", id, cg_error_message (err));
-    cg_error_destroy (&err);
-    session->runner = s_runner_start (self, session->slot, language, false);
+    //  A warm sandbox from the pool, made fresh for whoever claims it first, when one is
+    //  ready; else a cold one.
+    session->runner =
+        cg_pool_claim (self->pool, language, false, session->slot, &session->dir, &session->ws);
+    if (!session->runner)
+        s_session_prepare (self, session);
     cleanup_free char *key = cg_strdupf ("%s/%s", owner, id);
     zhashx_insert (self->sessions, key, session);
     if (self->listener)
@@ -277,6 +295,18 @@ cg_registry_oneshot_start (cg_registry_t *self)
         return NULL;
     self->oneshots++;
     return s_runner_start (self, NULL, NULL, true);
+}
+
+zactor_t *
+cg_registry_oneshot_claim (cg_registry_t *self, const char *language)
+{
+    if (cg_registry_oneshot_full (self))
+        return NULL;
+    zactor_t *runner = cg_pool_claim (self->pool, language, true, NULL, NULL, NULL);
+    if (!runner)
+        return cg_registry_oneshot_start (self);
+    self->oneshots++;
+    return runner;
 }
 
 //  The packages list's item functions (strings it owns).
@@ -345,10 +375,19 @@ cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p)
 {
     if (!*runner_p)
         return;
-    if (*runner_p == self->installer)
-        self->installer = NULL;
-    s_runner_join (runner_p);
     self->oneshots--;
+    if (*runner_p == self->installer) {
+        self->installer = NULL;
+        s_runner_join (runner_p);
+        return;
+    }
+    //  Its sandbox is destroyed in the background, as a closed session's is: the answer
+    //  has gone out, and the main loop never waits for a teardown.
+    cg_registry_session_t *closing = cg_xcalloc (1, sizeof *closing);
+    closing->runner = *runner_p;
+    *runner_p = NULL;
+    zstr_send (closing->runner, "$TERM");
+    zlistx_add_end (self->closing, closing);
 }
 
 void
@@ -426,10 +465,16 @@ cg_registry_reap_idle (cg_registry_t *self)
         s_retire (self, s, "idle_timeout");
     }
     zlistx_destroy (&expired);
-    if (next == INT64_MAX)
-        return -1;
-    int64_t wait_ms = (next - now) / 1000 + 1;
-    return wait_ms > 60000 ? 60000 : (int)wait_ms;
+    //  The pool refills only while no user call runs (no one-shot, no busy session).
+    bool quiet = self->oneshots == 0;
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s && quiet;
+         s = zhashx_next (self->sessions))
+        quiet = !s->busy;
+    int pool_ms = cg_pool_tick (self->pool, quiet);
+    int64_t wait_ms = next == INT64_MAX ? -1 : (next - now) / 1000 + 1;
+    if (wait_ms > 60000)
+        wait_ms = 60000;
+    return pool_ms >= 0 && (wait_ms < 0 || pool_ms < wait_ms) ? pool_ms : (int)wait_ms;
 }
 
 size_t
@@ -510,6 +555,7 @@ cg_registry_metrics_cb (void *arg, cg_metrics_gauges_t *gauges)
     gauges->oneshots = self->oneshots;
     gauges->closing = zlistx_size (self->closing);
     gauges->sandboxes_max = (size_t)self->config->max_sessions;
+    gauges->pool = cg_pool_ready (self->pool);
     for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
          s = zhashx_next (self->sessions)) {
         size_t i = 0;

@@ -96,8 +96,13 @@ char *cg_registry_holders (cg_registry_t *self, const char *owner);
 
 /*  Starts a runner for a one-shot sandbox (destroyed after its first run), counted
     against the limit. Returns it, or NULL when cg_registry_oneshot_full. End it with
-    cg_registry_oneshot_end, which stops it and waits. */
+    cg_registry_oneshot_end, which stops it: its sandbox is destroyed in the background
+    (it counts as closing meanwhile), a shared installer's before it returns. */
 zactor_t *cg_registry_oneshot_start (cg_registry_t *self);
+
+/*  As cg_registry_oneshot_start, for a run in LANGUAGE: a ready sandbox of the warm pool
+    when there is one (its kernel already started), else a cold one. */
+zactor_t *cg_registry_oneshot_claim (cg_registry_t *self, const char *language);
 void cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p);
 
 /*  Starts a one-shot runner (as cg_registry_oneshot_start) whose sandbox installs into
@@ -140,8 +145,9 @@ char *cg_registry_take_notice (cg_registry_session_t *session);
     borrowed pointers the caller destroys. */
 zlistx_t *cg_registry_sessions (cg_registry_t *self, const char *owner);
 
-/*  Retires the sessions idle (not busy) for longer than the idle TTL. Returns the ms
-    until the next one may expire (at most 60000), or -1 when there is none. */
+/*  Retires the sessions idle (not busy) for longer than the idle TTL, and tends the warm
+    pool (cg_pool_tick; it refills only while no call runs). Returns the ms until it
+    wants to be called again (at most 60000), or -1 when nothing is due. */
 int cg_registry_reap_idle (cg_registry_t *self);
 
 /*  Fills ITEMS (room for MAX) with the pipes of the runners still closing, to poll;

@@ -6,6 +6,12 @@
 #include "cg_util.h"
 
 #include <string.h>
+#include <sys/resource.h>
+
+//  The priority a pooled sandbox warms up at, so that it never slows a user's call.
+#define S_POOL_NICE 10
+//  How long a pooled kernel's preload may take.
+#define S_PRELOAD_TIMEOUT_MS 60000
 
 typedef struct {
     cg_runner_args_t args;
@@ -103,6 +109,47 @@ s_start (s_runner_t *self, const char *language)
     return why;
 }
 
+//  A pooled runner's warm-up (cg_runner.h): the sandbox and its kernel, handshaken and
+//  preloaded before anyone claims it, at a low priority. No user code runs in it here.
+static void
+s_warm (s_runner_t *self)
+{
+    //  Linux: PRIO_PROCESS 0 is this thread; the sandbox's processes inherit it.
+    setpriority (PRIO_PROCESS, 0, S_POOL_NICE);
+    cg_error_t *err = NULL;
+    int rc = s_ensure_session (self, &err);
+    if (rc == 0 && strcmp (self->args.language, "bash") != 0) {
+        cg_kernel_t *kernel = cg_session_kernel (self->session, self->args.language, &err);
+        rc = kernel ? 0 : -1;
+        if (kernel && self->args.preload
+            && cg_kernel_run_silent (kernel, self->args.preload, S_PRELOAD_TIMEOUT_MS) < 0)
+            cg_log (1, "pool: the preload failed in sandbox %s (it waits without it)",
+                    self->args.slot);
+    }
+    if (rc == 0) {
+        long pid = 0;
+        double memory_mb = -1;
+        cg_session_report (self->session, self->args.language, &pid, &memory_mb);
+        zsock_send (self->pipe, "si", "READY", memory_mb < 0 ? -1 : (int)(memory_mb * 1024));
+    }
+    else
+        zsock_send (self->pipe, "ss", "FAILED", cg_error_message (err));
+    cg_error_destroy (&err);
+}
+
+//  CLAIM <oneshot>: the pool hands this runner over; it runs at normal priority now.
+static void
+s_claim (s_runner_t *self, zmsg_t *msg)
+{
+    char *oneshot = zmsg_popstr (msg);
+    self->args.oneshot = oneshot && strcmp (oneshot, "1") == 0;
+    self->args.preload = NULL;
+    setpriority (PRIO_PROCESS, 0, 0);
+    if (self->session)
+        cg_session_renice (self->session, 0);
+    zstr_free (&oneshot);
+}
+
 static cg_outcome_t *
 s_run (s_runner_t *self, json_t *request_json)
 {
@@ -127,11 +174,8 @@ s_run (s_runner_t *self, json_t *request_json)
             return outcome;
         }
     }
-    cg_outcome_t *outcome =
-        cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
-    if (self->args.oneshot)
-        cg_session_destroy (&self->session);
-    return outcome;
+    //  A one-shot sandbox is destroyed after its outcome went out (s_exec).
+    return cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
 }
 
 //  Hands the outcome over (*OUTCOME_P is taken): RESULT <key> <pointer>. A runner told
@@ -160,6 +204,8 @@ s_exec (s_runner_t *self, zmsg_t *msg)
         self->key = NULL;
         s_report (self);
         s_send_outcome (self, key, &outcome);
+        if (self->args.oneshot)
+            cg_session_destroy (&self->session);
     }
     json_decref (request);
     zstr_free (&key);
@@ -190,6 +236,8 @@ cg_runner_actor (zsock_t *pipe, void *args)
     zsock_connect (self.results, "%s", self.args.results_endpoint);
     cg_log_set_hook (s_log_hook, &self);
     zsock_signal (pipe, 0);
+    if (self.args.pooled)
+        s_warm (&self);
 
     while (!self.terminated) {
         //  Idle: wait for a command, draining the kernels' own output meanwhile and
@@ -210,6 +258,8 @@ cg_runner_actor (zsock_t *pipe, void *args)
             s_exec (&self, msg);
         else if (command && strcmp (command, "START") == 0)
             s_start_now (&self, msg);
+        else if (command && strcmp (command, "CLAIM") == 0)
+            s_claim (&self, msg);
         else if (!command || strcmp (command, "$TERM") == 0)
             self.terminated = true;
         //  CANCEL while idle: nothing runs, nothing to do.

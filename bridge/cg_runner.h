@@ -22,6 +22,8 @@ typedef struct {
     bool oneshot;                 /* destroy the sandbox after the first run */
     bool shared_installer;        /* a one-shot whose sandbox writes the shared package
                                      layer (cg_session_new_shared_installer) */
+    bool pooled;                  /* a warm pool's: warms up first (see WARM below) */
+    const char *preload;          /* Python code a pooled kernel runs silently, or NULL */
 } cg_runner_args_t;
 
 /*  The actor (zactor_fn). Pipe commands (C values, no JSON text):
@@ -35,7 +37,13 @@ typedef struct {
       START <key> <language>      start the sandbox and LANGUAGE's kernel now; answered
                                   with STARTED <key> <why it failed, or "">
       CANCEL                      interrupt the running cell, if any
+      CLAIM <oneshot>             a pooled runner is handed over ("1": to a one-shot
+                                  run, destroyed after its first run): its priority is
+                                  raised to normal
       $TERM                       stop: the session's sandbox is destroyed
+    A pooled runner first warms up at a low priority (nice 10): it creates the sandbox,
+    starts LANGUAGE's kernel (bash has none) and runs PRELOAD silently, then answers on
+    the pipe READY <memory in KiB> or FAILED <why>, before any command.
     Also sent to results_endpoint:
       PROGRESS <key> <stream> <text>   live output of a request that asked for progress
       LOG <level> <text>               every cg_log line of the runner's thread

@@ -799,3 +799,10 @@ cg_session_report (cg_session_t *self, const char *language, long *pid, double *
                      ? stats.memory_mb
                      : -1;
 }
+
+void
+cg_session_renice (cg_session_t *self, int nice)
+{
+    if (self->container_running)
+        cg_container_renice (self->backend, &self->sandbox, nice);
+}

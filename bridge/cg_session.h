@@ -84,4 +84,7 @@ void cg_session_report (cg_session_t *self, const char *language, long *pid, dou
 int cg_session_idle_items (cg_session_t *self, zmq_pollitem_t *items, int max);
 void cg_session_drain (cg_session_t *self);
 
+/*  Sets the scheduling priority of every thread in SELF's sandbox to NICE. */
+void cg_session_renice (cg_session_t *self, int nice);
+
 #endif

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <stdio.h>
 #include <string.h>
@@ -636,6 +637,21 @@ s_memory_dir (cg_backend_t *self, const cg_sandbox_t *sandbox)
 {
     return self->cgroup_v2 ? cg_strdupf ("/sys/fs/cgroup/%s/%s", CGROUP_PARENT, sandbox->id)
                            : cg_strdupf ("/sys/fs/cgroup/memory/%s/%s", CGROUP_PARENT, sandbox->id);
+}
+
+int
+cg_container_renice (cg_backend_t *self, const cg_sandbox_t *sandbox, int nice)
+{
+    cleanup_free char *dir = s_memory_dir (self, sandbox);
+    cleanup_free char *path =
+        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "cgroup.threads" : "tasks");
+    cleanup_free char *text = cg_read_file (path, 1 << 20, NULL, NULL);
+    int count = 0;
+    for (char *line = text; line && *line;
+         line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+        if (atol (line) > 0 && setpriority (PRIO_PROCESS, (id_t)atol (line), nice) == 0)
+            count++;
+    return count;
 }
 
 int

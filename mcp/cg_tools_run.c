@@ -274,7 +274,9 @@ cg_tools_run_request (const cg_request_t *req, json_t **request_p)
         json_object_set_new (request, "language", json_string (existing->language));
     cg_registry_session_t *session = s_run_session (req, request, &refusal);
     zactor_t *oneshot = NULL;
-    if (!refusal && !session && !(oneshot = cg_registry_oneshot_start (registry)))
+    if (!refusal && !session
+        && !(oneshot = cg_registry_oneshot_claim (
+                 registry, json_string_value (json_object_get (request, "language")))))
         refusal = cg_tools_max_sessions (
             req, json_string_value (json_object_get (request, "language")), NULL);
     if (refusal) {

@@ -15,6 +15,11 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const DEFAULT_BIN = path.join(REPO_ROOT, 'build', 'cellgate');
 export const DEFAULT_CALL_TIMEOUT_MS = 120000;
 
+// The servers the tests start have no warm pool unless a test asks for one (--pool or
+// CELLGATE_POOL): most tests count containers and run dirs, and the pool's sandboxes would
+// be extra load on a shared machine. pool.test.mjs tests the pool.
+const TEST_ENV = { CELLGATE_POOL: '0' };
+
 const STDERR_KEEP = 64 * 1024;
 
 /** Returns the server binary to test: env CELLGATE_BIN, else <repo>/build/cellgate. */
@@ -82,7 +87,7 @@ export async function startServer(opts = {}) {
   const transport = new StdioClientTransport({
     command: bin,
     args: ['mcp', '--state-dir', stateDir, ...(opts.args ?? [])],
-    env: { ...process.env, ...(opts.env ?? {}) },
+    env: { ...TEST_ENV, ...process.env, ...(opts.env ?? {}) },
     stderr: 'pipe',
   });
   transport.stderr?.on('data', (chunk) => {
@@ -204,7 +209,7 @@ export async function startHttpServer(opts = {}) {
   const bin = serverBinary();
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-http-'));
   const proc = spawn(bin, ['mcp', '--state-dir', stateDir, '--http', '127.0.0.1:0', ...(opts.args ?? [])], {
-    env: { ...process.env, ...(opts.env ?? {}) },
+    env: { ...TEST_ENV, ...process.env, ...(opts.env ?? {}) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderrBuf = '';
@@ -256,7 +261,7 @@ export async function startHttpServer(opts = {}) {
  */
 export function startRawServer(state, { args = [], env = {}, prefix = [] } = {}) {
   const argv = [...prefix, serverBinary(), 'mcp', '--state-dir', state, ...args];
-  const proc = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { ...TEST_ENV, ...process.env, ...env } });
   let stderr = '';
   proc.stderr.on('data', (chunk) => { stderr = (stderr + chunk).slice(-8000); });
   const lines = readline.createInterface({ input: proc.stdout });

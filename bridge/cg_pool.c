@@ -1,0 +1,403 @@
+/*  cg_pool — the warm pool of ready sandboxes, each claimed once and never given back. */
+#include "cg_pool.h"
+#include "cg_log.h"
+#include "cg_runner.h"
+#include "cg_util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+//  The most sandboxes one language may keep waiting.
+#define S_SIZE_MAX 64
+//  While a sandbox warms up or stops, the pool looks at it this often; else it checks the
+//  host's memory this often.
+#define S_BUSY_TICK_MS 100
+#define S_IDLE_TICK_MS 1000
+//  What a sandbox of a language is taken to use before one was measured, in MB.
+#define S_ESTIMATE_MB 128
+//  After a failed warm-up, the pool waits this long times the failures in a row (at most
+//  S_BACKOFF_MAX of them) before it tries again.
+#define S_BACKOFF_US 5000000
+#define S_BACKOFF_MAX 12
+//  The file in a pooled sandbox's directory that says it waits in the pool; removed when
+//  it is claimed. The orphan sweep keys on the instance, so it removes both alike.
+#define S_MARKER "pool"
+
+static const char *s_languages[CG_POOL_LANGUAGES] = {"python", "javascript", "bash"};
+
+typedef enum { S_WARMING, S_READY, S_STOPPING } s_state_t;
+
+typedef struct {
+    int language; /* index into s_languages */
+    char slot[13];
+    char *dir;
+    zactor_t *runner;
+    s_state_t state;
+    double memory_mb; /* measured when it became ready; < 0: unknown */
+} s_entry_t;
+
+struct cg_pool_t {
+    const cg_config_t *config;
+    cg_backend_t *backend;
+    const char *sessions_dir;
+    const char *container_prefix;
+    const char *results_endpoint;
+    int sizes[CG_POOL_LANGUAGES];
+    double estimate_mb[CG_POOL_LANGUAGES]; /* the last measured sandbox of each language */
+    char *preload;                         /* Python code, or NULL */
+    zlistx_t *entries;                     /* s_entry_t, owned */
+    int failures;                          /* failed warm-ups in a row */
+    int64_t next_fill_us;                  /* no warm-up starts before this */
+    int64_t next_memory_us;                /* when MemAvailable is read next */
+    bool pressured;                        /* MemAvailable was below the threshold */
+};
+
+const char *
+cg_pool_language_name (int index)
+{
+    return index >= 0 && index < CG_POOL_LANGUAGES ? s_languages[index] : NULL;
+}
+
+static int
+s_language_index (const char *name, size_t len)
+{
+    for (int i = 0; i < CG_POOL_LANGUAGES; i++)
+        if (strlen (s_languages[i]) == len && strncmp (s_languages[i], name, len) == 0)
+            return i;
+    return -1;
+}
+
+int
+cg_pool_parse (const char *text, int sizes[CG_POOL_LANGUAGES], cg_error_t **err)
+{
+    memset (sizes, 0, sizeof (int) * CG_POOL_LANGUAGES);
+    if (strcmp (text, "off") == 0 || strcmp (text, "0") == 0)
+        return 0;
+    for (const char *item = text; *item;) {
+        size_t len = strcspn (item, ",");
+        const char *equals = memchr (item, '=', len);
+        int index = equals ? s_language_index (item, (size_t)(equals - item)) : -1;
+        char *end = NULL;
+        long size = equals ? strtol (equals + 1, &end, 10) : -1;
+        if (index < 0 || !end || end != item + len || end == equals + 1 || size < 0
+            || size > S_SIZE_MAX)
+            return cg_error_set (err, EINVAL,
+                                 "--pool %s: expected LANGUAGE=N,... with LANGUAGE python, "
+                                 "javascript or bash and N from 0 to %d, or off",
+                                 text, S_SIZE_MAX);
+        sizes[index] = (int)size;
+        item += len + (item[len] == ',');
+    }
+    return 0;
+}
+
+char *
+cg_pool_preload_code (const char *text, cg_error_t **err)
+{
+    if (strcmp (text, "none") == 0)
+        return NULL;
+    char *code = NULL;
+    size_t code_len = 0;
+    FILE *out = open_memstream (&code, &code_len);
+    if (!out)
+        abort (); /* out of memory */
+    for (const char *item = text; *item;) {
+        size_t len = strcspn (item, ",");
+        bool ok = len > 0 && (isalpha ((unsigned char)item[0]) || item[0] == '_');
+        for (size_t i = 0; i < len && ok; i++)
+            ok = isalnum ((unsigned char)item[i]) || item[i] == '_'
+                 || (item[i] == '.' && i + 1 < len && item[i + 1] != '.');
+        if (!ok) {
+            fclose (out);
+            free (code);
+            cg_error_set (err, EINVAL,
+                          "--pool-preload %s: expected module names separated by commas "
+                          "(numpy,pandas), or none",
+                          text);
+            return NULL;
+        }
+        //  A throwaway namespace: the module is in sys.modules, no name is bound.
+        fprintf (out, "try:\n    exec('import %.*s', {})\nexcept Exception:\n    pass\n", (int)len,
+                 item);
+        item += len + (item[len] == ',');
+    }
+    fclose (out);
+    return code;
+}
+
+static void
+s_entry_free (void **item)
+{
+    s_entry_t *entry = *item;
+    if (!entry)
+        return;
+    //  The runner removes its sandbox and directory; a runner that never made one leaves
+    //  the directory (and its marker), removed here.
+    zactor_destroy (&entry->runner);
+    if (entry->dir) {
+        cleanup_free char *marker = cg_strdupf ("%s/%s", entry->dir, S_MARKER);
+        unlink (marker);
+        rmdir (entry->dir);
+    }
+    free (entry->dir);
+    free (entry);
+    *item = NULL;
+}
+
+cg_pool_t *
+cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessions_dir,
+             const char *container_prefix, const char *results_endpoint)
+{
+    int sizes[CG_POOL_LANGUAGES];
+    cg_error_t *err = NULL;
+    char *preload = NULL;
+    if (!config->pool || cg_pool_parse (config->pool, sizes, &err) < 0
+        || (!(preload = cg_pool_preload_code (config->pool_preload, &err)) && err)) {
+        cg_log (1, "no warm pool: %s", err ? cg_error_message (err) : "--pool unset");
+        cg_error_destroy (&err);
+        return NULL;
+    }
+    int total = 0;
+    for (int i = 0; i < CG_POOL_LANGUAGES; i++)
+        total += sizes[i];
+    if (total == 0) {
+        free (preload);
+        return NULL;
+    }
+    cg_pool_t *self = cg_xcalloc (1, sizeof *self);
+    *self = (cg_pool_t){.config = config,
+                        .backend = backend,
+                        .sessions_dir = sessions_dir,
+                        .container_prefix = container_prefix,
+                        .results_endpoint = results_endpoint,
+                        .preload = preload};
+    memcpy (self->sizes, sizes, sizeof sizes);
+    for (int i = 0; i < CG_POOL_LANGUAGES; i++)
+        self->estimate_mb[i] = S_ESTIMATE_MB;
+    self->entries = zlistx_new ();
+    zlistx_set_destructor (self->entries, s_entry_free);
+    return self;
+}
+
+void
+cg_pool_stop (cg_pool_t *self)
+{
+    if (!self)
+        return;
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries))
+        if (e->state != S_STOPPING) {
+            zstr_send (e->runner, "$TERM");
+            e->state = S_STOPPING;
+        }
+}
+
+void
+cg_pool_destroy (cg_pool_t **self_p)
+{
+    cg_pool_t *self = *self_p;
+    if (!self)
+        return;
+    cg_pool_stop (self);
+    zlistx_destroy (&self->entries);
+    free (self->preload);
+    free (self);
+    *self_p = NULL;
+}
+
+//  Starts warming a sandbox of LANGUAGE (an index) in a fresh slot.
+static void
+s_fill (cg_pool_t *self, int language)
+{
+    s_entry_t *entry = cg_xcalloc (1, sizeof *entry);
+    entry->language = language;
+    entry->memory_mb = -1;
+    cg_random_hex (entry->slot, 6);
+    entry->dir = cg_strdupf ("%s/%s", self->sessions_dir, entry->slot);
+    cg_error_t *err = NULL;
+    cleanup_free char *marker = cg_strdupf ("%s/%s", entry->dir, S_MARKER);
+    if (cg_mkdir_p (entry->dir, 0700, &err) < 0) {
+        cg_log (1, "pool: %s", cg_error_message (err));
+        cg_error_destroy (&err);
+    }
+    FILE *file = fopen (marker, "w");
+    if (file) {
+        fprintf (file, "%s\n", s_languages[language]);
+        fclose (file);
+    }
+    cg_runner_args_t *args = cg_xcalloc (1, sizeof *args);
+    *args = (cg_runner_args_t){.backend = self->backend,
+                               .config = self->config,
+                               .sessions_dir = self->sessions_dir,
+                               .container_prefix = self->container_prefix,
+                               .results_endpoint = self->results_endpoint,
+                               .pooled = true,
+                               .preload = language == 0 ? self->preload : NULL};
+    memcpy (args->slot, entry->slot, sizeof entry->slot);
+    snprintf (args->language, sizeof args->language, "%s", s_languages[language]);
+    entry->runner = zactor_new (cg_runner_actor, args);
+    zlistx_add_end (self->entries, entry);
+    cg_log (3, "pool: warming a %s sandbox (%s)", s_languages[language], entry->slot);
+}
+
+//  Reads what a warming sandbox said: READY <KiB> or FAILED <why>.
+static void
+s_take_word (cg_pool_t *self, s_entry_t *entry)
+{
+    zmsg_t *msg = zmsg_recv (entry->runner);
+    char *word = msg ? zmsg_popstr (msg) : NULL;
+    char *detail = msg ? zmsg_popstr (msg) : NULL;
+    if (word && strcmp (word, "READY") == 0) {
+        entry->state = S_READY;
+        long kib = detail ? atol (detail) : -1;
+        entry->memory_mb = kib < 0 ? -1 : (double)kib / 1024;
+        if (entry->memory_mb > 0)
+            self->estimate_mb[entry->language] = entry->memory_mb;
+        self->failures = 0;
+        cg_log (3, "pool: a %s sandbox is ready (%s, %.0f MB)", s_languages[entry->language],
+                entry->slot, entry->memory_mb);
+    }
+    else {
+        cg_log (1, "pool: a %s sandbox failed to warm up: %s", s_languages[entry->language],
+                detail ? detail : "its runner ended");
+        if (self->failures < S_BACKOFF_MAX)
+            self->failures++;
+        self->next_fill_us = cg_now_us () + (int64_t)self->failures * S_BACKOFF_US;
+        zstr_send (entry->runner, "$TERM");
+        entry->state = S_STOPPING;
+    }
+    zstr_free (&word);
+    zstr_free (&detail);
+    zmsg_destroy (&msg);
+}
+
+//  Returns the host's MemAvailable in MB, or -1 when it cannot be read.
+static long
+s_mem_available_mb (void)
+{
+    cleanup_free char *text = cg_read_file ("/proc/meminfo", 65536, NULL, NULL);
+    char *line = text ? strstr (text, "MemAvailable:") : NULL;
+    return line ? atol (line + strlen ("MemAvailable:")) / 1024 : -1;
+}
+
+//  Under memory pressure the ready sandboxes are stopped and none is started.
+static void
+s_check_memory (cg_pool_t *self, int64_t now)
+{
+    if (now < self->next_memory_us)
+        return;
+    self->next_memory_us = now + (int64_t)S_IDLE_TICK_MS * 1000;
+    long available = s_mem_available_mb ();
+    bool pressured = available >= 0 && available < self->config->pool_min_available_mb;
+    if (pressured && !self->pressured)
+        cg_log (1,
+                "pool: MemAvailable is %ld MB, below --pool-min-available-mb %d: emptying "
+                "the pool",
+                available, self->config->pool_min_available_mb);
+    self->pressured = pressured;
+    for (s_entry_t *e = zlistx_first (self->entries); e && pressured;
+         e = zlistx_next (self->entries))
+        if (e->state == S_READY) {
+            zstr_send (e->runner, "$TERM");
+            e->state = S_STOPPING;
+        }
+}
+
+//  Picks the language to warm next (below its size, within the memory budget), or -1.
+static int
+s_next_language (cg_pool_t *self)
+{
+    int counts[CG_POOL_LANGUAGES] = {0};
+    double used_mb = 0;
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
+        if (e->state == S_WARMING)
+            return -1; /* one warms at a time */
+        if (e->state == S_STOPPING)
+            continue;
+        counts[e->language]++;
+        used_mb += e->memory_mb >= 0 ? e->memory_mb : self->estimate_mb[e->language];
+    }
+    for (int i = 0; i < CG_POOL_LANGUAGES; i++)
+        if (counts[i] < self->sizes[i]
+            && used_mb + self->estimate_mb[i] <= self->config->pool_memory_mb)
+            return i;
+    return -1;
+}
+
+int
+cg_pool_tick (cg_pool_t *self, bool quiet)
+{
+    if (!self)
+        return -1;
+    zlistx_t *done = zlistx_new ();
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
+        if (!(zsock_events (zactor_sock (e->runner)) & ZMQ_POLLIN))
+            continue;
+        if (e->state == S_WARMING)
+            s_take_word (self, e);
+        else if (e->state == S_STOPPING)
+            zlistx_add_end (done, e); /* its runner has ended: the join returns at once */
+    }
+    for (s_entry_t *e = zlistx_first (done); e; e = zlistx_next (done))
+        zlistx_delete (self->entries, zlistx_find (self->entries, e));
+    zlistx_destroy (&done);
+    int64_t now = cg_now_us ();
+    s_check_memory (self, now);
+    int language =
+        quiet && !self->pressured && now >= self->next_fill_us ? s_next_language (self) : -1;
+    if (language >= 0)
+        s_fill (self, language);
+    bool busy = false;
+    for (s_entry_t *e = zlistx_first (self->entries); e && !busy; e = zlistx_next (self->entries))
+        busy = e->state != S_READY;
+    return busy ? S_BUSY_TICK_MS : S_IDLE_TICK_MS;
+}
+
+zactor_t *
+cg_pool_claim (cg_pool_t *self, const char *language, bool oneshot, char slot[13], char **dir_p,
+               cg_workspace_t **ws_p)
+{
+    if (!self || !language)
+        return NULL;
+    int index = s_language_index (language, strlen (language));
+    s_entry_t *entry = NULL;
+    for (s_entry_t *e = zlistx_first (self->entries); e && !entry; e = zlistx_next (self->entries))
+        if (e->language == index && e->state == S_WARMING
+            && zsock_events (zactor_sock (e->runner)) & ZMQ_POLLIN)
+            s_take_word (self, e);
+    for (s_entry_t *e = zlistx_first (self->entries); e && !entry; e = zlistx_next (self->entries))
+        if (e->language == index && e->state == S_READY)
+            entry = e;
+    if (!entry)
+        return NULL;
+    zlistx_detach (self->entries, zlistx_find (self->entries, entry));
+    zactor_t *runner = entry->runner;
+    zsock_send (runner, "ss", "CLAIM", oneshot ? "1" : "0");
+    cleanup_free char *marker = cg_strdupf ("%s/%s", entry->dir, S_MARKER);
+    unlink (marker);
+    cg_log (3, "pool: %s sandbox %s claimed by a %s", language, entry->slot,
+            oneshot ? "one-shot run" : "session");
+    if (!oneshot) {
+        memcpy (slot, entry->slot, sizeof entry->slot);
+        cleanup_free char *workspace = cg_strdupf ("%s/workspace", entry->dir);
+        *ws_p = cg_workspace_open (workspace, NULL);
+        *dir_p = entry->dir;
+    }
+    else
+        free (entry->dir);
+    free (entry);
+    return runner;
+}
+
+size_t
+cg_pool_ready (cg_pool_t *self)
+{
+    size_t ready = 0;
+    for (s_entry_t *e = self ? zlistx_first (self->entries) : NULL; e;
+         e = zlistx_next (self->entries))
+        ready += e->state == S_READY;
+    return ready;
+}
