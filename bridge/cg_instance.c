@@ -2,6 +2,7 @@
     its container name prefix, and the clean-up of what crashed servers left. */
 #define _GNU_SOURCE
 #include "cg_instance.h"
+#include "cg_keep.h"
 #include "cg_util.h"
 #include "../artifacts/cg_wsfs.h"
 
@@ -18,6 +19,8 @@ struct cg_instance_t {
     char *sessions_dir;
     char *prefix;
     int lock_fd;
+    bool keep;    /* --keep-sessions: recorded sessions outlive this server */
+    json_t *lost; /* records of kept sessions whose sandboxes could not be adopted */
 };
 
 //  Removes DIR, a server's state: the mounts (workspace file systems) it left below it
@@ -34,15 +37,25 @@ s_remove_state (const char *dir)
     cg_error_destroy (&err);
 }
 
+//  Locks instance NAME's lock file. Returns the locked fd, or -1 when its server is alive
+//  (or it has no lock).
+static int
+s_claim (const char *instances_dir, const char *name)
+{
+    cleanup_free char *lock = cg_strdupf ("%s/%s/lock", instances_dir, name);
+    int fd = open (lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0) {
+        close (fd);
+        return -2; /* its server is alive */
+    }
+    return fd;
+}
+
 //  Removes one dead instance: its containers first, then its mounts, then its files.
 static void
 s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *name)
 {
     cleanup_free char *dir = cg_strdupf ("%s/%s", instances_dir, name);
-    cleanup_free char *lock = cg_strdupf ("%s/lock", dir);
-    cleanup_close int fd = open (lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
-        return; /* its server is alive */
     cleanup_free char *prefix = cg_strdupf ("cg-%s-", name);
     cg_error_t *err = NULL;
     int removed = cg_container_remove_orphans (backend, prefix, &err);
@@ -55,25 +68,60 @@ s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *n
         s_remove_state (dir);
 }
 
+//  Looks at one instance left in INSTANCES_DIR: a live server's is left alone; a dead
+//  one is removed, unless SELF keeps sessions and it kept some under the same settings:
+//  the first such becomes SELF's (its name in NAME, its lock held), later ones wait for
+//  a later server. Records of kept sessions made under other settings go to SELF->lost.
+static void
+s_look_at (cg_instance_t *self, const cg_config_t *config, const char *instances_dir,
+           const char *entry, char name[13])
+{
+    int fd = s_claim (instances_dir, entry);
+    if (fd == -2)
+        return;
+    cleanup_free char *dir = cg_strdupf ("%s/%s", instances_dir, entry);
+    int kept = self->keep ? cg_keep_check (dir, config) : -1;
+    if (kept == 1 && !name[0] && strlen (entry) == 12) {
+        snprintf (name, 13, "%s", entry);
+        self->lock_fd = fd;
+        return;
+    }
+    if (fd >= 0)
+        close (fd);
+    if (kept == 1)
+        return;
+    if (kept == 0) {
+        cleanup_free char *sessions = cg_strdupf ("%s/sessions", dir);
+        cg_keep_collect (sessions, self->lost);
+        cg_log (1, "the sandboxes kept in %s were made with other settings: removing them", dir);
+    }
+    s_reap_instance (self->backend, instances_dir, entry);
+}
+
 cg_instance_t *
 cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **err)
 {
     cleanup_free char *instances_dir = cg_strdupf ("%s/instances", config->state_dir);
     if (cg_mkdir_p (instances_dir, 0700, err) < 0)
         return NULL;
+    cg_instance_t *self = cg_xcalloc (1, sizeof *self);
+    self->backend = backend;
+    self->lock_fd = -1;
+    self->keep = cg_keep_enabled (config);
+    self->lost = json_array ();
+    char name[13] = "";
     DIR *dir = opendir (instances_dir);
     if (dir) {
         struct dirent *entry;
         while ((entry = readdir (dir)))
             if (entry->d_name[0] != '.')
-                s_reap_instance (backend, instances_dir, entry->d_name);
+                s_look_at (self, config, instances_dir, entry->d_name, name);
         closedir (dir);
     }
-    char name[13];
-    cg_random_hex (name, 6);
-    cg_instance_t *self = cg_xcalloc (1, sizeof *self);
-    self->backend = backend;
-    self->lock_fd = -1;
+    if (name[0])
+        cg_log (2, "taking over instance %s and the sessions it kept", name);
+    else
+        cg_random_hex (name, 6);
     self->dir = cg_strdupf ("%s/%s", instances_dir, name);
     self->sessions_dir = cg_strdupf ("%s/sessions", self->dir);
     self->prefix = cg_strdupf ("cg-%s-", name);
@@ -82,13 +130,34 @@ cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **
         cg_instance_destroy (&self);
         return NULL;
     }
-    self->lock_fd = open (lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (self->lock_fd < 0)
+        self->lock_fd = open (lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (self->lock_fd < 0 || flock (self->lock_fd, LOCK_EX | LOCK_NB) < 0) {
         cg_error_set (err, errno, "lock %s: %s", lock, strerror (errno));
         cg_instance_destroy (&self);
         return NULL;
     }
+    if (self->keep && cg_keep_mark (self->dir, config, err) < 0) {
+        cg_instance_destroy (&self);
+        return NULL;
+    }
     return self;
+}
+
+//  Frees *SELF_P (and KEPT) and sets it to NULL; its lock is released.
+static void
+s_free (cg_instance_t **self_p, json_t *kept)
+{
+    cg_instance_t *self = *self_p;
+    json_decref (kept);
+    json_decref (self->lost);
+    if (self->lock_fd >= 0)
+        close (self->lock_fd);
+    free (self->dir);
+    free (self->sessions_dir);
+    free (self->prefix);
+    free (self);
+    *self_p = NULL;
 }
 
 void
@@ -97,18 +166,27 @@ cg_instance_destroy (cg_instance_t **self_p)
     if (!self_p || !*self_p)
         return;
     cg_instance_t *self = *self_p;
+    json_t *kept = json_array ();
+    if (self->keep && self->lock_fd >= 0)
+        cg_keep_collect (self->sessions_dir, kept);
+    if (json_array_size (kept)) {
+        cg_log (2, "left %zu session(s) running for the next server (--keep-sessions)",
+                json_array_size (kept));
+        s_free (self_p, kept);
+        return;
+    }
     cg_error_t *err = NULL;
     if (cg_container_remove_orphans (self->backend, self->prefix, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
     cg_error_destroy (&err);
     s_remove_state (self->dir);
-    if (self->lock_fd >= 0)
-        close (self->lock_fd);
-    free (self->dir);
-    free (self->sessions_dir);
-    free (self->prefix);
-    free (self);
-    *self_p = NULL;
+    s_free (self_p, kept);
+}
+
+json_t *
+cg_instance_lost (cg_instance_t *self)
+{
+    return self->lost;
 }
 
 const char *

@@ -2,6 +2,7 @@
     download tokens and the on-disk layout. */
 #include "cg_registry.h"
 #include "cg_closed.h"
+#include "cg_keep.h"
 #include "cg_outcome.h"
 #include "cg_runner.h"
 #include "cg_session.h"
@@ -67,8 +68,8 @@ s_session_free (void **item)
     cg_workspace_destroy (&session->ws);
     s_runner_join (&session->runner);
     //  The runner removes what it made; a session that only had uploads has its
-    //  workspace and directory left, so they are removed here.
-    if (session->dir)
+    //  workspace and directory left, so they are removed here. A kept one stays.
+    if (session->dir && !session->kept)
         cg_session_dir_remove (session->dir);
     free (session->dir);
     free (session->owner);
@@ -226,6 +227,34 @@ s_runner_start (cg_registry_t *self, const char *slot, const char *language, boo
     return zactor_new (cg_runner_actor, s_runner_args (self, slot, language, oneshot));
 }
 
+//  Makes SESSION's directory (in slot SESSION->slot) and workspace, unless ADOPT (they
+//  exist), starts its runner and registers it.
+static void
+s_insert (cg_registry_t *self, cg_registry_session_t *session, bool adopt, const char *note)
+{
+    //  The workspace exists from the start so that files can be uploaded before the
+    //  sandbox runs; the runner creates the rest when the session first runs.
+    session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
+    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
+    cg_error_t *err = NULL;
+    if ((!adopt
+         && (cg_mkdir_p (session->dir, 0700, &err) < 0
+             || cg_session_workspace_create (self->config, session->dir, &err) < 0))
+        || !(session->ws = cg_workspace_open (workspace, &err)))
+        cg_log (1, "session %s workspace: %s", session->id, cg_error_message (err));
+    cg_error_destroy (&err);
+    cg_runner_args_t *args = s_runner_args (self, session->slot, session->language, false);
+    args->adopt = adopt;
+    if (note)
+        snprintf (args->note, sizeof args->note, "%s", note);
+    session->runner = zactor_new (cg_runner_actor, args);
+    cleanup_free char *key = cg_strdupf ("%s/%s", session->owner, session->id);
+    zhashx_insert (self->sessions, key, session);
+    cg_registry_save (self, session);
+    if (self->listener)
+        self->listener (self->listener_arg, session, NULL);
+}
+
 cg_registry_session_t *
 cg_registry_create (cg_registry_t *self, const char *owner, const char *id, const char *language,
                     const char *name)
@@ -244,22 +273,45 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
     session->started_us = session->last_activity_us = cg_now_us ();
     session->memory_mb = -1;
     cg_random_hex (session->token, 16);
-    //  The workspace exists from the start so that files can be uploaded before the
-    //  sandbox runs; the runner creates the rest when the session first runs.
-    session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
-    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
-    cg_error_t *err = NULL;
-    if (cg_mkdir_p (session->dir, 0700, &err) < 0
-        || cg_session_workspace_create (self->config, session->dir, &err) < 0
-        || !(session->ws = cg_workspace_open (workspace, &err)))
-        cg_log (1, "session %s workspace: %s", id, cg_error_message (err));
-    cg_error_destroy (&err);
-    session->runner = s_runner_start (self, session->slot, language, false);
-    cleanup_free char *key = cg_strdupf ("%s/%s", owner, id);
-    zhashx_insert (self->sessions, key, session);
-    if (self->listener)
-        self->listener (self->listener_arg, session, NULL);
+    s_insert (self, session, false, NULL);
     return session;
+}
+
+cg_registry_session_t *
+cg_registry_restore (cg_registry_t *self, cg_registry_session_t *fields, const char *slot,
+                     const char *note)
+{
+    cg_registry_session_t *session = cg_xcalloc (1, sizeof *session);
+    *session = *fields;
+    memset (fields, 0, sizeof *fields);
+    if (slot)
+        snprintf (session->slot, sizeof session->slot, "%s", slot);
+    else
+        cg_random_hex (session->slot, 6);
+    if (cg_registry_full (self) || cg_registry_find (self, session->owner, session->id)) {
+        cg_log (1, "cannot re-adopt kept session %s: %s", session->id,
+                cg_registry_full (self) ? "--max-sessions sandboxes exist" : "its id is taken");
+        //  Its runner takes the kept sandbox over only to destroy it.
+        session->dir =
+            slot ? cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot)
+                 : NULL;
+        cg_runner_args_t *args = s_runner_args (self, session->slot, NULL, false);
+        args->adopt = slot != NULL;
+        session->runner = zactor_new (cg_runner_actor, args);
+        zstr_send (session->runner, "$TERM");
+        void *item = session;
+        s_session_free (&item);
+        return NULL;
+    }
+    s_insert (self, session, slot != NULL, note);
+    return session;
+}
+
+void
+cg_registry_save (cg_registry_t *self, cg_registry_session_t *session)
+{
+    if (cg_keep_eligible (self->config, session))
+        cg_keep_save (session);
 }
 
 zactor_t *
@@ -377,6 +429,14 @@ s_retire (cg_registry_t *self, cg_registry_session_t *session, const char *reaso
 {
     if (self->listener)
         self->listener (self->listener_arg, session, reason);
+    //  At the server's stop a kept session's sandbox stays for the next server.
+    session->kept = strcmp (reason, "shutdown") == 0 && cg_keep_eligible (self->config, session);
+    if (session->kept) {
+        cg_keep_save (session);
+        zstr_send (session->runner, "KEEP");
+    }
+    else if (session->dir)
+        cg_keep_forget (session->dir);
     zstr_send (session->runner, "$TERM");
     cleanup_free char *key = cg_strdupf ("%s/%s", session->owner, session->id);
     zhashx_delete (self->sessions, key);

@@ -22,6 +22,8 @@ typedef struct {
     bool oneshot;                 /* destroy the sandbox after the first run */
     bool shared_installer;        /* a one-shot whose sandbox writes the shared package
                                      layer (cg_session_new_shared_installer) */
+    bool adopt;                   /* re-adopt the sandbox a previous server kept in the slot */
+    char note[512];               /* said by the first run's result when set (state lost) */
 } cg_runner_args_t;
 
 /*  The actor (zactor_fn). Pipe commands (C values, no JSON text):
@@ -35,6 +37,8 @@ typedef struct {
       START <key> <language>      start the sandbox and LANGUAGE's kernel now; answered
                                   with STARTED <key> <why it failed, or "">
       CANCEL                      interrupt the running cell, if any
+      KEEP                        at the next $TERM, leave the sandbox and its kernels
+                                  running for the next server (cg_keep)
       $TERM                       stop: the session's sandbox is destroyed
     Also sent to results_endpoint:
       PROGRESS <key> <stream> <text>   live output of a request that asked for progress

@@ -375,6 +375,8 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
         session->executions++;
     if (session && outcome && outcome->ran)
         cg_registry_add_language (session, outcome->language);
+    if (session)
+        cg_registry_save (cg_server_registry (server), session);
     if (call->script)
         cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
     if (!outcome)
