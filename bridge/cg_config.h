@@ -48,7 +48,7 @@ typedef struct {
     int idle_ttl_s;          /* a session unused this long is closed */
     int client_grace_s;      /* an HTTP client gone this long loses its sessions */
     int oneshot_reserve;     /* one-shot sandboxes allowed past max_sessions */
-    char *keep_sessions;     /* "auto", "on" or "off": sessions outlive the server (cg_keep) */
+    char *keep_sessions;     /* "on" or "off": stdio sessions outlive the server (cg_keep) */
     int log_level;
     char *log_format;     /* "console" or "json" */
     char *log_file;       /* the log's file (appended), or NULL: stderr */

@@ -71,7 +71,7 @@ s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *n
 //  Looks at one instance left in INSTANCES_DIR: a live server's is left alone; a dead
 //  one is removed, unless SELF keeps sessions and it kept some under the same settings:
 //  the first such becomes SELF's (its name in NAME, its lock held), later ones wait for
-//  a later server. Records of kept sessions made under other settings go to SELF->lost.
+//  a later server; one kept for another state dir is left alone. Records of kept sessions made under other settings go to SELF->lost.
 static void
 s_look_at (cg_instance_t *self, const cg_config_t *config, const char *instances_dir,
            const char *entry, char name[13])
@@ -88,7 +88,7 @@ s_look_at (cg_instance_t *self, const cg_config_t *config, const char *instances
     }
     if (fd >= 0)
         close (fd);
-    if (kept == 1)
+    if (kept == 1 || kept == -2)
         return;
     if (kept == 0) {
         cleanup_free char *sessions = cg_strdupf ("%s/sessions", dir);

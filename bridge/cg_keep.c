@@ -19,8 +19,8 @@
 bool
 cg_keep_enabled (const cg_config_t *config)
 {
-    const char *mode = config->keep_sessions ? config->keep_sessions : "off";
-    return strcmp (mode, "on") == 0 || (strcmp (mode, "auto") == 0 && !config->http);
+    //  Over HTTP an owner is an Mcp-Session-Id, which dies with the server: nothing to keep.
+    return config->keep_sessions && strcmp (config->keep_sessions, "on") == 0 && !config->http;
 }
 
 bool
@@ -89,8 +89,9 @@ cg_keep_check (const char *instance_dir, const cg_config_t *config)
     s_fingerprint (config, fingerprint);
     const char *state = json_string_value (json_object_get (marker, "state_dir"));
     const char *print = json_string_value (json_object_get (marker, "fingerprint"));
-    int rc = state && print && strcmp (state, config->state_dir) == 0
-             && strcmp (print, fingerprint) == 0;
+    int rc = !state || strcmp (state, config->state_dir) != 0 ? -2
+             : print && strcmp (print, fingerprint) == 0      ? 1
+                                                              : 0;
     json_decref (marker);
     return rc;
 }

@@ -16,8 +16,8 @@
 #define CG_KEEP_MARKER "kept.json"
 #define CG_KEEP_RECORD "record.json"
 
-/*  Returns true when CONFIG keeps sessions: --keep-sessions on, or auto on stdio (off,
-    the default, never). */
+/*  Returns true when CONFIG keeps sessions: --keep-sessions on, over stdio (an HTTP
+    owner, an Mcp-Session-Id, dies with the server: HTTP sessions are never kept). */
 bool cg_keep_enabled (const cg_config_t *config);
 
 /*  Returns true when SESSION is kept across a restart under CONFIG: keeping is on and its
@@ -29,8 +29,9 @@ bool cg_keep_eligible (const cg_config_t *config, const cg_registry_session_t *s
 int cg_keep_mark (const char *instance_dir, const cg_config_t *config, cg_error_t **err);
 
 /*  Reads INSTANCE_DIR's kept marker. Returns 1 when it was written under settings equal
-    to CONFIG's (same state dir, same fingerprint), 0 when under others, -1 when there is
-    none (the instance kept nothing). */
+    to CONFIG's (same state dir, same fingerprint), 0 when under other settings, -2 when
+    for another state dir (moved, or reached by another path: not this server's to
+    touch), -1 when there is none (the instance kept nothing). */
 int cg_keep_check (const char *instance_dir, const cg_config_t *config);
 
 /*  Appends to LOST (an array) the records of every session in SESSIONS_DIR. */

@@ -14,6 +14,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { serverBinary, sleep } from './lib.mjs';
 
+// Servers started and not seen to exit: a failed test kills them before its clean-up.
+const live = new Set();
+
 // Starts a server on STATE with ARGS; returns { client, transport, pid, stderr(), exited }.
 async function start(state, args = ['--keep-sessions', 'on']) {
   const transport = new StdioClientTransport({
@@ -27,6 +30,7 @@ async function start(state, args = ['--keep-sessions', 'on']) {
   const client = new Client({ name: 'keep-e2e', version: '0' }, { capabilities: {} });
   await client.connect(transport, { timeout: 30000 });
   const pid = transport.pid;
+  live.add(pid);
   return { client, transport, pid, stderr: () => stderr };
 }
 
@@ -42,6 +46,7 @@ function alive(pid) {
 async function waitGone(pid) {
   for (let i = 0; i < 200 && alive(pid); i++) await sleep(50);
   assert.ok(!alive(pid), `server ${pid} did not exit`);
+  live.delete(pid);
 }
 
 function containers(state) {
@@ -74,6 +79,10 @@ async function stop(server, how) {
 
 // Removes everything: a server without keeping on the same state dir reaps what was kept.
 async function cleanup(state) {
+  for (const pid of live) {
+    try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    await waitGone(pid);
+  }
   const s = await start(state, ['--keep-sessions', 'off']);
   await s.client.close();
   await waitGone(s.pid);
@@ -94,6 +103,13 @@ for (const how of ['eof', 'term', 'kill']) {
       assert.equal(r.success, true, JSON.stringify(r));
       await stop(s, how);
       assert.equal(containers(state).length, 1, 'the sandbox is left running');
+      // The record and the kernel's key are the host's: 0600, outside what the sandbox writes.
+      const [slot] = sessionDirs(state);
+      const inst = fs.readdirSync(path.join(state, 'instances'))[0];
+      const dir = path.join(state, 'instances', inst, 'sessions', slot);
+      assert.equal(fs.statSync(path.join(dir, 'record.json')).mode & 0o777, 0o600);
+      assert.equal(fs.statSync(path.join(dir, 'bundle', 'kernel-python.key')).mode & 0o777, 0o600);
+      assert.equal(fs.statSync(path.join(dir, 'bundle')).uid, 0);
 
       s = await start(state);
       const listed = (await call(s.client, 'list_sessions', {})).sessions;
@@ -107,7 +123,19 @@ for (const how of ['eof', 'term', 'kill']) {
       const after = (await call(s.client, 'list_sessions', {})).sessions;
       assert.equal(after[0].executions_count, 2, 'the count continues');
       assert.equal(containers(state).length, 1, 'the same sandbox, no second one');
+      await call(s.client, 'send_to_session', { session_id: sid, code: 'a += 1' });
+      await stop(s, how);
+
+      // Kept again by the server that adopted it; closing it then removes it.
+      s = await start(state);
+      r = await call(s.client, 'send_to_session', { session_id: sid, code: 'print(a)' });
+      assert.equal(r.stdout.trim(), '42', `${JSON.stringify(r)}\n${s.stderr()}`);
+      r = await call(s.client, 'close_session', { session_id: sid });
+      assert.equal(r.success, true, JSON.stringify(r));
+      for (let i = 0; i < 100 && containers(state).length; i++) await sleep(100);
+      assert.deepEqual(containers(state), [], 'a closed adopted session leaves no sandbox');
       await stop(s, 'eof');
+      assert.deepEqual(sessionDirs(state), [], 'nothing is kept once it was closed');
     } finally {
       await cleanup(state);
     }
@@ -176,6 +204,49 @@ test('other sandbox settings: the kept sandbox is removed and the session says i
     assert.equal(r.stdout.trim(), 'gone');
     assert.equal(r.kernel_restarted, true);
     assert.match(JSON.stringify(r), /other sandbox settings/);
+    await stop(s, 'eof');
+  } finally {
+    await cleanup(state);
+  }
+});
+
+test('the idle TTL runs on while no server runs: a kept session past it is closed at adoption', async () => {
+  const state = tmp();
+  try {
+    const args = ['--keep-sessions', 'on', '--idle-ttl', '3'];
+    let s = await start(state, args);
+    const sid = (await call(s.client, 'start_session', { language: 'python' })).session_id;
+    await call(s.client, 'send_to_session', { session_id: sid, code: 'a = 41' });
+    await stop(s, 'eof');
+    assert.equal(containers(state).length, 1);
+    await sleep(4000);
+    s = await start(state, args);
+    for (let i = 0; i < 100 && containers(state).length; i++) await sleep(100);
+    assert.deepEqual(containers(state), [], 'the expired session was closed');
+    assert.deepEqual((await call(s.client, 'list_sessions', {})).sessions, []);
+    await stop(s, 'eof');
+  } finally {
+    await cleanup(state);
+  }
+});
+
+test('a one-shot sandbox running at the crash is removed; the kept session is adopted', async () => {
+  const state = tmp();
+  try {
+    let s = await start(state);
+    const sid = (await call(s.client, 'start_session', { language: 'python' })).session_id;
+    await call(s.client, 'send_to_session', { session_id: sid, code: 'a = 41' });
+    const slow = call(s.client, 'execute_code', { language: 'bash', code: 'sleep 60' }).catch(() => {});
+    for (let i = 0; i < 100 && containers(state).length < 2; i++) await sleep(100);
+    assert.equal(containers(state).length, 2, 'the one-shot sandbox runs');
+    await stop(s, 'kill');
+    await slow;
+    s = await start(state);
+    assert.equal(containers(state).length, 1, 'only the session\'s sandbox is left');
+    const listed = (await call(s.client, 'list_sessions', {})).sessions;
+    assert.deepEqual(listed.map((x) => x.session_id), [sid], s.stderr());
+    const r = await call(s.client, 'send_to_session', { session_id: sid, code: 'print(a + 1)' });
+    assert.equal(r.stdout.trim(), '42', JSON.stringify(r));
     await stop(s, 'eof');
   } finally {
     await cleanup(state);
