@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <sodium.h>
 #include <string.h>
@@ -226,6 +227,32 @@ cg_keep_pid_in (pid_t pid, const char *container_id)
     cleanup_free char *text = cg_read_file (path, 64 * 1024, NULL, NULL);
     cleanup_free char *tail = cg_strdupf ("/%s\n", container_id);
     return pid > 0 && text && strstr (text, tail);
+}
+
+bool
+cg_keep_container_alive (const char *bundle_dir, const char *container_id)
+{
+    cleanup_free char *path = cg_strdupf ("%s/init.pid", bundle_dir);
+    cleanup_free char *text = cg_read_file (path, 64, NULL, NULL);
+    return text && cg_keep_pid_in ((pid_t)atol (text), container_id);
+}
+
+char **
+cg_keep_kernels (const char *bundle_dir, int max)
+{
+    char **languages = cg_strv_new ((size_t)max);
+    DIR *dir = opendir (bundle_dir);
+    struct dirent *entry;
+    int count = 0;
+    while (dir && count < max && (entry = readdir (dir))) {
+        size_t len = strlen (entry->d_name);
+        if (strncmp (entry->d_name, "kernel-", 7) == 0 && len > 11 && len < 48
+            && strcmp (entry->d_name + len - 4, ".key") == 0)
+            languages[count++] = cg_strdupf ("%.*s", (int)(len - 11), entry->d_name + 7);
+    }
+    if (dir)
+        closedir (dir);
+    return languages;
 }
 
 typedef struct {

@@ -57,6 +57,14 @@ int cg_keep_restore_json (json_t *record, cg_registry_session_t *session);
     pid read from a pid file is still that container's process, not a reused pid). */
 bool cg_keep_pid_in (pid_t pid, const char *container_id);
 
+/*  Returns true when the container CONTAINER_ID whose bundle is BUNDLE_DIR still runs: the
+    init pid the host recorded there is a process in its cgroup. */
+bool cg_keep_container_alive (const char *bundle_dir, const char *container_id);
+
+/*  Returns the languages (a new strv, at most MAX) whose kernel keys (kernel-<language>.key,
+    cg_kernel_adopt) are in BUNDLE_DIR. */
+char **cg_keep_kernels (const char *bundle_dir, int max);
+
 /*  Re-adopts at start-up what the previous server kept in INSTANCE's sessions dir (each
     recorded session is restored into REGISTRY and its runner re-adopts the sandbox;
     anything else there, a one-shot sandbox's, is removed) and restores LOST's sessions

@@ -8,7 +8,6 @@
 #include "../artifacts/cg_artifacts.h"
 #include "../artifacts/cg_wsfs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <sodium.h>
 #include <signal.h>
@@ -165,25 +164,14 @@ static void s_free (cg_session_t **self_p);
 static int
 s_adopt_kernels (cg_session_t *self, cg_error_t **err)
 {
-    DIR *dir = opendir (self->bundle_dir);
-    if (!dir)
-        return cg_error_set (err, errno, "open %s: %s", self->bundle_dir, strerror (errno));
-    struct dirent *entry;
-    int rc = 0, count = 0;
-    while (rc == 0 && (entry = readdir (dir)) && count < MAX_KERNELS) {
-        size_t len = strlen (entry->d_name);
-        if (strncmp (entry->d_name, "kernel-", 7) || len < 12 || len > 40
-            || strcmp (entry->d_name + len - 4, ".key"))
-            continue;
-        cleanup_free char *language = cg_strdupf ("%.*s", (int)(len - 11), entry->d_name + 7);
-        self->specs[count] = cg_kernel_spec_load (self->config->kernels_dir, language, err);
-        if (!self->specs[count]
-            || !(self->kernels[count] = cg_kernel_adopt (self->backend, &self->sandbox,
-                                                         self->specs[count], self->config, err)))
+    char **languages = cg_keep_kernels (self->bundle_dir, MAX_KERNELS);
+    int rc = 0;
+    for (int i = 0; rc == 0 && languages[i]; i++)
+        if (!(self->specs[i] = cg_kernel_spec_load (self->config->kernels_dir, languages[i], err))
+            || !(self->kernels[i] = cg_kernel_adopt (self->backend, &self->sandbox, self->specs[i],
+                                                     self->config, err)))
             rc = -1;
-        count++;
-    }
-    closedir (dir);
+    cg_strv_free (languages);
     return rc;
 }
 
@@ -200,10 +188,7 @@ cg_session_adopt (cg_backend_t *backend, const cg_config_t *config, const char *
         s_free (&self);
         return NULL;
     }
-    cleanup_free char *init_file = cg_strdupf ("%s/init.pid", self->bundle_dir);
-    cleanup_free char *init_text = cg_read_file (init_file, 64, NULL, NULL);
-    self->container_running =
-        init_text && cg_keep_pid_in ((pid_t)atol (init_text), self->container_id);
+    self->container_running = cg_keep_container_alive (self->bundle_dir, self->container_id);
     if (!self->container_running)
         cg_error_set (&err, ESRCH, "its container is gone");
     if (self->container_running && s_adopt_kernels (self, &err) == 0) {
