@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-import { serverBinary, sleep } from './lib.mjs';
+import { serverBinary, sleep, startHttpServer } from './lib.mjs';
 
 // Servers started and not seen to exit: a failed test kills them before its clean-up.
 const live = new Set();
@@ -251,4 +251,21 @@ test('a one-shot sandbox running at the crash is removed; the kept session is ad
   } finally {
     await cleanup(state);
   }
+});
+
+test('HTTP sessions are never kept, even with --keep-sessions on: their owner dies with the server', async () => {
+  const server = await startHttpServer({ args: ['--keep-sessions', 'on'] });
+  let pid;
+  try {
+    const { client } = await server.connect();
+    const sid = (await call(client, 'start_session', { language: 'python' })).session_id;
+    await call(client, 'send_to_session', { session_id: sid, code: 'a = 41' });
+    pid = (await call(client, 'list_sessions', {})).sessions[0].pid;
+    assert.ok(pid > 0 && alive(pid));
+  } finally {
+    await server.close();
+  }
+  for (let i = 0; i < 100 && alive(pid); i++) await sleep(100);
+  assert.ok(!alive(pid), 'the session\'s kernel went with the server');
+  assert.doesNotMatch(server.stderrText(), /left \d+ session\(s\) running/);
 });
