@@ -114,6 +114,11 @@ static const cg_config_option_t s_options[] = {
     {"--pool-min-available-mb", "CELLGATE_POOL_MIN_AVAILABLE_MB", CG_CONFIG_INT,
      OFF (pool_min_available_mb), "512", 0, 1 << 20,
      "when the host's MemAvailable falls below this many MB the pool is emptied and not refilled"},
+    {"--keep-sessions", "CELLGATE_KEEP_SESSIONS", CG_CONFIG_STRING, OFF (keep_sessions), "off", 0,
+     0,
+     "on: a server that stops (stdin closed, SIGTERM, a crash) leaves its stdio sessions' "
+     "sandboxes running and the next one on the same state dir re-adopts them; off: they go "
+     "with it (HTTP sessions always do)"},
     {"--http", "CELLGATE_HTTP", CG_CONFIG_STRING, OFF (http), NULL, 0, 0,
      "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT: 127.0.0.1:PORT; "
      "downloads on the same listener) instead of stdio"},
@@ -458,6 +463,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         && strcmp (self->save_displays, "none"))
         return cg_error_set (err, EINVAL, "--save-displays: '%s' is not figures, all or none",
                              self->save_displays);
+    if (strcmp (self->keep_sessions, "on") && strcmp (self->keep_sessions, "off"))
+        return cg_error_set (err, EINVAL, "--keep-sessions: '%s' is not on or off",
+                             self->keep_sessions);
     if (s_package_source (&self->wheelhouse, "--wheelhouse", err) < 0
         || s_package_source (&self->npm_mirror, "--npm-mirror", err) < 0
         || s_public_url (&self->public_url, err) < 0)
@@ -486,6 +494,8 @@ cg_config_clear (cg_config_t *self)
     free (self->execution_log);
     free (self->save_displays);
     self->save_displays = NULL;
+    free (self->keep_sessions);
+    self->keep_sessions = NULL;
     free (self->wheelhouse);
     free (self->npm_mirror);
     free (self->log_format);

@@ -55,6 +55,7 @@ typedef struct {
     char *pool_preload;        /* modules pooled Python kernels import, or "none" */
     int pool_memory_mb;        /* what the pool's waiting sandboxes may use together */
     int pool_min_available_mb; /* below this MemAvailable the pool empties, stops refilling */
+    char *keep_sessions;       /* "on" or "off": stdio sessions outlive the server (cg_keep) */
     int log_level;
     char *log_format;     /* "console" or "json" */
     char *log_file;       /* the log's file (appended), or NULL: stderr */

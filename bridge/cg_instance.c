@@ -2,6 +2,7 @@
     its container name prefix, and the clean-up of what crashed servers left. */
 #define _GNU_SOURCE
 #include "cg_instance.h"
+#include "cg_keep.h"
 #include "cg_util.h"
 #include "../artifacts/cg_wsfs.h"
 
@@ -18,12 +19,15 @@
 #define S_CREATING_S 60
 
 struct cg_instance_t {
-    cg_backend_t *backend; /* borrowed */
+    cg_backend_t *backend;     /* borrowed */
+    const cg_config_t *config; /* borrowed: the server's, for its lifetime */
     char *instances_dir;
     char *dir;
     char *sessions_dir;
     char *prefix;
     int lock_fd;
+    bool keep;    /* --keep-sessions: recorded sessions outlive this server */
+    json_t *lost; /* records of kept sessions whose sandboxes could not be adopted */
 };
 
 //  Removes DIR, a server's state: the mounts (workspace file systems) it left below it
@@ -40,20 +44,31 @@ s_remove_state (const char *dir)
     cg_error_destroy (&err);
 }
 
-//  Removes one dead instance: its containers first, then its mounts, then its files.
-//  Returns 1 when it was dead and is gone, else 0 (alive, being created, or a failure,
-//  logged).
+//  Locks instance NAME's lock file. Returns the locked fd; -2 when its server is alive,
+//  or when it has no lock file yet and is younger than S_CREATING_S (a server is creating
+//  it: the lock comes last); -1 when it has no lock (a server that died while creating it).
+static int
+s_claim (const char *instances_dir, const char *name)
+{
+    cleanup_free char *dir = cg_strdupf ("%s/%s", instances_dir, name);
+    cleanup_free char *lock = cg_strdupf ("%s/lock", dir);
+    int fd = open (lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0) {
+        close (fd);
+        return -2;
+    }
+    struct stat st;
+    if (fd < 0 && (stat (dir, &st) < 0 || st.st_mtime > time (NULL) - S_CREATING_S))
+        return -2;
+    return fd;
+}
+
+//  Removes one dead instance NAME: its containers first, then its mounts, then its
+//  files. Returns 1 when it is gone, else 0 (a failure, logged).
 static int
 s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *name)
 {
     cleanup_free char *dir = cg_strdupf ("%s/%s", instances_dir, name);
-    cleanup_free char *lock = cg_strdupf ("%s/lock", dir);
-    cleanup_close int fd = open (lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
-        return 0; /* its server is alive */
-    struct stat st;
-    if (fd < 0 && (stat (dir, &st) < 0 || st.st_mtime > time (NULL) - S_CREATING_S))
-        return 0; /* gone already, or a server is creating it (the lock comes last) */
     cleanup_free char *prefix = cg_strdupf ("cg-%s-", name);
     cg_error_t *err = NULL;
     int removed = cg_container_remove_orphans (backend, prefix, &err);
@@ -69,20 +84,34 @@ s_reap_instance (cg_backend_t *backend, const char *instances_dir, const char *n
     return 1;
 }
 
-//  Reaps every instance below INSTANCES_DIR whose server is gone. Returns how many.
-static int
-s_reap_dead (cg_backend_t *backend, const char *instances_dir)
+//  Looks at one instance left in INSTANCES_DIR at start-up: a live server's is left
+//  alone; a dead one is removed, unless SELF keeps sessions and it kept some under the
+//  same settings: the first such becomes SELF's (its name in NAME, its lock held), later
+//  ones wait for a later server; one kept for another state dir is left alone. Records of
+//  kept sessions made under other settings go to SELF->lost.
+static void
+s_look_at (cg_instance_t *self, const char *instances_dir, const char *entry, char name[13])
 {
-    int reaped = 0;
-    DIR *dir = opendir (instances_dir);
-    if (!dir)
-        return 0;
-    struct dirent *entry;
-    while ((entry = readdir (dir)))
-        if (entry->d_name[0] != '.')
-            reaped += s_reap_instance (backend, instances_dir, entry->d_name);
-    closedir (dir);
-    return reaped;
+    int fd = s_claim (instances_dir, entry);
+    if (fd == -2)
+        return;
+    cleanup_free char *dir = cg_strdupf ("%s/%s", instances_dir, entry);
+    int kept = self->keep ? cg_keep_check (dir, self->config) : -1;
+    if (kept == 1 && fd >= 0 && !name[0] && strlen (entry) == 12) {
+        snprintf (name, 13, "%s", entry);
+        self->lock_fd = fd;
+        return;
+    }
+    if (fd >= 0)
+        close (fd);
+    if (kept == 1 || kept == -2)
+        return;
+    if (kept == 0) {
+        cleanup_free char *sessions = cg_strdupf ("%s/sessions", dir);
+        cg_keep_collect (sessions, self->lost);
+        cg_log (1, "the sandboxes kept in %s were made with other settings: removing them", dir);
+    }
+    s_reap_instance (self->backend, instances_dir, entry);
 }
 
 cg_instance_t *
@@ -91,13 +120,26 @@ cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **
     cleanup_free char *instances_dir = cg_strdupf ("%s/instances", config->state_dir);
     if (cg_mkdir_p (instances_dir, 0700, err) < 0)
         return NULL;
-    s_reap_dead (backend, instances_dir);
-    char name[13];
-    cg_random_hex (name, 6);
     cg_instance_t *self = cg_xcalloc (1, sizeof *self);
     self->backend = backend;
+    self->config = config;
     self->lock_fd = -1;
+    self->keep = cg_keep_enabled (config);
+    self->lost = json_array ();
     self->instances_dir = cg_xstrdup (instances_dir);
+    char name[13] = "";
+    DIR *dir = opendir (instances_dir);
+    if (dir) {
+        struct dirent *entry;
+        while ((entry = readdir (dir)))
+            if (entry->d_name[0] != '.')
+                s_look_at (self, instances_dir, entry->d_name, name);
+        closedir (dir);
+    }
+    if (name[0])
+        cg_log (2, "taking over instance %s and the sessions it kept", name);
+    else
+        cg_random_hex (name, 6);
     self->dir = cg_strdupf ("%s/%s", instances_dir, name);
     self->sessions_dir = cg_strdupf ("%s/sessions", self->dir);
     self->prefix = cg_strdupf ("cg-%s-", name);
@@ -107,29 +149,32 @@ cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **
         cg_instance_destroy (&self);
         return NULL;
     }
-    //  The lock file appears locked (made and locked under another name, then renamed):
-    //  a sweep never finds it free while this server lives.
-    self->lock_fd = open (new_lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (self->lock_fd < 0 || flock (self->lock_fd, LOCK_EX | LOCK_NB) < 0
-        || rename (new_lock, lock) < 0) {
-        cg_error_set (err, errno, "lock %s: %s", lock, strerror (errno));
+    //  A new instance's lock file appears locked (made and locked under another name,
+    //  then renamed): a sweep never finds it free while this server lives. A taken-over
+    //  instance's lock is held already.
+    if (self->lock_fd < 0) {
+        self->lock_fd = open (new_lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (self->lock_fd < 0 || flock (self->lock_fd, LOCK_EX | LOCK_NB) < 0
+            || rename (new_lock, lock) < 0) {
+            cg_error_set (err, errno, "lock %s: %s", lock, strerror (errno));
+            cg_instance_destroy (&self);
+            return NULL;
+        }
+    }
+    if (self->keep && cg_keep_mark (self->dir, config, err) < 0) {
         cg_instance_destroy (&self);
         return NULL;
     }
     return self;
 }
 
-void
-cg_instance_destroy (cg_instance_t **self_p)
+//  Frees *SELF_P (and KEPT) and sets it to NULL; its lock is released.
+static void
+s_free (cg_instance_t **self_p, json_t *kept)
 {
-    if (!self_p || !*self_p)
-        return;
     cg_instance_t *self = *self_p;
-    cg_error_t *err = NULL;
-    if (cg_container_remove_orphans (self->backend, self->prefix, &err) < 0)
-        cg_log (1, "%s", cg_error_message (err));
-    cg_error_destroy (&err);
-    s_remove_state (self->dir);
+    json_decref (kept);
+    json_decref (self->lost);
     if (self->lock_fd >= 0)
         close (self->lock_fd);
     free (self->instances_dir);
@@ -140,10 +185,61 @@ cg_instance_destroy (cg_instance_t **self_p)
     *self_p = NULL;
 }
 
+void
+cg_instance_destroy (cg_instance_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_instance_t *self = *self_p;
+    json_t *kept = json_array ();
+    if (self->keep && self->lock_fd >= 0)
+        cg_keep_collect (self->sessions_dir, kept);
+    if (json_array_size (kept)) {
+        cg_log (2, "left %zu session(s) running for the next server (--keep-sessions)",
+                json_array_size (kept));
+        s_free (self_p, kept);
+        return;
+    }
+    cg_error_t *err = NULL;
+    if (self->dir && cg_container_remove_orphans (self->backend, self->prefix, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+    if (self->dir)
+        s_remove_state (self->dir);
+    s_free (self_p, kept);
+}
+
 int
 cg_instance_sweep (cg_instance_t *self)
 {
-    return s_reap_dead (self->backend, self->instances_dir);
+    //  What servers that stopped left, as at start-up, except the instances that kept
+    //  sessions (a kept marker): those are the next starting server's to re-adopt.
+    int reaped = 0;
+    DIR *dir = opendir (self->instances_dir);
+    if (!dir)
+        return 0;
+    struct dirent *entry;
+    while ((entry = readdir (dir))) {
+        if (entry->d_name[0] == '.')
+            continue;
+        int fd = s_claim (self->instances_dir, entry->d_name);
+        if (fd == -2)
+            continue;
+        cleanup_free char *path = cg_strdupf ("%s/%s", self->instances_dir, entry->d_name);
+        cleanup_free char *marker = cg_strdupf ("%s/" CG_KEEP_MARKER, path);
+        if (access (marker, F_OK) < 0)
+            reaped += s_reap_instance (self->backend, self->instances_dir, entry->d_name);
+        if (fd >= 0)
+            close (fd);
+    }
+    closedir (dir);
+    return reaped;
+}
+
+json_t *
+cg_instance_lost (cg_instance_t *self)
+{
+    return self->lost;
 }
 
 const char *

@@ -3,6 +3,7 @@
     heartbeat, shutdown. */
 #define _GNU_SOURCE
 #include "cg_kernel.h"
+#include "cg_keep.h"
 #include "cg_util.h"
 #include "cg_wire.h"
 #include "../containers/cg_sandbox_env.h"
@@ -62,6 +63,7 @@ struct cg_kernel_t {
                                        over max_message_bytes and, that being a protocol
                                        error, never reconnects it; s_service_monitors does */
     bool stdin_file_set;         /* the stdin file holds text (spec->stdin_file) */
+    bool kept;                   /* cg_kernel_keep: left running for the next server */
 };
 
 //  --------------------------------------------------------------------------
@@ -224,6 +226,13 @@ s_connect_ready (cg_kernel_t *self, cg_error_t **err)
     return rc;
 }
 
+//  The host-only file holding the kernel's key (caller frees).
+static char *
+s_key_file (cg_kernel_t *self)
+{
+    return cg_strdupf ("%s/kernel-%s.key", self->sandbox->bundle_dir, self->spec->language);
+}
+
 //  Writes the connection file into the ipc dir, where the kernel may rewrite it
 //  (ipykernel does): through the dir fd, so nothing the sandbox planted there is followed.
 static int
@@ -237,6 +246,11 @@ s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_
                    "signature_scheme", "hmac-sha256", "kernel_name", self->spec->language);
     cleanup_free char *text = json_dumps (self->connection, JSON_INDENT (1));
     cleanup_free char *name = cg_strdupf ("kernel-%s.json", self->spec->language);
+    //  The server's own copy of the key, for the next server (cg_keep): 0600 in the
+    //  bundle dir, which only the host can write; never read back from the sandbox's.
+    cleanup_free char *key_file = s_key_file (self);
+    if (cg_write_file (key_file, key, strlen (key), 0600, err) < 0)
+        return -1;
     return cg_write_file_at (self->ipc_fd, name, text, strlen (text), 0400,
                              (uid_t)self->config->sandbox_uid, (gid_t)self->config->sandbox_gid,
                              err);
@@ -460,9 +474,10 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
     return 0;
 }
 
-cg_kernel_t *
-cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_kernel_spec_t *spec,
-                 const cg_config_t *config, cg_error_t **err)
+//  A kernel with nothing open yet.
+static cg_kernel_t *
+s_alloc (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_kernel_spec_t *spec,
+         const cg_config_t *config)
 {
     cg_kernel_t *self = cg_xcalloc (1, sizeof *self);
     self->backend = backend;
@@ -475,6 +490,14 @@ cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_ke
     self->ipc_fd = -1;
     for (int i = 0; i < CH_COUNT; i++)
         self->endpoint_fds[i] = -1;
+    return self;
+}
+
+cg_kernel_t *
+cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_kernel_spec_t *spec,
+                 const cg_config_t *config, cg_error_t **err)
+{
+    cg_kernel_t *self = s_alloc (backend, sandbox, spec, config);
     cleanup_free char *inside_file = cg_strdupf (CG_IPC_MOUNT "/kernel-%s.json", spec->language);
     cleanup_free char *inside_ip = cg_strdupf (CG_IPC_MOUNT "/%s", spec->language);
     //  A fresh key for every kernel start (32 random bytes as hex).
@@ -501,11 +524,55 @@ cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_ke
     return self;
 }
 
+cg_kernel_t *
+cg_kernel_adopt (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_kernel_spec_t *spec,
+                 const cg_config_t *config, cg_error_t **err)
+{
+    cg_kernel_t *self = s_alloc (backend, sandbox, spec, config);
+    cleanup_free char *key_file = s_key_file (self);
+    cleanup_free char *key = cg_read_file (key_file, 128, NULL, err);
+    s_read_kernel_pid (self);
+    //  The pid file is the host's; the pid must still be a process of this container
+    //  (not one that took a dead kernel's pid since).
+    if (key && !(self->kernel_pid > 0 && cg_keep_pid_in (self->kernel_pid, sandbox->id)))
+        cg_error_set (err, ESRCH, "the kernel process is gone");
+    else if (key && (self->helper_pidfd = s_pidfd_open (self->kernel_pid)) < 0)
+        cg_error_set (err, errno, "pidfd_open: %s", strerror (errno));
+    else if (key)
+        self->wire = cg_wire_new (key, strlen (key), config->max_message_bytes);
+    if (!self->wire
+        || (self->ipc_fd = open (sandbox->ipc_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+               < 0
+        || s_open_sockets (self, err) < 0 || s_handshake (self, err) < 0) {
+        if (self->wire && self->ipc_fd < 0)
+            cg_error_set (err, errno, "open %s: %s", sandbox->ipc_dir, strerror (errno));
+        cg_error_wrap (err, "re-adopt kernel %s", spec->language);
+        self->kept = true; /* a failed adoption leaves the process to the sandbox's removal */
+        cg_kernel_destroy (&self);
+    }
+    if (key)
+        sodium_memzero (key, strlen (key));
+    return self;
+}
+
+void
+cg_kernel_keep (cg_kernel_t **self_p)
+{
+    if (*self_p)
+        (*self_p)->kept = true;
+    cg_kernel_destroy (self_p);
+}
+
 static void
 s_reap (cg_kernel_t *self, int wait_ms)
 {
-    if (self->helper_pid <= 0)
+    if (self->helper_pid <= 0) {
+        //  Adopted (cg_kernel_adopt): no helper of ours; its pidfd is the kernel's own.
+        struct pollfd pfd = {self->helper_pidfd, POLLIN, 0};
+        if (self->helper_pidfd >= 0 && self->kernel_pid > 0 && poll (&pfd, 1, wait_ms) == 0)
+            kill (self->kernel_pid, SIGKILL);
         return;
+    }
     struct pollfd pfd = {self->helper_pidfd, POLLIN, 0};
     if (self->helper_pidfd >= 0 && poll (&pfd, 1, wait_ms) == 0) {
         if (self->kernel_pid > 0)
@@ -524,10 +591,12 @@ cg_kernel_destroy (cg_kernel_t **self_p)
         return;
     cg_kernel_t *self = *self_p;
     //  A DEALER with no peer would block the send: only a connected control socket.
-    if (self->helper_pid > 0 && !s_helper_exited (self) && self->endpoint_fds[CH_CONTROL] >= 0)
+    if (!self->kept && self->helper_pidfd >= 0 && !s_helper_exited (self)
+        && self->endpoint_fds[CH_CONTROL] >= 0)
         cg_wire_send (self->wire, self->sockets[CH_CONTROL], "shutdown_request",
                       json_pack ("{s:b}", "restart", 0), NULL, NULL);
-    s_reap (self, SHUTDOWN_WAIT_MS);
+    if (!self->kept)
+        s_reap (self, SHUTDOWN_WAIT_MS);
     //  The sockets go first: libzmq reconnects through the endpoint fds' numbers.
     for (int i = 0; i < CH_COUNT; i++) {
         if (self->sockets[i] && self->monitors[i])
@@ -542,9 +611,11 @@ cg_kernel_destroy (cg_kernel_t **self_p)
         close (self->helper_pidfd);
     if (self->log_fd >= 0)
         close (self->log_fd);
-    if (self->ipc_fd >= 0) {
+    if (self->ipc_fd >= 0 && !self->kept) {
         cleanup_free char *name = cg_strdupf ("kernel-%s.json", self->spec->language);
         unlinkat (self->ipc_fd, name, 0);
+        cleanup_free char *key_file = s_key_file (self);
+        unlink (key_file);
     }
     json_decref (self->connection);
     if (self->ipc_fd >= 0)

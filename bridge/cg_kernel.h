@@ -38,6 +38,20 @@ cg_kernel_t *cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox
                               const cg_kernel_spec_t *spec, const cg_config_t *config,
                               cg_error_t **err);
 
+/*  Takes over the kernel of SPEC a previous server left running in SANDBOX (cg_keep): its
+    key from the host-only copy cg_kernel_start wrote in the bundle dir, its pid from the
+    host's pid file (still a process of SANDBOX's container), its channels connected as
+    cg_kernel_start connects them (never following anything the sandbox planted), and a
+    kernel_info reply within the start timeout. Returns the kernel (its output log is
+    not read: the old server held that pipe), or NULL with *err set (nothing is killed). */
+cg_kernel_t *cg_kernel_adopt (cg_backend_t *backend, const cg_sandbox_t *sandbox,
+                              const cg_kernel_spec_t *spec, const cg_config_t *config,
+                              cg_error_t **err);
+
+/*  As cg_kernel_destroy, but the kernel process and its key are left for the next
+    server (cg_kernel_adopt): only this server's sockets and descriptors are closed. */
+void cg_kernel_keep (cg_kernel_t **self_p);
+
 /*  Stops the kernel (shutdown_request, then SIGKILL after a short wait), closes its
     sockets, reaps its process and sets *self_p to NULL. */
 void cg_kernel_destroy (cg_kernel_t **self_p);

@@ -2,6 +2,7 @@
     download tokens and the on-disk layout. */
 #include "cg_registry.h"
 #include "cg_closed.h"
+#include "cg_keep.h"
 #include "cg_outcome.h"
 #include "cg_pool.h"
 #include "cg_runner.h"
@@ -70,8 +71,8 @@ s_session_free (void **item)
     cg_workspace_destroy (&session->ws);
     s_runner_join (&session->runner);
     //  The runner removes what it made; a session that only had uploads has its
-    //  workspace and directory left, so they are removed here.
-    if (session->dir)
+    //  workspace and directory left, so they are removed here. A kept one stays.
+    if (session->dir && !session->kept)
         cg_session_dir_remove (session->dir);
     free (session->dir);
     free (session->owner);
@@ -234,22 +235,39 @@ s_runner_start (cg_registry_t *self, const char *slot, const char *language, boo
     return zactor_new (cg_runner_actor, s_runner_args (self, slot, language, oneshot));
 }
 
-//  A cold session's directory, workspace and runner. The workspace exists from the start
-//  so that files can be uploaded before the sandbox runs; the runner creates the rest
-//  when the session first runs.
+//  Makes SESSION's directory (in slot SESSION->slot) and workspace, unless ADOPT (they
+//  exist: a kept sandbox), and starts its runner. The workspace exists from the start so
+//  that files can be uploaded before the sandbox runs; the runner creates the rest when
+//  the session first runs. NOTE: said by the first run's result, or NULL.
 static void
-s_session_prepare (cg_registry_t *self, cg_registry_session_t *session)
+s_session_prepare (cg_registry_t *self, cg_registry_session_t *session, bool adopt,
+                   const char *note)
 {
-    cg_random_hex (session->slot, 6);
     session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
     cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
     cg_error_t *err = NULL;
-    if (cg_mkdir_p (session->dir, 0700, &err) < 0
-        || cg_session_workspace_create (self->config, session->dir, &err) < 0
+    if ((!adopt
+         && (cg_mkdir_p (session->dir, 0700, &err) < 0
+             || cg_session_workspace_create (self->config, session->dir, &err) < 0))
         || !(session->ws = cg_workspace_open (workspace, &err)))
         cg_log (1, "session %s workspace: %s", session->id, cg_error_message (err));
     cg_error_destroy (&err);
-    session->runner = s_runner_start (self, session->slot, session->language, false);
+    cg_runner_args_t *args = s_runner_args (self, session->slot, session->language, false);
+    args->adopt = adopt;
+    if (note)
+        snprintf (args->note, sizeof args->note, "%s", note);
+    session->runner = zactor_new (cg_runner_actor, args);
+}
+
+//  Registers SESSION, whose runner runs, and records it (cg_keep).
+static void
+s_insert (cg_registry_t *self, cg_registry_session_t *session)
+{
+    cleanup_free char *key = cg_strdupf ("%s/%s", session->owner, session->id);
+    zhashx_insert (self->sessions, key, session);
+    cg_registry_save (self, session);
+    if (self->listener)
+        self->listener (self->listener_arg, session, NULL);
 }
 
 cg_registry_session_t *
@@ -279,13 +297,50 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
     //  ready; else a cold one.
     session->runner =
         cg_pool_claim (self->pool, language, false, session->slot, &session->dir, &session->ws);
-    if (!session->runner)
-        s_session_prepare (self, session);
-    cleanup_free char *key = cg_strdupf ("%s/%s", owner, id);
-    zhashx_insert (self->sessions, key, session);
-    if (self->listener)
-        self->listener (self->listener_arg, session, NULL);
+    if (!session->runner) {
+        cg_random_hex (session->slot, 6);
+        s_session_prepare (self, session, false, NULL);
+    }
+    s_insert (self, session);
     return session;
+}
+
+cg_registry_session_t *
+cg_registry_restore (cg_registry_t *self, cg_registry_session_t *fields, const char *slot,
+                     const char *note)
+{
+    cg_registry_session_t *session = cg_xcalloc (1, sizeof *session);
+    *session = *fields;
+    memset (fields, 0, sizeof *fields);
+    if (slot)
+        snprintf (session->slot, sizeof session->slot, "%s", slot);
+    else
+        cg_random_hex (session->slot, 6);
+    if (cg_registry_full (self) || cg_registry_find (self, session->owner, session->id)) {
+        cg_log (1, "cannot re-adopt kept session %s: %s", session->id,
+                cg_registry_full (self) ? "--max-sessions sandboxes exist" : "its id is taken");
+        //  Its runner takes the kept sandbox over only to destroy it.
+        session->dir =
+            slot ? cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot)
+                 : NULL;
+        cg_runner_args_t *args = s_runner_args (self, session->slot, NULL, false);
+        args->adopt = slot != NULL;
+        session->runner = zactor_new (cg_runner_actor, args);
+        zstr_send (session->runner, "$TERM");
+        void *item = session;
+        s_session_free (&item);
+        return NULL;
+    }
+    s_session_prepare (self, session, slot != NULL, note);
+    s_insert (self, session);
+    return session;
+}
+
+void
+cg_registry_save (cg_registry_t *self, cg_registry_session_t *session)
+{
+    if (cg_keep_eligible (self->config, session))
+        cg_keep_save (session);
 }
 
 zactor_t *
@@ -426,6 +481,14 @@ s_retire (cg_registry_t *self, cg_registry_session_t *session, const char *reaso
 {
     if (self->listener)
         self->listener (self->listener_arg, session, reason);
+    //  At the server's stop a kept session's sandbox stays for the next server.
+    session->kept = strcmp (reason, "shutdown") == 0 && cg_keep_eligible (self->config, session);
+    if (session->kept) {
+        cg_keep_save (session);
+        zstr_send (session->runner, "KEEP");
+    }
+    else if (session->dir)
+        cg_keep_forget (session->dir);
     zstr_send (session->runner, "$TERM");
     cleanup_free char *key = cg_strdupf ("%s/%s", session->owner, session->id);
     zhashx_delete (self->sessions, key);

@@ -44,6 +44,7 @@ typedef struct {
     zlistx_t *packages;  /* names install_package installed in it (strings), or NULL */
     zlistx_t *languages; /* the languages its runs used, first use first (strings), or NULL */
     char *notice;        /* for its first result: its id had been closed before, or NULL */
+    bool kept;           /* left running at stop for the next server (cg_keep) */
 } cg_registry_session_t;
 
 /*  What the registry tells its listener: SESSION was created (REASON NULL), or is being
@@ -80,6 +81,19 @@ cg_registry_session_t *cg_registry_find (cg_registry_t *self, const char *owner,
     that cannot be made is logged and leaves ws NULL. */
 cg_registry_session_t *cg_registry_create (cg_registry_t *self, const char *owner, const char *id,
                                            const char *language, const char *name);
+
+/*  Registers a session the previous server kept (cg_keep): FIELDS (as cg_keep_restore
+    fills them; their strings are taken over and FIELDS is zeroed) in directory SLOT of
+    this instance, whose runner re-adopts the sandbox there; or, when SLOT is NULL, in a
+    new directory whose first run starts afresh and says NOTE (its state was lost).
+    Returns it, or NULL when it cannot be registered (its id is taken, or --max-sessions
+    sandboxes exist: then its sandbox, if any, is removed). */
+cg_registry_session_t *cg_registry_restore (cg_registry_t *self, cg_registry_session_t *fields,
+                                            const char *slot, const char *note);
+
+/*  Saves SESSION's record for the next server when it is kept across restarts
+    (cg_keep_eligible); call it when its count, name or activity changed. */
+void cg_registry_save (cg_registry_t *self, cg_registry_session_t *session);
 
 /*  Returns true when no session more may start (--max-sessions sandboxes exist). */
 bool cg_registry_full (cg_registry_t *self);

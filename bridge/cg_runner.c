@@ -19,6 +19,7 @@ typedef struct {
     zsock_t *results;
     cg_session_t *session;
     bool terminated;
+    bool keep;       /* KEEP came: the sandbox outlives the runner */
     const char *key; /* the request being handled */
 } s_runner_t;
 
@@ -74,6 +75,8 @@ s_control_cb (zsock_t *control, void *arg)
         self->terminated = true;
         action = CG_CONTROL_ABORT;
     }
+    else if (strcmp (command, "KEEP") == 0)
+        self->keep = true;
     else if (strcmp (command, "CANCEL") == 0)
         action = CG_CONTROL_CANCEL;
     //  Anything else (an EXEC while busy) is the server's mistake; it is dropped.
@@ -175,7 +178,14 @@ s_run (s_runner_t *self, json_t *request_json)
         }
     }
     //  A one-shot sandbox is destroyed after its outcome went out (s_exec).
-    return cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
+    cg_outcome_t *outcome =
+        cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
+    if (self->args.note[0]) {
+        outcome->kernel_restarted = true;
+        cg_outcome_add_notice (outcome, self->args.note);
+        self->args.note[0] = '\0';
+    }
+    return outcome;
 }
 
 //  Hands the outcome over (*OUTCOME_P is taken): RESULT <key> <pointer>. A runner told
@@ -238,6 +248,12 @@ cg_runner_actor (zsock_t *pipe, void *args)
     zsock_signal (pipe, 0);
     if (self.args.pooled)
         s_warm (&self);
+    if (self.args.adopt) {
+        self.session = cg_session_adopt (self.args.backend, self.args.config,
+                                         self.args.sessions_dir, self.args.container_prefix,
+                                         self.args.slot, self.args.note, sizeof self.args.note);
+        s_report (&self);
+    }
 
     while (!self.terminated) {
         //  Idle: wait for a command, draining the kernels' own output meanwhile and
@@ -260,13 +276,18 @@ cg_runner_actor (zsock_t *pipe, void *args)
             s_start_now (&self, msg);
         else if (command && strcmp (command, "CLAIM") == 0)
             s_claim (&self, msg);
+        else if (command && strcmp (command, "KEEP") == 0)
+            self.keep = true;
         else if (!command || strcmp (command, "$TERM") == 0)
             self.terminated = true;
         //  CANCEL while idle: nothing runs, nothing to do.
         zstr_free (&command);
         zmsg_destroy (&msg);
     }
-    cg_session_destroy (&self.session);
+    if (self.keep)
+        cg_session_keep (&self.session);
+    else
+        cg_session_destroy (&self.session);
     cg_log_set_hook (NULL, NULL);
     zsock_destroy (&self.results);
 }

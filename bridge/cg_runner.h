@@ -24,6 +24,8 @@ typedef struct {
                                      layer (cg_session_new_shared_installer) */
     bool pooled;                  /* a warm pool's: warms up first (see WARM below) */
     const char *preload;          /* Python code a pooled kernel runs silently, or NULL */
+    bool adopt;                   /* re-adopt the sandbox a previous server kept in the slot */
+    char note[512];               /* said by the first run's result when set (state lost) */
 } cg_runner_args_t;
 
 /*  The actor (zactor_fn). Pipe commands (C values, no JSON text):
@@ -40,6 +42,8 @@ typedef struct {
       CLAIM <oneshot>             a pooled runner is handed over ("1": to a one-shot
                                   run, destroyed after its first run): its priority is
                                   raised to normal
+      KEEP                        at the next $TERM, leave the sandbox and its kernels
+                                  running for the next server (cg_keep)
       $TERM                       stop: the session's sandbox is destroyed
     A pooled runner first warms up at a low priority (nice 10): it creates the sandbox,
     starts LANGUAGE's kernel (bash has none) and runs PRELOAD silently, then answers on

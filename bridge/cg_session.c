@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cg_session.h"
 #include "cg_command.h"
+#include "cg_keep.h"
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
 #include "../artifacts/cg_wsfs.h"
@@ -14,6 +15,8 @@
 #include <unistd.h>
 
 #define MAX_KERNELS 4
+#define S_STATE_LOST \
+    "variables and imports from earlier calls are gone; files in " CG_WORKSPACE_MOUNT " remain."
 
 struct cg_session_t {
     cg_backend_t *backend;     /* borrowed */
@@ -84,6 +87,31 @@ s_ensure_container (cg_session_t *self, cg_error_t **err)
     return self->container_running ? 0 : s_start_container (self, err);
 }
 
+//  A session's paths in SESSIONS_DIR/SLOT, nothing made yet.
+static cg_session_t *
+s_alloc (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
+         const char *container_prefix, const char *slot, bool shared_site)
+{
+    cg_session_t *self = cg_xcalloc (1, sizeof *self);
+    self->backend = backend;
+    self->config = config;
+    self->dir = cg_strdupf ("%s/%s", sessions_dir, slot);
+    self->bundle_dir = cg_strdupf ("%s/bundle", self->dir);
+    self->workspace = cg_strdupf ("%s/workspace", self->dir);
+    self->run_dir = cg_strdupf ("%s/run", self->dir);
+    self->ipc_dir = cg_strdupf ("%s/ipc", self->dir);
+    self->site_dir = shared_site ? cg_xstrdup (cg_backend_shared_site (backend))
+                                 : cg_strdupf ("%s/site", self->dir);
+    self->container_id = cg_strdupf ("%s%s", container_prefix, slot);
+    self->sandbox = (cg_sandbox_t){.id = self->container_id,
+                                   .bundle_dir = self->bundle_dir,
+                                   .workspace = self->workspace,
+                                   .run_dir = self->run_dir,
+                                   .ipc_dir = self->ipc_dir,
+                                   .site_dir = self->site_dir};
+    return self;
+}
+
 //  cg_session_new, with the shared package layer as the sandbox's own when SHARED_SITE.
 static cg_session_t *
 s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
@@ -98,24 +126,9 @@ s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_di
         snprintf (slot, sizeof slot, "%s", slot_or_null);
     else
         cg_random_hex (slot, 6);
-    cg_session_t *self = cg_xcalloc (1, sizeof *self);
-    self->backend = backend;
-    self->config = config;
-    self->dir = cg_strdupf ("%s/%s", sessions_dir, slot);
-    self->bundle_dir = cg_strdupf ("%s/bundle", self->dir);
-    self->workspace = cg_strdupf ("%s/workspace", self->dir);
-    self->run_dir = cg_strdupf ("%s/run", self->dir);
-    self->ipc_dir = cg_strdupf ("%s/ipc", self->dir);
-    self->site_dir = shared_site ? cg_xstrdup (cg_backend_shared_site (backend))
-                                 : cg_strdupf ("%s/site", self->dir);
+    cg_session_t *self =
+        s_alloc (backend, config, sessions_dir, container_prefix, slot, shared_site);
     cleanup_free char *ipc_mount_point = cg_strdupf ("%s/ipc", self->run_dir);
-    self->container_id = cg_strdupf ("%s%s", container_prefix, slot);
-    self->sandbox = (cg_sandbox_t){.id = self->container_id,
-                                   .bundle_dir = self->bundle_dir,
-                                   .workspace = self->workspace,
-                                   .run_dir = self->run_dir,
-                                   .ipc_dir = self->ipc_dir,
-                                   .site_dir = self->site_dir};
     if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
         || cg_session_workspace_create (config, self->dir, err) < 0
         || !(self->ws = cg_workspace_open (self->workspace, err))
@@ -144,6 +157,72 @@ cg_session_new_shared_installer (cg_backend_t *backend, const cg_config_t *confi
     return s_new (backend, config, sessions_dir, container_prefix, NULL, true, err);
 }
 
+static void s_free (cg_session_t **self_p);
+
+//  Re-adopts every kernel whose key the previous server left in the bundle dir. Returns
+//  0, or -1 with *err set.
+static int
+s_adopt_kernels (cg_session_t *self, cg_error_t **err)
+{
+    char **languages = cg_keep_kernels (self->bundle_dir, MAX_KERNELS);
+    int rc = 0;
+    for (int i = 0; rc == 0 && languages[i]; i++)
+        if (!(self->specs[i] = cg_kernel_spec_load (self->config->kernels_dir, languages[i], err))
+            || !(self->kernels[i] = cg_kernel_adopt (self->backend, &self->sandbox, self->specs[i],
+                                                     self->config, err)))
+            rc = -1;
+    cg_strv_free (languages);
+    return rc;
+}
+
+cg_session_t *
+cg_session_adopt (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
+                  const char *container_prefix, const char *slot, char *note, size_t note_size)
+{
+    cg_session_t *self = s_alloc (backend, config, sessions_dir, container_prefix, slot, false);
+    cg_error_t *err = NULL;
+    //  A session that never ran has no bundle: its runner makes the sandbox on first use.
+    if (access (self->bundle_dir, F_OK) < 0
+        || !(self->ws = cg_workspace_open (self->workspace, &err))) {
+        cg_error_destroy (&err);
+        s_free (&self);
+        return NULL;
+    }
+    self->container_running = cg_keep_container_alive (self->bundle_dir, self->container_id);
+    if (!self->container_running)
+        cg_error_set (&err, ESRCH, "its container is gone");
+    if (self->container_running && s_adopt_kernels (self, &err) == 0) {
+        cg_container_stats_t stats = {.oom_kills = -1};
+        cg_container_stats (backend, &self->sandbox, &stats, NULL);
+        self->oom_kills = stats.oom_kills;
+        cg_log (2, "re-adopted the sandbox %s", self->container_id);
+        return self;
+    }
+    //  Not adoptable: the sandbox goes, the directory and workspace stay.
+    cg_log (1, "cannot re-adopt the sandbox %s: %s", self->container_id, cg_error_message (err));
+    snprintf (note, note_size,
+              "The server restarted and this session's sandbox could not be taken over (%s); "
+              "it runs in a new one: " S_STATE_LOST,
+              cg_error_message (err));
+    cg_error_destroy (&err);
+    for (int i = 0; i < MAX_KERNELS; i++) {
+        cg_kernel_keep (&self->kernels[i]);
+        cg_kernel_spec_destroy (&self->specs[i]);
+    }
+    if (cg_container_destroy (backend, &self->sandbox, &err) < 0)
+        cg_log (1, "%s", cg_error_message (err));
+    cg_error_destroy (&err);
+    self->container_running = false;
+    return self;
+}
+
+void
+cg_session_keep (cg_session_t **self_p)
+{
+    if (*self_p)
+        s_free (self_p);
+}
+
 const char *
 cg_session_dir (cg_session_t *self)
 {
@@ -166,6 +245,19 @@ cg_session_destroy (cg_session_t **self_p)
     cg_error_destroy (&err);
     cg_workspace_destroy (&self->ws);
     cg_session_dir_remove (self->dir);
+    s_free (self_p);
+}
+
+//  Frees SELF, leaving its kernels, container and directories as they are.
+static void
+s_free (cg_session_t **self_p)
+{
+    cg_session_t *self = *self_p;
+    for (int i = 0; i < MAX_KERNELS; i++) {
+        cg_kernel_keep (&self->kernels[i]);
+        cg_kernel_spec_destroy (&self->specs[i]);
+    }
+    cg_workspace_destroy (&self->ws);
     free (self->dir);
     free (self->bundle_dir);
     free (self->workspace);
@@ -505,9 +597,6 @@ s_oom_since (cg_session_t *self)
     self->oom_kills = after.oom_kills;
     return oom;
 }
-
-#define S_STATE_LOST \
-    "variables and imports from earlier calls are gone; files in " CG_WORKSPACE_MOUNT " remain."
 
 //  KERNEL did not finish the cell (END: stuck after an interrupt, dead or silent, or the
 //  request could not be sent): restarts it and says in OUTCOME what happened, first the

@@ -43,6 +43,20 @@ cg_session_t *cg_session_new_shared_installer (cg_backend_t *backend, const cg_c
                                                const char *sessions_dir,
                                                const char *container_prefix, cg_error_t **err);
 
+/*  Takes over the sandbox a previous server kept in SESSIONS_DIR/SLOT (cg_keep): its
+    container, when still running, and each kernel it had (cg_kernel_adopt). A sandbox
+    that cannot be taken over (container or a kernel gone) is removed, the directory and
+    workspace kept, and NOTE (NOTE_SIZE bytes) says so for the next run's result; its
+    kernels start afresh on use. Returns the session, or NULL when the slot never had a
+    sandbox (make it with cg_session_new). */
+cg_session_t *cg_session_adopt (cg_backend_t *backend, const cg_config_t *config,
+                                const char *sessions_dir, const char *container_prefix,
+                                const char *slot, char *note, size_t note_size);
+
+/*  Frees *SELF_P (sets it to NULL), leaving its container, kernels and directories
+    running for the next server (cg_session_adopt). Safe on NULL. */
+void cg_session_keep (cg_session_t **self_p);
+
 /*  Makes the workspace in SESSION_DIR (an existing directory) for CONFIG's sandbox user:
     with --workspace-mb, a file system of its own of that size and --workspace-inodes
     (cg_wsfs_create); a workspace that already has one keeps it. Returns 0, or -1 with

@@ -3,6 +3,7 @@
     Transports (cg_stdio, cg_streamable) hand it messages with the channel they came on;
     tools are dispatched by the tool table (cg_tools); sessions belong to cg_registry. */
 #include "cg_mcp.h"
+#include "../bridge/cg_keep.h"
 #include "cg_conformance.h"
 #include "cg_jsonrpc.h"
 #include "cg_methods.h"
@@ -436,6 +437,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
     self.registry = cg_registry_new (config, backend, instance);
+    cg_keep_adopt (self.registry, backend, instance, config);
     self.execlog = cg_tools_log_open (config);
     cg_registry_set_listener (self.registry, cg_tools_log_session, self.execlog);
     self.calls = zhashx_new ();

@@ -393,6 +393,8 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
     cleanup_free char *notice = session ? cg_registry_take_notice (session) : NULL;
     if (notice && outcome)
         cg_outcome_add_notice (outcome, notice);
+    if (session)
+        cg_registry_save (cg_server_registry (server), session);
     if (call->script)
         cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
     if (!outcome)

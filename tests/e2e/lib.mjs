@@ -17,8 +17,11 @@ export const DEFAULT_CALL_TIMEOUT_MS = 120000;
 
 // The servers the tests start have no warm pool unless a test asks for one (--pool or
 // CELLGATE_POOL): most tests count containers and run dirs, and the pool's sandboxes would
-// be extra load on a shared machine. pool.test.mjs tests the pool.
+// be extra load on a shared machine. pool.test.mjs tests the pool. Set in this process's
+// environment too, so that servers a test spawns itself (keep, ops, corpus_protocol, leaks)
+// inherit it; a CELLGATE_POOL the test run was given wins.
 const TEST_ENV = { CELLGATE_POOL: '0' };
+process.env.CELLGATE_POOL ??= TEST_ENV.CELLGATE_POOL;
 
 const STDERR_KEEP = 64 * 1024;
 
