@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cg_session.h"
 #include "cg_command.h"
+#include "cg_fault.h"
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
 #include "../artifacts/cg_wsfs.h"
@@ -25,6 +26,8 @@ struct cg_session_t {
     char *ipc_dir;
     char *site_dir; /* its package layer: its own, or the backend's shared one */
     char *container_id;
+    char *instance; /* the server instance's name, from the container prefix */
+    char slot[13];
     cg_workspace_t *ws;   /* host-side access to the workspace */
     cg_sandbox_t sandbox; /* points into the strings above */
     bool container_running;
@@ -71,6 +74,8 @@ s_start_container (cg_session_t *self, cg_error_t **err)
     if (cg_container_create (self->backend, &self->sandbox, err) < 0)
         return -1;
     self->container_running = true;
+    if (cg_fault_at ("container_start", err) < 0)
+        return -1;
     cg_container_stats_t stats = {.oom_kills = -1};
     cg_container_stats (self->backend, &self->sandbox, &stats, NULL);
     self->oom_kills = stats.oom_kills;
@@ -84,21 +89,52 @@ s_ensure_container (cg_session_t *self, cg_error_t **err)
     return self->container_running ? 0 : s_start_container (self, err);
 }
 
-//  cg_session_new, with the shared package layer as the sandbox's own when SHARED_SITE.
+//  The instance name in CONTAINER_PREFIX ("cg-<name>-", cg_instance_prefix). Caller frees.
+static char *
+s_instance_of (const char *container_prefix)
+{
+    const char *name =
+        strncmp (container_prefix, "cg-", 3) == 0 ? container_prefix + 3 : container_prefix;
+    size_t len = strlen (name);
+    return cg_strdupf ("%.*s", (int)(len > 0 && name[len - 1] == '-' ? len - 1 : len), name);
+}
+
+//  Makes the session's directories, workspace, package layer and ipc dir, then starts
+//  its container; each step may be made to fail by --test-fail-at (cg_fault).
+static int
+s_create (cg_session_t *self, cg_error_t **err)
+{
+    const cg_config_t *config = self->config;
+    cleanup_free char *ipc_mount_point = cg_strdupf ("%s/ipc", self->run_dir);
+    if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0 || cg_fault_at ("session_dir", err) < 0
+        || cg_session_workspace_create (config, self->dir, err) < 0
+        || !(self->ws = cg_workspace_open (self->workspace, err))
+        || cg_fault_at ("workspace", err) < 0
+        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
+               < 0
+        || cg_fault_at ("site", err) < 0 || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
+        || s_make_dir (self->ipc_dir, 0700, config, err) < 0 || cg_fault_at ("ipc_dir", err) < 0)
+        return -1;
+    return s_start_container (self, err);
+}
+
+//  cg_session_new_as, with the shared package layer as the sandbox's own when SHARED_SITE.
 static cg_session_t *
 s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
-       const char *container_prefix, const char *slot_or_null, bool shared_site, cg_error_t **err)
+       const char *container_prefix, const char *slot_or_null, cg_sandbox_kind_t kind,
+       bool shared_site, cg_error_t **err)
 {
     if (shared_site && !cg_backend_shared_site (backend)) {
         cg_error_set (err, ENOTSUP, "the shared package layer is off (see the server log)");
         return NULL;
     }
-    char slot[13];
-    if (slot_or_null)
-        snprintf (slot, sizeof slot, "%s", slot_or_null);
-    else
-        cg_random_hex (slot, 6);
     cg_session_t *self = cg_xcalloc (1, sizeof *self);
+    char *slot = self->slot;
+    if (slot_or_null)
+        snprintf (self->slot, sizeof self->slot, "%s", slot_or_null);
+    else
+        cg_random_hex (self->slot, 6);
+    self->instance = s_instance_of (container_prefix);
     self->backend = backend;
     self->config = config;
     self->dir = cg_strdupf ("%s/%s", sessions_dir, slot);
@@ -108,21 +144,17 @@ s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_di
     self->ipc_dir = cg_strdupf ("%s/ipc", self->dir);
     self->site_dir = shared_site ? cg_xstrdup (cg_backend_shared_site (backend))
                                  : cg_strdupf ("%s/site", self->dir);
-    cleanup_free char *ipc_mount_point = cg_strdupf ("%s/ipc", self->run_dir);
     self->container_id = cg_strdupf ("%s%s", container_prefix, slot);
     self->sandbox = (cg_sandbox_t){.id = self->container_id,
                                    .bundle_dir = self->bundle_dir,
                                    .workspace = self->workspace,
                                    .run_dir = self->run_dir,
                                    .ipc_dir = self->ipc_dir,
-                                   .site_dir = self->site_dir};
-    if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
-        || cg_session_workspace_create (config, self->dir, err) < 0
-        || !(self->ws = cg_workspace_open (self->workspace, err))
-        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
-               < 0
-        || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
-        || s_make_dir (self->ipc_dir, 0700, config, err) < 0 || s_start_container (self, err) < 0) {
+                                   .site_dir = self->site_dir,
+                                   .instance = self->instance,
+                                   .session = self->slot,
+                                   .kind = kind};
+    if (s_create (self, err) < 0) {
         cg_error_wrap (err, "create session sandbox");
         cg_session_destroy (&self);
     }
@@ -133,7 +165,16 @@ cg_session_t *
 cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
                 const char *container_prefix, const char *slot_or_null, cg_error_t **err)
 {
-    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null, false, err);
+    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null,
+                  slot_or_null ? CG_SANDBOX_SESSION : CG_SANDBOX_ONESHOT, false, err);
+}
+
+cg_session_t *
+cg_session_new_as (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
+                   const char *container_prefix, const char *slot_or_null, cg_sandbox_kind_t kind,
+                   cg_error_t **err)
+{
+    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null, kind, false, err);
 }
 
 cg_session_t *
@@ -141,7 +182,8 @@ cg_session_new_shared_installer (cg_backend_t *backend, const cg_config_t *confi
                                  const char *sessions_dir, const char *container_prefix,
                                  cg_error_t **err)
 {
-    return s_new (backend, config, sessions_dir, container_prefix, NULL, true, err);
+    return s_new (backend, config, sessions_dir, container_prefix, NULL, CG_SANDBOX_INSTALLER, true,
+                  err);
 }
 
 const char *
@@ -173,6 +215,7 @@ cg_session_destroy (cg_session_t **self_p)
     free (self->ipc_dir);
     free (self->site_dir);
     free (self->container_id);
+    free (self->instance);
     free (self);
     *self_p = NULL;
 }
@@ -201,6 +244,8 @@ cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err)
     }
     if (!self->specs[index]) {
         self->specs[index] = cg_kernel_spec_load (self->config->kernels_dir, language, err);
+        if (self->specs[index] && cg_fault_at ("kernel_spec", err) < 0)
+            cg_kernel_spec_destroy (&self->specs[index]);
         if (!self->specs[index])
             return NULL;
     }

@@ -4,6 +4,7 @@
 #include "cg_container.h"
 #include "cg_runtime.h"
 #include "cg_seccomp.h"
+#include "../bridge/cg_fault.h"
 #include "../bridge/cg_util.h"
 
 #include <errno.h>
@@ -467,9 +468,30 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
         json_pack ("{s:o, s:s, s:o, s:o, s:o, s:o}", "namespaces", namespaces, "cgroupsPath",
                    cgroups_path, "resources", resources, "maskedPaths", s_string_array (masked),
                    "readonlyPaths", s_string_array (readonly), "seccomp", cg_seccomp_profile ());
-    return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
-                      s_process (c, init_argv, init_env, "/"), "root", "path", self->rootfs,
-                      "readonly", 1, "hostname", "sandbox", "mounts", mounts, "linux", linux_obj);
+    json_t *annotations = json_pack (
+        "{s:s, s:s, s:s}", CG_ANNOTATION_INSTANCE, sandbox->instance ? sandbox->instance : "",
+        CG_ANNOTATION_SESSION, sandbox->session ? sandbox->session : "", CG_ANNOTATION_KIND,
+        cg_sandbox_kind_name (sandbox->kind));
+    return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o, s:o}", "ociVersion", "1.0.2",
+                      "process", s_process (c, init_argv, init_env, "/"), "root", "path",
+                      self->rootfs, "readonly", 1, "hostname", "sandbox", "mounts", mounts, "linux",
+                      linux_obj, "annotations", annotations);
+}
+
+const char *
+cg_sandbox_kind_name (cg_sandbox_kind_t kind)
+{
+    switch (kind) {
+        case CG_SANDBOX_ONESHOT:
+            return "oneshot";
+        case CG_SANDBOX_INSTALLER:
+            return "installer";
+        case CG_SANDBOX_POOL:
+            return "pool";
+        case CG_SANDBOX_SESSION:
+        default:
+            return "session";
+    }
 }
 
 static int
@@ -491,6 +513,8 @@ cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t
     cleanup_free char *path = cg_strdupf ("%s/config.json", sandbox->bundle_dir);
     int rc = s_write_json (path, config, err);
     json_decref (config);
+    if (rc == 0)
+        rc = cg_fault_at ("oci_config", err);
     if (rc < 0)
         return cg_error_wrap (err, "container %s", sandbox->id);
     cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
