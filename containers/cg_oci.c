@@ -1,12 +1,14 @@
 /*  cg_oci — the default sandbox backend: OCI containers through runc or crun, with the
     config.json written here (read-only root, no network, no capabilities, seccomp). */
 #define _GNU_SOURCE
+#include "cg_cgroup.h"
 #include "cg_container.h"
 #include "cg_runtime.h"
 #include "cg_seccomp.h"
 #include "../bridge/cg_fault.h"
 #include "../bridge/cg_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -23,7 +25,7 @@
 
 extern char **environ;
 
-#define CGROUP_PARENT "cellgate"
+#define CGROUP_PARENT CG_CGROUP_PARENT
 
 struct cg_backend_t {
     cg_sandbox_limits_t limits; /* a copy; its strings are borrowed */
@@ -743,6 +745,33 @@ cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_
     return 0;
 }
 
+//  Removes what a runtime killed during a create left with PREFIX, which `list` does not
+//  show: its state dir without a state.json, and cgroups (with whatever was started in
+//  them). Called after the listed containers are deleted, so anything left is of this kind.
+static void
+s_remove_half_made (cg_backend_t *self, const char *prefix)
+{
+    DIR *dir = opendir (self->runtime_root);
+    struct dirent *entry;
+    while (dir && (entry = readdir (dir)))
+        if (strncmp (entry->d_name, prefix, strlen (prefix)) == 0) {
+            cleanup_free char *path = cg_strdupf ("%s/%s", self->runtime_root, entry->d_name);
+            cg_error_t *err = NULL;
+            if (s_runtime (self, NULL, NULL, NULL, "delete", "--force", entry->d_name, NULL) < 0
+                && cg_rm_rf (path, &err) < 0)
+                cg_log (1, "remove half-made container %s: %s", entry->d_name,
+                        cg_error_message (err));
+            else
+                cg_log (2, "removed the runtime state of half-made container %s", entry->d_name);
+            cg_error_destroy (&err);
+        }
+    if (dir)
+        closedir (dir);
+    int cgroups = cg_cgroup_remove_prefix (prefix);
+    if (cgroups > 0)
+        cg_log (2, "removed %d cgroup(s) of half-made containers %s*", cgroups, prefix);
+}
+
 int
 cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t **err)
 {
@@ -766,5 +795,6 @@ cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t 
         cg_error_destroy (&local);
     }
     json_decref (list);
+    s_remove_half_made (self, prefix);
     return removed;
 }
