@@ -248,7 +248,11 @@ async function startGroupServer(state) {
   const lines = readline.createInterface({ input: proc.stdout });
   const send = (message) => proc.stdin.write(JSON.stringify(message) + '\n');
   send(INIT);
-  await new Promise((resolve) => lines.once('line', resolve));
+  await new Promise((resolve, reject) => {
+    lines.once('line', resolve);
+    proc.once('exit', (code) => reject(new Error(`cellgate exited (${code}) before initialize`)));
+    setTimeout(() => reject(new Error('no initialize answer within 30 s')), 30000).unref();
+  });
   const instance = listDir(path.join(state, 'instances')).filter((name) => !before.includes(name))[0];
   return { proc, send, instance };
 }
