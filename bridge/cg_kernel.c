@@ -3,6 +3,7 @@
     heartbeat, shutdown. */
 #define _GNU_SOURCE
 #include "cg_kernel.h"
+#include "cg_fault.h"
 #include "cg_keep.h"
 #include "cg_util.h"
 #include "cg_wire.h"
@@ -514,8 +515,10 @@ cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_ke
         unlinkat (self->ipc_fd, name, 0);
     }
     if (self->ipc_fd < 0 || s_write_connection_file (self, key, inside_ip, err) < 0
-        || s_open_sockets (self, err) < 0 || s_spawn (self, inside_file, err) < 0
-        || s_handshake (self, err) < 0) {
+        || cg_fault_at ("connection_file", err) < 0 || s_open_sockets (self, err) < 0
+        || cg_fault_at ("kernel_sockets", err) < 0 || s_spawn (self, inside_file, err) < 0
+        || cg_fault_at ("kernel_exec", err) < 0 || s_handshake (self, err) < 0
+        || cg_fault_at ("handshake", err) < 0) {
         cg_error_wrap (err, "start kernel %s", spec->language);
         cg_kernel_destroy (&self);
         return NULL;

@@ -4,6 +4,7 @@
 #include "../containers/cg_container.h"
 #include "../mcp/cg_mcp.h"
 #include "cg_config.h"
+#include "cg_fault.h"
 #include "cg_help.h"
 #include "cg_instance.h"
 #include "cg_pool.h"
@@ -56,8 +57,9 @@ static int
 s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance)
 {
     cg_error_t *err = NULL;
-    cg_session_t *session = cg_session_new (backend, config, cg_instance_sessions_dir (instance),
-                                            cg_instance_prefix (instance), NULL, &err);
+    cg_session_t *session =
+        cg_session_new_as (backend, config, cg_instance_sessions_dir (instance),
+                           cg_instance_prefix (instance), NULL, CG_SANDBOX_SESSION, &err);
     cg_kernel_t *kernel = session ? cg_session_kernel (session, "python", &err) : NULL;
     char *path = kernel ? s_host_connection_file (session, kernel, &err) : NULL;
     if (!path) {
@@ -124,7 +126,14 @@ main (int argc, char **argv)
         }
     cg_config_t config;
     cg_error_t *err = NULL;
-    if (cg_config_load (&config, argc - 2, argv + 2, &err) < 0) {
+    //  Hidden from --help, never read from the environment: tests only (cg_fault.h).
+    int args = argc - 2;
+    if (cg_fault_take_args (&args, argv + 2, &err) < 0) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        return 2;
+    }
+    if (cg_config_load (&config, args, argv + 2, &err) < 0) {
         fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
         cg_error_destroy (&err);
         cg_config_clear (&config);

@@ -1,8 +1,9 @@
 /*  cg_session — one sandbox (container + workspace) with its kernels started lazily, and
     the execution of one cell into one outcome (cg_outcome_t). */
 #define _GNU_SOURCE
-#include "cg_session.h"
+#include "cg_session_int.h"
 #include "cg_command.h"
+#include "cg_fault.h"
 #include "cg_keep.h"
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
@@ -13,28 +14,6 @@
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
-
-#define MAX_KERNELS 4
-#define S_STATE_LOST \
-    "variables and imports from earlier calls are gone; files in " CG_WORKSPACE_MOUNT " remain."
-
-struct cg_session_t {
-    cg_backend_t *backend;     /* borrowed */
-    const cg_config_t *config; /* borrowed */
-    char *dir;                 /* host dir holding bundle/, workspace/, run/ */
-    char *bundle_dir;
-    char *workspace;
-    char *run_dir;
-    char *ipc_dir;
-    char *site_dir; /* its package layer: its own, or the backend's shared one */
-    char *container_id;
-    cg_workspace_t *ws;   /* host-side access to the workspace */
-    cg_sandbox_t sandbox; /* points into the strings above */
-    bool container_running;
-    long oom_kills; /* OOM kills counted so far, -1 when unknown */
-    cg_kernel_spec_t *specs[MAX_KERNELS];
-    cg_kernel_t *kernels[MAX_KERNELS];
-};
 
 static int
 s_make_dir (const char *path, int mode, const cg_config_t *config, cg_error_t **err)
@@ -74,6 +53,8 @@ s_start_container (cg_session_t *self, cg_error_t **err)
     if (cg_container_create (self->backend, &self->sandbox, err) < 0)
         return -1;
     self->container_running = true;
+    if (cg_fault_at ("container_start", err) < 0)
+        return -1;
     cg_container_stats_t stats = {.oom_kills = -1};
     cg_container_stats (self->backend, &self->sandbox, &stats, NULL);
     self->oom_kills = stats.oom_kills;
@@ -87,55 +68,81 @@ s_ensure_container (cg_session_t *self, cg_error_t **err)
     return self->container_running ? 0 : s_start_container (self, err);
 }
 
-//  A session's paths in SESSIONS_DIR/SLOT, nothing made yet.
-static cg_session_t *
-s_alloc (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
-         const char *container_prefix, const char *slot, bool shared_site)
+//  The instance name in CONTAINER_PREFIX ("cg-<name>-", cg_instance_prefix). Caller frees.
+static char *
+s_instance_of (const char *container_prefix)
+{
+    const char *name =
+        strncmp (container_prefix, "cg-", 3) == 0 ? container_prefix + 3 : container_prefix;
+    size_t len = strlen (name);
+    return cg_strdupf ("%.*s", (int)(len > 0 && name[len - 1] == '-' ? len - 1 : len), name);
+}
+
+cg_session_t *
+cg_session_alloc_ (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
+                   const char *container_prefix, const char *slot_or_null, cg_sandbox_kind_t kind,
+                   bool shared_site)
 {
     cg_session_t *self = cg_xcalloc (1, sizeof *self);
+    if (slot_or_null)
+        snprintf (self->slot, sizeof self->slot, "%s", slot_or_null);
+    else
+        cg_random_hex (self->slot, 6);
+    self->instance = s_instance_of (container_prefix);
     self->backend = backend;
     self->config = config;
-    self->dir = cg_strdupf ("%s/%s", sessions_dir, slot);
+    self->dir = cg_strdupf ("%s/%s", sessions_dir, self->slot);
     self->bundle_dir = cg_strdupf ("%s/bundle", self->dir);
     self->workspace = cg_strdupf ("%s/workspace", self->dir);
     self->run_dir = cg_strdupf ("%s/run", self->dir);
     self->ipc_dir = cg_strdupf ("%s/ipc", self->dir);
     self->site_dir = shared_site ? cg_xstrdup (cg_backend_shared_site (backend))
                                  : cg_strdupf ("%s/site", self->dir);
-    self->container_id = cg_strdupf ("%s%s", container_prefix, slot);
+    self->container_id = cg_strdupf ("%s%s", container_prefix, self->slot);
     self->sandbox = (cg_sandbox_t){.id = self->container_id,
                                    .bundle_dir = self->bundle_dir,
                                    .workspace = self->workspace,
                                    .run_dir = self->run_dir,
                                    .ipc_dir = self->ipc_dir,
-                                   .site_dir = self->site_dir};
+                                   .site_dir = self->site_dir,
+                                   .instance = self->instance,
+                                   .session = self->slot,
+                                   .kind = kind};
     return self;
 }
 
-//  cg_session_new, with the shared package layer as the sandbox's own when SHARED_SITE.
+//  Makes the session's directories, workspace, package layer and ipc dir, then starts
+//  its container; each step may be made to fail by --test-fail-at (cg_fault).
+static int
+s_create (cg_session_t *self, cg_error_t **err)
+{
+    const cg_config_t *config = self->config;
+    cleanup_free char *ipc_mount_point = cg_strdupf ("%s/ipc", self->run_dir);
+    if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0 || cg_fault_at ("session_dir", err) < 0
+        || cg_session_workspace_create (config, self->dir, err) < 0
+        || !(self->ws = cg_workspace_open (self->workspace, err))
+        || cg_fault_at ("workspace", err) < 0
+        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
+               < 0
+        || cg_fault_at ("site", err) < 0 || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
+        || s_make_dir (self->ipc_dir, 0700, config, err) < 0 || cg_fault_at ("ipc_dir", err) < 0)
+        return -1;
+    return s_start_container (self, err);
+}
+
+//  cg_session_new_as, with the shared package layer as the sandbox's own when SHARED_SITE.
 static cg_session_t *
 s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
-       const char *container_prefix, const char *slot_or_null, bool shared_site, cg_error_t **err)
+       const char *container_prefix, const char *slot_or_null, cg_sandbox_kind_t kind,
+       bool shared_site, cg_error_t **err)
 {
     if (shared_site && !cg_backend_shared_site (backend)) {
         cg_error_set (err, ENOTSUP, "the shared package layer is off (see the server log)");
         return NULL;
     }
-    char slot[13];
-    if (slot_or_null)
-        snprintf (slot, sizeof slot, "%s", slot_or_null);
-    else
-        cg_random_hex (slot, 6);
-    cg_session_t *self =
-        s_alloc (backend, config, sessions_dir, container_prefix, slot, shared_site);
-    cleanup_free char *ipc_mount_point = cg_strdupf ("%s/ipc", self->run_dir);
-    if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0
-        || cg_session_workspace_create (config, self->dir, err) < 0
-        || !(self->ws = cg_workspace_open (self->workspace, err))
-        || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
-               < 0
-        || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
-        || s_make_dir (self->ipc_dir, 0700, config, err) < 0 || s_start_container (self, err) < 0) {
+    cg_session_t *self = cg_session_alloc_ (backend, config, sessions_dir, container_prefix,
+                                            slot_or_null, kind, shared_site);
+    if (s_create (self, err) < 0) {
         cg_error_wrap (err, "create session sandbox");
         cg_session_destroy (&self);
     }
@@ -146,7 +153,16 @@ cg_session_t *
 cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
                 const char *container_prefix, const char *slot_or_null, cg_error_t **err)
 {
-    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null, false, err);
+    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null,
+                  slot_or_null ? CG_SANDBOX_SESSION : CG_SANDBOX_ONESHOT, false, err);
+}
+
+cg_session_t *
+cg_session_new_as (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
+                   const char *container_prefix, const char *slot_or_null, cg_sandbox_kind_t kind,
+                   cg_error_t **err)
+{
+    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null, kind, false, err);
 }
 
 cg_session_t *
@@ -154,73 +170,8 @@ cg_session_new_shared_installer (cg_backend_t *backend, const cg_config_t *confi
                                  const char *sessions_dir, const char *container_prefix,
                                  cg_error_t **err)
 {
-    return s_new (backend, config, sessions_dir, container_prefix, NULL, true, err);
-}
-
-static void s_free (cg_session_t **self_p);
-
-//  Re-adopts every kernel whose key the previous server left in the bundle dir. Returns
-//  0, or -1 with *err set.
-static int
-s_adopt_kernels (cg_session_t *self, cg_error_t **err)
-{
-    char **languages = cg_keep_kernels (self->bundle_dir, MAX_KERNELS);
-    int rc = 0;
-    for (int i = 0; rc == 0 && languages[i]; i++)
-        if (!(self->specs[i] = cg_kernel_spec_load (self->config->kernels_dir, languages[i], err))
-            || !(self->kernels[i] = cg_kernel_adopt (self->backend, &self->sandbox, self->specs[i],
-                                                     self->config, err)))
-            rc = -1;
-    cg_strv_free (languages);
-    return rc;
-}
-
-cg_session_t *
-cg_session_adopt (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
-                  const char *container_prefix, const char *slot, char *note, size_t note_size)
-{
-    cg_session_t *self = s_alloc (backend, config, sessions_dir, container_prefix, slot, false);
-    cg_error_t *err = NULL;
-    //  A session that never ran has no bundle: its runner makes the sandbox on first use.
-    if (access (self->bundle_dir, F_OK) < 0
-        || !(self->ws = cg_workspace_open (self->workspace, &err))) {
-        cg_error_destroy (&err);
-        s_free (&self);
-        return NULL;
-    }
-    self->container_running = cg_keep_container_alive (self->bundle_dir, self->container_id);
-    if (!self->container_running)
-        cg_error_set (&err, ESRCH, "its container is gone");
-    if (self->container_running && s_adopt_kernels (self, &err) == 0) {
-        cg_container_stats_t stats = {.oom_kills = -1};
-        cg_container_stats (backend, &self->sandbox, &stats, NULL);
-        self->oom_kills = stats.oom_kills;
-        cg_log (2, "re-adopted the sandbox %s", self->container_id);
-        return self;
-    }
-    //  Not adoptable: the sandbox goes, the directory and workspace stay.
-    cg_log (1, "cannot re-adopt the sandbox %s: %s", self->container_id, cg_error_message (err));
-    snprintf (note, note_size,
-              "The server restarted and this session's sandbox could not be taken over (%s); "
-              "it runs in a new one: " S_STATE_LOST,
-              cg_error_message (err));
-    cg_error_destroy (&err);
-    for (int i = 0; i < MAX_KERNELS; i++) {
-        cg_kernel_keep (&self->kernels[i]);
-        cg_kernel_spec_destroy (&self->specs[i]);
-    }
-    if (cg_container_destroy (backend, &self->sandbox, &err) < 0)
-        cg_log (1, "%s", cg_error_message (err));
-    cg_error_destroy (&err);
-    self->container_running = false;
-    return self;
-}
-
-void
-cg_session_keep (cg_session_t **self_p)
-{
-    if (*self_p)
-        s_free (self_p);
+    return s_new (backend, config, sessions_dir, container_prefix, NULL, CG_SANDBOX_INSTALLER, true,
+                  err);
 }
 
 const char *
@@ -245,12 +196,11 @@ cg_session_destroy (cg_session_t **self_p)
     cg_error_destroy (&err);
     cg_workspace_destroy (&self->ws);
     cg_session_dir_remove (self->dir);
-    s_free (self_p);
+    cg_session_free_ (self_p);
 }
 
-//  Frees SELF, leaving its kernels, container and directories as they are.
-static void
-s_free (cg_session_t **self_p)
+void
+cg_session_free_ (cg_session_t **self_p)
 {
     cg_session_t *self = *self_p;
     for (int i = 0; i < MAX_KERNELS; i++) {
@@ -265,6 +215,7 @@ s_free (cg_session_t **self_p)
     free (self->ipc_dir);
     free (self->site_dir);
     free (self->container_id);
+    free (self->instance);
     free (self);
     *self_p = NULL;
 }
@@ -293,6 +244,8 @@ cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err)
     }
     if (!self->specs[index]) {
         self->specs[index] = cg_kernel_spec_load (self->config->kernels_dir, language, err);
+        if (self->specs[index] && cg_fault_at ("kernel_spec", err) < 0)
+            cg_kernel_spec_destroy (&self->specs[index]);
         if (!self->specs[index])
             return NULL;
     }

@@ -36,6 +36,14 @@ cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
                               const char *sessions_dir, const char *container_prefix,
                               const char *slot, cg_error_t **err);
 
+/*  As cg_session_new, labelled KIND (the sandbox's org.cellgate.kind annotation;
+    cg_session_new labels a session with a SLOT "session" and one without "oneshot"). Its
+    org.cellgate.instance is the name in CONTAINER_PREFIX (cg_instance_prefix: "cg-<name>-")
+    and its org.cellgate.session the slot. */
+cg_session_t *cg_session_new_as (cg_backend_t *backend, const cg_config_t *config,
+                                 const char *sessions_dir, const char *container_prefix,
+                                 const char *slot, cg_sandbox_kind_t kind, cg_error_t **err);
+
 /*  As cg_session_new with a random slot, for a one-shot install into the shared package
     layer: the sandbox's own layer (CG_SITE_MOUNT, read-write) is the backend's shared one
     (cg_backend_shared_site) instead of a directory of the session's. */

@@ -23,6 +23,23 @@ typedef struct cg_backend_t cg_backend_t;
 #define CG_WHEELHOUSE_MOUNT "/opt/cellgate/wheelhouse"
 #define CG_NPM_MIRROR_MOUNT "/opt/cellgate/npm-mirror"
 
+/*  What a sandbox is for, written in its OCI config as the annotation org.cellgate.kind
+    (cg_sandbox_kind_name) so that an operator (`runc state`) and a sweep can tell. */
+typedef enum {
+    CG_SANDBOX_SESSION,   /* a named session's sandbox ("session") */
+    CG_SANDBOX_ONESHOT,   /* one call's sandbox, removed after it ("oneshot") */
+    CG_SANDBOX_INSTALLER, /* a one-shot install into the shared package layer ("installer") */
+    CG_SANDBOX_POOL,      /* a warm sandbox waiting to be claimed ("pool") */
+} cg_sandbox_kind_t;
+
+/*  Returns KIND's annotation value ("session", "oneshot", "installer", "pool"). Static. */
+const char *cg_sandbox_kind_name (cg_sandbox_kind_t kind);
+
+/*  The annotations every sandbox's OCI config carries (runc state shows them). */
+#define CG_ANNOTATION_INSTANCE "org.cellgate.instance" /* the server instance's 12 hex */
+#define CG_ANNOTATION_SESSION "org.cellgate.session"   /* the registry slot's 12 hex */
+#define CG_ANNOTATION_KIND "org.cellgate.kind"         /* cg_sandbox_kind_name */
+
 /*  One sandbox: host directories and the container's name. The sandbox can write to
     WORKSPACE and IPC_DIR only; the host never resolves a path below either in its own
     namespace through anything the sandbox could have planted. */
@@ -36,6 +53,10 @@ typedef struct {
     const char *site_dir;   /* host dir mounted read-write at CG_SITE_MOUNT, or NULL;
                                    the backend's shared layer for a sandbox that installs
                                    into it (cg_backend_shared_site) */
+    const char *instance;   /* the server instance it belongs to (annotation) */
+    const char *session;    /* the registry slot it was made for (annotation; not a
+                               client's session id or any credential) */
+    cg_sandbox_kind_t kind;
 } cg_sandbox_t;
 
 /*  A process to start inside a running sandbox. */

@@ -1,11 +1,14 @@
 /*  cg_oci — the default sandbox backend: OCI containers through runc or crun, with the
     config.json written here (read-only root, no network, no capabilities, seccomp). */
 #define _GNU_SOURCE
+#include "cg_cgroup.h"
 #include "cg_container.h"
 #include "cg_runtime.h"
 #include "cg_seccomp.h"
+#include "../bridge/cg_fault.h"
 #include "../bridge/cg_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -23,7 +26,7 @@
 
 extern char **environ;
 
-#define CGROUP_PARENT "cellgate"
+#define CGROUP_PARENT CG_CGROUP_PARENT
 
 struct cg_backend_t {
     cg_sandbox_limits_t limits; /* a copy; its strings are borrowed */
@@ -468,9 +471,30 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
         json_pack ("{s:o, s:s, s:o, s:o, s:o, s:o}", "namespaces", namespaces, "cgroupsPath",
                    cgroups_path, "resources", resources, "maskedPaths", s_string_array (masked),
                    "readonlyPaths", s_string_array (readonly), "seccomp", cg_seccomp_profile ());
-    return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
-                      s_process (c, init_argv, init_env, "/"), "root", "path", self->rootfs,
-                      "readonly", 1, "hostname", "sandbox", "mounts", mounts, "linux", linux_obj);
+    json_t *annotations = json_pack (
+        "{s:s, s:s, s:s}", CG_ANNOTATION_INSTANCE, sandbox->instance ? sandbox->instance : "",
+        CG_ANNOTATION_SESSION, sandbox->session ? sandbox->session : "", CG_ANNOTATION_KIND,
+        cg_sandbox_kind_name (sandbox->kind));
+    return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o, s:o}", "ociVersion", "1.0.2",
+                      "process", s_process (c, init_argv, init_env, "/"), "root", "path",
+                      self->rootfs, "readonly", 1, "hostname", "sandbox", "mounts", mounts, "linux",
+                      linux_obj, "annotations", annotations);
+}
+
+const char *
+cg_sandbox_kind_name (cg_sandbox_kind_t kind)
+{
+    switch (kind) {
+        case CG_SANDBOX_ONESHOT:
+            return "oneshot";
+        case CG_SANDBOX_INSTALLER:
+            return "installer";
+        case CG_SANDBOX_POOL:
+            return "pool";
+        case CG_SANDBOX_SESSION:
+        default:
+            return "session";
+    }
 }
 
 static int
@@ -492,6 +516,8 @@ cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t
     cleanup_free char *path = cg_strdupf ("%s/config.json", sandbox->bundle_dir);
     int rc = s_write_json (path, config, err);
     json_decref (config);
+    if (rc == 0)
+        rc = cg_fault_at ("oci_config", err);
     if (rc < 0)
         return cg_error_wrap (err, "container %s", sandbox->id);
     cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
@@ -735,6 +761,33 @@ cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_
     return 0;
 }
 
+//  Removes what a runtime killed during a create left with PREFIX, which `list` does not
+//  show: its state dir without a state.json, and cgroups (with whatever was started in
+//  them). Called after the listed containers are deleted, so anything left is of this kind.
+static void
+s_remove_half_made (cg_backend_t *self, const char *prefix)
+{
+    DIR *dir = opendir (self->runtime_root);
+    struct dirent *entry;
+    while (dir && (entry = readdir (dir)))
+        if (strncmp (entry->d_name, prefix, strlen (prefix)) == 0) {
+            cleanup_free char *path = cg_strdupf ("%s/%s", self->runtime_root, entry->d_name);
+            cg_error_t *err = NULL;
+            if (s_runtime (self, NULL, NULL, NULL, "delete", "--force", entry->d_name, NULL) < 0
+                && cg_rm_rf (path, &err) < 0)
+                cg_log (1, "remove half-made container %s: %s", entry->d_name,
+                        cg_error_message (err));
+            else
+                cg_log (2, "removed the runtime state of half-made container %s", entry->d_name);
+            cg_error_destroy (&err);
+        }
+    if (dir)
+        closedir (dir);
+    int cgroups = cg_cgroup_remove_prefix (prefix);
+    if (cgroups > 0)
+        cg_log (2, "removed %d cgroup(s) of half-made containers %s*", cgroups, prefix);
+}
+
 int
 cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t **err)
 {
@@ -758,5 +811,6 @@ cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t 
         cg_error_destroy (&local);
     }
     json_decref (list);
+    s_remove_half_made (self, prefix);
     return removed;
 }
