@@ -134,15 +134,6 @@ cg_keep_collect (const char *sessions_dir, json_t *lost)
     s_each_slot (sessions_dir, s_collect_one, &collect);
 }
 
-static json_t *
-s_names (zlistx_t *list)
-{
-    json_t *names = json_array ();
-    for (const char *name = list ? zlistx_first (list) : NULL; name; name = zlistx_next (list))
-        json_array_append_new (names, json_string (name));
-    return names;
-}
-
 void
 cg_keep_save (const cg_registry_session_t *session)
 {
@@ -155,7 +146,8 @@ cg_keep_save (const cg_registry_session_t *session)
         session->id, "owner", session->owner, "language", session->language, "name", session->name,
         "slot", session->slot, "token", session->token, "started_at", session->started_at,
         "executions", session->executions, "last_activity", (double)time (NULL) - idle_s,
-        "packages", s_names (session->packages), "languages", s_names (session->languages));
+        "packages", cg_registry_names (session->packages), "languages",
+        cg_registry_names (session->languages));
     cg_error_t *err = NULL;
     if (s_store (session->dir, CG_KEEP_RECORD, record, &err) < 0)
         cg_log (1, "keep session %s: %s", session->id, cg_error_message (err));

@@ -631,3 +631,12 @@ cg_registry_metrics_cb (void *arg, cg_metrics_gauges_t *gauges)
         gauges->languages[i].count++;
     }
 }
+
+json_t *
+cg_registry_names (zlistx_t *list)
+{
+    json_t *names = json_array ();
+    for (const char *name = list ? zlistx_first (list) : NULL; name; name = zlistx_next (list))
+        json_array_append_new (names, json_string (name));
+    return names;
+}

@@ -16,6 +16,7 @@
 #include "cg_instance.h"
 
 #include <czmq.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -158,6 +159,10 @@ char *cg_registry_take_notice (cg_registry_session_t *session);
 /*  Returns OWNER's sessions (NULL: everyone's), in no set order, as a new list of
     borrowed pointers the caller destroys. */
 zlistx_t *cg_registry_sessions (cg_registry_t *self, const char *owner);
+
+/*  The strings of LIST (a session's packages or languages; NULL: none) as a new JSON
+    array. */
+json_t *cg_registry_names (zlistx_t *list);
 
 /*  Retires the sessions idle (not busy) for longer than the idle TTL, and tends the warm
     pool (cg_pool_tick; it refills only while no call runs). Returns the ms until it

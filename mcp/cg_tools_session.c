@@ -89,21 +89,11 @@ cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *s
     cg_server_call_end (server, call);
 }
 
-//  The strings of LIST (may be NULL) as a new array.
-static json_t *
-s_strings (zlistx_t *list)
-{
-    json_t *array = json_array ();
-    for (const char *p = list ? zlistx_first (list) : NULL; p; p = zlistx_next (list))
-        json_array_append_new (array, json_string (p));
-    return array;
-}
-
 //  One entry of list_sessions: seed 002's fields, memory_mb to 0.1 MB, and languages.
 static json_t *
 s_list_entry (cg_registry_session_t *s)
 {
-    json_t *packages = s_strings (s->packages);
+    json_t *packages = cg_registry_names (s->packages);
     json_t *entry =
         json_pack ("{s:s, s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:o, s:b}", "session_id", s->id,
                    "language", s->language, "name", s->name ? json_string (s->name) : json_null (),
@@ -111,7 +101,7 @@ s_list_entry (cg_registry_session_t *s)
                    "executions_count", s->executions, "pid", s_pid (s), "memory_mb",
                    s->memory_mb >= 0 ? json_real (round (s->memory_mb * 10) / 10) : json_null (),
                    "packages_installed", packages, "busy", s->busy != NULL);
-    json_object_set_new (entry, "languages", s_strings (s->languages));
+    json_object_set_new (entry, "languages", cg_registry_names (s->languages));
     //  The workspace's own file system, as the kernel counts it; null: no limit.
     cg_wsfs_usage_t usage;
     if (cg_registry_usage (s, &usage) == 1)
