@@ -34,7 +34,24 @@ const pct = (xs, p) => {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 };
 const fmt = (xs) => `p50 ${pct(xs, 50).toFixed(1)}  p95 ${pct(xs, 95).toFixed(1)}  p99 ${pct(xs, 99).toFixed(1)} ms (n=${xs.length})`;
-const readyLines = (server, language) => (server.stderrText().match(new RegExp(`pool: a ${language} sandbox is ready`, 'g')) || []).length;
+// Counts the pool's "ready" lines as they arrive: stderrText() keeps only the log's tail,
+// so counting in it undercounts once a long run has logged more than that.
+const ready = new Map(); // server -> { python: n, javascript: n, bash: n }
+function countReady(server) {
+  const counts = { python: 0, javascript: 0, bash: 0 };
+  for (const m of server.stderrText().matchAll(/pool: a (python|javascript|bash) sandbox is ready/g)) counts[m[1]]++;
+  ready.set(server, counts);
+  let partial = '';
+  server.transport.stderr?.on('data', (chunk) => {
+    const lines = (partial + chunk.toString('utf8')).split('\n');
+    partial = lines.pop();
+    for (const line of lines) {
+      const m = line.match(/pool: a (python|javascript|bash) sandbox is ready/);
+      if (m) counts[m[1]]++;
+    }
+  });
+}
+const readyLines = (server, language) => ready.get(server)?.[language] ?? 0;
 
 async function waitReady(server, language, n) {
   const end = Date.now() + 120000;
@@ -75,13 +92,18 @@ async function measure(server, c, pooled) {
 function floor(server) {
   const instances = path.join(server.stateDir, 'instances');
   let config = null;
+  let newest = 0;
   for (const inst of fs.readdirSync(instances))
     for (const slot of fs.readdirSync(path.join(instances, inst, 'sessions'))) {
       const file = path.join(instances, inst, 'sessions', slot, 'bundle', 'config.json');
-      if (config || !fs.existsSync(file)) continue;
+      if (!fs.existsSync(file) || fs.statSync(file).mtimeMs < newest) continue;
       const c = JSON.parse(fs.readFileSync(file, 'utf8'));
-      // A live sandbox's: every bind source still there (a closing one's goes away).
-      if (c.mounts.every((m) => !m.source?.startsWith('/') || fs.existsSync(m.source))) config = c;
+      // The newest live sandbox's (the floor session's; a one-shot's may still be going
+      // away in the background): every bind source still there.
+      if (c.mounts.every((m) => !m.source?.startsWith('/') || fs.existsSync(m.source))) {
+        config = c;
+        newest = fs.statSync(file).mtimeMs;
+      }
     }
   if (!config) return null;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-floor-'));
@@ -110,6 +132,7 @@ function floor(server) {
 }
 
 const pooled = await startServer({ name: 'bench-pool', args: [...COMMON, '--pool', 'python=1,javascript=1,bash=1'] });
+countReady(pooled);
 const cold = await startServer({ name: 'bench-nopool', args: [...COMMON, '--pool', '0'] });
 try {
   for (const c of CASES) await once(cold, c); // runc and the page cache warm
@@ -122,6 +145,7 @@ try {
   }
   const live = await callExec(cold.client, { language: 'bash', session_id: 'bench_floor', code: 'true' });
   if (sc(live).status !== 'success') throw new Error('floor session');
+  await sleep(2000); // the one-shot sandboxes' background teardowns end
   const f = floor(cold);
   console.log(f ? `${'floor: runc run'.padEnd(20)}          ${fmt(f)}   (python3 -c 'print(1)', cellgate's bundle)` : 'floor: no bundle found');
 } finally {
@@ -130,6 +154,7 @@ try {
 }
 
 const burst = await startServer({ name: 'bench-burst', args: [...COMMON, '--pool', 'python=1'] });
+countReady(burst);
 try {
   await waitReady(burst, 'python', 1);
   const t0 = process.hrtime.bigint();
