@@ -513,6 +513,18 @@ cg_tools_unsupported_language (const char *tool, const char *language, const cha
     return cg_tools_refusal (tool, language, session_id, "unsupported_language", message);
 }
 
+bool
+cg_tools_language_arg (const cg_request_t *req, const json_t *language, const char **canonical)
+{
+    const char *name = json_string_value (language);
+    *canonical = name ? cg_tools_canonical_language (name) : NULL;
+    if (name && !*canonical) {
+        cg_request_result (req, cg_tools_unsupported_language (req->tool->name, name, NULL));
+        return false;
+    }
+    return true;
+}
+
 const char *
 cg_tools_canonical_language (const char *name)
 {

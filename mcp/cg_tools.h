@@ -197,6 +197,13 @@ const char *cg_tools_supported_languages (void);
 json_t *cg_tools_unsupported_language (const char *tool, const char *language,
                                        const char *session_id);
 
+/*  Reads LANGUAGE, a language argument of REQ's tool (may be NULL or not a string: the
+    caller says what it requires): sets *CANONICAL to its canonical name, or NULL when it
+    is absent or not a string. Returns false after answering REQ with
+    cg_tools_unsupported_language when it is a string no kernel serves. */
+bool cg_tools_language_arg (const cg_request_t *req, const json_t *language,
+                            const char **canonical);
+
 /*  What a well-formed session id is, for error messages. */
 #define CG_SESSION_ID_RULE                                                                        \
     "'session_id' must be 1 to " CG_STR (                                                         \

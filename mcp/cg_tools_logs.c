@@ -168,15 +168,10 @@ cg_tools_search_execution_logs (const cg_request_t *req, json_t *arguments)
     json_t *language = json_object_get (arguments, "language");
     json_t *status = json_object_get (arguments, "status");
     json_t *limit = json_object_get (arguments, "limit");
-    const char *canonical = json_is_string (language)
-                                ? cg_tools_canonical_language (json_string_value (language))
-                                : NULL;
+    const char *canonical = NULL;
     const char *error = NULL;
-    if (json_is_string (language) && !canonical) {
-        cg_request_result (req, cg_tools_unsupported_language (req->tool->name,
-                                                               json_string_value (language), NULL));
+    if (!cg_tools_language_arg (req, language, &canonical))
         return;
-    }
     if (language && !canonical)
         error = "'language' must be a string";
     else if (status

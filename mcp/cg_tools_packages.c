@@ -155,16 +155,14 @@ cg_tools_install_package (const cg_request_t *req, json_t *arguments)
     const char *language = json_string_value (json_object_get (arguments, "language"));
     json_t *session_arg = json_object_get (arguments, "session_id");
     const char *session_id = json_string_value (session_arg);
-    const char *canonical = language ? cg_tools_canonical_language (language) : NULL;
+    const char *canonical = NULL;
+    if (!cg_tools_language_arg (req, json_object_get (arguments, "language"), &canonical))
+        return;
     bool python = canonical && strcmp (canonical, "python") == 0;
     bool node = canonical && strcmp (canonical, "javascript") == 0;
     cleanup_free char *name = NULL;
     cleanup_free char *version = NULL;
     const char *error = NULL;
-    if (language && !canonical) {
-        cg_request_result (req, cg_tools_unsupported_language (req->tool->name, language, NULL));
-        return;
-    }
     if (!package || !language)
         error = "'package' and 'language' are required strings";
     else if (!python && !node)

@@ -72,14 +72,12 @@ cg_tools_save_script (const cg_request_t *req, json_t *arguments)
         return;
     bool bad = false;
     const char *language = s_string (arguments, "language", &bad);
-    const char *canonical = language ? cg_tools_canonical_language (language) : NULL;
+    const char *canonical = NULL;
     json_t *code = json_object_get (arguments, "code");
     const char *description = s_string (arguments, "description", &bad);
     const char *source = s_string (arguments, "source_execution_id", &bad);
-    if (language && !canonical) {
-        cg_request_result (req, cg_tools_unsupported_language (req->tool->name, language, NULL));
+    if (!cg_tools_language_arg (req, json_object_get (arguments, "language"), &canonical))
         return;
-    }
     cleanup_free char *why = NULL;
     if (bad || !json_is_string (code) || !language)
         why = cg_xstrdup ("'name', 'language' and 'code' are required; 'description' and "
@@ -145,12 +143,9 @@ static bool
 s_language_filter (const cg_request_t *req, json_t *arguments, const char **canonical)
 {
     bool bad = false;
-    const char *language = s_string (arguments, "language", &bad);
-    *canonical = language ? cg_tools_canonical_language (language) : NULL;
-    if (language && !*canonical && !bad) {
-        cg_request_result (req, cg_tools_unsupported_language (req->tool->name, language, NULL));
+    s_string (arguments, "language", &bad);
+    if (!cg_tools_language_arg (req, json_object_get (arguments, "language"), canonical))
         return false;
-    }
     if (bad) {
         cleanup_free char *why =
             cg_strdupf ("'language' must be one of: %s", cg_tools_supported_languages ());

@@ -12,15 +12,10 @@ cg_tools_start_session (const cg_request_t *req, json_t *arguments)
     json_t *language = json_object_get (arguments, "language");
     json_t *name = json_object_get (arguments, "name");
     json_t *working_dir = json_object_get (arguments, "working_dir");
-    const char *canonical = json_is_string (language)
-                                ? cg_tools_canonical_language (json_string_value (language))
-                                : NULL;
+    const char *canonical = NULL;
     const char *error = NULL;
-    if (json_is_string (language) && !canonical) {
-        cg_request_result (req, cg_tools_unsupported_language (req->tool->name,
-                                                               json_string_value (language), NULL));
+    if (!cg_tools_language_arg (req, language, &canonical))
         return;
-    }
     if (!json_is_string (language))
         error = "'language' is a required string";
     else if (name && (!json_is_string (name) || json_string_length (name) > CG_SESSION_NAME_MAX))
