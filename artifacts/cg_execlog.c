@@ -4,6 +4,7 @@
 #include "cg_execlog.h"
 
 #include "../bridge/cg_util.h"
+#include "../bridge/cg_utf8.h"
 
 #include <czmq.h>
 #include <dirent.h>
@@ -542,7 +543,8 @@ cg_execlog_session_event (cg_execlog_t *self, json_t *entry, cg_error_t **err)
         return 0;
     const char *session_id = s_str (entry, "session_id");
     if (!s_plain_name (session_id))
-        return cg_error_set (err, EINVAL, "session id '%.64s' is not a plain name",
+        return cg_error_set (err, EINVAL, "session id '%.*s' is not a plain name",
+                             cg_utf8_prefix (session_id ? session_id : "", 64),
                              session_id ? session_id : "");
     json_t *copy = json_deep_copy (entry);
     if (!json_object_get (copy, "at")) {

@@ -38,6 +38,22 @@ cg_utf8_char_len (const unsigned char *s, size_t len)
     return need;
 }
 
+int
+cg_utf8_prefix (const char *s, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strnlen (s, max + 4), n = 0;
+    while (n < len) {
+        size_t char_len = cg_utf8_char_len (u + n, len - n);
+        if (char_len == 0)
+            char_len = 1; /* a stray byte stays a byte: never a cut character */
+        if (n + char_len > max)
+            break;
+        n += char_len;
+    }
+    return (int)n;
+}
+
 char *
 cg_utf8_clean (const char *data, size_t len, size_t *out_len)
 {

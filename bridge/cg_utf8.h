@@ -16,4 +16,10 @@ char *cg_utf8_clean (const char *data, size_t len, size_t *out_len);
     or 0 when the bytes there do not start one. */
 size_t cg_utf8_char_len (const unsigned char *data, size_t len);
 
+/*  Returns the byte length of the longest prefix of the NUL-terminated S that is at most
+    MAX bytes and does not end inside a UTF-8 character: the length to give "%.*s" for an
+    excerpt of a client's text in a message. A plain "%.64s" can cut a character in two,
+    and a message that is not UTF-8 cannot become a JSON string. */
+int cg_utf8_prefix (const char *s, size_t max);
+
 #endif

@@ -14,6 +14,7 @@
 #include "cg_tools_wait.h"
 #include "cg_admin.h"
 #include "../bridge/cg_util.h"
+#include "../bridge/cg_utf8.h"
 
 #include <errno.h>
 #include <string.h>
@@ -261,7 +262,8 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
     else if (strcmp (method, "logging/setLevel") == 0)
         cg_methods_set_log_level (&req, params);
     else {
-        cleanup_free char *text = cg_strdupf ("Method not found: %.128s", method);
+        cleanup_free char *text =
+            cg_strdupf ("Method not found: %.*s", cg_utf8_prefix (method, 128), method);
         cg_request_error (&req, CG_JSONRPC_METHOD_NOT_FOUND, text);
     }
 }

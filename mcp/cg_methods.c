@@ -4,6 +4,7 @@
 #include "cg_jsonrpc.h"
 #include "cg_mcp.h"
 #include "cg_tools.h"
+#include "../bridge/cg_utf8.h"
 
 #include <string.h>
 
@@ -35,11 +36,16 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
     snprintf (req->client->version, sizeof req->client->version, "%s", version);
     const char *name =
         json_string_value (json_object_get (json_object_get (params, "clientInfo"), "name"));
-    snprintf (req->client->name, sizeof req->client->name, "%s", name ? name : "");
+    //  Cut at a character, not inside one: the name goes into JSON (logs, execution logs).
+    name = name ? name : "";
+    snprintf (req->client->name, sizeof req->client->name, "%.*s",
+              cg_utf8_prefix (name, sizeof req->client->name - 1), name);
     const char *client_version =
         json_string_value (json_object_get (json_object_get (params, "clientInfo"), "version"));
-    snprintf (req->client->client_version, sizeof req->client->client_version, "%s",
-              client_version ? client_version : "");
+    client_version = client_version ? client_version : "";
+    snprintf (req->client->client_version, sizeof req->client->client_version, "%.*s",
+              cg_utf8_prefix (client_version, sizeof req->client->client_version - 1),
+              client_version);
     json_t *result = json_pack (
         "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
         "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate",

@@ -8,6 +8,7 @@
 #include "cg_run_result.h"
 #include "../bridge/cg_session.h"
 #include "../bridge/cg_util.h"
+#include "../bridge/cg_utf8.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -442,8 +443,9 @@ cg_tools_check_arguments (const cg_tool_t *tool, json_t *arguments)
             free (names);
             names = more;
         }
-        cleanup_free char *message = cg_strdupf ("unknown argument '%.64s'; %s takes %s", key,
-                                                 tool->name, names ? names : "no arguments");
+        cleanup_free char *message =
+            cg_strdupf ("unknown argument '%.*s'; %s takes %s", cg_utf8_prefix (key, 64), key,
+                        tool->name, names ? names : "no arguments");
         refusal = tool->flags & CG_TOOL_RUNS
                       ? cg_tools_refusal (tool->name, NULL, NULL, "invalid_params", message)
                       : cg_tools_error_object ("invalid_params", message, NULL);
@@ -468,7 +470,8 @@ cg_tools_call (const cg_request_t *req, json_t *params)
         return;
     }
     if (!tool) {
-        cleanup_free char *message = cg_strdupf ("Unknown tool: %.128s", name);
+        cleanup_free char *message =
+            cg_strdupf ("Unknown tool: %.*s", cg_utf8_prefix (name, 128), name);
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, message);
         return;
     }
@@ -508,8 +511,8 @@ cg_tools_refusal (const char *tool, const char *language, const char *session_id
 json_t *
 cg_tools_unsupported_language (const char *tool, const char *language, const char *session_id)
 {
-    cleanup_free char *message =
-        cg_strdupf ("language '%.64s' is not supported; supported: %s", language, S_SUPPORTED);
+    cleanup_free char *message = cg_strdupf ("language '%.*s' is not supported; supported: %s",
+                                             cg_utf8_prefix (language, 64), language, S_SUPPORTED);
     return cg_tools_refusal (tool, language, session_id, "unsupported_language", message);
 }
 

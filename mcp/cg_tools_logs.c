@@ -4,6 +4,7 @@
 #include "cg_tools.h"
 #include "../bridge/cg_outcome.h"
 #include "../bridge/cg_util.h"
+#include "../bridge/cg_utf8.h"
 
 #include <math.h>
 #include <string.h>
@@ -226,7 +227,8 @@ cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
     }
     json_t *entry = cg_execlog_get (cg_server_execlog (req->server), id, req->client->id);
     if (!entry) {
-        cleanup_free char *message = cg_strdupf ("No logged execution with id %.64s", id);
+        cleanup_free char *message =
+            cg_strdupf ("No logged execution with id %.*s", cg_utf8_prefix (id, 64), id);
         json_t *result = cg_tools_error_object ("execution_not_found", message, NULL);
         json_object_set_new (json_object_get (result, "structuredContent"), "execution_id",
                              json_string (id));

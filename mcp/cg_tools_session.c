@@ -2,6 +2,7 @@
 #include "cg_tools.h"
 #include "cg_jsonrpc.h"
 #include "../bridge/cg_util.h"
+#include "../bridge/cg_utf8.h"
 
 #include <math.h>
 #include <string.h>
@@ -140,7 +141,8 @@ cg_tools_close_session (const cg_request_t *req, json_t *arguments)
     cg_registry_session_t *session =
         cg_registry_find (cg_server_registry (req->server), req->client->id, sid);
     if (!session) {
-        cleanup_free char *message = cg_strdupf ("No active session with id %.128s", sid);
+        cleanup_free char *message =
+            cg_strdupf ("No active session with id %.*s", cg_utf8_prefix (sid, 128), sid);
         cg_request_result (req, cg_tools_error_object ("session_not_found", message, sid));
         return;
     }

@@ -138,6 +138,42 @@ kase('invalid JSON (truncated, garbage, invalid UTF-8, lone surrogates, trailing
     }
   });
 
+kase('client text cut inside a UTF-8 character (clientInfo, an unknown argument, tool, method, language, execution id)',
+  'every excerpt in a message ends on a whole character: each call answered, the server keeps serving', async () => {
+    const s = startRaw(freshState('cg-corpus-raw-'));
+    try {
+      // 'é' is two bytes: after 63 ASCII bytes it straddles a 64-byte cut (127: a 128-byte one).
+      const at64 = (c) => c.repeat(63) + 'é'.repeat(8);
+      const at128 = (c) => c.repeat(127) + 'é'.repeat(8);
+      const init = structuredClone(INIT);
+      init.params.clientInfo = { name: at64('n'), version: 'v'.repeat(31) + 'é' };
+      assert.ok((await ask(s, JSON.stringify(init))).result, 'initialize with a long non-ASCII client name');
+      const callWith = (id, name, args) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+      const texts = [
+        callWith(1, 'execute_code', { language: 'python', code: 'print(1)', [at64('k')]: 1 }),
+        callWith(2, 'list_sessions', { [at64('k')]: 1 }),
+        callWith(3, at128('t'), {}),
+        JSON.stringify({ jsonrpc: '2.0', id: 4, method: at128('m') }),
+        callWith(5, 'execute_code', { language: at64('l'), code: 'print(1)' }),
+        callWith(6, 'get_execution_log', { execution_id: at64('e') }),
+        callWith(7, 'list_sessions', {}),
+      ];
+      const notes = [];
+      for (const text of texts) {
+        const m = await ask(s, text);
+        const id = JSON.parse(text).id;
+        assert.equal(m.id, id, `answer to ${id}: ${JSON.stringify(m).slice(0, 300)}`);
+        const message = m.error?.message ?? m.result?.content?.[0]?.text ?? '';
+        assert.ok(!message.includes('\ufffd'), `answer to ${id} holds a cut character: ${message.slice(0, 200)}`);
+        notes.push(`${id}:${m.error ? m.error.code : m.result.isError ? 'isError' : 'ok'}`);
+      }
+      await alive(s, 'after-cuts');
+      return notes.join(' ');
+    } finally {
+      await stop(s);
+    }
+  });
+
 kase('huge and odd ids (2^64, 1e308, -0, 1.5, 10,000-char string, object, array, bool)',
   'valid ids echoed exactly; invalid ids -32600 (or -32700 for out-of-range numbers); never a crash', async () => {
     const s = startRaw(freshState('cg-corpus-raw-'));

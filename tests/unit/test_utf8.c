@@ -1,5 +1,5 @@
 /*  Unit tests: cg_utf8_clean keeps every well-formed character and replaces only invalid
-    bytes and NULs with U+FFFD. */
+    bytes and NULs with U+FFFD; cg_utf8_prefix never ends an excerpt inside a character. */
 #include "../../bridge/cg_utf8.h"
 #include "../../bridge/cg_util.h"
 #include "cg_test.h"
@@ -18,9 +18,29 @@ s_case (const char *name, const char *in, size_t in_len, const char *expected)
     s_passes++;
 }
 
+static void
+s_prefix (const char *name, const char *in, size_t max, int expected)
+{
+    int got = cg_utf8_prefix (in, max);
+    CHECK (got == expected, "%s: got %d, expected %d", name, got, expected);
+    s_passes++;
+}
+
 int
 main (void)
 {
+    s_prefix ("short ASCII whole", "abc", 64, 3);
+    s_prefix ("ASCII cut at MAX", "abcdef", 4, 4);
+    s_prefix ("two-byte character not split", "abc\xC3\xA9", 4, 3);
+    s_prefix ("two-byte character whole", "abc\xC3\xA9", 5, 5);
+    s_prefix ("four-byte character not split", "a\xF0\x9F\x98\x80z", 4, 1);
+    s_prefix ("four-byte character whole", "a\xF0\x9F\x98\x80z", 5, 5);
+    s_prefix ("a stray byte counts as one",
+              "a\xFF"
+              "b",
+              2, 2);
+    s_prefix ("empty", "", 8, 0);
+    s_prefix ("MAX 0", "abc", 0, 0);
     s_case ("plain ASCII", "hello", 5, "hello");
     s_case ("valid multi-byte kept", "h\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 10,
             "h\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
