@@ -114,6 +114,28 @@ s_look_at (cg_instance_t *self, const char *instances_dir, const char *entry, ch
     s_reap_instance (self->backend, instances_dir, entry);
 }
 
+//  Whether instance NAME still has its state in INSTANCES_DIR (ARG): a live server's, or
+//  one kept for the next server. A sandbox of any other instance belongs to nobody.
+static bool
+s_owned (const char *name, void *instances_dir)
+{
+    cleanup_free char *dir = cg_strdupf ("%s/%s", (const char *)instances_dir, name);
+    struct stat st;
+    return lstat (dir, &st) == 0;
+}
+
+//  Removes the sandboxes of instances whose state is gone. Returns how many.
+static int
+s_reap_unowned (cg_backend_t *backend, const char *instances_dir)
+{
+    cg_error_t *err = NULL;
+    int removed = cg_container_remove_unowned (backend, s_owned, CG_UNCONST (instances_dir), &err);
+    if (removed < 0)
+        cg_log (1, "clean up sandboxes of gone instances: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    return removed > 0 ? removed : 0;
+}
+
 cg_instance_t *
 cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **err)
 {
@@ -136,6 +158,7 @@ cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **
                 s_look_at (self, instances_dir, entry->d_name, name);
         closedir (dir);
     }
+    s_reap_unowned (backend, instances_dir);
     if (name[0])
         cg_log (2, "taking over instance %s and the sessions it kept", name);
     else
@@ -233,7 +256,7 @@ cg_instance_sweep (cg_instance_t *self)
             close (fd);
     }
     closedir (dir);
-    return reaped;
+    return reaped + s_reap_unowned (self->backend, self->instances_dir);
 }
 
 json_t *

@@ -168,4 +168,17 @@ int cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_er
     a crashed server left). Returns how many were removed, or -1 with *err set. */
 int cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t **err);
 
+/*  Answers whether server instance INSTANCE (12 hex) is alive or kept, so that its
+    sandboxes must stay. */
+typedef bool (cg_container_owned_fn) (const char *instance, void *arg);
+
+/*  Finds every container of this backend named for a server instance ("cg-<12 hex>-…", in
+    the runtime's list or as a state entry it left half-made) and removes, as
+    cg_container_remove_orphans does, all of each instance for which OWNED (ARG) answers
+    false: what a server killed mid-create leaves when its create completes after its
+    instance's state was already swept. Returns how many containers were removed, or -1
+    with *err set. */
+int cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, void *arg,
+                                 cg_error_t **err);
+
 #endif

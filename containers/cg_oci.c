@@ -814,3 +814,58 @@ cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t 
     s_remove_half_made (self, prefix);
     return removed;
 }
+
+//  Adds the instance of container ID (or runtime state entry) to SET when ID is named
+//  for one: "cg-" + 12 hex + "-".
+static void
+s_note_instance (json_t *set, const char *id)
+{
+    if (!id || strncmp (id, "cg-", 3) != 0 || strlen (id) < 16 || id[15] != '-')
+        return;
+    char instance[13];
+    memcpy (instance, id + 3, 12);
+    instance[12] = '\0';
+    if (strspn (instance, "0123456789abcdef") == 12)
+        json_object_set_new (set, instance, json_true ());
+}
+
+int
+cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, void *arg,
+                             cg_error_t **err)
+{
+    cleanup_free char *out = NULL;
+    if (s_runtime (self, &out, NULL, err, "list", "--format", "json", NULL) < 0)
+        return -1;
+    json_t *set = json_object ();
+    json_t *list = json_loads (out, 0, NULL);
+    size_t i;
+    json_t *item;
+    json_array_foreach (list, i, item)
+        s_note_instance (set, json_string_value (json_object_get (item, "id")));
+    json_decref (list);
+    DIR *dir = opendir (self->runtime_root);
+    struct dirent *entry;
+    while (dir && (entry = readdir (dir)))
+        s_note_instance (set, entry->d_name);
+    if (dir)
+        closedir (dir);
+    int removed = 0;
+    const char *instance;
+    json_t *value;
+    json_object_foreach (set, instance, value)
+    {
+        if (owned (instance, arg))
+            continue;
+        cleanup_free char *prefix = cg_strdupf ("cg-%s-", instance);
+        int n = cg_container_remove_orphans (self, prefix, err);
+        if (n < 0) {
+            json_decref (set);
+            return -1;
+        }
+        cg_log (2, "removed %d sandbox(es) of instance %s, whose state was already gone", n,
+                instance);
+        removed += n;
+    }
+    json_decref (set);
+    return removed;
+}

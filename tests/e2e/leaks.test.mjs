@@ -327,3 +327,31 @@ test('cgroups, processes and runtime state a killed create left, which runc no l
     fs.rmSync(state, { recursive: true, force: true });
   }
 });
+
+test('sandboxes whose instance state is already gone (a create that completed after its sweep) are removed at the next start', async () => {
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-leaks-'));
+  const pair = await startKilledPair(state);
+  await killPair(pair);
+  await sleep(500);
+  // What a sweep that ran before the killed server's last `runc run` completed leaves: the
+  // containers, with no instance directory naming them. The directory moves aside (its
+  // workspace mounts move with it) instead of being swept, so that the test can unmount them.
+  const aside = path.join(state, `aside-${pair.instance}`);
+  fs.renameSync(path.join(state, 'instances', pair.instance), aside);
+  const before = leftovers(state, pair.instance);
+  assert.ok(before.containers.length >= 3 && before.cgroups.length > 0 && before.processes.length > 0,
+    `the planted state: ${JSON.stringify(before)}`);
+
+  const next = startRawServer(state);
+  next.send(INIT);
+  await next.next();
+  assert.deepEqual(await settle(state, pair.instance, {}, 15000), EMPTY, 'sandboxes of a gone instance are left');
+  const r = await rawCall(next, 1, { language: 'python', code: 'print(6 * 7)' });
+  assert.equal(r.result.structuredContent.stdout, '42\n', next.stderr());
+  await stopRaw(next);
+  for (const line of (readText('/proc/self/mountinfo') ?? '').split('\n').reverse()) {
+    const point = (line.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+    if (point.startsWith(aside + '/')) execFileSync('umount', [point]);
+  }
+  fs.rmSync(state, { recursive: true, force: true });
+});
