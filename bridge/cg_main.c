@@ -15,6 +15,7 @@
 #include <czmq.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +98,28 @@ s_sandbox_limits (const cg_config_t *config)
                                  .npm_mirror = config->npm_mirror};
 }
 
+//  Each live session holds a few dozen descriptors and ZeroMQ sockets (a kernel's five
+//  channels, their monitors, the session actor's pipes). The soft RLIMIT_NOFILE (often
+//  1024) and czmq's default of 1024 sockets would stop a server at about 50 sessions
+//  ("Too many open files"): raise the first to the hard limit and the second to match,
+//  before any socket exists.
+static void
+s_raise_socket_limits (void)
+{
+    struct rlimit nofile = {1024, 1024};
+    if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        if (setrlimit (RLIMIT_NOFILE, &nofile) < 0)
+            getrlimit (RLIMIT_NOFILE, &nofile);
+    }
+    size_t sockets = zsys_socket_limit ();
+    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < sockets)
+        sockets = (size_t)nofile.rlim_cur;
+    zsys_set_max_sockets (sockets);
+    cg_log (3, "open files: up to %llu; ZeroMQ sockets: up to %zu",
+            (unsigned long long)nofile.rlim_cur, sockets);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -174,6 +197,7 @@ main (int argc, char **argv)
     mallopt (M_ARENA_MAX, 2);
     zsys_init ();
     zsys_set_logstream (stderr);
+    s_raise_socket_limits ();
 
     if (config.workspace_mb == 0)
         cg_log (1,

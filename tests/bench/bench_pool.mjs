@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { callExec, sc, sleep, startServer } from '../e2e/lib.mjs';
+import { fmt, pct } from './stats.mjs';
 
 const RUNS = Number(process.argv[2] || 50);
 const BURST = Number(process.argv[3] || 20);
@@ -29,11 +30,6 @@ const CASES = [
   { name: 'new python session', language: 'python', code: 'print(1)', session: true },
 ];
 
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-};
-const fmt = (xs) => `p50 ${pct(xs, 50).toFixed(1)}  p95 ${pct(xs, 95).toFixed(1)}  p99 ${pct(xs, 99).toFixed(1)} ms (n=${xs.length})`;
 // Counts the pool's "ready" lines as they arrive: stderrText() keeps only the log's tail,
 // so counting in it undercounts once a long run has logged more than that.
 const ready = new Map(); // server -> { python: n, javascript: n, bash: n }
