@@ -181,11 +181,78 @@ s_wait (s_command_t *c)
     }
 }
 
+struct cg_command_waiter_t {
+    pid_t helper;              /* the runtime's exec process */
+    int in_fd, out_fd, err_fd; /* our ends of its stdin, stdout and stderr */
+};
+
+//  Starts ARGV in SANDBOX as a command with pipes for its standard streams. Returns the
+//  runtime's process and sets *W's fds, or -1 with *err set.
+static pid_t
+s_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const char *const *argv,
+         cg_command_waiter_t *w, cg_error_t **err)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+    if (pipe2 (in, O_CLOEXEC) < 0 || pipe2 (out, O_CLOEXEC) < 0 || pipe2 (errp, O_CLOEXEC) < 0) {
+        cg_error_set (err, errno, "pipe: %s", strerror (errno));
+        s_close (&in[0]), s_close (&in[1]), s_close (&out[0]), s_close (&out[1]),
+            s_close (&errp[0]);
+        return -1;
+    }
+    cg_exec_spec_t spec = {.argv = argv,
+                           .env = cg_sandbox_base_env (),
+                           .cwd = CG_WORKSPACE_MOUNT,
+                           .stdin_fd = in[0],
+                           .stdout_fd = out[1],
+                           .stderr_fd = errp[1]};
+    pid_t helper = cg_container_exec (backend, sandbox, &spec, err);
+    s_close (&in[0]), s_close (&out[1]), s_close (&errp[1]);
+    if (helper < 0) {
+        s_close (&in[1]), s_close (&out[0]), s_close (&errp[0]);
+        return -1;
+    }
+    fcntl (in[1], F_SETFL, O_NONBLOCK);
+    fcntl (out[0], F_SETFL, O_NONBLOCK);
+    fcntl (errp[0], F_SETFL, O_NONBLOCK);
+    *w = (cg_command_waiter_t){helper, in[1], out[0], errp[0]};
+    return helper;
+}
+
+cg_command_waiter_t *
+cg_command_prestart (cg_backend_t *backend, const cg_sandbox_t *sandbox, cg_error_t **err)
+{
+    //  `read` takes the line byte by byte from the pipe: the rest is the script's stdin.
+    const char *argv[] = {"/bin/bash", "-c", "IFS= read -r script && exec /bin/bash \"$script\"",
+                          NULL};
+    cg_command_waiter_t w;
+    if (s_start (backend, sandbox, argv, &w, err) < 0)
+        return NULL;
+    cg_command_waiter_t *self = cg_xmalloc (sizeof *self);
+    *self = w;
+    return self;
+}
+
+void
+cg_command_waiter_destroy (cg_command_waiter_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_command_waiter_t *self = *self_p;
+    s_close (&self->in_fd), s_close (&self->out_fd), s_close (&self->err_fd);
+    int status;
+    if (waitpid (self->helper, &status, WNOHANG) == 0) {
+        kill (self->helper, SIGKILL);
+        waitpid (self->helper, &status, 0);
+    }
+    free (self);
+    *self_p = NULL;
+}
+
 cg_exec_end_t
 cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t *keep,
                 size_t keep_count, const char *code, const char *stdin_text, int64_t deadline_us,
                 zsock_t *control, cg_control_cb *control_cb, void *arg, cg_run_t *run,
-                int *exit_code, cg_error_t **err)
+                cg_command_waiter_t **waiter, int *exit_code, cg_error_t **err)
 {
     *exit_code = -1;
     //  The script goes through a file in the run dir (read-only inside; read by bash,
@@ -196,46 +263,37 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
     cleanup_free char *inside_script = cg_strdupf (CG_RUN_MOUNT "/%s.sh", name);
     if (cg_write_file (host_script, code, strlen (code), 0644, err) < 0)
         return CG_EXEC_FAILED;
-
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
-    if (pipe2 (in, O_CLOEXEC) < 0 || pipe2 (out, O_CLOEXEC) < 0 || pipe2 (errp, O_CLOEXEC) < 0) {
-        cg_error_set (err, errno, "pipe: %s", strerror (errno));
-        s_close (&in[0]), s_close (&in[1]), s_close (&out[0]), s_close (&out[1]),
-            s_close (&errp[0]);
-        unlink (host_script);
-        return CG_EXEC_FAILED;
-    }
-    const char *argv[] = {"/bin/bash", inside_script, NULL};
-    cg_exec_spec_t spec = {.argv = argv,
-                           .env = cg_sandbox_base_env (),
-                           .cwd = CG_WORKSPACE_MOUNT,
-                           .stdin_fd = in[0],
-                           .stdout_fd = out[1],
-                           .stderr_fd = errp[1]};
+    cg_command_waiter_t w;
+    cleanup_free char *input = NULL;
     run->started_us = cg_now_us ();
-    pid_t helper = cg_container_exec (backend, sandbox, &spec, err);
-    s_close (&in[0]), s_close (&out[1]), s_close (&errp[1]);
-    if (helper < 0) {
-        s_close (&in[1]), s_close (&out[0]), s_close (&errp[0]);
-        unlink (host_script);
-        return CG_EXEC_FAILED;
+    if (waiter && *waiter) {
+        //  The prestarted bash reads the script's path first, then the script's stdin.
+        w = **waiter;
+        cg_log (3, "one-shot bash in %s: the prestarted bash runs it", sandbox->id);
+        free (*waiter);
+        *waiter = NULL;
+        input = cg_strdupf ("%s\n%s", inside_script, stdin_text ? stdin_text : "");
+        stdin_text = input;
     }
-    int pidfd = (int)syscall (SYS_pidfd_open, helper, 0);
-    fcntl (in[1], F_SETFL, O_NONBLOCK);
-    fcntl (out[0], F_SETFL, O_NONBLOCK);
-    fcntl (errp[0], F_SETFL, O_NONBLOCK);
-    //  A command that stops reading its stdin gives EPIPE (cg_main ignores SIGPIPE).
-    if (!stdin_text)
-        s_close (&in[1]);
-
+    else {
+        const char *argv[] = {"/bin/bash", inside_script, NULL};
+        if (s_start (backend, sandbox, argv, &w, err) < 0) {
+            unlink (host_script);
+            return CG_EXEC_FAILED;
+        }
+        //  A command that stops reading its stdin gives EPIPE (cg_main ignores SIGPIPE).
+        if (!stdin_text)
+            s_close (&w.in_fd);
+    }
+    int pidfd = (int)syscall (SYS_pidfd_open, w.helper, 0);
     s_command_t c = {.backend = backend,
                      .sandbox = sandbox,
                      .keep = keep,
                      .keep_count = keep_count,
-                     .helper = helper,
+                     .helper = w.helper,
                      .pidfd = pidfd,
-                     .in_fd = in[1],
-                     .pipes = {{out[0], &run->out}, {errp[0], &run->err}},
+                     .in_fd = w.in_fd,
+                     .pipes = {{w.out_fd, &run->out}, {w.err_fd, &run->err}},
                      .stdin_text = stdin_text,
                      .stdin_len = stdin_text ? strlen (stdin_text) : 0,
                      .deadline_us = deadline_us,
@@ -250,8 +308,8 @@ cg_command_run (cg_backend_t *backend, const cg_sandbox_t *sandbox, const pid_t 
     if (pidfd >= 0)
         close (pidfd);
     if (!c.exited) {
-        kill (helper, SIGKILL);
-        waitpid (helper, &c.status, 0);
+        kill (w.helper, SIGKILL);
+        waitpid (w.helper, &c.status, 0);
     }
     unlink (host_script);
     if (WIFEXITED (c.status))

@@ -125,7 +125,9 @@ s_warm (s_runner_t *self)
     setpriority (PRIO_PROCESS, 0, S_POOL_NICE);
     cg_error_t *err = NULL;
     int rc = s_ensure_session (self, &err);
-    if (rc == 0 && strcmp (self->args.language, "bash") != 0) {
+    if (rc == 0 && strcmp (self->args.language, "bash") == 0)
+        rc = cg_session_prestart_command (self->session, &err);
+    else if (rc == 0) {
         cg_kernel_t *kernel = cg_session_kernel (self->session, self->args.language, &err);
         rc = kernel ? 0 : -1;
         if (kernel && self->args.preload

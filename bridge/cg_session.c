@@ -186,6 +186,7 @@ cg_session_destroy (cg_session_t **self_p)
     if (!self_p || !*self_p)
         return;
     cg_session_t *self = *self_p;
+    cg_command_waiter_destroy (&self->waiter);
     for (int i = 0; i < MAX_KERNELS; i++) {
         cg_kernel_destroy (&self->kernels[i]);
         cg_kernel_spec_destroy (&self->specs[i]);
@@ -203,6 +204,7 @@ void
 cg_session_free_ (cg_session_t **self_p)
 {
     cg_session_t *self = *self_p;
+    cg_command_waiter_destroy (&self->waiter);
     for (int i = 0; i < MAX_KERNELS; i++) {
         cg_kernel_keep (&self->kernels[i]);
         cg_kernel_spec_destroy (&self->specs[i]);
@@ -232,6 +234,14 @@ s_kernel_index (cg_session_t *self, const char *language, bool create)
         if (!self->specs[i])
             return i;
     return -1;
+}
+
+int
+cg_session_prestart_command (cg_session_t *self, cg_error_t **err)
+{
+    if (!self->waiter)
+        self->waiter = cg_command_prestart (self->backend, &self->sandbox, err);
+    return self->waiter ? 0 : -1;
 }
 
 cg_kernel_t *
@@ -714,7 +724,7 @@ s_run_command (cg_session_t *self, const cg_exec_request_t *request, zsock_t *co
     int64_t deadline = cg_now_us () + (int64_t)(request->timeout_s * 1e6);
     cg_exec_end_t end = cg_command_run (self->backend, &self->sandbox, keep, count, request->code,
                                         request->stdin_text, deadline, control, control_cb, arg,
-                                        run, &exit_code, &err);
+                                        run, &self->waiter, &exit_code, &err);
     s_fill_run (self, request, outcome, run);
     if (end == CG_EXEC_FAILED) {
         cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_SANDBOX,

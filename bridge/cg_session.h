@@ -95,6 +95,10 @@ cg_outcome_t *cg_session_execute (cg_session_t *self, const cg_exec_request_t *r
     session), or NULL with *err set. */
 cg_kernel_t *cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err);
 
+/*  Starts, in SELF's running sandbox, a bash that waits for the first one-shot command
+    (cg_command_prestart); that command then runs in it. Returns 0, or -1 with *err set. */
+int cg_session_prestart_command (cg_session_t *self, cg_error_t **err);
+
 /*  What the server shows of SELF: the host pid of LANGUAGE's kernel in *PID (0 when it
     does not run) and the sandbox's memory use in *MEMORY_MB (-1 when unknown). */
 void cg_session_report (cg_session_t *self, const char *language, long *pid, double *memory_mb);

@@ -5,6 +5,7 @@
 #ifndef CG_SESSION_INT_H
 #define CG_SESSION_INT_H
 
+#include "cg_command.h"
 #include "cg_kernelspec.h"
 #include "cg_session.h"
 #include "../artifacts/cg_workspace.h"
@@ -31,6 +32,7 @@ struct cg_session_t {
     long oom_kills; /* OOM kills counted so far, -1 when unknown */
     cg_kernel_spec_t *specs[MAX_KERNELS];
     cg_kernel_t *kernels[MAX_KERNELS];
+    cg_command_waiter_t *waiter; /* a bash waiting for the first command, or NULL */
 };
 
 /*  A session's paths in SESSIONS_DIR/SLOT (NULL: a new random slot) and its sandbox's
