@@ -162,6 +162,20 @@ main (int argc, char **argv)
         cg_config_clear (&config);
         return 2;
     }
+    //  Every sandbox is a runc container made as root; as another user the first mkdir or
+    //  chown would fail with a bare "Permission denied" (issue 14 adds a rootless backend).
+    if (geteuid () != 0) {
+        fprintf (stderr,
+                 "cellgate %s: sandboxes need root in this build: the OCI backend runs runc as "
+                 "root, and this process runs as uid %u. A backend for normal users (user "
+                 "namespaces) is not built yet. Run cellgate as root; from a stdio MCP client "
+                 "that means e.g. 'claude mcp add cellgate -- sudo -n /path/to/cellgate mcp' "
+                 "with a sudoers rule that asks no password (a stdio client cannot answer a "
+                 "password prompt).\n",
+                 command, (unsigned)geteuid ());
+        cg_config_clear (&config);
+        return 2;
+    }
     int pool_sizes[CG_POOL_LANGUAGES];
     char *preload = NULL;
     if (cg_pool_parse (config.pool, pool_sizes, &err) < 0
