@@ -9,10 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define S_NO_IMAGE                                                                             \
-    "a sandbox is the host's /usr mounted read-only in an empty root, not an image (kernels: " \
-    "--kernels-dir)"
-
 //  Seed 004's section 5 table, then seed 002's Configuration. Every target is a row of
 //  cg_config's option table (unit_aliases checks it).
 static const cg_alias_t s_aliases[] = {
@@ -25,7 +21,7 @@ static const cg_alias_t s_aliases[] = {
     {"SANDBOX_MAX_OUTPUT_BYTES", "CELLGATE_MAX_OUTPUT_BYTES", CG_ALIAS_SAME, NULL},
     {"SANDBOX_MAX_CODE_BYTES", "CELLGATE_MAX_CODE_BYTES", CG_ALIAS_SAME, NULL},
     {"SANDBOX_HTTP_PORT", "CELLGATE_HTTP_LISTEN", CG_ALIAS_PORT, NULL},
-    {"SANDBOX_IMAGE", NULL, CG_ALIAS_SAME, S_NO_IMAGE},
+    {"SANDBOX_IMAGE", "CELLGATE_IMAGE", CG_ALIAS_SAME, NULL},
     {"SANDBOX_MAX_SESSIONS", "CELLGATE_MAX_SESSIONS", CG_ALIAS_SAME, NULL},
     {"SANDBOX_CLEANUP_INTERVAL_M", "CELLGATE_CLEANUP_INTERVAL_M", CG_ALIAS_SAME, NULL},
     {"SANDBOX_LOG_LEVEL", "CELLGATE_LOG_LEVEL", CG_ALIAS_SAME, NULL},
@@ -33,7 +29,7 @@ static const cg_alias_t s_aliases[] = {
     {"SANDBOX_LOG_FORMAT", "CELLGATE_LOG_FORMAT", CG_ALIAS_SAME, NULL},
     {"CODEXEC_SANDBOX_MODE", NULL, CG_ALIAS_SAME,
      "code always runs in an OCI sandbox (seed 002's docker mode); there is no subprocess mode"},
-    {"CODEXEC_DOCKER_IMAGE", NULL, CG_ALIAS_SAME, S_NO_IMAGE},
+    {"CODEXEC_DOCKER_IMAGE", "CELLGATE_IMAGE", CG_ALIAS_SAME, NULL},
     {"CODEXEC_SANDBOX_DIR", NULL, CG_ALIAS_SAME,
      "code runs in its session's workspace, " CG_WORKSPACE_MOUNT ", kept under --state-dir"},
     {"CODEXEC_DEFAULT_TIMEOUT_MS", "CELLGATE_DEFAULT_TIMEOUT", CG_ALIAS_MS, NULL},

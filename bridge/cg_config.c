@@ -30,6 +30,17 @@ static const cg_config_option_t s_options[] = {
      0, "where sandboxes, workspaces and runtime state live"},
     {"--scripts-dir", "CELLGATE_SCRIPTS_DIR", CG_CONFIG_STRING, OFF (scripts_dir), NULL, 0, 0,
      "the saved-script library (save_script, run_script; default <state-dir>/scripts)"},
+    {"--backend", "CELLGATE_BACKEND", CG_CONFIG_STRING, OFF (backend), "auto", 0, 0,
+     "sandbox backend: oci (runc or crun, as root), docker (the Docker Engine API, Podman's "
+     "too, running --image) or auto (oci as root when a runtime works, else docker when its "
+     "socket answers)"},
+    {"--image", "CELLGATE_IMAGE", CG_CONFIG_STRING, OFF (image), NULL, 0, 0,
+     "the sandbox image the docker backend runs (SANDBOX_IMAGE)"},
+    {"--docker-host", "CELLGATE_DOCKER_HOST", CG_CONFIG_STRING, OFF (docker_host), NULL, 0, 0,
+     "the docker backend's engine: unix:///path (default $DOCKER_HOST, else "
+     "unix:///var/run/docker.sock) or tcp://host:port"},
+    {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_STRING, OFF (docker_tcp), "off", 0, 0,
+     "on: allow a tcp:// docker host (plain HTTP, no TLS: whoever reaches it is root there)"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
      "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), a name found on PATH (runc, "
      "crun) or a path to either (/usr/sbin/runc, ./runc)"},
@@ -463,6 +474,12 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         && strcmp (self->save_displays, "none"))
         return cg_error_set (err, EINVAL, "--save-displays: '%s' is not figures, all or none",
                              self->save_displays);
+    if (strcmp (self->backend, "auto") && strcmp (self->backend, "oci")
+        && strcmp (self->backend, "docker"))
+        return cg_error_set (err, EINVAL, "--backend: '%s' is not oci, docker or auto",
+                             self->backend);
+    if (strcmp (self->docker_tcp, "on") && strcmp (self->docker_tcp, "off"))
+        return cg_error_set (err, EINVAL, "--docker-tcp: '%s' is not on or off", self->docker_tcp);
     if (strcmp (self->keep_sessions, "on") && strcmp (self->keep_sessions, "off"))
         return cg_error_set (err, EINVAL, "--keep-sessions: '%s' is not on or off",
                              self->keep_sessions);
@@ -485,6 +502,11 @@ cg_config_clear (cg_config_t *self)
     free (self->state_dir);
     free (self->scripts_dir);
     free (self->runtime);
+    free (self->backend);
+    free (self->image);
+    free (self->docker_host);
+    free (self->docker_tcp);
+    self->backend = self->image = self->docker_host = self->docker_tcp = NULL;
     free (self->kernels_dir);
     free (self->http_listen);
     free (self->tool_profile);

@@ -12,6 +12,10 @@ typedef struct {
     char *state_dir;   /* containers' bundles, workspaces, runtime dirs */
     char *scripts_dir; /* the saved-script library; NULL: <state_dir>/scripts */
     char *runtime;     /* "auto", a name looked up on PATH, or a path */
+    char *backend;     /* "auto", "oci" or "docker" */
+    char *image;       /* the docker backend's sandbox image, or NULL */
+    char *docker_host; /* unix:///path or tcp://host:port, or NULL */
+    char *docker_tcp;  /* "on": a tcp:// docker host is allowed */
     char *kernels_dir; /* kernel specs: <dir>/<language>/kernel.json */
     int memory_mb;     /* per sandbox, swap included */
     double cpus;

@@ -2,6 +2,7 @@
     `cellgate kernel` starts one sandboxed kernel and prints its connection file (for
     benchmarks and Jupyter clients); `cellgate help` says so (cg_help). */
 #include "../containers/cg_container.h"
+#include "../containers/cg_docker.h"
 #include "../mcp/cg_mcp.h"
 #include "cg_config.h"
 #include "cg_fault.h"
@@ -83,7 +84,11 @@ s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_
 static cg_sandbox_limits_t
 s_sandbox_limits (const cg_config_t *config)
 {
-    return (cg_sandbox_limits_t){.runtime = config->runtime,
+    return (cg_sandbox_limits_t){.backend = config->backend,
+                                 .image = config->image,
+                                 .docker_host = config->docker_host,
+                                 .docker_tcp = strcmp (config->docker_tcp, "on") == 0,
+                                 .runtime = config->runtime,
                                  .state_dir = config->state_dir,
                                  .kernels_dir = config->kernels_dir,
                                  .memory_mb = config->memory_mb,
@@ -138,6 +143,9 @@ main (int argc, char **argv)
         return 0;
     }
     const char *command = argv[1];
+    //  The Docker backend's exec helper (cg_docker.h), started by the server itself.
+    if (strcmp (command, "docker-exec") == 0)
+        return cg_docker_exec_main (argc, argv);
     if (strcmp (command, "mcp") != 0 && strcmp (command, "kernel") != 0) {
         fprintf (stderr, "cellgate: unknown command '%s' (try cellgate help)\n", command);
         return 2;
@@ -164,7 +172,7 @@ main (int argc, char **argv)
     }
     //  Every sandbox is a runc container made as root; as another user the first mkdir or
     //  chown would fail with a bare "Permission denied" (issue 14 adds a rootless backend).
-    if (geteuid () != 0) {
+    if (geteuid () != 0 && strcmp (config.backend, "docker") != 0) {
         fprintf (stderr,
                  "cellgate %s: sandboxes need root in this build: the OCI backend runs runc as "
                  "root, and this process runs as uid %u. A backend for normal users (user "

@@ -4,10 +4,12 @@
 #include "../bridge/cg_util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,4 +100,142 @@ cg_cgroup_remove_prefix (const char *prefix)
         }
     closedir (root);
     return removed;
+}
+
+static long
+s_read_long (const char *path)
+{
+    cleanup_free char *text = cg_read_file (path, 4096, NULL, NULL);
+    return text ? atol (text) : -1;
+}
+
+static long
+s_read_key (const char *path, const char *key)
+{
+    cleanup_free char *text = cg_read_file (path, 65536, NULL, NULL);
+    if (!text)
+        return -1;
+    size_t key_len = strlen (key);
+    for (char *line = text; line && *line;
+         line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+        if (strncmp (line, key, key_len) == 0 && line[key_len] == ' ')
+            return atol (line + key_len + 1);
+    return -1;
+}
+
+char *
+cg_cgroup_memory_dir_of (pid_t pid, bool v2)
+{
+    cleanup_free char *path = cg_strdupf ("/proc/%ld/cgroup", (long)pid);
+    cleanup_free char *text = cg_read_file (path, 65536, NULL, NULL);
+    const char *want = v2 ? "0::" : ":memory:";
+    for (char *line = text; line && *line;) {
+        char *next = strchr (line, '\n');
+        if (next)
+            *next++ = '\0';
+        //  Lines are "ID:CONTROLLERS:PATH"; the unified one is "0::PATH".
+        char *at = v2 ? (strncmp (line, want, 3) == 0 ? line : NULL) : strstr (line, want);
+        if (at) {
+            const char *rel = at + strlen (want);
+            if (*rel == '/' && !strstr (rel, "/../"))
+                return v2 ? cg_strdupf (S_CGROUP_ROOT "%s", rel)
+                          : cg_strdupf (S_CGROUP_ROOT "/memory%s", rel);
+        }
+        line = next;
+    }
+    return NULL;
+}
+
+int
+cg_cgroup_renice (const char *dir, bool v2, int nice)
+{
+    cleanup_free char *path = cg_strdupf ("%s/%s", dir, v2 ? "cgroup.threads" : "tasks");
+    cleanup_free char *text = cg_read_file (path, 1 << 20, NULL, NULL);
+    int count = 0;
+    for (char *line = text; line && *line;
+         line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+        if (atol (line) > 0 && setpriority (PRIO_PROCESS, (id_t)atol (line), nice) == 0)
+            count++;
+    return count;
+}
+
+int
+cg_cgroup_stats (const char *dir, bool v2, const char *id, cg_container_stats_t *stats,
+                 cg_error_t **err)
+{
+    cleanup_free char *usage =
+        cg_strdupf ("%s/%s", dir, v2 ? "memory.current" : "memory.usage_in_bytes");
+    cleanup_free char *peak =
+        cg_strdupf ("%s/%s", dir, v2 ? "memory.peak" : "memory.max_usage_in_bytes");
+    cleanup_free char *events =
+        cg_strdupf ("%s/%s", dir, v2 ? "memory.events" : "memory.oom_control");
+    long current = s_read_long (usage);
+    if (current < 0)
+        return cg_error_set (err, ENOENT, "stats %s: no memory cgroup at %s", id, dir);
+    long high = s_read_long (peak);
+    stats->memory_mb = (double)current / (1024.0 * 1024.0);
+    stats->memory_peak_mb = (double)(high > current ? high : current) / (1024.0 * 1024.0);
+    stats->oom_kills = s_read_key (events, "oom_kill");
+    return 0;
+}
+
+void
+cg_cgroup_peak_begin (const char *dir, bool v2, cg_container_peak_t *peak)
+{
+    *peak = (cg_container_peak_t){.fd = -1};
+    cleanup_free char *path =
+        cg_strdupf ("%s/%s", dir, v2 ? "memory.peak" : "memory.max_usage_in_bytes");
+    int fd = open (path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    //  v1: "0" resets the cgroup's high-water mark; v2: any text resets this fd's.
+    const char *reset = v2 ? "reset\n" : "0\n";
+    peak->reset = write (fd, reset, strlen (reset)) > 0;
+    if (v2 && peak->reset)
+        peak->fd = fd;
+    else
+        close (fd);
+}
+
+double
+cg_cgroup_peak_end (const char *dir, bool v2, cg_container_peak_t *peak)
+{
+    double mb = -1;
+    char text[32];
+    ssize_t got = peak->fd >= 0 ? pread (peak->fd, text, sizeof text - 1, 0) : -1;
+    if (got > 0) {
+        text[got] = '\0';
+        mb = (double)atol (text) / (1024.0 * 1024.0);
+    }
+    else {
+        cg_container_stats_t stats = {.oom_kills = -1};
+        if (dir && cg_cgroup_stats (dir, v2, "", &stats, NULL) == 0)
+            mb = stats.memory_peak_mb;
+        else
+            peak->reset = false;
+    }
+    if (peak->fd >= 0)
+        close (peak->fd);
+    peak->fd = -1;
+    return mb;
+}
+
+int
+cg_cgroup_signal_members (const char *dir, pid_t init, int signal, const pid_t *keep,
+                          size_t keep_count)
+{
+    cleanup_free char *path = cg_strdupf ("%s/cgroup.procs", dir);
+    cleanup_free char *text = cg_read_file (path, 1 << 20, NULL, NULL);
+    int count = 0;
+    for (char *line = text; line && *line;) {
+        pid_t pid = (pid_t)strtol (line, &line, 10);
+        bool skip = pid <= 1 || pid == init;
+        for (size_t k = 0; k < keep_count && !skip; k++)
+            skip = keep[k] == pid;
+        if (!skip && kill (pid, signal) == 0)
+            count++;
+        while (*line == '\n')
+            line++;
+    }
+    return count;
 }

@@ -77,6 +77,7 @@ typedef struct {
 /*  What every sandbox of a backend gets, and where the backend keeps its files: the
     caller fills it from its own settings. */
 typedef struct {
+    const char *backend;     /* "auto", "oci" or "docker" (cg_backend_new) */
     const char *runtime;     /* "auto", a name looked up on PATH, or a path */
     const char *state_dir;   /* holds the runtime's state, the shared root and /etc */
     const char *kernels_dir; /* bound read-only at CG_KERNELS_MOUNT when it is a dir */
@@ -88,21 +89,31 @@ typedef struct {
     int fsize_mb;            /* RLIMIT_FSIZE */
     int sandbox_uid;         /* the unprivileged user every sandboxed process runs as */
     int sandbox_gid;
-    const char *wheelhouse; /* bound read-only at CG_WHEELHOUSE_MOUNT, or NULL */
-    const char *npm_mirror; /* bound read-only at CG_NPM_MIRROR_MOUNT, or NULL */
+    const char *wheelhouse;  /* bound read-only at CG_WHEELHOUSE_MOUNT, or NULL */
+    const char *npm_mirror;  /* bound read-only at CG_NPM_MIRROR_MOUNT, or NULL */
+    const char *image;       /* docker: the sandbox image, or NULL */
+    const char *docker_host; /* docker: unix://PATH or tcp://HOST:PORT, or NULL: DOCKER_HOST,
+                                else unix:///var/run/docker.sock */
+    bool docker_tcp;         /* docker: a tcp:// host is allowed (no TLS: root on it) */
 } cg_sandbox_limits_t;
 
-/*  Creates the backend named by LIMITS->runtime, preparing the shared read-only root
-    (under LIMITS->state_dir). LIMITS is copied; the strings it points to are borrowed
-    and must outlive the backend. Returns NULL with *err set when no usable runtime is
-    installed. */
+/*  Creates the backend LIMITS->backend names: "oci" (runc or crun as LIMITS->runtime says,
+    preparing the shared read-only root under LIMITS->state_dir), "docker" (the Docker
+    Engine API, Podman's included, at LIMITS->docker_host, running LIMITS->image) or "auto"
+    (NULL too): oci when this process is root and a runtime works, else docker when its
+    socket answers. Logs the choice and why. LIMITS is copied; the strings it points to are
+    borrowed and must outlive the backend. Returns NULL with *err set when the backend (for
+    auto: none) can run here, or the name is unknown (EINVAL). */
 cg_backend_t *cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err);
 
 /*  Destroys *self_p (not the containers) and sets it to NULL. */
 void cg_backend_destroy (cg_backend_t **self_p);
 
-/*  Returns the runtime in use, e.g. "runc". */
+/*  Returns the runtime in use, e.g. "runc", or "docker" for the Docker backend. */
 const char *cg_backend_name (cg_backend_t *self);
+
+/*  Returns the backend's kind: "oci" or "docker". Static. */
+const char *cg_backend_kind (cg_backend_t *self);
 
 /*  Returns the host directory of the shared package layer (<state_dir>/packages, made by
     cg_backend_new, writable by the sandbox user), bound read-only at CG_SHARED_SITE_MOUNT

@@ -2,7 +2,7 @@
     config.json written here (read-only root, no network, no capabilities, seccomp). */
 #define _GNU_SOURCE
 #include "cg_cgroup.h"
-#include "cg_container.h"
+#include "cg_backend_ops.h"
 #include "cg_runtime.h"
 #include "cg_seccomp.h"
 #include "../bridge/cg_fault.h"
@@ -28,17 +28,17 @@ extern char **environ;
 
 #define CGROUP_PARENT CG_CGROUP_PARENT
 
-struct cg_backend_t {
+typedef struct {
     cg_sandbox_limits_t limits; /* a copy; its strings are borrowed */
     char *runtime_path;         /* /usr/bin/runc or /usr/bin/crun */
     char *runtime_name;
-    char *runtime_root; /* the runtime's own state (--root) */
-    char *rootfs;       /* shared empty read-only root with mount points */
-    char *etc_dir;      /* shared synthetic /etc */
-    char *shared_site;  /* the shared package layer (<state_dir>/packages) */
-    bool cgroup_v2;     /* the host's cgroup layout is unified only */
-    bool memsw;         /* cgroup v1 swap accounting present */
-};
+    char *runtime_root;             /* the runtime's own state (--root) */
+    char *rootfs;                   /* shared empty read-only root with mount points */
+    char *etc_dir;                  /* shared synthetic /etc */
+    const char *const *shared_site; /* the shared package layer, or NULL (cg_backend.c's) */
+    bool cgroup_v2;                 /* the host's cgroup layout is unified only */
+    bool memsw;                     /* cgroup v1 swap accounting present */
+} cg_oci_t;
 
 //  --------------------------------------------------------------------------
 //  Running the runtime
@@ -100,7 +100,7 @@ s_run (char *const argv[], char **out, const char *detached_log, cg_error_t **er
 
 //  Runs the runtime with ARGS (NULL-terminated, after the global flags).
 static int
-s_runtime (cg_backend_t *self, char **out, const char *detached_log, cg_error_t **err, ...)
+s_runtime (cg_oci_t *self, char **out, const char *detached_log, cg_error_t **err, ...)
 {
     char *argv[20];
     int argc = 0;
@@ -153,7 +153,7 @@ s_write_text (const char *dir, const char *name, const char *text, cg_error_t **
 //  a Python toolchain needs (the dynamic loader's cache, fonts, matplotlib and Python
 //  defaults). No host secrets are copied.
 static int
-s_prepare_etc (cg_backend_t *self, cg_error_t **err)
+s_prepare_etc (cg_oci_t *self, cg_error_t **err)
 {
     cleanup_free char *fresh = cg_strdupf ("%s.new", self->etc_dir);
     if (cg_rm_rf (fresh, err) < 0 || cg_mkdir_p (fresh, 0755, err) < 0)
@@ -193,7 +193,7 @@ s_prepare_etc (cg_backend_t *self, cg_error_t **err)
 
 //  Builds the shared empty root: mount points, and the host's merged-/usr symlinks.
 static int
-s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
+s_prepare_rootfs (cg_oci_t *self, cg_error_t **err)
 {
     static const char *dirs[] = {"usr",
                                  "etc",
@@ -234,30 +234,10 @@ s_prepare_rootfs (cg_backend_t *self, cg_error_t **err)
     return 0;
 }
 
-int
-cg_container_site_prepare (const char *dir, int uid, int gid, cg_error_t **err)
-{
-    static const char *const parts[] = {"", "/python", "/node", "/node/node_modules", NULL};
-    for (int i = 0; parts[i]; i++) {
-        cleanup_free char *path = cg_strdupf ("%s%s", dir, parts[i]);
-        if (cg_mkdir_p (path, 0755, err) < 0)
-            return -1;
-        if (i > 0 && fchownat (AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
-            return cg_error_set (err, errno, "chown %s: %s", path, strerror (errno));
-    }
-    return 0;
-}
-
-const char *
-cg_backend_shared_site (cg_backend_t *self)
-{
-    return self->shared_site;
-}
-
 //  Finds the runtime the limits name and learns what it is from `--version`; warns when
 //  its version is known to lack security fixes.
 static int
-s_init_runtime (cg_backend_t *self, cg_error_t **err)
+s_init_runtime (cg_oci_t *self, cg_error_t **err)
 {
     self->runtime_path = cg_runtime_locate (self->limits.runtime, self->cgroup_v2, err);
     if (!self->runtime_path)
@@ -279,63 +259,53 @@ s_init_runtime (cg_backend_t *self, cg_error_t **err)
     return 0;
 }
 
-cg_backend_t *
-cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
+static void s_oci_destroy (void **impl_p);
+
+static void *
+s_oci_new (const cg_sandbox_limits_t *limits, const char *const *shared_site, cg_error_t **err)
 {
     struct statfs fs;
-    cg_backend_t *self = cg_xcalloc (1, sizeof *self);
+    cg_oci_t *self = cg_xcalloc (1, sizeof *self);
+    void *impl = self;
     self->limits = *limits;
+    self->shared_site = shared_site;
     self->cgroup_v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
     if (s_init_runtime (self, err) < 0) {
-        cg_backend_destroy (&self);
+        s_oci_destroy (&impl);
         return NULL;
     }
     self->runtime_root = cg_strdupf ("%s/runtime-%s", limits->state_dir, self->runtime_name);
     self->rootfs = cg_strdupf ("%s/rootfs", limits->state_dir);
     self->etc_dir = cg_strdupf ("%s/etc", limits->state_dir);
-    self->shared_site = cg_strdupf ("%s/packages", limits->state_dir);
     self->memsw = access ("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
     if (cg_mkdir_p (self->runtime_root, 0700, err) < 0 || s_prepare_rootfs (self, err) < 0
         || s_prepare_etc (self, err) < 0) {
         cg_error_wrap (err, "prepare sandbox root");
-        cg_backend_destroy (&self);
+        s_oci_destroy (&impl);
         return NULL;
-    }
-    //  Without the shared package layer (a user namespace cannot give it to the sandbox
-    //  user, say) sandboxes still run; global installs are then refused.
-    cg_error_t *site_err = NULL;
-    if (cg_container_site_prepare (self->shared_site, limits->sandbox_uid, limits->sandbox_gid,
-                                   &site_err)
-        < 0) {
-        cg_log (1, "shared package layer off (global install_package refused): %s",
-                cg_error_message (site_err));
-        cg_error_destroy (&site_err);
-        free (self->shared_site);
-        self->shared_site = NULL;
     }
     return self;
 }
 
-void
-cg_backend_destroy (cg_backend_t **self_p)
+static void
+s_oci_destroy (void **impl_p)
 {
-    if (!self_p || !*self_p)
+    if (!impl_p || !*impl_p)
         return;
-    cg_backend_t *self = *self_p;
+    cg_oci_t *self = *impl_p;
     free (self->runtime_path);
     free (self->runtime_name);
     free (self->runtime_root);
     free (self->rootfs);
     free (self->etc_dir);
-    free (self->shared_site);
     free (self);
-    *self_p = NULL;
+    *impl_p = NULL;
 }
 
-const char *
-cg_backend_name (cg_backend_t *self)
+static const char *
+s_oci_name (void *impl)
 {
-    return self->runtime_name;
+    return ((cg_oci_t *)impl)->runtime_name;
 }
 
 //  --------------------------------------------------------------------------
@@ -387,7 +357,7 @@ s_process (const cg_sandbox_limits_t *c, const char *const *argv, const char *co
 }
 
 static json_t *
-s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
+s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
 {
     const cg_sandbox_limits_t *c = &self->limits;
     static const char *init_argv[] = {"/usr/bin/catatonit", "-P", NULL};
@@ -427,8 +397,8 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
     if (sandbox->site_dir)
         json_array_append_new (
             mounts, s_mount (CG_SITE_MOUNT, "bind", sandbox->site_dir, "rbind,rw,nosuid,nodev"));
-    if (self->shared_site)
-        json_array_append_new (mounts, s_mount (CG_SHARED_SITE_MOUNT, "bind", self->shared_site,
+    if (*self->shared_site)
+        json_array_append_new (mounts, s_mount (CG_SHARED_SITE_MOUNT, "bind", *self->shared_site,
                                                 "rbind,ro,nosuid,nodev"));
     if (c->wheelhouse)
         json_array_append_new (mounts, s_mount (CG_WHEELHOUSE_MOUNT, "bind", c->wheelhouse,
@@ -481,22 +451,6 @@ s_config_json (cg_backend_t *self, const cg_sandbox_t *sandbox)
                       linux_obj, "annotations", annotations);
 }
 
-const char *
-cg_sandbox_kind_name (cg_sandbox_kind_t kind)
-{
-    switch (kind) {
-        case CG_SANDBOX_ONESHOT:
-            return "oneshot";
-        case CG_SANDBOX_INSTALLER:
-            return "installer";
-        case CG_SANDBOX_POOL:
-            return "pool";
-        case CG_SANDBOX_SESSION:
-        default:
-            return "session";
-    }
-}
-
 static int
 s_write_json (const char *path, json_t *value, cg_error_t **err)
 {
@@ -509,9 +463,12 @@ s_write_json (const char *path, json_t *value, cg_error_t **err)
 //  --------------------------------------------------------------------------
 //  Life cycle
 
-int
-cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err)
+static int s_oci_destroy_container (void *impl, const cg_sandbox_t *sandbox, cg_error_t **err);
+
+static int
+s_oci_create (void *impl, const cg_sandbox_t *sandbox, cg_error_t **err)
 {
+    cg_oci_t *self = impl;
     json_t *config = s_config_json (self, sandbox);
     cleanup_free char *path = cg_strdupf ("%s/config.json", sandbox->bundle_dir);
     int rc = s_write_json (path, config, err);
@@ -525,16 +482,16 @@ cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t
     if (s_runtime (self, NULL, log, err, "run", "--detach", "--bundle", sandbox->bundle_dir,
                    "--pid-file", pid_file, sandbox->id, NULL)
         < 0) {
-        cg_container_destroy (self, sandbox, NULL);
+        s_oci_destroy_container (self, sandbox, NULL);
         return cg_error_wrap (err, "container %s", sandbox->id);
     }
     return 0;
 }
 
-pid_t
-cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
-                   cg_error_t **err)
+static pid_t
+s_oci_exec (void *impl, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec, cg_error_t **err)
 {
+    cg_oci_t *self = impl;
     //  The process spec goes to the runtime through a memfd it reads as its fd 3, so
     //  no file is left behind per exec.
     json_t *process = s_process (&self->limits, spec->argv, spec->env, spec->cwd);
@@ -589,7 +546,7 @@ cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exe
 
 //  Signals every listed process but init and KEEP once. Returns how many.
 static int
-s_signal_listed (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal, const pid_t *keep,
+s_signal_listed (cg_oci_t *self, const cg_sandbox_t *sandbox, int signal, const pid_t *keep,
                  size_t keep_count, cg_error_t **err)
 {
     cleanup_free char *out = NULL;
@@ -620,10 +577,11 @@ s_signal_listed (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal, co
     return count;
 }
 
-int
-cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal,
-                            const pid_t *keep, size_t keep_count, cg_error_t **err)
+static int
+s_oci_signal_others (void *impl, const cg_sandbox_t *sandbox, int signal, const pid_t *keep,
+                     size_t keep_count, cg_error_t **err)
 {
+    cg_oci_t *self = impl;
     //  Freeze the container first so that nothing can fork between listing and
     //  signalling (a fork bomb would otherwise outrun us); the frozen processes die as
     //  soon as it is thawed.
@@ -636,116 +594,50 @@ cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int
     return count;
 }
 
-static long
-s_read_long (const char *path)
-{
-    cleanup_free char *text = cg_read_file (path, 4096, NULL, NULL);
-    return text ? atol (text) : -1;
-}
-
-static long
-s_read_key (const char *path, const char *key)
-{
-    cleanup_free char *text = cg_read_file (path, 65536, NULL, NULL);
-    if (!text)
-        return -1;
-    size_t key_len = strlen (key);
-    for (char *line = text; line && *line;
-         line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
-        if (strncmp (line, key, key_len) == 0 && line[key_len] == ' ')
-            return atol (line + key_len + 1);
-    return -1;
-}
-
 //  SANDBOX's memory cgroup directory (caller frees).
 static char *
-s_memory_dir (cg_backend_t *self, const cg_sandbox_t *sandbox)
+s_memory_dir (cg_oci_t *self, const cg_sandbox_t *sandbox)
 {
     return self->cgroup_v2 ? cg_strdupf ("/sys/fs/cgroup/%s/%s", CGROUP_PARENT, sandbox->id)
                            : cg_strdupf ("/sys/fs/cgroup/memory/%s/%s", CGROUP_PARENT, sandbox->id);
 }
 
-int
-cg_container_renice (cg_backend_t *self, const cg_sandbox_t *sandbox, int nice)
+static int
+s_oci_renice (void *impl, const cg_sandbox_t *sandbox, int nice)
 {
+    cg_oci_t *self = impl;
     cleanup_free char *dir = s_memory_dir (self, sandbox);
-    cleanup_free char *path =
-        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "cgroup.threads" : "tasks");
-    cleanup_free char *text = cg_read_file (path, 1 << 20, NULL, NULL);
-    int count = 0;
-    for (char *line = text; line && *line;
-         line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
-        if (atol (line) > 0 && setpriority (PRIO_PROCESS, (id_t)atol (line), nice) == 0)
-            count++;
-    return count;
+    return cg_cgroup_renice (dir, self->cgroup_v2, nice);
 }
 
-int
-cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_stats_t *stats,
-                    cg_error_t **err)
+static int
+s_oci_stats (void *impl, const cg_sandbox_t *sandbox, cg_container_stats_t *stats, cg_error_t **err)
 {
+    cg_oci_t *self = impl;
     cleanup_free char *dir = s_memory_dir (self, sandbox);
-    cleanup_free char *usage =
-        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.current" : "memory.usage_in_bytes");
-    cleanup_free char *peak =
-        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.peak" : "memory.max_usage_in_bytes");
-    cleanup_free char *events =
-        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.events" : "memory.oom_control");
-    long current = s_read_long (usage);
-    if (current < 0)
-        return cg_error_set (err, ENOENT, "stats %s: no memory cgroup at %s", sandbox->id, dir);
-    long high = s_read_long (peak);
-    stats->memory_mb = (double)current / (1024.0 * 1024.0);
-    stats->memory_peak_mb = (double)(high > current ? high : current) / (1024.0 * 1024.0);
-    stats->oom_kills = s_read_key (events, "oom_kill");
-    return 0;
+    return cg_cgroup_stats (dir, self->cgroup_v2, sandbox->id, stats, err);
 }
 
-void
-cg_container_peak_begin (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
+static void
+s_oci_peak_begin (void *impl, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
 {
-    *peak = (cg_container_peak_t){.fd = -1};
+    cg_oci_t *self = impl;
     cleanup_free char *dir = s_memory_dir (self, sandbox);
-    cleanup_free char *path =
-        cg_strdupf ("%s/%s", dir, self->cgroup_v2 ? "memory.peak" : "memory.max_usage_in_bytes");
-    int fd = open (path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    //  v1: "0" resets the cgroup's high-water mark; v2: any text resets this fd's.
-    const char *reset = self->cgroup_v2 ? "reset\n" : "0\n";
-    peak->reset = write (fd, reset, strlen (reset)) > 0;
-    if (self->cgroup_v2 && peak->reset)
-        peak->fd = fd;
-    else
-        close (fd);
+    cg_cgroup_peak_begin (dir, self->cgroup_v2, peak);
 }
 
-double
-cg_container_peak_end (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
+static double
+s_oci_peak_end (void *impl, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
 {
-    double mb = -1;
-    char text[32];
-    ssize_t got = peak->fd >= 0 ? pread (peak->fd, text, sizeof text - 1, 0) : -1;
-    if (got > 0) {
-        text[got] = '\0';
-        mb = (double)atol (text) / (1024.0 * 1024.0);
-    }
-    else {
-        cg_container_stats_t stats = {.oom_kills = -1};
-        if (cg_container_stats (self, sandbox, &stats, NULL) == 0)
-            mb = stats.memory_peak_mb;
-        else
-            peak->reset = false;
-    }
-    if (peak->fd >= 0)
-        close (peak->fd);
-    peak->fd = -1;
-    return mb;
+    cg_oci_t *self = impl;
+    cleanup_free char *dir = s_memory_dir (self, sandbox);
+    return cg_cgroup_peak_end (dir, self->cgroup_v2, peak);
 }
 
-int
-cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err)
+static int
+s_oci_destroy_container (void *impl, const cg_sandbox_t *sandbox, cg_error_t **err)
 {
+    cg_oci_t *self = impl;
     cg_error_t *local = NULL;
     if (s_runtime (self, NULL, NULL, &local, "delete", "--force", sandbox->id, NULL) < 0) {
         bool gone = strstr (local->message, "does not exist")
@@ -765,7 +657,7 @@ cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_
 //  show: its state dir without a state.json, and cgroups (with whatever was started in
 //  them). Called after the listed containers are deleted, so anything left is of this kind.
 static void
-s_remove_half_made (cg_backend_t *self, const char *prefix)
+s_remove_half_made (cg_oci_t *self, const char *prefix)
 {
     DIR *dir = opendir (self->runtime_root);
     struct dirent *entry;
@@ -788,9 +680,10 @@ s_remove_half_made (cg_backend_t *self, const char *prefix)
         cg_log (2, "removed %d cgroup(s) of half-made containers %s*", cgroups, prefix);
 }
 
-int
-cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t **err)
+static int
+s_oci_remove_orphans (void *impl, const char *prefix, cg_error_t **err)
 {
+    cg_oci_t *self = impl;
     cleanup_free char *out = NULL;
     if (s_runtime (self, &out, NULL, err, "list", "--format", "json", NULL) < 0)
         return -1;
@@ -829,10 +722,10 @@ s_note_instance (json_t *set, const char *id)
         json_object_set_new (set, instance, json_true ());
 }
 
-int
-cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, void *arg,
-                             cg_error_t **err)
+static int
+s_oci_remove_unowned (void *impl, cg_container_owned_fn *owned, void *arg, cg_error_t **err)
 {
+    cg_oci_t *self = impl;
     cleanup_free char *out = NULL;
     if (s_runtime (self, &out, NULL, err, "list", "--format", "json", NULL) < 0)
         return -1;
@@ -857,7 +750,7 @@ cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, v
         if (owned (instance, arg))
             continue;
         cleanup_free char *prefix = cg_strdupf ("cg-%s-", instance);
-        int n = cg_container_remove_orphans (self, prefix, err);
+        int n = s_oci_remove_orphans (self, prefix, err);
         if (n < 0) {
             json_decref (set);
             return -1;
@@ -869,3 +762,18 @@ cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, v
     json_decref (set);
     return removed;
 }
+
+const cg_backend_ops_t cg_oci_ops = {.kind = "oci",
+                                     .new = s_oci_new,
+                                     .destroy = s_oci_destroy,
+                                     .name = s_oci_name,
+                                     .create = s_oci_create,
+                                     .exec = s_oci_exec,
+                                     .signal_others = s_oci_signal_others,
+                                     .renice = s_oci_renice,
+                                     .stats = s_oci_stats,
+                                     .peak_begin = s_oci_peak_begin,
+                                     .peak_end = s_oci_peak_end,
+                                     .destroy_container = s_oci_destroy_container,
+                                     .remove_orphans = s_oci_remove_orphans,
+                                     .remove_unowned = s_oci_remove_unowned};

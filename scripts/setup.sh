@@ -30,6 +30,8 @@ DEBS=(
   libzmq3-dev libczmq-dev libjansson-dev libsodium-dev libmicrohttpd-dev
   # the execution log's index (FTS5)
   libsqlite3-dev
+  # the Docker backend's HTTP client: the Engine API over its unix socket (--backend docker)
+  libcurl4-openssl-dev
   # sandbox: OCI runtimes, the container's init, mkfs.ext4 for the workspaces' file systems
   runc crun catatonit e2fsprogs
   # the kernel and what the sandboxed Python ships with
@@ -51,6 +53,9 @@ TEST_DEBS=(
   clang libclang-rt-14-dev
   # the house style: .clang-format, checked by .ci/run (scripts/format.sh --check)
   clang-format
+  # the Docker backend's tests: Podman's Docker-compatible service and the image it runs
+  # (scripts/podman-test-image.sh imports it from this host's packages)
+  podman
 )
 [ "$profile" = test ] && DEBS+=("${TEST_DEBS[@]}")
 

@@ -181,7 +181,9 @@ s_test_precedence (void)
             "SANDBOX_HTTP_PORT: %s", config.http_listen);
     EXPECT (config.log_level == 3 && strcmp (config.log_format, "json") == 0,
             "log level and format in any case");
-    EXPECT (s_in (config.warnings, "SANDBOX_IMAGE", "no such setting"), "SANDBOX_IMAGE warned");
+    EXPECT (config.image && strcmp (config.image, "llm-sandbox:latest") == 0
+                && s_in (config.notes, "SANDBOX_IMAGE", "--image"),
+            "SANDBOX_IMAGE gives the docker backend's --image: %s", config.image);
     EXPECT (s_in (config.warnings, "SANDBOX_COLOUR", "not a setting cellgate knows"),
             "an unknown name is warned about");
     EXPECT (config.cleanup_interval_m == 7

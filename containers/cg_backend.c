@@ -1,0 +1,223 @@
+/*  cg_backend — choosing the sandbox backend (--backend oci|docker|auto) and dispatching
+    cg_container.h's calls to it; what every backend shares (the package layers). */
+#define _GNU_SOURCE
+#include "cg_backend_ops.h"
+#include "../bridge/cg_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+struct cg_backend_t {
+    const cg_backend_ops_t *ops;
+    void *impl;        /* the backend's own state */
+    char *shared_site; /* the shared package layer (<state_dir>/packages), or NULL */
+};
+
+//  The backends --backend names, in auto's order of preference.
+static const cg_backend_ops_t *const s_backends[] = {&cg_oci_ops, &cg_docker_ops};
+#define S_BACKEND_COUNT (sizeof s_backends / sizeof s_backends[0])
+
+int
+cg_container_site_prepare (const char *dir, int uid, int gid, cg_error_t **err)
+{
+    static const char *const parts[] = {"", "/python", "/node", "/node/node_modules", NULL};
+    for (int i = 0; parts[i]; i++) {
+        cleanup_free char *path = cg_strdupf ("%s%s", dir, parts[i]);
+        if (cg_mkdir_p (path, 0755, err) < 0)
+            return -1;
+        if (i > 0 && fchownat (AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
+            return cg_error_set (err, errno, "chown %s: %s", path, strerror (errno));
+    }
+    return 0;
+}
+
+const char *
+cg_sandbox_kind_name (cg_sandbox_kind_t kind)
+{
+    switch (kind) {
+        case CG_SANDBOX_ONESHOT:
+            return "oneshot";
+        case CG_SANDBOX_INSTALLER:
+            return "installer";
+        case CG_SANDBOX_POOL:
+            return "pool";
+        case CG_SANDBOX_SESSION:
+        default:
+            return "session";
+    }
+}
+
+//  Makes OPS's state in SELF, with the shared package layer after it. Returns 0, or -1
+//  with *err set.
+static int
+s_open (cg_backend_t *self, const cg_backend_ops_t *ops, const cg_sandbox_limits_t *limits,
+        cg_error_t **err)
+{
+    self->ops = ops;
+    self->impl = ops->new (limits, (const char *const *)&self->shared_site, err);
+    if (!self->impl)
+        return -1;
+    //  Without the shared package layer (a user namespace cannot give it to the sandbox
+    //  user, say) sandboxes still run; global installs are then refused.
+    self->shared_site = cg_strdupf ("%s/packages", limits->state_dir);
+    cg_error_t *site_err = NULL;
+    if (cg_container_site_prepare (self->shared_site, limits->sandbox_uid, limits->sandbox_gid,
+                                   &site_err)
+        < 0) {
+        cg_log (1, "shared package layer off (global install_package refused): %s",
+                cg_error_message (site_err));
+        cg_error_destroy (&site_err);
+        free (self->shared_site);
+        self->shared_site = NULL;
+    }
+    return 0;
+}
+
+//  auto: the OCI backend as root when its runtime works, else the Docker API when it
+//  answers. Returns 0, or -1 with *err saying why neither can run.
+static int
+s_open_auto (cg_backend_t *self, const cg_sandbox_limits_t *limits, cg_error_t **err)
+{
+    cleanup_free char *why = cg_xstrdup ("");
+    for (size_t i = 0; i < S_BACKEND_COUNT; i++) {
+        const cg_backend_ops_t *ops = s_backends[i];
+        cg_error_t *local = NULL;
+        if (ops == &cg_oci_ops && geteuid () != 0)
+            cg_error_set (&local, EPERM, "runs runc as root, and this process is uid %u",
+                          (unsigned)geteuid ());
+        else if (s_open (self, ops, limits, &local) == 0) {
+            cg_log (2, "sandbox backend: %s (--backend auto%s%s)", ops->kind, *why ? "; " : "",
+                    why);
+            return 0;
+        }
+        char *more =
+            cg_strdupf ("%s%s%s: %s", why, *why ? "; " : "", ops->kind, cg_error_message (local));
+        free (why);
+        why = more;
+        cg_error_destroy (&local);
+    }
+    return cg_error_set (err, ENOENT, "no sandbox backend can run here (--backend auto): %s", why);
+}
+
+cg_backend_t *
+cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
+{
+    cg_backend_t *self = cg_xcalloc (1, sizeof *self);
+    const char *kind = limits->backend ? limits->backend : "auto";
+    int rc = -1;
+    if (strcmp (kind, "auto") == 0)
+        rc = s_open_auto (self, limits, err);
+    else {
+        for (size_t i = 0; i < S_BACKEND_COUNT && !self->ops; i++)
+            if (strcmp (kind, s_backends[i]->kind) == 0) {
+                rc = s_open (self, s_backends[i], limits, err);
+                if (rc == 0)
+                    cg_log (2, "sandbox backend: %s (--backend %s)", kind, kind);
+            }
+        if (!self->ops)
+            cg_error_set (err, EINVAL, "--backend: unknown backend '%s' (oci, docker or auto)",
+                          kind);
+    }
+    if (rc < 0) {
+        self->ops = NULL;
+        cg_backend_destroy (&self);
+    }
+    return self;
+}
+
+void
+cg_backend_destroy (cg_backend_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_backend_t *self = *self_p;
+    if (self->ops && self->impl)
+        self->ops->destroy (&self->impl);
+    free (self->shared_site);
+    free (self);
+    *self_p = NULL;
+}
+
+const char *
+cg_backend_name (cg_backend_t *self)
+{
+    return self->ops->name (self->impl);
+}
+
+const char *
+cg_backend_kind (cg_backend_t *self)
+{
+    return self->ops->kind;
+}
+
+const char *
+cg_backend_shared_site (cg_backend_t *self)
+{
+    return self->shared_site;
+}
+
+int
+cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err)
+{
+    return self->ops->create (self->impl, sandbox, err);
+}
+
+pid_t
+cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
+                   cg_error_t **err)
+{
+    return self->ops->exec (self->impl, sandbox, spec, err);
+}
+
+int
+cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal,
+                            const pid_t *keep, size_t keep_count, cg_error_t **err)
+{
+    return self->ops->signal_others (self->impl, sandbox, signal, keep, keep_count, err);
+}
+
+int
+cg_container_renice (cg_backend_t *self, const cg_sandbox_t *sandbox, int nice)
+{
+    return self->ops->renice (self->impl, sandbox, nice);
+}
+
+int
+cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_stats_t *stats,
+                    cg_error_t **err)
+{
+    return self->ops->stats (self->impl, sandbox, stats, err);
+}
+
+void
+cg_container_peak_begin (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
+{
+    self->ops->peak_begin (self->impl, sandbox, peak);
+}
+
+double
+cg_container_peak_end (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
+{
+    return self->ops->peak_end (self->impl, sandbox, peak);
+}
+
+int
+cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err)
+{
+    return self->ops->destroy_container (self->impl, sandbox, err);
+}
+
+int
+cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t **err)
+{
+    return self->ops->remove_orphans (self->impl, prefix, err);
+}
+
+int
+cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, void *arg,
+                             cg_error_t **err)
+{
+    return self->ops->remove_unowned (self->impl, owned, arg, err);
+}

@@ -1,0 +1,39 @@
+/*  cg_backend_ops — what each sandbox backend implements behind cg_container.h: one table
+    of functions per backend (OCI through runc or crun, the Docker Engine API), which
+    cg_backend.c dispatches to. Backends only; the rest of cellgate uses cg_container.h. */
+#ifndef CG_BACKEND_OPS_H
+#define CG_BACKEND_OPS_H
+
+#include "cg_container.h"
+
+/*  One backend. Every function takes the backend's own state (IMPL, from NEW) and keeps
+    the contract of the cg_container_* function of the same name. */
+typedef struct {
+    const char *kind; /* --backend's value: "oci", "docker" */
+    /*  Makes the backend's state for LIMITS (copied; strings borrowed) with SHARED_SITE,
+        where the shared package layer's host dir (or NULL) will be once the backend is made
+        (borrowed; read when sandboxes are made). NULL with *err set when the
+        backend cannot run here. */
+    void *(*new) (const cg_sandbox_limits_t *limits, const char *const *shared_site,
+                  cg_error_t **err);
+    void (*destroy) (void **impl_p);
+    const char *(*name) (void *impl);
+    int (*create) (void *impl, const cg_sandbox_t *sandbox, cg_error_t **err);
+    pid_t (*exec) (void *impl, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
+                   cg_error_t **err);
+    int (*signal_others) (void *impl, const cg_sandbox_t *sandbox, int signal, const pid_t *keep,
+                          size_t keep_count, cg_error_t **err);
+    int (*renice) (void *impl, const cg_sandbox_t *sandbox, int nice);
+    int (*stats) (void *impl, const cg_sandbox_t *sandbox, cg_container_stats_t *stats,
+                  cg_error_t **err);
+    void (*peak_begin) (void *impl, const cg_sandbox_t *sandbox, cg_container_peak_t *peak);
+    double (*peak_end) (void *impl, const cg_sandbox_t *sandbox, cg_container_peak_t *peak);
+    int (*destroy_container) (void *impl, const cg_sandbox_t *sandbox, cg_error_t **err);
+    int (*remove_orphans) (void *impl, const char *prefix, cg_error_t **err);
+    int (*remove_unowned) (void *impl, cg_container_owned_fn *owned, void *arg, cg_error_t **err);
+} cg_backend_ops_t;
+
+extern const cg_backend_ops_t cg_oci_ops;
+extern const cg_backend_ops_t cg_docker_ops;
+
+#endif
