@@ -172,7 +172,7 @@ main (int argc, char **argv)
     }
     //  Every sandbox is a runc container made as root; as another user the first mkdir or
     //  chown would fail with a bare "Permission denied" (issue 14 adds a rootless backend).
-    if (geteuid () != 0 && strcmp (config.backend, "docker") != 0) {
+    if (geteuid () != 0) {
         fprintf (stderr,
                  "cellgate %s: sandboxes need root in this build: the OCI backend runs runc as "
                  "root, and this process runs as uid %u. A backend for normal users (user "

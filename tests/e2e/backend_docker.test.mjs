@@ -4,23 +4,19 @@
 // seccomp profile, a fork bomb, files and downloads, labels, and the orphans of a kill -9.
 
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { REPO_ROOT, callExec, expectStatus, show, sleep, startRawServer, startServer, which } from './lib.mjs';
+import { REPO_ROOT, callExec, expectStatus, show, sleep, startRawServer, startServer } from './lib.mjs';
+import { podmanMissing, startPodman } from './podman.mjs';
 
-const IMAGE = 'localhost/cellgate-test:latest';
-const SKIP = which('podman')
-  ? false
-  : 'podman is not installed (scripts/setup.sh test installs it): the Docker backend cannot be tested here';
+const SKIP = podmanMissing();
 
-let tmp;
+let podman;
 let socket;
-let service;
 let server;
 let client;
 
@@ -44,34 +40,19 @@ function labelled(label) {
   return engine(`/containers/json?all=true&filters=${encodeURIComponent(JSON.stringify({ label: labels }))}`);
 }
 
-const dockerArgs = () => ['--backend', 'docker', '--image', IMAGE, '--docker-host', `unix://${socket}`];
+const dockerArgs = () => podman.args;
 
 before(async () => {
   if (SKIP) return;
-  // Cached: rebuilt only when the host's packages or the script change.
-  execFileSync(path.join(REPO_ROOT, 'scripts', 'podman-test-image.sh'), [IMAGE], { stdio: 'inherit', timeout: 900000 });
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-podman-'));
-  socket = path.join(tmp, 'podman.sock');
-  // runc: crun refuses this kind of host's hybrid cgroups; cgroupfs: no systemd needed.
-  const conf = path.join(tmp, 'containers.conf');
-  fs.writeFileSync(conf, '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n');
-  service = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], {
-    env: { ...process.env, CONTAINERS_CONF: conf },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await sleep(50);
-  assert.ok(fs.existsSync(socket), 'podman system service did not make its socket');
+  podman = await startPodman();
+  socket = podman.socket;
   server = await startServer({ name: 'backend-docker', args: [...dockerArgs(), '--http-listen', '127.0.0.1:0'] });
   client = server.client;
 });
 
 after(async () => {
   await server?.close();
-  if (service) {
-    service.kill('SIGTERM');
-    await new Promise((resolve) => (service.exitCode !== null ? resolve() : service.once('exit', resolve)));
-  }
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  await podman?.stop();
 });
 
 const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });

@@ -1,0 +1,50 @@
+// One-shot latency per sandbox backend (issue 14): the time of an execute_code of python
+// `print(1)` with no session (a fresh sandbox and kernel each call, no warm pool) against two
+// servers in the same run: --backend oci (runc) and --backend docker (Podman's compatible
+// service on a private socket, running scripts/podman-test-image.sh's image). Calls alternate
+// between the servers so that load from elsewhere falls on both alike.
+//
+//   node tests/bench/bench_backend.mjs [rounds=10]      (root, after scripts/setup.sh test)
+//
+// Prints each backend's percentiles and the ratio of the medians. Not part of the test
+// command: a benchmark, not a pass/fail check.
+
+import { callExec, sc, startServer } from '../e2e/lib.mjs';
+import { podmanMissing, startPodman } from '../e2e/podman.mjs';
+import { fmt, pct } from './stats.mjs';
+
+const ROUNDS = Number(process.argv[2] || 10);
+if (podmanMissing()) {
+  console.log(`bench_backend: ${podmanMissing()}`);
+  process.exit(0);
+}
+
+async function oneShot(server) {
+  const started = process.hrtime.bigint();
+  const r = await callExec(server.client, { language: 'python', code: 'print(1)' });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (sc(r).status !== 'success' || sc(r).stdout !== '1\n') throw new Error(JSON.stringify(sc(r)));
+  return ms;
+}
+
+const podman = await startPodman();
+const servers = [];
+try {
+  const configs = [
+    { name: '--backend oci', args: ['--backend', 'oci'] },
+    { name: '--backend docker (podman)', args: podman.args },
+  ];
+  for (const c of configs)
+    servers.push(await startServer({ name: 'bench-backend', args: ['--http-listen', 'off', '--pool', '0', ...c.args] }));
+  for (const s of servers) await oneShot(s); // page cache and engine warm
+  const times = configs.map(() => []);
+  for (let i = 0; i < ROUNDS; i++)
+    for (let k = 0; k < servers.length; k++) times[k].push(await oneShot(servers[k]));
+  console.log(`one-shot python print(1) (no session, no pool), ${ROUNDS} rounds:`);
+  configs.forEach((c, k) => console.log(`  ${c.name.padEnd(26)} ${fmt(times[k])}`));
+  const [oci, docker] = times.map((xs) => pct(xs, 50));
+  console.log(`  ratio of medians (docker / oci): ${(docker / oci).toFixed(2)} (+${(docker - oci).toFixed(1)} ms)`);
+} finally {
+  for (const s of servers) await s.close();
+  await podman.stop();
+}

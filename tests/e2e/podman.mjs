@@ -1,0 +1,45 @@
+// Podman's Docker-compatible service on a private socket, for the Docker backend's tests and
+// benchmark: the test image (scripts/podman-test-image.sh, cached) and `podman system service`.
+
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { REPO_ROOT, sleep, which } from './lib.mjs';
+
+export const PODMAN_IMAGE = 'localhost/cellgate-test:latest';
+
+/** Why the Docker backend cannot be tried here (podman missing), or false. */
+export const podmanMissing = () =>
+  which('podman') ? false : 'podman is not installed (scripts/setup.sh test installs it): the Docker backend cannot be tested here';
+
+/**
+ * Builds the test image when needed and starts `podman system service` on a socket in a
+ * fresh temp dir, with runc (crun refuses hybrid cgroup hosts) and cgroupfs (no systemd).
+ * Returns { socket, args (cellgate's --backend docker flags), stop() }.
+ */
+export async function startPodman() {
+  execFileSync(path.join(REPO_ROOT, 'scripts', 'podman-test-image.sh'), [PODMAN_IMAGE], { stdio: 'inherit', timeout: 900000 });
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-podman-'));
+  const socket = path.join(tmp, 'podman.sock');
+  const conf = path.join(tmp, 'containers.conf');
+  fs.writeFileSync(conf, '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n');
+  const service = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], {
+    env: { ...process.env, CONTAINERS_CONF: conf },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await sleep(50);
+  const stop = async () => {
+    if (service.exitCode === null && service.signalCode === null) {
+      service.kill('SIGTERM');
+      await new Promise((resolve) => service.once('exit', resolve));
+    }
+    fs.rmSync(tmp, { recursive: true, force: true });
+  };
+  if (!fs.existsSync(socket)) {
+    await stop();
+    throw new Error('podman system service did not make its socket');
+  }
+  return { socket, args: ['--backend', 'docker', '--image', PODMAN_IMAGE, '--docker-host', `unix://${socket}`], stop };
+}
