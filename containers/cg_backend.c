@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,6 +49,59 @@ cg_sandbox_kind_name (cg_sandbox_kind_t kind)
         default:
             return "session";
     }
+}
+
+extern char **environ;
+
+pid_t
+cg_backend_spawn (const char *path, char *const argv[], const cg_exec_spec_t *spec, int extra_fd,
+                  const char *id, cg_error_t **err)
+{
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init (&actions);
+    posix_spawn_file_actions_adddup2 (&actions, spec->stdin_fd, 0);
+    posix_spawn_file_actions_adddup2 (&actions, spec->stdout_fd, 1);
+    posix_spawn_file_actions_adddup2 (&actions, spec->stderr_fd, 2);
+    if (extra_fd >= 0)
+        posix_spawn_file_actions_adddup2 (&actions, extra_fd, 3);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init (&attr);
+    //  Its own process group: a terminal's ^C to the server must not reach the kernel.
+    posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+    sigset_t empty;
+    sigemptyset (&empty);
+    posix_spawnattr_setsigmask (&attr, &empty);
+    pid_t pid;
+    int rc = posix_spawn (&pid, path, &actions, &attr, argv, environ);
+    posix_spawn_file_actions_destroy (&actions);
+    posix_spawnattr_destroy (&attr);
+    if (rc != 0)
+        return cg_error_set (err, rc, "exec in %s: %s: %s", id, path, strerror (rc));
+    return pid;
+}
+
+int
+cg_backend_remove_instances (json_t *instances, cg_container_owned_fn *owned, void *arg, void *impl,
+                             int (*remove_orphans) (void *impl, const char *prefix,
+                                                    cg_error_t **err),
+                             cg_error_t **err)
+{
+    int removed = 0;
+    const char *instance;
+    json_t *value;
+    json_object_foreach (instances, instance, value)
+    {
+        if (owned (instance, arg))
+            continue;
+        cleanup_free char *prefix = cg_strdupf ("cg-%s-", instance);
+        int n = remove_orphans (impl, prefix, err);
+        if (n < 0)
+            return -1;
+        cg_log (2, "removed %d sandbox(es) of instance %s, whose state was already gone", n,
+                instance);
+        removed += n;
+    }
+    return removed;
 }
 
 //  Makes OPS's state in SELF, with the shared package layer after it. Returns 0, or -1

@@ -6,6 +6,8 @@
 
 #include "cg_container.h"
 
+#include <jansson.h>
+
 /*  One backend. Every function takes the backend's own state (IMPL, from NEW) and keeps
     the contract of the cg_container_* function of the same name. */
 typedef struct {
@@ -32,6 +34,22 @@ typedef struct {
     int (*remove_orphans) (void *impl, const char *prefix, cg_error_t **err);
     int (*remove_unowned) (void *impl, cg_container_owned_fn *owned, void *arg, cg_error_t **err);
 } cg_backend_ops_t;
+
+/*  What backends share (cg_backend.c). */
+
+/*  Spawns PATH with ARGV (the environment this process has), with SPEC's stdin, stdout and
+    stderr as fds 0 to 2 and EXTRA_FD as fd 3 when it is not -1, in a process group of its
+    own (a terminal's ^C to the server must not reach it) with no signal blocked. Returns
+    its pid, or -1 with *err set naming sandbox ID. */
+pid_t cg_backend_spawn (const char *path, char *const argv[], const cg_exec_spec_t *spec,
+                        int extra_fd, const char *id, cg_error_t **err);
+
+/*  Removes the containers of every server instance named by a key of INSTANCES (a JSON
+    object, 12 hex keys) for which OWNED (ARG) answers false, with REMOVE_ORPHANS (IMPL,
+    "cg-<instance>-"), logging each. Returns how many were removed, or -1 with *err set. */
+int cg_backend_remove_instances (
+    json_t *instances, cg_container_owned_fn *owned, void *arg, void *impl,
+    int (*remove_orphans) (void *impl, const char *prefix, cg_error_t **err), cg_error_t **err);
 
 extern const cg_backend_ops_t cg_oci_ops;
 extern const cg_backend_ops_t cg_docker_ops;

@@ -447,23 +447,7 @@ s_docker_remove_unowned (void *impl, cg_container_owned_fn *owned, void *arg, cg
             json_object_set_new (set, instance, json_true ());
     }
     json_decref (list);
-    int removed = 0;
-    const char *instance;
-    json_t *value;
-    json_object_foreach (set, instance, value)
-    {
-        if (owned (instance, arg))
-            continue;
-        cleanup_free char *prefix = cg_strdupf ("cg-%s-", instance);
-        int n = s_docker_remove_orphans (self, prefix, err);
-        if (n < 0) {
-            json_decref (set);
-            return -1;
-        }
-        cg_log (2, "removed %d sandbox(es) of instance %s, whose state was already gone", n,
-                instance);
-        removed += n;
-    }
+    int removed = cg_backend_remove_instances (set, owned, arg, self, s_docker_remove_orphans, err);
     json_decref (set);
     return removed;
 }

@@ -1,6 +1,7 @@
 /*  cg_docker_exec — exec in a Docker API sandbox: the exec made by the server, and the
     helper process that attaches to it and carries its streams and exit code. */
 #define _GNU_SOURCE
+#include "cg_backend_ops.h"
 #include "cg_docker.h"
 #include "cg_docker_stream.h"
 #include "../bridge/cg_util.h"
@@ -8,7 +9,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,8 +16,6 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define S_ATTACH_FAILED 125   /* the helper's exit status when it could not attach */
 #define S_EXIT_WAIT_TRIES 250 /* 20 ms apart: the engine notes an exit within 5 s */
@@ -76,26 +74,7 @@ cg_docker_exec_start (cg_docker_api_t *api, const cg_sandbox_limits_t *limits,
                     id,
                     spec->pid_file ? CG_UNCONST (spec->pid_file) : "-",
                     NULL};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init (&actions);
-    posix_spawn_file_actions_adddup2 (&actions, spec->stdin_fd, 0);
-    posix_spawn_file_actions_adddup2 (&actions, spec->stdout_fd, 1);
-    posix_spawn_file_actions_adddup2 (&actions, spec->stderr_fd, 2);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init (&attr);
-    //  Its own process group: a terminal's ^C to the server must not reach it.
-    posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-    sigset_t empty;
-    sigemptyset (&empty);
-    posix_spawnattr_setsigmask (&attr, &empty);
-    pid_t pid;
-    int rc = posix_spawn (&pid, "/proc/self/exe", &actions, &attr, argv, environ);
-    posix_spawn_file_actions_destroy (&actions);
-    posix_spawnattr_destroy (&attr);
-    if (rc != 0)
-        return cg_error_set (err, rc, "exec in %s: docker-exec helper: %s", sandbox->id,
-                             strerror (rc));
-    return pid;
+    return cg_backend_spawn ("/proc/self/exe", argv, spec, -1, sandbox->id, err);
 }
 
 //  --------------------------------------------------------------------------

@@ -14,7 +14,6 @@
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
 #include <stdio.h>
@@ -23,8 +22,6 @@
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define CGROUP_PARENT CG_CGROUP_PARENT
 
@@ -505,7 +502,6 @@ s_oci_exec (void *impl, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
         return cg_error_set (err, errno, "exec in %s: process spec: %s", sandbox->id,
                              strerror (errno));
     char path[] = "/proc/self/fd/3";
-    int rc;
     char *argv[] = {self->runtime_path,
                     "--root",
                     self->runtime_root,
@@ -522,26 +518,7 @@ s_oci_exec (void *impl, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
         argv[7] = CG_UNCONST (spec->pid_file);
         argv[8] = CG_UNCONST (sandbox->id);
     }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init (&actions);
-    posix_spawn_file_actions_adddup2 (&actions, spec->stdin_fd, 0);
-    posix_spawn_file_actions_adddup2 (&actions, spec->stdout_fd, 1);
-    posix_spawn_file_actions_adddup2 (&actions, spec->stderr_fd, 2);
-    posix_spawn_file_actions_adddup2 (&actions, memfd, 3);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init (&attr);
-    //  Its own process group: a terminal's ^C to the server must not reach the kernel.
-    posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-    sigset_t empty;
-    sigemptyset (&empty);
-    posix_spawnattr_setsigmask (&attr, &empty);
-    pid_t pid;
-    rc = posix_spawn (&pid, argv[0], &actions, &attr, argv, environ);
-    posix_spawn_file_actions_destroy (&actions);
-    posix_spawnattr_destroy (&attr);
-    if (rc != 0)
-        return cg_error_set (err, rc, "exec in %s: %s: %s", sandbox->id, argv[0], strerror (rc));
-    return pid;
+    return cg_backend_spawn (argv[0], argv, spec, memfd, sandbox->id, err);
 }
 
 //  Signals every listed process but init and KEEP once. Returns how many.
@@ -742,23 +719,7 @@ s_oci_remove_unowned (void *impl, cg_container_owned_fn *owned, void *arg, cg_er
         s_note_instance (set, entry->d_name);
     if (dir)
         closedir (dir);
-    int removed = 0;
-    const char *instance;
-    json_t *value;
-    json_object_foreach (set, instance, value)
-    {
-        if (owned (instance, arg))
-            continue;
-        cleanup_free char *prefix = cg_strdupf ("cg-%s-", instance);
-        int n = s_oci_remove_orphans (self, prefix, err);
-        if (n < 0) {
-            json_decref (set);
-            return -1;
-        }
-        cg_log (2, "removed %d sandbox(es) of instance %s, whose state was already gone", n,
-                instance);
-        removed += n;
-    }
+    int removed = cg_backend_remove_instances (set, owned, arg, self, s_oci_remove_orphans, err);
     json_decref (set);
     return removed;
 }
