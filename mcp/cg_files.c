@@ -66,32 +66,10 @@ cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char 
 }
 
 json_t *
-cg_files_upload (const cg_files_t *self, json_t *arguments, const char *rel)
+cg_files_put (const cg_files_t *self, const char *rel, const void *bytes, size_t len,
+              bool overwrite, const char *text)
 {
-    json_t *content = json_object_get (arguments, "content_base64");
-    bool overwrite = json_is_true (json_object_get (arguments, "overwrite"));
     cg_error_t *err = NULL;
-    size_t encoded = json_string_length (content);
-    size_t cap = encoded / 4 * 3 + 3, len = 0;
-    cleanup_free unsigned char *bytes = cg_xmalloc (cap ? cap : 1);
-    const char *end = NULL;
-    if (sodium_base642bin (bytes, cap, json_string_value (content), encoded, " \t\r\n", &len, &end,
-                           sodium_base64_VARIANT_ORIGINAL)
-            != 0
-        || (end && *end)) {
-        return s_error ("invalid_base64",
-                        "content_base64 is not valid base64 (standard alphabet with '=' padding)",
-                        self);
-    }
-    if (len > self->config->max_upload_bytes) {
-        char size[32], limit[32];
-        s_megabytes (size, (double)len);
-        s_megabytes (limit, (double)self->config->max_upload_bytes);
-        cleanup_free char *message =
-            cg_strdupf ("%s is %s, exceeds the %s upload limit (%zu bytes).", rel, size, limit,
-                        self->config->max_upload_bytes);
-        return s_error ("file_too_large", message, self);
-    }
     if (cg_workspace_write (self->ws, rel, bytes, len, overwrite, (uid_t)self->config->sandbox_uid,
                             (gid_t)self->config->sandbox_gid, &err)
         < 0) {
@@ -114,9 +92,38 @@ cg_files_upload (const cg_files_t *self, json_t *arguments, const char *rel)
     cleanup_free char *url = cg_files_url (self, rel);
     if (url)
         json_object_set_new (structured, "download_url", json_string (url));
-    cleanup_free char *text =
-        cg_strdupf ("Uploaded %s (%zu bytes) to session %s.", path, len, self->session_id);
     return cg_tools_object_result (structured, text, false);
+}
+
+json_t *
+cg_files_upload (const cg_files_t *self, json_t *arguments, const char *rel)
+{
+    json_t *content = json_object_get (arguments, "content_base64");
+    bool overwrite = json_is_true (json_object_get (arguments, "overwrite"));
+    size_t encoded = json_string_length (content);
+    size_t cap = encoded / 4 * 3 + 3, len = 0;
+    cleanup_free unsigned char *bytes = cg_xmalloc (cap ? cap : 1);
+    const char *end = NULL;
+    if (sodium_base642bin (bytes, cap, json_string_value (content), encoded, " \t\r\n", &len, &end,
+                           sodium_base64_VARIANT_ORIGINAL)
+            != 0
+        || (end && *end)) {
+        return s_error ("invalid_base64",
+                        "content_base64 is not valid base64 (standard alphabet with '=' padding)",
+                        self);
+    }
+    if (len > self->config->max_upload_bytes) {
+        char size[32], limit[32];
+        s_megabytes (size, (double)len);
+        s_megabytes (limit, (double)self->config->max_upload_bytes);
+        cleanup_free char *message =
+            cg_strdupf ("%s is %s, exceeds the %s upload limit (%zu bytes).", rel, size, limit,
+                        self->config->max_upload_bytes);
+        return s_error ("file_too_large", message, self);
+    }
+    cleanup_free char *text = cg_strdupf ("Uploaded %s/%s (%zu bytes) to session %s.",
+                                          CG_WORKSPACE_MOUNT, rel, len, self->session_id);
+    return cg_files_put (self, rel, bytes, len, overwrite, text);
 }
 
 //  True for the MIME types an MCP image content block may carry.

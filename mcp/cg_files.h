@@ -29,6 +29,13 @@ json_t *cg_files_upload_check (const cg_config_t *config, json_t *arguments, con
     cg_files_upload_check). Returns a tools/call result (caller owns). */
 json_t *cg_files_upload (const cg_files_t *self, json_t *arguments, const char *rel);
 
+/*  Writes LEN BYTES to the workspace file REL (canonical; replacing an existing one only
+    when OVERWRITE) as the sandbox's user. Returns a tools/call result (caller owns): the
+    file's artifact fields {session_id, path, filename, size_bytes, mime_type, success,
+    download_url?} with TEXT as its text content, or the error. */
+json_t *cg_files_put (const cg_files_t *self, const char *rel, const void *bytes, size_t len,
+                      bool overwrite, const char *text);
+
 /*  read_artifact. Returns a tools/call result (caller owns). */
 json_t *cg_files_read (const cg_files_t *self, json_t *arguments);
 

@@ -182,6 +182,17 @@ static const cg_tool_t s_tools[] = {
      .output_schema = S_OBJECT ("'artifacts': " S_ARTIFACTS ", " S_ERROR),
      .handler = cg_tools_list_artifacts,
      .flags = CG_TOOL_READ_ONLY},
+    {.name = "export_notebook",
+     .description = "Save a session's executions with their outputs as a Jupyter notebook "
+                    "(nbformat 4) in its " CG_WORKSPACE_MOUNT ", with a download URL.",
+     .input_schema = "{'type': 'object', 'required': ['session_id'], 'properties': {"
+                     "'session_id': " S_STRING ", 'filename': {'type': 'string', 'description': "
+                     "'default <session_id>.ipynb'}, 'language': {'type': 'string', 'enum': "
+                     "['python', 'javascript'], 'description': 'the notebook kernel; runs in "
+                     "other languages become markdown cells'}}}",
+     .output_schema = S_OBJECT ("'session_id': {}, " S_ARTIFACT_PROPERTIES
+                                ", 'cells': {}, 'language': {}, " S_ERROR),
+     .handler = cg_tools_export_notebook},
     {.name = "list_sessions",
      .description = "List the active sessions with their memory, packages and workspace use.",
      .input_schema = "{'type': 'object', 'properties': {}}",

@@ -111,7 +111,8 @@ void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session
 
 /*  The handlers, by family. */
 cg_tool_fn cg_tools_run, cg_tools_start_session, cg_tools_list_sessions, cg_tools_close_session,
-    cg_tools_upload_file, cg_tools_read_artifact, cg_tools_list_artifacts, cg_tools_install_package;
+    cg_tools_upload_file, cg_tools_read_artifact, cg_tools_list_artifacts, cg_tools_install_package,
+    cg_tools_export_notebook;
 cg_tool_finish_fn cg_tools_install_finish;
 
 /*  Sends REQUEST (a validated run request: language, code, timeout, execution_id, ...;
@@ -142,6 +143,12 @@ void cg_tools_log_session (void *arg, const cg_registry_session_t *session, cons
 /*  Records CALL's run, OUTCOME (borrowed; NULL: nothing), in the server's execution log:
     seed 002's entry plus status, tool, client_id and client_name. */
 void cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outcome);
+
+/*  Keeps CALL's run, OUTCOME (borrowed), as a cell of SESSION's notebook (cg_notebook;
+    export_notebook makes the notebook): nothing for a one-shot run or a run that never
+    started. A failure is logged. */
+void cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
+                               const cg_outcome_t *outcome);
 
 /*  Validates the ARGUMENTS (borrowed, may be NULL; keys already checked) of TOOL, one of
     the running tools. On success returns a new request object (language canonical, code,

@@ -2,6 +2,7 @@
     on the workspace is cg_files'). */
 #include "cg_files.h"
 #include "cg_tools.h"
+#include "../artifacts/cg_notebook.h"
 #include "../bridge/cg_util.h"
 
 #include <string.h>
@@ -69,6 +70,74 @@ void
 cg_tools_list_artifacts (const cg_request_t *req, json_t *arguments)
 {
     s_file_tool (req, arguments, false);
+}
+
+//  The notebook language for export_notebook's ARGUMENTS on SESSION: the one asked for,
+//  else the session's own when a kernel runs it, else the first kernel language its runs
+//  used, else python. NULL with *refusal set for a language no notebook kernel runs.
+static const char *
+s_notebook_language (cg_registry_session_t *session, json_t *arguments, json_t **refusal)
+{
+    static const char *const kernels[] = {"python", "javascript", NULL};
+    const char *asked = json_string_value (json_object_get (arguments, "language"));
+    const char *candidates[] = {asked, session->language,
+                                session->languages ? zlistx_first (session->languages) : NULL};
+    for (size_t c = 0; c < 3; c++) {
+        const char *canonical = candidates[c] ? cg_tools_canonical_language (candidates[c]) : NULL;
+        for (size_t k = 0; canonical && kernels[k]; k++)
+            if (strcmp (canonical, kernels[k]) == 0)
+                return kernels[k];
+        if (c == 0 && asked) {
+            *refusal = cg_tools_error_object (
+                "invalid_params", "'language' must be python or javascript", session->id);
+            return NULL;
+        }
+    }
+    return "python";
+}
+
+void
+cg_tools_export_notebook (const cg_request_t *req, json_t *arguments)
+{
+    json_t *result = NULL;
+    cg_registry_session_t *session = s_file_session (req, arguments, &result);
+    const char *language = session ? s_notebook_language (session, arguments, &result) : NULL;
+    json_t *filename = json_object_get (arguments, "filename");
+    cleanup_free char *name = json_is_string (filename)
+                                  ? cg_xstrdup (json_string_value (filename))
+                                  : cg_strdupf ("%s.ipynb", session ? session->id : "notebook");
+    size_t len = strlen (name);
+    cleanup_free char *with_suffix = len < 6 || strcmp (name + len - 6, ".ipynb") != 0
+                                         ? cg_strdupf ("%s.ipynb", name)
+                                         : cg_xstrdup (name);
+    cg_error_t *err = NULL;
+    cleanup_free char *rel = language ? cg_workspace_sanitize_filename (with_suffix, &err) : NULL;
+    if (language && !rel) {
+        cleanup_free char *message = cg_strdupf ("invalid filename: %s", cg_error_message (err));
+        result = cg_tools_error_object ("invalid_filename", message, session->id);
+    }
+    cleanup_free char *path = rel ? cg_strdupf ("%s/%s", session->dir, CG_NOTEBOOK_FILE) : NULL;
+    size_t cells = 0;
+    json_t *notebook =
+        path ? cg_notebook_build (path, language, 2 * CG_NOTEBOOK_MAX_BYTES, &cells, &err) : NULL;
+    if (path && !notebook)
+        result = cg_tools_error_object ("write_failed", cg_error_message (err), session->id);
+    cleanup_free char *json = notebook ? json_dumps (notebook, JSON_INDENT (1)) : NULL;
+    if (json) {
+        cg_files_t files = s_files (req, session);
+        cleanup_free char *text =
+            cg_strdupf ("Exported %zu cells of session %s as the notebook %s/%s.", cells,
+                        session->id, CG_WORKSPACE_MOUNT, rel);
+        result = cg_files_put (&files, rel, json, strlen (json), true, text);
+        json_t *structured = json_object_get (result, "structuredContent");
+        if (!json_is_true (json_object_get (result, "isError")))
+            json_object_update_new (structured, json_pack ("{s:I, s:s}", "cells", (json_int_t)cells,
+                                                           "language", language));
+        cg_registry_touch (session);
+    }
+    cg_error_destroy (&err);
+    json_decref (notebook);
+    cg_request_result (req, result);
 }
 
 //  Forgets the session SESSION that an upload_file without session_id made for a call

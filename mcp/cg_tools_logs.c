@@ -2,6 +2,7 @@
     and what feeds it: every run's entry (cg_tools_finish) and each session's lifecycle
     (the registry's listener), in seed 002's layout; the store is artifacts/cg_execlog. */
 #include "cg_tools.h"
+#include "../artifacts/cg_notebook.h"
 #include "../bridge/cg_outcome.h"
 #include "../bridge/cg_util.h"
 #include "../bridge/cg_utf8.h"
@@ -255,4 +256,34 @@ cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
     json_object_del (entry, "client_id");
     cleanup_free char *text = json_dumps (entry, JSON_COMPACT);
     cg_request_result (req, cg_tools_object_result (entry, text, false));
+}
+
+void
+cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
+                          const cg_outcome_t *outcome)
+{
+    if (!session || !session->dir || !outcome || !outcome->ran || !call->request)
+        return;
+    bool raised = outcome->end == CG_OUTCOME_RUNTIME_ERROR && !outcome->cancelled;
+    cg_notebook_run_t run = {
+        .language = outcome->language,
+        .execution_id = outcome->execution_id,
+        .code = json_string_value (json_object_get (call->request, "code")),
+        .stdout_text = outcome->out.text,
+        .stderr_text = outcome->err.text,
+        .outputs = outcome->outputs,
+        .execution_count = outcome->execution_count,
+        .error = raised ? outcome->message : NULL,
+        .status = outcome->timed_out              ? "timeout"
+                  : outcome->end == CG_OUTCOME_OK ? "success"
+                                                  : "failed",
+    };
+    json_t *cell = cg_notebook_cell (&run);
+    cleanup_free char *path = cg_strdupf ("%s/%s", session->dir, CG_NOTEBOOK_FILE);
+    cg_error_t *err = NULL;
+    if (!cell || cg_notebook_append (path, cell, CG_NOTEBOOK_MAX_BYTES, &err) < 0)
+        cg_log (1, "session %s: notebook: %s", session->id,
+                cell ? cg_error_message (err) : "the run's cell could not be made");
+    cg_error_destroy (&err);
+    json_decref (cell);
 }

@@ -397,6 +397,8 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
         cg_registry_save (cg_server_registry (server), session);
     if (call->script)
         cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
+    //  Before the answer, which takes the images out of the outputs.
+    cg_tools_notebook_record (call, session, outcome);
     if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
     else {

@@ -49,6 +49,8 @@ TEST_DEBS=(
   python3-pip-whl python3-setuptools-whl python3-wheel
   # tests: curl (the n8n-style client), jupyter_kernel_test drives the kernels under ctest
   curl python3-jupyter-kernel-test
+  # export_notebook's tests validate its notebooks with nbformat
+  python3-nbformat
   # fuzzing: clang with libFuzzer and the sanitizer runtimes (tests/fuzz/run)
   clang libclang-rt-14-dev
   # the house style: .clang-format, checked by .ci/run (scripts/format.sh --check)

@@ -26,25 +26,12 @@ s_entry (json_t *tools, const char *name)
 static void
 s_test_list (cg_config_t *config)
 {
-    static const char *all[] = {"execute_code",
-                                "run_python",
-                                "start_session",
-                                "send_to_session",
-                                "close_session",
-                                "upload_file",
-                                "read_artifact",
-                                "list_artifacts",
-                                "list_sessions",
-                                "save_script",
-                                "get_script",
-                                "list_scripts",
-                                "search_scripts",
-                                "run_script",
-                                "search_execution_logs",
-                                "get_execution_log",
-                                "install_package",
-                                "calculate",
-                                NULL};
+    static const char *all[] = {
+        "execute_code",      "run_python",      "start_session", "send_to_session",
+        "close_session",     "upload_file",     "read_artifact", "list_artifacts",
+        "export_notebook",   "list_sessions",   "save_script",   "get_script",
+        "list_scripts",      "search_scripts",  "run_script",    "search_execution_logs",
+        "get_execution_log", "install_package", "calculate",     NULL};
     const size_t count = sizeof all / sizeof all[0] - 1;
     json_t *tools = cg_tools_list (config);
     EXPECT (json_array_size (tools) == count, "default profile lists %zu tools",

@@ -1,0 +1,274 @@
+/*  cg_notebook — a session's executions as a Jupyter notebook (nbformat 4.5), kept as
+    one cell line per run in the session's host directory. */
+#define _GNU_SOURCE
+#include "cg_notebook.h"
+
+#include "../bridge/cg_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+//  --------------------------------------------------------------------------
+//  A run's cell
+
+//  A MIME type whose value nbformat takes as any JSON (application/json, ...+json).
+static bool
+s_json_type (const char *mime)
+{
+    size_t len = strlen (mime);
+    return len >= 4 && strcmp (mime + len - 4, "json") == 0;
+}
+
+//  True when VALUE is a string or an array of strings (nbformat's multiline string).
+static bool
+s_multiline (const json_t *value)
+{
+    if (json_is_string (value))
+        return true;
+    if (!json_is_array (value))
+        return false;
+    size_t i;
+    const json_t *line;
+    json_array_foreach (value, i, line)
+    {
+        if (!json_is_string (line))
+            return false;
+    }
+    return true;
+}
+
+//  A copy of the MIME bundle DATA with what nbformat allows: JSON types as any JSON, the
+//  others as (multiline) strings. Caller owns it.
+static json_t *
+s_bundle (json_t *data)
+{
+    json_t *bundle = json_object ();
+    const char *mime;
+    json_t *value;
+    json_object_foreach (data, mime, value)
+    {
+        if (s_json_type (mime) || s_multiline (value))
+            json_object_set (bundle, mime, value);
+    }
+    return bundle;
+}
+
+static json_t *
+s_metadata (const json_t *item)
+{
+    json_t *metadata = json_object_get (item, "metadata");
+    return json_is_object (metadata) ? json_deep_copy (metadata) : json_object ();
+}
+
+//  The output of the displays so far (in OUTPUTS, each matched by index in IDS) that
+//  DISPLAY_ID names, or NULL.
+static json_t *
+s_display (json_t *outputs, json_t *ids, const char *display_id)
+{
+    size_t i;
+    json_t *id;
+    json_array_foreach (ids, i, id)
+    {
+        if (json_is_string (id) && strcmp (json_string_value (id), display_id) == 0)
+            return json_array_get (outputs, i);
+    }
+    return NULL;
+}
+
+//  Appends RUN's displays and results to OUTPUTS (IDS: their display ids, by index).
+static void
+s_add_displays (json_t *outputs, json_t *ids, const cg_notebook_run_t *run)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach (run->outputs, i, item)
+    {
+        const char *type = json_string_value (json_object_get (item, "type"));
+        json_t *data = json_object_get (item, "data");
+        const char *display_id = json_string_value (json_object_get (item, "display_id"));
+        if (!type || !json_is_object (data))
+            continue;
+        if (strcmp (type, "update_display_data") == 0) {
+            json_t *shown = display_id ? s_display (outputs, ids, display_id) : NULL;
+            if (shown) {
+                json_object_set_new (shown, "data", s_bundle (data));
+                json_object_set_new (shown, "metadata", s_metadata (item));
+            }
+            continue;
+        }
+        bool result = strcmp (type, "execute_result") == 0;
+        if (!result && strcmp (type, "display_data") != 0)
+            continue;
+        json_t *output = json_pack ("{s:s, s:o, s:o}", "output_type", type, "data", s_bundle (data),
+                                    "metadata", s_metadata (item));
+        if (result)
+            json_object_set_new (output, "execution_count",
+                                 run->execution_count > 0 ? json_integer (run->execution_count)
+                                                          : json_null ());
+        json_array_append_new (outputs, output);
+        json_array_append_new (ids, display_id ? json_string (display_id) : json_null ());
+    }
+}
+
+static void
+s_add_stream (json_t *outputs, json_t *ids, const char *name, const char *text)
+{
+    if (!text || !*text)
+        return;
+    json_array_append_new (outputs, json_pack ("{s:s, s:s, s:s}", "output_type", "stream", "name",
+                                               name, "text", text));
+    json_array_append_new (ids, json_null ());
+}
+
+json_t *
+cg_notebook_cell (const cg_notebook_run_t *run)
+{
+    json_t *outputs = json_array ();
+    json_t *ids = json_array ();
+    s_add_stream (outputs, ids, "stdout", run->stdout_text);
+    s_add_stream (outputs, ids, "stderr", run->stderr_text);
+    if (run->outputs)
+        s_add_displays (outputs, ids, run);
+    json_decref (ids);
+    if (run->error) {
+        //  "Name: value"; the traceback is in the stderr stream already.
+        const char *colon = strstr (run->error, ": ");
+        json_t *ename = colon ? json_stringn (run->error, (size_t)(colon - run->error))
+                              : json_string (run->error);
+        json_array_append_new (outputs, json_pack ("{s:s, s:o, s:s, s:[]}", "output_type", "error",
+                                                   "ename", ename ? ename : json_string ("Error"),
+                                                   "evalue", colon ? colon + 2 : "", "traceback"));
+    }
+    json_t *cellgate = json_pack ("{s:s, s:s?, s:s?}", "language", run->language, "execution_id",
+                                  run->execution_id, "status", run->status);
+    return json_pack ("{s:s, s:{s:o}, s:o, s:s, s:o}", "cell_type", "code", "metadata", "cellgate",
+                      cellgate, "execution_count",
+                      run->execution_count > 0 ? json_integer (run->execution_count) : json_null (),
+                      "source", run->code ? run->code : "", "outputs", outputs);
+}
+
+int
+cg_notebook_append (const char *path, json_t *cell, size_t max, cg_error_t **err)
+{
+    int fd = open (path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return cg_error_set (err, errno, "open %s: %s", path, strerror (errno));
+    struct stat st;
+    cleanup_free char *line = NULL;
+    if (fstat (fd, &st) == 0) {
+        line = json_dumps (cell, JSON_COMPACT);
+        if ((size_t)st.st_size + strlen (line) + 1 > max) {
+            free (line);
+            json_t *slim = json_deep_copy (cell);
+            json_object_set_new (slim, "outputs", json_array ());
+            json_object_set_new (json_object_get (json_object_get (slim, "metadata"), "cellgate"),
+                                 "outputs_dropped", json_true ());
+            line = json_dumps (slim, JSON_COMPACT);
+            json_decref (slim);
+        }
+    }
+    int rc = 0;
+    if (!line)
+        rc = cg_error_set (err, EIO, "stat %s: %s", path, strerror (errno));
+    else {
+        size_t len = strlen (line);
+        line[len] = '\n'; //  json_dumps' NUL becomes the line's end
+        if (write (fd, line, len + 1) != (ssize_t)(len + 1))
+            rc = cg_error_set (err, errno ? errno : EIO, "write %s: %s", path, strerror (errno));
+    }
+    close (fd);
+    return rc;
+}
+
+//  --------------------------------------------------------------------------
+//  The notebook
+
+static json_t *
+s_kernelspec (const char *language)
+{
+    if (strcmp (language, "python") == 0)
+        return json_pack ("{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}}", "kernelspec", "name", "python3",
+                          "display_name", "Python 3 (ipykernel)", "language", "python",
+                          "language_info", "name", "python", "file_extension", ".py", "mimetype",
+                          "text/x-python");
+    if (strcmp (language, "javascript") == 0)
+        return json_pack ("{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}}", "kernelspec", "name",
+                          "javascript", "display_name", "JavaScript (Node.js, cellgate sandbox)",
+                          "language", "javascript", "language_info", "name", "javascript",
+                          "file_extension", ".js", "mimetype", "text/javascript");
+    return json_pack ("{s:{s:s, s:s, s:s}, s:{s:s}}", "kernelspec", "name", language,
+                      "display_name", language, "language", language, "language_info", "name",
+                      language);
+}
+
+//  A markdown cell showing CELL's code, which ran in another language than the notebook's.
+static json_t *
+s_foreign (json_t *cell, const char *language)
+{
+    const char *source = json_string_value (json_object_get (cell, "source"));
+    cleanup_free char *text =
+        cg_strdupf ("*Ran in %s:*\n\n```%s\n%s\n```", language, language, source ? source : "");
+    return json_pack ("{s:s, s:{}, s:s}", "cell_type", "markdown", "metadata", "source", text);
+}
+
+//  CELL (a line's object) made into a notebook cell with id N for the notebook's LANGUAGE,
+//  or NULL when it is no cell of ours.
+static json_t *
+s_cell (json_t *cell, const char *language, size_t n, bool *code)
+{
+    json_t *meta = json_object_get (json_object_get (cell, "metadata"), "cellgate");
+    const char *ran = json_string_value (json_object_get (meta, "language"));
+    if (!ran || !json_is_string (json_object_get (cell, "source"))
+        || !json_is_array (json_object_get (cell, "outputs")))
+        return NULL;
+    *code = strcmp (ran, language) == 0;
+    json_t *made = *code ? json_incref (cell) : s_foreign (cell, ran);
+    cleanup_free char *id = cg_strdupf ("cell-%zu", n);
+    json_object_set_new (made, "id", json_string (id));
+    return made;
+}
+
+json_t *
+cg_notebook_from_lines (const char *text, size_t len, const char *language, size_t *code_cells)
+{
+    json_t *cells = json_array ();
+    size_t codes = 0;
+    for (const char *at = text, *end = text + len; at < end;) {
+        const char *nl = memchr (at, '\n', (size_t)(end - at));
+        size_t n = (size_t)((nl ? nl : end) - at);
+        json_t *line = json_loadb (at, n, JSON_REJECT_DUPLICATES, NULL);
+        bool code = false;
+        json_t *cell = json_is_object (line)
+                           ? s_cell (line, language, json_array_size (cells) + 1, &code)
+                           : NULL;
+        if (cell) {
+            json_array_append_new (cells, cell);
+            codes += code;
+        }
+        json_decref (line);
+        at += n + 1;
+    }
+    if (code_cells)
+        *code_cells = codes;
+    return json_pack ("{s:i, s:i, s:o, s:o}", "nbformat", 4, "nbformat_minor", 5, "metadata",
+                      s_kernelspec (language), "cells", cells);
+}
+
+json_t *
+cg_notebook_build (const char *path, const char *language, size_t max, size_t *code_cells,
+                   cg_error_t **err)
+{
+    size_t len = 0;
+    cg_error_t *read_err = NULL;
+    cleanup_free char *text = cg_read_file (path, max, &len, &read_err);
+    if (!text && read_err && read_err->code != ENOENT) {
+        cg_error_set (err, read_err->code, "%s", cg_error_message (read_err));
+        cg_error_destroy (&read_err);
+        return NULL;
+    }
+    cg_error_destroy (&read_err);
+    return cg_notebook_from_lines (text ? text : "", text ? len : 0, language, code_cells);
+}
