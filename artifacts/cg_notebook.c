@@ -225,7 +225,15 @@ s_cell (json_t *cell, const char *language, size_t n, bool *code)
         || !json_is_array (json_object_get (cell, "outputs")))
         return NULL;
     *code = strcmp (ran, language) == 0;
-    json_t *made = *code ? json_incref (cell) : s_foreign (cell, ran);
+    json_t *count = json_object_get (cell, "execution_count");
+    //  Made anew from the fields nbformat has: the line is ours, but a notebook from it
+    //  is valid whatever the file holds.
+    json_t *made = *code ? json_pack ("{s:s, s:O, s:O, s:O, s:O}", "cell_type", "code", "metadata",
+                                      json_object_get (cell, "metadata"), "execution_count",
+                                      json_integer_value (count) > 0 ? count : json_null (),
+                                      "source", json_object_get (cell, "source"), "outputs",
+                                      json_object_get (cell, "outputs"))
+                         : s_foreign (cell, ran);
     cleanup_free char *id = cg_strdupf ("cell-%zu", n);
     json_object_set_new (made, "id", json_string (id));
     return made;

@@ -101,6 +101,10 @@ static const cg_config_option_t s_options[] = {
      "1048576", 65536, 1 << 30,
      "largest tool result sent to a client, on stdio and HTTP; past it images and long outputs "
      "become links to their saved files"},
+    {"--image-budget", "CELLGATE_IMAGE_BUDGET", CG_CONFIG_BYTES, OFF (image_budget), "49152", 1024,
+     1 << 30,
+     "image bytes a run result carries inline; past it a chart comes as a smaller preview and "
+     "a link to its file"},
     {"--http-listen", "CELLGATE_HTTP_LISTEN", CG_CONFIG_STRING, OFF (http_listen), "127.0.0.1:8080",
      0, 0, "download listener HOST:PORT, or off; when the default's port is taken, a free one"},
     {"--max-sessions", "CELLGATE_MAX_SESSIONS", CG_CONFIG_INT, OFF (max_sessions), "10", 1, 100000,

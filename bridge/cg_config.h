@@ -41,6 +41,7 @@ typedef struct {
     size_t max_upload_bytes;
     size_t max_artifact_read_bytes;
     size_t max_result_bytes;   /* largest tools/call response sent to a client, serialized */
+    size_t image_budget;       /* image bytes a tools/call result carries inline */
     char *http_listen;         /* "HOST:PORT" of the download listener, or "off" */
     char *http;                /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
     char *http_token;          /* bearer token the HTTP transport requires, or NULL */

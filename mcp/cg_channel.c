@@ -4,12 +4,17 @@
 
 #include <string.h>
 
+bool
+cg_client_links (const cg_client_t *client)
+{
+    //  resource_link blocks exist from revision 2025-06-18 on.
+    return client && strcmp (client->version, "2025-06-18") >= 0;
+}
+
 void
 cg_channel_send (cg_channel_t *self, json_t *message)
 {
-    //  resource_link blocks exist from revision 2025-06-18 on.
-    bool links = self->client && strcmp (self->client->version, "2025-06-18") >= 0;
-    char *text = cg_result_encode (message, self->budget, links);
+    char *text = cg_result_encode (message, self->budget, cg_client_links (self->client));
     self->ops->send (self, message, text, strlen (text));
     free (text);
     json_decref (message);

@@ -23,6 +23,9 @@ typedef struct {
     char client_version[32]; /* clientInfo.version from initialize (cut), "" when none */
 } cg_client_t;
 
+/*  True when CLIENT (may be NULL) takes resource_link content blocks. */
+bool cg_client_links (const cg_client_t *client);
+
 typedef struct cg_channel_t cg_channel_t;
 
 /*  What a transport implements. SEND delivers MESSAGE (borrowed; TEXT is its encoding,

@@ -4,9 +4,12 @@
     of runs refused before they started. */
 #include "cg_run_result.h"
 #include "cg_result.h"
+#include "../artifacts/cg_image.h"
+#include "../bridge/cg_log.h"
 #include "../bridge/cg_util.h"
 
 #include <ctype.h>
+#include <sodium.h>
 #include <math.h>
 #include <string.h>
 
@@ -178,13 +181,13 @@ cg_run_result_refused (const char *language, const char *session_id, const char 
     json_t *structured = s_never_ran (language, session_id, error_code, message);
     json_object_set_new (structured, "error", json_string (error));
     json_object_set_new (structured, "message", json_string (message));
-    return cg_run_result_call (structured);
+    return cg_run_result_call (structured, NULL);
 }
 
 json_t *
 cg_run_result_invalid (const char *language, const char *error_code, const char *message)
 {
-    return cg_run_result_call (s_never_ran (language, NULL, error_code, message));
+    return cg_run_result_call (s_never_ran (language, NULL, error_code, message), NULL);
 }
 
 //  --------------------------------------------------------------------------
@@ -228,9 +231,83 @@ s_status_line (const char *status, const char *message, const char *err)
     return cg_strdupf ("[%s] %s", status, message);
 }
 
-json_t *
-cg_run_result_call (json_t *structured)
+//  --------------------------------------------------------------------------
+//  Images past the budget
+
+//  The decoded size of the base64 text B64.
+static size_t
+s_base64_size (const char *b64)
 {
+    size_t len = strlen (b64), pad = 0;
+    while (len > 0 && (b64[len - 1] == '=' || b64[len - 1] == '\n')) {
+        pad += b64[len - 1] == '=';
+        len--;
+    }
+    return (len + pad) / 4 * 3 - pad;
+}
+
+//  The output ITEM's MIME image, past the budget of IMAGES with SENT bytes inline so far:
+//  a preview block that fits what is left (when one can be made), then a link to the saved
+//  file (a resource_link, or a line of *TEXT). Returns the preview's size (0: none).
+static size_t
+s_preview (json_t *content, json_t *item, const char *mime, const cg_run_images_t *images,
+           size_t sent, char **text)
+{
+    const char *b64 = json_string_value (json_object_get (json_object_get (item, "data"), mime));
+    size_t b64_len = strlen (b64), len = 0, made_len = 0;
+    cleanup_free unsigned char *bytes = cg_xmalloc (b64_len / 4 * 3 + 3);
+    const char *made_mime = NULL;
+    int w = 0, h = 0;
+    cg_error_t *err = NULL;
+    cleanup_free unsigned char *made = NULL;
+    size_t left = images->budget > sent ? images->budget - sent : 0;
+    if (left >= 1024
+        && sodium_base642bin (bytes, b64_len / 4 * 3 + 3, b64, b64_len, " \r\n", &len, NULL,
+                              sodium_base64_VARIANT_ORIGINAL)
+               == 0)
+        made = cg_image_preview (bytes, len, mime, left, &made_len, &made_mime, &w, &h, &err);
+    cg_result_link_output (item, mime, made ? json_array_size (content) + 1 : 0);
+    if (made) {
+        cleanup_free char *encoded =
+            cg_xmalloc (sodium_base64_ENCODED_LEN (made_len, sodium_base64_VARIANT_ORIGINAL));
+        sodium_bin2base64 (encoded,
+                           sodium_base64_ENCODED_LEN (made_len, sodium_base64_VARIANT_ORIGINAL),
+                           made, made_len, sodium_base64_VARIANT_ORIGINAL);
+        json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
+                                                   encoded, "mimeType", made_mime));
+        json_object_set_new (item, "preview",
+                             json_pack ("{s:s, s:i, s:i, s:I}", "mime_type", made_mime, "width", w,
+                                        "height", h, "size_bytes", (json_int_t)made_len));
+    }
+    else
+        json_object_del (item, "content_index");
+    const char *path = json_string_value (json_object_get (item, "path"));
+    const char *url = json_string_value (json_object_get (item, "download_url"));
+    size_t full = (size_t)json_integer_value (json_object_get (item, "size_bytes"));
+    if (images->links && path && url) {
+        const char *slash = strrchr (path, '/');
+        json_array_append_new (content,
+                               json_pack ("{s:s, s:s, s:s, s:s, s:I}", "type", "resource_link",
+                                          "uri", url, "name", slash ? slash + 1 : path, "mimeType",
+                                          mime, "size", (json_int_t)full));
+    }
+    cleanup_free char *line = cg_strdupf (
+        "%s[%s image of %zu bytes, over the result's image budget of %zu bytes: %s; the whole "
+        "image is %s%s%s]",
+        **text ? "\n" : "", mime, full, images->budget,
+        made ? "a smaller preview is sent" : "not sent inline",
+        path ? path : "not saved (the session has no workspace)", url ? " " : "", url ? url : "");
+    s_append (text, line);
+    if (err)
+        cg_log (2, "image preview: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    return made ? made_len : 0;
+}
+
+json_t *
+cg_run_result_call (json_t *structured, const cg_run_images_t *images)
+{
+    size_t sent = 0; /* image bytes inline so far */
     const char *status = json_string_value (json_object_get (structured, "status"));
     const char *out = json_string_value (json_object_get (structured, "stdout"));
     const char *err = json_string_value (json_object_get (structured, "stderr"));
@@ -255,10 +332,17 @@ cg_run_result_call (json_t *structured)
         if (png || jpeg) {
             //  The bytes go in the image block only; the output names it and its file.
             const char *mime = png ? "image/png" : "image/jpeg";
-            json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
-                                                       png ? png : jpeg, "mimeType", mime));
-            cg_result_link_output (item, mime,
-                                   json_array_size (content)); /* the text block comes first */
+            size_t bytes = s_base64_size (png ? png : jpeg);
+            if (!images || sent + bytes <= images->budget) {
+                json_array_append_new (content,
+                                       json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
+                                                  png ? png : jpeg, "mimeType", mime));
+                cg_result_link_output (item, mime,
+                                       json_array_size (content)); /* the text block comes first */
+                sent += bytes;
+            }
+            else
+                sent += s_preview (content, item, mime, images, sent, &text);
         }
         else if (json_object_get (data, "text/plain")
                  && strcmp (json_string_value (json_object_get (item, "type")), "execute_result")

@@ -25,12 +25,25 @@
 json_t *cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files,
                                   const char *run_id);
 
+/*  How many image bytes a result may carry inline, and whether the client takes
+    resource_link blocks. */
+typedef struct {
+    size_t budget; /* decoded bytes of image blocks per result */
+    bool links;
+} cg_run_images_t;
+
 /*  Turns a run's structuredContent STRUCTURED (stolen) into a tools/call result: one
     text block (the output, the result's value, what was cut and where the whole text
     is, the files made, the error and the notice), an image block per PNG or JPEG
     output (each output then names its block, cg_result_link_output),
-    structuredContent, isError. Caller owns the result. */
-json_t *cg_run_result_call (json_t *structured);
+    structuredContent, isError. With IMAGES (NULL: no limit), images go inline in order
+    while they fit its budget; each one past it is sent as a smaller preview that fits
+    what is left (cg_image_preview; its output gets "preview": {mime_type, width, height,
+    size_bytes} and content_index names the preview's block), or as nothing when none
+    fits or it cannot be decoded, followed by a resource_link to the saved file (a text
+    line naming it when the client takes no links or it has no URL). No image is sent
+    twice. Caller owns the result. */
+json_t *cg_run_result_call (json_t *structured, const cg_run_images_t *images);
 
 /*  Rewrites a run result's status in seed 001's terms: completed, timeout,
     error_runtime, error_setup. STRUCTURED is borrowed and changed in place; without a

@@ -352,8 +352,11 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
                              .session_id = session->id,
                              .token = session->token,
                              .http = cg_server_http (server)};
+    const cg_config_t *config = cg_server_config (server);
+    cg_run_images_t images = {.budget = config->image_budget,
+                              .links = cg_client_links (call->channel->client)};
     json_t *result = cg_run_result_call (
-        cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id));
+        cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id), &images);
     if (cg_tools_is (call->tool, CG_TOOL_SEED001))
         cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
     return result;

@@ -32,6 +32,8 @@ DEBS=(
   libsqlite3-dev
   # the Docker backend's HTTP client: the Engine API over its unix socket (--backend docker)
   libcurl4-openssl-dev
+  # the image budget's previews: decode, scale and encode PNG/JPEG
+  libgd-dev
   # sandbox: OCI runtimes, the container's init, mkfs.ext4 for the workspaces' file systems
   runc crun catatonit e2fsprogs
   # the kernel and what the sandboxed Python ships with

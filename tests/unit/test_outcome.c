@@ -131,7 +131,7 @@ s_success (void)
            "workspace");
     CHECK (json_real_value (json_object_get (structured, "memoryUsedMB")) == 41.3, "memoryUsedMB");
     CHECK (!json_object_get (structured, "notice"), "no notice");
-    json_t *result = cg_run_result_call (structured);
+    json_t *result = cg_run_result_call (structured, NULL);
     CHECK (s_is (json_array_get (json_object_get (result, "content"), 0), "type", "text")
                && strcmp (s_text_block (result), "hi\n\n[result]\n3") == 0,
            "text block: %s", s_text_block (result));
@@ -151,7 +151,7 @@ s_runtime_error (void)
     cg_outcome_stream_set (&outcome->err, "Traceback\nZeroDivisionError: division by zero\n", 46);
     cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME,
                      "ZeroDivisionError: division by zero");
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL), NULL);
     cg_outcome_destroy (&outcome);
     json_t *structured = json_object_get (result, "structuredContent");
     CHECK (s_is (structured, "status", "execution_error") && s_int (structured, "exit_code") == 1
@@ -187,7 +187,7 @@ s_timeout (void)
     outcome->kernel_restarted = true;
     cg_outcome_add_notice (outcome, "One.");
     cg_outcome_add_notice (outcome, "Two.");
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL), NULL);
     json_t *structured = json_object_get (result, "structuredContent");
     CHECK (s_is (structured, "status", "timeout") && s_int (structured, "exit_code") == -1
                && s_is (structured, "error_code", "EXECUTION_TIMEOUT")
@@ -227,7 +227,7 @@ s_setup_failure (void)
     cg_outcome_t *outcome =
         cg_outcome_setup_failure ("javascript", "exec_aaaaaaaaaaaa", NULL, CG_OUTCOME_ERROR_SANDBOX,
                                   "start kernel javascript: no such container");
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL), NULL);
     cg_outcome_destroy (&outcome);
     json_t *structured = json_object_get (result, "structuredContent");
     CHECK (s_is (structured, "status", "setup_error") && s_int (structured, "exit_code") == -1
@@ -318,7 +318,7 @@ s_truncated (void)
            "truncation fields");
     CHECK (s_is (structured, "stderr", "bad \xef\xbf\xbd byte\xef\xbf\xbdx"), "stderr cleaned: %s",
            s_str (structured, "stderr"));
-    json_t *result = cg_run_result_call (structured);
+    json_t *result = cg_run_result_call (structured, NULL);
     CHECK (strstr (s_text_block (result), "\n[stdout was cut; the whole text is in "
                                           "/mnt/data/outputs/exec_0123456789ab-stdout.txt]"),
            "text block: %s", s_text_block (result));
@@ -327,7 +327,7 @@ s_truncated (void)
     outcome->session_id = NULL;
     free (outcome->out.file);
     outcome->out.file = NULL;
-    result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
+    result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL), NULL);
     cg_outcome_destroy (&outcome);
     CHECK (strstr (s_text_block (result),
                    "\n[stdout was cut; run with a session_id to keep the whole text as a file]"),
@@ -346,7 +346,7 @@ s_image (void)
         outcome->outputs,
         json_pack ("{s:s, s:O, s:{}}", "type", "execute_result", "data", data, "metadata"));
     outcome->return_value = data;
-    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL));
+    json_t *result = cg_run_result_call (cg_run_result_structured (outcome, NULL, NULL), NULL);
     cg_outcome_destroy (&outcome);
     json_t *content = json_object_get (result, "content");
     json_t *structured = json_object_get (result, "structuredContent");

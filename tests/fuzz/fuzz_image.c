@@ -1,0 +1,51 @@
+/*  fuzz_image — images from kernels (untrusted bytes): cg_image_size's PNG and JPEG header
+    readers, and cg_image_preview (libgd) on what passes them.
+
+    Input: one byte of kind (even: PNG, odd: JPEG), one byte of limit (times 256 bytes),
+    then the image.
+
+    Invariants: a size read is positive; a preview is made only for an image whose header
+    size is within CG_IMAGE_MAX_PIXELS, is no larger than the limit, and is itself an image
+    whose header says the size the preview reported. (Images over 512 x 512 pixels are not
+    previewed here, to keep each run short.) */
+#define _GNU_SOURCE
+#include "cg_fuzz.h"
+
+#include "../../artifacts/cg_image.h"
+
+#include <stdlib.h>
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    const char *mime = data[0] % 2 ? "image/jpeg" : "image/png";
+    size_t max = (size_t)data[1] * 256;
+    const unsigned char *image = data + 2;
+    size_t len = size - 2;
+    int w = 0, h = 0;
+    if (cg_image_size (image, len, mime, &w, &h, NULL) < 0)
+        return 0;
+    CG_FUZZ_CHECK (w > 0 && h > 0, "a size read is positive");
+    if ((long long)w * h > 512 * 512)
+        return 0;
+    size_t made_len = 0;
+    const char *made_mime = NULL;
+    int mw = 0, mh = 0;
+    cg_error_t *err = NULL;
+    unsigned char *made =
+        cg_image_preview (image, len, mime, max, &made_len, &made_mime, &mw, &mh, &err);
+    if (made) {
+        CG_FUZZ_CHECK (made_len <= max, "the preview fits the limit");
+        int pw = 0, ph = 0;
+        CG_FUZZ_CHECK (cg_image_size (made, made_len, made_mime, &pw, &ph, NULL) == 0 && pw == mw
+                           && ph == mh,
+                       "the preview is the image it says");
+        free (made);
+    }
+    else
+        CG_FUZZ_CHECK (err != NULL, "no preview says why");
+    cg_error_destroy (&err);
+    return 0;
+}
