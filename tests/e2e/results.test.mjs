@@ -9,6 +9,10 @@ import { afterEach, beforeEach, test } from 'node:test';
 
 import { callExec, expectStatus, sc, show, startHttpServer, startServer } from './lib.mjs';
 
+// These tests are about the result budget (--max-result-bytes): the image budget, which would
+// preview these charts first (images.test.mjs), is raised out of the way.
+const NO_IMAGE_BUDGET = ['--image-budget', String(1 << 30)];
+
 const BUDGET = 1024 * 1024; // the stdio default of --max-result-bytes
 
 let server;
@@ -17,7 +21,7 @@ let longestLine = 0; // the longest JSON-RPC line the current server wrote
 
 // Each test has its own server: a result that kills the client must not take the next test with it.
 beforeEach(async () => {
-  server = await startServer();
+  server = await startServer({ args: NO_IMAGE_BUDGET });
   client = server.client;
   longestLine = 0;
   // The SDK's own reader still parses every line; this listener only measures them.
@@ -124,7 +128,7 @@ test('a ~48 MB PNG display (limits raised by the operator): the call succeeds, t
   // By default the server refuses a kernel message over 8 MB (floods.test.mjs); an
   // operator may raise that, and the result still stays within its budget.
   await server.close();
-  server = await startServer({ args: ['--max-message-mb', '128', '--max-display-mb', '128'] });
+  server = await startServer({ args: [...NO_IMAGE_BUDGET, '--max-message-mb', '128', '--max-display-mb', '128'] });
   client = server.client;
   const sid = 'sess_e2eresult003';
   const code = [
@@ -155,7 +159,7 @@ test('a ~48 MB PNG display (limits raised by the operator): the call succeeds, t
 
 test('over Streamable HTTP the same budget holds, set here by --max-result-bytes', async () => {
   const budget = 150000;
-  const http = await startHttpServer({ args: ['--max-result-bytes', String(budget)] });
+  const http = await startHttpServer({ args: [...NO_IMAGE_BUDGET, '--max-result-bytes', String(budget)] });
   try {
     const { client: remote } = await http.connect();
     const sid = 'sess_e2eresult007';
