@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef CG_KERNELS_DIR
 #define CG_KERNELS_DIR "kernels"
@@ -31,9 +32,9 @@ static const cg_config_option_t s_options[] = {
     {"--scripts-dir", "CELLGATE_SCRIPTS_DIR", CG_CONFIG_STRING, OFF (scripts_dir), NULL, 0, 0,
      "the saved-script library (save_script, run_script; default <state-dir>/scripts)"},
     {"--backend", "CELLGATE_BACKEND", CG_CONFIG_STRING, OFF (backend), "auto", 0, 0,
-     "sandbox backend: oci (runc or crun, as root), docker (the Docker Engine API, Podman's "
-     "too, running --image) or auto (oci as root when a runtime works, else docker when its "
-     "socket answers)"},
+     "sandbox backend: oci (runc or crun, as root), rootless (runc in a user namespace, for a "
+     "normal user), docker (the Docker Engine API, Podman's too, running --image) or auto "
+     "(oci as root, rootless as a normal user, else docker when its socket answers)"},
     {"--image", "CELLGATE_IMAGE", CG_CONFIG_STRING, OFF (image), NULL, 0, 0,
      "the sandbox image the docker backend runs (SANDBOX_IMAGE)"},
     {"--docker-host", "CELLGATE_DOCKER_HOST", CG_CONFIG_STRING, OFF (docker_host), NULL, 0, 0,
@@ -479,8 +480,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         return cg_error_set (err, EINVAL, "--save-displays: '%s' is not figures, all or none",
                              self->save_displays);
     if (strcmp (self->backend, "auto") && strcmp (self->backend, "oci")
-        && strcmp (self->backend, "docker"))
-        return cg_error_set (err, EINVAL, "--backend: '%s' is not oci, docker or auto",
+        && strcmp (self->backend, "rootless") && strcmp (self->backend, "docker"))
+        return cg_error_set (err, EINVAL, "--backend: '%s' is not oci, rootless, docker or auto",
                              self->backend);
     if (strcmp (self->docker_tcp, "on") && strcmp (self->docker_tcp, "off"))
         return cg_error_set (err, EINVAL, "--docker-tcp: '%s' is not on or off", self->docker_tcp);
@@ -554,4 +555,31 @@ void
 cg_config_usage (void)
 {
     cg_config_print_usage (stdout);
+}
+
+char *
+cg_config_for_user (cg_config_t *self)
+{
+    if (geteuid () == 0 || (strcmp (self->backend, "auto") && strcmp (self->backend, "rootless")))
+        return NULL;
+    const char *default_state = s_options[0].fallback;
+    if (strcmp (self->state_dir, default_state) == 0) {
+        const char *xdg = getenv ("XDG_STATE_HOME");
+        const char *home = getenv ("HOME");
+        char *dir = xdg && xdg[0] == '/'     ? cg_strdupf ("%s/cellgate", xdg)
+                    : home && home[0] == '/' ? cg_strdupf ("%s/.local/state/cellgate", home)
+                                             : NULL;
+        if (dir) {
+            free (self->state_dir);
+            self->state_dir = dir;
+        }
+    }
+    self->sandbox_uid = (int)getuid ();
+    self->sandbox_gid = (int)getgid ();
+    int workspace_mb = self->workspace_mb;
+    self->workspace_mb = 0;
+    return cg_strdupf ("running as uid %u: state in %s, sandboxes as uid %d gid %d in a user "
+                       "namespace, workspaces plain directories%s",
+                       (unsigned)getuid (), self->state_dir, self->sandbox_uid, self->sandbox_gid,
+                       workspace_mb ? " (--workspace-mb is not enforced without root)" : "");
 }

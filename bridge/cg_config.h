@@ -108,6 +108,14 @@ const cg_config_option_t *cg_config_options (size_t *count);
 int cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err);
 
 /*  Frees the strings SELF owns. */
+/*  For a normal user (EUID not 0) whose --backend is auto or rootless: the state dir,
+    when left at its default, becomes the user's XDG state dir ($XDG_STATE_HOME/cellgate,
+    else $HOME/.local/state/cellgate); sandboxes run as the user's own uid and gid (the
+    rootless user namespace maps them onto themselves); workspaces are plain directories
+    (--workspace-mb 0: no loop mount without root). Returns a sentence saying what changed
+    (caller frees), or NULL when nothing did (root, or another backend). */
+char *cg_config_for_user (cg_config_t *self);
+
 void cg_config_clear (cg_config_t *self);
 
 /*  Writes the flags, their variables, help and defaults to OUT. */

@@ -170,17 +170,18 @@ main (int argc, char **argv)
         cg_config_clear (&config);
         return 2;
     }
-    //  Every sandbox is a runc container made as root; as another user the first mkdir or
-    //  chown would fail with a bare "Permission denied" (issue 14 adds a rootless backend).
-    if (geteuid () != 0) {
+    //  A normal user gets the rootless backend's settings (user namespace, XDG state dir);
+    //  the backends that need root say so plainly instead of failing on a mkdir or chown.
+    cleanup_free char *for_user = cg_config_for_user (&config);
+    if (geteuid () != 0 && !for_user) {
         fprintf (stderr,
-                 "cellgate %s: sandboxes need root in this build: the OCI backend runs runc as "
-                 "root, and this process runs as uid %u. A backend for normal users (user "
-                 "namespaces) is not built yet. Run cellgate as root; from a stdio MCP client "
-                 "that means e.g. 'claude mcp add cellgate -- sudo -n /path/to/cellgate mcp' "
-                 "with a sudoers rule that asks no password (a stdio client cannot answer a "
-                 "password prompt).\n",
-                 command, (unsigned)geteuid ());
+                 "cellgate %s: --backend %s needs root, and this process runs as uid %u. As a "
+                 "normal user use --backend rootless (the default: runc in a user namespace, "
+                 "no sudo). For the oci or docker backend run cellgate as root; from a stdio "
+                 "MCP client that means e.g. 'claude mcp add cellgate -- sudo -n "
+                 "/path/to/cellgate mcp' with a sudoers rule that asks no password (a stdio "
+                 "client cannot answer a password prompt).\n",
+                 command, config.backend, (unsigned)geteuid ());
         cg_config_clear (&config);
         return 2;
     }
@@ -206,6 +207,8 @@ main (int argc, char **argv)
         cg_log (1, "%s", *line);
     for (char **line = config.notes; line && *line; line++)
         cg_log (2, "%s", *line);
+    if (for_user)
+        cg_log (2, "%s", for_user);
     if (sodium_init () < 0) {
         fprintf (stderr, "cellgate: libsodium failed to initialize\n");
         return 1;

@@ -18,7 +18,7 @@ struct cg_backend_t {
 };
 
 //  The backends --backend names, in auto's order of preference.
-static const cg_backend_ops_t *const s_backends[] = {&cg_oci_ops, &cg_docker_ops};
+static const cg_backend_ops_t *const s_backends[] = {&cg_oci_ops, &cg_rootless_ops, &cg_docker_ops};
 #define S_BACKEND_COUNT (sizeof s_backends / sizeof s_backends[0])
 
 int
@@ -142,6 +142,8 @@ s_open_auto (cg_backend_t *self, const cg_sandbox_limits_t *limits, cg_error_t *
         if (ops == &cg_oci_ops && geteuid () != 0)
             cg_error_set (&local, EPERM, "runs runc as root, and this process is uid %u",
                           (unsigned)geteuid ());
+        else if (ops == &cg_rootless_ops && geteuid () == 0)
+            cg_error_set (&local, EPERM, "root uses oci");
         else if (s_open (self, ops, limits, &local) == 0) {
             cg_log (2, "sandbox backend: %s (--backend auto%s%s)", ops->kind, *why ? "; " : "",
                     why);
@@ -172,8 +174,8 @@ cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
                     cg_log (2, "sandbox backend: %s (--backend %s)", kind, kind);
             }
         if (!self->ops)
-            cg_error_set (err, EINVAL, "--backend: unknown backend '%s' (oci, docker or auto)",
-                          kind);
+            cg_error_set (err, EINVAL,
+                          "--backend: unknown backend '%s' (oci, rootless, docker or auto)", kind);
     }
     if (rc < 0) {
         self->ops = NULL;

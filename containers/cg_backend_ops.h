@@ -11,7 +11,7 @@
 /*  One backend. Every function takes the backend's own state (IMPL, from NEW) and keeps
     the contract of the cg_container_* function of the same name. */
 typedef struct {
-    const char *kind; /* --backend's value: "oci", "docker" */
+    const char *kind; /* --backend's value: "oci", "rootless", "docker" */
     /*  Makes the backend's state for LIMITS (copied; strings borrowed) with SHARED_SITE,
         where the shared package layer's host dir (or NULL) will be once the backend is made
         (borrowed; read when sandboxes are made). NULL with *err set when the
@@ -52,6 +52,7 @@ int cg_backend_remove_instances (
     int (*remove_orphans) (void *impl, const char *prefix, cg_error_t **err), cg_error_t **err);
 
 extern const cg_backend_ops_t cg_oci_ops;
+extern const cg_backend_ops_t cg_rootless_ops;
 extern const cg_backend_ops_t cg_docker_ops;
 
 #endif

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cg_cgroup.h"
 #include "cg_backend_ops.h"
+#include "cg_rootless.h"
 #include "cg_runtime.h"
 #include "cg_seccomp.h"
 #include "../bridge/cg_fault.h"
@@ -35,6 +36,7 @@ typedef struct {
     const char *const *shared_site; /* the shared package layer, or NULL (cg_backend.c's) */
     bool cgroup_v2;                 /* the host's cgroup layout is unified only */
     bool memsw;                     /* cgroup v1 swap accounting present */
+    bool rootless;                  /* --backend rootless: a normal user's (cg_rootless) */
 } cg_oci_t;
 
 //  --------------------------------------------------------------------------
@@ -259,12 +261,14 @@ s_init_runtime (cg_oci_t *self, cg_error_t **err)
 static void s_oci_destroy (void **impl_p);
 
 static void *
-s_oci_new (const cg_sandbox_limits_t *limits, const char *const *shared_site, cg_error_t **err)
+s_new (const cg_sandbox_limits_t *limits, const char *const *shared_site, bool rootless,
+       cg_error_t **err)
 {
     struct statfs fs;
     cg_oci_t *self = cg_xcalloc (1, sizeof *self);
     void *impl = self;
     self->limits = *limits;
+    self->rootless = rootless;
     self->shared_site = shared_site;
     self->cgroup_v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
     if (s_init_runtime (self, err) < 0) {
@@ -282,6 +286,35 @@ s_oci_new (const cg_sandbox_limits_t *limits, const char *const *shared_site, cg
         return NULL;
     }
     return self;
+}
+
+static void *
+s_oci_new (const cg_sandbox_limits_t *limits, const char *const *shared_site, cg_error_t **err)
+{
+    if (geteuid () != 0) {
+        cg_error_set (err, EPERM,
+                      "the oci backend runs runc as root, and this process is uid %u: use "
+                      "--backend rootless (the default for a normal user)",
+                      (unsigned)geteuid ());
+        return NULL;
+    }
+    return s_new (limits, shared_site, false, err);
+}
+
+static void *
+s_rootless_new (const cg_sandbox_limits_t *limits, const char *const *shared_site, cg_error_t **err)
+{
+    if (cg_rootless_probe (err) < 0)
+        return NULL;
+    void *impl = s_new (limits, shared_site, true, err);
+    if (impl) {
+        json_t *report = cg_rootless_limits_report (limits);
+        cleanup_free char *enforced = json_dumps (json_object_get (report, "enforced"), 0);
+        cleanup_free char *not_enforced = json_dumps (json_object_get (report, "not_enforced"), 0);
+        cg_log (1, "rootless sandboxes: enforced %s; NOT enforced %s", enforced, not_enforced);
+        json_decref (report);
+    }
+    return impl;
 }
 
 static void
@@ -330,27 +363,32 @@ s_string_array (const char *const *items)
 }
 
 static json_t *
-s_rlimits (const cg_sandbox_limits_t *c)
+s_rlimits (const cg_oci_t *self)
 {
-    return json_pack ("[{s:s,s:I,s:I},{s:s,s:I,s:I},{s:s,s:I,s:I}]", "type", "RLIMIT_NOFILE",
-                      "hard", (json_int_t)c->nofile, "soft", (json_int_t)c->nofile, "type",
-                      "RLIMIT_FSIZE", "hard", (json_int_t)c->fsize_mb * 1024 * 1024, "soft",
-                      (json_int_t)c->fsize_mb * 1024 * 1024, "type", "RLIMIT_CORE", "hard",
-                      (json_int_t)0, "soft", (json_int_t)0);
+    const cg_sandbox_limits_t *c = &self->limits;
+    json_t *rlimits = json_pack (
+        "[{s:s,s:I,s:I},{s:s,s:I,s:I},{s:s,s:I,s:I}]", "type", "RLIMIT_NOFILE", "hard",
+        (json_int_t)c->nofile, "soft", (json_int_t)c->nofile, "type", "RLIMIT_FSIZE", "hard",
+        (json_int_t)c->fsize_mb * 1024 * 1024, "soft", (json_int_t)c->fsize_mb * 1024 * 1024,
+        "type", "RLIMIT_CORE", "hard", (json_int_t)0, "soft", (json_int_t)0);
+    if (self->rootless)
+        cg_rootless_rlimits (rlimits, c);
+    return rlimits;
 }
 
 //  The process object shared by the init and every exec'd process: unprivileged user,
 //  no capabilities at all, no_new_privileges, limits.
 static json_t *
-s_process (const cg_sandbox_limits_t *c, const char *const *argv, const char *const *env,
-           const char *cwd)
+s_process (const cg_oci_t *self, const char *const *argv, const char *const *env, const char *cwd)
 {
+    const cg_sandbox_limits_t *c = &self->limits;
     json_t *caps = json_pack ("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                               "inheritable", "permitted", "ambient");
     return json_pack ("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:b, s:o}", "terminal", 0, "user",
-                      "uid", c->sandbox_uid, "gid", c->sandbox_gid, "args", s_string_array (argv),
-                      "env", s_string_array (env), "cwd", cwd, "capabilities", caps,
-                      "noNewPrivileges", 1, "rlimits", s_rlimits (c));
+                      "uid", self->rootless ? 0 : c->sandbox_uid, "gid",
+                      self->rootless ? 0 : c->sandbox_gid, "args", s_string_array (argv), "env",
+                      s_string_array (env), "cwd", cwd, "capabilities", caps, "noNewPrivileges", 1,
+                      "rlimits", s_rlimits (self));
 }
 
 static json_t *
@@ -438,12 +476,14 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
         json_pack ("{s:o, s:s, s:o, s:o, s:o, s:o}", "namespaces", namespaces, "cgroupsPath",
                    cgroups_path, "resources", resources, "maskedPaths", s_string_array (masked),
                    "readonlyPaths", s_string_array (readonly), "seccomp", cg_seccomp_profile ());
+    if (self->rootless)
+        cg_rootless_linux (linux_obj);
     json_t *annotations = json_pack (
         "{s:s, s:s, s:s}", CG_ANNOTATION_INSTANCE, sandbox->instance ? sandbox->instance : "",
         CG_ANNOTATION_SESSION, sandbox->session ? sandbox->session : "", CG_ANNOTATION_KIND,
         cg_sandbox_kind_name (sandbox->kind));
     return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o, s:o}", "ociVersion", "1.0.2",
-                      "process", s_process (c, init_argv, init_env, "/"), "root", "path",
+                      "process", s_process (self, init_argv, init_env, "/"), "root", "path",
                       self->rootfs, "readonly", 1, "hostname", "sandbox", "mounts", mounts, "linux",
                       linux_obj, "annotations", annotations);
 }
@@ -491,7 +531,7 @@ s_oci_exec (void *impl, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
     cg_oci_t *self = impl;
     //  The process spec goes to the runtime through a memfd it reads as its fd 3, so
     //  no file is left behind per exec.
-    json_t *process = s_process (&self->limits, spec->argv, spec->env, spec->cwd);
+    json_t *process = s_process (self, spec->argv, spec->env, spec->cwd);
     cleanup_free char *text = json_dumps (process, JSON_COMPACT);
     json_decref (process);
     if (!text)
@@ -521,6 +561,15 @@ s_oci_exec (void *impl, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
     return cg_backend_spawn (argv[0], argv, spec, memfd, sandbox->id, err);
 }
 
+//  SANDBOX's init as the runtime wrote it (a host pid), or 0.
+static pid_t
+s_init_pid (const cg_sandbox_t *sandbox)
+{
+    cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
+    cleanup_free char *init_text = cg_read_file (pid_file, 64, NULL, NULL);
+    return init_text ? (pid_t)atol (init_text) : 0;
+}
+
 //  Signals every listed process but init and KEEP once. Returns how many.
 static int
 s_signal_listed (cg_oci_t *self, const cg_sandbox_t *sandbox, int signal, const pid_t *keep,
@@ -529,9 +578,7 @@ s_signal_listed (cg_oci_t *self, const cg_sandbox_t *sandbox, int signal, const 
     cleanup_free char *out = NULL;
     if (s_runtime (self, &out, NULL, err, "ps", "--format", "json", sandbox->id, NULL) < 0)
         return -1;
-    cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
-    cleanup_free char *init_text = cg_read_file (pid_file, 64, NULL, NULL);
-    pid_t init = init_text ? (pid_t)atol (init_text) : 0;
+    pid_t init = s_init_pid (sandbox);
     json_t *pids = json_loads (out, 0, NULL);
     if (!json_is_array (pids)) {
         json_decref (pids);
@@ -559,6 +606,8 @@ s_oci_signal_others (void *impl, const cg_sandbox_t *sandbox, int signal, const 
                      size_t keep_count, cg_error_t **err)
 {
     cg_oci_t *self = impl;
+    if (self->rootless)
+        return cg_rootless_signal_others (s_init_pid (sandbox), signal, keep, keep_count, err);
     //  Freeze the container first so that nothing can fork between listing and
     //  signalling (a fork bomb would otherwise outrun us); the frozen processes die as
     //  soon as it is thawed.
@@ -583,6 +632,8 @@ static int
 s_oci_renice (void *impl, const cg_sandbox_t *sandbox, int nice)
 {
     cg_oci_t *self = impl;
+    if (self->rootless)
+        return cg_rootless_renice (s_init_pid (sandbox), nice);
     cleanup_free char *dir = s_memory_dir (self, sandbox);
     return cg_cgroup_renice (dir, self->cgroup_v2, nice);
 }
@@ -591,6 +642,8 @@ static int
 s_oci_stats (void *impl, const cg_sandbox_t *sandbox, cg_container_stats_t *stats, cg_error_t **err)
 {
     cg_oci_t *self = impl;
+    if (self->rootless)
+        return cg_rootless_stats (s_init_pid (sandbox), stats, err);
     cleanup_free char *dir = s_memory_dir (self, sandbox);
     return cg_cgroup_stats (dir, self->cgroup_v2, sandbox->id, stats, err);
 }
@@ -738,3 +791,18 @@ const cg_backend_ops_t cg_oci_ops = {.kind = "oci",
                                      .destroy_container = s_oci_destroy_container,
                                      .remove_orphans = s_oci_remove_orphans,
                                      .remove_unowned = s_oci_remove_unowned};
+
+const cg_backend_ops_t cg_rootless_ops = {.kind = "rootless",
+                                          .new = s_rootless_new,
+                                          .destroy = s_oci_destroy,
+                                          .name = s_oci_name,
+                                          .create = s_oci_create,
+                                          .exec = s_oci_exec,
+                                          .signal_others = s_oci_signal_others,
+                                          .renice = s_oci_renice,
+                                          .stats = s_oci_stats,
+                                          .peak_begin = s_oci_peak_begin,
+                                          .peak_end = s_oci_peak_end,
+                                          .destroy_container = s_oci_destroy_container,
+                                          .remove_orphans = s_oci_remove_orphans,
+                                          .remove_unowned = s_oci_remove_unowned};
