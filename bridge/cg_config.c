@@ -36,7 +36,8 @@ static const cg_config_option_t s_options[] = {
      "normal user), docker (the Docker Engine API, Podman's too, running --image) or auto "
      "(oci as root, rootless as a normal user, else docker when its socket answers)"},
     {"--image", "CELLGATE_IMAGE", CG_CONFIG_STRING, OFF (image), NULL, 0, 0,
-     "the sandbox image the docker backend runs (SANDBOX_IMAGE)"},
+     "the sandbox image (SANDBOX_IMAGE): for docker an image name; for oci and rootless an "
+     "unpacked root file system used instead of the host's /usr (scripts/build-image.sh)"},
     {"--docker-host", "CELLGATE_DOCKER_HOST", CG_CONFIG_STRING, OFF (docker_host), NULL, 0, 0,
      "the docker backend's engine: unix:///path (default $DOCKER_HOST, else "
      "unix:///var/run/docker.sock) or tcp://host:port"},

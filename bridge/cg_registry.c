@@ -33,6 +33,12 @@ struct cg_registry_t {
     cg_pool_t *pool;     /* the warm pool, or NULL */
 };
 
+cg_backend_t *
+cg_registry_backend (cg_registry_t *self)
+{
+    return self->backend;
+}
+
 //  How many closed ids are remembered: each for the idle TTL (after which it would have
 //  expired anyway), the oldest forgotten first past this many.
 #define S_CLOSED_MAX 1024

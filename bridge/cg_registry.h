@@ -57,6 +57,9 @@ typedef void (cg_registry_event_fn) (void *arg, const cg_registry_session_t *ses
 /*  Sets the listener FN (with ARG; NULL: none). */
 void cg_registry_set_listener (cg_registry_t *self, cg_registry_event_fn *fn, void *arg);
 
+/*  The backend the registry's sandboxes run on (borrowed). */
+cg_backend_t *cg_registry_backend (cg_registry_t *self);
+
 /*  Creates the registry. All arguments are borrowed and must outlive it. */
 cg_registry_t *cg_registry_new (const cg_config_t *config, cg_backend_t *backend,
                                 cg_instance_t *instance);

@@ -2,6 +2,7 @@
     cg_container.h's calls to it; what every backend shares (the package layers). */
 #define _GNU_SOURCE
 #include "cg_backend_ops.h"
+#include "cg_rootless.h"
 #include "../bridge/cg_util.h"
 
 #include <errno.h>
@@ -13,8 +14,9 @@
 
 struct cg_backend_t {
     const cg_backend_ops_t *ops;
-    void *impl;        /* the backend's own state */
-    char *shared_site; /* the shared package layer (<state_dir>/packages), or NULL */
+    cg_sandbox_limits_t limits; /* a copy; strings borrowed */
+    void *impl;                 /* the backend's own state */
+    char *shared_site;          /* the shared package layer (<state_dir>/packages), or NULL */
 };
 
 //  The backends --backend names, in auto's order of preference.
@@ -111,6 +113,7 @@ s_open (cg_backend_t *self, const cg_backend_ops_t *ops, const cg_sandbox_limits
         cg_error_t **err)
 {
     self->ops = ops;
+    self->limits = *limits;
     self->impl = ops->new (limits, (const char *const *)&self->shared_site, err);
     if (!self->impl)
         return -1;
@@ -277,4 +280,27 @@ cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, v
                              cg_error_t **err)
 {
     return self->ops->remove_unowned (self->impl, owned, arg, err);
+}
+
+json_t *
+cg_backend_limits (cg_backend_t *self)
+{
+    const cg_sandbox_limits_t *c = &self->limits;
+    json_t *report = NULL;
+    if (self->ops == &cg_rootless_ops)
+        report = cg_rootless_limits_report (c);
+    else {
+        cleanup_free char *memory =
+            cg_strdupf ("memory: %d MB per sandbox, swap included (its cgroup)", c->memory_mb);
+        cleanup_free char *pids = cg_strdupf ("processes: %d per sandbox (its cgroup)", c->pids);
+        cleanup_free char *cpu = cg_strdupf ("CPU share: %g CPUs (its cgroup)", c->cpus);
+        cleanup_free char *fsize =
+            cg_strdupf ("file size: %d MB per file (RLIMIT_FSIZE)", c->fsize_mb);
+        report = json_pack ("{s:[s, s, s, s, s, s, s], s:[]}", "enforced", memory, pids, cpu, fsize,
+                            "no network (an empty network namespace)",
+                            "read-only system, writable workspace and /tmp only",
+                            "no capabilities, no_new_privs, seccomp", "not_enforced");
+    }
+    json_object_set_new (report, "backend", json_string (self->ops->kind));
+    return report;
 }

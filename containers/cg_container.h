@@ -6,6 +6,7 @@
 #include "../bridge/cg_error.h"
 #include "../bridge/cg_limits.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -91,7 +92,8 @@ typedef struct {
     int sandbox_gid;
     const char *wheelhouse;  /* bound read-only at CG_WHEELHOUSE_MOUNT, or NULL */
     const char *npm_mirror;  /* bound read-only at CG_NPM_MIRROR_MOUNT, or NULL */
-    const char *image;       /* docker: the sandbox image, or NULL */
+    const char *image;       /* docker: the sandbox image; oci, rootless: its unpacked root
+                                file system in place of the host's /usr; or NULL */
     const char *docker_host; /* docker: unix://PATH or tcp://HOST:PORT, or NULL: DOCKER_HOST,
                                 else unix:///var/run/docker.sock */
     bool docker_tcp;         /* docker: a tcp:// host is allowed (no TLS: root on it) */
@@ -112,7 +114,12 @@ void cg_backend_destroy (cg_backend_t **self_p);
 /*  Returns the runtime in use, e.g. "runc", or "docker" for the Docker backend. */
 const char *cg_backend_name (cg_backend_t *self);
 
-/*  Returns the backend's kind: "oci" or "docker". Static. */
+/*  What the backend's sandboxes are held to: a new object {backend (its kind), enforced:
+    [sentences], not_enforced: [sentences]} the caller owns. The root and Docker backends
+    enforce every limit; the rootless one says which it cannot (cg_rootless). */
+json_t *cg_backend_limits (cg_backend_t *self);
+
+/*  Returns the backend's kind: "oci", "rootless" or "docker". Static. */
 const char *cg_backend_kind (cg_backend_t *self);
 
 /*  Returns the host directory of the shared package layer (<state_dir>/packages, made by

@@ -37,6 +37,7 @@ typedef struct {
     bool cgroup_v2;                 /* the host's cgroup layout is unified only */
     bool memsw;                     /* cgroup v1 swap accounting present */
     bool rootless;                  /* --backend rootless: a normal user's (cg_rootless) */
+    char *image; /* --image: an unpacked root file system in place of the host's /usr, or NULL */
 } cg_oci_t;
 
 //  --------------------------------------------------------------------------
@@ -260,6 +261,33 @@ s_init_runtime (cg_oci_t *self, cg_error_t **err)
 
 static void s_oci_destroy (void **impl_p);
 
+//  --image DIR: a sandbox image's unpacked root file system (scripts/build-image.sh), used
+//  read-only as the sandboxes' root. Sets SELF->image to its real path. Returns 0, or -1 with
+//  *err set saying what DIR lacks.
+static int
+s_use_image (cg_oci_t *self, const char *dir, cg_error_t **err)
+{
+    self->image = realpath (dir, NULL);
+    struct stat st;
+    if (!self->image || stat (self->image, &st) < 0 || !S_ISDIR (st.st_mode))
+        return cg_error_set (err, ENOTDIR,
+                             "--image %s: not a directory (the oci and rootless backends take an "
+                             "unpacked root file system: scripts/build-image.sh makes one)",
+                             dir);
+    static const char *const needed[] = {"usr/bin/python3", "usr/bin/catatonit",    "mnt/data",
+                                         "run/cellgate",    "opt/cellgate/kernels", NULL};
+    for (int i = 0; needed[i]; i++) {
+        cleanup_free char *path = cg_strdupf ("%s/%s", self->image, needed[i]);
+        if (access (path, F_OK) != 0)
+            return cg_error_set (err, ENOENT,
+                                 "--image %s: no /%s in it: not a cellgate sandbox image's root "
+                                 "file system (scripts/build-image.sh makes one)",
+                                 dir, needed[i]);
+    }
+    cg_log (2, "sandbox root: the image at %s (not the host's /usr)", self->image);
+    return 0;
+}
+
 static void *
 s_new (const cg_sandbox_limits_t *limits, const char *const *shared_site, bool rootless,
        cg_error_t **err)
@@ -271,7 +299,8 @@ s_new (const cg_sandbox_limits_t *limits, const char *const *shared_site, bool r
     self->rootless = rootless;
     self->shared_site = shared_site;
     self->cgroup_v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
-    if (s_init_runtime (self, err) < 0) {
+    if (s_init_runtime (self, err) < 0
+        || (limits->image && s_use_image (self, limits->image, err) < 0)) {
         s_oci_destroy (&impl);
         return NULL;
     }
@@ -328,6 +357,7 @@ s_oci_destroy (void **impl_p)
     free (self->runtime_root);
     free (self->rootfs);
     free (self->etc_dir);
+    free (self->image);
     free (self);
     *impl_p = NULL;
 }
@@ -409,9 +439,12 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
     json_array_append_new (mounts,
                            s_mount ("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
     json_array_append_new (mounts, s_mount ("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"));
-    json_array_append_new (mounts, s_mount ("/usr", "bind", "/usr", "rbind,ro,nosuid,nodev"));
-    json_array_append_new (mounts,
-                           s_mount ("/etc", "bind", self->etc_dir, "rbind,ro,nosuid,nodev"));
+    //  The host's /usr and a generated /etc in an empty root, unless an image is the root.
+    if (!self->image) {
+        json_array_append_new (mounts, s_mount ("/usr", "bind", "/usr", "rbind,ro,nosuid,nodev"));
+        json_array_append_new (mounts,
+                               s_mount ("/etc", "bind", self->etc_dir, "rbind,ro,nosuid,nodev"));
+    }
     cleanup_free char *tmp_opts = cg_strdupf ("nosuid,nodev,mode=1777,size=%dm", c->tmp_mb);
     json_array_append_new (mounts, s_mount ("/tmp", "tmpfs", "tmpfs", tmp_opts));
     json_array_append_new (
@@ -422,10 +455,10 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
     json_array_append_new (
         mounts, s_mount (CG_IPC_MOUNT, "bind", sandbox->ipc_dir, "rbind,rw,nosuid,nodev,noexec"));
     //  The kernel specs and what kernels need beside them (a Node kernel's node_modules),
-    //  read-only; not noexec, since native addons are mapped executable.
+    //  read-only; not noexec, since native addons are mapped executable. An image has its own.
     cleanup_free char *kernels = realpath (c->kernels_dir, NULL);
     struct stat st;
-    if (kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
+    if (!self->image && kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
         json_array_append_new (
             mounts, s_mount (CG_KERNELS_MOUNT, "bind", kernels, "rbind,ro,nosuid,nodev"));
     //  Packages: the sandbox's own layer, the shared one, and the operator's sources.
@@ -484,8 +517,8 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
         cg_sandbox_kind_name (sandbox->kind));
     return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o, s:o}", "ociVersion", "1.0.2",
                       "process", s_process (self, init_argv, init_env, "/"), "root", "path",
-                      self->rootfs, "readonly", 1, "hostname", "sandbox", "mounts", mounts, "linux",
-                      linux_obj, "annotations", annotations);
+                      self->image ? self->image : self->rootfs, "readonly", 1, "hostname",
+                      "sandbox", "mounts", mounts, "linux", linux_obj, "annotations", annotations);
 }
 
 static int
@@ -660,6 +693,9 @@ static double
 s_oci_peak_end (void *impl, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
 {
     cg_oci_t *self = impl;
+    cg_container_stats_t now = {.oom_kills = -1};
+    if (self->rootless) //  no peak without a cgroup: what the sandbox holds at the end
+        return cg_rootless_stats (s_init_pid (sandbox), &now, NULL) == 0 ? now.memory_mb : -1;
     cleanup_free char *dir = s_memory_dir (self, sandbox);
     return cg_cgroup_peak_end (dir, self->cgroup_v2, peak);
 }

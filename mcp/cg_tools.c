@@ -183,23 +183,22 @@ static const cg_tool_t s_tools[] = {
      .handler = cg_tools_list_artifacts,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "export_notebook",
-     .description = "Save a session's executions with their outputs as a Jupyter notebook "
-                    "(nbformat 4) in its " CG_WORKSPACE_MOUNT ", with a download URL.",
+     .description =
+         "Save a session's runs and outputs as a Jupyter notebook in its " CG_WORKSPACE_MOUNT ".",
      .input_schema = "{'type': 'object', 'required': ['session_id'], 'properties': {"
-                     "'session_id': " S_STRING ", 'filename': {'type': 'string', 'description': "
-                     "'default <session_id>.ipynb'}, 'language': {'type': 'string', 'enum': "
-                     "['python', 'javascript'], 'description': 'the notebook kernel; runs in "
-                     "other languages become markdown cells'}}}",
+                     "'session_id': " S_STRING ", 'filename': " S_STRING ", 'language': "
+                     "{'enum': ['python', 'javascript']}}}",
      .output_schema = S_OBJECT ("'session_id': {}, " S_ARTIFACT_PROPERTIES
                                 ", 'cells': {}, 'language': {}, " S_ERROR),
      .handler = cg_tools_export_notebook},
     {.name = "list_sessions",
-     .description = "List the active sessions with their memory, packages and workspace use.",
+     .description = "List the active sessions with their memory, packages and workspace use, "
+                    "and the sandboxes' limits.",
      .input_schema = "{'type': 'object', 'properties': {}}",
      .output_schema = S_OBJECT ("'sessions': {'items': {'properties': {'session_id': {}, "
                                 "'language': {}, 'name': {}, 'started_at': {}, "
                                 "'last_activity_at': {}, 'executions_count': {}, 'pid': {}, "
-                                "'memory_mb': {}, 'packages_installed': {}}}}"),
+                                "'memory_mb': {}, 'packages_installed': {}}}}, 'limits': {}"),
      .handler = cg_tools_list_sessions,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "save_script",

@@ -122,7 +122,9 @@ cg_tools_list_sessions (const cg_request_t *req, json_t *arguments)
     for (cg_registry_session_t *s = zlistx_first (mine); s; s = zlistx_next (mine))
         json_array_append_new (list, s_list_entry (s));
     zlistx_destroy (&mine);
-    json_t *structured = json_pack ("{s:o}", "sessions", list);
+    json_t *structured =
+        json_pack ("{s:o, s:o}", "sessions", list, "limits",
+                   cg_backend_limits (cg_registry_backend (cg_server_registry (req->server))));
     //  Numbers as the transports write them (9 digits): 87.4, not 87.400000000000006.
     cleanup_free char *text = json_dumps (structured, JSON_COMPACT | JSON_REAL_PRECISION (9));
     cg_request_result (req, cg_tools_object_result (structured, text, false));

@@ -58,8 +58,11 @@ TEST_DEBS=(
   # the house style: .clang-format, checked by .ci/run (scripts/format.sh --check)
   clang-format
   # the Docker backend's tests: Podman's Docker-compatible service and the image it runs
-  # (scripts/podman-test-image.sh imports it from this host's packages)
+  # (scripts/build-image.sh builds Dockerfile.kernel with it)
   podman
+  # the sandbox image's base: a Debian 12 minbase made from the Debian mirror
+  # (scripts/build-image.sh)
+  debootstrap
 )
 [ "$profile" = test ] && DEBS+=("${TEST_DEBS[@]}")
 
@@ -92,6 +95,7 @@ if [ "$dry_run" -eq 1 ]; then
   say "Debian packages not installed yet: ${missing[*]:-none}"
   for i in "${!NPM_DIRS[@]}"; do say "npm ci in ${NPM_DIRS[$i]}: ${NPM_WHY[$i]}"; done
   [ "$profile" = test ] && say "npm pack left-pad@1.3.0 into tests/e2e/npm-mirror: install_package's tests"
+  [ "$profile" = test ] && say "useradd ${CELLGATE_TEST_USER:-cellgate-test} (when missing): the rootless backend's tests"
   exit 0
 fi
 
@@ -114,6 +118,14 @@ npm_install() {
   (cd "$dir" && sha256sum package-lock.json) | sed "s|  |  $dir/|" > "$stamp"
 }
 for i in "${!NPM_DIRS[@]}"; do npm_install "${NPM_DIRS[$i]}" "${NPM_WHY[$i]}"; done
+
+# The rootless backend's tests run as a normal user (tests/e2e/as-user.sh): one with no
+# password, no sudo and no groups beyond its own, made once.
+TEST_USER=${CELLGATE_TEST_USER:-cellgate-test}
+if [ "$profile" = test ] && ! id "$TEST_USER" >/dev/null 2>&1; then
+  say "useradd $TEST_USER: the rootless backend's tests run as this normal user"
+  $SUDO useradd --create-home --shell /bin/bash --user-group "$TEST_USER"
+fi
 
 # A real npm package (pinned, no dependencies) for install_package's tests, packed into a
 # git-ignored test mirror; kept when there already.

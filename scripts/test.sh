@@ -10,6 +10,8 @@ jobs=$(nproc)
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
+# The sandbox image (Dockerfile.kernel, e2e_image): built once, cached in podman's storage.
+scripts/build-image.sh >/dev/null
 (cd build && ctest --output-on-failure --timeout 600)
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCELLGATE_SANITIZE=ON >/dev/null

@@ -1,10 +1,13 @@
 // One-shot latency per sandbox backend (issue 14): the time of an execute_code of python
-// `print(1)` with no session (a fresh sandbox and kernel each call, no warm pool) against two
-// servers in the same run: --backend oci (runc) and --backend docker (Podman's compatible
-// service on a private socket, running scripts/podman-test-image.sh's image). Calls alternate
-// between the servers so that load from elsewhere falls on both alike.
+// `print(1)` with no session (a fresh sandbox and kernel each call, no warm pool) against three
+// servers in the same run: --backend oci (runc as root), --backend rootless (runc in a user
+// namespace, the server run as the normal user scripts/setup.sh test makes, cellgate-test)
+// and --backend docker (Podman's compatible service on a private socket, running
+// the sandbox image, scripts/build-image.sh). Calls alternate between the servers so that load
+// from elsewhere falls on all alike.
 //
-//   node tests/bench/bench_backend.mjs [rounds=10]      (root, after scripts/setup.sh test)
+//   node tests/bench/bench_backend.mjs [rounds=10]      (root, after scripts/setup.sh test;
+//                                                      the build dir readable by cellgate-test)
 //
 // Prints each backend's percentiles and the ratio of the medians. Not part of the test
 // command: a benchmark, not a pass/fail check.
@@ -30,19 +33,22 @@ async function oneShot(server) {
 const podman = await startPodman();
 const servers = [];
 try {
+  const user = process.env.CELLGATE_TEST_USER || 'cellgate-test';
   const configs = [
     { name: '--backend oci', args: ['--backend', 'oci'] },
+    { name: `--backend rootless (${user})`, args: ['--backend', 'rootless'], asUser: user },
     { name: '--backend docker (podman)', args: podman.args },
   ];
   for (const c of configs)
-    servers.push(await startServer({ name: 'bench-backend', args: ['--http-listen', 'off', '--pool', '0', ...c.args] }));
+    servers.push(await startServer({ name: 'bench-backend', asUser: c.asUser, args: ['--http-listen', 'off', '--pool', '0', ...c.args] }));
   for (const s of servers) await oneShot(s); // page cache and engine warm
   const times = configs.map(() => []);
   for (let i = 0; i < ROUNDS; i++)
     for (let k = 0; k < servers.length; k++) times[k].push(await oneShot(servers[k]));
   console.log(`one-shot python print(1) (no session, no pool), ${ROUNDS} rounds:`);
   configs.forEach((c, k) => console.log(`  ${c.name.padEnd(26)} ${fmt(times[k])}`));
-  const [oci, docker] = times.map((xs) => pct(xs, 50));
+  const [oci, rootless, docker] = times.map((xs) => pct(xs, 50));
+  console.log(`  ratio of medians (rootless / oci): ${(rootless / oci).toFixed(2)} (${(rootless - oci).toFixed(1)} ms)`);
   console.log(`  ratio of medians (docker / oci): ${(docker / oci).toFixed(2)} (+${(docker - oci).toFixed(1)} ms)`);
 } finally {
   for (const s of servers) await s.close();

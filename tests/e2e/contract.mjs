@@ -65,6 +65,17 @@ export function contractSuite(backend, { skip = false, setup }) {
       assert.equal((await ok({ code: "print('Hello, World!')" })).stdout, 'Hello, World!\n');
     });
 
+    test('list_sessions says which limits the sandboxes are held to', async () => {
+      const r = await client.callTool({ name: 'list_sessions', arguments: {} });
+      const limits = r.structuredContent.limits;
+      assert.equal(limits.backend, backend);
+      assert.ok(limits.enforced.some((l) => /^memory/.test(l)) && limits.enforced.some((l) => /no network/.test(l)), JSON.stringify(limits));
+      if (backend === 'rootless') {
+        assert.ok(limits.not_enforced.some((l) => /CPU share/.test(l)), JSON.stringify(limits));
+        assert.match(server.stderrText(), /rootless sandboxes: enforced .*; NOT enforced /);
+      } else assert.deepEqual(limits.not_enforced, []);
+    });
+
     test('state is kept across cells of a session', async () => {
       await ok({ code: 'x = 41', session_id: 'sess_contractstate' });
       assert.equal((await ok({ code: 'print(x + 1)', session_id: 'sess_contractstate' })).stdout, '42\n');

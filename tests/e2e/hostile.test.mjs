@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { ownListeners } from './corpus.mjs';
-import { REPO_ROOT, callExec, expectStatus, sc, show, startServer } from './lib.mjs';
+import { REPO_ROOT, ROOTLESS, SANDBOX_UID, callExec, expectStatus, sc, show, startServer } from './lib.mjs';
 
 const SECRET_NAME = 'CELLGATE_TEST_SECRET';
 const SECRET_VALUE = 'hunter2';
@@ -154,14 +154,20 @@ with open('/proc/self/status') as f:
     for line in f:
         k, _, v = line.partition(':')
         st[k] = v.strip()
-print(json.dumps({'uid': os.getuid(), 'euid': os.geteuid(),
+print(json.dumps({'uid': os.getuid(), 'euid': os.geteuid(), 'uid_map': open('/proc/self/uid_map').read().split(),
                   'CapEff': st.get('CapEff'), 'CapPrm': st.get('CapPrm'), 'CapAmb': st.get('CapAmb'),
                   'NoNewPrivs': st.get('NoNewPrivs'), 'Seccomp': st.get('Seccomp')}))
 `;
   const [id, r] = await runJson({ code, session_id: 'sess_e2eprivs0001' });
   const ctx = `${JSON.stringify(id)}\n${show(r, server)}`;
-  assert.notEqual(id.uid, 0, ctx);
-  assert.notEqual(id.euid, 0, ctx);
+  if (ROOTLESS) {
+    // The user namespace's root, mapped onto this (unprivileged) user and nothing else.
+    assert.deepEqual([id.uid, id.euid, id.uid_map], [0, 0, ['0', String(process.getuid()), '1']], ctx);
+    assert.notEqual(process.getuid(), 0);
+  } else {
+    assert.notEqual(id.uid, 0, ctx);
+    assert.notEqual(id.euid, 0, ctx);
+  }
   assert.equal(id.CapEff, '0000000000000000', ctx);
   assert.equal(id.CapPrm, '0000000000000000', ctx);
   assert.equal(id.CapAmb, '0000000000000000', ctx);
@@ -295,7 +301,7 @@ JSON.stringify(marks)`,
   assert.equal(jm.usr, 'FAILED EROFS', JSON.stringify(jm));
   assert.ok(jm.shadow.startsWith('FAILED'), JSON.stringify(jm));
   assert.ok(jm.net.startsWith('FAILED') || jm.net === 'TIMEOUT', JSON.stringify(jm));
-  assert.equal(jm.uid, 65532);
+  assert.equal(jm.uid, SANDBOX_UID);
 
   const sh = await callExec(client, {
     language: 'bash',

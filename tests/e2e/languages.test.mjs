@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { callExec, callExecWhenIdle, expectStatus, sc, show, sleep, startServer } from './lib.mjs';
+import { SANDBOX_UID, callExec, callExecWhenIdle, expectStatus, sc, show, sleep, startServer } from './lib.mjs';
 
 let server;
 let client;
@@ -75,7 +75,7 @@ describe('python', () => {
 describe('bash', () => {
   test('success: stdout, stderr, the sandbox user in /mnt/data', async () => {
     const s = expectStatus(await run({ language: 'bash', code: 'echo out; echo err >&2; pwd; id -u' }), 'success', server);
-    assert.equal(s.stdout, 'out\n/mnt/data\n65532\n');
+    assert.equal(s.stdout, `out\n/mnt/data\n${SANDBOX_UID}\n`);
     assert.equal(s.stderr, 'err\n');
     assert.equal(s.exit_code, 0);
   });

@@ -1,7 +1,7 @@
 // Helpers for cellgate's end-to-end tests: start the server over stdio with the official MCP SDK client.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +14,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const DEFAULT_BIN = path.join(REPO_ROOT, 'build', 'cellgate');
 export const DEFAULT_CALL_TIMEOUT_MS = 120000;
+// Run as a normal user (tests/e2e/as-user.sh), the servers use the rootless backend: the
+// sandbox's code runs as its user namespace's root, which is that user, not as uid 65532.
+export const ROOTLESS = process.getuid() !== 0;
+export const SANDBOX_UID = ROOTLESS ? 0 : 65532;
 
 // The servers the tests start have no warm pool unless a test asks for one (--pool or
 // CELLGATE_POOL): most tests count containers and run dirs, and the pool's sandboxes would
@@ -66,7 +70,7 @@ function mountsBelow(dir) {
  * StdioClientTransport, connects an SDK Client and lists the tools once (so the client
  * validates every structuredContent against the tool's outputSchema).
  * opts: { args?: string[], env?: object (added to this process's env), name?: string,
- *         connectTimeoutMs?: number }.
+ *         connectTimeoutMs?: number, asUser?: a user to run it as (setpriv; from root) }.
  * Returns { client, stateDir, transport, tools, stderrText(), close() }.
  * Throws with the binary path and the server's stderr when the binary is missing or the
  * server does not complete the MCP handshake.
@@ -87,9 +91,15 @@ export async function startServer(opts = {}) {
   let stderrBuf = '';
   const stderrText = () => stderrBuf;
 
+  // opts.asUser: run it as that (normal) user, from root (the rootless backend's benchmark).
+  if (opts.asUser) {
+    const uid = Number(execFileSync('id', ['-u', opts.asUser]).toString());
+    fs.chownSync(stateDir, uid, uid);
+  }
+  const argv = ['mcp', '--state-dir', stateDir, ...(opts.args ?? [])];
   const transport = new StdioClientTransport({
-    command: bin,
-    args: ['mcp', '--state-dir', stateDir, ...(opts.args ?? [])],
+    command: opts.asUser ? 'setpriv' : bin,
+    args: opts.asUser ? ['--reuid', opts.asUser, '--regid', opts.asUser, '--init-groups', bin, ...argv] : argv,
     env: { ...TEST_ENV, ...process.env, ...(opts.env ?? {}) },
     stderr: 'pipe',
   });

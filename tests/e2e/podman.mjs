@@ -1,5 +1,6 @@
 // Podman's Docker-compatible service on a private socket, for the Docker backend's tests and
-// benchmark: the test image (scripts/podman-test-image.sh, cached) and `podman system service`.
+// benchmark: the sandbox image (Dockerfile.kernel, scripts/build-image.sh, cached) and
+// `podman system service`.
 
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -8,19 +9,19 @@ import path from 'node:path';
 
 import { REPO_ROOT, sleep, which } from './lib.mjs';
 
-export const PODMAN_IMAGE = 'localhost/cellgate-test:latest';
+export const PODMAN_IMAGE = 'localhost/cellgate-kernel:latest';
 
 /** Why the Docker backend cannot be tried here (podman missing), or false. */
 export const podmanMissing = () =>
   which('podman') ? false : 'podman is not installed (scripts/setup.sh test installs it): the Docker backend cannot be tested here';
 
 /**
- * Builds the test image when needed and starts `podman system service` on a socket in a
+ * Builds the sandbox image when needed (cached; scripts/test.sh builds it before ctest) and starts `podman system service` on a socket in a
  * fresh temp dir, with runc (crun refuses hybrid cgroup hosts) and cgroupfs (no systemd).
  * Returns { socket, args (cellgate's --backend docker flags), stop() }.
  */
 export async function startPodman() {
-  execFileSync(path.join(REPO_ROOT, 'scripts', 'podman-test-image.sh'), [PODMAN_IMAGE], { stdio: 'inherit', timeout: 900000 });
+  execFileSync(path.join(REPO_ROOT, 'scripts', 'build-image.sh'), ['--image', PODMAN_IMAGE], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 1800000 });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-podman-'));
   const socket = path.join(tmp, 'podman.sock');
   const conf = path.join(tmp, 'containers.conf');
