@@ -3,6 +3,7 @@
     conformance, never by default. */
 #include "cg_conformance.h"
 
+#include "../bridge/cg_utf8.h"
 #include "../bridge/cg_util.h"
 
 #include <string.h>
@@ -233,4 +234,122 @@ cg_conformance_handle (const cg_request_t *req, const char *name, json_t *argume
                                 call->client_request, "method", json_object_get (request, "method"),
                                 "params", json_object_get (request, "params")));
     json_decref (request);
+}
+
+//  --------------------------------------------------------------------------
+//  Fixture resources
+
+json_t *
+cg_conformance_resources (void)
+{
+    return json_pack ("[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]", "uri",
+                      "test://static-text", "name", "static-text", "description",
+                      "Conformance fixture: a text resource.", "mimeType", "text/plain", "uri",
+                      "test://static-binary", "name", "static-binary", "description",
+                      "Conformance fixture: a binary resource (a PNG).", "mimeType", "image/png",
+                      "uri", "test://watched-resource", "name", "watched-resource", "description",
+                      "Conformance fixture: a resource to subscribe to.", "mimeType", "text/plain");
+}
+
+json_t *
+cg_conformance_resource_templates (void)
+{
+    return json_pack ("[{s:s, s:s, s:s, s:s}]", "uriTemplate", "test://template/{id}/data", "name",
+                      "template-data", "description",
+                      "Conformance fixture: a resource template with an id.", "mimeType",
+                      "application/json");
+}
+
+json_t *
+cg_conformance_read (const char *uri)
+{
+    if (strcmp (uri, "test://static-text") == 0 || strcmp (uri, "test://watched-resource") == 0)
+        return json_pack ("[{s:s, s:s, s:s}]", "uri", uri, "mimeType", "text/plain", "text",
+                          "This is the content of the static text resource.");
+    if (strcmp (uri, "test://static-binary") == 0)
+        return json_pack ("[{s:s, s:s, s:s}]", "uri", uri, "mimeType", "image/png", "blob", S_PNG);
+    const char *prefix = "test://template/", *suffix = "/data";
+    size_t len = strlen (uri), plen = strlen (prefix), slen = strlen (suffix);
+    if (len > plen + slen && strncmp (uri, prefix, plen) == 0
+        && strcmp (uri + len - slen, suffix) == 0 && len - plen - slen <= 64) {
+        cleanup_free char *id = cg_strdupf ("%.*s", (int)(len - plen - slen), uri + plen);
+        json_t *data = json_pack ("{s:s, s:b, s:s}", "id", id, "templateTest", 1, "data", "");
+        cleanup_free char *said = cg_strdupf ("Data for ID: %s", id);
+        json_object_set_new (data, "data", json_string (said));
+        cleanup_free char *text = json_dumps (data, JSON_COMPACT);
+        json_decref (data);
+        return json_pack ("[{s:s, s:s, s:s}]", "uri", uri, "mimeType", "application/json", "text",
+                          text);
+    }
+    return NULL;
+}
+
+//  --------------------------------------------------------------------------
+//  Fixture prompts and completion
+
+json_t *
+cg_conformance_prompts (void)
+{
+    return json_pack (
+        "[{s:s, s:s}, {s:s, s:s, s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}]}, {s:s, s:s, s:[{s:s, s:s, "
+        "s:b}]}, {s:s, s:s}]",
+        "name", "test_simple_prompt", "description", "Conformance fixture: a simple prompt.",
+        "name", "test_prompt_with_arguments", "description",
+        "Conformance fixture: a prompt with two arguments.", "arguments", "name", "arg1",
+        "description", "First test argument", "required", 1, "name", "arg2", "description",
+        "Second test argument", "required", 1, "name", "test_prompt_with_embedded_resource",
+        "description", "Conformance fixture: a prompt embedding a resource.", "arguments", "name",
+        "resourceUri", "description", "URI of the resource to embed", "required", 1, "name",
+        "test_prompt_with_image", "description", "Conformance fixture: a prompt with an image.");
+}
+
+static json_t *
+s_user_text (const char *text)
+{
+    return json_pack ("{s:s, s:{s:s, s:s}}", "role", "user", "content", "type", "text", "text",
+                      text);
+}
+
+json_t *
+cg_conformance_prompt (const char *name, json_t *arguments)
+{
+    json_t *messages = NULL;
+    if (strcmp (name, "test_simple_prompt") == 0)
+        messages = json_pack ("[o]", s_user_text ("This is a simple prompt for testing."));
+    else if (strcmp (name, "test_prompt_with_arguments") == 0) {
+        const char *a1 = json_string_value (json_object_get (arguments, "arg1"));
+        const char *a2 = json_string_value (json_object_get (arguments, "arg2"));
+        cleanup_free char *text = cg_strdupf ("Prompt with arguments: arg1='%.*s', arg2='%.*s'",
+                                              cg_utf8_prefix (a1 ? a1 : "", 256), a1 ? a1 : "",
+                                              cg_utf8_prefix (a2 ? a2 : "", 256), a2 ? a2 : "");
+        messages = json_pack ("[o]", s_user_text (text));
+    }
+    else if (strcmp (name, "test_prompt_with_embedded_resource") == 0) {
+        const char *uri = json_string_value (json_object_get (arguments, "resourceUri"));
+        messages =
+            json_pack ("[{s:s, s:{s:s, s:{s:s, s:s, s:s}}}, o]", "role", "user", "content", "type",
+                       "resource", "resource", "uri", uri ? uri : "test://example-resource",
+                       "mimeType", "text/plain", "text", "Embedded resource content for testing.",
+                       s_user_text ("Please process the embedded resource above."));
+    }
+    else if (strcmp (name, "test_prompt_with_image") == 0)
+        messages = json_pack ("[{s:s, s:{s:s, s:s, s:s}}, o]", "role", "user", "content", "type",
+                              "image", "data", S_PNG, "mimeType", "image/png",
+                              s_user_text ("Please analyze the image above."));
+    return messages ? json_pack ("{s:o}", "messages", messages) : NULL;
+}
+
+json_t *
+cg_conformance_complete (json_t *params)
+{
+    //  Completes test_prompt_with_arguments' arguments from a fixed list, by prefix.
+    static const char *const words[] = {"paris", "park", "party", "test", "testValue1", NULL};
+    const char *value =
+        json_string_value (json_object_get (json_object_get (params, "argument"), "value"));
+    json_t *values = json_array ();
+    for (int i = 0; words[i]; i++)
+        if (!value || strncmp (words[i], value, strlen (value)) == 0)
+            json_array_append_new (values, json_string (words[i]));
+    return json_pack ("{s:{s:o, s:I, s:b}}", "completion", "values", values, "total",
+                      (json_int_t)json_array_size (values), "hasMore", 0);
 }

@@ -31,4 +31,19 @@ json_t *cg_conformance_finish (const char *name, json_t *response);
     client whose response finishes the call (cg_conformance_finish). */
 void cg_conformance_handle (const cg_request_t *req, const char *name, json_t *arguments);
 
+/*  The suite's fixture resources, served beside the workspaces' under the conformance
+    profile: resources/list's entries (a new array), resources/templates/list's (a new
+    array), and the contents array of resources/read of URI (new), or NULL when URI is none
+    of them. */
+json_t *cg_conformance_resources (void);
+json_t *cg_conformance_resource_templates (void);
+json_t *cg_conformance_read (const char *uri);
+
+/*  The suite's fixture prompts (prompts/list's entries, a new array), prompts/get of NAME
+    with ARGUMENTS (borrowed; a new result, or NULL for an unknown name), and
+    completion/complete's result for PARAMS (borrowed; new). Conformance profile only. */
+json_t *cg_conformance_prompts (void);
+json_t *cg_conformance_prompt (const char *name, json_t *arguments);
+json_t *cg_conformance_complete (json_t *params);
+
 #endif

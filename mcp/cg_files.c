@@ -65,6 +65,16 @@ cg_files_upload_check (const cg_config_t *config, json_t *arguments, const char 
     return NULL;
 }
 
+cg_files_t
+cg_files_of (const cg_config_t *config, cg_http_t *http, const cg_registry_session_t *session)
+{
+    return (cg_files_t){.config = config,
+                        .ws = session->ws,
+                        .session_id = session->id,
+                        .token = session->token,
+                        .http = http};
+}
+
 json_t *
 cg_files_put (const cg_files_t *self, const char *rel, const void *bytes, size_t len,
               bool overwrite, const char *text)

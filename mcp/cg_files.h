@@ -6,6 +6,7 @@
 #include "../artifacts/cg_http.h"
 #include "../artifacts/cg_workspace.h"
 #include "../bridge/cg_config.h"
+#include "../bridge/cg_registry.h"
 
 #include <jansson.h>
 
@@ -17,6 +18,11 @@ typedef struct {
     const char *token; /* the session's download token */
     cg_http_t *http;   /* NULL when the download listener is off */
 } cg_files_t;
+
+/*  The files of SESSION (its workspace may be NULL) with CONFIG and the download listener
+    HTTP (NULL: off); all borrowed. */
+cg_files_t cg_files_of (const cg_config_t *config, cg_http_t *http,
+                        const cg_registry_session_t *session);
 
 /*  Checks upload_file's ARGUMENTS (borrowed) without touching the workspace. Returns
     NULL when they are well-formed and sets *REL to the canonical file name (caller

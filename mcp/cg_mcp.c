@@ -5,6 +5,7 @@
 #include "cg_mcp.h"
 #include "../bridge/cg_keep.h"
 #include "cg_conformance.h"
+#include "cg_resources.h"
 #include "cg_jsonrpc.h"
 #include "cg_methods.h"
 #include "cg_server.h"
@@ -173,6 +174,7 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
         cg_server_call_end (self, c);
     }
     zlistx_destroy (&mine);
+    cg_resources_forget (client);
 }
 
 //  --------------------------------------------------------------------------
@@ -259,9 +261,7 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
         req.call_name = name ? name : "";
         cg_tools_call (&req, params);
     }
-    else if (strcmp (method, "logging/setLevel") == 0)
-        cg_methods_set_log_level (&req, params);
-    else {
+    else if (!cg_methods_dispatch (&req, method, params)) {
         cleanup_free char *text =
             cg_strdupf ("Method not found: %.*s", cg_utf8_prefix (method, 128), method);
         cg_request_error (&req, CG_JSONRPC_METHOD_NOT_FOUND, text);

@@ -1,8 +1,10 @@
 /*  cg_methods — the MCP methods besides tools: initialize (version negotiation) and
     logging/setLevel. */
 #include "cg_methods.h"
+#include "cg_conformance.h"
 #include "cg_jsonrpc.h"
 #include "cg_mcp.h"
+#include "cg_resources.h"
 #include "cg_tools.h"
 #include "../bridge/cg_utf8.h"
 
@@ -17,6 +19,12 @@ cg_server_version_supported (const char *version)
         if (strcmp (version, cg_server_versions[i]) == 0)
             return cg_server_versions[i];
     return NULL;
+}
+
+static bool
+s_conformance (const cg_request_t *req)
+{
+    return strcmp (cg_server_config (req->server)->tool_profile, "conformance") == 0;
 }
 
 void
@@ -47,9 +55,10 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
               cg_utf8_prefix (client_version, sizeof req->client->client_version - 1),
               client_version);
     json_t *result = json_pack (
-        "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
-        "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", "cellgate",
-        "title", "cellgate code sandbox", "version", CG_VERSION, "instructions",
+        "{s:s, s:{s:{s:b}, s:{}, s:{s:b, s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+        version, "capabilities", "tools", "listChanged", 0, "logging", "resources", "subscribe", 1,
+        "listChanged", 0, "serverInfo", "name", "cellgate", "title", "cellgate code sandbox",
+        "version", CG_VERSION, "instructions",
         "cellgate runs code in isolated sandboxes: execute_code takes Python, JavaScript "
         "(Node.js) or bash; run_python, Python. " CG_TOOLS_SANDBOX_NOTE " Pass a session_id "
         "to keep variables and the files in " CG_WORKSPACE_MOUNT " between calls. upload_file "
@@ -58,6 +67,11 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
         "download_url links work in a browser). calculate does exact math with SymPy. "
         "save_script and run_script keep reusable scripts; search_execution_logs finds past "
         "runs.");
+    //  The conformance suite's fixture prompts and completions are served under its profile.
+    if (s_conformance (req))
+        json_object_update_new (
+            json_object_get (result, "capabilities"),
+            json_pack ("{s:{s:b}, s:{}}", "prompts", "listChanged", 0, "completions"));
     cg_request_result (req, result);
 }
 
@@ -86,4 +100,66 @@ cg_methods_set_log_level (const cg_request_t *req, json_t *params)
     }
     req->client->log_level = level;
     cg_request_result (req, json_object ());
+}
+
+//  prompts/list, prompts/get and completion/complete: the conformance suite's fixtures only.
+static void
+s_prompts_list (const cg_request_t *req, json_t *params)
+{
+    (void)params;
+    cg_request_result (req, json_pack ("{s:o}", "prompts", cg_conformance_prompts ()));
+}
+
+static void
+s_prompts_get (const cg_request_t *req, json_t *params)
+{
+    const char *name = json_string_value (json_object_get (params, "name"));
+    json_t *result =
+        name ? cg_conformance_prompt (name, json_object_get (params, "arguments")) : NULL;
+    if (result)
+        cg_request_result (req, result);
+    else
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "prompts/get: unknown prompt");
+}
+
+static void
+s_complete (const cg_request_t *req, json_t *params)
+{
+    cg_request_result (req, cg_conformance_complete (params));
+}
+
+bool
+cg_methods_dispatch (const cg_request_t *req, const char *method, json_t *params)
+{
+    static const struct {
+        const char *method;
+        void (*fn) (const cg_request_t *req, json_t *params);
+    } fixtures[] = {
+        {"prompts/list", s_prompts_list},
+        {"prompts/get", s_prompts_get},
+        {"completion/complete", s_complete},
+    };
+    if (s_conformance (req))
+        for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
+            if (strcmp (method, fixtures[i].method) == 0) {
+                fixtures[i].fn (req, params);
+                return true;
+            }
+    static const struct {
+        const char *method;
+        void (*fn) (const cg_request_t *req, json_t *params);
+    } methods[] = {
+        {"logging/setLevel", cg_methods_set_log_level},
+        {"resources/list", cg_resources_list},
+        {"resources/templates/list", cg_resources_templates},
+        {"resources/read", cg_resources_read},
+        {"resources/subscribe", cg_resources_subscribe},
+        {"resources/unsubscribe", cg_resources_unsubscribe},
+    };
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (strcmp (method, methods[i].method) == 0) {
+            methods[i].fn (req, params);
+            return true;
+        }
+    return false;
 }

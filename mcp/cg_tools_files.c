@@ -13,11 +13,7 @@ static const char *s_no_workspace =
 static cg_files_t
 s_files (const cg_request_t *req, cg_registry_session_t *session)
 {
-    return (cg_files_t){.config = cg_server_config (req->server),
-                        .ws = session->ws,
-                        .session_id = session->id,
-                        .token = session->token,
-                        .http = cg_server_http (req->server)};
+    return cg_files_of (cg_server_config (req->server), cg_server_http (req->server), session);
 }
 
 //  Finds the existing session that a file tool's ARGUMENTS name. Returns it, or NULL

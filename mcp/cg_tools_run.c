@@ -3,6 +3,7 @@
     sandbox, live progress, and their results. */
 #include "cg_files.h"
 #include "cg_tools.h"
+#include "cg_resources.h"
 #include "cg_tools_wait.h"
 #include "cg_jsonrpc.h"
 #include "cg_run_result.h"
@@ -347,11 +348,7 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
 {
     cg_files_t files = {0};
     if (session && session->ws)
-        files = (cg_files_t){.config = cg_server_config (server),
-                             .ws = session->ws,
-                             .session_id = session->id,
-                             .token = session->token,
-                             .http = cg_server_http (server)};
+        files = cg_files_of (cg_server_config (server), cg_server_http (server), session);
     const cg_config_t *config = cg_server_config (server);
     cg_run_images_t images = {.budget = config->image_budget,
                               .links = cg_client_links (call->channel->client)};
@@ -359,6 +356,9 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
         cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id), &images);
     if (cg_tools_is (call->tool, CG_TOOL_SEED001))
         cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
+    //  resource_link blocks exist from revision 2025-06-18 on.
+    if (images.links)
+        cg_resources_link_artifacts (result, session ? session->id : NULL);
     return result;
 }
 
@@ -400,8 +400,10 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
         cg_registry_save (cg_server_registry (server), session);
     if (call->script)
         cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
-    //  Before the answer, which takes the images out of the outputs.
+    //  Before the answer, which takes the images out of the outputs (and ends an HTTP
+    //  call's stream, which carries the subscribers' notifications).
     cg_tools_notebook_record (call, session, outcome);
+    cg_resources_ran (call, session ? session->id : NULL, outcome);
     if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
     else {
