@@ -186,6 +186,19 @@ export function contractSuite(backend, { skip = false, setup }) {
       assert.equal(await (await fetch(made.download_url)).text(), 'A,B\n1,2\n');
     });
 
+    test('the warm pool hands a one-shot run a ready sandbox', async () => {
+      const pooled = await startServer({ name: `contract-${backend}-pool`, args: [...env.args, '--pool', 'python=1', '--log-level', 'debug', '--http-listen', 'off'] });
+      try {
+        for (let i = 0; i < 300 && !/pool: a python sandbox is ready/.test(pooled.stderrText()); i++) await sleep(100);
+        assert.match(pooled.stderrText(), /pool: a python sandbox is ready/);
+        const r = await callExec(pooled.client, { language: 'python', code: 'print(6 * 7)' });
+        assert.equal(expectStatus(r, 'success', pooled).stdout, '42\n');
+        assert.match(pooled.stderrText(), /pool: python sandbox \w+ claimed by a one-shot run/);
+      } finally {
+        await pooled.close();
+      }
+    });
+
     test("after kill -9 of a server, the next start removes its sandboxes' processes", async () => {
       const state = fs.mkdtempSync(path.join(os.tmpdir(), `cg-contract-orphans-${backend}-`));
       const mark = `cgorphan${randomBytes(6).toString('hex')}`;
