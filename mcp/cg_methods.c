@@ -134,30 +134,21 @@ cg_methods_dispatch (const cg_request_t *req, const char *method, json_t *params
     static const struct {
         const char *method;
         void (*fn) (const cg_request_t *req, json_t *params);
-    } fixtures[] = {
-        {"prompts/list", s_prompts_list},
-        {"prompts/get", s_prompts_get},
-        {"completion/complete", s_complete},
-    };
-    if (s_conformance (req))
-        for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
-            if (strcmp (method, fixtures[i].method) == 0) {
-                fixtures[i].fn (req, params);
-                return true;
-            }
-    static const struct {
-        const char *method;
-        void (*fn) (const cg_request_t *req, json_t *params);
+        bool conformance; /* served under the conformance profile only */
     } methods[] = {
-        {"logging/setLevel", cg_methods_set_log_level},
-        {"resources/list", cg_resources_list},
-        {"resources/templates/list", cg_resources_templates},
-        {"resources/read", cg_resources_read},
-        {"resources/subscribe", cg_resources_subscribe},
-        {"resources/unsubscribe", cg_resources_unsubscribe},
+        {"logging/setLevel", cg_methods_set_log_level, false},
+        {"resources/list", cg_resources_list, false},
+        {"resources/templates/list", cg_resources_templates, false},
+        {"resources/read", cg_resources_read, false},
+        {"resources/subscribe", cg_resources_subscribe, false},
+        {"resources/unsubscribe", cg_resources_unsubscribe, false},
+        {"prompts/list", s_prompts_list, true},
+        {"prompts/get", s_prompts_get, true},
+        {"completion/complete", s_complete, true},
     };
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (strcmp (method, methods[i].method) == 0) {
+        if (strcmp (method, methods[i].method) == 0
+            && (!methods[i].conformance || s_conformance (req))) {
             methods[i].fn (req, params);
             return true;
         }

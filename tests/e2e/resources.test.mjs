@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ListPromptsResultSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import { callExec, expectStatus, startHttpServer, startServer } from './lib.mjs';
 
@@ -31,8 +31,10 @@ const SID = 'sess_resources001';
 const uriOf = (rel, sid = SID) => `cellgate://sessions/${sid}/files/${rel.split('/').map(encodeURIComponent).join('/')}`;
 const run = async (code, sid = SID) => expectStatus(await callExec(client, { language: 'python', code, session_id: sid }), 'success', server);
 
-test('the server says it has resources with subscriptions', () => {
+test('the server says it has resources with subscriptions, and no prompts outside the conformance profile', async () => {
   assert.deepEqual(client.getServerCapabilities().resources, { subscribe: true, listChanged: false });
+  assert.equal(client.getServerCapabilities().prompts, undefined);
+  await assert.rejects(client.request({ method: 'prompts/list', params: {} }, ListPromptsResultSchema), /Method not found/);
 });
 
 test("list and templates: the session's files, with the scheme's template", async () => {
