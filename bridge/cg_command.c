@@ -168,7 +168,8 @@ s_wait (s_command_t *c)
             && waitpid (c->helper, &c->status, WNOHANG) == c->helper)
             c->exited = true;
         if (control_at >= 0 && items[control_at].revents) {
-            cg_control_t action = c->control_cb (c->control, c->arg);
+            cleanup_free char *input = NULL; /* a command's stdin is not asked for */
+            cg_control_t action = c->control_cb (c->control, c->arg, &input);
             if (action == CG_CONTROL_CANCEL || action == CG_CONTROL_ABORT) {
                 c->run->cancelled = action == CG_CONTROL_CANCEL;
                 if (action == CG_CONTROL_ABORT)

@@ -740,6 +740,20 @@ s_take (cg_kernel_t *self, int ch, const char *parent_id, cg_run_t *run, cg_feed
     cg_msg_destroy (&msg);
 }
 
+//  Answers FEED's pending input request with INPUT, the user's line ("\x04": EOF).
+static void
+s_answer (cg_kernel_t *self, cg_feed_t *feed, cg_run_t *run, const char *input)
+{
+    if (!feed->asking || !input)
+        return;
+    if (strcmp (input, "\x04") == 0)
+        run->stdin_exhausted = true;
+    cg_wire_send (self->wire, self->sockets[CH_STDIN], "input_reply",
+                  json_pack ("{s:s}", "value", input), feed->asking, NULL);
+    json_decref (feed->asking);
+    feed->asking = NULL;
+}
+
 //  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without
 //  execute_input/execute_result and without input().
 static cg_exec_end_t
@@ -749,9 +763,12 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
 {
     char parent_id[33];
     run->started_us = cg_now_us ();
+    //  stop_on_error off: each call is a cell of its own, with none queued behind it to
+    //  abort, and ipykernel aborts any request that arrives just after an error while it
+    //  is set (a client's next call a few ms later got "execution aborted").
     json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", silent,
                                  "store_history", !silent, "user_expressions", "allow_stdin",
-                                 !silent && stdin_text, "stop_on_error", 1);
+                                 !silent && (stdin_text || run->ask), "stop_on_error", 0);
     if (cg_wire_send (self->wire, self->sockets[CH_SHELL], "execute_request", content, NULL,
                       parent_id)
         < 0) {
@@ -830,7 +847,10 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             break;
         }
         if (control && items[S_RUN_CANCEL].revents) {
-            cg_control_t action = control_cb (control, arg);
+            cleanup_free char *input = NULL;
+            cg_control_t action = control_cb (control, arg, &input);
+            if (action == CG_CONTROL_INPUT)
+                s_answer (self, &feed, run, input);
             if (action == CG_CONTROL_ABORT) {
                 end = CG_EXEC_ABORTED;
                 break;
@@ -845,6 +865,7 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
     //  A dying kernel disconnects its sockets too: that is no refused message.
     if (end == CG_EXEC_DIED)
         run->messages_refused = 0;
+    json_decref (feed.asking);
     run->ended_us = cg_now_us ();
     return end;
 }

@@ -27,9 +27,16 @@ typedef enum {
     CG_EXEC_FAILED,  /* the request could not be sent */
 } cg_exec_end_t;
 
-/*  What the control callback asks for when CONTROL is readable. */
-typedef enum { CG_CONTROL_NONE, CG_CONTROL_CANCEL, CG_CONTROL_ABORT } cg_control_t;
-typedef cg_control_t (cg_control_cb) (zsock_t *control, void *arg);
+/*  What the control callback asks for when CONTROL is readable. INPUT: the line the user
+    gave for the running cell's pending input request (RUN's ask) is in *INPUT (the caller
+    frees it; "\x04" for EOF). */
+typedef enum {
+    CG_CONTROL_NONE,
+    CG_CONTROL_CANCEL,
+    CG_CONTROL_ABORT,
+    CG_CONTROL_INPUT
+} cg_control_t;
+typedef cg_control_t (cg_control_cb) (zsock_t *control, void *arg, char **input);
 
 /*  Starts a kernel of SPEC inside the running SANDBOX and waits for its kernel_info
     reply. All pointers are borrowed and must outlive the kernel. Returns a new kernel

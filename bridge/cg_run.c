@@ -327,6 +327,16 @@ s_on_stdin (cg_run_t *run, cg_feed_t *feed, cg_msg_t *msg)
     if (strcmp (msg->msg_type, "input_request") != 0)
         return NULL;
     if (!feed->stdin_next || !*feed->stdin_next) {
+        if (run->ask && !feed->asking && json_is_object (msg->header)) {
+            //  Ask the user; the answer comes later (cg_kernel_execute sends it).
+            const char *prompt = json_string_value (json_object_get (msg->content, "prompt"));
+            bool password = json_is_true (json_object_get (msg->content, "password"));
+            feed->asking = json_deep_copy (msg->header);
+            if (prompt)
+                cg_text_append (&run->out, prompt, strlen (prompt));
+            run->ask (run->ask_arg, prompt ? prompt : "", password);
+            return NULL;
+        }
         run->stdin_exhausted = true;
         return cg_xstrdup ("\x04");
     }

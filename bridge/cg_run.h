@@ -54,6 +54,11 @@ typedef struct {
     int64_t started_us, ended_us;
     cg_output_fn *on_output; /* live output, or NULL */
     void *on_output_arg;
+    //  When the cell's stdin is used up and it asks for more (input(), getpass): ask the
+    //  user for the line (the answer comes back through the control callback as
+    //  CG_CONTROL_INPUT); NULL: answer EOF at once.
+    void (*ask) (void *arg, const char *prompt, bool password);
+    void *ask_arg;
 } cg_run_t;
 
 /*  Sets up RUN, empty, keeping at most MAX_OUTPUT bytes per stream and display data
@@ -73,6 +78,8 @@ typedef struct {
     bool replied;           /* execute_reply arrived */
     int64_t replied_us;     /* when it did (cg_now_us clock) */
     bool clear_pending;     /* clear_output(wait=True) arrived; the next output clears */
+    json_t *asking;         /* the header of the input request the user was asked to answer
+                               (RUN's ask), owned; NULL when none waits */
 } cg_feed_t;
 
 /*  Applies MSG (borrowed; untrusted content, already verified and parented to the

@@ -65,12 +65,28 @@ s_report (s_runner_t *self)
                 memory_mb < 0 ? -1 : (int)(memory_mb * 1024));
 }
 
-static cg_control_t
-s_control_cb (zsock_t *control, void *arg)
+//  The running cell asks the user for a line: INPUT <key> <prompt> <password 0|1>. The
+//  answer comes back on the pipe as INPUT <line> (s_control_cb).
+static void
+s_ask (void *arg, const char *prompt, bool password)
 {
     s_runner_t *self = arg;
-    char *command = zstr_recv (control);
+    if (self->key)
+        zsock_send (self->results, "ssss", "INPUT", self->key, prompt, password ? "1" : "0");
+}
+
+static cg_control_t
+s_control_cb (zsock_t *control, void *arg, char **input)
+{
+    s_runner_t *self = arg;
+    zmsg_t *msg = zmsg_recv (control);
+    char *command = msg ? zmsg_popstr (msg) : NULL;
     cg_control_t action = CG_CONTROL_NONE;
+    if (command && strcmp (command, "INPUT") == 0) {
+        *input = zmsg_popstr (msg);
+        action = *input ? CG_CONTROL_INPUT : CG_CONTROL_NONE;
+    }
+    zmsg_destroy (&msg);
     if (!command || strcmp (command, "$TERM") == 0) {
         self->terminated = true;
         action = CG_CONTROL_ABORT;
@@ -172,6 +188,8 @@ s_run (s_runner_t *self, json_t *request_json)
         .files = json_object_get (request_json, "files"),
         .on_output = json_is_true (json_object_get (request_json, "progress")) ? s_on_output : NULL,
         .on_output_arg = self,
+        .ask = json_is_true (json_object_get (request_json, "elicit")) ? s_ask : NULL,
+        .ask_arg = self,
     };
     if (!self->session) {
         cg_error_t *err = NULL;

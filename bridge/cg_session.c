@@ -818,6 +818,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     run.display_max = self->config->max_display_bytes;
     run.on_output = request->on_output;
     run.on_output_arg = request->on_output_arg;
+    run.ask = request->ask;
+    run.ask_arg = request->ask_arg;
     cg_outcome_t *outcome =
         cg_outcome_new (request->language, request->execution_id, request->session_id);
     cg_container_peak_t peak;

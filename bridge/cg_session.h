@@ -25,6 +25,8 @@ typedef struct {
     json_t *files;            /* seed 003: [{path, base64}] written first, or NULL (borrowed) */
     cg_output_fn *on_output;  /* live output while it runs, or NULL */
     void *on_output_arg;
+    void (*ask) (void *arg, const char *prompt, bool password); /* cg_run_t's ask, or NULL */
+    void *ask_arg;
 } cg_exec_request_t;
 
 /*  Creates the session's directories SESSIONS_DIR/SLOT (its package layer site/ among

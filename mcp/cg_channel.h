@@ -21,6 +21,7 @@ typedef struct {
     int64_t last_seen_us;    /* its last request */
     char name[64];           /* clientInfo.name from initialize (cut), "" when none */
     char client_version[32]; /* clientInfo.version from initialize (cut), "" when none */
+    bool elicitation;        /* it declared form elicitation: a cell's input() asks the user */
 } cg_client_t;
 
 /*  True when CLIENT (may be NULL) takes resource_link content blocks. */

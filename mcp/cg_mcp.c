@@ -212,6 +212,10 @@ s_client_response (cg_server_t *self, cg_client_t *client, json_t *message)
          call = zhashx_next (self->calls)) {
         if (call->client_request && strcmp (call->client_request, id) == 0
             && call->channel->client == client) {
+            if (call->asking) {
+                cg_tools_input_answer (self, call, message);
+                return;
+            }
             cg_server_call_answer (call, cg_conformance_finish (call->tool, message));
             cg_server_call_end (self, call);
             return;
@@ -349,6 +353,8 @@ s_handle_runner (cg_server_t *self)
             cg_tools_finish (self, call, session, msg);
         else if (strcmp (tag, "STARTED") == 0)
             cg_tools_started (self, call, session, msg);
+        else if (strcmp (tag, "INPUT") == 0)
+            cg_tools_input_ask (self, call, session, msg);
         zstr_free (&key);
     }
     zstr_free (&tag);

@@ -41,6 +41,11 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
     if (!version)
         version = cg_server_versions[0];
     req->client->initialized = true;
+    //  Form elicitation: "elicitation": {} (2025-06-18's form) or with "form" in it.
+    json_t *elicitation = json_object_get (json_object_get (params, "capabilities"), "elicitation");
+    req->client->elicitation =
+        json_is_object (elicitation)
+        && (json_object_size (elicitation) == 0 || json_object_get (elicitation, "form"));
     snprintf (req->client->version, sizeof req->client->version, "%s", version);
     const char *name =
         json_string_value (json_object_get (json_object_get (params, "clientInfo"), "name"));

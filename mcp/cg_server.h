@@ -50,6 +50,7 @@ typedef struct {
     json_t *progress_token; /* _meta.progressToken, or NULL */
     int progress;           /* progress notifications sent */
     char *client_request;   /* id of our request to the client it waits for, or NULL */
+    bool asking;            /* CLIENT_REQUEST asks for a running cell's input (cg_tools_input) */
     json_t *request;        /* a run's {code, stdin?} for the execution log, or NULL */
     char *script;           /* run_script's script name (its runs are recorded), or NULL */
     json_t *context;        /* what its tool's finish needs (owned), or NULL */

@@ -109,6 +109,16 @@ void cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_
 void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
                        zmsg_t *msg);
 
+/*  A running cell asks for a line of input (the runner's INPUT <prompt> <password>, the
+    rest of MSG): asks CALL's client with elicitation/create, or answers EOF at once when
+    it cannot be asked (no call, no session runner, the client gone). */
+void cg_tools_input_ask (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+                         zmsg_t *msg);
+
+/*  The client's answer MESSAGE (a JSON-RPC response) to CALL's elicitation: the line
+    accepted goes to the cell; a decline, a cancel or an error is EOF. */
+void cg_tools_input_answer (cg_server_t *server, cg_call_t *call, json_t *message);
+
 /*  The handlers, by family. */
 cg_tool_fn cg_tools_run, cg_tools_start_session, cg_tools_list_sessions, cg_tools_close_session,
     cg_tools_upload_file, cg_tools_read_artifact, cg_tools_list_artifacts, cg_tools_install_package,

@@ -70,7 +70,8 @@ function mountsBelow(dir) {
  * StdioClientTransport, connects an SDK Client and lists the tools once (so the client
  * validates every structuredContent against the tool's outputSchema).
  * opts: { args?: string[], env?: object (added to this process's env), name?: string,
- *         connectTimeoutMs?: number, asUser?: a user to run it as (setpriv; from root) }.
+ *         connectTimeoutMs?: number, asUser?: a user to run it as (setpriv; from root),
+ *         capabilities?: the client's, onClient?: (client) => {} before it connects }.
  * Returns { client, stateDir, transport, tools, stderrText(), close() }.
  * Throws with the binary path and the server's stderr when the binary is missing or the
  * server does not complete the MCP handshake.
@@ -108,7 +109,8 @@ export async function startServer(opts = {}) {
     if (stderrBuf.length > STDERR_KEEP) stderrBuf = stderrBuf.slice(-STDERR_KEEP);
   });
 
-  const client = new Client({ name: opts.name ?? 'cellgate-e2e', version: '0.0.0' }, { capabilities: {} });
+  const client = new Client({ name: opts.name ?? 'cellgate-e2e', version: '0.0.0' }, { capabilities: opts.capabilities ?? {} });
+  opts.onClient?.(client);
 
   let closed = false;
   const close = async () => {
@@ -214,7 +216,8 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * (MCP over Streamable HTTP) and waits for its port.
  * opts: { args?: string[], env?: object }.
  * Returns { url (the /mcp endpoint), origin, port, stateDir, stderrText(),
- *           connect(requestInit?) -> { client, transport }, close() }.
+ *           connect(requestInit?, { capabilities?, onClient? }?) -> { client, transport },
+ *           close() }.
  */
 export async function startHttpServer(opts = {}) {
   const { spawn } = await import('node:child_process');
@@ -247,8 +250,9 @@ export async function startHttpServer(opts = {}) {
   const origin = `http://127.0.0.1:${port}`;
   const url = `${origin}/mcp`;
   const clients = [];
-  const connect = async (requestInit) => {
-    const client = new Client({ name: 'cellgate-e2e-http', version: '0.0.0' }, { capabilities: {} });
+  const connect = async (requestInit, { capabilities = {}, onClient } = {}) => {
+    const client = new Client({ name: 'cellgate-e2e-http', version: '0.0.0' }, { capabilities });
+    onClient?.(client);
     const transport = new StreamableHTTPClientTransport(new URL(url), requestInit ? { requestInit } : undefined);
     await client.connect(transport, { timeout: 30000 });
     clients.push(client);
