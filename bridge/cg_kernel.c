@@ -257,21 +257,6 @@ s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_
                              err);
 }
 
-//  The sandbox's base, the spec's own, and the message limit
-//  (kernels/python/cellgate_startup.py keeps ordinary outputs under it).
-static char **
-s_kernel_env (const cg_kernel_spec_t *spec, const cg_config_t *config)
-{
-    size_t spec_count = cg_strv_count ((const char *const *)spec->env);
-    cleanup_free const char **extra = cg_xcalloc (spec_count + 2, sizeof *extra);
-    for (size_t i = 0; i < spec_count; i++)
-        extra[i] = spec->env[i];
-    cleanup_free char *limit =
-        cg_strdupf ("CELLGATE_MAX_MESSAGE_BYTES=%zu", config->max_message_bytes);
-    extra[spec_count] = limit;
-    return cg_sandbox_env_new (extra);
-}
-
 static int
 s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err)
 {
@@ -281,7 +266,7 @@ s_spawn (cg_kernel_t *self, const char *inside_connection_file, cg_error_t **err
         argv[i] = strcmp (self->spec->argv[i], "{connection_file}") == 0
                       ? cg_xstrdup (inside_connection_file)
                       : cg_xstrdup (self->spec->argv[i]);
-    char **env = s_kernel_env (self->spec, self->config);
+    char **env = cg_kernelspec_env (self->spec, self->config->max_message_bytes);
     int log_pipe[2];
     int null_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0 || pipe2 (log_pipe, O_CLOEXEC) < 0) {
@@ -740,20 +725,6 @@ s_take (cg_kernel_t *self, int ch, const char *parent_id, cg_run_t *run, cg_feed
     cg_msg_destroy (&msg);
 }
 
-//  Answers FEED's pending input request with INPUT, the user's line ("\x04": EOF).
-static void
-s_answer (cg_kernel_t *self, cg_feed_t *feed, cg_run_t *run, const char *input)
-{
-    if (!feed->asking || !input)
-        return;
-    if (strcmp (input, "\x04") == 0)
-        run->stdin_exhausted = true;
-    cg_wire_send (self->wire, self->sockets[CH_STDIN], "input_reply",
-                  json_pack ("{s:s}", "value", input), feed->asking, NULL);
-    json_decref (feed->asking);
-    feed->asking = NULL;
-}
-
 //  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without
 //  execute_input/execute_result and without input().
 static cg_exec_end_t
@@ -763,9 +734,8 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
 {
     char parent_id[33];
     run->started_us = cg_now_us ();
-    //  stop_on_error off: each call is a cell of its own, with none queued behind it to
-    //  abort, and ipykernel aborts any request that arrives just after an error while it
-    //  is set (a client's next call a few ms later got "execution aborted").
+    //  stop_on_error off: no cell is queued behind a call, and with it ipykernel aborted a
+    //  call that came a few ms after an error.
     json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", silent,
                                  "store_history", !silent, "user_expressions", "allow_stdin",
                                  !silent && (stdin_text || run->ask), "stop_on_error", 0);
@@ -849,8 +819,13 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         if (control && items[S_RUN_CANCEL].revents) {
             cleanup_free char *input = NULL;
             cg_control_t action = control_cb (control, arg, &input);
-            if (action == CG_CONTROL_INPUT)
-                s_answer (self, &feed, run, input);
+            if (action == CG_CONTROL_INPUT && feed.asking && input) { /* the user's line */
+                run->stdin_exhausted |= strcmp (input, "\x04") == 0;
+                cg_wire_send (self->wire, self->sockets[CH_STDIN], "input_reply",
+                              json_pack ("{s:s}", "value", input), feed.asking, NULL);
+                json_decref (feed.asking);
+                feed.asking = NULL;
+            }
             if (action == CG_CONTROL_ABORT) {
                 end = CG_EXEC_ABORTED;
                 break;

@@ -2,6 +2,7 @@
     of one language and what it supports. */
 #include "cg_kernelspec.h"
 #include "cg_util.h"
+#include "../containers/cg_sandbox_env.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -59,4 +60,16 @@ cg_kernel_spec_destroy (cg_kernel_spec_t **self_p)
     cg_strv_free (self->env);
     free (self);
     *self_p = NULL;
+}
+
+char **
+cg_kernelspec_env (const cg_kernel_spec_t *spec, size_t max_message)
+{
+    size_t spec_count = cg_strv_count ((const char *const *)spec->env);
+    cleanup_free const char **extra = cg_xcalloc (spec_count + 2, sizeof *extra);
+    for (size_t i = 0; i < spec_count; i++)
+        extra[i] = spec->env[i];
+    cleanup_free char *limit = cg_strdupf ("CELLGATE_MAX_MESSAGE_BYTES=%zu", max_message);
+    extra[spec_count] = limit;
+    return cg_sandbox_env_new (extra);
 }

@@ -6,6 +6,7 @@
 #include "cg_error.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /*  A kernel spec (kernels/<language>/kernel.json). */
 typedef struct {
@@ -22,5 +23,10 @@ typedef struct {
     *err set. */
 cg_kernel_spec_t *cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err);
 void cg_kernel_spec_destroy (cg_kernel_spec_t **self_p);
+
+/*  The environment a kernel of SPEC gets (caller frees, cg_strv_free): the sandbox's
+    allow-listed base, the spec's own variables, and CELLGATE_MAX_MESSAGE_BYTES (MAX_MESSAGE;
+    kernels/python/cellgate_startup.py keeps ordinary outputs under it). */
+char **cg_kernelspec_env (const cg_kernel_spec_t *spec, size_t max_message);
 
 #endif

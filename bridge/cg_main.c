@@ -125,6 +125,26 @@ s_raise_socket_limits (void)
             (unsigned long long)nofile.rlim_cur, sockets);
 }
 
+//  A normal user gets the rootless backend's settings (user namespace, XDG state dir; the
+//  sentence saying so in *NOTE, or NULL for root); the backends that need root say so
+//  plainly instead of failing on a mkdir or chown. Returns 0, or -1 when COMMAND cannot run.
+static int
+s_for_user (cg_config_t *config, const char *command, char **note)
+{
+    *note = cg_config_for_user (config);
+    if (geteuid () == 0 || *note)
+        return 0;
+    fprintf (stderr,
+             "cellgate %s: --backend %s needs root, and this process runs as uid %u. As a "
+             "normal user use --backend rootless (the default: runc in a user namespace, "
+             "no sudo). For the oci or docker backend run cellgate as root; from a stdio "
+             "MCP client that means e.g. 'claude mcp add cellgate -- sudo -n "
+             "/path/to/cellgate mcp' with a sudoers rule that asks no password (a stdio "
+             "client cannot answer a password prompt).\n",
+             command, config->backend, (unsigned)geteuid ());
+    return -1;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -170,18 +190,8 @@ main (int argc, char **argv)
         cg_config_clear (&config);
         return 2;
     }
-    //  A normal user gets the rootless backend's settings (user namespace, XDG state dir);
-    //  the backends that need root say so plainly instead of failing on a mkdir or chown.
-    cleanup_free char *for_user = cg_config_for_user (&config);
-    if (geteuid () != 0 && !for_user) {
-        fprintf (stderr,
-                 "cellgate %s: --backend %s needs root, and this process runs as uid %u. As a "
-                 "normal user use --backend rootless (the default: runc in a user namespace, "
-                 "no sudo). For the oci or docker backend run cellgate as root; from a stdio "
-                 "MCP client that means e.g. 'claude mcp add cellgate -- sudo -n "
-                 "/path/to/cellgate mcp' with a sudoers rule that asks no password (a stdio "
-                 "client cannot answer a password prompt).\n",
-                 command, config.backend, (unsigned)geteuid ());
+    cleanup_free char *for_user = NULL;
+    if (s_for_user (&config, command, &for_user) < 0) {
         cg_config_clear (&config);
         return 2;
     }
