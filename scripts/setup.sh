@@ -34,6 +34,8 @@ DEBS=(
   libcurl4-openssl-dev
   # the image budget's previews: decode, scale and encode PNG/JPEG
   libgd-dev
+  # the Jupyter gateway's WebSocket framing (RFC 6455), and SHA-1 for its handshake
+  libwslay-dev nettle-dev
   # sandbox: OCI runtimes, the container's init, mkfs.ext4 for the workspaces' file systems
   runc crun catatonit e2fsprogs
   # the kernel and what the sandboxed Python ships with
@@ -53,6 +55,9 @@ TEST_DEBS=(
   curl python3-jupyter-kernel-test
   # export_notebook's tests validate its notebooks with nbformat
   python3-nbformat
+  # the Jupyter gateway's tests: real front ends (Jupyter Server and Notebook with
+  # --gateway-url, nbclient), a WebSocket client, and Debian's Chromium for the browser test
+  python3-jupyter-server python3-notebook python3-nbclient python3-websocket chromium
   # fuzzing: clang with libFuzzer and the sanitizer runtimes (tests/fuzz/run)
   clang libclang-rt-14-dev
   # the house style: .clang-format, checked by .ci/run (scripts/format.sh --check)
@@ -70,9 +75,10 @@ TEST_DEBS=(
 NPM_DIRS=(kernels/javascript)
 NPM_WHY=("the JavaScript kernel (tslab); sandboxes see it read-only at /opt/cellgate/kernels/javascript")
 if [ "$profile" = test ]; then
-  NPM_DIRS+=(tests/e2e tests/conformance)
+  NPM_DIRS+=(tests/e2e tests/conformance tests/gateway)
   NPM_WHY+=("the end-to-end tests' client: the official MCP TypeScript SDK"
-            "the official MCP conformance suite, with the Node.js 22 it needs (a 30 MB download)")
+            "the official MCP conformance suite, with the Node.js 22 it needs (a 30 MB download)"
+            "the Jupyter gateway's browser test: playwright-core driving Debian's chromium")
 fi
 
 say() { echo "setup ($profile): $*" >&2; }
