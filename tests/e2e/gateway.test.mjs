@@ -1,0 +1,150 @@
+// The Jupyter gateway (issue 15) and the agent's kernel: an MCP client's session is a kernel
+// that GET /api/kernels lists under the kernel_id its results carry; a notebook attached to
+// it over the gateway's WebSocket (tests/gateway/gwclient.py, websocket-client) sees the
+// agent's state, the agent gets session_busy while a notebook cell runs, and the agent's
+// kernel cannot be deleted over REST. tests/gateway/test_gateway.py covers the rest of the
+// API with a real Jupyter Server and nbclient.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
+import readline from 'node:readline';
+import { after, before, test } from 'node:test';
+
+import { REPO_ROOT, callExec, sc, sleep, startHttpServer } from './lib.mjs';
+
+const TOKEN = crypto.randomBytes(16).toString('hex');
+const GWCLIENT = path.join(REPO_ROOT, 'tests', 'gateway', 'gwclient.py');
+const SESSION = 's1';
+
+let server;
+let client;
+let kernelId;
+
+before(async () => {
+  server = await startHttpServer({ args: ['--gateway-token', TOKEN] });
+  ({ client } = await server.connect());
+});
+
+after(async () => {
+  await server?.close();
+});
+
+// One REST request to the gateway; returns { status, body (parsed JSON or the text) }.
+function rest(method, urlPath, { token = TOKEN, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const headers = token ? { Authorization: `token ${token}` } : {};
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const req = http.request({ host: '127.0.0.1', port: server.port, method, path: urlPath, headers }, (res) => {
+      let data = '';
+      res.on('data', (c) => { data += c; });
+      res.on('end', () => {
+        let parsed = data;
+        try { parsed = data ? JSON.parse(data) : null; } catch {}
+        resolve({ status: res.statusCode, body: parsed });
+      });
+    });
+    req.on('error', reject);
+    if (body !== undefined) req.write(JSON.stringify(body));
+    req.end();
+  });
+}
+
+const tail = () => `\n--- server stderr (tail) ---\n${server.stderrText().slice(-4000)}`;
+
+// Runs cells in a kernel through the gateway's WebSocket with /usr/bin/python3 gwclient.py.
+// onEvent(event) sees each JSON event line as it comes. Resolves { code, events, stderr }.
+function notebook(kernel, cells, { onEvent, timeoutS = 60 } = {}) {
+  const args = [GWCLIENT, '--url', `http://127.0.0.1:${server.port}`, '--token', TOKEN, '--kernel', kernel, '--timeout', String(timeoutS)];
+  for (const cell of cells) args.push('--code', cell);
+  const proc = spawn('/usr/bin/python3', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const events = [];
+  let stderr = '';
+  proc.stderr.on('data', (c) => { stderr += c; });
+  readline.createInterface({ input: proc.stdout }).on('line', (line) => {
+    const event = JSON.parse(line);
+    events.push(event);
+    onEvent?.(event);
+  });
+  return new Promise((resolve) => proc.on('close', (code) => resolve({ code, events, stderr })));
+}
+
+const stdoutOf = (run) => run.events.filter((e) => e.event === 'stream' && e.name === 'stdout').map((e) => e.text).join('');
+const busyCode = (r) => { const s = r.structuredContent ?? {}; return s.error ?? s.error_code; };
+
+test("the agent's session is a kernel: kernel_id in the result, listed by GET /api/kernels", async () => {
+  const r = await callExec(client, { language: 'python', session_id: SESSION, code: 'agent_value = 41 + 1' });
+  assert.equal(r.isError, false, JSON.stringify(r).slice(0, 2000));
+  kernelId = sc(r).kernel_id;
+  assert.equal(typeof kernelId, 'string', `no kernel_id in ${JSON.stringify(sc(r))}`);
+  const listed = await rest('GET', '/api/kernels');
+  assert.equal(listed.status, 200, JSON.stringify(listed));
+  const model = listed.body.find((k) => k.id === kernelId);
+  assert.ok(model, `kernel ${kernelId} not in ${JSON.stringify(listed.body)}${tail()}`);
+  assert.equal(model.name, 'python3');
+  const one = await rest('GET', `/api/kernels/${kernelId}`);
+  assert.equal(one.status, 200, JSON.stringify(one));
+  assert.equal(one.body.id, kernelId);
+  // start_session's result carries it too, and a second call in s1 the same one.
+  const again = await callExec(client, { language: 'python', session_id: SESSION, code: 'pass' });
+  assert.equal(sc(again).kernel_id, kernelId);
+});
+
+test("a notebook attached to the agent's kernel sees its state", async () => {
+  assert.ok(kernelId, 'needs the first test');
+  const run = await notebook(kernelId, ['print(agent_value)']);
+  assert.equal(run.code, 0, `gwclient failed: ${run.stderr}${tail()}`);
+  assert.equal(stdoutOf(run), '42\n', JSON.stringify(run.events));
+  assert.deepEqual(run.events.filter((e) => e.event === 'reply').map((e) => e.status), ['ok']);
+  // And the agent sees what the notebook set.
+  const set = await notebook(kernelId, ['notebook_value = agent_value * 2']);
+  assert.equal(set.code, 0, set.stderr);
+  const r = await callExec(client, { language: 'python', session_id: SESSION, code: 'print(notebook_value)' });
+  assert.equal(sc(r).stdout, '84\n', JSON.stringify(r).slice(0, 2000));
+});
+
+test("while a notebook cell runs, the agent's execute_code gets session_busy; afterwards it runs", async () => {
+  assert.ok(kernelId, 'needs the first test');
+  let busy;
+  const started = new Promise((resolve) => { busy = resolve; });
+  const cell = notebook(kernelId, ['import time; time.sleep(8)'], { onEvent: (e) => { if (e.event === 'busy') busy(); } });
+  await Promise.race([started, sleep(30000)]);
+  await sleep(500);
+  const t0 = Date.now();
+  const refused = await callExec(client, { language: 'python', session_id: SESSION, code: 'print("agent")' });
+  assert.ok(Date.now() - t0 < 5000, 'session_busy should come at once, not after the cell');
+  assert.equal(refused.isError, true, JSON.stringify(refused).slice(0, 2000));
+  assert.equal(busyCode(refused), 'session_busy', JSON.stringify(refused).slice(0, 2000));
+  const done = await cell;
+  assert.equal(done.code, 0, done.stderr);
+  assert.deepEqual(done.events.filter((e) => e.event === 'reply').map((e) => e.status), ['ok']);
+  const r = await callExec(client, { language: 'python', session_id: SESSION, code: 'print("agent again", agent_value)' });
+  assert.equal(r.isError, false, JSON.stringify(r).slice(0, 2000));
+  assert.equal(sc(r).stdout, 'agent again 42\n');
+});
+
+test("a notebook cell sent while the agent's call runs waits for it in the kernel's queue", async () => {
+  assert.ok(kernelId, 'needs the first test');
+  const agent = callExec(client, { language: 'python', session_id: SESSION, code: 'import time\ntime.sleep(3)\nqueued = "after the agent"' });
+  await sleep(1000);
+  const run = await notebook(kernelId, ['print(queued)']);
+  assert.equal(run.code, 0, `gwclient failed: ${run.stderr}${tail()}`);
+  assert.equal(stdoutOf(run), 'after the agent\n', JSON.stringify(run.events));
+  assert.equal((await agent).isError, false);
+});
+
+test("the agent's kernel cannot be deleted over REST; close_session removes it", async () => {
+  assert.ok(kernelId, 'needs the first test');
+  const del = await rest('DELETE', `/api/kernels/${kernelId}`);
+  assert.equal(del.status, 403, JSON.stringify(del));
+  const still = await callExec(client, { language: 'python', session_id: SESSION, code: 'print(agent_value)' });
+  assert.equal(sc(still).stdout, '42\n', 'the refused DELETE left the session alone');
+  const closed = await client.callTool({ name: 'close_session', arguments: { session_id: SESSION } }, undefined, { timeout: 120000 });
+  assert.equal(closed.isError, false, JSON.stringify(closed));
+  const gone = await rest('GET', `/api/kernels/${kernelId}`);
+  assert.equal(gone.status, 404, JSON.stringify(gone));
+  const listed = await rest('GET', '/api/kernels');
+  assert.ok(!listed.body.some((k) => k.id === kernelId), JSON.stringify(listed.body));
+});
