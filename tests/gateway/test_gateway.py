@@ -675,8 +675,10 @@ class NbclientTest(GatewayCase):
             nbformat.v4.new_code_cell("import sys\nprint(sys.version_info[0])"),
         ]
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        km = managers.GatewayKernelManager(kernel_name="python3")
-        client = NotebookClient(nb, km=km, timeout=60, startup_timeout=120, kernel_name="python3")
+        # nbclient makes its own GatewayKernelManager, so it owns it: it stops the client's
+        # channels and shuts the kernel down (DELETE through the gateway) when done.
+        client = NotebookClient(nb, kernel_manager_class=managers.GatewayKernelManager, timeout=60,
+                                startup_timeout=120, kernel_name="python3")
         before = {k["id"] for k in self.gw_json("GET", "/api/kernels")}
         try:
             client.execute()
