@@ -18,7 +18,6 @@ The sandboxes are real (runc), so this runs as root, like the e2e tests:
     cd tests/gateway && /usr/bin/python3 -m unittest -v test_gateway
 """
 
-import asyncio
 import http.client
 import json
 import os
