@@ -77,17 +77,23 @@ const busyCode = (r) => { const s = r.structuredContent ?? {}; return s.error ??
 test("the agent's session is a kernel: kernel_id in the result, listed by GET /api/kernels", async () => {
   const r = await callExec(client, { language: 'python', session_id: SESSION, code: 'agent_value = 41 + 1' });
   assert.equal(r.isError, false, JSON.stringify(r).slice(0, 2000));
-  kernelId = sc(r).kernel_id;
-  assert.equal(typeof kernelId, 'string', `no kernel_id in ${JSON.stringify(sc(r))}`);
   const listed = await rest('GET', '/api/kernels');
   assert.equal(listed.status, 200, JSON.stringify(listed));
+  kernelId = sc(r).kernel_id;
+  if (kernelId === undefined && listed.body.length === 1) {
+    // Without kernel_id in the result, the later tests still run on the one kernel listed
+    // (this server has no other session); this test fails all the same.
+    kernelId = listed.body[0].id;
+    assert.fail(`no kernel_id in the result (GET /api/kernels lists ${JSON.stringify(listed.body)}): ${JSON.stringify(sc(r))}`);
+  }
+  assert.equal(typeof kernelId, 'string', `no kernel_id in ${JSON.stringify(sc(r))}; GET /api/kernels: ${JSON.stringify(listed.body)}`);
   const model = listed.body.find((k) => k.id === kernelId);
   assert.ok(model, `kernel ${kernelId} not in ${JSON.stringify(listed.body)}${tail()}`);
   assert.equal(model.name, 'python3');
   const one = await rest('GET', `/api/kernels/${kernelId}`);
   assert.equal(one.status, 200, JSON.stringify(one));
   assert.equal(one.body.id, kernelId);
-  // start_session's result carries it too, and a second call in s1 the same one.
+  // A second call in s1 carries the same one.
   const again = await callExec(client, { language: 'python', session_id: SESSION, code: 'pass' });
   assert.equal(sc(again).kernel_id, kernelId);
 });
@@ -110,13 +116,17 @@ test("while a notebook cell runs, the agent's execute_code gets session_busy; af
   let busy;
   const started = new Promise((resolve) => { busy = resolve; });
   const cell = notebook(kernelId, ['import time; time.sleep(8)'], { onEvent: (e) => { if (e.event === 'busy') busy(); } });
-  await Promise.race([started, sleep(30000)]);
+  let timer;
+  await Promise.race([started, new Promise((resolve) => { timer = setTimeout(resolve, 30000); })]);
+  clearTimeout(timer);
   await sleep(500);
   const t0 = Date.now();
   const refused = await callExec(client, { language: 'python', session_id: SESSION, code: 'print("agent")' });
-  assert.ok(Date.now() - t0 < 5000, 'session_busy should come at once, not after the cell');
-  assert.equal(refused.isError, true, JSON.stringify(refused).slice(0, 2000));
-  assert.equal(busyCode(refused), 'session_busy', JSON.stringify(refused).slice(0, 2000));
+  const waited = Date.now() - t0;
+  const said = `after ${waited} ms: ${JSON.stringify(refused.structuredContent ?? refused).slice(0, 1500)}`;
+  assert.equal(busyCode(refused), 'session_busy', said);
+  assert.equal(refused.isError, true, said);
+  assert.ok(waited < 5000, `session_busy should come at once, not after the cell: ${said}`);
   const done = await cell;
   assert.equal(done.code, 0, done.stderr);
   assert.deepEqual(done.events.filter((e) => e.event === 'reply').map((e) => e.status), ['ok']);

@@ -385,6 +385,28 @@ class RefusalsTest(GatewayCase):
             ks.close()
         self.assertEqual(cm.exception.status_code, 403, repr(cm.exception))
 
+    def test_message_without_channel_is_shell(self):
+        # Jupyter's own channels handler (Jupyter Server's and the Kernel Gateway's) takes a
+        # message without `channel` as shell; jupyter_server 1.23.3's GatewayKernelClient
+        # (what nbclient uses through a gateway) sends every message that way.
+        model = self.start_kernel()
+        ks = gwclient.KernelSocket(self.cg.url, model["id"], self.token)
+        try:
+            msg = ks.new_msg("kernel_info_request", {}, "shell")
+            del msg["channel"]
+            ks.send(msg)
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    reply = ks.recv(deadline - time.monotonic())
+                except gwclient.GatewayError as e:
+                    self.fail("no kernel_info_reply to a message without a channel: %s%s" % (e, self.tail()))
+                if reply.get("parent_header", {}).get("msg_id") == msg["header"]["msg_id"] and reply["channel"] == "shell":
+                    break
+            self.assertEqual(reply["msg_type"], "kernel_info_reply")
+        finally:
+            ks.close()
+
     def test_post_bad_json_is_400(self):
         for body in ("{not json", "[]", '{"name": 3}'):
             status, _, data = self.gw("POST", "/api/kernels", body, headers={"Content-Type": "application/json"})
@@ -415,11 +437,18 @@ class RefusalsTest(GatewayCase):
                 r = ks.execute("print(6 * 7)")
                 self.assertEqual(r.status, "ok", r.summary())
                 self.assertEqual(r.stdout(), "42\n")
-                # shutdown_request over the WebSocket is refused: the kernel lives on.
+                # shutdown_request over the WebSocket is refused (cellgate closes that
+                # WebSocket with 1008 and the reason): the kernel lives on, state and all.
+                r = ks.execute("kept = 'state'")
                 ks.send(ks.new_msg("shutdown_request", {"restart": False}, "control"))
                 time.sleep(1)
-                r = ks.execute("print('alive')")
-                self.assertEqual(r.stdout(), "alive\n", r.summary())
+            finally:
+                ks.close()
+            self.assertEqual(self.gw_json("GET", "/api/kernels/" + kid)["id"], kid)
+            ks = gwclient.KernelSocket(self.cg.url, kid, self.token)
+            try:
+                r = ks.execute("print(kept)")
+                self.assertEqual(r.stdout(), "state\n", r.summary())
             finally:
                 ks.close()
         finally:
