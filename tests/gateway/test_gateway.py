@@ -238,7 +238,10 @@ class JupyterServer:
             return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-lines:])
 
     def stop(self):
-        if self.proc.poll() is None:
+        if self.proc.poll() is not None:  # it died on its own: say how
+            print("\njupyter_server exited with status %s before the end; its log's tail:\n%s"
+                  % (self.proc.returncode, self.log_tail(80)), file=sys.stderr)
+        else:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=15)
@@ -539,7 +542,12 @@ class JupyterServerTest(GatewayCase):
 
     @classmethod
     def js_start_kernel(cls):
-        status, _, data = cls.js.request("POST", "/api/kernels", {"name": "python3"})
+        try:
+            status, _, data = cls.js.request("POST", "/api/kernels", {"name": "python3"})
+        except OSError as e:
+            raise AssertionError("POST (jupyter server) /api/kernels: %r (jupyter_server %s)%s"
+                                 % (e, "running" if cls.js.proc.poll() is None
+                                    else "exited with %s" % cls.js.proc.returncode, cls.logs_of())) from e
         if status != 201:
             raise AssertionError("%s\n--- jupyter server ---\n%s\n--- cellgate ---\n%s"
                                  % (show("POST", "(jupyter server) /api/kernels", status, data),
@@ -548,12 +556,22 @@ class JupyterServerTest(GatewayCase):
 
     @classmethod
     def js_socket(cls, kernel_id):
-        ks = gwclient.KernelSocket("http://127.0.0.1:%d" % cls.js.port, kernel_id, cls.js.token)
-        ks.wait_ready()
+        try:
+            ks = gwclient.KernelSocket("http://127.0.0.1:%d" % cls.js.port, kernel_id, cls.js.token)
+            ks.wait_ready()
+        except Exception as e:
+            raise AssertionError("no WebSocket to kernel %s through Jupyter Server: %r (jupyter_server %s)%s"
+                                 % (kernel_id, e, "running" if cls.js.proc.poll() is None
+                                    else "exited with %s" % cls.js.proc.returncode, cls.logs_of())) from e
         return ks
 
+    @classmethod
+    def logs_of(cls):
+        return "\n--- jupyter server (tail) ---\n%s\n--- cellgate stderr (tail) ---\n%s" % (
+            cls.js.log_tail(), cls.cg.stderr_tail())
+
     def logs(self):
-        return "\n--- jupyter server (tail) ---\n%s%s" % (self.js.log_tail(), self.tail())
+        return self.logs_of()
 
     def test_print_is_a_stream(self):
         r = self.ks.execute("print('hello from the gateway')")
