@@ -62,15 +62,58 @@ def decode_binary(data):
     return msg
 
 
-class KernelSocket:
-    """One WebSocket attached to a kernel's channels."""
+def encode_binary(msg):
+    """jupyter's legacy binary message (as Jupyter Server's serialize_binary_message)."""
+    msg = dict(msg)
+    buffers = [bytes(b) for b in msg.pop("buffers", [])]
+    parts = [json.dumps(msg).encode("utf-8")] + buffers
+    offsets = [4 * (len(parts) + 1)]
+    for part in parts[:-1]:
+        offsets.append(offsets[-1] + len(part))
+    return struct.pack("!%dI" % (len(parts) + 1), len(parts), *offsets) + b"".join(parts)
 
-    def __init__(self, http_url, kernel_id, token=None, scheme="token", session_id=None, timeout=60, origin=None):
+
+V1 = "v1.kernel.websocket.jupyter.org"
+V1_PARTS = ("header", "parent_header", "metadata", "content")
+
+
+def encode_v1(msg):
+    """A v1.kernel.websocket.jupyter.org message (as Jupyter Server 2's
+    serialize_msg_to_ws_v1): a little-endian uint64 count of offsets, the offsets (the last
+    one is the end), then the channel, the four JSON parts and the buffers."""
+    parts = [msg["channel"].encode("utf-8")] + [json.dumps(msg.get(k, {})).encode("utf-8") for k in V1_PARTS]
+    parts += [bytes(b) for b in msg.get("buffers", [])]
+    offsets = [8 * (1 + len(parts) + 1)]
+    for part in parts:
+        offsets.append(offsets[-1] + len(part))
+    return struct.pack("<%dQ" % (len(offsets) + 1), len(offsets), *offsets) + b"".join(parts)
+
+
+def decode_v1(data):
+    (n,) = struct.unpack("<Q", data[:8])
+    offsets = struct.unpack("<%dQ" % n, data[8 : 8 * (n + 1)])
+    segments = [data[offsets[i] : offsets[i + 1]] for i in range(n - 1)]
+    msg = {"channel": segments[0].decode("utf-8")}
+    for key, part in zip(V1_PARTS, segments[1:5]):
+        msg[key] = json.loads(part.decode("utf-8"))
+    msg["msg_type"] = msg["header"].get("msg_type")
+    msg["buffers"] = segments[5:]
+    return msg
+
+
+class KernelSocket:
+    """One WebSocket attached to a kernel's channels (protocol "legacy", or "v1": the
+    v1.kernel.websocket.jupyter.org subprotocol offered and used)."""
+
+    def __init__(self, http_url, kernel_id, token=None, scheme="token", session_id=None, timeout=60, origin=None,
+                 protocol="legacy"):
         self.session = session_id or uuid.uuid4().hex
         self.kernel_id = kernel_id
+        self.protocol = protocol
         self.url = ws_url(http_url, kernel_id, self.session)
         # websocket-client sends Origin: http://host:port (this listener) unless told another.
-        self.ws = websocket.create_connection(self.url, timeout=timeout, header=auth_headers(token, scheme), origin=origin)
+        self.ws = websocket.create_connection(self.url, timeout=timeout, header=auth_headers(token, scheme), origin=origin,
+                                              subprotocols=[V1] if protocol == "v1" else None)
         self.pending = []  # messages read while waiting for something else
 
     def close(self):
@@ -97,7 +140,13 @@ class KernelSocket:
         }
 
     def send(self, msg):
-        self.ws.send(json.dumps(msg))
+        """Sends MSG: v1 binary, legacy binary when it has buffers, else legacy JSON text."""
+        if self.protocol == "v1":
+            self.ws.send(encode_v1(msg), websocket.ABNF.OPCODE_BINARY)
+        elif msg.get("buffers"):
+            self.ws.send(encode_binary(msg), websocket.ABNF.OPCODE_BINARY)
+        else:
+            self.ws.send(json.dumps(msg))
         return msg["header"]["msg_id"]
 
     def recv(self, timeout):
@@ -114,7 +163,7 @@ class KernelSocket:
         if opcode == websocket.ABNF.OPCODE_TEXT:
             return json.loads(data.decode("utf-8"))
         if opcode == websocket.ABNF.OPCODE_BINARY:
-            return decode_binary(data)
+            return decode_v1(data) if self.protocol == "v1" else decode_binary(data)
         if opcode == websocket.ABNF.OPCODE_CLOSE:
             raise GatewayError("the WebSocket was closed by the server")
         return self.recv(timeout)

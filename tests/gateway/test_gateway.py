@@ -462,6 +462,114 @@ class RefusalsTest(GatewayCase):
         self.assertNotIn(kid, [k["id"] for k in self.gw_json("GET", "/api/kernels")])
 
 
+ECHO_TARGET = """
+def _gw_echo(comm, open_msg):
+    def reply(msg):
+        bufs = [bytes(b) for b in msg['buffers']]
+        comm.send({'sizes': [len(b) for b in bufs]}, buffers=[b[::-1] for b in bufs])
+    comm.on_msg(reply)
+    reply(open_msg)
+get_ipython().kernel.comm_manager.register_target('gw_echo', _gw_echo)
+"""
+
+
+class ProtocolTest(GatewayCase):
+    """The WebSocket's framings and fan-out, straight against cellgate, on one kernel."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        status, _, data = request(cls.cg.port, "POST", "/api/kernels", {"name": "python3"},
+                                  {"Authorization": "token " + cls.token})
+        if status != 201:
+            cls.tearDownClass()
+            raise AssertionError(show("POST", "/api/kernels", status, data))
+        cls.kid = json.loads(data)["id"]
+
+    def socket(self, protocol="legacy"):
+        ks = gwclient.KernelSocket(self.cg.url, self.kid, self.token, protocol=protocol)
+        self.addCleanup(ks.close)
+        ks.wait_ready()
+        return ks
+
+    def wait_for(self, ks, pred, what, timeout=20):
+        deadline = time.monotonic() + timeout
+        seen = []
+        while True:
+            try:
+                m = ks.recv(deadline - time.monotonic())
+            except gwclient.GatewayError as e:
+                self.fail("%s: %s; seen %s%s" % (what, e, [x.get("msg_type") for x in seen], self.tail()))
+            if pred(m):
+                return m
+            seen.append(m)
+
+    def check_buffers(self, protocol):
+        ks = self.socket(protocol)
+        r = ks.execute(ECHO_TARGET)
+        self.assertEqual(r.status, "ok", r.summary())
+        comm_id = secrets.token_hex(8)
+        opening = ks.new_msg("comm_open", {"comm_id": comm_id, "target_name": "gw_echo", "data": {}}, "shell")
+        opening["buffers"] = [b"abc123", bytes(range(256)) * 4]
+        ks.send(opening)
+
+        def echo_of(m):
+            return m.get("msg_type") == "comm_msg" and m["content"].get("comm_id") == comm_id
+
+        m = self.wait_for(ks, echo_of, "the comm's answer to comm_open with buffers")
+        self.assertEqual(m["content"]["data"], {"sizes": [6, 1024]})
+        self.assertEqual([bytes(b) for b in m["buffers"]], [b"321cba", (bytes(range(256)) * 4)[::-1]])
+        message = ks.new_msg("comm_msg", {"comm_id": comm_id, "data": {}}, "shell")
+        message["buffers"] = [b"\x00\xff" * 5000]
+        ks.send(message)
+        m = self.wait_for(ks, echo_of, "the comm's answer to comm_msg with a buffer")
+        self.assertEqual(m["content"]["data"], {"sizes": [10000]})
+        self.assertEqual([bytes(b) for b in m["buffers"]], [b"\xff\x00" * 5000])
+
+    def test_buffers_both_ways_legacy_binary(self):
+        self.check_buffers("legacy")
+
+    def test_v1_subprotocol(self):
+        ks = self.socket("v1")
+        self.assertEqual(ks.ws.getsubprotocol(), gwclient.V1)
+        r = ks.execute("print('over v1')")
+        self.assertEqual(r.stdout(), "over v1\n", r.summary())
+        self.check_buffers("v1")
+
+    def test_legacy_without_subprotocol(self):
+        ks = self.socket()
+        self.assertIn(ks.ws.getsubprotocol(), (None, ""))
+        r = ks.execute("print('legacy')")
+        self.assertEqual(r.stdout(), "legacy\n", r.summary())
+
+    def test_iopub_to_every_connection_input_to_the_sender(self):
+        a, b = self.socket(), self.socket()
+        self.assertGreaterEqual(self.gw_json("GET", "/api/kernels/" + self.kid)["connections"], 2)
+        r = a.execute("print('to everyone')")
+        self.assertEqual(r.stdout(), "to everyone\n", r.summary())
+        m = self.wait_for(b, lambda m: m.get("msg_type") == "stream" and m["parent_header"].get("msg_id") == r.msg_id,
+                          "the other connection's copy of the stream")
+        self.assertEqual(m["content"]["text"], "to everyone\n")
+        r = a.execute("print('hi', input('name? '))", on_input=lambda prompt, password: "only a")
+        self.assertEqual(r.stdout(), "hi only a\n", r.summary())
+        m = self.wait_for(b, lambda m: m.get("msg_type") == "stream" and m["parent_header"].get("msg_id") == r.msg_id,
+                          "the other connection's copy of the answer's stream")
+        b.pending = []
+        seen = []
+        while True:
+            try:
+                seen.append(b.recv(1.0))
+            except gwclient.GatewayError:
+                break
+        self.assertNotIn("input_request", [x.get("msg_type") for x in seen], "input_request went to another connection")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.cg and getattr(cls, "kid", None):
+            request(cls.cg.port, "DELETE", "/api/kernels/" + cls.kid, headers={"Authorization": "token " + cls.token})
+        super().tearDownClass()
+
+
 class TokenFileTest(unittest.TestCase):
     """No --gateway-token: a random one, 0600 in the state dir, printed and accepted."""
 
