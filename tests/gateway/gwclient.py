@@ -165,7 +165,8 @@ class KernelSocket:
         if opcode == websocket.ABNF.OPCODE_BINARY:
             return decode_v1(data) if self.protocol == "v1" else decode_binary(data)
         if opcode == websocket.ABNF.OPCODE_CLOSE:
-            raise GatewayError("the WebSocket was closed by the server")
+            code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
+            raise GatewayError("the WebSocket was closed by the server (%s %r)" % (code, data[2:].decode("utf-8", "replace")))
         return self.recv(timeout)
 
     def request(self, msg_type, content=None, channel="shell", timeout=60):
