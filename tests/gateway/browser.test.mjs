@@ -1,0 +1,400 @@
+// The Jupyter gateway in a real browser (issue 15): cellgate's Kernel Gateway API behind a real
+// Jupyter front end, driven by a real chromium.
+//
+// cellgate (MCP over HTTP, --gateway-token) is the gateway; the classic Jupyter Notebook
+// 6.4.12 (Debian's python3-notebook) runs with --gateway-url pointing at it, so every kernel
+// the notebook starts is a cellgate session, and its kernel WebSocket is proxied by the
+// notebook to cellgate's /api/kernels/{id}/channels. JupyterLab is not packaged in Debian 12,
+// so the classic Notebook is the front end tested here (jupyter_server 1.23.3's GatewayClient
+// is the same client code, and the notebook's gateway/ package is its ancestor).
+//
+// playwright-core drives Debian's /usr/bin/chromium headless (no browser download); every
+// request the page makes to a host other than 127.0.0.1 is refused. The notebook is opened
+// with its token, `print(6*7)` is typed into the first cell and run with Shift+Enter, then an
+// HTML display and a matplotlib PNG; the outputs must show. cellgate's GET /api/kernels must
+// list the notebook's kernel with connections >= 1. A screenshot is saved to
+// $CELLGATE_TEST_ARTIFACTS (default build/test-artifacts)/gateway-notebook.png, also on
+// failure; a failure prints the WebSocket messages the page saw, the page's console, the
+// notebook's log (--debug: every gateway request and message summary) and cellgate's stderr.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { REPO_ROOT, startHttpServer } from '../e2e/lib.mjs';
+
+const PYTHON = '/usr/bin/python3'; // not the pyenv shim first on PATH
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = process.env.CELLGATE_TEST_ARTIFACTS || path.join(REPO_ROOT, 'build', 'test-artifacts');
+const SCREENSHOT = path.join(ARTIFACTS, 'gateway-notebook.png');
+const NOTEBOOK_NAME = 'gateway.ipynb';
+const KERNEL_WAIT_MS = 120000;
+const OUTPUT_WAIT_MS = 90000;
+
+let skipReason = null;
+if (!fs.existsSync(CHROMIUM)) skipReason = `${CHROMIUM} is not installed`;
+else if (!fs.existsSync('/usr/lib/python3/dist-packages/notebook/gateway')) skipReason = 'python3-notebook (classic Notebook with its gateway client) is not installed';
+
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch (err) {
+  skipReason ??= `playwright-core is not installed in tests/gateway (npm ci there): ${err.message}`;
+}
+
+const gatewayToken = crypto.randomBytes(24).toString('hex');
+const notebookToken = crypto.randomBytes(24).toString('hex');
+
+let server; // startHttpServer's handle: cellgate, the gateway
+let jupyter; // { proc, port, base, dirs, logText(), exited }
+let browser;
+let page;
+const wsLog = []; // the page's kernel WebSocket messages, summarised
+const consoleLog = [];
+const refused = []; // requests to other hosts, refused
+let screenshotTaken = false;
+
+// --- helpers -----------------------------------------------------------------------------
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A request to cellgate's gateway API with its token; returns { status, headers, text, json }. */
+async function gw(method, urlPath, { body, headers = {} } = {}) {
+  const res = await fetch(`${server.origin}${urlPath}`, {
+    method,
+    headers: { Authorization: `token ${gatewayToken}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch {}
+  return { status: res.status, headers: Object.fromEntries(res.headers), text, json };
+}
+
+/** A request to the notebook server with its token. */
+async function nb(urlPath) {
+  const res = await fetch(`${jupyter.base}${urlPath}`, { headers: { Authorization: `token ${notebookToken}` } });
+  const text = await res.text();
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch {}
+  return { status: res.status, text, json };
+}
+
+const tail = (text, n = 6000) => (text.length > n ? '...' + text.slice(-n) : text);
+
+/** Everything that explains a failure: the page's WebSocket messages and console, both servers' logs. */
+function diagnostics() {
+  return [
+    `--- page kernel WebSocket messages (last 60 of ${wsLog.length}) ---`,
+    wsLog.slice(-60).join('\n'),
+    `--- page console (last 40) ---`,
+    consoleLog.slice(-40).join('\n'),
+    refused.length ? `--- refused requests to other hosts ---\n${refused.join('\n')}` : '',
+    `--- jupyter notebook log (tail) ---`,
+    jupyter ? tail(jupyter.logText(), 12000) : '(not started)',
+    `--- cellgate stderr (tail) ---`,
+    server ? tail(server.stderrText(), 6000) : '(not started)',
+  ].join('\n');
+}
+
+/** Summarises one kernel WebSocket frame (legacy JSON text, or binary with buffers). */
+function summarise(dir, payload) {
+  if (typeof payload !== 'string') return `${dir} binary ${payload.length} bytes`;
+  try {
+    const m = JSON.parse(payload);
+    const c = m.content ?? {};
+    let what = '';
+    if (m.msg_type === 'status') what = c.execution_state;
+    else if (m.msg_type === 'stream') what = `${c.name}: ${JSON.stringify(c.text).slice(0, 120)}`;
+    else if (m.msg_type === 'execute_request') what = JSON.stringify(c.code).slice(0, 120);
+    else if (m.msg_type === 'execute_reply') what = `${c.status} ${c.ename ?? ''} ${c.evalue ?? ''}`;
+    else if (m.msg_type === 'display_data' || m.msg_type === 'execute_result') what = Object.keys(c.data ?? {}).join(',');
+    else if (m.msg_type === 'error') what = `${c.ename}: ${c.evalue}`;
+    return `${dir} ${m.channel ?? '?'} ${m.msg_type ?? m.header?.msg_type} ${what} parent=${m.parent_header?.msg_id ?? '-'}`;
+  } catch {
+    return `${dir} text ${JSON.stringify(payload.slice(0, 200))}`;
+  }
+}
+
+async function screenshot() {
+  if (!page) return;
+  try {
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    screenshotTaken = true;
+  } catch (err) {
+    process.stderr.write(`gateway_browser: screenshot failed: ${err.message}\n`);
+  }
+}
+
+/** Runs fn; on failure takes the screenshot and adds the diagnostics to the error. */
+async function explained(fn) {
+  try {
+    return await fn();
+  } catch (err) {
+    await screenshot();
+    err.message += `\n${diagnostics()}`;
+    throw err;
+  }
+}
+
+// A notebook with one empty code cell and the python3 kernelspec (the name cellgate's
+// GET /api/kernelspecs lists as its default).
+function notebookJson() {
+  return {
+    cells: [{ cell_type: 'code', execution_count: null, id: 'c0ffee00', metadata: {}, outputs: [], source: [] }],
+    metadata: {
+      kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+      language_info: { name: 'python' },
+    },
+    nbformat: 4,
+    nbformat_minor: 5,
+  };
+}
+
+async function startJupyter() {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-gw-browser-'));
+  const dirs = {
+    root,
+    home: path.join(root, 'home'),
+    config: path.join(root, 'config'),
+    data: path.join(root, 'data'),
+    runtime: path.join(root, 'runtime'),
+    notebooks: path.join(root, 'notebooks'),
+  };
+  for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
+  fs.writeFileSync(path.join(dirs.notebooks, NOTEBOOK_NAME), JSON.stringify(notebookJson(), null, 1));
+  const port = await freePort();
+  const args = [
+    '-m', 'notebook',
+    '--no-browser',
+    '--allow-root',
+    '--debug',
+    '--ip=127.0.0.1',
+    `--port=${port}`,
+    '--port-retries=0',
+    `--NotebookApp.token=${notebookToken}`,
+    `--notebook-dir=${dirs.notebooks}`,
+    `--gateway-url=${server.origin}`,
+    `--GatewayClient.auth_token=${gatewayToken}`,
+    '--GatewayClient.request_timeout=120',
+  ];
+  const env = {
+    ...process.env,
+    HOME: dirs.home,
+    JUPYTER_CONFIG_DIR: dirs.config,
+    JUPYTER_DATA_DIR: dirs.data,
+    JUPYTER_RUNTIME_DIR: dirs.runtime,
+    IPYTHONDIR: path.join(dirs.home, '.ipython'),
+    PYTHONDONTWRITEBYTECODE: '1',
+    // Only the gateway: no local kernels, no proxies to anywhere.
+    no_proxy: '*',
+    NO_PROXY: '*',
+  };
+  for (const k of ['http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'all_proxy', 'ALL_PROXY', 'JUPYTER_GATEWAY_URL', 'JUPYTER_PATH']) delete env[k];
+  const proc = spawn(PYTHON, args, { cwd: dirs.notebooks, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const add = (chunk) => {
+    log += chunk.toString('utf8');
+    if (log.length > 512 * 1024) log = log.slice(-256 * 1024);
+  };
+  proc.stdout.on('data', add);
+  proc.stderr.on('data', add);
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  jupyter = { proc, port, base: `http://127.0.0.1:${port}`, dirs, logText: () => log, exited };
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`jupyter notebook exited before answering:\n${log}`);
+    try {
+      const r = await nb('/api/status');
+      if (r.status === 200) break;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`jupyter notebook did not answer on ${jupyter.base} within 60 s:\n${log}`);
+    await sleep(250);
+  }
+}
+
+async function stopJupyter() {
+  if (!jupyter) return;
+  const { proc, exited, dirs } = jupyter;
+  if (proc.exitCode === null && proc.signalCode === null) {
+    proc.kill('SIGTERM'); // the notebook stops and shuts its (gateway) kernels down
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 20000);
+    await exited;
+    clearTimeout(timer);
+  }
+  fs.rmSync(dirs.root, { recursive: true, force: true });
+}
+
+async function launchBrowser() {
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // Never contact any host but this machine.
+  await context.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.protocol === 'data:' || url.protocol === 'blob:' || url.hostname === '127.0.0.1' || url.hostname === 'localhost') return route.continue();
+    refused.push(route.request().url());
+    return route.abort('blockedbyclient');
+  });
+  page = await context.newPage();
+  page.on('console', (m) => consoleLog.push(`${m.type()}: ${m.text()}`.slice(0, 500)));
+  page.on('pageerror', (e) => consoleLog.push(`pageerror: ${e.message}`.slice(0, 500)));
+  page.on('websocket', (ws) => {
+    wsLog.push(`open ${ws.url().replace(/token=[^&]+/, 'token=…')}`);
+    ws.on('framesent', (f) => wsLog.push(summarise('->', f.payload)));
+    ws.on('framereceived', (f) => wsLog.push(summarise('<-', f.payload)));
+    ws.on('socketerror', (e) => wsLog.push(`socketerror ${e}`));
+    ws.on('close', () => wsLog.push(`close ${ws.url().replace(/token=[^&]+/, 'token=…')}`));
+  });
+}
+
+// --- set-up and tear-down ----------------------------------------------------------------
+
+before(async () => {
+  if (skipReason) return;
+  server = await startHttpServer({ args: ['--gateway-token', gatewayToken], env: { CELLGATE_POOL: '0' } });
+  await startJupyter();
+  await launchBrowser();
+}, { timeout: 120000 });
+
+after(async () => {
+  if (page && !screenshotTaken) await screenshot();
+  await browser?.close().catch(() => {});
+  await stopJupyter().catch((err) => process.stderr.write(`gateway_browser: stopping jupyter: ${err.message}\n`));
+  await server?.close();
+  if (screenshotTaken) process.stderr.write(`gateway_browser: screenshot ${SCREENSHOT}\n`);
+});
+
+// --- the tests -----------------------------------------------------------------------------
+
+const opts = { skip: skipReason ?? false };
+
+test('cellgate prints the gateway line and answers the REST the notebook needs', opts, () =>
+  explained(async () => {
+    const line = server.stderrText().match(/gateway: jupyter notebook --gateway-url=(\S+) --GatewayClient\.auth_token=(\S+)/);
+    assert.ok(line, `no "gateway: jupyter notebook --gateway-url=..." line on cellgate's stderr`);
+    assert.equal(line[1].replace(/\/$/, ''), server.origin);
+    assert.equal(line[2], gatewayToken);
+
+    const unauth = await fetch(`${server.origin}/api/kernelspecs`);
+    assert.equal(unauth.status, 401, `GET /api/kernelspecs without the token: ${unauth.status} ${await unauth.text()}`);
+
+    const api = await gw('GET', '/api');
+    assert.equal(api.status, 200, `GET /api: ${api.status} ${api.text}`);
+    assert.ok(api.json && typeof api.json.version === 'string', `GET /api: ${api.text}`);
+
+    const specs = await gw('GET', '/api/kernelspecs');
+    assert.equal(specs.status, 200, `GET /api/kernelspecs: ${specs.status} ${specs.text}`);
+    assert.equal(specs.json?.default, 'python3', `GET /api/kernelspecs: ${specs.text}`);
+    assert.ok(specs.json?.kernelspecs?.python3?.spec, `GET /api/kernelspecs has no python3 spec: ${specs.text}`);
+
+    // The notebook sees cellgate's kernelspecs, not local ones.
+    const nbSpecs = await nb('/api/kernelspecs');
+    assert.equal(nbSpecs.status, 200, `notebook GET /api/kernelspecs: ${nbSpecs.status} ${nbSpecs.text}`);
+    assert.deepEqual(Object.keys(nbSpecs.json.kernelspecs).sort(), Object.keys(specs.json.kernelspecs).sort(),
+      `the notebook's kernelspecs are not cellgate's: ${nbSpecs.text}`);
+  }));
+
+test('the notebook opens in chromium and its kernel, a cellgate session, goes idle', opts, () =>
+  explained(async () => {
+    await page.goto(`${jupyter.base}/notebooks/${NOTEBOOK_NAME}?token=${notebookToken}`, { waitUntil: 'domcontentloaded', timeout: 60000 });
+    await page.waitForFunction(() => window.Jupyter?.notebook?._fully_loaded === true, null, { timeout: 60000 });
+    await page.waitForFunction(
+      () => {
+        const k = window.Jupyter?.notebook?.kernel;
+        const icon = document.querySelector('#kernel_indicator_icon');
+        return !!k && k.is_connected() && !!icon && icon.classList.contains('kernel_idle_icon');
+      },
+      null,
+      { timeout: KERNEL_WAIT_MS, polling: 250 },
+    );
+    const kernelName = await page.evaluate(() => window.Jupyter.notebook.kernel.name);
+    assert.equal(kernelName, 'python3');
+  }));
+
+test('print(6*7) typed into the first cell and run with Shift+Enter shows 42', opts, () =>
+  explained(async () => {
+    const editor = page.locator('#notebook-container .cell').first().locator('.CodeMirror');
+    await editor.click();
+    await page.keyboard.type('print(6*7)');
+    const text = await page.evaluate(() => window.Jupyter.notebook.get_cell(0).get_text());
+    assert.equal(text, 'print(6*7)', 'the first cell does not hold what was typed');
+    await page.keyboard.press('Shift+Enter');
+    const out = page.locator('#notebook-container .cell').first().locator('.output_area .output_subarea');
+    await out.filter({ hasText: '42' }).first().waitFor({ timeout: OUTPUT_WAIT_MS });
+    assert.equal((await out.first().innerText()).trim(), '42');
+    // The prompt says it ran: In [1].
+    await page.waitForFunction(() => /\[1\]/.test(document.querySelector('#notebook-container .cell .input_prompt')?.textContent ?? ''), null, { timeout: 30000 });
+  }));
+
+test('rich output: an HTML display and a matplotlib PNG show in the page', opts, () =>
+  explained(async () => {
+    // Shift+Enter selected a new cell below the first one; type into it.
+    const html =
+      "from IPython.display import HTML, display; display(HTML('<div id=\"cg-rich\" style=\"color:#fff;background:#363;padding:6px\">cellgate <b>gateway</b> rich 42</div>'))";
+    await page.waitForFunction(() => window.Jupyter.notebook.get_selected_index() === 1, null, { timeout: 10000 });
+    await page.keyboard.insertText(html); // no auto-closed brackets or quotes
+    await page.keyboard.press('Shift+Enter');
+    const rich = page.locator('#notebook-container .cell').nth(1).locator('.output_html #cg-rich');
+    await rich.waitFor({ timeout: OUTPUT_WAIT_MS });
+    assert.equal((await rich.innerText()).trim(), 'cellgate gateway rich 42');
+
+    const plot = "import matplotlib.pyplot as plt; plt.figure(figsize=(4, 2.5)); plt.plot([1, 2, 3], [3, 1, 2]); plt.title('cellgate 42'); plt.show()";
+    await page.waitForFunction(() => window.Jupyter.notebook.get_selected_index() === 2, null, { timeout: 10000 });
+    await page.keyboard.insertText(plot);
+    await page.keyboard.press('Shift+Enter');
+    const img = page.locator('#notebook-container .cell').nth(2).locator('.output_png img');
+    await img.waitFor({ timeout: OUTPUT_WAIT_MS });
+    const { src, width, height } = await img.evaluate((el) => ({ src: el.getAttribute('src') ?? '', width: el.naturalWidth, height: el.naturalHeight }));
+    assert.match(src, /^data:image\/png;base64,/);
+    assert.ok(width > 100 && height > 50, `the PNG did not decode to a plot: ${width}x${height}`);
+    await screenshot();
+  }));
+
+test("cellgate's GET /api/kernels lists the notebook's kernel with connections >= 1", opts, () =>
+  explained(async () => {
+    const sessions = await nb('/api/sessions');
+    assert.equal(sessions.status, 200, `notebook GET /api/sessions: ${sessions.status} ${sessions.text}`);
+    const mine = sessions.json.find((s) => s.path === NOTEBOOK_NAME || s.notebook?.path === NOTEBOOK_NAME);
+    assert.ok(mine, `the notebook has no session for ${NOTEBOOK_NAME}: ${sessions.text}`);
+    const id = mine.kernel.id;
+    const browserId = await page.evaluate(() => window.Jupyter.notebook.kernel.id);
+    assert.equal(browserId, id, 'the page and the notebook server disagree on the kernel id');
+
+    const list = await gw('GET', '/api/kernels');
+    assert.equal(list.status, 200, `GET /api/kernels: ${list.status} ${list.text}`);
+    assert.ok(Array.isArray(list.json), `GET /api/kernels is not an array: ${list.text}`);
+    const k = list.json.find((m) => m.id === id);
+    assert.ok(k, `cellgate's GET /api/kernels does not list the notebook's kernel ${id}: ${list.text}`);
+    assert.equal(k.name, 'python3', list.text);
+    assert.ok(Number.isInteger(k.connections) && k.connections >= 1, `connections must be >= 1: ${list.text}`);
+    assert.match(k.last_activity, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z$/, list.text);
+    assert.ok(['idle', 'busy', 'starting'].includes(k.execution_state), list.text);
+
+    const one = await gw('GET', `/api/kernels/${id}`);
+    assert.equal(one.status, 200, `GET /api/kernels/${id}: ${one.status} ${one.text}`);
+    assert.equal(one.json.id, id);
+  }));
