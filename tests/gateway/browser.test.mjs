@@ -58,6 +58,7 @@ const wsLog = []; // the page's kernel WebSocket messages, summarised
 const consoleLog = [];
 const refused = []; // requests to other hosts, refused
 let screenshotTaken = false;
+let failed = false;
 
 // --- helpers -----------------------------------------------------------------------------
 
@@ -148,12 +149,17 @@ async function screenshot() {
 }
 
 /** Runs fn; on failure takes the screenshot and adds the diagnostics to the error. */
-async function explained(fn) {
+async function explained(fn, { shot = true } = {}) {
   try {
     return await fn();
   } catch (err) {
-    await screenshot();
-    err.message += `\n${diagnostics()}`;
+    if (shot) {
+      failed = true;
+      await screenshot();
+    }
+    const more = `\n${diagnostics()}`;
+    err.message += more;
+    if (typeof err.stack === 'string') err.stack += more; // what the test reporter prints
     throw err;
   }
 }
@@ -281,7 +287,7 @@ before(async () => {
 }, { timeout: 120000 });
 
 after(async () => {
-  if (page && !screenshotTaken) await screenshot();
+  if (page && !failed) await screenshot(); // the final page, every cell (a failure took its own)
   await browser?.close().catch(() => {});
   await stopJupyter().catch((err) => process.stderr.write(`gateway_browser: stopping jupyter: ${err.message}\n`));
   await server?.close();
@@ -316,7 +322,7 @@ test('cellgate prints the gateway line and answers the REST the notebook needs',
     assert.equal(nbSpecs.status, 200, `notebook GET /api/kernelspecs: ${nbSpecs.status} ${nbSpecs.text}`);
     assert.deepEqual(Object.keys(nbSpecs.json.kernelspecs).sort(), Object.keys(specs.json.kernelspecs).sort(),
       `the notebook's kernelspecs are not cellgate's: ${nbSpecs.text}`);
-  }));
+  }, { shot: false }));
 
 test('the notebook opens in chromium and its kernel, a cellgate session, goes idle', opts, () =>
   explained(async () => {
@@ -397,4 +403,49 @@ test("cellgate's GET /api/kernels lists the notebook's kernel with connections >
     const one = await gw('GET', `/api/kernels/${id}`);
     assert.equal(one.status, 200, `GET /api/kernels/${id}: ${one.status} ${one.text}`);
     assert.equal(one.json.id, id);
+  }));
+
+// The toolbar's kernel buttons go through the notebook's gateway client to cellgate's REST:
+// POST /api/kernels/{id}/interrupt and POST /api/kernels/{id}/restart.
+const busyIcon = () => document.querySelector('#kernel_indicator_icon')?.classList.contains('kernel_busy_icon');
+const idleIcon = () => {
+  const k = window.Jupyter?.notebook?.kernel;
+  return !!k && k.is_connected() && !!document.querySelector('#kernel_indicator_icon')?.classList.contains('kernel_idle_icon');
+};
+
+test('the toolbar interrupts a running cell (KeyboardInterrupt shows), the kernel stays', opts, () =>
+  explained(async () => {
+    await page.waitForFunction(() => window.Jupyter.notebook.get_selected_index() === 3, null, { timeout: 10000 });
+    await page.keyboard.insertText("import time; print('sleeping', flush=True); time.sleep(120)");
+    await page.keyboard.press('Shift+Enter');
+    const cell = page.locator('#notebook-container .cell').nth(3);
+    await cell.locator('.output_area').filter({ hasText: 'sleeping' }).first().waitFor({ timeout: OUTPUT_WAIT_MS });
+    await page.waitForFunction(busyIcon, null, { timeout: 10000 });
+    await page.click('button[data-jupyter-action="jupyter-notebook:interrupt-kernel"]');
+    await cell.locator('.output_area').filter({ hasText: 'KeyboardInterrupt' }).first().waitFor({ timeout: 30000 });
+    await page.waitForFunction(idleIcon, null, { timeout: 30000, polling: 250 });
+  }));
+
+test('the toolbar restarts the kernel: same id in cellgate, its state gone', opts, () =>
+  explained(async () => {
+    const id = await page.evaluate(() => window.Jupyter.notebook.kernel.id);
+    await page.click('button[data-jupyter-action="jupyter-notebook:confirm-restart-kernel"]');
+    const confirm = page.locator('.modal-dialog .modal-footer button', { hasText: 'Restart' });
+    await confirm.click({ timeout: 10000 });
+    await page.locator('.modal-dialog').waitFor({ state: 'detached', timeout: 10000 });
+    await page.waitForFunction(idleIcon, null, { timeout: KERNEL_WAIT_MS, polling: 250 });
+    assert.equal(await page.evaluate(() => window.Jupyter.notebook.kernel.id), id, 'the restarted kernel has a new id');
+
+    await page.waitForFunction(() => window.Jupyter.notebook.get_selected_index() === 4, null, { timeout: 10000 });
+    await page.locator('#notebook-container .cell').nth(4).locator('.CodeMirror').click(); // the dialog took the focus
+    await page.keyboard.insertText("print('plt' in globals(), 6*7)");
+    await page.keyboard.press('Shift+Enter');
+    const out = page.locator('#notebook-container .cell').nth(4).locator('.output_area .output_subarea');
+    await out.filter({ hasText: '42' }).first().waitFor({ timeout: OUTPUT_WAIT_MS });
+    assert.equal((await out.first().innerText()).trim(), 'False 42', 'the restart kept the kernel state');
+
+    const list = await gw('GET', '/api/kernels');
+    const k = list.json?.find?.((m) => m.id === id);
+    assert.ok(k, `cellgate no longer lists kernel ${id} after the restart: ${list.status} ${list.text}`);
+    assert.ok(k.connections >= 1, `connections must be >= 1 after the restart: ${list.text}`);
   }));
