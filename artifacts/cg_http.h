@@ -105,6 +105,25 @@ void cg_http_stream_open (cg_http_exchange_t *exchange, const char *const *heade
 void cg_http_stream_write (cg_http_exchange_t *exchange, const char *data, size_t len);
 void cg_http_stream_close (cg_http_exchange_t *exchange);
 
+/*  A connection handed over after "101 Switching Protocols" (a WebSocket). */
+typedef struct cg_http_upgraded_t cg_http_upgraded_t;
+
+/*  Called on the cg_http_process thread once the 101 answer went out: FD is the
+    connection's socket (non-blocking), now the callee's to read and write but never to
+    close; EXTRA (EXTRA_LEN bytes, borrowed for the call) is what the client sent after
+    its request, to be treated as read from FD first. The callee ends the connection with
+    cg_http_upgraded_close, always, and before cg_http_destroy. */
+typedef void (cg_http_upgrade_fn) (void *arg, int fd, const char *extra, size_t extra_len,
+                                   cg_http_upgraded_t *upgraded);
+
+/*  Answers "101 Switching Protocols" with HEADERS (as for cg_http_respond; an "Upgrade"
+    header among them) and hands the connection to FN with ARG. Once only. */
+void cg_http_respond_upgrade (cg_http_exchange_t *exchange, const char *const *headers,
+                              cg_http_upgrade_fn *fn, void *arg);
+
+/*  Closes an upgraded connection (the socket FN was given). */
+void cg_http_upgraded_close (cg_http_upgraded_t *upgraded);
+
 /*  Returns true when the listener is bound to a loopback address (127.0.0.0/8, ::1). */
 bool cg_http_loopback (cg_http_t *self);
 

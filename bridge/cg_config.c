@@ -141,6 +141,12 @@ static const cg_config_option_t s_options[] = {
      "downloads on the same listener) instead of stdio"},
     {"--http-token", "CELLGATE_HTTP_TOKEN", CG_CONFIG_STRING, OFF (http_token), NULL, 0, 0,
      "bearer token HTTP clients must send (required when --http is not a loopback address)"},
+    {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_STRING, OFF (gateway), "on", 0, 0,
+     "serve the Jupyter Kernel Gateway API (/api/kernels, /api/kernelspecs) on the listener, "
+     "for jupyter server/notebook --gateway-url"},
+    {"--gateway-token", "CELLGATE_GATEWAY_TOKEN", CG_CONFIG_STRING, OFF (gateway_token), NULL, 0, 0,
+     "the Jupyter gateway's token (16+ characters); default: one made at first start, kept "
+     "0600 in <state dir>/gateway-token and printed in the log"},
     {"--public-url", "CELLGATE_PUBLIC_URL", CG_CONFIG_STRING, OFF (public_url), NULL, 0, 0,
      "base URL clients reach the listener at, used in every link (http[s]://HOST[:PORT][/PREFIX], "
      "a proxy stripping PREFIX); default http://<listen address>"},
@@ -431,6 +437,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         free (self->http);
         self->http = full;
     }
+    if (self->gateway_token && strlen (self->gateway_token) < 16)
+        return cg_error_set (err, EINVAL, "--gateway-token: use at least 16 characters");
     if (self->http_token && strlen (self->http_token) < 16)
         return cg_error_set (err, EINVAL, "--http-token: use at least 16 characters");
     if (self->http && !self->http_token && strncmp (self->http, "127.", 4) != 0
@@ -486,6 +494,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
                              self->backend);
     if (strcmp (self->docker_tcp, "on") && strcmp (self->docker_tcp, "off"))
         return cg_error_set (err, EINVAL, "--docker-tcp: '%s' is not on or off", self->docker_tcp);
+    if (strcmp (self->gateway, "on") && strcmp (self->gateway, "off"))
+        return cg_error_set (err, EINVAL, "--gateway: '%s' is not on or off", self->gateway);
     if (strcmp (self->keep_sessions, "on") && strcmp (self->keep_sessions, "off"))
         return cg_error_set (err, EINVAL, "--keep-sessions: '%s' is not on or off",
                              self->keep_sessions);
@@ -518,6 +528,9 @@ cg_config_clear (cg_config_t *self)
     free (self->tool_profile);
     free (self->http);
     free (self->http_token);
+    free (self->gateway_token);
+    free (self->gateway);
+    self->gateway_token = self->gateway = NULL;
     free (self->log_dir);
     free (self->execution_log);
     free (self->save_displays);

@@ -45,6 +45,8 @@ typedef struct {
     char *http_listen;         /* "HOST:PORT" of the download listener, or "off" */
     char *http;                /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
     char *http_token;          /* bearer token the HTTP transport requires, or NULL */
+    char *gateway_token;       /* the Jupyter gateway's token, or NULL (one is made: cg_gateway) */
+    char *gateway;             /* "on": serve the Jupyter gateway API on the listener; "off" */
     char *public_url;          /* base of every link handed out ("https://host:port/prefix", no
                          trailing slash), or NULL: the listener's own address */
     double cleanup_interval_m; /* minutes between orphan sweeps; 0: at start-up only */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct cg_registry_t {
     const cg_config_t *config;
@@ -67,6 +68,21 @@ s_runner_join (zactor_t **runner_p)
     pthread_sigmask (SIG_SETMASK, &old, NULL);
 }
 
+//  Forgets a kernel record's process: its key and fds.
+static void
+s_kernel_clear (cg_registry_kernel_t *kernel)
+{
+    if (kernel->key)
+        sodium_memzero (kernel->key, strlen (kernel->key));
+    zstr_free (&kernel->key);
+    for (int i = 0; i < 5; i++) {
+        if (kernel->fds[i] > 0)
+            close (kernel->fds[i]);
+        kernel->fds[i] = -1;
+    }
+    kernel->pid = 0;
+}
+
 static void
 s_session_free (void **item)
 {
@@ -89,6 +105,8 @@ s_session_free (void **item)
     free (session->notice);
     zlistx_destroy (&session->packages);
     zlistx_destroy (&session->languages);
+    for (int i = 0; i < CG_REGISTRY_KERNELS; i++)
+        s_kernel_clear (&session->kernels[i]);
     free (session);
     *item = NULL;
 }
@@ -596,6 +614,114 @@ cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memo
         s->pid = pid;
         s->memory_mb = memory_mb;
     }
+}
+
+//  The channel fields of a KERNELS report, in cg_registry_kernel_t's fds order.
+static const char *const s_kernel_channels[] = {"shell", "iopub", "stdin", "control", "hb"};
+
+//  Closes the fds REPORT's items carry.
+static void
+s_report_close (json_t *report)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach (report, i, item) for (int c = 0; c < 5; c++)
+    {
+        json_int_t fd = json_integer_value (json_object_get (item, s_kernel_channels[c]));
+        if (fd > 0)
+            close ((int)fd);
+    }
+}
+
+//  Writes a new random (version 4) UUID into OUT.
+static void
+s_uuid (char out[37])
+{
+    uint8_t b[16];
+    randombytes_buf (b, sizeof b);
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+    snprintf (out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+              b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+              b[14], b[15]);
+}
+
+//  Updates KERNEL (of LANGUAGE) from ITEM, one kernel of a KERNELS report; its fds are
+//  taken (ITEM's are set to -1).
+static void
+s_kernel_update (cg_registry_kernel_t *kernel, const char *language, json_t *item)
+{
+    if (!kernel->language[0]) {
+        snprintf (kernel->language, sizeof kernel->language, "%s", language);
+        s_uuid (kernel->id);
+        for (int c = 0; c < 5; c++)
+            kernel->fds[c] = -1;
+    }
+    s_kernel_clear (kernel);
+    kernel->pid = (long)json_integer_value (json_object_get (item, "pid"));
+    const char *key = json_string_value (json_object_get (item, "key"));
+    kernel->key = kernel->pid && key ? cg_xstrdup (key) : NULL;
+    for (int c = 0; c < 5; c++) {
+        json_int_t fd = json_integer_value (json_object_get (item, s_kernel_channels[c]));
+        kernel->fds[c] = fd > 0 ? (int)fd : -1;
+        json_object_set_new (item, s_kernel_channels[c], json_integer (-1));
+    }
+    kernel->generation++;
+    kernel->frontend_busy = false;
+    snprintf (kernel->execution_state, sizeof kernel->execution_state, "%s",
+              kernel->pid ? "idle" : "dead");
+    kernel->last_activity_us = zclock_time () * 1000;
+}
+
+void
+cg_registry_kernels (cg_registry_t *self, const char *slot, json_t *report)
+{
+    cg_registry_session_t *session = cg_registry_find_slot (self, slot);
+    size_t i;
+    json_t *item;
+    json_array_foreach (report, i, item)
+    {
+        const char *language = json_string_value (json_object_get (item, "language"));
+        if (!session || !language)
+            continue;
+        cg_registry_kernel_t *kernel = cg_registry_session_kernel (session, language);
+        for (int k = 0; !kernel && k < CG_REGISTRY_KERNELS; k++)
+            if (!session->kernels[k].language[0])
+                kernel = &session->kernels[k];
+        //  A kernel that never ran gets no record; one that ran keeps its id; an
+        //  unchanged one is left alone (its attached WebSockets stay).
+        long pid = (long)json_integer_value (json_object_get (item, "pid"));
+        if (!kernel || (!pid && !kernel->language[0]))
+            continue;
+        if (kernel->language[0] && kernel->pid == pid && pid != -1)
+            continue;
+        s_kernel_update (kernel, language, item);
+    }
+    s_report_close (report);
+    json_decref (report);
+}
+
+cg_registry_kernel_t *
+cg_registry_session_kernel (cg_registry_session_t *session, const char *language)
+{
+    for (int k = 0; k < CG_REGISTRY_KERNELS; k++)
+        if (session->kernels[k].language[0] && strcmp (session->kernels[k].language, language) == 0)
+            return &session->kernels[k];
+    return NULL;
+}
+
+cg_registry_kernel_t *
+cg_registry_kernel_find (cg_registry_t *self, const char *id, cg_registry_session_t **session_p)
+{
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
+         s = zhashx_next (self->sessions))
+        for (int k = 0; k < CG_REGISTRY_KERNELS; k++)
+            if (s->kernels[k].language[0] && strcmp (s->kernels[k].id, id) == 0) {
+                *session_p = s;
+                return &s->kernels[k];
+            }
+    *session_p = NULL;
+    return NULL;
 }
 
 int

@@ -22,6 +22,25 @@
 
 typedef struct cg_registry_t cg_registry_t;
 
+/*  A kernel of a session, as its runner reported it (KERNELS, cg_registry_kernels) and the
+    Jupyter gateway sees it. */
+#define CG_REGISTRY_KERNELS 4
+typedef struct {
+    char language[16];   /* "" for an unused entry */
+    char id[37];         /* its kernel id (a UUID): stable while the session lives, across
+                          restarts; the gateway's /api/kernels/{id} and results' kernel_id */
+    long pid;            /* its host pid; 0: not running, -1: running, pid unknown */
+    unsigned generation; /* +1 each time a new process of it is reported */
+    char *key;           /* its HMAC key, NULL when not running */
+    int fds[5];          /* copies of its channels' endpoint fds (shell, iopub, stdin,
+                            control, hb; O_PATH), -1 when not running */
+    /*  The gateway's view, kept here so that MCP calls see it too. */
+    bool frontend_busy;       /* a cell a Jupyter front end sent runs in it */
+    int connections;          /* WebSockets attached */
+    char execution_state[16]; /* "starting", "idle", "busy", "dead" */
+    int64_t last_activity_us; /* wall clock (µs since the epoch) of its last message */
+} cg_registry_kernel_t;
+
 /*  One session, as the registry keeps it. Front ends read the fields; only the registry
     changes them (through the functions below). */
 typedef struct {
@@ -46,6 +65,7 @@ typedef struct {
     zlistx_t *languages; /* the languages its runs used, first use first (strings), or NULL */
     char *notice;        /* for its first result: its id had been closed before, or NULL */
     bool kept;           /* left running at stop for the next server (cg_keep) */
+    cg_registry_kernel_t kernels[CG_REGISTRY_KERNELS];
 } cg_registry_session_t;
 
 /*  What the registry tells its listener: SESSION was created (REASON NULL), or is being
@@ -188,6 +208,20 @@ void cg_registry_counts (cg_registry_t *self, size_t *oneshots, size_t *closing)
 /*  A runner's report: the session in slot SLOT has its kernel at host pid PID and uses
     MEMORY_MB (< 0: unknown). Unknown slots are ignored. */
 void cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memory_mb);
+
+/*  A runner's KERNELS report for the session in SLOT (cg_runner.h; REPORT is taken, its
+    fds included): each kernel's record is updated (a new one gets its id). Unknown
+    slots are ignored. */
+void cg_registry_kernels (cg_registry_t *self, const char *slot, json_t *report);
+
+/*  The kernel whose id is ID (of any owner's session), with its session in *SESSION_P;
+    or NULL. */
+cg_registry_kernel_t *cg_registry_kernel_find (cg_registry_t *self, const char *id,
+                                               cg_registry_session_t **session_p);
+
+/*  SESSION's kernel record for LANGUAGE, or NULL when it never had one. */
+cg_registry_kernel_t *cg_registry_session_kernel (cg_registry_session_t *session,
+                                                  const char *language);
 
 /*  Fills *USAGE with SESSION's workspace file system figures. Returns 1, or 0 when the
     workspace has no file system of its own (no limit), or -1 when it cannot tell. */

@@ -5,8 +5,10 @@
 #include "cg_utf8.h"
 #include "cg_util.h"
 
+#include <fcntl.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 //  The priority a pooled sandbox warms up at, so that it never slows a user's call.
 #define S_POOL_NICE 10
@@ -21,6 +23,8 @@ typedef struct {
     bool terminated;
     bool keep;       /* KEEP came: the sandbox outlives the runner */
     const char *key; /* the request being handled */
+    const cg_kernel_t *reported[CG_SESSION_KERNELS]; /* the kernels last told (KERNELS) */
+    pid_t reported_pid[CG_SESSION_KERNELS];          /* and their pids */
 } s_runner_t;
 
 //  Live output of a request that asked for progress: PROGRESS <key> <stream> <text>.
@@ -51,6 +55,68 @@ s_log_hook (void *arg, int level, const char *message)
     zsock_send (self->results, "sis", "LOG", level, message);
 }
 
+//  The channels a kernel report names, in the connection file's order.
+static const char *const s_channels[] = {"shell", "iopub", "stdin", "control", "hb"};
+
+//  A kernel as the Jupyter gateway attaches to it: its language, pid, key and a copy of
+//  each channel's endpoint fd (O_PATH, close-on-exec; the receiver owns them).
+static json_t *
+s_kernel_report (cg_kernel_t *kernel, const char *language)
+{
+    json_t *item = json_pack ("{s:s, s:I}", "language", language, "pid",
+                              kernel ? (json_int_t)cg_kernel_pid (kernel) : 0);
+    if (!kernel)
+        return item;
+    const json_t *conn = cg_kernel_connection_info (kernel);
+    json_object_set (item, "key", json_object_get (conn, "key"));
+    for (size_t i = 0; i < sizeof s_channels / sizeof *s_channels; i++) {
+        cleanup_free char *field = cg_strdupf ("%s_port", s_channels[i]);
+        int port = (int)json_integer_value (json_object_get (conn, field));
+        int fd = cg_kernel_endpoint_fd (kernel, port);
+        json_object_set_new (item, s_channels[i],
+                             json_integer (fd >= 0 ? fcntl (fd, F_DUPFD_CLOEXEC, 3) : -1));
+    }
+    return item;
+}
+
+//  Tells the server the session's kernels when one started, restarted or went since the
+//  last time: KERNELS <slot> <report> (a json_t array of s_kernel_report's, which the
+//  receiver owns, fds included).
+static void
+s_report_kernels (s_runner_t *self)
+{
+    if (!self->session || self->args.oneshot || self->args.pooled)
+        return;
+    bool changed = false;
+    for (int i = 0; i < CG_SESSION_KERNELS; i++) {
+        const char *language = NULL;
+        cg_kernel_t *kernel = cg_session_kernel_at (self->session, i, &language);
+        changed |= kernel != self->reported[i]
+                   || (kernel && cg_kernel_pid (kernel) != self->reported_pid[i]);
+        self->reported[i] = kernel;
+        self->reported_pid[i] = kernel ? cg_kernel_pid (kernel) : 0;
+    }
+    if (!changed)
+        return;
+    json_t *report = json_array ();
+    for (int i = 0; i < CG_SESSION_KERNELS; i++) {
+        const char *language = NULL;
+        cg_kernel_t *kernel = cg_session_kernel_at (self->session, i, &language);
+        if (language)
+            json_array_append_new (report, s_kernel_report (kernel, language));
+    }
+    if (zsock_send (self->results, "ssp", "KERNELS", self->args.slot, report) == 0)
+        return;
+    size_t i;
+    json_t *item;
+    json_array_foreach (
+        report, i,
+        item) for (size_t c = 0; c < sizeof s_channels / sizeof *s_channels;
+                   c++) if (json_integer_value (json_object_get (item, s_channels[c])) > 0)
+        close ((int)json_integer_value (json_object_get (item, s_channels[c])));
+    json_decref (report);
+}
+
 //  What list_sessions shows of the sandbox: REPORT <slot> <kernel pid> <memory in KiB>
 //  (0 and -1 when unknown), sent before each STARTED and RESULT.
 static void
@@ -63,6 +129,7 @@ s_report (s_runner_t *self)
     cg_session_report (self->session, self->args.language, &pid, &memory_mb);
     zsock_send (self->results, "ssii", "REPORT", self->args.slot, (int)pid,
                 memory_mb < 0 ? -1 : (int)(memory_mb * 1024));
+    s_report_kernels (self);
 }
 
 //  The running cell asks the user for a line: INPUT <key> <prompt> <password 0|1>. The
@@ -73,6 +140,38 @@ s_ask (void *arg, const char *prompt, bool password)
     s_runner_t *self = arg;
     if (self->key)
         zsock_send (self->results, "ssss", "INPUT", self->key, prompt, password ? "1" : "0");
+}
+
+//  The Jupyter gateway's commands: INTERRUPT <language> interrupts that kernel (a cell
+//  of this runner's included: it ends as interrupted); RESTART <key> <language> replaces
+//  it with a fresh one and answers RESTARTED <key> <why it failed, or "">, refused while
+//  a call runs (BUSY).
+static void
+s_gateway_command (s_runner_t *self, const char *command, zmsg_t *msg, bool busy)
+{
+    char *first = zmsg_popstr (msg);
+    if (strcmp (command, "INTERRUPT") == 0) {
+        if (first && self->session)
+            cg_session_interrupt (self->session, first);
+        zstr_free (&first);
+        return;
+    }
+    char *language = zmsg_popstr (msg);
+    cg_error_t *err = NULL;
+    const char *why = "";
+    if (busy)
+        why = "the session is running a call; interrupt it first";
+    else if (!self->session || !language)
+        why = "the kernel does not run";
+    else if (cg_session_restart (self->session, language, &err) < 0)
+        why = cg_error_message (err);
+    if (!busy)
+        s_report (self);
+    if (first)
+        zsock_send (self->results, "sss", "RESTARTED", first, why);
+    cg_error_destroy (&err);
+    zstr_free (&first);
+    zstr_free (&language);
 }
 
 static cg_control_t
@@ -86,6 +185,8 @@ s_control_cb (zsock_t *control, void *arg, char **input)
         *input = zmsg_popstr (msg);
         action = *input ? CG_CONTROL_INPUT : CG_CONTROL_NONE;
     }
+    else if (command && (strcmp (command, "INTERRUPT") == 0 || strcmp (command, "RESTART") == 0))
+        s_gateway_command (self, command, msg, true);
     zmsg_destroy (&msg);
     if (!command || strcmp (command, "$TERM") == 0) {
         self->terminated = true;
@@ -168,10 +269,12 @@ s_claim (s_runner_t *self, zmsg_t *msg)
 {
     char *oneshot = zmsg_popstr (msg);
     self->args.oneshot = oneshot && strcmp (oneshot, "1") == 0;
+    self->args.pooled = false; /* a session's now, or a one-shot run's */
     self->args.preload = NULL;
     setpriority (PRIO_PROCESS, 0, 0);
     if (self->session)
         cg_session_renice (self->session, 0);
+    s_report_kernels (self);
     zstr_free (&oneshot);
 }
 
@@ -302,6 +405,9 @@ cg_runner_actor (zsock_t *pipe, void *args)
             s_claim (&self, msg);
         else if (command && strcmp (command, "KEEP") == 0)
             self.keep = true;
+        else if (command
+                 && (strcmp (command, "INTERRUPT") == 0 || strcmp (command, "RESTART") == 0))
+            s_gateway_command (&self, command, msg, false);
         else if (!command || strcmp (command, "$TERM") == 0)
             self.terminated = true;
         //  CANCEL while idle: nothing runs, nothing to do.

@@ -39,6 +39,11 @@ typedef struct {
       START <key> <language>      start the sandbox and LANGUAGE's kernel now; answered
                                   with STARTED <key> <why it failed, or "">
       CANCEL                      interrupt the running cell, if any
+      INTERRUPT <language>        interrupt LANGUAGE's kernel (the Jupyter gateway's; a
+                                  running cell of this runner's ends interrupted)
+      RESTART <key> <language>    replace LANGUAGE's kernel with a fresh one; answered
+                                  with RESTARTED <key> <why it failed, or ""> (refused
+                                  while a call runs)
       CLAIM <oneshot>             a pooled runner is handed over ("1": to a one-shot
                                   run, destroyed after its first run): its priority is
                                   raised to normal
@@ -53,7 +58,13 @@ typedef struct {
       LOG <level> <text>               every cg_log line of the runner's thread
       REPORT <slot> <pid> <KiB>        after each START and EXEC of a session: its
                                        kernel's host pid and the sandbox's memory
-                                       (0 and -1 when unknown) */
+                                       (0 and -1 when unknown)
+      KERNELS <slot> <report>          after a REPORT when a kernel of the session
+                                       started, restarted or went: a json_t pointer the
+                                       receiver owns, an array of {language, pid, key,
+                                       shell, iopub, stdin, control, hb}, the last five
+                                       copies of the channels' endpoint fds (O_PATH) that
+                                       the receiver closes (cg_registry_kernels) */
 void cg_runner_actor (zsock_t *pipe, void *args);
 
 #endif

@@ -286,6 +286,23 @@ cg_session_drain (cg_session_t *self)
             cg_kernel_discard (self->kernels[i]);
 }
 
+cg_kernel_t *
+cg_session_kernel_at (cg_session_t *self, int index, const char **language)
+{
+    _Static_assert(CG_SESSION_KERNELS == MAX_KERNELS, "one count of kernel slots");
+    *language = index >= 0 && index < MAX_KERNELS && self->specs[index]
+                    ? self->specs[index]->language
+                    : NULL;
+    return *language ? self->kernels[index] : NULL;
+}
+
+int
+cg_session_interrupt (cg_session_t *self, const char *language)
+{
+    int index = s_kernel_index (self, language, false);
+    return index >= 0 && self->kernels[index] ? cg_kernel_interrupt (self->kernels[index]) : -1;
+}
+
 //  --------------------------------------------------------------------------
 //  Results
 
@@ -546,6 +563,12 @@ s_restart_kernel (cg_session_t *self, const char *language, cg_error_t **err)
     cg_container_destroy (self->backend, &self->sandbox, NULL);
     self->container_running = false;
     return cg_session_kernel (self, language, err) ? 0 : -1;
+}
+
+int
+cg_session_restart (cg_session_t *self, const char *language, cg_error_t **err)
+{
+    return s_restart_kernel (self, language, err);
 }
 
 //  True when the sandbox's OOM counter went up since it was last read.

@@ -112,6 +112,19 @@ void cg_session_report (cg_session_t *self, const char *language, long *pid, dou
 int cg_session_idle_items (cg_session_t *self, zmq_pollitem_t *items, int max);
 void cg_session_drain (cg_session_t *self);
 
+/*  SELF's kernel at INDEX (0 .. CG_SESSION_KERNELS - 1), NULL when none runs there;
+    *LANGUAGE gets its language, NULL when the slot never had one. */
+#define CG_SESSION_KERNELS 4
+cg_kernel_t *cg_session_kernel_at (cg_session_t *self, int index, const char **language);
+
+/*  Interrupts LANGUAGE's kernel (as a timeout does) when it runs. Returns 0, or -1 when
+    there is none or it could not be signalled. */
+int cg_session_interrupt (cg_session_t *self, const char *language);
+
+/*  Replaces LANGUAGE's kernel with a fresh one (its state is gone), restarting the whole
+    container when a kernel cannot start. Returns 0, or -1 with *err set. */
+int cg_session_restart (cg_session_t *self, const char *language, cg_error_t **err);
+
 /*  Sets the scheduling priority of every thread in SELF's sandbox to NICE. */
 void cg_session_renice (cg_session_t *self, int nice);
 

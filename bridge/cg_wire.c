@@ -228,27 +228,80 @@ cg_wire_decode (cg_wire_t *self, const cg_frame_t *frames, size_t count, cg_msg_
 cg_msg_t *
 cg_wire_recv (cg_wire_t *self, zsock_t *sock)
 {
+    cg_wire_raw_t *raw = cg_wire_recv_raw (self, sock);
+    cg_msg_t *msg = raw ? raw->msg : NULL;
+    if (raw)
+        raw->msg = NULL;
+    cg_wire_raw_destroy (&raw);
+    return msg;
+}
+
+cg_wire_raw_t *
+cg_wire_recv_raw (cg_wire_t *self, zsock_t *sock)
+{
     zmsg_t *zmsg = zmsg_recv (sock);
     if (!zmsg)
         return NULL;
     size_t count = zmsg_size (zmsg);
+    cg_frame_t frames[MAX_FRAMES];
+    size_t i = 0;
+    for (zframe_t *frame = zmsg_first (zmsg); frame && i < MAX_FRAMES;
+         frame = zmsg_next (zmsg), i++)
+        frames[i] = (cg_frame_t){zframe_data (frame), zframe_size (frame)};
     cg_msg_t *msg = NULL;
-    if (count > MAX_FRAMES)
-        s_reject (self, CG_WIRE_TOO_LARGE);
-    else {
-        cg_frame_t frames[MAX_FRAMES];
-        size_t i = 0;
-        for (zframe_t *frame = zmsg_first (zmsg); frame; frame = zmsg_next (zmsg), i++) {
-            frames[i].data = zframe_data (frame);
-            frames[i].size = zframe_size (frame);
-        }
-        cg_wire_verdict_t verdict = cg_wire_decode (self, frames, count, &msg);
-        if (verdict != CG_WIRE_OK)
-            cg_log (1, "dropped a kernel message: %s (%zu frames; %zu dropped so far)",
-                    cg_wire_verdict_name (verdict), count, self->rejected);
+    cg_wire_verdict_t verdict = count > MAX_FRAMES ? s_reject (self, CG_WIRE_TOO_LARGE)
+                                                   : cg_wire_decode (self, frames, count, &msg);
+    if (verdict != CG_WIRE_OK) {
+        cg_log (1, "dropped a kernel message: %s (%zu frames; %zu dropped so far)",
+                cg_wire_verdict_name (verdict), count, self->rejected);
+        zmsg_destroy (&zmsg);
+        return NULL;
     }
-    zmsg_destroy (&zmsg);
-    return msg;
+    size_t delim = 0;
+    while (!(frames[delim].size == DELIMITER_LEN
+             && memcmp (frames[delim].data, DELIMITER, DELIMITER_LEN) == 0))
+        delim++; /* there is one: cg_wire_decode checked */
+    cg_wire_raw_t *raw = cg_xcalloc (1, sizeof *raw);
+    raw->msg = msg;
+    raw->frames = zmsg;
+    memcpy (raw->parts, frames + delim + 2, sizeof raw->parts);
+    raw->buffer_count = count - delim - 6;
+    raw->buffers = cg_xcalloc (raw->buffer_count + 1, sizeof *raw->buffers);
+    memcpy (raw->buffers, frames + delim + 6, raw->buffer_count * sizeof *raw->buffers);
+    return raw;
+}
+
+void
+cg_wire_raw_destroy (cg_wire_raw_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_wire_raw_t *self = *self_p;
+    cg_msg_destroy (&self->msg);
+    zmsg_destroy (&self->frames);
+    free (self->buffers);
+    free (self);
+    *self_p = NULL;
+}
+
+int
+cg_wire_send_raw (cg_wire_t *self, zsock_t *sock, const cg_frame_t parts[4],
+                  const cg_frame_t *buffers, size_t buffer_count)
+{
+    char signature[65];
+    cg_wire_sign (self, parts, signature);
+    zmsg_t *zmsg = zmsg_new ();
+    zmsg_addmem (zmsg, DELIMITER, DELIMITER_LEN);
+    zmsg_addmem (zmsg, signature, SIGNATURE_HEX);
+    for (int i = 0; i < 4; i++)
+        zmsg_addmem (zmsg, parts[i].data, parts[i].size);
+    for (size_t i = 0; i < buffer_count; i++)
+        zmsg_addmem (zmsg, buffers[i].data, buffers[i].size);
+    if (zmsg_send (&zmsg, sock) != 0) {
+        zmsg_destroy (&zmsg);
+        return -1;
+    }
+    return 0;
 }
 
 static char *

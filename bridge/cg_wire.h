@@ -70,6 +70,26 @@ cg_msg_t *cg_wire_recv (cg_wire_t *self, zsock_t *sock);
 int cg_wire_send (cg_wire_t *self, zsock_t *sock, const char *msg_type, json_t *content,
                   const json_t *parent, char *msg_id_out);
 
+/*  A verified message with its parts as they came, to relay them unchanged (the Jupyter
+    gateway). Its frames own the bytes PARTS and BUFFERS point to. */
+typedef struct {
+    cg_msg_t *msg;       /* parsed, as cg_wire_recv gives it */
+    cg_frame_t parts[4]; /* header, parent_header, metadata, content: JSON text */
+    cg_frame_t *buffers; /* the binary buffers after content */
+    size_t buffer_count;
+    zmsg_t *frames;
+} cg_wire_raw_t;
+
+/*  As cg_wire_recv, keeping the parts. Returns a new message the caller destroys with
+    cg_wire_raw_destroy, or NULL. */
+cg_wire_raw_t *cg_wire_recv_raw (cg_wire_t *self, zsock_t *sock);
+void cg_wire_raw_destroy (cg_wire_raw_t **self_p);
+
+/*  Signs PARTS (header, parent_header, metadata, content: JSON text, sent as given) and
+    sends them with BUFFER_COUNT binary BUFFERS on SOCK. Returns 0, or -1. */
+int cg_wire_send_raw (cg_wire_t *self, zsock_t *sock, const cg_frame_t parts[4],
+                      const cg_frame_t *buffers, size_t buffer_count);
+
 /*  Returns how many incoming messages were dropped, in total. */
 size_t cg_wire_rejected (cg_wire_t *self);
 

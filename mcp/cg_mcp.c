@@ -4,6 +4,7 @@
     tools are dispatched by the tool table (cg_tools); sessions belong to cg_registry. */
 #include "cg_mcp.h"
 #include "../bridge/cg_keep.h"
+#include "../gateway/cg_gateway.h"
 #include "cg_conformance.h"
 #include "cg_resources.h"
 #include "cg_jsonrpc.h"
@@ -38,6 +39,7 @@ struct cg_server_t {
     unsigned long next_key;
     zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
     cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
+    cg_gateway_t *gateway; /* the Jupyter gateway on the listener, or NULL */
 };
 
 const cg_config_t *
@@ -341,8 +343,27 @@ s_handle_runner (cg_server_t *self)
         zstr_free (&pid);
         zstr_free (&kib);
     }
+    else if (tag && strcmp (tag, "KERNELS") == 0) {
+        char *slot = zmsg_popstr (msg);
+        zframe_t *frame = zmsg_pop (msg);
+        json_t *report = frame && zframe_size (frame) == sizeof (void *)
+                             ? *(json_t **)zframe_data (frame)
+                             : NULL;
+        if (slot && report)
+            cg_registry_kernels (self->registry, slot, report);
+        zframe_destroy (&frame);
+        zstr_free (&slot);
+    }
     else if (tag) {
         char *key = zmsg_popstr (msg);
+        if (cg_gateway_key (key)) {
+            if (self->gateway)
+                cg_gateway_runner (self->gateway, tag, key, msg);
+            zstr_free (&key);
+            zstr_free (&tag);
+            zmsg_destroy (&msg);
+            return;
+        }
         cg_call_t *call = cg_server_call (self, key);
         cg_registry_session_t *session =
             call ? cg_registry_find (self->registry, call->channel->client->id, call->session_id)
@@ -392,6 +413,9 @@ s_http_start (cg_server_t *self)
     self->downloads = cg_downloads_new (self->http, cg_registry_download, self->registry);
     cg_metrics_serve (self->http, config->http_token, cg_registry_metrics_cb, self->registry);
     cg_admin_route (self, self->http);
+    if (strcmp (config->gateway, "on") == 0
+        && !(self->gateway = cg_gateway_new (config, self->registry, self->http)))
+        return -1;
     return 0;
 }
 
@@ -402,8 +426,8 @@ s_poll_once (cg_server_t *self)
 {
     //  Polled: the runners' messages, the client, the listener, and the pipes of the
     //  runners still closing (each signals there once its sandbox is gone).
-    enum { FIXED = 3, CLOSING_MAX = 1024 };
-    zmq_pollitem_t items[FIXED + CLOSING_MAX];
+    enum { FIXED = 3, CLOSING_MAX = 1024, GATEWAY_MAX = 5 * 64 };
+    zmq_pollitem_t items[FIXED + CLOSING_MAX + GATEWAY_MAX];
     items[0] =
         (zmq_pollitem_t){zsock_resolve (cg_registry_results (self->registry)), 0, ZMQ_POLLIN, 0};
     int in_fd = self->stdio ? cg_stdio_fd (self->stdio) : -1;
@@ -412,6 +436,8 @@ s_poll_once (cg_server_t *self)
     items[2] =
         (zmq_pollitem_t){NULL, http_fd >= 0 ? http_fd : in_fd, http_fd >= 0 ? ZMQ_POLLIN : 0, 0};
     size_t closing = cg_registry_closing_items (self->registry, items + FIXED, CLOSING_MAX);
+    int gateway =
+        self->gateway ? cg_gateway_items (self->gateway, items + FIXED + closing, GATEWAY_MAX) : 0;
     int wait_ms = cg_tools_wait_tick (self, cg_registry_reap_idle (self->registry));
     wait_ms = self->streamable ? cg_streamable_reap (self->streamable, wait_ms) : wait_ms;
     //  What the last round resumed (answers, stream writes) goes out before we wait: a
@@ -423,10 +449,12 @@ s_poll_once (cg_server_t *self)
     int http_ms = self->http ? cg_http_timeout_ms (self->http) : -1;
     if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
         wait_ms = http_ms;
-    if (zmq_poll (items, (int)(FIXED + closing), wait_ms) < 0)
+    if (zmq_poll (items, (int)(FIXED + closing) + gateway, wait_ms) < 0)
         return errno == EINTR ? 1 : -1;
     if (self->http)
         cg_http_process (self->http);
+    if (self->gateway)
+        cg_gateway_process (self->gateway, items + FIXED + closing, gateway);
     cg_registry_reap_closed (self->registry, items + FIXED, closing);
     if (items[0].revents)
         s_handle_runner (self);
@@ -474,6 +502,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_execlog_destroy (&self.execlog);
     cg_streamable_destroy (&self.streamable);
     cg_stdio_destroy (&self.stdio);
+    cg_gateway_destroy (&self.gateway);
     cg_http_destroy (&self.http);
     cg_downloads_destroy (&self.downloads);
     zlistx_destroy (&self.logs);

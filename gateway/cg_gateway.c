@@ -1,0 +1,456 @@
+/*  cg_gateway — the Jupyter Kernel Gateway REST API: kernelspecs and kernels. */
+#include "cg_gateway_int.h"
+#include "../artifacts/cg_http_guard.h"
+#include "../bridge/cg_log.h"
+#include "../bridge/cg_util.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define S_BODY_MAX (64 * 1024)
+#define S_KEY_PREFIX "gw-"
+
+static const struct {
+    const char *language, *name;
+} s_names[] = {{"python", "python3"}, {"javascript", "javascript"}};
+
+const char *
+cg_gateway_kernel_name (const char *language)
+{
+    for (size_t i = 0; i < sizeof s_names / sizeof *s_names; i++)
+        if (strcmp (s_names[i].language, language) == 0)
+            return s_names[i].name;
+    return language;
+}
+
+const char *
+cg_gateway_language (const char *kernel_name)
+{
+    for (size_t i = 0; i < sizeof s_names / sizeof *s_names; i++)
+        if (strcmp (s_names[i].name, kernel_name) == 0)
+            return s_names[i].language;
+    return NULL;
+}
+
+//  --------------------------------------------------------------------------
+//  Models
+
+//  Jupyter's time format, "%Y-%m-%dT%H:%M:%S.%fZ", of US (µs since the epoch).
+static json_t *
+s_timestamp (int64_t us)
+{
+    time_t seconds = (time_t)(us / 1000000);
+    struct tm tm;
+    gmtime_r (&seconds, &tm);
+    char text[40];
+    size_t n = strftime (text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf (text + n, sizeof text - n, ".%06dZ", (int)(us % 1000000));
+    return json_string (text);
+}
+
+static json_t *
+s_kernel_model (const cg_registry_kernel_t *kernel)
+{
+    return json_pack ("{s:s, s:s, s:o, s:s, s:i}", "id", kernel->id, "name",
+                      cg_gateway_kernel_name (kernel->language), "last_activity",
+                      s_timestamp (kernel->last_activity_us), "execution_state",
+                      kernel->frontend_busy ? "busy" : kernel->execution_state, "connections",
+                      kernel->connections);
+}
+
+//  The kernelspecs of the languages with a kernel (kernels/<language>/kernel.json).
+static json_t *
+s_load_kernelspecs (const cg_config_t *config)
+{
+    json_t *specs = json_object ();
+    for (size_t i = 0; i < sizeof s_names / sizeof *s_names; i++) {
+        cleanup_free char *path =
+            cg_strdupf ("%s/%s/kernel.json", config->kernels_dir, s_names[i].language);
+        json_error_t error;
+        json_t *file = json_load_file (path, 0, &error);
+        if (!file)
+            continue;
+        json_t *spec = json_pack (
+            "{s:s, s:{s:[], s:O, s:s, s:s, s:{}, s:{}}, s:{}}", "name", s_names[i].name, "spec",
+            "argv", "display_name", json_object_get (file, "display_name"), "language",
+            s_names[i].language, "interrupt_mode", "signal", "env", "metadata", "resources");
+        json_decref (file);
+        if (spec)
+            json_object_set_new (specs, s_names[i].name, spec);
+    }
+    return json_pack ("{s:s, s:o}", "default", "python3", "kernelspecs", specs);
+}
+
+//  --------------------------------------------------------------------------
+//  Access
+
+//  True when EXCHANGE carries the gateway token: "Authorization: token T" (as
+//  GatewayClient sends it) or "Bearer T", compared in constant time.
+static bool
+s_authorized (cg_gateway_t *self, cg_http_exchange_t *exchange)
+{
+    const char *header = cg_http_exchange_header (exchange, "Authorization");
+    if (!header)
+        return false;
+    const char *given = NULL;
+    if (strncasecmp (header, "token ", 6) == 0)
+        given = header + 6;
+    else if (strncasecmp (header, "bearer ", 7) == 0)
+        given = header + 7;
+    size_t len = strlen (self->token);
+    return given && strlen (given) == len && sodium_memcmp (given, self->token, len) == 0;
+}
+
+//  The checks every gateway request passes first. Returns true when it may go on (else
+//  it was answered).
+static bool
+s_admit (cg_gateway_t *self, cg_http_exchange_t *exchange)
+{
+    //  As for /mcp: Host must name this listener (on loopback), an Origin must be it.
+    if (!cg_http_guard_origin (self->http, exchange)) {
+        cg_http_respond_error (exchange, 403, "forbidden", "Host or Origin is not this server");
+        return false;
+    }
+    if (!s_authorized (self, exchange)) {
+        static const char *const headers[] = {"WWW-Authenticate",
+                                              "token realm=\"cellgate gateway\"", NULL};
+        static const char body[] = "{\"error\":\"unauthorized\",\"message\":\"the gateway needs "
+                                   "its token: Authorization: token <gateway token>\"}";
+        cg_http_respond (exchange, 401, "application/json", body, sizeof body - 1, headers);
+        return false;
+    }
+    return true;
+}
+
+//  --------------------------------------------------------------------------
+//  Kernels
+
+static void
+s_not_found (cg_http_exchange_t *exchange, const char *what)
+{
+    cleanup_free char *message = cg_strdupf ("no such %s", what);
+    cg_http_respond_error (exchange, 404, "not_found", message);
+}
+
+//  GET /api/kernels: every session's kernels that run.
+static void
+s_list_kernels (cg_gateway_t *self, cg_http_exchange_t *exchange)
+{
+    json_t *list = json_array ();
+    zlistx_t *sessions = cg_registry_sessions (self->registry, NULL);
+    for (cg_registry_session_t *s = zlistx_first (sessions); s; s = zlistx_next (sessions))
+        for (int k = 0; k < CG_REGISTRY_KERNELS; k++)
+            if (s->kernels[k].language[0] && s->kernels[k].pid)
+                json_array_append_new (list, s_kernel_model (&s->kernels[k]));
+    zlistx_destroy (&sessions);
+    cg_http_respond_json (exchange, 200, list, NULL);
+}
+
+//  A request waiting for its runner's answer: a start (SESSION_ID's LANGUAGE kernel) or
+//  a restart (KERNEL_ID).
+typedef struct {
+    cg_http_exchange_t *exchange;
+    char session_id[16];
+    char language[16];
+    char kernel_id[37];
+} s_waiting_t;
+
+static void
+s_waiting_free (void **item)
+{
+    s_waiting_t *waiting = *item;
+    if (waiting)
+        cg_http_exchange_release (&waiting->exchange);
+    free (waiting);
+    *item = NULL;
+}
+
+//  Keeps EXCHANGE until the runner answers the request sent under the returned key.
+static char *
+s_wait (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *session_id,
+        const char *language, const char *kernel_id)
+{
+    char *key = cg_strdupf (S_KEY_PREFIX "%u", ++self->next_key);
+    s_waiting_t *waiting = cg_xcalloc (1, sizeof *waiting);
+    waiting->exchange = cg_http_exchange_keep (exchange);
+    snprintf (waiting->session_id, sizeof waiting->session_id, "%s", session_id ? session_id : "");
+    snprintf (waiting->language, sizeof waiting->language, "%s", language);
+    snprintf (waiting->kernel_id, sizeof waiting->kernel_id, "%s", kernel_id ? kernel_id : "");
+    zhashx_insert (self->waiting, key, waiting);
+    return key;
+}
+
+//  Checks a start request's "env": an object of strings whose names are KERNEL_*
+//  (what GatewayClient forwards); KERNEL_WORKING_DIR, when relative, must stay in the
+//  workspace. Returns NULL, or why it is refused.
+static const char *
+s_check_env (const json_t *env)
+{
+    if (!env)
+        return NULL;
+    if (!json_is_object (env))
+        return "env must be an object of strings";
+    const char *name;
+    json_t *value;
+    json_object_foreach (CG_UNCONST (env), name, value)
+    {
+        if (!json_is_string (value) || json_string_length (value) > 4096)
+            return "env values must be strings of at most 4096 bytes";
+        if (strncmp (name, "KERNEL_", 7) != 0 || strlen (name) > 64
+            || strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen (name))
+            return "env may carry KERNEL_* variables only (upper case, at most 64 characters)";
+    }
+    const char *dir = json_string_value (json_object_get (env, "KERNEL_WORKING_DIR"));
+    if (dir && dir[0] != '/' && (strstr (dir, "..") || strchr (dir, '\\')))
+        return "KERNEL_WORKING_DIR must be a path in the workspace, without '..'";
+    return NULL;
+}
+
+//  POST /api/kernels {"name", "env"}: a new session (its own sandbox) with that kernel.
+static void
+s_start_kernel (cg_gateway_t *self, cg_http_exchange_t *exchange)
+{
+    size_t len;
+    const char *body = cg_http_exchange_body (exchange, &len);
+    json_error_t error;
+    json_t *request = len ? json_loadb (body, len, 0, &error) : json_object ();
+    const char *name = json_string_value (json_object_get (request, "name"));
+    const char *language = cg_gateway_language (name ? name : "python3");
+    const char *bad_env = request ? s_check_env (json_object_get (request, "env")) : NULL;
+    if (!json_is_object (request) || (json_object_get (request, "name") && !name))
+        cg_http_respond_error (
+            exchange, 400, "bad_request",
+            "the body must be a JSON object: {\"name\": kernelspec, \"env\": {}}");
+    else if (bad_env)
+        cg_http_respond_error (exchange, 400, "bad_request", bad_env);
+    else if (!language
+             || !json_object_get (json_object_get (self->kernelspecs, "kernelspecs"),
+                                  cg_gateway_kernel_name (language)))
+        s_not_found (exchange, "kernelspec (GET /api/kernelspecs lists them)");
+    else {
+        char id[16];
+        cg_random_hex (id + 3, 6);
+        memcpy (id, "nb_", 3);
+        cg_registry_session_t *session =
+            cg_registry_create (self->registry, CG_GATEWAY_OWNER, id, language, NULL);
+        if (!session)
+            cg_http_respond_error (exchange, 503, "max_sessions",
+                                   "every sandbox is in use (--max-sessions); close one first");
+        else {
+            cleanup_free char *key = s_wait (self, exchange, id, language, NULL);
+            zsock_send (session->runner, "sss", "START", key, language);
+            cg_log (2, "gateway: starting a %s kernel in session %s", language, id);
+        }
+    }
+    json_decref (request);
+}
+
+//  A kernel's routes: /api/kernels/{id}[/interrupt|/restart|/channels].
+static void
+s_kernel_route (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *rest)
+{
+    const char *method = cg_http_exchange_method (exchange);
+    size_t id_len = strcspn (rest, "/");
+    const char *action = rest[id_len] ? rest + id_len + 1 : NULL;
+    char id[37] = "";
+    if (id_len < sizeof id)
+        memcpy (id, rest, id_len), id[id_len] = '\0';
+    cg_registry_session_t *session = NULL;
+    cg_registry_kernel_t *kernel =
+        id[0] ? cg_registry_kernel_find (self->registry, id, &session) : NULL;
+    if (!kernel || !kernel->pid)
+        return s_not_found (exchange, "kernel");
+    bool get = strcmp (method, "GET") == 0, post = strcmp (method, "POST") == 0;
+    if (!action && get)
+        cg_http_respond_json (exchange, 200, s_kernel_model (kernel), NULL);
+    else if (!action && strcmp (method, "DELETE") == 0) {
+        if (strcmp (session->owner, CG_GATEWAY_OWNER) != 0)
+            return cg_http_respond_error (
+                exchange, 403, "forbidden",
+                "this kernel belongs to an MCP client's session: it ends with close_session (or "
+                "DELETE /admin/sessions/<slot>), not here");
+        cg_log (2, "gateway: kernel %s deleted (session %s)", kernel->id, session->id);
+        cg_registry_retire (self->registry, session);
+        cg_http_respond (exchange, 204, NULL, NULL, 0, NULL);
+    }
+    else if (action && strcmp (action, "interrupt") == 0 && post) {
+        zsock_send (session->runner, "ss", "INTERRUPT", kernel->language);
+        cg_http_respond (exchange, 204, NULL, NULL, 0, NULL);
+    }
+    else if (action && strcmp (action, "restart") == 0 && post) {
+        if (session->busy)
+            return cg_http_respond_error (exchange, 409, "session_busy",
+                                          "the session is running an MCP call; interrupt it first");
+        cleanup_free char *key = s_wait (self, exchange, NULL, kernel->language, kernel->id);
+        zsock_send (session->runner, "sss", "RESTART", key, kernel->language);
+    }
+    else if (action && strcmp (action, "channels") == 0 && get)
+        cg_gateway_ws_attach (self, exchange, kernel);
+    else if (!action || strcmp (action, "interrupt") == 0 || strcmp (action, "restart") == 0
+             || strcmp (action, "channels") == 0)
+        cg_http_respond_error (exchange, 405, "method_not_allowed", "method not allowed here");
+    else
+        s_not_found (exchange, "resource");
+}
+
+//  --------------------------------------------------------------------------
+//  Routes
+
+static void
+s_api (void *arg, cg_http_exchange_t *exchange)
+{
+    cg_gateway_t *self = arg;
+    if (!s_admit (self, exchange))
+        return;
+    const char *path = cg_http_exchange_path (exchange);
+    const char *method = cg_http_exchange_method (exchange);
+    bool get = strcmp (method, "GET") == 0;
+    if (strcmp (path, "/api") == 0 || strcmp (path, "/api/") == 0) {
+        if (get)
+            cg_http_respond_json (exchange, 200, json_pack ("{s:s}", "version", "2.5.2"), NULL);
+        else
+            cg_http_respond_error (exchange, 405, "method_not_allowed", "GET only");
+    }
+    else if (strcmp (path, "/api/kernelspecs") == 0 && get)
+        cg_http_respond_json (exchange, 200, json_incref (self->kernelspecs), NULL);
+    else if (strncmp (path, "/api/kernelspecs/", 17) == 0 && get) {
+        json_t *spec =
+            json_object_get (json_object_get (self->kernelspecs, "kernelspecs"), path + 17);
+        if (spec)
+            cg_http_respond_json (exchange, 200, json_incref (spec), NULL);
+        else
+            s_not_found (exchange, "kernelspec");
+    }
+    else if (strcmp (path, "/api/kernels") == 0 && get)
+        s_list_kernels (self, exchange);
+    else if (strcmp (path, "/api/kernels") == 0 && strcmp (method, "POST") == 0)
+        s_start_kernel (self, exchange);
+    else if (strncmp (path, "/api/kernels/", 13) == 0)
+        s_kernel_route (self, exchange, path + 13);
+    else
+        s_not_found (exchange, "resource");
+}
+
+//  GET /kernelspecs/{name}/{resource}: the kernels ship no logos.
+static void
+s_resources (void *arg, cg_http_exchange_t *exchange)
+{
+    cg_gateway_t *self = arg;
+    if (s_admit (self, exchange))
+        s_not_found (exchange, "kernelspec resource");
+}
+
+//  --------------------------------------------------------------------------
+//  Runner answers
+
+bool
+cg_gateway_key (const char *key)
+{
+    return key && strncmp (key, S_KEY_PREFIX, strlen (S_KEY_PREFIX)) == 0;
+}
+
+void
+cg_gateway_runner (cg_gateway_t *self, const char *tag, const char *key, zmsg_t *msg)
+{
+    s_waiting_t *waiting = zhashx_lookup (self->waiting, key);
+    if (!waiting)
+        return;
+    cleanup_free char *why = zmsg_popstr (msg);
+    cg_registry_session_t *session = NULL;
+    cg_registry_kernel_t *kernel = NULL;
+    if (strcmp (tag, "RESTARTED") == 0)
+        kernel = cg_registry_kernel_find (self->registry, waiting->kernel_id, &session);
+    else if ((session = cg_registry_find (self->registry, CG_GATEWAY_OWNER, waiting->session_id)))
+        kernel = cg_registry_session_kernel (session, waiting->language);
+    bool started = strcmp (tag, "STARTED") == 0;
+    if (!why || *why || !kernel || !kernel->pid) {
+        cleanup_free char *message =
+            cg_strdupf ("the kernel did not %s: %s", started ? "start" : "restart",
+                        why && *why ? why : "it is gone");
+        cg_http_respond_error (waiting->exchange, 500, "kernel_failed", message);
+        if (started && session)
+            cg_registry_retire (self->registry, session);
+    }
+    else {
+        cg_log (2, "gateway: kernel %s %s", kernel->id, started ? "started" : "restarted");
+        cg_http_respond_json (waiting->exchange, started ? 201 : 200, s_kernel_model (kernel),
+                              NULL);
+    }
+    zhashx_delete (self->waiting, key);
+}
+
+//  --------------------------------------------------------------------------
+//  Life
+
+//  The token: the configured one, else the one kept in <state dir>/gateway-token, else
+//  a new one written there (0600). Returns it (caller frees), or NULL (logged).
+static char *
+s_token (const cg_config_t *config)
+{
+    if (config->gateway_token)
+        return cg_xstrdup (config->gateway_token);
+    cleanup_free char *path = cg_strdupf ("%s/gateway-token", config->state_dir);
+    size_t len = 0;
+    char *kept = cg_read_file (path, 256, &len, NULL);
+    struct stat st;
+    if (kept && len >= 16 && strspn (kept, "0123456789abcdef") == len && stat (path, &st) == 0
+        && (st.st_mode & 077) == 0 && st.st_uid == geteuid ())
+        return kept;
+    free (kept);
+    char *token = cg_xcalloc (1, 65);
+    cg_random_hex (token, 32);
+    cg_error_t *err = NULL;
+    unlink (path);
+    if (cg_write_file (path, token, strlen (token), 0600, &err) < 0) {
+        cg_log (0, "gateway: cannot keep its token: %s (set --gateway-token, or --gateway off)",
+                cg_error_message (err));
+        cg_error_destroy (&err);
+        free (token);
+        return NULL;
+    }
+    return token;
+}
+
+cg_gateway_t *
+cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http)
+{
+    char *token = s_token (config);
+    if (!token)
+        return NULL;
+    cg_gateway_t *self = cg_xcalloc (1, sizeof *self);
+    self->config = config;
+    self->registry = registry;
+    self->http = http;
+    self->token = token;
+    self->kernelspecs = s_load_kernelspecs (config);
+    self->waiting = zhashx_new ();
+    zhashx_set_destructor (self->waiting, s_waiting_free);
+    self->sockets = zlistx_new ();
+    cg_http_route (http, "/api", 0, S_BODY_MAX, s_api, self);
+    cg_http_route (http, "/api/", CG_HTTP_PREFIX, S_BODY_MAX, s_api, self);
+    cg_http_route (http, "/kernelspecs/", CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 0, s_resources, self);
+    //  As Jupyter prints its URL with its token: what a person runs to use the kernels.
+    cg_log (2, "gateway: jupyter notebook --gateway-url=%s --GatewayClient.auth_token=%s",
+            cg_http_base_url (http), self->token);
+    return self;
+}
+
+void
+cg_gateway_destroy (cg_gateway_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_gateway_t *self = *self_p;
+    cg_gateway_ws_close_all (self);
+    zlistx_destroy (&self->sockets);
+    zhashx_destroy (&self->waiting);
+    json_decref (self->kernelspecs);
+    sodium_memzero (self->token, strlen (self->token));
+    free (self->token);
+    free (self);
+    *self_p = NULL;
+}

@@ -1,0 +1,41 @@
+/*  cg_gateway — the Jupyter Kernel Gateway API ("jupyter-websocket" mode, as
+    jupyter_server's GatewayClient calls it) on the server's HTTP listener: kernelspecs,
+    kernels (each one a kernel of a cellgate session: its own sandbox), and each kernel's
+    channels over a WebSocket, re-signed toward the kernel so no key leaves the host.
+    MCP sessions' kernels are listed too: the gateway token is the operator's key.
+    Single-threaded: the server's main loop calls everything here. */
+#ifndef CG_GATEWAY_H
+#define CG_GATEWAY_H
+
+#include "../artifacts/cg_http.h"
+#include "../bridge/cg_config.h"
+#include "../bridge/cg_registry.h"
+
+#include <czmq.h>
+
+typedef struct cg_gateway_t cg_gateway_t;
+
+/*  The owner of the sessions the gateway starts (cg_registry's owner). */
+#define CG_GATEWAY_OWNER "jupyter-gateway"
+
+/*  Serves the gateway on HTTP (routes /api/ and /kernelspecs/) with the configured token,
+    or the one kept in <state dir>/gateway-token (made 0600 at first start), and logs the
+    command line a notebook server uses to reach it. All arguments are borrowed and must
+    outlive it. Returns NULL when the token file cannot be written (logged). */
+cg_gateway_t *cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http);
+
+/*  Closes every WebSocket and frees the gateway; before cg_http_destroy. Safe on NULL. */
+void cg_gateway_destroy (cg_gateway_t **self_p);
+
+/*  Fills ITEMS (room for MAX) with what to poll for the WebSockets and their kernels'
+    channels (dropping connections whose kernel went, following restarts); returns how
+    many. cg_gateway_process then handles what the poll found (ITEMS, COUNT as filled). */
+int cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max);
+void cg_gateway_process (cg_gateway_t *self, zmq_pollitem_t *items, int count);
+
+/*  True when KEY (a runner message's) is one of the gateway's requests; the message's
+    TAG ("STARTED", "RESTARTED") and the rest of MSG then go to cg_gateway_runner. */
+bool cg_gateway_key (const char *key);
+void cg_gateway_runner (cg_gateway_t *self, const char *tag, const char *key, zmsg_t *msg);
+
+#endif

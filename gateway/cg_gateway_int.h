@@ -1,0 +1,34 @@
+/*  Internal to gateway/: what the REST side (cg_gateway.c) and the WebSocket side
+    (cg_gateway_ws.c) share. */
+#ifndef CG_GATEWAY_INT_H
+#define CG_GATEWAY_INT_H
+
+#include "cg_gateway.h"
+#include "cg_jmsg.h"
+
+#define CG_GATEWAY_SOCKETS_MAX 64 /* WebSockets at once, all kernels */
+
+struct cg_gateway_t {
+    const cg_config_t *config;
+    cg_registry_t *registry;
+    cg_http_t *http;
+    char *token;
+    json_t *kernelspecs; /* the /api/kernelspecs answer */
+    zhashx_t *waiting;   /* key -> cg_http_exchange_t (kept): a start or restart */
+    unsigned next_key;
+    zlistx_t *sockets; /* s_socket_t (cg_gateway_ws.c) */
+};
+
+/*  The Jupyter kernel name of LANGUAGE ("python3", "javascript") and back (NULL when
+    unknown). */
+const char *cg_gateway_kernel_name (const char *language);
+const char *cg_gateway_language (const char *kernel_name);
+
+/*  Answers a WebSocket upgrade for KERNEL (of SESSION) on EXCHANGE, already authorized. */
+void cg_gateway_ws_attach (cg_gateway_t *self, cg_http_exchange_t *exchange,
+                           cg_registry_kernel_t *kernel);
+
+/*  Ends every WebSocket. */
+void cg_gateway_ws_close_all (cg_gateway_t *self);
+
+#endif

@@ -1,0 +1,349 @@
+/*  cg_gateway — a kernel's channels over a WebSocket: each connection is one Jupyter
+    client of the kernel (its own shell, control and stdin DEALERs under one identity, its
+    own iopub SUB), relaying messages both ways and re-signing the front end's. */
+#include "cg_gateway_int.h"
+#include "cg_ws.h"
+#include "../bridge/cg_log.h"
+#include "../bridge/cg_util.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+//  The channels a connection opens, in cg_registry_kernel_t's fds order (hb is not
+//  relayed: the front end's heartbeat is the WebSocket itself).
+enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_COUNT };
+static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control"};
+
+//  A front end's output that piles up unread past this closes its connection.
+#define S_QUEUED_MAX (64 * 1024 * 1024)
+//  Kernel messages relayed per channel per round, so one busy kernel never starves the
+//  rest of the loop.
+#define S_BATCH 64
+//  The execute requests a connection remembers (to tell its cells from the agent's).
+#define S_EXECUTES_MAX 1024
+
+typedef struct {
+    cg_gateway_t *gateway;
+    char kernel_id[37];
+    unsigned generation; /* of the kernel process the sockets reach */
+    cg_jmsg_protocol_t protocol;
+    int fd;
+    cg_http_upgraded_t *upgraded;
+    cg_ws_t *ws;
+    cg_wire_t *wire;
+    zsock_t *sockets[CH_COUNT];
+    int fds[CH_COUNT];  /* this connection's copies of the endpoint fds */
+    zhashx_t *executes; /* msg_ids of the execute_requests it sent */
+    bool over;
+    bool counted; /* in its kernel's connections */
+    void *handle; /* its place in the gateway's list */
+} s_socket_t;
+
+//  Closes the connection's kernel sockets (a restart reconnects them).
+static void
+s_disconnect (s_socket_t *self)
+{
+    for (int c = 0; c < CH_COUNT; c++) {
+        zsock_destroy (&self->sockets[c]);
+        if (self->fds[c] >= 0)
+            close (self->fds[c]);
+        self->fds[c] = -1;
+    }
+    cg_wire_destroy (&self->wire);
+}
+
+//  Connects the sockets to KERNEL's current process. Returns 0, or -1 (logged).
+static int
+s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
+{
+    s_disconnect (self);
+    self->generation = kernel->generation;
+    if (kernel->pid == 0 || !kernel->key)
+        return -1;
+    self->wire =
+        cg_wire_new (kernel->key, strlen (kernel->key), self->gateway->config->max_message_bytes);
+    char identity[33];
+    cg_random_hex (identity, 16);
+    static const int types[CH_COUNT] = {ZMQ_DEALER, ZMQ_SUB, ZMQ_DEALER, ZMQ_DEALER};
+    for (int c = 0; c < CH_COUNT; c++) {
+        self->fds[c] = kernel->fds[c] >= 0 ? fcntl (kernel->fds[c], F_DUPFD_CLOEXEC, 3) : -1;
+        self->sockets[c] = zsock_new (types[c]);
+        if (!self->sockets[c] || self->fds[c] < 0) {
+            cg_log (1, "gateway: cannot reach the %s channel of kernel %s", s_channel_names[c],
+                    kernel->id);
+            s_disconnect (self);
+            return -1;
+        }
+        zsock_set_linger (self->sockets[c], 0);
+        zsock_set_rcvhwm (self->sockets[c], 0);
+        zsock_set_maxmsgsize (self->sockets[c], (int64_t)self->gateway->config->max_message_bytes);
+        //  The kernel answers stdin requests to the identity of the shell request.
+        if (c != CH_IOPUB)
+            zsock_set_identity (self->sockets[c], identity);
+        else
+            zsock_set_subscribe (self->sockets[c], "");
+        zsock_connect (self->sockets[c], "ipc:///proc/self/fd/%d", self->fds[c]);
+    }
+    return 0;
+}
+
+static void
+s_socket_free (s_socket_t **self_p)
+{
+    s_socket_t *self = *self_p;
+    if (!self)
+        return;
+    s_disconnect (self);
+    cg_ws_destroy (&self->ws);
+    cg_http_upgraded_close (self->upgraded);
+    zhashx_destroy (&self->executes);
+    free (self);
+    *self_p = NULL;
+}
+
+//  Ends the connection with CODE and REASON (the peer is told when it still listens).
+static void
+s_end (s_socket_t *self, uint16_t code, const char *reason)
+{
+    if (self->over)
+        return;
+    cg_log (2, "gateway: a WebSocket of kernel %s closes: %s", self->kernel_id, reason);
+    cg_ws_close (self->ws, code, reason);
+    self->over = true;
+}
+
+//  The kernel this connection is attached to, with its session; NULL when it is gone.
+static cg_registry_kernel_t *
+s_kernel (s_socket_t *self, cg_registry_session_t **session_p)
+{
+    return cg_registry_kernel_find (self->gateway->registry, self->kernel_id, session_p);
+}
+
+//  A message from the front end (cg_ws_message_fn): checked, re-signed, sent on its channel.
+static void
+s_on_message (void *arg, bool binary, const uint8_t *data, size_t len)
+{
+    s_socket_t *self = arg;
+    if (self->over)
+        return;
+    cg_jmsg_t msg;
+    const char *why = NULL;
+    if (cg_jmsg_decode (self->protocol, binary, data, len, &msg, &why) < 0) {
+        cleanup_free char *reason = cg_strdupf ("refused a message: %.100s", why);
+        s_end (self, 1008, reason);
+        return;
+    }
+    cg_registry_session_t *session = NULL;
+    cg_registry_kernel_t *kernel = s_kernel (self, &session);
+    int c = strcmp (msg.channel, "shell") == 0   ? CH_SHELL
+            : strcmp (msg.channel, "stdin") == 0 ? CH_STDIN
+                                                 : CH_CONTROL;
+    if (kernel && self->sockets[c]) {
+        if (c == CH_SHELL && strcmp (msg.msg_type, "execute_request") == 0
+            && zhashx_size (self->executes) < S_EXECUTES_MAX)
+            zhashx_insert (self->executes, msg.msg_id, (void *)1);
+        cg_frame_t parts[4];
+        for (int i = 0; i < 4; i++)
+            parts[i] = (cg_frame_t){msg.parts[i], msg.part_len[i]};
+        if (cg_wire_send_raw (self->wire, self->sockets[c], parts, msg.buffers, msg.buffer_count)
+            < 0)
+            cg_log (1, "gateway: a %s message to kernel %s was not sent", msg.msg_type,
+                    self->kernel_id);
+        kernel->last_activity_us = zclock_time () * 1000;
+        cg_registry_touch (session);
+    }
+    cg_jmsg_clear (&msg);
+}
+
+//  Tracks the kernel's state from an iopub status message (MSG): its execution_state,
+//  and whether a cell of this connection runs (frontend_busy, which MCP calls see).
+static void
+s_track_status (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *msg)
+{
+    const char *state = json_string_value (json_object_get (msg->content, "execution_state"));
+    if (!state)
+        return;
+    snprintf (kernel->execution_state, sizeof kernel->execution_state, "%s", state);
+    if (!msg->parent_msg_id || !zhashx_lookup (self->executes, msg->parent_msg_id))
+        return;
+    if (strcmp (state, "busy") == 0)
+        kernel->frontend_busy = true;
+    else if (strcmp (state, "idle") == 0) {
+        kernel->frontend_busy = false;
+        zhashx_delete (self->executes, msg->parent_msg_id);
+    }
+}
+
+//  Relays what channel C has for the front end (at most S_BATCH messages).
+static void
+s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
+{
+    for (int n = 0; n < S_BATCH && !self->over && self->sockets[c]
+                    && (zsock_events (self->sockets[c]) & ZMQ_POLLIN);
+         n++) {
+        cg_wire_raw_t *raw = cg_wire_recv_raw (self->wire, self->sockets[c]);
+        if (!raw)
+            continue;
+        if (c == CH_IOPUB && strcmp (raw->msg->msg_type, "status") == 0)
+            s_track_status (self, kernel, raw->msg);
+        kernel->last_activity_us = zclock_time () * 1000;
+        size_t len = 0;
+        bool binary = false;
+        char *out = cg_jmsg_encode (self->protocol, s_channel_names[c], raw, &len, &binary);
+        if (cg_ws_send (self->ws, binary, out, len) < 0)
+            self->over = true;
+        free (out);
+        cg_wire_raw_destroy (&raw);
+    }
+    if (cg_ws_queued (self->ws) > S_QUEUED_MAX)
+        s_end (self, 1008, "the front end does not read its messages");
+}
+
+//  Called by the HTTP listener once the 101 answer went out.
+static void
+s_upgraded (void *arg, int fd, const char *extra, size_t extra_len, cg_http_upgraded_t *upgraded)
+{
+    s_socket_t *self = arg;
+    self->fd = fd;
+    self->upgraded = upgraded;
+    int one = 1;
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* a cell is a small message */
+    self->ws = cg_ws_new (fd, extra, extra_len, self->gateway->config->max_message_bytes,
+                          s_on_message, self);
+    cg_registry_session_t *session = NULL;
+    cg_registry_kernel_t *kernel = s_kernel (self, &session);
+    if (!kernel || s_connect (self, kernel) < 0)
+        s_end (self, 1011, "the kernel is gone");
+    else {
+        kernel->connections++;
+        self->counted = true;
+    }
+    self->handle = zlistx_add_end (self->gateway->sockets, self);
+    cg_log (2, "gateway: a WebSocket attached to kernel %s (%s)", self->kernel_id,
+            self->protocol == CG_JMSG_V1 ? CG_JMSG_PROTOCOL_V1 : "legacy JSON");
+}
+
+//  True when the comma-separated LIST (a Sec-WebSocket-Protocol header) names WANTED.
+static bool
+s_offers (const char *list, const char *wanted)
+{
+    size_t len = strlen (wanted);
+    for (const char *p = list; p && *p;) {
+        p += strspn (p, " \t,");
+        size_t n = strcspn (p, " \t,");
+        if (n == len && strncmp (p, wanted, len) == 0)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+void
+cg_gateway_ws_attach (cg_gateway_t *self, cg_http_exchange_t *exchange,
+                      cg_registry_kernel_t *kernel)
+{
+    const char *upgrade = cg_http_exchange_header (exchange, "Upgrade");
+    const char *version = cg_http_exchange_header (exchange, "Sec-WebSocket-Version");
+    char accept[29];
+    if (!upgrade || strcasecmp (upgrade, "websocket") != 0 || !version
+        || strcmp (version, "13") != 0
+        || cg_ws_accept_key (cg_http_exchange_header (exchange, "Sec-WebSocket-Key"), accept) < 0)
+        return cg_http_respond_error (exchange, 400, "bad_request",
+                                      "the channels are a WebSocket (version 13): send Upgrade: "
+                                      "websocket with a Sec-WebSocket-Key");
+    if (zlistx_size (self->sockets) >= CG_GATEWAY_SOCKETS_MAX)
+        return cg_http_respond_error (exchange, 503, "too_many_websockets",
+                                      "64 WebSockets are attached already; close one first");
+    s_socket_t *socket = cg_xcalloc (1, sizeof *socket);
+    socket->gateway = self;
+    snprintf (socket->kernel_id, sizeof socket->kernel_id, "%s", kernel->id);
+    socket->fd = -1;
+    for (int c = 0; c < CH_COUNT; c++)
+        socket->fds[c] = -1;
+    socket->executes = zhashx_new ();
+    const char *offered = cg_http_exchange_header (exchange, "Sec-WebSocket-Protocol");
+    socket->protocol = s_offers (offered, CG_JMSG_PROTOCOL_V1) ? CG_JMSG_V1 : CG_JMSG_LEGACY;
+    const char *headers[] = {"Upgrade",
+                             "websocket",
+                             "Sec-WebSocket-Accept",
+                             accept,
+                             socket->protocol == CG_JMSG_V1 ? "Sec-WebSocket-Protocol" : NULL,
+                             CG_JMSG_PROTOCOL_V1,
+                             NULL};
+    cg_http_respond_upgrade (exchange, headers, s_upgraded, socket);
+}
+
+int
+cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max)
+{
+    int count = 0;
+    s_socket_t *socket = zlistx_first (self->sockets);
+    while (socket) {
+        s_socket_t *next = zlistx_next (self->sockets);
+        cg_registry_session_t *session = NULL;
+        cg_registry_kernel_t *kernel = s_kernel (socket, &session);
+        if (!kernel && !socket->over)
+            s_end (socket, 1001, "the kernel was shut down");
+        else if (kernel && kernel->generation != socket->generation
+                 && s_connect (socket, kernel) < 0)
+            s_end (socket, 1011, "the kernel did not come back");
+        bool done = socket->over && !(cg_ws_events (socket->ws) & POLLOUT);
+        if (done || count + 1 + CH_COUNT > max) {
+            if (done) {
+                if (kernel && socket->counted && kernel->connections > 0)
+                    kernel->connections--;
+                zlistx_delete (self->sockets, socket->handle);
+                s_socket_free (&socket);
+            }
+            socket = next;
+            continue;
+        }
+        items[count++] = (zmq_pollitem_t){NULL, socket->fd, cg_ws_events (socket->ws), 0};
+        for (int c = 0; c < CH_COUNT; c++)
+            items[count++] =
+                (zmq_pollitem_t){socket->sockets[c] ? zsock_resolve (socket->sockets[c]) : NULL,
+                                 socket->sockets[c] ? 0 : -1,
+                                 socket->sockets[c] && !socket->over ? ZMQ_POLLIN : 0, 0};
+        socket = next;
+    }
+    return count;
+}
+
+void
+cg_gateway_process (cg_gateway_t *self, zmq_pollitem_t *items, int count)
+{
+    //  The sockets are in the order cg_gateway_items gave them (it dropped none since).
+    int at = 0;
+    for (s_socket_t *socket = zlistx_first (self->sockets); socket && at + 1 + CH_COUNT <= count;
+         socket = zlistx_next (self->sockets)) {
+        zmq_pollitem_t *item = items + at;
+        if (item[0].fd != socket->fd)
+            break;
+        at += 1 + CH_COUNT;
+        if (cg_ws_process (socket->ws, item[0].revents) < 0 && !socket->over) {
+            socket->over = true;
+            cg_log (2, "gateway: a WebSocket of kernel %s closed", socket->kernel_id);
+        }
+        cg_registry_session_t *session = NULL;
+        cg_registry_kernel_t *kernel = s_kernel (socket, &session);
+        for (int c = 0; kernel && c < CH_COUNT; c++)
+            if (item[1 + c].revents & ZMQ_POLLIN)
+                s_relay (socket, c, kernel);
+    }
+}
+
+void
+cg_gateway_ws_close_all (cg_gateway_t *self)
+{
+    for (s_socket_t *socket = zlistx_first (self->sockets); socket;
+         socket = zlistx_next (self->sockets)) {
+        cg_ws_close (socket->ws, 1001, "the server stops");
+        s_socket_free (&socket);
+    }
+    zlistx_purge (self->sockets);
+}
