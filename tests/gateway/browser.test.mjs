@@ -32,6 +32,7 @@ const PYTHON = '/usr/bin/python3'; // not the pyenv shim first on PATH
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = process.env.CELLGATE_TEST_ARTIFACTS || path.join(REPO_ROOT, 'build', 'test-artifacts');
 const SCREENSHOT = path.join(ARTIFACTS, 'gateway-notebook.png');
+const LOGFILE = path.join(ARTIFACTS, 'gateway-notebook.log'); // the diagnostics, pass or fail
 const NOTEBOOK_NAME = 'gateway.ipynb';
 const KERNEL_WAIT_MS = 120000;
 const OUTPUT_WAIT_MS = 90000;
@@ -104,17 +105,18 @@ async function nb(urlPath) {
 const tail = (text, n = 6000) => (text.length > n ? '...' + text.slice(-n) : text);
 
 /** Everything that explains a failure: the page's WebSocket messages and console, both servers' logs. */
-function diagnostics() {
+function diagnostics(all = false) {
+  const n = all ? Infinity : 60;
   return [
-    `--- page kernel WebSocket messages (last 60 of ${wsLog.length}) ---`,
-    wsLog.slice(-60).join('\n'),
+    `--- page kernel WebSocket messages (last ${Math.min(n, wsLog.length)} of ${wsLog.length}) ---`,
+    wsLog.slice(-n).join('\n'),
     `--- page console (last 40) ---`,
     consoleLog.slice(-40).join('\n'),
     refused.length ? `--- refused requests to other hosts ---\n${refused.join('\n')}` : '',
     `--- jupyter notebook log (tail) ---`,
-    jupyter ? tail(jupyter.logText(), 12000) : '(not started)',
+    jupyter ? (all ? jupyter.logText() : tail(jupyter.logText(), 12000)) : '(not started)',
     `--- cellgate stderr (tail) ---`,
-    server ? tail(server.stderrText(), 6000) : '(not started)',
+    server ? (all ? server.stderrText() : tail(server.stderrText(), 6000)) : '(not started)',
   ].join('\n');
 }
 
@@ -257,7 +259,8 @@ async function launchBrowser() {
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // The notebook scrolls inside #site, not the page: a viewport tall enough for every cell.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1400 } });
   // Never contact any host but this machine.
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
@@ -292,6 +295,13 @@ after(async () => {
   await stopJupyter().catch((err) => process.stderr.write(`gateway_browser: stopping jupyter: ${err.message}\n`));
   await server?.close();
   if (screenshotTaken) process.stderr.write(`gateway_browser: screenshot ${SCREENSHOT}\n`);
+  if (server) {
+    try {
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      fs.writeFileSync(LOGFILE, diagnostics(true) + '\n');
+      process.stderr.write(`gateway_browser: log ${LOGFILE}\n`);
+    } catch {}
+  }
 });
 
 // --- the tests -----------------------------------------------------------------------------
