@@ -244,6 +244,37 @@ cg_session_prestart_command (cg_session_t *self, cg_error_t **err)
     return self->waiter ? 0 : -1;
 }
 
+//  Loads LANGUAGE's spec into slot INDEX. Returns 0, or -1 with *err set.
+static int
+s_load_spec (cg_session_t *self, int index, const char *language, cg_error_t **err)
+{
+    self->specs[index] = cg_kernel_spec_load (self->config->kernels_dir, language, err);
+    if (self->specs[index] && cg_fault_at ("kernel_spec", err) < 0)
+        cg_kernel_spec_destroy (&self->specs[index]);
+    return self->specs[index] ? 0 : -1;
+}
+
+int
+cg_session_kernel_env (cg_session_t *self, const char *language, const char *const *env,
+                       cg_error_t **err)
+{
+    int index = s_kernel_index (self, language, true);
+    if (index < 0)
+        return cg_error_set (err, ENOSPC, "too many kernels in one session");
+    if (!self->specs[index] && s_load_spec (self, index, language, err) < 0)
+        return -1;
+    cg_kernel_spec_t *spec = self->specs[index];
+    size_t have = cg_strv_count ((const char *const *)spec->env), more = cg_strv_count (env);
+    char **joined = cg_strv_new (have + more);
+    for (size_t i = 0; i < have; i++)
+        joined[i] = cg_xstrdup (spec->env[i]);
+    for (size_t i = 0; i < more; i++)
+        joined[have + i] = cg_xstrdup (env[i]);
+    cg_strv_free (spec->env);
+    spec->env = joined;
+    return 0;
+}
+
 cg_kernel_t *
 cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err)
 {
@@ -252,13 +283,8 @@ cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err)
         cg_error_set (err, ENOSPC, "too many kernels in one session");
         return NULL;
     }
-    if (!self->specs[index]) {
-        self->specs[index] = cg_kernel_spec_load (self->config->kernels_dir, language, err);
-        if (self->specs[index] && cg_fault_at ("kernel_spec", err) < 0)
-            cg_kernel_spec_destroy (&self->specs[index]);
-        if (!self->specs[index])
-            return NULL;
-    }
+    if (!self->specs[index] && s_load_spec (self, index, language, err) < 0)
+        return NULL;
     if (!self->kernels[index]) {
         if (!self->container_running && s_start_container (self, err) < 0)
             return NULL;

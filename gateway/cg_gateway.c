@@ -184,30 +184,43 @@ s_wait (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *session_id
     return key;
 }
 
-//  Checks a start request's "env": an object of strings whose names are KERNEL_*
-//  (what GatewayClient forwards); KERNEL_WORKING_DIR, when relative, must stay in the
-//  workspace. Returns NULL, or why it is refused.
-static const char *
-s_check_env (const json_t *env)
+//  What of a start request's "env" reaches the kernel: KERNEL_* variables (what
+//  GatewayClient forwards) and the locale's (S_ENV_ALLOWED); other names are dropped
+//  (logged). Returns the variables (a new object), or NULL with *WHY when ENV is not an
+//  object of strings or KERNEL_WORKING_DIR climbs out of the workspace.
+#define S_ENV_ALLOWED "LANG", "LC_ALL", "TZ"
+static json_t *
+s_kernel_env (const json_t *env, const char **why)
 {
+    json_t *kept = json_object ();
     if (!env)
-        return NULL;
-    if (!json_is_object (env))
-        return "env must be an object of strings";
+        return kept;
     const char *name;
     json_t *value;
+    *why = json_is_object (env) ? NULL : "env must be an object of strings";
     json_object_foreach (CG_UNCONST (env), name, value)
     {
-        if (!json_is_string (value) || json_string_length (value) > 4096)
-            return "env values must be strings of at most 4096 bytes";
-        if (strncmp (name, "KERNEL_", 7) != 0 || strlen (name) > 64
-            || strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen (name))
-            return "env may carry KERNEL_* variables only (upper case, at most 64 characters)";
+        if (!json_is_string (value) || json_string_length (value) > 4096) {
+            *why = "env values must be strings of at most 4096 bytes";
+            break;
+        }
+        static const char *const allowed[] = {S_ENV_ALLOWED};
+        bool ok = strncmp (name, "KERNEL_", 7) == 0 && strlen (name) <= 64
+                  && strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen (name);
+        for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++)
+            ok |= strcmp (name, allowed[i]) == 0;
+        if (ok)
+            json_object_set (kept, name, value);
+        else
+            cg_log (2, "gateway: a kernel's env variable was dropped (only KERNEL_*, LANG, "
+                       "LC_ALL and TZ reach a kernel)");
     }
-    const char *dir = json_string_value (json_object_get (env, "KERNEL_WORKING_DIR"));
-    if (dir && dir[0] != '/' && (strstr (dir, "..") || strchr (dir, '\\')))
-        return "KERNEL_WORKING_DIR must be a path in the workspace, without '..'";
-    return NULL;
+    const char *dir = json_string_value (json_object_get (kept, "KERNEL_WORKING_DIR"));
+    if (!*why && dir && dir[0] != '/' && (strstr (dir, "..") || strchr (dir, '\\')))
+        *why = "KERNEL_WORKING_DIR must be a path in the workspace, without '..'";
+    if (*why)
+        json_decref (kept);
+    return *why ? NULL : kept;
 }
 
 //  POST /api/kernels {"name", "env"}: a new session (its own sandbox) with that kernel.
@@ -220,7 +233,9 @@ s_start_kernel (cg_gateway_t *self, cg_http_exchange_t *exchange)
     json_t *request = len ? json_loadb (body, len, 0, &error) : json_object ();
     const char *name = json_string_value (json_object_get (request, "name"));
     const char *language = cg_gateway_language (name ? name : "python3");
-    const char *bad_env = request ? s_check_env (json_object_get (request, "env")) : NULL;
+    const char *bad_env = NULL;
+    json_t *env =
+        json_is_object (request) ? s_kernel_env (json_object_get (request, "env"), &bad_env) : NULL;
     if (!json_is_object (request) || (json_object_get (request, "name") && !name))
         cg_http_respond_error (
             exchange, 400, "bad_request",
@@ -242,10 +257,12 @@ s_start_kernel (cg_gateway_t *self, cg_http_exchange_t *exchange)
                                    "every sandbox is in use (--max-sessions); close one first");
         else {
             cleanup_free char *key = s_wait (self, exchange, id, language, NULL);
-            zsock_send (session->runner, "sss", "START", key, language);
+            cleanup_free char *env_text = json_dumps (env, JSON_COMPACT);
+            zsock_send (session->runner, "ssss", "START", key, language, env_text);
             cg_log (2, "gateway: starting a %s kernel in session %s", language, id);
         }
     }
+    json_decref (env);
     json_decref (request);
 }
 

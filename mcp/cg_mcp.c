@@ -449,6 +449,8 @@ s_poll_once (cg_server_t *self)
     int http_ms = self->http ? cg_http_timeout_ms (self->http) : -1;
     if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
         wait_ms = http_ms;
+    if (self->gateway)
+        wait_ms = cg_gateway_timeout_ms (self->gateway, wait_ms);
     if (zmq_poll (items, (int)(FIXED + closing) + gateway, wait_ms) < 0)
         return errno == EINTR ? 1 : -1;
     if (self->http)
