@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { REPO_ROOT, startHttpServer } from '../e2e/lib.mjs';
+import { isBusy, REPO_ROOT, startHttpServer } from '../e2e/lib.mjs';
 
 const PYTHON = '/usr/bin/python3'; // not the pyenv shim first on PATH
 const CHROMIUM = '/usr/bin/chromium';
@@ -34,6 +34,8 @@ const ARTIFACTS = process.env.CELLGATE_TEST_ARTIFACTS || path.join(REPO_ROOT, 'b
 const SCREENSHOT = path.join(ARTIFACTS, 'gateway-notebook.png');
 const LOGFILE = path.join(ARTIFACTS, 'gateway-notebook.log'); // the diagnostics, pass or fail
 const NOTEBOOK_NAME = 'gateway.ipynb';
+const AGENT_NOTEBOOK = 'agent.ipynb'; // opened on the MCP agent's kernel
+const AGENT_SCREENSHOT = path.join(ARTIFACTS, 'gateway-notebook-agent.png');
 const KERNEL_WAIT_MS = 120000;
 const OUTPUT_WAIT_MS = 90000;
 
@@ -54,6 +56,7 @@ const notebookToken = crypto.randomBytes(24).toString('hex');
 let server; // startHttpServer's handle: cellgate, the gateway
 let jupyter; // { proc, port, base, dirs, logText(), exited }
 let browser;
+let context;
 let page;
 const wsLog = []; // the page's kernel WebSocket messages, summarised
 const consoleLog = [];
@@ -92,8 +95,12 @@ async function gw(method, urlPath, { body, headers = {} } = {}) {
 }
 
 /** A request to the notebook server with its token. */
-async function nb(urlPath) {
-  const res = await fetch(`${jupyter.base}${urlPath}`, { headers: { Authorization: `token ${notebookToken}` } });
+async function nb(urlPath, { method = 'GET', body } = {}) {
+  const res = await fetch(`${jupyter.base}${urlPath}`, {
+    method,
+    headers: { Authorization: `token ${notebookToken}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   let json;
   try {
@@ -139,23 +146,24 @@ function summarise(dir, payload) {
   }
 }
 
-async function screenshot() {
-  if (!page) return;
+async function screenshot(p = page, file = SCREENSHOT) {
+  if (!p) return;
   try {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
-    screenshotTaken = true;
+    await p.screenshot({ path: file, fullPage: true });
+    if (file === SCREENSHOT) screenshotTaken = true;
   } catch (err) {
     process.stderr.write(`gateway_browser: screenshot failed: ${err.message}\n`);
   }
 }
 
 /** Runs fn; on failure takes the screenshot and adds the diagnostics to the error. */
-async function explained(fn, { shot = true } = {}) {
+async function explained(fn, { shot = true, shotPage, shotFile } = {}) {
   try {
     return await fn();
   } catch (err) {
-    if (shot) {
+    if (shotPage?.()) await screenshot(shotPage(), shotFile);
+    else if (shot) {
       failed = true;
       await screenshot();
     }
@@ -192,6 +200,7 @@ async function startJupyter() {
   };
   for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
   fs.writeFileSync(path.join(dirs.notebooks, NOTEBOOK_NAME), JSON.stringify(notebookJson(), null, 1));
+  fs.writeFileSync(path.join(dirs.notebooks, AGENT_NOTEBOOK), JSON.stringify(notebookJson(), null, 1));
   const port = await freePort();
   const args = [
     '-m', 'notebook',
@@ -260,7 +269,7 @@ async function launchBrowser() {
     args: ['--no-sandbox', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   // The notebook scrolls inside #site, not the page: a viewport tall enough for every cell.
-  const context = await browser.newContext({ viewport: { width: 1280, height: 1400 } });
+  context = await browser.newContext({ viewport: { width: 1280, height: 1400 } });
   // Never contact any host but this machine.
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
@@ -268,16 +277,22 @@ async function launchBrowser() {
     refused.push(route.request().url());
     return route.abort('blockedbyclient');
   });
-  page = await context.newPage();
-  page.on('console', (m) => consoleLog.push(`${m.type()}: ${m.text()}`.slice(0, 500)));
-  page.on('pageerror', (e) => consoleLog.push(`pageerror: ${e.message}`.slice(0, 500)));
-  page.on('websocket', (ws) => {
-    wsLog.push(`open ${ws.url().replace(/token=[^&]+/, 'token=…')}`);
-    ws.on('framesent', (f) => wsLog.push(summarise('->', f.payload)));
-    ws.on('framereceived', (f) => wsLog.push(summarise('<-', f.payload)));
-    ws.on('socketerror', (e) => wsLog.push(`socketerror ${e}`));
-    ws.on('close', () => wsLog.push(`close ${ws.url().replace(/token=[^&]+/, 'token=…')}`));
+  page = await newPage('');
+}
+
+/** A page in the browser's context, its console and kernel WebSocket messages logged (tag first). */
+async function newPage(tag) {
+  const p = await context.newPage();
+  p.on('console', (m) => consoleLog.push(`${tag}${m.type()}: ${m.text()}`.slice(0, 500)));
+  p.on('pageerror', (e) => consoleLog.push(`${tag}pageerror: ${e.message}`.slice(0, 500)));
+  p.on('websocket', (ws) => {
+    wsLog.push(`${tag}open ${ws.url().replace(/token=[^&]+/, 'token=…')}`);
+    ws.on('framesent', (f) => wsLog.push(tag + summarise('->', f.payload)));
+    ws.on('framereceived', (f) => wsLog.push(tag + summarise('<-', f.payload)));
+    ws.on('socketerror', (e) => wsLog.push(`${tag}socketerror ${e}`));
+    ws.on('close', () => wsLog.push(`${tag}close ${ws.url().replace(/token=[^&]+/, 'token=…')}`));
   });
+  return p;
 }
 
 // --- set-up and tear-down ----------------------------------------------------------------
@@ -459,3 +474,94 @@ test('the toolbar restarts the kernel: same id in cellgate, its state gone', opt
     assert.ok(k, `cellgate no longer lists kernel ${id} after the restart: ${list.status} ${list.text}`);
     assert.ok(k.connections >= 1, `connections must be >= 1 after the restart: ${list.text}`);
   }));
+
+// Sharing (the contract's last part): an MCP agent's session kernel, listed by the gateway
+// under the kernel_id its results carry, opened in the notebook: the page sees the agent's
+// variable, the agent gets session_busy while the page's cell runs, then sees the page's.
+let agentPage;
+test("the MCP agent's kernel opened in the notebook: shared state both ways, session_busy while a cell runs", opts, () =>
+  explained(async () => {
+    const { client } = await server.connect();
+    const call = async (name, args) => {
+      const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
+      return { r, s: r.structuredContent ?? {} };
+    };
+    const started = await call('start_session', { language: 'python' });
+    assert.ok(started.s.session_id, `start_session: ${JSON.stringify(started.r).slice(0, 2000)}`);
+    const sid = started.s.session_id;
+    const set = await call('execute_code', { language: 'python', session_id: sid, code: 'agent_x = 41\nprint(agent_x)' });
+    assert.equal(set.s.status, 'success', JSON.stringify(set.r).slice(0, 2000));
+    const kernelId = set.s.kernel_id;
+    assert.match(kernelId ?? '', /^[0-9a-f-]{36}$/, `execute_code has no kernel_id: ${JSON.stringify(set.s).slice(0, 2000)}`);
+    if (started.s.kernel_id !== undefined) assert.equal(started.s.kernel_id, kernelId, 'start_session and execute_code disagree on kernel_id');
+    const listed = await gw('GET', '/api/kernels');
+    assert.ok(listed.json?.some?.((m) => m.id === kernelId), `GET /api/kernels does not list the agent's kernel ${kernelId}: ${listed.text}`);
+
+    // The classic Notebook 6.4.12 cannot attach to a gateway kernel it did not start: its
+    // GatewayKernelManager keeps only kernels it started (list_kernels drops the others) and
+    // POST /api/sessions with {kernel: {id}} then starts a new kernel with name null instead.
+    // Its WebSocket proxy forwards any kernel id, though, so agent.ipynb is opened (on a
+    // kernel of its own) and the page's Kernel is pointed at the agent's kernel, as the page
+    // itself does with a kernel it has just started (Kernel._kernel_created).
+    agentPage = await newPage('agent: ');
+    await agentPage.goto(`${jupyter.base}/notebooks/${AGENT_NOTEBOOK}?token=${notebookToken}`, { waitUntil: 'domcontentloaded', timeout: 60000 });
+    await agentPage.waitForFunction(idleIcon, null, { timeout: KERNEL_WAIT_MS, polling: 250 });
+    const own = await agentPage.evaluate(() => window.Jupyter.notebook.kernel.id);
+    assert.notEqual(own, kernelId);
+    await agentPage.evaluate((id) => window.Jupyter.notebook.kernel._kernel_created({ id }), kernelId);
+    await agentPage.waitForFunction((id) => {
+      const k = window.Jupyter.notebook.kernel;
+      return k.id === id && k.is_connected() && k.info_reply?.status === 'ok' && document.querySelector('#kernel_indicator_icon')?.classList.contains('kernel_idle_icon');
+    }, kernelId, { timeout: KERNEL_WAIT_MS, polling: 250 });
+
+    await agentPage.locator('#notebook-container .cell').first().locator('.CodeMirror').click();
+    await agentPage.keyboard.type('print(agent_x + 1)');
+    await agentPage.keyboard.press('Shift+Enter');
+    const out0 = agentPage.locator('#notebook-container .cell').nth(0).locator('.output_area .output_subarea');
+    await out0.first().waitFor({ timeout: OUTPUT_WAIT_MS });
+    assert.equal((await out0.first().innerText()).trim(), '42', "the page does not see the agent's variable");
+
+    await agentPage.waitForFunction(() => window.Jupyter.notebook.get_selected_index() === 1, null, { timeout: 10000 });
+    await agentPage.keyboard.insertText("import time; notebook_y = 'set in the notebook'; print('napping', flush=True); time.sleep(8); print('awake')");
+    await agentPage.keyboard.press('Shift+Enter');
+    const cell1 = agentPage.locator('#notebook-container .cell').nth(1);
+    await cell1.locator('.output_area').filter({ hasText: 'napping' }).first().waitFor({ timeout: OUTPUT_WAIT_MS });
+    const busy = await call('execute_code', { language: 'python', session_id: sid, code: 'print("agent during the cell")' });
+    assert.ok(isBusy(busy.r) && busy.s.error === 'session_busy',
+      `the agent's call while the page's cell runs must get session_busy: ${JSON.stringify(busy.r).slice(0, 2000)}`);
+    await cell1.locator('.output_area').filter({ hasText: 'awake' }).first().waitFor({ timeout: 30000 });
+    await agentPage.waitForFunction(idleIcon, null, { timeout: 30000, polling: 250 });
+
+    let seen;
+    for (let i = 0; i < 20; i++) { // the page's execute_reply may reach the page before the session is free
+      seen = await call('execute_code', { language: 'python', session_id: sid, code: 'print(notebook_y)' });
+      if (!isBusy(seen.r)) break;
+      await sleep(250);
+    }
+    assert.equal(seen.s.status, 'success', JSON.stringify(seen.r).slice(0, 2000));
+    assert.equal(seen.s.stdout, 'set in the notebook\n', "the agent does not see the page's variable");
+
+    const k = (await gw('GET', '/api/kernels')).json.find((m) => m.id === kernelId);
+    assert.ok(k && k.connections >= 1, `the agent's kernel must list connections >= 1 while the page is open: ${JSON.stringify(k)}`);
+    // An MCP client's kernel is not the front end's to delete.
+    const del = await gw('DELETE', `/api/kernels/${kernelId}`);
+    assert.equal(del.status, 403, `DELETE of the agent's kernel: ${del.status} ${del.text}`);
+    await screenshot(agentPage, AGENT_SCREENSHOT);
+  }, { shotPage: () => agentPage, shotFile: AGENT_SCREENSHOT }));
+
+// A session made without a kernel name: the notebook's GatewayKernelManager then sends
+// POST /api/kernels {"name": null, "env": {...}}, which Jupyter Server and the Kernel Gateway
+// answer with the default kernel (MainKernelHandler: setdefault leaves the null,
+// MultiKernelManager.start_kernel(kernel_name=None) takes the default).
+test('a notebook session with no kernel name gets the default kernel ({"name": null})', opts, () =>
+  explained(async () => {
+    const made = await nb('/api/sessions', { method: 'POST', body: { path: 'unnamed.ipynb', type: 'notebook', name: '', kernel: {} } });
+    assert.equal(made.status, 201, `notebook POST /api/sessions with kernel {}: ${made.status} ${made.text}`);
+    const id = made.json.kernel.id;
+    const one = await gw('GET', `/api/kernels/${id}`);
+    assert.equal(one.status, 200, `GET /api/kernels/${id}: ${one.status} ${one.text}`);
+    assert.equal(one.json.name, 'python3', one.text);
+    const gone = await nb(`/api/sessions/${made.json.id}`, { method: 'DELETE' });
+    assert.equal(gone.status, 204, `notebook DELETE /api/sessions/${made.json.id}: ${gone.status} ${gone.text}`);
+    assert.equal((await gw('GET', `/api/kernels/${id}`)).status, 404, 'the kernel outlived its notebook session');
+  }, { shot: false }));
