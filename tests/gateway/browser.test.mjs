@@ -12,7 +12,10 @@
 // request the page makes to a host other than 127.0.0.1 is refused. The notebook is opened
 // with its token, `print(6*7)` is typed into the first cell and run with Shift+Enter, then an
 // HTML display and a matplotlib PNG; the outputs must show. cellgate's GET /api/kernels must
-// list the notebook's kernel with connections >= 1. A screenshot is saved to
+// list the notebook's kernel with connections >= 1. The toolbar's interrupt and restart go
+// through the notebook to cellgate's REST. An MCP agent's session kernel (kernel_id) opened
+// in a second page shares its state both ways, with session_busy for the agent while the
+// page's cell runs (gateway-notebook-agent.png). A screenshot is saved to
 // $CELLGATE_TEST_ARTIFACTS (default build/test-artifacts)/gateway-notebook.png, also on
 // failure; a failure prints the WebSocket messages the page saw, the page's console, the
 // notebook's log (--debug: every gateway request and message summary) and cellgate's stderr.
