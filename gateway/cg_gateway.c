@@ -184,13 +184,10 @@ s_wait (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *session_id
     return key;
 }
 
-//  What of a start request's "env" reaches the kernel: KERNEL_* variables (what
-//  GatewayClient forwards) and the locale's (S_ENV_ALLOWED); other names are dropped
-//  (logged). Returns the variables (a new object), or NULL with *WHY when ENV is not an
-//  object of strings or KERNEL_WORKING_DIR climbs out of the workspace.
+//  The variables a kernel may get (cg_gateway_kernel_env).
 #define S_ENV_ALLOWED "LANG", "LC_ALL", "TZ"
-static json_t *
-s_kernel_env (const json_t *env, const char **why)
+json_t *
+cg_gateway_kernel_env (const json_t *env, const char **why)
 {
     json_t *kept = json_object ();
     if (!env)
@@ -234,8 +231,9 @@ s_start_kernel (cg_gateway_t *self, cg_http_exchange_t *exchange)
     const char *name = json_string_value (json_object_get (request, "name"));
     const char *language = cg_gateway_language (name ? name : "python3");
     const char *bad_env = NULL;
-    json_t *env =
-        json_is_object (request) ? s_kernel_env (json_object_get (request, "env"), &bad_env) : NULL;
+    json_t *env = json_is_object (request)
+                      ? cg_gateway_kernel_env (json_object_get (request, "env"), &bad_env)
+                      : NULL;
     if (!json_is_object (request) || (json_object_get (request, "name") && !name))
         cg_http_respond_error (
             exchange, 400, "bad_request",
