@@ -29,7 +29,8 @@ s_env (const uint8_t *data, size_t size)
     CG_FUZZ_CHECK ((kept == NULL) == (why != NULL), "an env or a reason");
     const char *name;
     json_t *value;
-    json_object_foreach (kept, name, value) {
+    json_object_foreach (kept, name, value)
+    {
         CG_FUZZ_CHECK (json_is_string (value), "strings only");
         CG_FUZZ_CHECK (strncmp (name, "KERNEL_", 7) == 0 || strcmp (name, "LANG") == 0
                            || strcmp (name, "LC_ALL") == 0 || strcmp (name, "TZ") == 0,
@@ -89,17 +90,15 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     CG_FUZZ_CHECK (cg_jmsg_decode (protocol, binary, (const uint8_t *)out, len, &again, &why) == 0,
                    "an encoded message decodes");
     s_check_parts (&again, (const uint8_t *)out, len);
-    CG_FUZZ_CHECK (strcmp (again.channel, msg.channel) == 0
-                       && strcmp (again.msg_id, msg.msg_id) == 0
-                       && strcmp (again.msg_type, msg.msg_type) == 0
-                       && again.buffer_count == msg.buffer_count,
-                   "and keeps channel, ids and buffers");
+    CG_FUZZ_CHECK (
+        strcmp (again.channel, msg.channel) == 0 && strcmp (again.msg_id, msg.msg_id) == 0
+            && strcmp (again.msg_type, msg.msg_type) == 0 && again.buffer_count == msg.buffer_count,
+        "and keeps channel, ids and buffers");
     for (size_t i = 0; i < msg.buffer_count; i++)
-        CG_FUZZ_CHECK (again.buffers[i].size == msg.buffers[i].size
-                           && memcmp (again.buffers[i].data, msg.buffers[i].data,
-                                      msg.buffers[i].size)
-                                  == 0,
-                       "byte for byte");
+        CG_FUZZ_CHECK (
+            again.buffers[i].size == msg.buffers[i].size
+                && memcmp (again.buffers[i].data, msg.buffers[i].data, msg.buffers[i].size) == 0,
+            "byte for byte");
     cg_jmsg_clear (&again);
     free (out);
     cg_jmsg_clear (&msg);

@@ -66,8 +66,8 @@ test_legacy_json (void)
     CHECK (strcmp (json_string_value (json_object_get (root, "channel")), "iopub") == 0
                && strcmp (json_string_value (json_object_get (root, "msg_id")), "k\"1") == 0
                && json_array_size (json_object_get (root, "buffers")) == 0
-               && strcmp (json_string_value (json_object_get (json_object_get (root, "content"),
-                                                              "text")),
+               && strcmp (json_string_value (
+                              json_object_get (json_object_get (root, "content"), "text")),
                           "hi")
                       == 0,
            "fields as Jupyter Server sends them");
@@ -81,11 +81,13 @@ test_refusals (void)
     const char *name = "refusals";
     const char *cases[] = {
         "[1]",
-        "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"x\"}, \"content\": {}, \"channel\": \"iopub\"}",
+        "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"x\"}, \"content\": {}, \"channel\": "
+        "\"iopub\"}",
         "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"shutdown_request\"}, \"content\": {}, "
         "\"channel\": \"control\"}",
         "{\"header\": {\"msg_type\": \"x\"}, \"content\": {}, \"channel\": \"shell\"}",
-        "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"x\"}, \"content\": 3, \"channel\": \"shell\"}",
+        "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"x\"}, \"content\": 3, \"channel\": "
+        "\"shell\"}",
         "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"x\"}, \"content\": {}}",
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -152,8 +154,8 @@ static void
 test_env (void)
 {
     const char *name = "env";
-    json_t *env = json_pack ("{s:s, s:s, s:s, s:s}", "KERNEL_USERNAME", "ann", "PATH", "/x",
-                             "LANG", "C.UTF-8", "KERNEL_WORKING_DIR", "sub/dir");
+    json_t *env = json_pack ("{s:s, s:s, s:s, s:s}", "KERNEL_USERNAME", "ann", "PATH", "/x", "LANG",
+                             "C.UTF-8", "KERNEL_WORKING_DIR", "sub/dir");
     const char *why = NULL;
     json_t *kept = cg_gateway_kernel_env (env, &why);
     CHECK (kept && !why, "kept");
