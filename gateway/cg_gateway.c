@@ -301,7 +301,9 @@ s_start_kernel (cg_gateway_t *self, cg_http_exchange_t *exchange)
     cg_registry_session_t *session = NULL;
     cg_registry_kernel_t *kernel =
         attach ? cg_registry_kernel_find (self->registry, attach, &session) : NULL;
-    if (!json_is_object (request) || (json_object_get (request, "name") && !name))
+    //  A null name (Notebook 6's gateway client for a session without one) is the default.
+    json_t *given = json_object_get (request, "name");
+    if (!json_is_object (request) || (given && !name && !json_is_null (given)))
         cg_http_respond_error (
             exchange, 400, "bad_request",
             "the body must be a JSON object: {\"name\": kernelspec, \"env\": {}}");

@@ -88,7 +88,7 @@ test_refusals (void)
         "{\"header\": {\"msg_type\": \"x\"}, \"content\": {}, \"channel\": \"shell\"}",
         "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"x\"}, \"content\": 3, \"channel\": "
         "\"shell\"}",
-        "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"x\"}, \"content\": {}}",
+        "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"x\"}, \"content\": {}, \"channel\": 1}",
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cg_jmsg_t msg;
@@ -110,6 +110,14 @@ test_refusals (void)
            "an offset past the end");
     CHECK (cg_jmsg_decode (CG_JMSG_V1, false, (const uint8_t *)"{}", 2, &msg, &why) < 0,
            "v1 is binary");
+    //  No channel: shell, as Jupyter Server takes it.
+    const char *bare = "{\"header\": {\"msg_id\": \"a\", \"msg_type\": \"kernel_info_request\"}, "
+                       "\"content\": {}}";
+    CHECK (cg_jmsg_decode (CG_JMSG_LEGACY, false, (const uint8_t *)bare, strlen (bare), &msg, &why)
+                   == 0
+               && strcmp (msg.channel, "shell") == 0,
+           "no channel is shell");
+    cg_jmsg_clear (&msg);
     s_passes++;
 }
 
