@@ -539,7 +539,11 @@ cg_registry_reap_idle (cg_registry_t *self)
     zlistx_t *expired = zlistx_new ();
     for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
          s = zhashx_next (self->sessions)) {
-        if (s->busy)
+        //  A session a Jupyter front end is attached to is in use, as a busy one is.
+        bool attached = false;
+        for (int k = 0; k < CG_REGISTRY_KERNELS; k++)
+            attached |= s->kernels[k].connections > 0;
+        if (s->busy || attached)
             continue;
         int64_t due = s->last_activity_us + ttl_us;
         if (due <= now)

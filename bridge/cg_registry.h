@@ -187,7 +187,8 @@ zlistx_t *cg_registry_sessions (cg_registry_t *self, const char *owner);
     array. */
 json_t *cg_registry_names (zlistx_t *list);
 
-/*  Retires the sessions idle (not busy) for longer than the idle TTL, and tends the warm
+/*  Retires the sessions idle (not busy, no Jupyter front end attached) for longer than
+    the idle TTL, and tends the warm
     pool (cg_pool_tick; it refills only while no call runs). Returns the ms until it
     wants to be called again (at most 60000), or -1 when nothing is due. */
 int cg_registry_reap_idle (cg_registry_t *self);

@@ -365,6 +365,8 @@ cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max)
             if (done) {
                 if (kernel && socket->counted && kernel->connections > 0)
                     kernel->connections--;
+                if (session) /* its idle time counts from now */
+                    cg_registry_touch (session);
                 zlistx_delete (self->sockets, socket->handle);
                 s_socket_free (&socket);
             }
