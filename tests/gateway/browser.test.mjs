@@ -13,8 +13,9 @@
 // with its token, `print(6*7)` is typed into the first cell and run with Shift+Enter, then an
 // HTML display and a matplotlib PNG; the outputs must show. cellgate's GET /api/kernels must
 // list the notebook's kernel with connections >= 1. The toolbar's interrupt and restart go
-// through the notebook to cellgate's REST. An MCP agent's session kernel (kernel_id) opened
-// in a second page shares its state both ways, with session_busy for the agent while the
+// through the notebook to cellgate's REST. An MCP agent's session kernel (kernel_id), chosen
+// in a second page's Kernel > Change kernel menu (its attach-<kernel id> kernelspec), shares
+// its state both ways, with session_busy for the agent while the
 // page's cell runs (gateway-notebook-agent.png). A screenshot is saved to
 // $CELLGATE_TEST_ARTIFACTS (default build/test-artifacts)/gateway-notebook.png, also on
 // failure; a failure prints the WebSocket messages the page saw, the page's console, the
@@ -500,22 +501,32 @@ test("the MCP agent's kernel opened in the notebook: shared state both ways, ses
     const listed = await gw('GET', '/api/kernels');
     assert.ok(listed.json?.some?.((m) => m.id === kernelId), `GET /api/kernels does not list the agent's kernel ${kernelId}: ${listed.text}`);
 
-    // The classic Notebook 6.4.12 cannot attach to a gateway kernel it did not start: its
-    // GatewayKernelManager keeps only kernels it started (list_kernels drops the others) and
-    // POST /api/sessions with {kernel: {id}} then starts a new kernel with name null instead.
-    // Its WebSocket proxy forwards any kernel id, though, so agent.ipynb is opened (on a
-    // kernel of its own) and the page's Kernel is pointed at the agent's kernel, as the page
-    // itself does with a kernel it has just started (Kernel._kernel_created).
+    // Each running kernel has a kernelspec of its own, attach-<kernel id>: agent.ipynb is
+    // opened (on a new kernel of its own, python3) and switched to the agent's kernel in
+    // the menu, Kernel > Change kernel > "Agent's session ... (python, live)".
+    const attach = `attach-${kernelId}`;
+    const specs = await gw('GET', '/api/kernelspecs');
+    assert.ok(specs.json?.kernelspecs?.[attach], `GET /api/kernelspecs has no ${attach}: ${specs.text}`);
+    const display = specs.json.kernelspecs[attach].spec.display_name;
+    assert.match(display, /^Agent's session .*\(python, live\)$/, specs.text);
+
     agentPage = await newPage('agent: ');
     await agentPage.goto(`${jupyter.base}/notebooks/${AGENT_NOTEBOOK}?token=${notebookToken}`, { waitUntil: 'domcontentloaded', timeout: 60000 });
     await agentPage.waitForFunction(idleIcon, null, { timeout: KERNEL_WAIT_MS, polling: 250 });
     const own = await agentPage.evaluate(() => window.Jupyter.notebook.kernel.id);
     assert.notEqual(own, kernelId);
-    await agentPage.evaluate((id) => window.Jupyter.notebook.kernel._kernel_created({ id }), kernelId);
+    await agentPage.locator('#menubar a.dropdown-toggle', { hasText: /^Kernel$/ }).click();
+    await agentPage.locator('#menu-change-kernel').hover();
+    const entry = agentPage.locator(`#kernel-submenu-${attach} > a`);
+    assert.equal((await entry.innerText({ timeout: 10000 })).trim(), display);
+    await entry.click();
     await agentPage.waitForFunction((id) => {
       const k = window.Jupyter.notebook.kernel;
-      return k.id === id && k.is_connected() && k.info_reply?.status === 'ok' && document.querySelector('#kernel_indicator_icon')?.classList.contains('kernel_idle_icon');
+      return k?.id === id && k.is_connected() && document.querySelector('#kernel_indicator_icon')?.classList.contains('kernel_idle_icon');
     }, kernelId, { timeout: KERNEL_WAIT_MS, polling: 250 });
+    assert.equal((await agentPage.locator('#kernel_indicator .kernel_indicator_name').innerText()).trim(), display);
+    const sessions = await nb('/api/sessions');
+    assert.equal(sessions.json?.find?.((x) => x.path === AGENT_NOTEBOOK)?.kernel?.id, kernelId, `the notebook's session is not on the agent's kernel: ${sessions.text}`);
 
     await agentPage.locator('#notebook-container .cell').first().locator('.CodeMirror').click();
     await agentPage.keyboard.type('print(agent_x + 1)');
