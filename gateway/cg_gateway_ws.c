@@ -45,6 +45,7 @@ typedef struct {
     int fds[CH_COUNT];  /* this connection's copies of the endpoint fds */
     zhashx_t *executes; /* msg_ids of the execute_requests it sent */
     bool ready;         /* an iopub message came: the subscription works */
+    bool running;       /* a cell it sent runs (its kernel's frontend_busy is its) */
     zhashx_t *nudges;   /* msg_ids of its own kernel_info_requests (their answers are dropped) */
     int64_t next_nudge; /* when to nudge again (zclock_mono) */
     zlistx_t *held;     /* zframe_t: the front end's messages until ready (more: binary) */
@@ -91,6 +92,7 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
             return -1;
         }
         zsock_set_linger (self->sockets[c], 0);
+        zsock_set_sndtimeo (self->sockets[c], 0); /* a full queue never blocks the loop */
         zsock_set_rcvhwm (self->sockets[c], 0);
         zsock_set_maxmsgsize (self->sockets[c], (int64_t)self->gateway->config->max_message_bytes);
         //  The kernel answers stdin requests to the identity of the shell request.
@@ -227,9 +229,9 @@ s_track_status (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *
     if (!msg->parent_msg_id || !zhashx_lookup (self->executes, msg->parent_msg_id))
         return;
     if (strcmp (state, "busy") == 0)
-        kernel->frontend_busy = true;
+        kernel->frontend_busy = self->running = true;
     else if (strcmp (state, "idle") == 0) {
-        kernel->frontend_busy = false;
+        kernel->frontend_busy = self->running = false;
         zhashx_delete (self->executes, msg->parent_msg_id);
     }
 }
@@ -365,6 +367,9 @@ cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max)
             if (done) {
                 if (kernel && socket->counted && kernel->connections > 0)
                     kernel->connections--;
+                //  No one will see its cell end: the agent may queue behind it.
+                if (kernel && socket->running)
+                    kernel->frontend_busy = false;
                 if (session) /* its idle time counts from now */
                     cg_registry_touch (session);
                 zlistx_delete (self->sockets, socket->handle);
