@@ -327,8 +327,7 @@ cg_http_respond_file (cg_http_exchange_t *exchange, int *fd_p, uint64_t size,
     s_answer (exchange, MHD_HTTP_OK, response, headers);
 }
 
-//  What an upgrade answer hands over: the callee and its argument.
-typedef struct {
+typedef struct { /* what an upgrade answer hands over */
     cg_http_upgrade_fn *fn;
     void *arg;
 } s_upgrade_t;
@@ -349,7 +348,7 @@ cg_http_respond_upgrade (cg_http_exchange_t *exchange, const char *const *header
                          cg_http_upgrade_fn *fn, void *arg)
 {
     s_upgrade_t *upgrade = cg_xcalloc (1, sizeof *upgrade);
-    *upgrade = (s_upgrade_t){fn, arg};
+    *upgrade = (s_upgrade_t){.fn = fn, .arg = arg};
     struct MHD_Response *response = MHD_create_response_for_upgrade (s_upgrade_cb, upgrade);
     if (!response) {
         free (upgrade);
@@ -357,8 +356,7 @@ cg_http_respond_upgrade (cg_http_exchange_t *exchange, const char *const *header
                                "cannot create the response");
         return;
     }
-    //  An upgrade answer that never goes out (the client left first) leaks UPGRADE: MHD
-    //  has no hook for that, and it is 16 bytes.
+    //  (16 bytes are lost when the client leaves before: MHD has no hook for that.)
     s_answer (exchange, MHD_HTTP_SWITCHING_PROTOCOLS, response, headers);
 }
 
@@ -822,11 +820,10 @@ cg_http_new (const char *listen, cg_error_t **err)
         return NULL;
     }
     self->loopback = strncmp (listen, "127.", 4) == 0 || strncmp (listen, "[::1]:", 6) == 0;
-    /*  No MHD thread: MHD_USE_EPOLL without MHD_USE_INTERNAL_POLLING_THREAD gives one epoll
-        fd for the caller's poll loop. SIGPIPE is left to MHD (MSG_NOSIGNAL), so file
-        bodies go out with pread and send rather than sendfile: a file that shrinks
-        while it is sent (a sandbox truncating it) then ends the response at once instead
-        of stalling it. */
+    /*  No MHD thread: MHD_USE_EPOLL alone gives one epoll fd for the caller's poll loop.
+        SIGPIPE is left to MHD (MSG_NOSIGNAL), so file bodies go out with pread and send,
+        not sendfile: a file that shrinks while it is sent (a sandbox truncating it) ends
+        the response at once instead of stalling it. Upgrades: the gateway's WebSockets. */
     self->daemon = MHD_start_daemon (
         MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE, 0, NULL,
         NULL, s_access_cb, self, MHD_OPTION_EXTERNAL_LOGGER, s_log_cb, self,

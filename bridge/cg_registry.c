@@ -539,7 +539,11 @@ cg_registry_reap_idle (cg_registry_t *self)
     zlistx_t *expired = zlistx_new ();
     for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
          s = zhashx_next (self->sessions)) {
-        if (s->busy)
+        //  A session a Jupyter front end is attached to is in use, as a busy one is.
+        bool attached = false;
+        for (int k = 0; k < CG_REGISTRY_KERNELS; k++)
+            attached |= s->kernels[k].connections > 0;
+        if (s->busy || attached)
             continue;
         int64_t due = s->last_activity_us + ttl_us;
         if (due <= now)
@@ -606,16 +610,6 @@ cg_registry_counts (cg_registry_t *self, size_t *oneshots, size_t *closing)
     *closing = zlistx_size (self->closing);
 }
 
-void
-cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memory_mb)
-{
-    cg_registry_session_t *s = cg_registry_find_slot (self, slot);
-    if (s) {
-        s->pid = pid;
-        s->memory_mb = memory_mb;
-    }
-}
-
 //  The channel fields of a KERNELS report, in cg_registry_kernel_t's fds order.
 static const char *const s_kernel_channels[] = {"shell", "iopub", "stdin", "control", "hb"};
 
@@ -673,8 +667,8 @@ s_kernel_update (cg_registry_kernel_t *kernel, const char *language, json_t *ite
     kernel->last_activity_us = zclock_time () * 1000;
 }
 
-void
-cg_registry_kernels (cg_registry_t *self, const char *slot, json_t *report)
+static void
+s_kernels (cg_registry_t *self, const char *slot, json_t *report)
 {
     cg_registry_session_t *session = cg_registry_find_slot (self, slot);
     size_t i;
@@ -722,6 +716,29 @@ cg_registry_kernel_find (cg_registry_t *self, const char *id, cg_registry_sessio
             }
     *session_p = NULL;
     return NULL;
+}
+
+bool
+cg_registry_runner_report (cg_registry_t *self, const char *tag, zmsg_t *msg)
+{
+    bool report = strcmp (tag, "REPORT") == 0, kernels = strcmp (tag, "KERNELS") == 0;
+    if (!report && !kernels)
+        return false;
+    cleanup_free char *slot = zmsg_popstr (msg);
+    cg_registry_session_t *s = slot ? cg_registry_find_slot (self, slot) : NULL;
+    if (report) {
+        cleanup_free char *pid = zmsg_popstr (msg), *kib = zmsg_popstr (msg);
+        if (s && pid && kib) {
+            s->pid = atol (pid);
+            s->memory_mb = atol (kib) < 0 ? -1 : atol (kib) / 1024.0;
+        }
+        return true;
+    }
+    zframe_t *frame = zmsg_pop (msg);
+    if (frame && zframe_size (frame) == sizeof (void *))
+        s_kernels (self, slot ? slot : "", *(json_t **)zframe_data (frame));
+    zframe_destroy (&frame);
+    return true;
 }
 
 int

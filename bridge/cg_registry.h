@@ -22,7 +22,7 @@
 
 typedef struct cg_registry_t cg_registry_t;
 
-/*  A kernel of a session, as its runner reported it (KERNELS, cg_registry_kernels) and the
+/*  A kernel of a session, as its runner reported it (KERNELS, cg_registry_runner_report) and the
     Jupyter gateway sees it. */
 #define CG_REGISTRY_KERNELS 4
 typedef struct {
@@ -187,7 +187,8 @@ zlistx_t *cg_registry_sessions (cg_registry_t *self, const char *owner);
     array. */
 json_t *cg_registry_names (zlistx_t *list);
 
-/*  Retires the sessions idle (not busy) for longer than the idle TTL, and tends the warm
+/*  Retires the sessions idle (not busy, no Jupyter front end attached) for longer than
+    the idle TTL, and tends the warm
     pool (cg_pool_tick; it refills only while no call runs). Returns the ms until it
     wants to be called again (at most 60000), or -1 when nothing is due. */
 int cg_registry_reap_idle (cg_registry_t *self);
@@ -205,14 +206,12 @@ cg_registry_session_t *cg_registry_find_slot (cg_registry_t *self, const char *s
     sandboxes are being destroyed (neither is in cg_registry_sessions). */
 void cg_registry_counts (cg_registry_t *self, size_t *oneshots, size_t *closing);
 
-/*  A runner's report: the session in slot SLOT has its kernel at host pid PID and uses
-    MEMORY_MB (< 0: unknown). Unknown slots are ignored. */
-void cg_registry_report (cg_registry_t *self, const char *slot, long pid, double memory_mb);
-
-/*  A runner's KERNELS report for the session in SLOT (cg_runner.h; REPORT is taken, its
-    fds included): each kernel's record is updated (a new one gets its id). Unknown
-    slots are ignored. */
-void cg_registry_kernels (cg_registry_t *self, const char *slot, json_t *report);
+/*  A runner's message about its session (cg_runner.h) with TAG, the rest in MSG:
+    REPORT <slot> <pid> <KiB> (its kernel's host pid, the sandbox's memory) or
+    KERNELS <slot> <report> (each kernel's record updated: a new one gets its id; the
+    report and its fds are taken). Unknown slots are ignored. Returns true when TAG was
+    one of these. */
+bool cg_registry_runner_report (cg_registry_t *self, const char *tag, zmsg_t *msg);
 
 /*  The kernel whose id is ID (of any owner's session), with its session in *SESSION_P;
     or NULL. */

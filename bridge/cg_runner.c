@@ -220,14 +220,16 @@ s_ensure_session (s_runner_t *self, cg_error_t **err)
     return self->session ? 0 : -1;
 }
 
-//  Starts the sandbox and LANGUAGE's kernel now. Returns NULL, or why it failed
-//  (caller frees).
+//  Starts the sandbox and LANGUAGE's kernel now, with ENV (KEY=VALUE strings, or NULL)
+//  added to the kernel's environment. Returns NULL, or why it failed (caller frees).
 static char *
-s_start (s_runner_t *self, const char *language)
+s_start (s_runner_t *self, const char *language, const char *const *env)
 {
     cg_error_t *err = NULL;
     char *why = NULL;
-    if (s_ensure_session (self, &err) < 0 || !cg_session_kernel (self->session, language, &err))
+    if (s_ensure_session (self, &err) < 0
+        || (env && cg_session_kernel_env (self->session, language, env, &err) < 0)
+        || !cg_session_kernel (self->session, language, &err))
         why = cg_xstrdup (cg_error_message (err));
     cg_error_destroy (&err);
     return why;
@@ -354,11 +356,25 @@ s_start_now (s_runner_t *self, zmsg_t *msg)
 {
     char *key = zmsg_popstr (msg);
     char *language = zmsg_popstr (msg);
+    char *env_text = zmsg_popstr (msg); /* optional: a JSON object of strings */
+    json_t *env_json = env_text ? json_loads (env_text, 0, NULL) : NULL;
+    char **env = NULL;
+    if (json_is_object (env_json)) {
+        env = cg_strv_new (json_object_size (env_json));
+        size_t i = 0;
+        const char *name;
+        json_t *value;
+        json_object_foreach (env_json, name, value) if (json_is_string (value)) env[i++] =
+            cg_strdupf ("%s=%s", name, json_string_value (value));
+    }
+    json_decref (env_json);
+    zstr_free (&env_text);
     if (key && language) {
-        cleanup_free char *why = s_start (self, language);
+        cleanup_free char *why = s_start (self, language, (const char *const *)env);
         s_report (self);
         zsock_send (self->results, "sss", "STARTED", key, why ? why : "");
     }
+    cg_strv_free (env);
     zstr_free (&key);
     zstr_free (&language);
 }

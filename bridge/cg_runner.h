@@ -36,7 +36,9 @@ typedef struct {
                                   RESULT <key> <outcome> (a cg_outcome_t pointer the
                                   receiver owns and destroys with cg_outcome_destroy);
                                   a runner stopped ($TERM) while it runs sends nothing
-      START <key> <language>      start the sandbox and LANGUAGE's kernel now; answered
+      START <key> <language> [<env>]  start the sandbox and LANGUAGE's kernel now (ENV:
+                                  a JSON object of strings added to the kernel's
+                                  environment, the gateway's KERNEL_*); answered
                                   with STARTED <key> <why it failed, or "">
       CANCEL                      interrupt the running cell, if any
       INTERRUPT <language>        interrupt LANGUAGE's kernel (the Jupyter gateway's; a

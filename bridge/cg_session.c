@@ -222,20 +222,6 @@ cg_session_free_ (cg_session_t **self_p)
     *self_p = NULL;
 }
 
-static int
-s_kernel_index (cg_session_t *self, const char *language, bool create)
-{
-    for (int i = 0; i < MAX_KERNELS; i++)
-        if (self->specs[i] && strcmp (self->specs[i]->language, language) == 0)
-            return i;
-    if (!create)
-        return -1;
-    for (int i = 0; i < MAX_KERNELS; i++)
-        if (!self->specs[i])
-            return i;
-    return -1;
-}
-
 int
 cg_session_prestart_command (cg_session_t *self, cg_error_t **err)
 {
@@ -247,18 +233,13 @@ cg_session_prestart_command (cg_session_t *self, cg_error_t **err)
 cg_kernel_t *
 cg_session_kernel (cg_session_t *self, const char *language, cg_error_t **err)
 {
-    int index = s_kernel_index (self, language, true);
+    int index = cg_session_kernel_index_ (self, language, true);
     if (index < 0) {
         cg_error_set (err, ENOSPC, "too many kernels in one session");
         return NULL;
     }
-    if (!self->specs[index]) {
-        self->specs[index] = cg_kernel_spec_load (self->config->kernels_dir, language, err);
-        if (self->specs[index] && cg_fault_at ("kernel_spec", err) < 0)
-            cg_kernel_spec_destroy (&self->specs[index]);
-        if (!self->specs[index])
-            return NULL;
-    }
+    if (!self->specs[index] && cg_session_load_spec_ (self, index, language, err) < 0)
+        return NULL;
     if (!self->kernels[index]) {
         if (!self->container_running && s_start_container (self, err) < 0)
             return NULL;
@@ -284,23 +265,6 @@ cg_session_drain (cg_session_t *self)
     for (int i = 0; i < MAX_KERNELS; i++)
         if (self->kernels[i])
             cg_kernel_discard (self->kernels[i]);
-}
-
-cg_kernel_t *
-cg_session_kernel_at (cg_session_t *self, int index, const char **language)
-{
-    _Static_assert(CG_SESSION_KERNELS == MAX_KERNELS, "one count of kernel slots");
-    *language = index >= 0 && index < MAX_KERNELS && self->specs[index]
-                    ? self->specs[index]->language
-                    : NULL;
-    return *language ? self->kernels[index] : NULL;
-}
-
-int
-cg_session_interrupt (cg_session_t *self, const char *language)
-{
-    int index = s_kernel_index (self, language, false);
-    return index >= 0 && self->kernels[index] ? cg_kernel_interrupt (self->kernels[index]) : -1;
 }
 
 //  --------------------------------------------------------------------------
@@ -548,7 +512,7 @@ s_kill_strays (cg_session_t *self)
 static int
 s_restart_kernel (cg_session_t *self, const char *language, cg_error_t **err)
 {
-    int index = s_kernel_index (self, language, false);
+    int index = cg_session_kernel_index_ (self, language, false);
     if (index >= 0)
         cg_kernel_destroy (&self->kernels[index]);
     s_kill_strays (self);
@@ -868,7 +832,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
 void
 cg_session_report (cg_session_t *self, const char *language, long *pid, double *memory_mb)
 {
-    int index = language && *language ? s_kernel_index (self, language, false) : -1;
+    int index = language && *language ? cg_session_kernel_index_ (self, language, false) : -1;
     *pid = index >= 0 && self->kernels[index] ? (long)cg_kernel_pid (self->kernels[index]) : 0;
     cg_container_stats_t stats = {0};
     *memory_mb = self->container_running

@@ -117,6 +117,12 @@ void cg_session_drain (cg_session_t *self);
 #define CG_SESSION_KERNELS 4
 cg_kernel_t *cg_session_kernel_at (cg_session_t *self, int index, const char **language);
 
+/*  Adds ENV (NULL-terminated KEY=VALUE strings, copied) to the environment of
+    LANGUAGE's kernel when it starts (the Jupyter gateway's KERNEL_* variables). Returns
+    0, or -1 with *err set. */
+int cg_session_kernel_env (cg_session_t *self, const char *language, const char *const *env,
+                           cg_error_t **err);
+
 /*  Interrupts LANGUAGE's kernel (as a timeout does) when it runs. Returns 0, or -1 when
     there is none or it could not be signalled. */
 int cg_session_interrupt (cg_session_t *self, const char *language);

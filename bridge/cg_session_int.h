@@ -42,6 +42,12 @@ cg_session_t *cg_session_alloc_ (cg_backend_t *backend, const cg_config_t *confi
                                  const char *slot_or_null, cg_sandbox_kind_t kind,
                                  bool shared_site);
 
+/*  The kernel slot of LANGUAGE: its index, or with CREATE a free one; -1 when none. */
+int cg_session_kernel_index_ (cg_session_t *self, const char *language, bool create);
+
+/*  Loads LANGUAGE's kernel spec into slot INDEX. Returns 0, or -1 with *err set. */
+int cg_session_load_spec_ (cg_session_t *self, int index, const char *language, cg_error_t **err);
+
 /*  Frees *SELF_P, leaving its kernels, container and directories as they are. */
 void cg_session_free_ (cg_session_t **self_p);
 

@@ -341,18 +341,8 @@ cg_wire_send (cg_wire_t *self, zsock_t *sock, const char *msg_type, json_t *cont
                            {parent_text, strlen (parent_text)},
                            {metadata_text, 2},
                            {content_text, strlen (content_text)}};
-    char signature[65];
-    cg_wire_sign (self, parts, signature);
-
-    zmsg_t *zmsg = zmsg_new ();
-    zmsg_addmem (zmsg, DELIMITER, DELIMITER_LEN);
-    zmsg_addmem (zmsg, signature, SIGNATURE_HEX);
-    for (int i = 0; i < 4; i++)
-        zmsg_addmem (zmsg, parts[i].data, parts[i].size);
-    if (zmsg_send (&zmsg, sock) != 0) {
-        zmsg_destroy (&zmsg);
+    if (cg_wire_send_raw (self, sock, parts, NULL, 0) < 0)
         return -1;
-    }
     if (msg_id_out)
         memcpy (msg_id_out, msg_id, 33);
     return 0;

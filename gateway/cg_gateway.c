@@ -13,6 +13,7 @@
 
 #define S_BODY_MAX (64 * 1024)
 #define S_KEY_PREFIX "gw-"
+#define S_ATTACH_PREFIX "attach-"
 
 static const struct {
     const char *language, *name;
@@ -83,6 +84,36 @@ s_load_kernelspecs (const cg_config_t *config)
             json_object_set_new (specs, s_names[i].name, spec);
     }
     return json_pack ("{s:s, s:o}", "default", "python3", "kernelspecs", specs);
+}
+
+//  The kernelspecs: the languages' (a new session each) and, for each kernel running, an
+//  "attach-<kernel id>" one that opens that very kernel (an agent's included), named
+//  after its session. A new object.
+static json_t *
+s_kernelspecs (cg_gateway_t *self)
+{
+    json_t *all = json_deep_copy (self->kernelspecs);
+    json_t *specs = json_object_get (all, "kernelspecs");
+    zlistx_t *sessions = cg_registry_sessions (self->registry, NULL);
+    for (cg_registry_session_t *s = zlistx_first (sessions); s; s = zlistx_next (sessions))
+        for (int k = 0; k < CG_REGISTRY_KERNELS; k++) {
+            const cg_registry_kernel_t *kernel = &s->kernels[k];
+            json_t *base = json_object_get (specs, cg_gateway_kernel_name (kernel->language));
+            if (!kernel->language[0] || !kernel->pid || !base)
+                continue;
+            cleanup_free char *name = cg_strdupf (S_ATTACH_PREFIX "%s", kernel->id);
+            cleanup_free char *display =
+                cg_strdupf ("%s session %s (%s, live)",
+                            strcmp (s->owner, CG_GATEWAY_OWNER) == 0 ? "Notebook" : "Agent's",
+                            s->id, kernel->language);
+            json_t *spec = json_deep_copy (base);
+            json_object_set_new (spec, "name", json_string (name));
+            json_object_set_new (json_object_get (spec, "spec"), "display_name",
+                                 json_string (display));
+            json_object_set_new (specs, name, spec);
+        }
+    zlistx_destroy (&sessions);
+    return all;
 }
 
 //  --------------------------------------------------------------------------
@@ -184,33 +215,75 @@ s_wait (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *session_id
     return key;
 }
 
-//  Checks a start request's "env": an object of strings whose names are KERNEL_*
-//  (what GatewayClient forwards); KERNEL_WORKING_DIR, when relative, must stay in the
-//  workspace. Returns NULL, or why it is refused.
-static const char *
-s_check_env (const json_t *env)
+//  The variables a kernel may get (cg_gateway_kernel_env).
+#define S_ENV_ALLOWED "LANG", "LC_ALL", "TZ"
+json_t *
+cg_gateway_kernel_env (const json_t *env, const char **why)
 {
+    json_t *kept = json_object ();
     if (!env)
-        return NULL;
-    if (!json_is_object (env))
-        return "env must be an object of strings";
+        return kept;
     const char *name;
     json_t *value;
+    *why = json_is_object (env) ? NULL : "env must be an object of strings";
     json_object_foreach (CG_UNCONST (env), name, value)
     {
-        if (!json_is_string (value) || json_string_length (value) > 4096)
-            return "env values must be strings of at most 4096 bytes";
-        if (strncmp (name, "KERNEL_", 7) != 0 || strlen (name) > 64
-            || strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen (name))
-            return "env may carry KERNEL_* variables only (upper case, at most 64 characters)";
+        if (!json_is_string (value) || json_string_length (value) > 4096) {
+            *why = "env values must be strings of at most 4096 bytes";
+            break;
+        }
+        static const char *const allowed[] = {S_ENV_ALLOWED};
+        bool ok = strncmp (name, "KERNEL_", 7) == 0 && strlen (name) <= 64
+                  && strspn (name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen (name);
+        for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++)
+            ok |= strcmp (name, allowed[i]) == 0;
+        if (ok)
+            json_object_set (kept, name, value);
+        else
+            cg_log (2, "gateway: a kernel's env variable was dropped (only KERNEL_*, LANG, "
+                       "LC_ALL and TZ reach a kernel)");
     }
-    const char *dir = json_string_value (json_object_get (env, "KERNEL_WORKING_DIR"));
-    if (dir && dir[0] != '/' && (strstr (dir, "..") || strchr (dir, '\\')))
-        return "KERNEL_WORKING_DIR must be a path in the workspace, without '..'";
-    return NULL;
+    const char *dir = json_string_value (json_object_get (kept, "KERNEL_WORKING_DIR"));
+    if (!*why && dir && dir[0] != '/' && (strstr (dir, "..") || strchr (dir, '\\')))
+        *why = "KERNEL_WORKING_DIR must be a path in the workspace, without '..'";
+    if (*why)
+        json_decref (kept);
+    return *why ? NULL : kept;
 }
 
-//  POST /api/kernels {"name", "env"}: a new session (its own sandbox) with that kernel.
+//  The kernel a start request asks to attach to rather than start: its name
+//  "attach-<kernel id>" (the kernelspecs GET /api/kernelspecs lists for the kernels
+//  running), or env KERNEL_ID (Enterprise Gateway's name for a new kernel's id: here an
+//  existing kernel's). Returns the id (borrowed from NAME or ENV), or NULL.
+static const char *
+s_attach_id (const char *name, const json_t *env)
+{
+    if (name && strncmp (name, S_ATTACH_PREFIX, strlen (S_ATTACH_PREFIX)) == 0)
+        return name + strlen (S_ATTACH_PREFIX);
+    return json_string_value (json_object_get (env, "KERNEL_ID"));
+}
+
+//  Starts a kernel of LANGUAGE in a new session with ENV; the answer comes with STARTED.
+static void
+s_start_session (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *language,
+                 const json_t *env)
+{
+    char id[16];
+    cg_random_hex (id + 3, 6);
+    memcpy (id, "nb_", 3);
+    cg_registry_session_t *session =
+        cg_registry_create (self->registry, CG_GATEWAY_OWNER, id, language, NULL);
+    if (!session)
+        return cg_http_respond_error (exchange, 503, "max_sessions",
+                                      "every sandbox is in use (--max-sessions); close one first");
+    cleanup_free char *key = s_wait (self, exchange, id, language, NULL);
+    cleanup_free char *env_text = json_dumps (env, JSON_COMPACT);
+    zsock_send (session->runner, "ssss", "START", key, language, env_text);
+    cg_log (2, "gateway: starting a %s kernel in session %s", language, id);
+}
+
+//  POST /api/kernels {"name", "env"}: a new session (its own sandbox) with that kernel,
+//  or a running kernel attached to (s_attach_id).
 static void
 s_start_kernel (cg_gateway_t *self, cg_http_exchange_t *exchange)
 {
@@ -220,32 +293,36 @@ s_start_kernel (cg_gateway_t *self, cg_http_exchange_t *exchange)
     json_t *request = len ? json_loadb (body, len, 0, &error) : json_object ();
     const char *name = json_string_value (json_object_get (request, "name"));
     const char *language = cg_gateway_language (name ? name : "python3");
-    const char *bad_env = request ? s_check_env (json_object_get (request, "env")) : NULL;
-    if (!json_is_object (request) || (json_object_get (request, "name") && !name))
+    const char *bad_env = NULL;
+    json_t *env = json_is_object (request)
+                      ? cg_gateway_kernel_env (json_object_get (request, "env"), &bad_env)
+                      : NULL;
+    const char *attach = env ? s_attach_id (name, env) : NULL;
+    cg_registry_session_t *session = NULL;
+    cg_registry_kernel_t *kernel =
+        attach ? cg_registry_kernel_find (self->registry, attach, &session) : NULL;
+    //  A null name (Notebook 6's gateway client for a session without one) is the default.
+    json_t *given = json_object_get (request, "name");
+    if (!json_is_object (request) || (given && !name && !json_is_null (given)))
         cg_http_respond_error (
             exchange, 400, "bad_request",
             "the body must be a JSON object: {\"name\": kernelspec, \"env\": {}}");
     else if (bad_env)
         cg_http_respond_error (exchange, 400, "bad_request", bad_env);
+    else if (attach && (!kernel || !kernel->pid))
+        s_not_found (exchange, "kernel to attach to (GET /api/kernels lists them)");
+    else if (attach) {
+        cg_log (2, "gateway: a front end attaches to kernel %s (session %s)", kernel->id,
+                session->id);
+        cg_http_respond_json (exchange, 201, s_kernel_model (kernel), NULL);
+    }
     else if (!language
              || !json_object_get (json_object_get (self->kernelspecs, "kernelspecs"),
                                   cg_gateway_kernel_name (language)))
         s_not_found (exchange, "kernelspec (GET /api/kernelspecs lists them)");
-    else {
-        char id[16];
-        cg_random_hex (id + 3, 6);
-        memcpy (id, "nb_", 3);
-        cg_registry_session_t *session =
-            cg_registry_create (self->registry, CG_GATEWAY_OWNER, id, language, NULL);
-        if (!session)
-            cg_http_respond_error (exchange, 503, "max_sessions",
-                                   "every sandbox is in use (--max-sessions); close one first");
-        else {
-            cleanup_free char *key = s_wait (self, exchange, id, language, NULL);
-            zsock_send (session->runner, "sss", "START", key, language);
-            cg_log (2, "gateway: starting a %s kernel in session %s", language, id);
-        }
-    }
+    else
+        s_start_session (self, exchange, language, env);
+    json_decref (env);
     json_decref (request);
 }
 
@@ -316,14 +393,15 @@ s_api (void *arg, cg_http_exchange_t *exchange)
             cg_http_respond_error (exchange, 405, "method_not_allowed", "GET only");
     }
     else if (strcmp (path, "/api/kernelspecs") == 0 && get)
-        cg_http_respond_json (exchange, 200, json_incref (self->kernelspecs), NULL);
+        cg_http_respond_json (exchange, 200, s_kernelspecs (self), NULL);
     else if (strncmp (path, "/api/kernelspecs/", 17) == 0 && get) {
-        json_t *spec =
-            json_object_get (json_object_get (self->kernelspecs, "kernelspecs"), path + 17);
+        json_t *specs = s_kernelspecs (self);
+        json_t *spec = json_object_get (json_object_get (specs, "kernelspecs"), path + 17);
         if (spec)
             cg_http_respond_json (exchange, 200, json_incref (spec), NULL);
         else
             s_not_found (exchange, "kernelspec");
+        json_decref (specs);
     }
     else if (strcmp (path, "/api/kernels") == 0 && get)
         s_list_kernels (self, exchange);

@@ -33,6 +33,10 @@ void cg_gateway_destroy (cg_gateway_t **self_p);
 int cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max);
 void cg_gateway_process (cg_gateway_t *self, zmq_pollitem_t *items, int count);
 
+/*  The ms until the gateway wants cg_gateway_items called again, or WAIT_MS when that
+    is sooner (-1: no limit). */
+int cg_gateway_timeout_ms (cg_gateway_t *self, int wait_ms);
+
 /*  True when KEY (a runner message's) is one of the gateway's requests; the message's
     TAG ("STARTED", "RESTARTED") and the rest of MSG then go to cg_gateway_runner. */
 bool cg_gateway_key (const char *key);

@@ -24,6 +24,12 @@ struct cg_gateway_t {
 const char *cg_gateway_kernel_name (const char *language);
 const char *cg_gateway_language (const char *kernel_name);
 
+/*  What of a start request's ENV (untrusted; NULL: none) reaches the kernel: KERNEL_*
+    variables (what GatewayClient forwards) and LANG, LC_ALL, TZ; other names are dropped
+    (logged). Returns a new object of strings, or NULL with *WHY (static) when ENV is not
+    an object of strings or a relative KERNEL_WORKING_DIR climbs out of the workspace. */
+json_t *cg_gateway_kernel_env (const json_t *env, const char **why);
+
 /*  Answers a WebSocket upgrade for KERNEL (of SESSION) on EXCHANGE, already authorized. */
 void cg_gateway_ws_attach (cg_gateway_t *self, cg_http_exchange_t *exchange,
                            cg_registry_kernel_t *kernel);

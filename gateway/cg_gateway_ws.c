@@ -26,6 +26,11 @@ static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin",
 #define S_BATCH 64
 //  The execute requests a connection remembers (to tell its cells from the agent's).
 #define S_EXECUTES_MAX 1024
+//  Until its iopub subscription works (a SUB misses what is published before it joins),
+//  a connection asks the kernel for its info this often and holds the front end's
+//  messages (at most S_HELD_MAX), as Jupyter Server's "nudge" does.
+#define S_NUDGE_INTERVAL_MS 200
+#define S_HELD_MAX 256
 
 typedef struct {
     cg_gateway_t *gateway;
@@ -39,6 +44,11 @@ typedef struct {
     zsock_t *sockets[CH_COUNT];
     int fds[CH_COUNT];  /* this connection's copies of the endpoint fds */
     zhashx_t *executes; /* msg_ids of the execute_requests it sent */
+    bool ready;         /* an iopub message came: the subscription works */
+    bool running;       /* a cell it sent runs (its kernel's frontend_busy is its) */
+    zhashx_t *nudges;   /* msg_ids of its own kernel_info_requests (their answers are dropped) */
+    int64_t next_nudge; /* when to nudge again (zclock_mono) */
+    zlistx_t *held;     /* zframe_t: the front end's messages until ready (more: binary) */
     bool over;
     bool counted; /* in its kernel's connections */
     void *handle; /* its place in the gateway's list */
@@ -63,6 +73,8 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
 {
     s_disconnect (self);
     self->generation = kernel->generation;
+    self->ready = false;
+    self->next_nudge = 0;
     if (kernel->pid == 0 || !kernel->key)
         return -1;
     self->wire =
@@ -80,6 +92,7 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
             return -1;
         }
         zsock_set_linger (self->sockets[c], 0);
+        zsock_set_sndtimeo (self->sockets[c], 0); /* a full queue never blocks the loop */
         zsock_set_rcvhwm (self->sockets[c], 0);
         zsock_set_maxmsgsize (self->sockets[c], (int64_t)self->gateway->config->max_message_bytes);
         //  The kernel answers stdin requests to the identity of the shell request.
@@ -102,6 +115,8 @@ s_socket_free (s_socket_t **self_p)
     cg_ws_destroy (&self->ws);
     cg_http_upgraded_close (self->upgraded);
     zhashx_destroy (&self->executes);
+    zhashx_destroy (&self->nudges);
+    zlistx_destroy (&self->held);
     free (self);
     *self_p = NULL;
 }
@@ -124,13 +139,10 @@ s_kernel (s_socket_t *self, cg_registry_session_t **session_p)
     return cg_registry_kernel_find (self->gateway->registry, self->kernel_id, session_p);
 }
 
-//  A message from the front end (cg_ws_message_fn): checked, re-signed, sent on its channel.
+//  A message from the front end: checked, re-signed, sent on its channel.
 static void
-s_on_message (void *arg, bool binary, const uint8_t *data, size_t len)
+s_forward (s_socket_t *self, bool binary, const uint8_t *data, size_t len)
 {
-    s_socket_t *self = arg;
-    if (self->over)
-        return;
     cg_jmsg_t msg;
     const char *why = NULL;
     if (cg_jmsg_decode (self->protocol, binary, data, len, &msg, &why) < 0) {
@@ -160,6 +172,51 @@ s_on_message (void *arg, bool binary, const uint8_t *data, size_t len)
     cg_jmsg_clear (&msg);
 }
 
+//  cg_ws_message_fn: forwarded now, or held until the connection is ready.
+static void
+s_on_message (void *arg, bool binary, const uint8_t *data, size_t len)
+{
+    s_socket_t *self = arg;
+    if (self->over)
+        return;
+    if (self->ready) {
+        s_forward (self, binary, data, len);
+        return;
+    }
+    if (zlistx_size (self->held) >= S_HELD_MAX) {
+        s_end (self, 1008, "too many messages before the kernel answered");
+        return;
+    }
+    zframe_t *frame = zframe_new (data, len);
+    zframe_set_more (frame, binary);
+    zlistx_add_end (self->held, frame);
+}
+
+//  The connection works: what the front end sent meanwhile goes to the kernel.
+static void
+s_ready (s_socket_t *self)
+{
+    self->ready = true;
+    zframe_t *frame;
+    while (!self->over && (frame = zlistx_detach (self->held, NULL))) {
+        s_forward (self, zframe_more (frame), zframe_data (frame), zframe_size (frame));
+        zframe_destroy (&frame);
+    }
+}
+
+//  Asks the kernel for its info (its iopub status tells that the subscription works).
+static void
+s_nudge (s_socket_t *self)
+{
+    char msg_id[33];
+    if (self->sockets[CH_SHELL] && zhashx_size (self->nudges) < S_EXECUTES_MAX
+        && cg_wire_send (self->wire, self->sockets[CH_SHELL], "kernel_info_request", NULL, NULL,
+                         msg_id)
+               == 0)
+        zhashx_insert (self->nudges, msg_id, (void *)1);
+    self->next_nudge = zclock_mono () + S_NUDGE_INTERVAL_MS;
+}
+
 //  Tracks the kernel's state from an iopub status message (MSG): its execution_state,
 //  and whether a cell of this connection runs (frontend_busy, which MCP calls see).
 static void
@@ -172,9 +229,9 @@ s_track_status (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *
     if (!msg->parent_msg_id || !zhashx_lookup (self->executes, msg->parent_msg_id))
         return;
     if (strcmp (state, "busy") == 0)
-        kernel->frontend_busy = true;
+        kernel->frontend_busy = self->running = true;
     else if (strcmp (state, "idle") == 0) {
-        kernel->frontend_busy = false;
+        kernel->frontend_busy = self->running = false;
         zhashx_delete (self->executes, msg->parent_msg_id);
     }
 }
@@ -189,8 +246,16 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
         cg_wire_raw_t *raw = cg_wire_recv_raw (self->wire, self->sockets[c]);
         if (!raw)
             continue;
+        if (c == CH_IOPUB && !self->ready)
+            s_ready (self);
         if (c == CH_IOPUB && strcmp (raw->msg->msg_type, "status") == 0)
             s_track_status (self, kernel, raw->msg);
+        if (raw->msg->parent_msg_id && zhashx_lookup (self->nudges, raw->msg->parent_msg_id)) {
+            if (c == CH_SHELL)
+                zhashx_delete (self->nudges, raw->msg->parent_msg_id);
+            cg_wire_raw_destroy (&raw);
+            continue;
+        }
         kernel->last_activity_us = zclock_time () * 1000;
         size_t len = 0;
         bool binary = false;
@@ -266,6 +331,9 @@ cg_gateway_ws_attach (cg_gateway_t *self, cg_http_exchange_t *exchange,
     for (int c = 0; c < CH_COUNT; c++)
         socket->fds[c] = -1;
     socket->executes = zhashx_new ();
+    socket->nudges = zhashx_new ();
+    socket->held = zlistx_new ();
+    zlistx_set_destructor (socket->held, (zlistx_destructor_fn *)zframe_destroy);
     const char *offered = cg_http_exchange_header (exchange, "Sec-WebSocket-Protocol");
     socket->protocol = s_offers (offered, CG_JMSG_PROTOCOL_V1) ? CG_JMSG_V1 : CG_JMSG_LEGACY;
     const char *headers[] = {"Upgrade",
@@ -292,11 +360,18 @@ cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max)
         else if (kernel && kernel->generation != socket->generation
                  && s_connect (socket, kernel) < 0)
             s_end (socket, 1011, "the kernel did not come back");
+        if (!socket->over && !socket->ready && socket->wire && zclock_mono () >= socket->next_nudge)
+            s_nudge (socket);
         bool done = socket->over && !(cg_ws_events (socket->ws) & POLLOUT);
         if (done || count + 1 + CH_COUNT > max) {
             if (done) {
                 if (kernel && socket->counted && kernel->connections > 0)
                     kernel->connections--;
+                //  No one will see its cell end: the agent may queue behind it.
+                if (kernel && socket->running)
+                    kernel->frontend_busy = false;
+                if (session) /* its idle time counts from now */
+                    cg_registry_touch (session);
                 zlistx_delete (self->sockets, socket->handle);
                 s_socket_free (&socket);
             }
@@ -335,6 +410,20 @@ cg_gateway_process (cg_gateway_t *self, zmq_pollitem_t *items, int count)
             if (item[1 + c].revents & ZMQ_POLLIN)
                 s_relay (socket, c, kernel);
     }
+}
+
+int
+cg_gateway_timeout_ms (cg_gateway_t *self, int wait_ms)
+{
+    for (s_socket_t *socket = zlistx_first (self->sockets); socket;
+         socket = zlistx_next (self->sockets))
+        if (!socket->over && !socket->ready && socket->wire) {
+            int64_t due = socket->next_nudge - zclock_mono ();
+            int ms = due < 0 ? 0 : (int)due;
+            if (wait_ms < 0 || ms < wait_ms)
+                wait_ms = ms;
+        }
+    return wait_ms;
 }
 
 void

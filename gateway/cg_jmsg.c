@@ -77,9 +77,11 @@ s_from_object (cg_jmsg_t *msg, json_t *root, const char **why)
             abort (); /* out of memory */
         msg->part_len[i] = strlen (msg->parts[i]);
     }
-    const char *channel = json_string_value (json_object_get (root, "channel"));
+    //  As Jupyter Server's handler: no channel is shell.
+    json_t *given = json_object_get (root, "channel");
+    const char *channel = given ? json_string_value (given) : "shell";
     if (!channel) {
-        *why = "the message has no channel";
+        *why = "the channel must be a string";
         return -1;
     }
     return s_channel (msg, channel, strlen (channel), why) < 0

@@ -334,37 +334,13 @@ s_handle_runner (cg_server_t *self)
         zstr_free (&level);
         zstr_free (&text);
     }
-    else if (tag && strcmp (tag, "REPORT") == 0) {
-        char *slot = zmsg_popstr (msg), *pid = zmsg_popstr (msg), *kib = zmsg_popstr (msg);
-        if (slot && pid && kib)
-            cg_registry_report (self->registry, slot, atol (pid),
-                                atol (kib) < 0 ? -1 : atol (kib) / 1024.0);
-        zstr_free (&slot);
-        zstr_free (&pid);
-        zstr_free (&kib);
-    }
-    else if (tag && strcmp (tag, "KERNELS") == 0) {
-        char *slot = zmsg_popstr (msg);
-        zframe_t *frame = zmsg_pop (msg);
-        json_t *report = frame && zframe_size (frame) == sizeof (void *)
-                             ? *(json_t **)zframe_data (frame)
-                             : NULL;
-        if (slot && report)
-            cg_registry_kernels (self->registry, slot, report);
-        zframe_destroy (&frame);
-        zstr_free (&slot);
-    }
+    else if (tag && cg_registry_runner_report (self->registry, tag, msg))
+        ; /* REPORT, KERNELS */
     else if (tag) {
         char *key = zmsg_popstr (msg);
-        if (cg_gateway_key (key)) {
-            if (self->gateway)
-                cg_gateway_runner (self->gateway, tag, key, msg);
-            zstr_free (&key);
-            zstr_free (&tag);
-            zmsg_destroy (&msg);
-            return;
-        }
-        cg_call_t *call = cg_server_call (self, key);
+        if (cg_gateway_key (key) && self->gateway)
+            cg_gateway_runner (self->gateway, tag, key, msg);
+        cg_call_t *call = cg_gateway_key (key) ? NULL : cg_server_call (self, key);
         cg_registry_session_t *session =
             call ? cg_registry_find (self->registry, call->channel->client->id, call->session_id)
                  : NULL;
@@ -449,6 +425,8 @@ s_poll_once (cg_server_t *self)
     int http_ms = self->http ? cg_http_timeout_ms (self->http) : -1;
     if (http_ms >= 0 && (wait_ms < 0 || http_ms < wait_ms))
         wait_ms = http_ms;
+    if (self->gateway)
+        wait_ms = cg_gateway_timeout_ms (self->gateway, wait_ms);
     if (zmq_poll (items, (int)(FIXED + closing) + gateway, wait_ms) < 0)
         return errno == EINTR ? 1 : -1;
     if (self->http)

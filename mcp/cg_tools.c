@@ -81,7 +81,8 @@ cg_tools_supported_languages (void)
 #define S_RUN_RESULT                                                                             \
     "{'type': 'object', 'properties': {" S_RUN_002 ", 'status': {'enum': ['success', "           \
     "'timeout', 'execution_error', 'setup_error']}, 'execution_time': {}, 'error_message': {}, " \
-    "'error_code': {}, 'session_id': {}, 'returnValue': {}, 'executionTimeMs': {}, "             \
+    "'error_code': {}, 'session_id': {}, 'kernel_id': {}, 'returnValue': {}, "                   \
+    "'executionTimeMs': {}, "                                                                    \
     "'memoryUsedMB': {}, 'files': {}}, 'required': ['stdout', 'stderr', 'exit_code', "           \
     "'status', 'error_code', 'error_message', 'execution_time', 'duration_ms']}"
 
@@ -138,7 +139,7 @@ static const cg_tool_t s_tools[] = {
                      ", 'name': " S_STRING ", 'working_dir': {'type': 'string', 'description': "
                      "'Only ${workspace}.'}}}",
      .output_schema = S_OBJECT ("'success': {}, 'session_id': {}, 'language': {}, 'name': {}, "
-                                "'pid': {}, 'started_at': {}"),
+                                "'pid': {}, 'started_at': {}, 'kernel_id': {}"),
      .handler = cg_tools_start_session},
     {.name = "send_to_session",
      .description = "Run code in a session, building on its state (arguments as "
@@ -573,6 +574,15 @@ cg_tools_object_result (json_t *structured, const char *text, bool is_error)
 {
     return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
                       "structuredContent", structured, "isError", is_error);
+}
+
+void
+cg_tools_kernel_id (json_t *structured, cg_registry_session_t *session, const char *language)
+{
+    const cg_registry_kernel_t *kernel =
+        language ? cg_registry_session_kernel (session, language) : NULL;
+    if (json_is_object (structured) && kernel && kernel->pid)
+        json_object_set_new (structured, "kernel_id", json_string (kernel->id));
 }
 
 json_t *

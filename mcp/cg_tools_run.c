@@ -211,6 +211,17 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
 //  --------------------------------------------------------------------------
 //  Runs
 
+//  True while a cell a Jupyter front end sent (through the gateway) runs in SESSION's
+//  LANGUAGE kernel: the kernel would queue the call behind it, and its timeout would
+//  interrupt the front end's cell, so the call is refused instead.
+static bool
+s_frontend_busy (cg_registry_session_t *session, const char *language)
+{
+    const cg_registry_kernel_t *kernel =
+        cg_registry_session_kernel (session, language ? language : session->language);
+    return kernel && kernel->frontend_busy;
+}
+
 //  The session a validated REQUEST runs in: found, or created on first use. Returns it,
 //  or NULL with *refusal set (or not, for a one-shot sandbox).
 static cg_registry_session_t *
@@ -228,6 +239,11 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
     else if (session && session->busy)
         *refusal =
             cg_tools_refusal (tool, language, session_id, "session_busy", CG_TOOLS_BUSY_MESSAGE);
+    else if (session && s_frontend_busy (session, language))
+        *refusal = cg_tools_refusal (tool, language, session_id, "session_busy",
+                                     "A Jupyter front end attached through the gateway is running "
+                                     "a cell in this session's kernel (one run at a time); call "
+                                     "again once it has finished.");
     else if (session_id && !session) {
         session = cg_registry_create (registry, req->client->id, session_id, language, NULL);
         if (!session)
@@ -359,6 +375,9 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
         cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id), &images);
     if (cg_tools_is (call->tool, CG_TOOL_SEED001))
         cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
+    else if (session)
+        cg_tools_kernel_id (json_object_get (result, "structuredContent"), session,
+                            outcome->language);
     //  resource_link blocks exist from revision 2025-06-18 on.
     if (images.links)
         cg_resources_link_artifacts (result, session ? session->id : NULL);

@@ -74,6 +74,7 @@ cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *s
             "{s:b, s:s, s:s, s:o, s:o, s:s}", "success", 1, "session_id", session->id, "language",
             session->language, "name", session->name ? json_string (session->name) : json_null (),
             "pid", s_pid (session), "started_at", session->started_at);
+        cg_tools_kernel_id (structured, session, session->language);
         cleanup_free char *text =
             cg_strdupf ("Session %s started (%s).", session->id, session->language);
         cg_server_call_answer (call, cg_tools_object_result (structured, text, false));

@@ -46,6 +46,19 @@ const fs = require("fs");
 const path = require("path");
 const util = require("util");
 
+// A kernel a Jupyter front end started through the gateway may name its working
+// directory (KERNEL_WORKING_DIR): a path relative to the workspace is used when it
+// exists; an absolute one is the front end's own path, meaningless here.
+(function workingDir() {
+  const wanted = process.env.KERNEL_WORKING_DIR || "";
+  const target = path.join("/mnt/data", wanted);
+  if (wanted && !wanted.startsWith("/") && !wanted.includes("..")) {
+    try {
+      if (fs.statSync(target).isDirectory()) process.chdir(target);
+    } catch (e) {}
+  }
+})();
+
 const dist = path.join(__dirname, "node_modules", "tslab", "dist");
 const tsPath = require.resolve("@tslab/typescript-for-tslab", { paths: [dist] });
 const ts = require(tsPath);

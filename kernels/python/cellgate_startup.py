@@ -226,7 +226,20 @@ def _cellgate_json_values():
         formatter.for_type(kind, as_json)
 
 
+def _cellgate_working_dir():
+    # A kernel a Jupyter front end started through the gateway may name its working
+    # directory (KERNEL_WORKING_DIR): a path relative to the workspace is used when it
+    # exists; an absolute one is the front end's own path, meaningless here.
+    import os
+
+    wanted = os.environ.get("KERNEL_WORKING_DIR", "")
+    target = os.path.join("/mnt/data", wanted)
+    if wanted and not wanted.startswith("/") and ".." not in wanted and os.path.isdir(target):
+        os.chdir(target)
+
+
 _cellgate_bound_messages()
 _cellgate_plain_errors()
 _cellgate_json_values()
-del _cellgate_bound_messages, _cellgate_plain_errors, _cellgate_json_values
+_cellgate_working_dir()
+del _cellgate_bound_messages, _cellgate_plain_errors, _cellgate_json_values, _cellgate_working_dir
