@@ -145,6 +145,39 @@ test("a notebook cell sent while the agent's call runs waits for it in the kerne
   assert.equal((await agent).isError, false);
 });
 
+test("the agent's kernel opened by kernelspec attach-<id> or env KERNEL_ID, not a new one", async () => {
+  assert.ok(kernelId, 'needs the first test');
+  const specs = await rest('GET', '/api/kernelspecs');
+  assert.equal(specs.status, 200, JSON.stringify(specs));
+  assert.ok(specs.body.kernelspecs[`attach-${kernelId}`], `no attach-${kernelId} in ${JSON.stringify(Object.keys(specs.body.kernelspecs))}`);
+  const before = (await rest('GET', '/api/kernels')).body.length;
+  const byName = await rest('POST', '/api/kernels', { body: { name: `attach-${kernelId}`, env: {} } });
+  assert.equal(byName.status, 201, JSON.stringify(byName));
+  assert.equal(byName.body.id, kernelId);
+  const byEnv = await rest('POST', '/api/kernels', { body: { name: 'python3', env: { KERNEL_ID: kernelId } } });
+  assert.equal(byEnv.status, 201, JSON.stringify(byEnv));
+  assert.equal(byEnv.body.id, kernelId);
+  assert.equal((await rest('GET', '/api/kernels')).body.length, before, 'attaching started a kernel');
+  const unknown = await rest('POST', '/api/kernels', { body: { name: 'python3', env: { KERNEL_ID: '00000000-0000-4000-8000-000000000000' } } });
+  assert.equal(unknown.status, 404, JSON.stringify(unknown));
+});
+
+test("restarting the agent's kernel while its call runs is 409; interrupting ends the call interrupted", async () => {
+  assert.ok(kernelId, 'needs the first test');
+  const agent = callExec(client, { language: 'python', session_id: SESSION, code: 'import time\ntime.sleep(6)\nprint("not interrupted")' });
+  await sleep(1500);
+  const restart = await rest('POST', `/api/kernels/${kernelId}/restart`, { body: {} });
+  assert.equal(restart.status, 409, JSON.stringify(restart));
+  const interrupt = await rest('POST', `/api/kernels/${kernelId}/interrupt`, { body: {} });
+  assert.equal(interrupt.status, 204, JSON.stringify(interrupt));
+  const r = await agent;
+  assert.equal(r.isError, true, JSON.stringify(r).slice(0, 2000));
+  assert.doesNotMatch(sc(r).stdout ?? '', /not interrupted/);
+  assert.match(JSON.stringify(sc(r)), /KeyboardInterrupt|interrupt/i, JSON.stringify(sc(r)).slice(0, 2000));
+  const after = await callExec(client, { language: 'python', session_id: SESSION, code: 'print(agent_value)' });
+  assert.equal(sc(after).stdout, '42\n', 'the interrupt kept the state');
+});
+
 test("the agent's kernel cannot be deleted over REST; close_session removes it", async () => {
   assert.ok(kernelId, 'needs the first test');
   const del = await rest('DELETE', `/api/kernels/${kernelId}`);

@@ -419,6 +419,13 @@ class RefusalsTest(GatewayCase):
         status, _, data = self.gw("POST", "/api/kernels", {"name": "no-such-kernel"})
         self.assertIn(status, (400, 404), show("POST", "/api/kernels {name: no-such-kernel}", status, data))
 
+    def test_null_name_gets_the_default_kernel(self):
+        # Notebook 6.4.12's gateway client sends {"name": null} for a notebook without one.
+        for body in ({"name": None, "env": {}}, {"env": {}}):
+            model = self.gw_json("POST", "/api/kernels", body, expect=201)
+            self.gw("DELETE", "/api/kernels/" + model["id"])
+            self.assertEqual(model["name"], "python3", model)
+
     def test_kernel_model_lifecycle(self):
         model = self.gw_json("POST", "/api/kernels", {"name": "python3", "env": {"KERNEL_USERNAME": "gwtest"}}, expect=201)
         kid = model["id"]
