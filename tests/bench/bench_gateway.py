@@ -10,12 +10,22 @@
     driven by jupyter_client's BlockingKernelClient over ZeroMQ with the host connection
     file that command prints; the same two messages timed (bench_roundtrip.py's loop).
 
+With --jupyter-server, a third row (S): a real Jupyter Server (`python3 -m jupyter_server
+--gateway-url=...`, tests/gateway/test_gateway.py's) started on G's cellgate, its own
+kernel started through it, and the same cell over Jupyter Server's WebSocket, which it
+proxies to the gateway: what a notebook page sees. Here that is about 44 ms a cell, and
+the same with a local ipykernel and no gateway at all: Jupyter Server 1.23.3 never sets
+TCP_NODELAY on its WebSocket to the front end (tornado's set_nodelay is not called), so its
+small frames wait for the client's delayed ACK (40 ms). It is Jupyter Server's hop, not
+the gateway's.
+
 Both kernels run at once; after W untimed warm-up cells each, N timed cells alternate
 between them (which goes first alternates too), so the machine's load falls on both alike.
 Prints p50, p90, p99 and mean in ms, and the ratio G/J (target: p50 ratio <= 1.2).
 This is a benchmark, not a test: it prints figures and exits non-zero only on errors.
 
     /usr/bin/python3 tests/bench/bench_gateway.py [--bin build/cellgate] [--rounds 200] [--warmup 20]
+                                                  [--jupyter-server]
 """
 
 import argparse
@@ -97,6 +107,43 @@ class Gateway:
         self.child.close()
 
 
+class ThroughJupyterServer:
+    """A Jupyter Server with --gateway-url at G's cellgate, a kernel started through it and a
+    WebSocket to Jupyter Server's own channels endpoint."""
+
+    def __init__(self, gateway):
+        import test_gateway
+
+        self.ks = None
+        self.js = test_gateway.JupyterServer("http://127.0.0.1:%d" % gateway.port, gateway.token)
+        try:
+            status, _, data = self.js.request("POST", "/api/kernels", {"name": "python3"})
+            if status != 201:
+                raise rt.BenchError("jupyter server: POST /api/kernels -> %d %r\n%s" % (status, data[:500], self.js.log_tail()))
+            self.ks = gwclient.KernelSocket("http://127.0.0.1:%d" % self.js.port, json.loads(data)["id"], self.js.token,
+                                            timeout=START_TIMEOUT)
+            self.ks.wait_ready(START_TIMEOUT)
+        except BaseException:
+            self.close()
+            raise
+
+    def execute(self):
+        t0 = time.perf_counter()
+        try:
+            r = self.ks.execute(CODE, timeout=CALL_TIMEOUT)
+        except gwclient.GatewayError as e:
+            raise rt.BenchError("jupyter server: %s\n%s" % (e, self.js.log_tail())) from e
+        seconds = time.perf_counter() - t0
+        if r.status != "ok":
+            raise rt.BenchError("jupyter server: execute_reply is not ok: %s" % r.summary())
+        return seconds
+
+    def close(self):
+        if self.ks:
+            self.ks.close()
+        self.js.stop()  # shuts its kernel down through the gateway, which is still up
+
+
 class JupyterClient:
     """cellgate kernel (a sandboxed python kernel) and a BlockingKernelClient on it."""
 
@@ -136,6 +183,8 @@ def main():
     p.add_argument("--bin", default=os.path.join(REPO, "build", "cellgate"), help="cellgate binary (default: build/cellgate)")
     p.add_argument("--rounds", type=int, default=200, help="timed cells each (default 200)")
     p.add_argument("--warmup", type=int, default=20, help="untimed warm-up cells each (default 20)")
+    p.add_argument("--jupyter-server", action="store_true",
+                   help="also (S): the cell through a real Jupyter Server with --gateway-url at cellgate")
     args = p.parse_args()
     if args.rounds < 1 or args.warmup < 0:
         p.error("--rounds must be >= 1 and --warmup >= 0")
@@ -145,15 +194,18 @@ def main():
         return 2
 
     runners = {}
-    samples = {"G": [], "J": []}
+    names = ["G", "J"] + (["S"] if args.jupyter_server else [])
+    samples = {name: [] for name in names}
     try:
         runners["G"] = Gateway(binary)
         runners["J"] = JupyterClient(binary)
+        if args.jupyter_server:
+            runners["S"] = ThroughJupyterServer(runners["G"])
         for _ in range(args.warmup):
-            for name in ("G", "J"):
+            for name in names:
                 runners[name].execute()
         for i in range(args.rounds):
-            for name in ("G", "J") if i % 2 == 0 else ("J", "G"):
+            for name in names if i % 2 == 0 else names[::-1]:
                 samples[name].append(runners[name].execute())
     except rt.BenchError as e:
         print("bench: %s" % e, file=sys.stderr)
@@ -162,15 +214,21 @@ def main():
         print("bench: interrupted", file=sys.stderr)
         return 130
     finally:
-        for r in runners.values():
-            r.close()
+        for name in ("S", "J", "G"):  # Jupyter Server before the gateway it uses
+            if name in runners:
+                runners[name].close()
 
     g, j = stats(samples["G"]), stats(samples["J"])
     print("warm cell %r, %d timed after %d warm-up each, alternating (ms)" % (CODE, args.rounds, args.warmup))
     print("%-40s %9s %9s %9s %9s" % ("", "p50", "p90", "p99", "mean"))
     print("%-40s %9.3f %9.3f %9.3f %9.3f" % (("G gateway WebSocket (cellgate mcp --http)",) + g))
     print("%-40s %9.3f %9.3f %9.3f %9.3f" % (("J jupyter_client (cellgate kernel)",) + j))
+    if args.jupyter_server:
+        js = stats(samples["S"])
+        print("%-40s %9.3f %9.3f %9.3f %9.3f" % (("S through Jupyter Server (--gateway-url)",) + js))
     print("ratio G/J  p50 %.3f   p90 %.3f   p99 %.3f   mean %.3f" % tuple(a / b for a, b in zip(g, j)))
+    if args.jupyter_server:
+        print("ratio S/J  p50 %.3f   p90 %.3f   p99 %.3f   mean %.3f" % tuple(a / b for a, b in zip(js, j)))
     print("target: p50 ratio <= 1.2")
     return 0
 
