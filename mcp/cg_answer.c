@@ -4,6 +4,7 @@
 #include "cg_jsonrpc.h"
 #include "cg_oplog.h"
 #include "cg_server.h"
+#include "cg_tasks.h"
 
 //  Logs the record of REQ, a tools/call answered now with RESULT (borrowed), or with the
 //  JSON-RPC error CODE when RESULT is NULL. Other methods get none.
@@ -21,14 +22,20 @@ void
 cg_request_result (const cg_request_t *req, json_t *result)
 {
     s_request_record (req, result, 0);
-    cg_channel_send (req->channel, cg_jsonrpc_result (req->id, result));
+    if (req->task)
+        cg_tasks_finish (req->task, result, 0, NULL);
+    else
+        cg_channel_send (req->channel, cg_jsonrpc_result (req->id, result));
 }
 
 void
 cg_request_error (const cg_request_t *req, int code, const char *message)
 {
     s_request_record (req, NULL, code);
-    cg_channel_send (req->channel, cg_jsonrpc_error (req->id, code, message));
+    if (req->task)
+        cg_tasks_finish (req->task, NULL, code, message);
+    else
+        cg_channel_send (req->channel, cg_jsonrpc_error (req->id, code, message));
 }
 
 void
@@ -50,7 +57,9 @@ void
 cg_server_call_answer (cg_call_t *call, json_t *result)
 {
     cg_server_call_record (call, result, 0, NULL);
-    if (call->cancelled)
+    if (call->task)
+        cg_tasks_finish (call->task, result, 0, NULL);
+    else if (call->cancelled)
         json_decref (result); /* the spec: no response to a cancelled request */
     else
         cg_channel_send (call->channel, cg_jsonrpc_result (call->id, result));
@@ -60,6 +69,8 @@ void
 cg_server_call_fail (cg_call_t *call, int code, const char *message)
 {
     cg_server_call_record (call, NULL, code, NULL);
-    if (!call->cancelled)
+    if (call->task)
+        cg_tasks_finish (call->task, NULL, code, message);
+    else if (!call->cancelled)
         cg_channel_send (call->channel, cg_jsonrpc_error (call->id, code, message));
 }

@@ -12,6 +12,7 @@
 #include "cg_server.h"
 #include "cg_stdio.h"
 #include "cg_streamable.h"
+#include "cg_tasks.h"
 #include "cg_tools.h"
 #include "cg_tools_wait.h"
 #include "cg_admin.h"
@@ -40,7 +41,14 @@ struct cg_server_t {
     zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
     cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
     cg_gateway_t *gateway; /* the Jupyter gateway on the listener, or NULL */
+    zhashx_t *tasks;       /* id -> cg_task_t (cg_tasks) */
 };
+
+zhashx_t *
+cg_server_tasks (cg_server_t *self)
+{
+    return self->tasks;
+}
 
 const cg_config_t *
 cg_server_config (cg_server_t *self)
@@ -113,6 +121,14 @@ cg_server_call_new (const cg_request_t *req, const char *tool, const char *sessi
     call->session_id = session_id ? cg_xstrdup (session_id) : NULL;
     call->started_us = req->started_us;
     snprintf (call->key, sizeof call->key, "c%lu", ++self->next_key);
+    if (req->task) {
+        //  Its request was answered with the task: the id may be used again, so the call
+        //  takes one of its own (notifications/cancelled never reaches a task's call).
+        call->task = req->task;
+        json_decref (call->id);
+        call->id = json_sprintf ("task:%s", call->key);
+        cg_tasks_started (req->task, call->key);
+    }
     zhashx_insert (self->calls, call->key, call);
     return call;
 }
@@ -133,6 +149,9 @@ void
 cg_server_call_end (cg_server_t *self, cg_call_t *call)
 {
     cg_server_call_record (call, NULL, 0, "unanswered");
+    if (call->task) /* (an answered task has ended: this changes nothing then) */
+        cg_tasks_finish (call->task, NULL, CG_JSONRPC_INTERNAL_ERROR,
+                         "the call ended without an answer");
     cg_registry_oneshot_end (self->registry, &call->oneshot);
     zhashx_delete (self->calls, call->key);
 }
@@ -177,10 +196,25 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
     }
     zlistx_destroy (&mine);
     cg_resources_forget (client);
+    cg_tasks_client_end (self, client);
 }
 
 //  --------------------------------------------------------------------------
 //  Methods
+
+void
+cg_server_call_cancel (cg_server_t *self, cg_call_t *call)
+{
+    call->cancelled = true;
+    zactor_t *runner = call->oneshot;
+    if (!runner) {
+        cg_registry_session_t *session =
+            cg_registry_find (self->registry, call->channel->client->id, call->session_id);
+        runner = session ? session->runner : NULL;
+    }
+    if (runner)
+        zstr_send (runner, "CANCEL");
+}
 
 //  notifications/cancelled: the runner of the call is told to stop; its result is not sent.
 static void
@@ -188,21 +222,12 @@ s_cancel (cg_server_t *self, cg_client_t *client, json_t *params)
 {
     json_t *request_id = json_object_get (params, "requestId");
     for (cg_call_t *call = zhashx_first (self->calls); request_id && call;
-         call = zhashx_next (self->calls)) {
-        if (!json_equal (call->id, request_id) || call->cancelled
-            || call->channel->client != client)
-            continue;
-        call->cancelled = true;
-        zactor_t *runner = call->oneshot;
-        if (!runner) {
-            cg_registry_session_t *session =
-                cg_registry_find (self->registry, client->id, call->session_id);
-            runner = session ? session->runner : NULL;
+         call = zhashx_next (self->calls))
+        if (json_equal (call->id, request_id) && !call->cancelled
+            && call->channel->client == client) {
+            cg_server_call_cancel (self, call);
+            return;
         }
-        if (runner)
-            zstr_send (runner, "CANCEL");
-        return;
-    }
 }
 
 //  A response from the client: the answer to one of our requests (a conformance fixture's).
@@ -265,7 +290,11 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
         req.progress_token = json_is_string (token) || json_is_integer (token) ? token : NULL;
         const char *name = json_string_value (json_object_get (params, "name"));
         req.call_name = name ? name : "";
-        cg_tools_call (&req, params);
+        //  Tasks are 2025-11-25's: an older client's "task" is an unknown parameter.
+        if (json_object_get (params, "task") && strcmp (req.client->version, "2025-11-25") >= 0)
+            cg_tasks_call (&req, params);
+        else
+            cg_tools_call (&req, params);
     }
     else if (!cg_methods_dispatch (&req, method, params)) {
         cleanup_free char *text =
@@ -416,6 +445,7 @@ s_poll_once (cg_server_t *self)
         self->gateway ? cg_gateway_items (self->gateway, items + FIXED + closing, GATEWAY_MAX) : 0;
     int wait_ms = cg_tools_wait_tick (self, cg_registry_reap_idle (self->registry));
     wait_ms = self->streamable ? cg_streamable_reap (self->streamable, wait_ms) : wait_ms;
+    wait_ms = cg_tasks_tick (self, wait_ms);
     //  What the last round resumed (answers, stream writes) goes out before we wait: a
     //  resumed connection does not wake our poll by itself.
     if (self->http)
@@ -456,6 +486,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_registry_set_listener (self.registry, cg_tools_log_session, self.execlog);
     self.calls = zhashx_new ();
     zhashx_set_destructor (self.calls, s_call_free);
+    self.tasks = cg_tasks_new ();
     self.logs = zlistx_new ();
     zlistx_set_destructor (self.logs, (zlistx_destructor_fn *)zstr_free);
     cg_log_set_hook (s_log_hook, &self);
@@ -475,6 +506,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     for (cg_call_t *c = zhashx_first (self.calls); c; c = zhashx_next (self.calls))
         cg_registry_oneshot_end (self.registry, &c->oneshot);
     cg_log_set_hook (NULL, NULL);
+    zhashx_destroy (&self.tasks);
     zhashx_destroy (&self.calls);
     cg_registry_destroy (&self.registry);
     cg_execlog_destroy (&self.execlog);

@@ -1,6 +1,7 @@
 /*  cg_methods — the MCP methods besides tools: initialize (version negotiation) and
     logging/setLevel. */
 #include "cg_methods.h"
+#include "cg_tasks.h"
 #include "cg_conformance.h"
 #include "cg_jsonrpc.h"
 #include "cg_mcp.h"
@@ -72,6 +73,10 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
         "download_url links work in a browser). calculate does exact math with SymPy. "
         "save_script and run_script keep reusable scripts; search_execution_logs finds past "
         "runs.");
+    //  Tasks (2025-11-25's): the tools that run code take params.task.
+    if (strcmp (version, "2025-11-25") >= 0)
+        json_object_set_new (json_object_get (result, "capabilities"), "tasks",
+                             cg_tasks_capability ());
     //  The conformance suite's fixture prompts and completions are served under its profile.
     if (s_conformance (req))
         json_object_update_new (
@@ -150,6 +155,10 @@ cg_methods_dispatch (const cg_request_t *req, const char *method, json_t *params
         {"prompts/list", s_prompts_list, true},
         {"prompts/get", s_prompts_get, true},
         {"completion/complete", s_complete, true},
+        {"tasks/get", cg_tasks_get, false},
+        {"tasks/result", cg_tasks_result, false},
+        {"tasks/list", cg_tasks_list, false},
+        {"tasks/cancel", cg_tasks_cancel, false},
     };
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
         if (strcmp (method, methods[i].method) == 0

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 typedef struct cg_server_t cg_server_t;
+typedef struct cg_task_t cg_task_t; /* a tools/call run as a task (cg_tasks.h) */
 typedef struct cg_tool_t cg_tool_t; /* a row of the tool table (cg_tools.h) */
 
 /*  One request from a client, while it is handled. Everything is borrowed. */
@@ -27,6 +28,7 @@ typedef struct {
     const cg_tool_t *tool;  /* tools/call's tool, or NULL */
     const char *call_name;  /* tools/call's tool name as asked, or NULL for other methods */
     int64_t started_us;     /* when it arrived (cg_now_us) */
+    cg_task_t *task;        /* a tools/call run as this task: its answer goes there */
 } cg_request_t;
 
 /*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. A tools/call's
@@ -57,6 +59,7 @@ typedef struct {
     int64_t started_us;     /* when its request arrived */
     double timeout_s;       /* a run's timeout; 0: not a run */
     bool recorded;          /* its record is in the log (cg_oplog) */
+    cg_task_t *task;        /* its answer goes to this task (cg_tasks), or NULL */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's
@@ -87,6 +90,13 @@ void cg_server_call_record (cg_call_t *call, const json_t *result, int error_cod
 
 /*  Forgets CALL and frees it (ends its one-shot runner and its channel reference). */
 void cg_server_call_end (cg_server_t *self, cg_call_t *call);
+
+/*  Cancels CALL as notifications/cancelled does: its runner interrupts the cell (the
+    session's state stays) and its answer is not sent. */
+void cg_server_call_cancel (cg_server_t *self, cg_call_t *call);
+
+/*  The tasks (cg_tasks.h): id -> cg_task_t. */
+zhashx_t *cg_server_tasks (cg_server_t *self);
 
 /*  Ends SESSION: answers its call in flight (if any) with error WHY, then retires it
     (its runner destroys the sandbox). */

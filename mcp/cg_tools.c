@@ -411,6 +411,10 @@ cg_tools_list (const cg_config_t *config)
             s_schema (tool->output_schema, config, tool), "annotations", annotations);
         if (tool->title)
             json_object_set_new (entry, "title", json_string (tool->title));
+        //  2025-11-25's tasks: a long cell may run as a task the client polls (cg_tasks).
+        if (tool->flags & CG_TOOL_RUNS)
+            json_object_set_new (entry, "execution",
+                                 json_pack ("{s:s}", "taskSupport", "optional"));
         json_array_append_new (tools, entry);
     }
     if (strcmp (config->tool_profile, "conformance") == 0) {

@@ -1,0 +1,362 @@
+/*  cg_tasks — MCP tasks (2025-11-25): a running tool's call as a task the client polls. */
+#include "cg_tasks.h"
+#include "cg_jsonrpc.h"
+#include "cg_tools.h"
+#include "../bridge/cg_util.h"
+#include "../bridge/cg_utf8.h"
+
+#include <sodium.h>
+#include <string.h>
+#include <time.h>
+
+#define S_TTL_DEFAULT_MS 3600000  /* a task's result is kept an hour unless asked otherwise */
+#define S_TTL_MIN_MS 1000
+#define S_TTL_MAX_MS 86400000     /* at most a day */
+#define S_POLL_MS 1000            /* how often a client should poll tasks/get */
+#define S_LIST_PAGE 100
+#define S_RELATED "io.modelcontextprotocol/related-task"
+
+struct cg_task_t {
+    char id[37];
+    cg_server_t *server;
+    cg_client_t *client;   /* its owner (borrowed: its tasks go with it) */
+    cg_channel_t *channel; /* where its status notifications go (the creating request's) */
+    char *tool;
+    const char *status; /* working, completed, failed, cancelled */
+    char *message;      /* statusMessage, or NULL */
+    char created_at[40], updated_at[40];
+    int64_t created_us; /* monotonic */
+    int64_t ttl_ms;
+    char call_key[32];  /* its call while it runs, "" once it ended */
+    json_t *result;     /* the CallToolResult, once completed */
+    int error_code;     /* once failed */
+    char *error_message;
+    zlistx_t *waiters;  /* tasks/result requests waiting: s_waiter_t */
+};
+
+//  A tasks/result request waiting for its task's end.
+typedef struct {
+    cg_channel_t *channel;
+    json_t *id;
+} s_waiter_t;
+
+//  ISO 8601 with milliseconds, UTC.
+static void
+s_now (char out[40])
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r (&ts.tv_sec, &tm);
+    size_t n = strftime (out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf (out + n, 40 - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
+static bool
+s_terminal (const cg_task_t *task)
+{
+    return strcmp (task->status, "working") != 0 && strcmp (task->status, "input_required") != 0;
+}
+
+static void
+s_waiter_free (void **item)
+{
+    s_waiter_t *waiter = *item;
+    if (waiter) {
+        cg_channel_release (&waiter->channel);
+        json_decref (waiter->id);
+        free (waiter);
+    }
+    *item = NULL;
+}
+
+static void
+s_task_free (void **item)
+{
+    cg_task_t *task = *item;
+    if (task) {
+        zlistx_destroy (&task->waiters);
+        cg_channel_release (&task->channel);
+        json_decref (task->result);
+        free (task->tool);
+        free (task->message);
+        free (task->error_message);
+        free (task);
+    }
+    *item = NULL;
+}
+
+zhashx_t *
+cg_tasks_new (void)
+{
+    zhashx_t *tasks = zhashx_new ();
+    zhashx_set_destructor (tasks, s_task_free);
+    return tasks;
+}
+
+json_t *
+cg_tasks_capability (void)
+{
+    return json_pack ("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel", "requests", "tools", "call");
+}
+
+//  The Task object of TASK.
+static json_t *
+s_model (const cg_task_t *task)
+{
+    json_t *model = json_pack ("{s:s, s:s, s:s, s:s, s:I, s:i}", "taskId", task->id, "status",
+                               task->status, "createdAt", task->created_at, "lastUpdatedAt",
+                               task->updated_at, "ttl", (json_int_t)task->ttl_ms, "pollInterval",
+                               S_POLL_MS);
+    if (task->message)
+        json_object_set_new (model, "statusMessage", json_string (task->message));
+    return model;
+}
+
+//  Moves TASK to STATUS with MESSAGE (may be NULL) and tells its client
+//  (notifications/tasks/status, on the channel it was created on while that is open).
+static void
+s_set_status (cg_task_t *task, const char *status, const char *message)
+{
+    task->status = status;
+    free (task->message);
+    task->message = message ? cg_xstrdup (message) : NULL;
+    s_now (task->updated_at);
+    cg_channel_send (task->channel, json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+                                               "notifications/tasks/status", "params",
+                                               s_model (task)));
+}
+
+//  The task ID of REQ's client, or NULL (REQ answered with -32602).
+static cg_task_t *
+s_find (const cg_request_t *req, json_t *params)
+{
+    const char *id = json_string_value (json_object_get (params, "taskId"));
+    cg_task_t *task = id ? zhashx_lookup (cg_server_tasks (req->server), id) : NULL;
+    if (task && task->client == req->client)
+        return task;
+    cleanup_free char *message =
+        id ? cg_strdupf ("Unknown task: %.*s", cg_utf8_prefix (id, 64), id)
+           : cg_xstrdup ("'taskId' (a string) is required");
+    cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, message);
+    return NULL;
+}
+
+//  What tasks/result answers for TASK, ended: its result with the related-task _meta, or
+//  its error. A new JSON-RPC message for ID.
+static json_t *
+s_outcome (const cg_task_t *task, json_t *id)
+{
+    if (!task->result) {
+        const char *message = task->error_message ? task->error_message : "the task was cancelled";
+        return cg_jsonrpc_error (id, task->error_code ? task->error_code : CG_JSONRPC_INTERNAL_ERROR,
+                                 message);
+    }
+    json_t *result = json_deep_copy (task->result);
+    json_t *meta = json_object_get (result, "_meta");
+    if (!json_is_object (meta)) {
+        meta = json_object ();
+        json_object_set_new (result, "_meta", meta);
+    }
+    json_object_set_new (meta, S_RELATED, json_pack ("{s:s}", "taskId", task->id));
+    return cg_jsonrpc_result (id, result);
+}
+
+//  Answers every tasks/result request waiting on TASK (ended).
+static void
+s_answer_waiters (cg_task_t *task)
+{
+    s_waiter_t *waiter;
+    while ((waiter = zlistx_detach (task->waiters, NULL))) {
+        cg_channel_send (waiter->channel, s_outcome (task, waiter->id));
+        void *item = waiter;
+        s_waiter_free (&item);
+    }
+}
+
+void
+cg_tasks_call (const cg_request_t *req, json_t *params)
+{
+    json_t *spec = json_object_get (params, "task");
+    json_t *ttl = json_object_get (spec, "ttl");
+    const cg_tool_t *tool = cg_tools_find (json_string_value (json_object_get (params, "name")));
+    if (!json_is_object (spec) || (ttl && !json_is_integer (ttl))) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "tools/call: 'task' must be an object, its 'ttl' an integer (ms)");
+        return;
+    }
+    if (!tool || !(tool->flags & CG_TOOL_RUNS)) {
+        cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND,
+                          "tools/call: this tool does not run as a task (only the tools that "
+                          "run code do: their execution.taskSupport is \"optional\")");
+        return;
+    }
+    cg_task_t *task = cg_xcalloc (1, sizeof *task);
+    uint8_t b[16];
+    randombytes_buf (b, sizeof b);
+    sodium_bin2hex (task->id, sizeof task->id, b, sizeof b);
+    task->server = req->server;
+    task->client = req->client;
+    task->channel = cg_channel_keep (req->channel);
+    task->tool = cg_xstrdup (tool->name);
+    task->status = "working";
+    s_now (task->created_at);
+    memcpy (task->updated_at, task->created_at, sizeof task->updated_at);
+    task->created_us = cg_now_us ();
+    json_int_t asked = ttl ? json_integer_value (ttl) : S_TTL_DEFAULT_MS;
+    task->ttl_ms = asked < S_TTL_MIN_MS ? S_TTL_MIN_MS : asked > S_TTL_MAX_MS ? S_TTL_MAX_MS : asked;
+    task->waiters = zlistx_new ();
+    zhashx_insert (cg_server_tasks (req->server), task->id, task);
+    //  The task first (not the call's record: that is its result's); the call's answer,
+    //  now or later, goes to it (cg_answer.c).
+    cg_request_t creating = *req;
+    creating.call_name = NULL;
+    cg_request_result (&creating, json_pack ("{s:o}", "task", s_model (task)));
+    cg_request_t tasked = *req;
+    tasked.task = task;
+    tasked.progress_token = NULL; /* its request is answered: progress has nowhere to go */
+    cg_tools_call (&tasked, params);
+}
+
+void
+cg_tasks_started (cg_task_t *task, const char *call_key)
+{
+    snprintf (task->call_key, sizeof task->call_key, "%s", call_key);
+}
+
+void
+cg_tasks_finish (cg_task_t *task, json_t *result, int code, const char *message)
+{
+    task->call_key[0] = '\0';
+    if (s_terminal (task)) { /* cancelled: what the interrupted run says is dropped */
+        json_decref (result);
+        return;
+    }
+    task->result = result;
+    task->error_code = result ? 0 : code;
+    task->error_message = result ? NULL : cg_xstrdup (message ? message : "the call failed");
+    s_set_status (task, result ? "completed" : "failed",
+                  result ? NULL : task->error_message);
+    s_answer_waiters (task);
+}
+
+void
+cg_tasks_get (const cg_request_t *req, json_t *params)
+{
+    cg_task_t *task = s_find (req, params);
+    if (task)
+        cg_request_result (req, s_model (task));
+}
+
+void
+cg_tasks_result (const cg_request_t *req, json_t *params)
+{
+    cg_task_t *task = s_find (req, params);
+    if (!task)
+        return;
+    if (s_terminal (task)) {
+        cg_channel_send (req->channel, s_outcome (task, req->id));
+        return;
+    }
+    s_waiter_t *waiter = cg_xcalloc (1, sizeof *waiter);
+    waiter->channel = cg_channel_keep (req->channel);
+    waiter->id = json_incref (req->id);
+    zlistx_add_end (task->waiters, waiter);
+}
+
+void
+cg_tasks_list (const cg_request_t *req, json_t *params)
+{
+    //  The cursor is the number of the client's tasks already listed, in creation order.
+    const char *cursor = json_string_value (json_object_get (params, "cursor"));
+    size_t skip = 0;
+    if (json_object_get (params, "cursor")
+        && (!cursor || !*cursor || strspn (cursor, "0123456789") != strlen (cursor)
+            || strlen (cursor) > 9)) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "tasks/list: invalid cursor");
+        return;
+    }
+    skip = cursor ? (size_t)atol (cursor) : 0;
+    zhashx_t *tasks = cg_server_tasks (req->server);
+    cg_task_t **sorted = cg_xcalloc (zhashx_size (tasks) + 1, sizeof *sorted);
+    size_t count = 0;
+    for (cg_task_t *t = zhashx_first (tasks); t; t = zhashx_next (tasks))
+        if (t->client == req->client)
+            sorted[count++] = t;
+    //  Oldest first.
+    for (size_t i = 1; i < count; i++)
+        for (size_t j = i; j > 0 && sorted[j - 1]->created_us > sorted[j]->created_us; j--) {
+            cg_task_t *swap = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = swap;
+        }
+    json_t *list = json_array ();
+    for (size_t i = skip; i < count && i < skip + S_LIST_PAGE; i++)
+        json_array_append_new (list, s_model (sorted[i]));
+    json_t *result = json_pack ("{s:o}", "tasks", list);
+    if (skip + S_LIST_PAGE < count)
+        json_object_set_new (result, "nextCursor", json_sprintf ("%zu", skip + S_LIST_PAGE));
+    free (sorted);
+    cg_request_result (req, result);
+}
+
+void
+cg_tasks_cancel (const cg_request_t *req, json_t *params)
+{
+    cg_task_t *task = s_find (req, params);
+    if (!task)
+        return;
+    if (s_terminal (task)) {
+        cleanup_free char *message =
+            cg_strdupf ("tasks/cancel: task %s has ended (%s)", task->id, task->status);
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, message);
+        return;
+    }
+    //  The kernel is interrupted, as for notifications/cancelled: the session's state stays.
+    cg_call_t *call = cg_server_call (req->server, task->call_key[0] ? task->call_key : NULL);
+    if (call)
+        cg_server_call_cancel (req->server, call);
+    task->error_code = CG_JSONRPC_INTERNAL_ERROR;
+    task->error_message = cg_xstrdup ("The task was cancelled (tasks/cancel); the session's "
+                                      "state is kept.");
+    s_set_status (task, "cancelled", "Cancelled by the client; the kernel was interrupted and "
+                                     "the session's state is kept.");
+    cg_request_result (req, s_model (task));
+    s_answer_waiters (task);
+}
+
+int
+cg_tasks_tick (cg_server_t *server, int wait_ms)
+{
+    zhashx_t *tasks = cg_server_tasks (server);
+    int64_t now = cg_now_us (), next = INT64_MAX;
+    zlistx_t *expired = zlistx_new ();
+    for (cg_task_t *t = zhashx_first (tasks); t; t = zhashx_next (tasks)) {
+        int64_t due = t->created_us + t->ttl_ms * 1000;
+        //  A task still running is kept until it ends, whatever its TTL.
+        if (due <= now && s_terminal (t))
+            zlistx_add_end (expired, t->id);
+        else if (due > now && due < next)
+            next = due;
+    }
+    for (const char *id = zlistx_first (expired); id; id = zlistx_next (expired))
+        zhashx_delete (tasks, id);
+    zlistx_destroy (&expired);
+    if (next == INT64_MAX)
+        return wait_ms;
+    int ms = (int)((next - now) / 1000 + 1);
+    return wait_ms < 0 || ms < wait_ms ? ms : wait_ms;
+}
+
+void
+cg_tasks_client_end (cg_server_t *server, cg_client_t *client)
+{
+    zhashx_t *tasks = cg_server_tasks (server);
+    zlistx_t *gone = zlistx_new ();
+    for (cg_task_t *t = zhashx_first (tasks); t; t = zhashx_next (tasks))
+        if (t->client == client)
+            zlistx_add_end (gone, t->id);
+    for (const char *id = zlistx_first (gone); id; id = zlistx_next (gone))
+        zhashx_delete (tasks, id);
+    zlistx_destroy (&gone);
+}

@@ -1,0 +1,43 @@
+/*  cg_tasks — MCP tasks (revision 2025-11-25's experimental tasks): a tools/call of a
+    running tool made with params.task answers at once with a task the client polls
+    (tasks/get), waits on (tasks/result), lists (tasks/list) and cancels (tasks/cancel,
+    which interrupts the kernel and keeps the session's state); the call's result is kept
+    for the task's TTL. Internal to mcp/. */
+#ifndef CG_TASKS_H
+#define CG_TASKS_H
+
+#include "cg_server.h"
+
+/*  The tasks capability of initialize's result (a new object). */
+json_t *cg_tasks_capability (void);
+
+/*  tools/call with params.task (REQ, PARAMS): checks the tool takes tasks, makes the task,
+    answers REQ with it (CreateTaskResult) and runs the call with its answer going to the
+    task. */
+void cg_tasks_call (const cg_request_t *req, json_t *params);
+
+/*  TASK's call is CALL_KEY (a cg_server_call key): tasks/cancel cancels it. */
+void cg_tasks_started (cg_task_t *task, const char *call_key);
+
+/*  The answer of TASK's call: RESULT (stolen; a CallToolResult), or when NULL the
+    JSON-RPC error CODE with MESSAGE. Ends the task (completed, or failed) unless it was
+    cancelled, and answers its tasks/result requests. */
+void cg_tasks_finish (cg_task_t *task, json_t *result, int code, const char *message);
+
+/*  tasks/get, tasks/result, tasks/list, tasks/cancel (a cg_methods_dispatch row each). */
+void cg_tasks_get (const cg_request_t *req, json_t *params);
+void cg_tasks_result (const cg_request_t *req, json_t *params);
+void cg_tasks_list (const cg_request_t *req, json_t *params);
+void cg_tasks_cancel (const cg_request_t *req, json_t *params);
+
+/*  Forgets the tasks past their TTL. Returns the ms until the next is due, or WAIT_MS when
+    that is sooner (-1: none). */
+int cg_tasks_tick (cg_server_t *server, int wait_ms);
+
+/*  Forgets CLIENT's tasks (their tasks/result requests get no answer). */
+void cg_tasks_client_end (cg_server_t *server, cg_client_t *client);
+
+/*  The server's table of tasks: id -> cg_task_t (cg_tasks.c frees them). */
+zhashx_t *cg_tasks_new (void);
+
+#endif
