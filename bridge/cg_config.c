@@ -76,6 +76,10 @@ static const cg_config_option_t s_options[] = {
     {"--run-python-timeout", "CELLGATE_RUN_PYTHON_TIMEOUT", CG_CONFIG_INT,
      OFF (run_python_timeout_s), CG_STR (CG_RUN_PYTHON_TIMEOUT_S), CG_TIMEOUT_MIN_S,
      CG_TIMEOUT_MAX_S, "default timeout in seconds of run_python (seed 004)"},
+    {"--max-timeout", "CELLGATE_MAX_TIMEOUT", CG_CONFIG_INT, OFF (max_timeout_s),
+     CG_STR (CG_TIMEOUT_MAX_S), CG_TIMEOUT_MIN_S, 86400,
+     "the longest timeout in seconds a call may ask for (past a client's request timeout: "
+     "run long cells as tasks)"},
     {"--interrupt-grace-ms", "CELLGATE_INTERRUPT_GRACE_MS", CG_CONFIG_INT, OFF (interrupt_grace_ms),
      "3000", 100, 600000, "wait after an interrupt before restarting the kernel"},
     {"--kernel-start-timeout", "CELLGATE_KERNEL_START_TIMEOUT", CG_CONFIG_INT,
@@ -437,6 +441,12 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         free (self->http);
         self->http = full;
     }
+    if (self->default_timeout_s > self->max_timeout_s
+        || self->run_python_timeout_s > self->max_timeout_s)
+        return cg_error_set (err, EINVAL,
+                             "--default-timeout and --run-python-timeout must not pass "
+                             "--max-timeout (%d s)",
+                             self->max_timeout_s);
     if (self->gateway_token && strlen (self->gateway_token) < 16)
         return cg_error_set (err, EINVAL, "--gateway-token: use at least 16 characters");
     if (self->http_token && strlen (self->http_token) < 16)

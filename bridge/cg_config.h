@@ -28,6 +28,7 @@ typedef struct {
     int sandbox_uid;
     int sandbox_gid;
     int default_timeout_s;    /* the running tools' default timeout (seeds 000, 002) */
+    int max_timeout_s;        /* the longest timeout a call may ask for (CG_TIMEOUT_MAX_S) */
     int run_python_timeout_s; /* run_python's (seed 004) */
     int interrupt_grace_ms;   /* after an interrupt, before the kernel is restarted */
     int kernel_start_timeout_s;

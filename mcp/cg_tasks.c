@@ -9,10 +9,10 @@
 #include <string.h>
 #include <time.h>
 
-#define S_TTL_DEFAULT_MS 3600000  /* a task's result is kept an hour unless asked otherwise */
+#define S_TTL_DEFAULT_MS 3600000 /* a task's result is kept an hour unless asked otherwise */
 #define S_TTL_MIN_MS 1000
-#define S_TTL_MAX_MS 86400000     /* at most a day */
-#define S_POLL_MS 1000            /* how often a client should poll tasks/get */
+#define S_TTL_MAX_MS 86400000 /* at most a day */
+#define S_POLL_MS 1000        /* how often a client should poll tasks/get */
 #define S_LIST_PAGE 100
 #define S_RELATED "io.modelcontextprotocol/related-task"
 
@@ -27,11 +27,11 @@ struct cg_task_t {
     char created_at[40], updated_at[40];
     int64_t created_us; /* monotonic */
     int64_t ttl_ms;
-    char call_key[32];  /* its call while it runs, "" once it ended */
-    json_t *result;     /* the CallToolResult, once completed */
-    int error_code;     /* once failed */
+    char call_key[32]; /* its call while it runs, "" once it ended */
+    json_t *result;    /* the CallToolResult, once completed */
+    int error_code;    /* once failed */
     char *error_message;
-    zlistx_t *waiters;  /* tasks/result requests waiting: s_waiter_t */
+    zlistx_t *waiters; /* tasks/result requests waiting: s_waiter_t */
 };
 
 //  A tasks/result request waiting for its task's end.
@@ -104,10 +104,10 @@ cg_tasks_capability (void)
 static json_t *
 s_model (const cg_task_t *task)
 {
-    json_t *model = json_pack ("{s:s, s:s, s:s, s:s, s:I, s:i}", "taskId", task->id, "status",
-                               task->status, "createdAt", task->created_at, "lastUpdatedAt",
-                               task->updated_at, "ttl", (json_int_t)task->ttl_ms, "pollInterval",
-                               S_POLL_MS);
+    json_t *model =
+        json_pack ("{s:s, s:s, s:s, s:s, s:I, s:i}", "taskId", task->id, "status", task->status,
+                   "createdAt", task->created_at, "lastUpdatedAt", task->updated_at, "ttl",
+                   (json_int_t)task->ttl_ms, "pollInterval", S_POLL_MS);
     if (task->message)
         json_object_set_new (model, "statusMessage", json_string (task->message));
     return model;
@@ -122,9 +122,9 @@ s_set_status (cg_task_t *task, const char *status, const char *message)
     free (task->message);
     task->message = message ? cg_xstrdup (message) : NULL;
     s_now (task->updated_at);
-    cg_channel_send (task->channel, json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
-                                               "notifications/tasks/status", "params",
-                                               s_model (task)));
+    cg_channel_send (task->channel,
+                     json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+                                "notifications/tasks/status", "params", s_model (task)));
 }
 
 //  The task ID of REQ's client, or NULL (REQ answered with -32602).
@@ -135,9 +135,8 @@ s_find (const cg_request_t *req, json_t *params)
     cg_task_t *task = id ? zhashx_lookup (cg_server_tasks (req->server), id) : NULL;
     if (task && task->client == req->client)
         return task;
-    cleanup_free char *message =
-        id ? cg_strdupf ("Unknown task: %.*s", cg_utf8_prefix (id, 64), id)
-           : cg_xstrdup ("'taskId' (a string) is required");
+    cleanup_free char *message = id ? cg_strdupf ("Unknown task: %.*s", cg_utf8_prefix (id, 64), id)
+                                    : cg_xstrdup ("'taskId' (a string) is required");
     cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, message);
     return NULL;
 }
@@ -149,8 +148,8 @@ s_outcome (const cg_task_t *task, json_t *id)
 {
     if (!task->result) {
         const char *message = task->error_message ? task->error_message : "the task was cancelled";
-        return cg_jsonrpc_error (id, task->error_code ? task->error_code : CG_JSONRPC_INTERNAL_ERROR,
-                                 message);
+        return cg_jsonrpc_error (
+            id, task->error_code ? task->error_code : CG_JSONRPC_INTERNAL_ERROR, message);
     }
     json_t *result = json_deep_copy (task->result);
     json_t *meta = json_object_get (result, "_meta");
@@ -204,7 +203,9 @@ cg_tasks_call (const cg_request_t *req, json_t *params)
     memcpy (task->updated_at, task->created_at, sizeof task->updated_at);
     task->created_us = cg_now_us ();
     json_int_t asked = ttl ? json_integer_value (ttl) : S_TTL_DEFAULT_MS;
-    task->ttl_ms = asked < S_TTL_MIN_MS ? S_TTL_MIN_MS : asked > S_TTL_MAX_MS ? S_TTL_MAX_MS : asked;
+    task->ttl_ms = asked < S_TTL_MIN_MS   ? S_TTL_MIN_MS
+                   : asked > S_TTL_MAX_MS ? S_TTL_MAX_MS
+                                          : asked;
     task->waiters = zlistx_new ();
     zhashx_insert (cg_server_tasks (req->server), task->id, task);
     //  The task first (not the call's record: that is its result's); the call's answer,
@@ -235,8 +236,7 @@ cg_tasks_finish (cg_task_t *task, json_t *result, int code, const char *message)
     task->result = result;
     task->error_code = result ? 0 : code;
     task->error_message = result ? NULL : cg_xstrdup (message ? message : "the call failed");
-    s_set_status (task, result ? "completed" : "failed",
-                  result ? NULL : task->error_message);
+    s_set_status (task, result ? "completed" : "failed", result ? NULL : task->error_message);
     s_answer_waiters (task);
 }
 
@@ -319,8 +319,9 @@ cg_tasks_cancel (const cg_request_t *req, json_t *params)
     task->error_code = CG_JSONRPC_INTERNAL_ERROR;
     task->error_message = cg_xstrdup ("The task was cancelled (tasks/cancel); the session's "
                                       "state is kept.");
-    s_set_status (task, "cancelled", "Cancelled by the client; the kernel was interrupted and "
-                                     "the session's state is kept.");
+    s_set_status (task, "cancelled",
+                  "Cancelled by the client; the kernel was interrupted and "
+                  "the session's state is kept.");
     cg_request_result (req, s_model (task));
     s_answer_waiters (task);
 }

@@ -318,9 +318,11 @@ s_expand (const char *template, const cg_config_t *config, const cg_tool_t *tool
 {
     cleanup_free char *timeout_s =
         cg_strdupf ("%g", config ? cg_tools_default_timeout (config, tool) : 0);
+    cleanup_free char *max_s = cg_strdupf (
+        "%d", config && config->max_timeout_s ? config->max_timeout_s : CG_TIMEOUT_MAX_S);
     const char *values[][2] = {{"apos", "'"},
                                {"timeout_min_s", CG_STR (CG_TIMEOUT_MIN_S)},
-                               {"timeout_max_s", CG_STR (CG_TIMEOUT_MAX_S)},
+                               {"timeout_max_s", max_s},
                                {"workspace", CG_WORKSPACE_MOUNT},
                                {"seed001_timeout_ms", CG_STR (CG_SEED001_TIMEOUT_MS)},
                                {"default_timeout_s", timeout_s},

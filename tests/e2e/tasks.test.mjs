@@ -154,3 +154,32 @@ describe('over Streamable HTTP', () => {
     await assert.rejects(other.experimental.tasks.getTask(mine.tasks[0].taskId), /Unknown task/);
   });
 });
+
+describe('--max-timeout: how long a call may ask to run', () => {
+  test('300 s by default; an operator allows more with --max-timeout or seed 002\'s CODEXEC_MAX_TIMEOUT_MS', async () => {
+    const maximum = (tools) => tools.find((t) => t.name === 'execute_code').inputSchema.properties.timeout.maximum;
+    const plain = await startServer({ name: 'tasks-max-default' });
+    try {
+      assert.equal(maximum(plain.tools), 300);
+      const refused = sc(await callExec(plain.client, { language: 'python', code: '1', timeout: 400 }));
+      assert.equal(refused.error_code, 'INVALID_PARAMS', JSON.stringify(refused));
+      assert.match(refused.error_message, /from 1 to 300/);
+    } finally {
+      await plain.close();
+    }
+    const longer = await startServer({ name: 'tasks-max-900', args: ['--max-timeout', '900'] });
+    try {
+      assert.equal(maximum(longer.tools), 900);
+      const ok = sc(await callExec(longer.client, { language: 'python', code: 'print(2)', timeout: 400 }));
+      assert.equal(ok.stdout, '2\n', JSON.stringify(ok));
+    } finally {
+      await longer.close();
+    }
+    const seed = await startServer({ name: 'tasks-max-seed', env: { CODEXEC_MAX_TIMEOUT_MS: '600000' } });
+    try {
+      assert.equal(maximum(seed.tools), 600);
+    } finally {
+      await seed.close();
+    }
+  });
+});
