@@ -22,7 +22,7 @@ struct cg_task_t {
     cg_client_t *client;   /* its owner (borrowed: its tasks go with it) */
     cg_channel_t *channel; /* where its status notifications go (the creating request's) */
     char *tool;
-    const char *status; /* working, completed, failed, cancelled */
+    const char *status; /* working, input_required, completed, failed, cancelled */
     char *message;      /* statusMessage, or NULL */
     char created_at[40], updated_at[40];
     int64_t created_us; /* monotonic */
@@ -32,6 +32,7 @@ struct cg_task_t {
     int error_code;    /* once failed */
     char *error_message;
     zlistx_t *waiters; /* tasks/result requests waiting: s_waiter_t */
+    json_t *ask;       /* an elicitation request waiting for a tasks/result stream */
 };
 
 //  A tasks/result request waiting for its task's end.
@@ -76,6 +77,7 @@ s_task_free (void **item)
     cg_task_t *task = *item;
     if (task) {
         zlistx_destroy (&task->waiters);
+        json_decref (task->ask);
         cg_channel_release (&task->channel);
         json_decref (task->result);
         free (task->tool);
@@ -233,11 +235,35 @@ cg_tasks_finish (cg_task_t *task, json_t *result, int code, const char *message)
         json_decref (result);
         return;
     }
+    json_decref (task->ask);
+    task->ask = NULL;
     task->result = result;
     task->error_code = result ? 0 : code;
     task->error_message = result ? NULL : cg_xstrdup (message ? message : "the call failed");
     s_set_status (task, result ? "completed" : "failed", result ? NULL : task->error_message);
     s_answer_waiters (task);
+}
+
+void
+cg_tasks_ask (cg_task_t *task, json_t *request)
+{
+    json_t *params = json_object_get (request, "params");
+    json_object_set_new (params, "_meta", json_pack ("{s:{s:s}}", S_RELATED, "taskId", task->id));
+    s_set_status (task, "input_required", "The running code asks the user for a line of input.");
+    s_waiter_t *waiter = zlistx_first (task->waiters);
+    json_decref (task->ask);
+    task->ask = NULL;
+    if (waiter)
+        cg_channel_send (waiter->channel, request);
+    else
+        task->ask = request;
+}
+
+void
+cg_tasks_answered (cg_task_t *task)
+{
+    if (strcmp (task->status, "input_required") == 0)
+        s_set_status (task, "working", NULL);
 }
 
 void
@@ -257,6 +283,10 @@ cg_tasks_result (const cg_request_t *req, json_t *params)
     if (s_terminal (task)) {
         cg_channel_send (req->channel, s_outcome (task, req->id));
         return;
+    }
+    if (task->ask) { /* the cell waits for the user: ask on this request's stream */
+        cg_channel_send (req->channel, task->ask);
+        task->ask = NULL;
     }
     s_waiter_t *waiter = cg_xcalloc (1, sizeof *waiter);
     waiter->channel = cg_channel_keep (req->channel);

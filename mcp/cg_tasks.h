@@ -24,6 +24,13 @@ void cg_tasks_started (cg_task_t *task, const char *call_key);
     cancelled, and answers its tasks/result requests. */
 void cg_tasks_finish (cg_task_t *task, json_t *result, int code, const char *message);
 
+/*  TASK's cell asks the user for a line: REQUEST (an elicitation/create request, stolen)
+    goes out on the stream of a tasks/result request of the task, now or when one comes
+    (the client calls tasks/result when it sees input_required); the task is
+    input_required until cg_tasks_answered. */
+void cg_tasks_ask (cg_task_t *task, json_t *request);
+void cg_tasks_answered (cg_task_t *task);
+
 /*  tasks/get, tasks/result, tasks/list, tasks/cancel (a cg_methods_dispatch row each). */
 void cg_tasks_get (const cg_request_t *req, json_t *params);
 void cg_tasks_result (const cg_request_t *req, json_t *params);

@@ -2,6 +2,7 @@
     through the client (elicitation/create, MCP 2025-06-18 and later, form mode) and the
     line is fed to the kernel; a client that cannot be asked, a decline or a cancel is EOF,
     as without elicitation. Passwords (getpass) are said to be passwords. */
+#include "cg_tasks.h"
 #include "cg_tools.h"
 #include "../bridge/cg_utf8.h"
 #include "../bridge/cg_util.h"
@@ -54,10 +55,14 @@ cg_tools_input_ask (cg_server_t *server, cg_call_t *call, cg_registry_session_t 
         "string", "title", secret ? "Password" : "Input", "description",
         secret ? "A password for the running code" : "One line for the running code's input()",
         "required", "input");
-    cg_channel_send (call->channel,
-                     json_pack ("{s:s, s:s, s:s, s:{s:s, s:o}}", "jsonrpc", "2.0", "id",
-                                call->client_request, "method", "elicitation/create", "params",
-                                "message", message, "requestedSchema", schema));
+    json_t *request = json_pack ("{s:s, s:s, s:s, s:{s:s, s:o}}", "jsonrpc", "2.0", "id",
+                                 call->client_request, "method", "elicitation/create", "params",
+                                 "message", message, "requestedSchema", schema);
+    //  A task's request was answered already: the user is asked on a tasks/result stream.
+    if (call->task)
+        cg_tasks_ask (call->task, request);
+    else
+        cg_channel_send (call->channel, request);
 }
 
 void
@@ -77,4 +82,6 @@ cg_tools_input_answer (cg_server_t *server, cg_call_t *call, json_t *message)
         first = newline ? cg_strdupf ("%.*s", (int)(newline - line), line) : cg_xstrdup (line);
     }
     s_reply (server, call, first ? first : "\x04");
+    if (call->task)
+        cg_tasks_answered (call->task);
 }

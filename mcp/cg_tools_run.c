@@ -328,8 +328,7 @@ cg_tools_dispatch (const cg_request_t *req, json_t *request, cg_registry_session
     if (call->progress_token)
         json_object_set_new (copy, "progress", json_true ());
     //  A cell that wants more input than its stdin had asks the user (cg_tools_input).
-    //  (A task's call has no request to ask the user on: input() there is EOF.)
-    if (req->client->elicitation && !req->task)
+    if (req->client->elicitation)
         json_object_set_new (copy, "elicit", json_true ());
     //  The request is handed over as a pointer: the runner takes a deep copy, so that no
     //  JSON value (the client's arguments share theirs) is held by two threads.

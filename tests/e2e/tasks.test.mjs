@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import { callExec, sc, startHttpServer, startServer } from './lib.mjs';
 
@@ -152,6 +152,40 @@ describe('over Streamable HTTP', () => {
     const theirs = await other.experimental.tasks.listTasks();
     assert.equal(theirs.tasks.length, 0, JSON.stringify(theirs));
     await assert.rejects(other.experimental.tasks.getTask(mine.tasks[0].taskId), /Unknown task/);
+  });
+});
+
+// input() in a task: the task goes input_required, the SDK client (seeing it) calls
+// tasks/result, the elicitation request comes on that stream, the answer reaches the cell.
+describe('input() in a task asks the user through tasks/result', () => {
+  const asked = [];
+  const capabilities = { elicitation: { form: {} } };
+  const onClient = (client) => client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    return asked.length === 1 ? { action: 'accept', content: { input: 'Ada' } } : { action: 'decline' };
+  });
+  const check = async (client) => {
+    asked.length = 0;
+    const run = await runAsTask(client, { code: "name = input('Name? ')\nprint('hi', name)\ninput('More? ')" });
+    assert.equal(run.error, null, String(run.error));
+    assert.ok(run.statuses.includes('input_required'), run.statuses.join());
+    assert.equal(asked.length, 2, JSON.stringify(asked));
+    assert.match(asked[0].message, /Name\?/);
+    assert.deepEqual(asked[0]._meta['io.modelcontextprotocol/related-task'], { taskId: run.created.taskId });
+    const s = run.result.structuredContent;
+    assert.match(s.stdout, /hi Ada/);
+    assert.match(s.stderr, /EOFError/, 'a declined second input() is EOF');
+  };
+  test('over stdio', async () => {
+    const server = await startServer({ name: 'tasks-input', capabilities, onClient });
+    try { await check(server.client); } finally { await server.close(); }
+  });
+  test('over Streamable HTTP', async () => {
+    const server = await startHttpServer();
+    try {
+      const { client } = await server.connect(undefined, { capabilities, onClient });
+      await check(client);
+    } finally { await server.close(); }
   });
 });
 
