@@ -31,6 +31,7 @@ static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin",
 //  messages (at most S_HELD_MAX), as Jupyter Server's "nudge" does.
 #define S_NUDGE_INTERVAL_MS 200
 #define S_HELD_MAX 256
+#define S_HELD_BYTES_MAX (64 * 1024 * 1024)
 
 typedef struct {
     cg_gateway_t *gateway;
@@ -49,6 +50,7 @@ typedef struct {
     zhashx_t *nudges;   /* msg_ids of its own kernel_info_requests (their answers are dropped) */
     int64_t next_nudge; /* when to nudge again (zclock_mono) */
     zlistx_t *held;     /* zframe_t: the front end's messages until ready (more: binary) */
+    size_t held_bytes;
     bool over;
     bool counted; /* in its kernel's connections */
     void *handle; /* its place in the gateway's list */
@@ -75,6 +77,8 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
     self->generation = kernel->generation;
     self->ready = false;
     self->next_nudge = 0;
+    zhashx_purge (self->executes); /* a new kernel process: none of its cells run */
+    self->running = false;
     if (kernel->pid == 0 || !kernel->key)
         return -1;
     self->wire =
@@ -183,13 +187,14 @@ s_on_message (void *arg, bool binary, const uint8_t *data, size_t len)
         s_forward (self, binary, data, len);
         return;
     }
-    if (zlistx_size (self->held) >= S_HELD_MAX) {
+    if (zlistx_size (self->held) >= S_HELD_MAX || self->held_bytes + len > S_HELD_BYTES_MAX) {
         s_end (self, 1008, "too many messages before the kernel answered");
         return;
     }
     zframe_t *frame = zframe_new (data, len);
     zframe_set_more (frame, binary);
     zlistx_add_end (self->held, frame);
+    self->held_bytes += len;
 }
 
 //  The connection works: what the front end sent meanwhile goes to the kernel.
@@ -197,6 +202,7 @@ static void
 s_ready (s_socket_t *self)
 {
     self->ready = true;
+    self->held_bytes = 0;
     zframe_t *frame;
     while (!self->over && (frame = zlistx_detach (self->held, NULL))) {
         s_forward (self, zframe_more (frame), zframe_data (frame), zframe_size (frame));
