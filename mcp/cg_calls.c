@@ -53,6 +53,7 @@ cg_server_call_new (const cg_request_t *req, const char *tool, const char *sessi
     call->tool = cg_xstrdup (tool);
     call->session_id = session_id ? cg_xstrdup (session_id) : NULL;
     call->started_us = req->started_us;
+    call->modern = req->modern;
     snprintf (call->key, sizeof call->key, "c%lu", ++self->next_key);
     if (req->task) {
         //  Its request was answered with the task: the id may be used again, so the call
@@ -131,4 +132,3 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
     cg_resources_forget (client);
     cg_tasks_client_end (self, client);
 }
-

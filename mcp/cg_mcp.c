@@ -9,6 +9,7 @@
 #include "cg_resources.h"
 #include "cg_jsonrpc.h"
 #include "cg_methods.h"
+#include "cg_modern.h"
 #include "cg_server.h"
 #include "cg_server_int.h"
 #include "cg_stdio.h"
@@ -137,30 +138,46 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
             s_cancel (self, req.client, params);
         return; /* notifications/initialized and unknown ones need nothing */
     }
-    if (strcmp (method, "initialize") == 0)
+    req.method = method;
+    if (cg_modern_request (message))
+        cg_modern_handle (&req, params); /* 2026-07-28: checked, then cg_server_dispatch */
+    else if (strcmp (method, "initialize") == 0)
         cg_methods_initialize (&req, params);
     else if (strcmp (method, "ping") == 0)
         cg_request_result (&req, json_object ());
-    else if (!req.client->initialized)
+    else if (!req.client->initialized && strcmp (method, "server/discover") != 0)
         cg_request_error (&req, CG_JSONRPC_INVALID_REQUEST,
                           "the session is not initialized: send 'initialize' first");
-    else if (strcmp (method, "tools/list") == 0)
-        cg_request_result (&req, json_pack ("{s:o}", "tools", cg_tools_list (self->config)));
+    else
+        cg_server_dispatch (&req, params);
+}
+
+void
+cg_server_dispatch (cg_request_t *req, json_t *params)
+{
+    const char *method = req->method;
+    if (strcmp (method, "tools/list") == 0)
+        cg_request_result (req, json_pack ("{s:o}", "tools", cg_tools_list (req->server->config)));
+    else if (strcmp (method, "server/discover") == 0)
+        cg_request_result (req, cg_modern_discover (req));
     else if (strcmp (method, "tools/call") == 0) {
         json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
-        req.progress_token = json_is_string (token) || json_is_integer (token) ? token : NULL;
+        req->progress_token = json_is_string (token) || json_is_integer (token) ? token : NULL;
         const char *name = json_string_value (json_object_get (params, "name"));
-        req.call_name = name ? name : "";
-        //  Tasks are 2025-11-25's: an older client's "task" is an unknown parameter.
-        if (json_object_get (params, "task") && strcmp (req.client->version, "2025-11-25") >= 0)
-            cg_tasks_call (&req, params);
+        req->call_name = name ? name : "";
+        //  Tasks are 2025-11-25's: an older client's "task" is an unknown parameter, and
+        //  2026-07-28 has them in an extension (a legacy "task" there is ignored).
+        if (json_object_get (params, "task") && !req->modern
+            && strcmp (req->client->version, "2025-11-25") >= 0)
+            cg_tasks_call (req, params);
         else
-            cg_tools_call (&req, params);
+            cg_tools_call (req, params);
     }
-    else if (!cg_methods_dispatch (&req, method, params)) {
+    else if (!cg_methods_dispatch (req, method, params)) {
         cleanup_free char *text =
             cg_strdupf ("Method not found: %.*s", cg_utf8_prefix (method, 128), method);
-        cg_request_error (&req, CG_JSONRPC_METHOD_NOT_FOUND, text);
+        cg_channel_status (req->channel, 404);
+        cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND, text);
     }
 }
 
