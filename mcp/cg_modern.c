@@ -35,10 +35,16 @@ s_supported (void)
 static bool
 s_removed (const char *method)
 {
-    static const char *const removed[] = {
-        "initialize",          "ping",           "logging/setLevel", "resources/subscribe",
-        "resources/unsubscribe", "tasks/get",    "tasks/result",     "tasks/list",
-        "tasks/cancel",        NULL};
+    static const char *const removed[] = {"initialize",
+                                          "ping",
+                                          "logging/setLevel",
+                                          "resources/subscribe",
+                                          "resources/unsubscribe",
+                                          "tasks/get",
+                                          "tasks/result",
+                                          "tasks/list",
+                                          "tasks/cancel",
+                                          NULL};
     for (int i = 0; removed[i]; i++)
         if (strcmp (method, removed[i]) == 0)
             return true;
@@ -63,9 +69,9 @@ cg_modern_handle (cg_request_t *req, json_t *params)
     }
     if (strcmp (version, CG_MODERN_VERSION) != 0) {
         cg_channel_status (req->channel, 400);
-        cg_request_error_data (req, CG_JSONRPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
-                               json_pack ("{s:o, s:s}", "supported", s_supported (), "requested",
-                                          version));
+        cg_request_error_data (
+            req, CG_JSONRPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
+            json_pack ("{s:o, s:s}", "supported", s_supported (), "requested", version));
         return;
     }
     if (level && cg_server_log_level_of (json_string_value (level)) < 0) {
@@ -90,9 +96,13 @@ cg_modern_handle (cg_request_t *req, json_t *params)
 void
 cg_modern_result (json_t *result, const char *method)
 {
-    static const char *const cacheable[] = {"tools/list", "resources/list",
-                                            "resources/templates/list", "resources/read",
-                                            "prompts/list", "server/discover", NULL};
+    static const char *const cacheable[] = {"tools/list",
+                                            "resources/list",
+                                            "resources/templates/list",
+                                            "resources/read",
+                                            "prompts/list",
+                                            "server/discover",
+                                            NULL};
     if (!json_is_object (result))
         return;
     if (!json_object_get (result, "resultType"))
