@@ -30,6 +30,7 @@ cg_server_call_free_ (void **item)
         return;
     cg_channel_release (&call->channel);
     free (call->client_request);
+    free (call->request_state);
     json_decref (call->progress_token);
     json_decref (call->id);
     free (call->tool);

@@ -167,8 +167,10 @@ cg_server_dispatch (cg_request_t *req, json_t *params)
         req->call_name = name ? name : "";
         //  Tasks are 2025-11-25's: an older client's "task" is an unknown parameter, and
         //  2026-07-28 has them in an extension (a legacy "task" there is ignored).
-        if (json_object_get (params, "task") && !req->modern
-            && strcmp (req->client->version, "2025-11-25") >= 0)
+        if (req->modern && cg_tools_input_resume (req, params))
+            ; /* the retry of an input_required answer */
+        else if (json_object_get (params, "task") && !req->modern
+                 && strcmp (req->client->version, "2025-11-25") >= 0)
             cg_tasks_call (req, params);
         else
             cg_tools_call (req, params);

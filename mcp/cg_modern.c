@@ -87,6 +87,10 @@ cg_modern_handle (cg_request_t *req, json_t *params)
         cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND, text);
         return;
     }
+    json_t *elicitation = json_object_get (capabilities, "elicitation");
+    req->modern_elicit =
+        json_is_object (elicitation)
+        && (json_object_size (elicitation) == 0 || json_object_get (elicitation, "form"));
     //  A peer that speaks 2026-07-28 without a handshake has its links too (resource_link).
     if (!req->client->version[0])
         snprintf (req->client->version, sizeof req->client->version, "%s", CG_MODERN_VERSION);

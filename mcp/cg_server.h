@@ -31,6 +31,7 @@ typedef struct {
     cg_task_t *task;        /* a tools/call run as this task: its answer goes there */
     const char *method;     /* its method */
     bool modern;            /* a 2026-07-28 request (per-request _meta, cg_modern) */
+    bool modern_elicit;     /* and its clientCapabilities declare form elicitation */
 } cg_request_t;
 
 /*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. A tools/call's
@@ -66,6 +67,7 @@ typedef struct {
     bool recorded;          /* its record is in the log (cg_oplog) */
     cg_task_t *task;        /* its answer goes to this task (cg_tasks), or NULL */
     bool modern;            /* its request was a 2026-07-28 one: so is its answer */
+    char *request_state;    /* 2026-07-28: the requestState of its input_required answer */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's
