@@ -91,6 +91,12 @@ cg_modern_handle (cg_request_t *req, json_t *params)
     req->modern_elicit =
         json_is_object (elicitation)
         && (json_object_size (elicitation) == 0 || json_object_get (elicitation, "form"));
+    //  Who it is, for the logs, when no initialize said it.
+    const char *name = json_string_value (
+        json_object_get (json_object_get (meta, "io.modelcontextprotocol/clientInfo"), "name"));
+    if (name && !req->client->name[0])
+        snprintf (req->client->name, sizeof req->client->name, "%.*s",
+                  cg_utf8_prefix (name, sizeof req->client->name - 1), name);
     //  A peer that speaks 2026-07-28 without a handshake has its links too (resource_link).
     if (!req->client->version[0])
         snprintf (req->client->version, sizeof req->client->version, "%s", CG_MODERN_VERSION);
