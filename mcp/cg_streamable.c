@@ -253,6 +253,10 @@ s_modern_headers (cg_http_exchange_t *ex, json_t *message)
     for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
         if (i == 2 && !name_field)
             break;
+        //  A _meta without its version (a string) is the core's -32602, once a version
+        //  header was sent at all.
+        if (i == 0 && !version && cg_http_exchange_header (ex, checks[i].header))
+            continue;
         cleanup_free char *sent =
             cg_modern_header_value (cg_http_exchange_header (ex, checks[i].header));
         if (!sent || !checks[i].body || strcmp (sent, checks[i].body) != 0) {
