@@ -219,11 +219,13 @@ s_admit (cg_streamable_t *self, cg_http_exchange_t *ex)
                   "Unauthorized: send Authorization: Bearer <token>", bearer);
         return false;
     }
-    //  (A 2026-07-28 request's version is checked with its body: s_post.)
+    //  (A 2026-07-28 request's version is checked with its body: s_post; one that names
+    //  an MCP session has it ignored.)
     const char *version = cg_http_exchange_header (ex, "MCP-Protocol-Version");
-    if (version && !cg_server_version_supported (version)
-        && !(strcmp (cg_http_exchange_method (ex), "POST") == 0
-             && !cg_http_exchange_header (ex, "Mcp-Session-Id"))) {
+    bool stateless_post = strcmp (cg_http_exchange_method (ex), "POST") == 0
+                          && (!cg_http_exchange_header (ex, "Mcp-Session-Id")
+                              || (version && strcmp (version, CG_MODERN_VERSION) == 0));
+    if (version && !cg_server_version_supported (version) && !stateless_post) {
         s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST,
                   "Bad Request: unsupported MCP-Protocol-Version", NULL);
         return false;
