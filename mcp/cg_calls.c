@@ -2,6 +2,7 @@
     session start, a client's response), its end, its cancellation, and what ends with a
     client or a session. */
 #include "cg_jsonrpc.h"
+#include "cg_listen.h"
 #include "cg_resources.h"
 #include "cg_server_int.h"
 #include "cg_tasks.h"
@@ -132,6 +133,7 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
     zlistx_destroy (&mine);
     cg_resources_forget (client);
     cg_tasks_client_end (self, client);
+    cg_listen_client_end (self, client);
 }
 
 int

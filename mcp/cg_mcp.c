@@ -8,6 +8,7 @@
 #include "cg_conformance.h"
 #include "cg_resources.h"
 #include "cg_jsonrpc.h"
+#include "cg_listen.h"
 #include "cg_methods.h"
 #include "cg_modern.h"
 #include "cg_server.h"
@@ -135,7 +136,8 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
     json_t *params = json_object_get (message, "params");
     if (kind == CG_JSONRPC_NOTIFICATION) {
         if (strcmp (method, "notifications/cancelled") == 0)
-            s_cancel (self, req.client, params);
+            if (!cg_listen_cancel (self, req.client, json_object_get (params, "requestId")))
+                s_cancel (self, req.client, params);
         return; /* notifications/initialized and unknown ones need nothing */
     }
     req.method = method;
@@ -330,6 +332,7 @@ s_poll_once (cg_server_t *self)
     wait_ms = self->streamable ? cg_streamable_reap (self->streamable, wait_ms) : wait_ms;
     wait_ms = cg_tasks_tick (self, wait_ms);
     wait_ms = cg_server_calls_tick (self, wait_ms);
+    wait_ms = cg_listen_tick (self, wait_ms);
     //  What the last round resumed (answers, stream writes) goes out before we wait: a
     //  resumed connection does not wake our poll by itself.
     if (self->http)
@@ -371,6 +374,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     self.calls = zhashx_new ();
     zhashx_set_destructor (self.calls, cg_server_call_free_);
     self.tasks = cg_tasks_new ();
+    self.listeners = cg_listen_new ();
     self.logs = zlistx_new ();
     zlistx_set_destructor (self.logs, (zlistx_destructor_fn *)zstr_free);
     cg_log_set_hook (s_log_hook, &self);
@@ -391,6 +395,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
         cg_registry_oneshot_end (self.registry, &c->oneshot);
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self.tasks);
+    zlistx_destroy (&self.listeners);
     zhashx_destroy (&self.calls);
     cg_registry_destroy (&self.registry);
     cg_execlog_destroy (&self.execlog);

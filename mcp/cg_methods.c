@@ -1,6 +1,7 @@
 /*  cg_methods — the MCP methods besides tools: initialize (version negotiation) and
     logging/setLevel. */
 #include "cg_methods.h"
+#include "cg_listen.h"
 #include "cg_tasks.h"
 #include "cg_conformance.h"
 #include "cg_jsonrpc.h"
@@ -31,10 +32,10 @@ s_conformance (const cg_request_t *req)
 json_t *
 cg_methods_capabilities (const cg_request_t *req, bool modern)
 {
-    //  2026-07-28 has no logging/setLevel and no resources/subscribe (subscriptions/listen
-    //  instead, not served yet).
+    //  2026-07-28 has no logging/setLevel; it subscribes to resources with
+    //  subscriptions/listen (cg_listen).
     json_t *caps = modern ? json_pack ("{s:{s:b}, s:{s:b, s:b}}", "tools", "listChanged", 0,
-                                       "resources", "subscribe", 0, "listChanged", 0)
+                                       "resources", "subscribe", 1, "listChanged", 0)
                           : json_pack ("{s:{s:b}, s:{}, s:{s:b, s:b}}", "tools", "listChanged", 0,
                                        "logging", "resources", "subscribe", 1, "listChanged", 0);
     //  The conformance suite's fixture prompts and completions are served under its profile.
@@ -168,6 +169,7 @@ cg_methods_dispatch (const cg_request_t *req, const char *method, json_t *params
         {"tasks/list", cg_tasks_list, false},
         {"tasks/cancel", cg_tasks_cancel, false},
         {"tasks/update", cg_tasks_update, false},
+        {"subscriptions/listen", cg_listen, false},
     };
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
         if (strcmp (method, methods[i].method) == 0

@@ -1,5 +1,6 @@
 /*  cg_resources — the workspaces' files as MCP resources: list, templates, read, subscribe. */
 #include "cg_resources.h"
+#include "cg_listen.h"
 #include "cg_conformance.h"
 #include "cg_files.h"
 #include "cg_jsonrpc.h"
@@ -286,8 +287,10 @@ cg_resources_unsubscribe (const cg_request_t *req, json_t *params)
 }
 
 void
-cg_resources_ran (cg_call_t *call, const char *session_id, const cg_outcome_t *outcome)
+cg_resources_ran (cg_server_t *server, cg_call_t *call, const char *session_id,
+                  const cg_outcome_t *outcome)
 {
+    cg_listen_ran (server, call->channel->client, session_id, outcome);
     json_t *mine = session_id && outcome ? s_mine (call->channel->client, false) : NULL;
     if (!mine || !json_object_size (mine))
         return;

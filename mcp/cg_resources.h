@@ -40,8 +40,10 @@ int cg_resources_parse (const char *uri, char **session_id, char **rel);
 
 /*  After CALL's run in SESSION_ID ended with OUTCOME (borrowed): sends
     notifications/resources/updated on CALL's channel for each file the run created,
-    changed or deleted that CALL's client subscribed to. */
-void cg_resources_ran (cg_call_t *call, const char *session_id, const cg_outcome_t *outcome);
+    changed or deleted that CALL's client subscribed to, and tells the client's
+    2026-07-28 listeners (cg_listen_ran). */
+void cg_resources_ran (cg_server_t *server, cg_call_t *call, const char *session_id,
+                       const cg_outcome_t *outcome);
 
 /*  Appends to RESULT's content (a run's tools/call result, borrowed, changed in place) a
     resource_link (this scheme's URI, name, mimeType, size) for each file of its

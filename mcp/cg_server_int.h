@@ -24,6 +24,8 @@ struct cg_server_t {
     cg_gateway_t *gateway; /* the Jupyter gateway on the listener, or NULL */
     zhashx_t *tasks;       /* id -> cg_task_t (cg_tasks) */
     int64_t next_ping_us;  /* when cg_server_calls_tick looks at the streams next */
+    zlistx_t *listeners;   /* 2026-07-28's subscriptions/listen requests (cg_listen) */
+    int64_t next_listen_us;
 };
 
 /*  The notification METHOD with PARAMS (stolen), a new JSON-RPC message. */
