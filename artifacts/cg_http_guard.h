@@ -12,8 +12,9 @@
     request EXCHANGE may go on. */
 bool cg_http_guard_origin (cg_http_t *http, cg_http_exchange_t *exchange);
 
-/*  Returns true when EXCHANGE carries "Authorization: Bearer EXPECTED" (compared in
-    constant time), or when EXPECTED is NULL (no token configured). */
+/*  Returns true when EXCHANGE carries "Authorization: Bearer T" for a token T of EXPECTED,
+    one token or a comma-separated list of them (compared in constant time), or when
+    EXPECTED is NULL (no token configured). */
 bool cg_http_guard_token (cg_http_exchange_t *exchange, const char *expected);
 
 /*  Answers EXCHANGE 401 with a WWW-Authenticate: Bearer challenge and a JSON error body. */

@@ -144,7 +144,9 @@ static const cg_config_option_t s_options[] = {
      "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT: 127.0.0.1:PORT; "
      "downloads on the same listener) instead of stdio"},
     {"--http-token", "CELLGATE_HTTP_TOKEN", CG_CONFIG_STRING, OFF (http_token), NULL, 0, 0,
-     "bearer token HTTP clients must send (required when --http is not a loopback address)"},
+     "bearer token HTTP clients must send (required when --http is not a loopback address); "
+     "a comma-separated list gives each client its own (2026-07-28 clients are told apart by "
+     "it)"},
     {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_STRING, OFF (gateway), "on", 0, 0,
      "serve the Jupyter Kernel Gateway API (/api/kernels, /api/kernelspecs) on the listener, "
      "for jupyter server/notebook --gateway-url"},
@@ -449,7 +451,16 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
                              self->max_timeout_s);
     if (self->gateway_token && strlen (self->gateway_token) < 16)
         return cg_error_set (err, EINVAL, "--gateway-token: use at least 16 characters");
-    if (self->http_token && strlen (self->http_token) < 16)
+    for (const char *token = self->http_token; token && *token;) {
+        size_t len = strcspn (token, ",");
+        if (len < 16)
+            return cg_error_set (err, EINVAL,
+                                 "--http-token: use at least 16 characters (per token of a "
+                                 "comma-separated list)");
+        token += len + (token[len] == ',');
+    }
+    if (self->http_token
+        && (!*self->http_token || self->http_token[strlen (self->http_token) - 1] == ','))
         return cg_error_set (err, EINVAL, "--http-token: use at least 16 characters");
     if (self->http && !self->http_token && strncmp (self->http, "127.", 4) != 0
         && strncmp (self->http, "[::1]:", 6) != 0)

@@ -3,6 +3,7 @@
     each gets its operations-log record (cg_oplog, seed 004's stage 5). */
 #include "cg_jsonrpc.h"
 #include "cg_oplog.h"
+#include "cg_modern.h"
 #include "cg_server.h"
 #include "cg_tasks.h"
 
@@ -22,6 +23,8 @@ void
 cg_request_result (const cg_request_t *req, json_t *result)
 {
     s_request_record (req, result, 0);
+    if (req->modern)
+        cg_modern_result (result, req->method);
     if (req->task)
         cg_tasks_finish (req->task, result, 0, NULL);
     else
@@ -36,6 +39,15 @@ cg_request_error (const cg_request_t *req, int code, const char *message)
         cg_tasks_finish (req->task, NULL, code, message);
     else
         cg_channel_send (req->channel, cg_jsonrpc_error (req->id, code, message));
+}
+
+void
+cg_request_error_data (const cg_request_t *req, int code, const char *message, json_t *data)
+{
+    s_request_record (req, NULL, code);
+    json_t *error = cg_jsonrpc_error (req->id, code, message);
+    json_object_set_new (json_object_get (error, "error"), "data", data);
+    cg_channel_send (req->channel, error);
 }
 
 void
@@ -57,6 +69,8 @@ void
 cg_server_call_answer (cg_call_t *call, json_t *result)
 {
     cg_server_call_record (call, result, 0, NULL);
+    if (call->modern)
+        cg_modern_result (result, "tools/call");
     if (call->task)
         cg_tasks_finish (call->task, result, 0, NULL);
     else if (call->cancelled)

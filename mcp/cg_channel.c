@@ -37,3 +37,9 @@ cg_channel_release (cg_channel_t **self_p)
     if (--self->refs <= 0)
         self->ops->free (self);
 }
+
+void
+cg_channel_status (cg_channel_t *self, unsigned status)
+{
+    self->status = status;
+}

@@ -22,6 +22,7 @@ typedef struct {
     char name[64];           /* clientInfo.name from initialize (cut), "" when none */
     char client_version[32]; /* clientInfo.version from initialize (cut), "" when none */
     bool elicitation;        /* it declared form elicitation: a cell's input() asks the user */
+    bool stateless;          /* 2026-07-28 HTTP requests of one bearer token (no session) */
 } cg_client_t;
 
 /*  True when CLIENT (may be NULL) takes resource_link content blocks. */
@@ -43,7 +44,12 @@ struct cg_channel_t {
     cg_client_t *client; /* whose channel it is (borrowed) */
     size_t budget;       /* the largest message sent, serialized (--max-result-bytes) */
     int refs;
+    unsigned status; /* the HTTP status of an answer sent alone (0: 200; cg_channel_status) */
 };
+
+/*  Asks for STATUS as the HTTP status of SELF's answer (when the transport has one and the
+    answer is sent alone, not on a stream): 2026-07-28's 400 and 404 errors. */
+void cg_channel_status (cg_channel_t *self, unsigned status);
 
 /*  Sends MESSAGE (stolen) on SELF: encoded compact, a tools/call result fitted into the
     budget first (cg_result_encode; resource links when the client's revision has them). */

@@ -26,4 +26,9 @@ json_t *cg_jsonrpc_result (json_t *id, json_t *result);
 /*  Returns a new error response; ID borrowed (NULL means null). */
 json_t *cg_jsonrpc_error (json_t *id, int code, const char *message);
 
+/*  2026-07-28's error codes. */
+#define CG_JSONRPC_HEADER_MISMATCH -32020
+#define CG_JSONRPC_MISSING_CAPABILITY -32021
+#define CG_JSONRPC_UNSUPPORTED_VERSION -32022
+
 #endif

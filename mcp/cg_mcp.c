@@ -9,7 +9,9 @@
 #include "cg_resources.h"
 #include "cg_jsonrpc.h"
 #include "cg_methods.h"
+#include "cg_modern.h"
 #include "cg_server.h"
+#include "cg_server_int.h"
 #include "cg_stdio.h"
 #include "cg_streamable.h"
 #include "cg_tasks.h"
@@ -28,21 +30,6 @@
 
 //  Log lines of the main thread waiting to be forwarded; more are dropped.
 #define LOG_QUEUE_MAX 1000
-
-struct cg_server_t {
-    const cg_config_t *config;
-    cg_registry_t *registry;
-    cg_http_t *http;             /* the listener, NULL when off */
-    cg_downloads_t *downloads;   /* its /files/ route */
-    cg_stdio_t *stdio;           /* the stdio transport, NULL when serving HTTP */
-    cg_streamable_t *streamable; /* the Streamable HTTP transport, or NULL */
-    zhashx_t *calls;             /* key -> cg_call_t */
-    unsigned long next_key;
-    zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
-    cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
-    cg_gateway_t *gateway; /* the Jupyter gateway on the listener, or NULL */
-    zhashx_t *tasks;       /* id -> cg_task_t (cg_tasks) */
-};
 
 zhashx_t *
 cg_server_tasks (cg_server_t *self)
@@ -72,131 +59,6 @@ cg_execlog_t *
 cg_server_execlog (cg_server_t *self)
 {
     return self->execlog;
-}
-
-//  --------------------------------------------------------------------------
-//  Requests and calls
-
-static json_t *
-s_notification (const char *method, json_t *params)
-{
-    return json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params);
-}
-
-void
-cg_request_notify (const cg_request_t *req, const char *method, json_t *params)
-{
-    cg_channel_send (req->channel, s_notification (method, params));
-}
-
-static void
-s_call_free (void **item)
-{
-    cg_call_t *call = *item;
-    if (!call)
-        return;
-    cg_channel_release (&call->channel);
-    free (call->client_request);
-    json_decref (call->progress_token);
-    json_decref (call->id);
-    free (call->tool);
-    free (call->session_id);
-    free (call->run_id);
-    json_decref (call->request);
-    free (call->script);
-    json_decref (call->context);
-    free (call);
-    *item = NULL;
-}
-
-cg_call_t *
-cg_server_call_new (const cg_request_t *req, const char *tool, const char *session_id)
-{
-    cg_server_t *self = req->server;
-    cg_call_t *call = cg_xcalloc (1, sizeof *call);
-    call->channel = cg_channel_keep (req->channel);
-    call->progress_token = req->progress_token ? json_incref (req->progress_token) : NULL;
-    call->id = json_incref (req->id);
-    call->tool = cg_xstrdup (tool);
-    call->session_id = session_id ? cg_xstrdup (session_id) : NULL;
-    call->started_us = req->started_us;
-    snprintf (call->key, sizeof call->key, "c%lu", ++self->next_key);
-    if (req->task) {
-        //  Its request was answered with the task: the id may be used again, so the call
-        //  takes one of its own (notifications/cancelled never reaches a task's call).
-        call->task = req->task;
-        json_decref (call->id);
-        call->id = json_sprintf ("task:%s", call->key);
-        cg_tasks_started (req->task, call->key);
-    }
-    zhashx_insert (self->calls, call->key, call);
-    return call;
-}
-
-zhashx_t *
-cg_server_calls (cg_server_t *self)
-{
-    return self->calls;
-}
-
-cg_call_t *
-cg_server_call (cg_server_t *self, const char *key)
-{
-    return key ? zhashx_lookup (self->calls, key) : NULL;
-}
-
-void
-cg_server_call_end (cg_server_t *self, cg_call_t *call)
-{
-    cg_server_call_record (call, NULL, 0, "unanswered");
-    if (call->task) /* (an answered task has ended: this changes nothing then) */
-        cg_tasks_finish (call->task, NULL, CG_JSONRPC_INTERNAL_ERROR,
-                         "the call ended without an answer");
-    cg_registry_oneshot_end (self->registry, &call->oneshot);
-    zhashx_delete (self->calls, call->key);
-}
-
-void
-cg_server_session_close (cg_server_t *self, cg_registry_session_t *session, const char *why)
-{
-    cg_call_t *call = cg_server_call (self, session->busy);
-    if (call) {
-        cg_server_call_answer (call, cg_tools_refusal (call->tool, session->language, session->id,
-                                                       "session_closed", why));
-        cg_server_call_end (self, call);
-    }
-    cg_registry_retire (self->registry, session);
-}
-
-bool
-cg_server_client_busy (cg_server_t *self, cg_client_t *client)
-{
-    zlistx_t *mine = cg_registry_sessions (self->registry, client->id);
-    bool busy = zlistx_size (mine) > 0;
-    zlistx_destroy (&mine);
-    for (cg_call_t *c = zhashx_first (self->calls); c && !busy; c = zhashx_next (self->calls))
-        busy = c->channel->client == client;
-    return busy;
-}
-
-void
-cg_server_client_end (cg_server_t *self, cg_client_t *client)
-{
-    zlistx_t *mine = cg_registry_sessions (self->registry, client->id);
-    for (cg_registry_session_t *s = zlistx_first (mine); s; s = zlistx_next (mine))
-        cg_server_session_close (self, s, "The MCP session was ended.");
-    zlistx_purge (mine);
-    for (cg_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
-        if (c->channel->client == client)
-            zlistx_add_end (mine, c);
-    for (cg_call_t *c = zlistx_first (mine); c; c = zlistx_next (mine)) {
-        if (c->oneshot)
-            zstr_send (c->oneshot, "$TERM");
-        cg_server_call_end (self, c);
-    }
-    zlistx_destroy (&mine);
-    cg_resources_forget (client);
-    cg_tasks_client_end (self, client);
 }
 
 //  --------------------------------------------------------------------------
@@ -276,30 +138,48 @@ cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
             s_cancel (self, req.client, params);
         return; /* notifications/initialized and unknown ones need nothing */
     }
-    if (strcmp (method, "initialize") == 0)
+    req.method = method;
+    if (cg_modern_request (message))
+        cg_modern_handle (&req, params); /* 2026-07-28: checked, then cg_server_dispatch */
+    else if (strcmp (method, "initialize") == 0)
         cg_methods_initialize (&req, params);
     else if (strcmp (method, "ping") == 0)
         cg_request_result (&req, json_object ());
-    else if (!req.client->initialized)
+    else if (!req.client->initialized && strcmp (method, "server/discover") != 0)
         cg_request_error (&req, CG_JSONRPC_INVALID_REQUEST,
                           "the session is not initialized: send 'initialize' first");
-    else if (strcmp (method, "tools/list") == 0)
-        cg_request_result (&req, json_pack ("{s:o}", "tools", cg_tools_list (self->config)));
+    else
+        cg_server_dispatch (&req, params);
+}
+
+void
+cg_server_dispatch (cg_request_t *req, json_t *params)
+{
+    const char *method = req->method;
+    if (strcmp (method, "tools/list") == 0)
+        cg_request_result (req, json_pack ("{s:o}", "tools", cg_tools_list (req->server->config)));
+    else if (strcmp (method, "server/discover") == 0)
+        cg_request_result (req, cg_modern_discover (req));
     else if (strcmp (method, "tools/call") == 0) {
         json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
-        req.progress_token = json_is_string (token) || json_is_integer (token) ? token : NULL;
+        req->progress_token = json_is_string (token) || json_is_integer (token) ? token : NULL;
         const char *name = json_string_value (json_object_get (params, "name"));
-        req.call_name = name ? name : "";
-        //  Tasks are 2025-11-25's: an older client's "task" is an unknown parameter.
-        if (json_object_get (params, "task") && strcmp (req.client->version, "2025-11-25") >= 0)
-            cg_tasks_call (&req, params);
+        req->call_name = name ? name : "";
+        //  Tasks are 2025-11-25's: an older client's "task" is an unknown parameter, and
+        //  2026-07-28 has them in an extension (a legacy "task" there is ignored).
+        if (req->modern && cg_tools_input_resume (req, params))
+            ; /* the retry of an input_required answer */
+        else if (json_object_get (params, "task") && !req->modern
+                 && strcmp (req->client->version, "2025-11-25") >= 0)
+            cg_tasks_call (req, params);
         else
-            cg_tools_call (&req, params);
+            cg_tools_call (req, params);
     }
-    else if (!cg_methods_dispatch (&req, method, params)) {
+    else if (!cg_methods_dispatch (req, method, params)) {
         cleanup_free char *text =
             cg_strdupf ("Method not found: %.*s", cg_utf8_prefix (method, 128), method);
-        cg_request_error (&req, CG_JSONRPC_METHOD_NOT_FOUND, text);
+        cg_channel_status (req->channel, 404);
+        cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND, text);
     }
 }
 
@@ -325,13 +205,14 @@ s_forward_log (cg_server_t *self, int level, const char *text)
     const char *name = names[level < 0 ? 0 : level > 3 ? 3 : level];
     cg_channel_t *stream = self->stdio ? cg_stdio_channel (self->stdio) : NULL;
     if (stream && stream->client->log_level >= level)
-        cg_channel_send (stream, s_notification ("notifications/message",
+        cg_channel_send (stream,
+                         cg_server_notification ("notifications/message",
                                                  json_pack ("{s:s, s:s, s:s}", "level", name,
                                                             "logger", "cellgate", "data", text)));
     for (cg_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
         if (c->channel != stream && c->channel->client->log_level >= level)
-            cg_channel_send (c->channel,
-                             s_notification ("notifications/message",
+            cg_channel_send (c->channel, cg_server_notification (
+                                             "notifications/message",
                                              json_pack ("{s:s, s:s, s:s}", "level", name, "logger",
                                                         "cellgate", "data", text)));
 }
@@ -485,7 +366,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     self.execlog = cg_tools_log_open (config);
     cg_registry_set_listener (self.registry, cg_tools_log_session, self.execlog);
     self.calls = zhashx_new ();
-    zhashx_set_destructor (self.calls, s_call_free);
+    zhashx_set_destructor (self.calls, cg_server_call_free_);
     self.tasks = cg_tasks_new ();
     self.logs = zlistx_new ();
     zlistx_set_destructor (self.logs, (zlistx_destructor_fn *)zstr_free);

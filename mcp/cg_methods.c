@@ -28,6 +28,22 @@ s_conformance (const cg_request_t *req)
     return strcmp (cg_server_config (req->server)->tool_profile, "conformance") == 0;
 }
 
+json_t *
+cg_methods_capabilities (const cg_request_t *req, bool modern)
+{
+    //  2026-07-28 has no logging/setLevel and no resources/subscribe (subscriptions/listen
+    //  instead, not served yet).
+    json_t *caps = modern ? json_pack ("{s:{s:b}, s:{s:b, s:b}}", "tools", "listChanged", 0,
+                                       "resources", "subscribe", 0, "listChanged", 0)
+                          : json_pack ("{s:{s:b}, s:{}, s:{s:b, s:b}}", "tools", "listChanged", 0,
+                                       "logging", "resources", "subscribe", 1, "listChanged", 0);
+    //  The conformance suite's fixture prompts and completions are served under its profile.
+    if (s_conformance (req))
+        json_object_update_new (
+            caps, json_pack ("{s:{s:b}, s:{}}", "prompts", "listChanged", 0, "completions"));
+    return caps;
+}
+
 void
 cg_methods_initialize (const cg_request_t *req, json_t *params)
 {
@@ -60,28 +76,14 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
     snprintf (req->client->client_version, sizeof req->client->client_version, "%.*s",
               cg_utf8_prefix (client_version, sizeof req->client->client_version - 1),
               client_version);
-    json_t *result = json_pack (
-        "{s:s, s:{s:{s:b}, s:{}, s:{s:b, s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-        version, "capabilities", "tools", "listChanged", 0, "logging", "resources", "subscribe", 1,
-        "listChanged", 0, "serverInfo", "name", "cellgate", "title", "cellgate code sandbox",
-        "version", CG_VERSION, "instructions",
-        "cellgate runs code in isolated sandboxes: execute_code takes Python, JavaScript "
-        "(Node.js) or bash; run_python, Python. " CG_TOOLS_SANDBOX_NOTE " Pass a session_id "
-        "to keep variables and the files in " CG_WORKSPACE_MOUNT " between calls. upload_file "
-        "puts data in; list_artifacts and read_artifact get results out (a chart a run shows "
-        "comes back as an image; read_artifact with format 'image' shows a saved one; "
-        "download_url links work in a browser). calculate does exact math with SymPy. "
-        "save_script and run_script keep reusable scripts; search_execution_logs finds past "
-        "runs.");
+    json_t *result = json_pack ("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
+                                "capabilities", cg_methods_capabilities (req, false), "serverInfo",
+                                "name", "cellgate", "title", "cellgate code sandbox", "version",
+                                CG_VERSION, "instructions", CG_METHODS_INSTRUCTIONS);
     //  Tasks (2025-11-25's): the tools that run code take params.task.
     if (strcmp (version, "2025-11-25") >= 0)
         json_object_set_new (json_object_get (result, "capabilities"), "tasks",
                              cg_tasks_capability ());
-    //  The conformance suite's fixture prompts and completions are served under its profile.
-    if (s_conformance (req))
-        json_object_update_new (
-            json_object_get (result, "capabilities"),
-            json_pack ("{s:{s:b}, s:{}}", "prompts", "listChanged", 0, "completions"));
     cg_request_result (req, result);
 }
 

@@ -29,12 +29,18 @@ typedef struct {
     const char *call_name;  /* tools/call's tool name as asked, or NULL for other methods */
     int64_t started_us;     /* when it arrived (cg_now_us) */
     cg_task_t *task;        /* a tools/call run as this task: its answer goes there */
+    const char *method;     /* its method */
+    bool modern;            /* a 2026-07-28 request (per-request _meta, cg_modern) */
+    bool modern_elicit;     /* and its clientCapabilities declare form elicitation */
 } cg_request_t;
 
 /*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. A tools/call's
     answer is also recorded in the log (cg_oplog). */
 void cg_request_result (const cg_request_t *req, json_t *result);
 void cg_request_error (const cg_request_t *req, int code, const char *message);
+
+/*  As cg_request_error, with DATA (stolen) as the error's data. */
+void cg_request_error_data (const cg_request_t *req, int code, const char *message, json_t *data);
 
 /*  Sends a notification METHOD with PARAMS (stolen) on REQ's channel. */
 void cg_request_notify (const cg_request_t *req, const char *method, json_t *params);
@@ -60,6 +66,8 @@ typedef struct {
     double timeout_s;       /* a run's timeout; 0: not a run */
     bool recorded;          /* its record is in the log (cg_oplog) */
     cg_task_t *task;        /* its answer goes to this task (cg_tasks), or NULL */
+    bool modern;            /* its request was a 2026-07-28 one: so is its answer */
+    char *request_state;    /* 2026-07-28: the requestState of its input_required answer */
 } cg_call_t;
 
 /*  Registers a call for REQ running TOOL in SESSION_ID (may be NULL). It keeps REQ's
@@ -107,6 +115,10 @@ const cg_config_t *cg_server_config (cg_server_t *self);
 cg_registry_t *cg_server_registry (cg_server_t *self);
 cg_http_t *cg_server_http (cg_server_t *self);       /* the listener; NULL when off */
 cg_execlog_t *cg_server_execlog (cg_server_t *self); /* NULL when it could not open */
+
+/*  Dispatches REQ (its method set) with PARAMS to the method's handler, in either era
+    (a 2026-07-28 request's _meta checked before); unknown methods get -32601 (HTTP 404). */
+void cg_server_dispatch (cg_request_t *req, json_t *params);
 
 /*  For the transports: handles MESSAGE (borrowed), which arrived on CHANNEL. */
 void cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message);

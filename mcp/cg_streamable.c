@@ -1,9 +1,11 @@
 /*  cg_streamable — MCP's Streamable HTTP transport. */
 #include "cg_streamable.h"
 #include "cg_jsonrpc.h"
+#include "cg_modern.h"
 #include "../artifacts/cg_http_guard.h"
 #include "../bridge/cg_util.h"
 
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,11 +54,14 @@ s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
 {
     s_channel_t *self = (s_channel_t *)base;
     bool final = s_answers (message, self->request_id);
-    const char *headers[] = {"Mcp-Session-Id", base->client->id, NULL};
+    //  A 2026-07-28 client has no MCP session: none is named.
+    const char *headers[] = {base->client->stateless ? NULL : "Mcp-Session-Id", base->client->id,
+                             NULL};
     if (self->state == S_DONE)
         return;
-    if (self->state == S_PENDING && final && (self->accepts & CG_ACCEPT_JSON)) {
-        cg_http_respond (self->exchange, 200, "application/json", text, len, headers);
+    if (self->state == S_PENDING && final && ((self->accepts & CG_ACCEPT_JSON) || base->status)) {
+        cg_http_respond (self->exchange, base->status ? base->status : 200, "application/json",
+                         text, len, headers);
         self->state = S_DONE;
         return;
     }
@@ -170,6 +175,16 @@ s_refuse (cg_http_exchange_t *ex, unsigned int status, int code, const char *mes
     cg_http_respond_json (ex, status, cg_jsonrpc_error (NULL, code, message), headers);
 }
 
+//  Answers a 2026-07-28 request MESSAGE on EXCHANGE with 400 and -32020 saying WHY.
+static void
+s_mismatch (cg_http_exchange_t *ex, json_t *message, const char *why)
+{
+    cleanup_free char *text = cg_strdupf ("Header mismatch: %s", why);
+    cg_http_respond_json (
+        ex, 400,
+        cg_jsonrpc_error (json_object_get (message, "id"), CG_JSONRPC_HEADER_MISMATCH, text), NULL);
+}
+
 //  The checks every request to /mcp passes first. Returns true when it may go on (else
 //  it was answered).
 static bool
@@ -186,8 +201,11 @@ s_admit (cg_streamable_t *self, cg_http_exchange_t *ex)
                   "Unauthorized: send Authorization: Bearer <token>", bearer);
         return false;
     }
+    //  (A 2026-07-28 request's version is checked with its body: s_post.)
     const char *version = cg_http_exchange_header (ex, "MCP-Protocol-Version");
-    if (version && !cg_server_version_supported (version)) {
+    if (version && !cg_server_version_supported (version)
+        && !(strcmp (cg_http_exchange_method (ex), "POST") == 0
+             && !cg_http_exchange_header (ex, "Mcp-Session-Id"))) {
         s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST,
                   "Bad Request: unsupported MCP-Protocol-Version", NULL);
         return false;
@@ -209,6 +227,71 @@ s_delete (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid, cg_cli
         zhashx_delete (self->clients, client->id);
         cg_http_respond (ex, 200, NULL, "", 0, NULL);
     }
+}
+
+//  2026-07-28's headers of a POST of MESSAGE: MCP-Protocol-Version, Mcp-Method and, for
+//  tools/call, prompts/get and resources/read, Mcp-Name must say what the body says.
+//  Returns true when they do (else the request was answered: 400, -32020).
+static bool
+s_modern_headers (cg_http_exchange_t *ex, json_t *message)
+{
+    json_t *params = json_object_get (message, "params");
+    const char *method = json_string_value (json_object_get (message, "method"));
+    const char *version = json_string_value (
+        json_object_get (json_object_get (params, "_meta"), CG_MODERN_META_VERSION));
+    const char *name_field = !method                                  ? NULL
+                             : strcmp (method, "tools/call") == 0     ? "name"
+                             : strcmp (method, "prompts/get") == 0    ? "name"
+                             : strcmp (method, "resources/read") == 0 ? "uri"
+                                                                      : NULL;
+    const struct {
+        const char *header, *body;
+    } checks[] = {
+        {"MCP-Protocol-Version", version},
+        {"Mcp-Method", method},
+        {"Mcp-Name", name_field ? json_string_value (json_object_get (params, name_field)) : NULL}};
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+        if (i == 2 && !name_field)
+            break;
+        cleanup_free char *sent =
+            cg_modern_header_value (cg_http_exchange_header (ex, checks[i].header));
+        if (!sent || !checks[i].body || strcmp (sent, checks[i].body) != 0) {
+            cleanup_free char *why =
+                cg_strdupf ("the %s header %s what the body says", checks[i].header,
+                            sent ? "does not match" : "is missing, or not");
+            s_mismatch (ex, message, why);
+            return false;
+        }
+    }
+    return true;
+}
+
+//  The client of a 2026-07-28 POST: no MCP session; its bearer token (none: one anonymous
+//  client) is who owns the sandboxes it makes. Returns it, or NULL when too many exist
+//  (answered: 503).
+static cg_client_t *
+s_stateless_client (cg_streamable_t *self, cg_http_exchange_t *ex)
+{
+    const char *auth = cg_http_exchange_header (ex, "Authorization");
+    unsigned char hash[16];
+    crypto_generichash (hash, sizeof hash, (const unsigned char *)(auth ? auth : ""),
+                        auth ? strlen (auth) : 0, NULL, 0);
+    char id[48] = "stateless-";
+    sodium_bin2hex (id + 10, sizeof id - 10, hash, 8);
+    s_client_t *client = zhashx_lookup (self->clients, id);
+    if (client)
+        return &client->base;
+    if (zhashx_size (self->clients) >= MAX_CLIENTS) {
+        s_refuse (ex, 503, CG_JSONRPC_INTERNAL_ERROR, "Service Unavailable: too many clients",
+                  NULL);
+        return NULL;
+    }
+    client = cg_xcalloc (1, sizeof *client);
+    client->base = (cg_client_t){
+        .id = cg_xstrdup (id), .initialized = true, .log_level = -1, .stateless = true};
+    snprintf (client->base.version, sizeof client->base.version, "%s", CG_MODERN_VERSION);
+    zhashx_insert (self->clients, client->base.id, client);
+    return &client->base;
 }
 
 //  Finds the POST's client: a new one for initialize. Returns it, or NULL when the
@@ -267,8 +350,26 @@ s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
     const char *why = NULL;
     cg_jsonrpc_kind_t kind = cg_jsonrpc_classify (message, &why);
     cg_client_t *client = NULL;
+    //  2026-07-28: a request with its per-request _meta, or a POST without a session that
+    //  names that revision.
+    const char *header = cg_http_exchange_header (ex, "MCP-Protocol-Version");
+    bool modern = kind == CG_JSONRPC_REQUEST
+                  && (cg_modern_request (message)
+                      || (!sid && header && strcmp (header, CG_MODERN_VERSION) == 0));
     if (kind == CG_JSONRPC_INVALID)
         s_refuse (ex, 400, CG_JSONRPC_INVALID_REQUEST, why, NULL);
+    else if (modern && !cg_modern_request (message)) {
+        cg_http_respond_json (
+            ex, 400,
+            cg_jsonrpc_error (json_object_get (message, "id"), CG_JSONRPC_INVALID_PARAMS,
+                              "a 2026-07-28 request carries params._meta with "
+                              "io.modelcontextprotocol/protocolVersion and clientCapabilities"),
+            NULL);
+    }
+    else if (modern) {
+        if (s_modern_headers (ex, message))
+            client = s_stateless_client (self, ex);
+    }
     else
         client = s_post_client (self, ex, kind == CG_JSONRPC_REQUEST ? message : NULL, sid);
     if (client) {
@@ -428,7 +529,8 @@ cg_streamable_reap (cg_streamable_t *self, int wait_ms)
                 cg_http_stream_write (c->listen, ": keep-alive\n\n", 14);
                 c->base.last_seen_us = now;
             }
-            else if (now - c->base.last_seen_us >= (int64_t)grace_s * 1000000
+            else if (!c->base.stateless /* its sandboxes go with the idle TTL */
+                     && now - c->base.last_seen_us >= (int64_t)grace_s * 1000000
                      && !s_calling (self, &c->base))
                 zlistx_add_end (gone, c);
         }

@@ -119,6 +119,11 @@ void cg_tools_input_ask (cg_server_t *server, cg_call_t *call, cg_registry_sessi
     accepted goes to the cell; a decline, a cancel or an error is EOF. */
 void cg_tools_input_answer (cg_server_t *server, cg_call_t *call, json_t *message);
 
+/*  2026-07-28: a tools/call REQ with PARAMS retried after an input_required answer
+    (params.requestState, inputResponses): the waiting call takes the answer and answers
+    REQ from now on. Returns false when PARAMS has no requestState (not a retry). */
+bool cg_tools_input_resume (const cg_request_t *req, json_t *params);
+
 /*  The handlers, by family. */
 cg_tool_fn cg_tools_run, cg_tools_start_session, cg_tools_list_sessions, cg_tools_close_session,
     cg_tools_upload_file, cg_tools_read_artifact, cg_tools_list_artifacts, cg_tools_install_package,

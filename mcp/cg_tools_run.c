@@ -328,7 +328,9 @@ cg_tools_dispatch (const cg_request_t *req, json_t *request, cg_registry_session
     if (call->progress_token)
         json_object_set_new (copy, "progress", json_true ());
     //  A cell that wants more input than its stdin had asks the user (cg_tools_input).
-    if (req->client->elicitation)
+    //  2026-07-28 asks with an input_required answer, when this request's capabilities say
+    //  so (cg_tools_input).
+    if (req->modern ? req->modern_elicit : req->client->elicitation)
         json_object_set_new (copy, "elicit", json_true ());
     //  The request is handed over as a pointer: the runner takes a deep copy, so that no
     //  JSON value (the client's arguments share theirs) is held by two threads.

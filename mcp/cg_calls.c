@@ -1,0 +1,135 @@
+/*  cg_calls — the MCP core's calls in flight: a request whose answer comes later (a run, a
+    session start, a client's response), its end, its cancellation, and what ends with a
+    client or a session. */
+#include "cg_jsonrpc.h"
+#include "cg_resources.h"
+#include "cg_server_int.h"
+#include "cg_tasks.h"
+#include "cg_tools.h"
+#include "../bridge/cg_util.h"
+
+#include <string.h>
+
+json_t *
+cg_server_notification (const char *method, json_t *params)
+{
+    return json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params);
+}
+
+void
+cg_request_notify (const cg_request_t *req, const char *method, json_t *params)
+{
+    cg_channel_send (req->channel, cg_server_notification (method, params));
+}
+
+void
+cg_server_call_free_ (void **item)
+{
+    cg_call_t *call = *item;
+    if (!call)
+        return;
+    cg_channel_release (&call->channel);
+    free (call->client_request);
+    free (call->request_state);
+    json_decref (call->progress_token);
+    json_decref (call->id);
+    free (call->tool);
+    free (call->session_id);
+    free (call->run_id);
+    json_decref (call->request);
+    free (call->script);
+    json_decref (call->context);
+    free (call);
+    *item = NULL;
+}
+
+cg_call_t *
+cg_server_call_new (const cg_request_t *req, const char *tool, const char *session_id)
+{
+    cg_server_t *self = req->server;
+    cg_call_t *call = cg_xcalloc (1, sizeof *call);
+    call->channel = cg_channel_keep (req->channel);
+    call->progress_token = req->progress_token ? json_incref (req->progress_token) : NULL;
+    call->id = json_incref (req->id);
+    call->tool = cg_xstrdup (tool);
+    call->session_id = session_id ? cg_xstrdup (session_id) : NULL;
+    call->started_us = req->started_us;
+    call->modern = req->modern;
+    snprintf (call->key, sizeof call->key, "c%lu", ++self->next_key);
+    if (req->task) {
+        //  Its request was answered with the task: the id may be used again, so the call
+        //  takes one of its own (notifications/cancelled never reaches a task's call).
+        call->task = req->task;
+        json_decref (call->id);
+        call->id = json_sprintf ("task:%s", call->key);
+        cg_tasks_started (req->task, call->key);
+    }
+    zhashx_insert (self->calls, call->key, call);
+    return call;
+}
+
+zhashx_t *
+cg_server_calls (cg_server_t *self)
+{
+    return self->calls;
+}
+
+cg_call_t *
+cg_server_call (cg_server_t *self, const char *key)
+{
+    return key ? zhashx_lookup (self->calls, key) : NULL;
+}
+
+void
+cg_server_call_end (cg_server_t *self, cg_call_t *call)
+{
+    cg_server_call_record (call, NULL, 0, "unanswered");
+    if (call->task) /* (an answered task has ended: this changes nothing then) */
+        cg_tasks_finish (call->task, NULL, CG_JSONRPC_INTERNAL_ERROR,
+                         "the call ended without an answer");
+    cg_registry_oneshot_end (self->registry, &call->oneshot);
+    zhashx_delete (self->calls, call->key);
+}
+
+void
+cg_server_session_close (cg_server_t *self, cg_registry_session_t *session, const char *why)
+{
+    cg_call_t *call = cg_server_call (self, session->busy);
+    if (call) {
+        cg_server_call_answer (call, cg_tools_refusal (call->tool, session->language, session->id,
+                                                       "session_closed", why));
+        cg_server_call_end (self, call);
+    }
+    cg_registry_retire (self->registry, session);
+}
+
+bool
+cg_server_client_busy (cg_server_t *self, cg_client_t *client)
+{
+    zlistx_t *mine = cg_registry_sessions (self->registry, client->id);
+    bool busy = zlistx_size (mine) > 0;
+    zlistx_destroy (&mine);
+    for (cg_call_t *c = zhashx_first (self->calls); c && !busy; c = zhashx_next (self->calls))
+        busy = c->channel->client == client;
+    return busy;
+}
+
+void
+cg_server_client_end (cg_server_t *self, cg_client_t *client)
+{
+    zlistx_t *mine = cg_registry_sessions (self->registry, client->id);
+    for (cg_registry_session_t *s = zlistx_first (mine); s; s = zlistx_next (mine))
+        cg_server_session_close (self, s, "The MCP session was ended.");
+    zlistx_purge (mine);
+    for (cg_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
+        if (c->channel->client == client)
+            zlistx_add_end (mine, c);
+    for (cg_call_t *c = zlistx_first (mine); c; c = zlistx_next (mine)) {
+        if (c->oneshot)
+            zstr_send (c->oneshot, "$TERM");
+        cg_server_call_end (self, c);
+    }
+    zlistx_destroy (&mine);
+    cg_resources_forget (client);
+    cg_tasks_client_end (self, client);
+}

@@ -1,0 +1,161 @@
+/*  cg_modern — MCP revision 2026-07-28 (stateless), per request. */
+#include "cg_modern.h"
+#include "cg_jsonrpc.h"
+#include "cg_mcp.h"
+#include "cg_methods.h"
+#include "cg_tools.h"
+#include "../bridge/cg_utf8.h"
+#include "../bridge/cg_util.h"
+
+#include <sodium.h>
+#include <string.h>
+
+#define S_META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define S_META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+#define S_META_SERVER "io.modelcontextprotocol/serverInfo"
+
+bool
+cg_modern_request (json_t *message)
+{
+    json_t *meta = json_object_get (json_object_get (message, "params"), "_meta");
+    return json_object_get (meta, CG_MODERN_META_VERSION) != NULL;
+}
+
+//  The versions we speak, newest first (2026-07-28, then the handshake ones).
+static json_t *
+s_supported (void)
+{
+    json_t *versions = json_pack ("[s]", CG_MODERN_VERSION);
+    for (int i = 0; cg_server_versions[i]; i++)
+        json_array_append_new (versions, json_string (cg_server_versions[i]));
+    return versions;
+}
+
+//  What 2026-07-28 removed: a modern request for one of these is an unknown method.
+static bool
+s_removed (const char *method)
+{
+    static const char *const removed[] = {"initialize",
+                                          "ping",
+                                          "logging/setLevel",
+                                          "resources/subscribe",
+                                          "resources/unsubscribe",
+                                          "tasks/get",
+                                          "tasks/result",
+                                          "tasks/list",
+                                          "tasks/cancel",
+                                          NULL};
+    for (int i = 0; removed[i]; i++)
+        if (strcmp (method, removed[i]) == 0)
+            return true;
+    return false;
+}
+
+void
+cg_modern_handle (cg_request_t *req, json_t *params)
+{
+    json_t *meta = json_object_get (params, "_meta");
+    const char *version = json_string_value (json_object_get (meta, CG_MODERN_META_VERSION));
+    json_t *capabilities = json_object_get (meta, S_META_CAPABILITIES);
+    json_t *level = json_object_get (meta, S_META_LOG_LEVEL);
+    req->modern = true;
+    if (!version || !json_is_object (capabilities)) {
+        cg_channel_status (req->channel, 400);
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "a 2026-07-28 request's _meta needs io.modelcontextprotocol/"
+                          "protocolVersion (a string) and io.modelcontextprotocol/"
+                          "clientCapabilities (an object)");
+        return;
+    }
+    if (strcmp (version, CG_MODERN_VERSION) != 0) {
+        cg_channel_status (req->channel, 400);
+        cg_request_error_data (
+            req, CG_JSONRPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
+            json_pack ("{s:o, s:s}", "supported", s_supported (), "requested", version));
+        return;
+    }
+    if (level && cg_server_log_level_of (json_string_value (level)) < 0) {
+        cg_channel_status (req->channel, 400);
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "io.modelcontextprotocol/logLevel must be an MCP logging level");
+        return;
+    }
+    if (s_removed (req->method)) {
+        cleanup_free char *text = cg_strdupf ("Method not found: %s is not a method of %s",
+                                              req->method, CG_MODERN_VERSION);
+        cg_channel_status (req->channel, 404);
+        cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND, text);
+        return;
+    }
+    json_t *elicitation = json_object_get (capabilities, "elicitation");
+    req->modern_elicit =
+        json_is_object (elicitation)
+        && (json_object_size (elicitation) == 0 || json_object_get (elicitation, "form"));
+    //  Who it is, for the logs, when no initialize said it.
+    const char *name = json_string_value (
+        json_object_get (json_object_get (meta, "io.modelcontextprotocol/clientInfo"), "name"));
+    if (name && !req->client->name[0])
+        snprintf (req->client->name, sizeof req->client->name, "%.*s",
+                  cg_utf8_prefix (name, sizeof req->client->name - 1), name);
+    //  A peer that speaks 2026-07-28 without a handshake has its links too (resource_link).
+    if (!req->client->version[0])
+        snprintf (req->client->version, sizeof req->client->version, "%s", CG_MODERN_VERSION);
+    cg_server_dispatch (req, params);
+}
+
+void
+cg_modern_result (json_t *result, const char *method)
+{
+    static const char *const cacheable[] = {"tools/list",
+                                            "resources/list",
+                                            "resources/templates/list",
+                                            "resources/read",
+                                            "prompts/list",
+                                            "server/discover",
+                                            NULL};
+    if (!json_is_object (result))
+        return;
+    if (!json_object_get (result, "resultType"))
+        json_object_set_new (result, "resultType", json_string ("complete"));
+    for (int i = 0; method && cacheable[i]; i++)
+        if (strcmp (method, cacheable[i]) == 0 && !json_object_get (result, "ttlMs")) {
+            //  Nothing here is the same for long (workspace files change with each run).
+            json_object_set_new (result, "ttlMs", json_integer (0));
+            json_object_set_new (result, "cacheScope", json_string ("private"));
+        }
+    json_t *meta = json_object_get (result, "_meta");
+    if (!json_is_object (meta)) {
+        meta = json_object ();
+        json_object_set_new (result, "_meta", meta);
+    }
+    json_object_set_new (meta, S_META_SERVER,
+                         json_pack ("{s:s, s:s}", "name", "cellgate", "version", CG_VERSION));
+}
+
+json_t *
+cg_modern_discover (const cg_request_t *req)
+{
+    return json_pack ("{s:o, s:o, s:s, s:{s:{s:s, s:s}}}", "supportedVersions", s_supported (),
+                      "capabilities", cg_methods_capabilities (req, true), "instructions",
+                      CG_METHODS_INSTRUCTIONS, "_meta", S_META_SERVER, "name", "cellgate",
+                      "version", CG_VERSION);
+}
+
+char *
+cg_modern_header_value (const char *value)
+{
+    size_t len = value ? strlen (value) : 0;
+    if (len < 12 || strncmp (value, "=?base64?", 9) != 0 || strcmp (value + len - 2, "?=") != 0)
+        return value ? cg_xstrdup (value) : NULL;
+    size_t bin_len = 0;
+    char *out = cg_xcalloc (1, len);
+    if (sodium_base642bin ((unsigned char *)out, len, value + 9, len - 11, NULL, &bin_len, NULL,
+                           sodium_base64_VARIANT_ORIGINAL)
+            != 0
+        || memchr (out, '\0', bin_len)) {
+        free (out);
+        return NULL;
+    }
+    out[bin_len] = '\0';
+    return out;
+}

@@ -1,0 +1,32 @@
+/*  cg_modern — MCP revision 2026-07-28 (stateless) beside the handshake revisions: a request
+    whose params._meta carries io.modelcontextprotocol/protocolVersion is served on its own,
+    no initialize needed: its _meta checked (-32602, -32022), the methods 2026-07-28 removed
+    refused (-32601), its result marked with resultType (and, for what may be cached,
+    ttlMs and cacheScope) and the server's identity; server/discover says what the server
+    speaks. Internal to mcp/. */
+#ifndef CG_MODERN_H
+#define CG_MODERN_H
+
+#include "cg_server.h"
+
+#define CG_MODERN_VERSION "2026-07-28"
+#define CG_MODERN_META_VERSION "io.modelcontextprotocol/protocolVersion"
+
+/*  True when MESSAGE (a request) carries 2026-07-28's per-request _meta. */
+bool cg_modern_request (json_t *message);
+
+/*  Serves REQ (its method set), a cg_modern_request, with PARAMS: checks its _meta, then
+    dispatches it (cg_server_dispatch) as a 2026-07-28 request. */
+void cg_modern_handle (cg_request_t *req, json_t *params);
+
+/*  Marks RESULT (an object; METHOD's) as 2026-07-28 wants it. */
+void cg_modern_result (json_t *result, const char *method);
+
+/*  server/discover's result (a new object). */
+json_t *cg_modern_discover (const cg_request_t *req);
+
+/*  The value of a 2026-07-28 HTTP header as sent: plain, or "=?base64?...?=" decoded.
+    Returns a new string, or NULL when the encoding is broken. */
+char *cg_modern_header_value (const char *value);
+
+#endif

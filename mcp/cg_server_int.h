@@ -1,0 +1,34 @@
+/*  cg_server_int — the MCP core's state, shared by its two halves: cg_mcp.c (the event
+    loop, dispatch, logging, the runners' messages) and cg_calls.c (requests' answers in
+    flight: calls, their ends and cancellation, clients' ends). Internal to those two. */
+#ifndef CG_SERVER_INT_H
+#define CG_SERVER_INT_H
+
+#include "cg_server.h"
+#include "cg_stdio.h"
+#include "cg_streamable.h"
+#include "../artifacts/cg_downloads.h"
+#include "../gateway/cg_gateway.h"
+
+struct cg_server_t {
+    const cg_config_t *config;
+    cg_registry_t *registry;
+    cg_http_t *http;             /* the listener, NULL when off */
+    cg_downloads_t *downloads;   /* its /files/ route */
+    cg_stdio_t *stdio;           /* the stdio transport, NULL when serving HTTP */
+    cg_streamable_t *streamable; /* the Streamable HTTP transport, or NULL */
+    zhashx_t *calls;             /* key -> cg_call_t */
+    unsigned long next_key;
+    zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
+    cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
+    cg_gateway_t *gateway; /* the Jupyter gateway on the listener, or NULL */
+    zhashx_t *tasks;       /* id -> cg_task_t (cg_tasks) */
+};
+
+/*  The notification METHOD with PARAMS (stolen), a new JSON-RPC message. */
+json_t *cg_server_notification (const char *method, json_t *params);
+
+/*  The calls table's destructor. */
+void cg_server_call_free_ (void **item);
+
+#endif
