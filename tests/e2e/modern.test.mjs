@@ -134,7 +134,8 @@ async function post(url, message, headers) {
     } catch {}
   }
   const msg = msgs.find((m) => m.id === message.id && ('result' in m || 'error' in m)) ?? msgs.find((m) => 'result' in m || 'error' in m);
-  return { status: res.status, headers: res.headers, msg, text };
+  const serverRequests = msgs.filter((m) => m.method && 'id' in m);
+  return { status: res.status, headers: res.headers, msg, text, serverRequests };
 }
 
 const describeExchange = (message, answer) =>
@@ -272,11 +273,12 @@ function scenarios(label, setup) {
       assert.equal(expectStatus(r, 'success', srv()).stdout, '21\n', show(r, srv()));
     });
 
-    test('input() in a modern call gets EOF at once (no elicitation)', async () => {
+    test('input() in a modern call fails at once (EOF, no elicitation); stdin still feeds it', async () => {
       const r = await callExec(client, { language: 'python', code: "name = input('who? ')\nprint('never', name)", timeout: 60 });
       const s = expectStatus(r, 'execution_error', srv());
       assert.equal(s.timed_out, false, show(r, srv()));
-      assert.ok(s.stderr.includes('EOFError'), show(r, srv()));
+      // cellgate's stdin-less input() without elicitation raises StdinNotImplementedError; EOFError is fine too
+      assert.match(s.stderr, /EOFError|StdinNotImplementedError/, show(r, srv()));
       assert.ok(!s.stdout.includes('never'), show(r, srv()));
       const fed = await callExec(client, { language: 'python', code: "print('hi', input())", stdin: 'Ada\n' });
       assert.equal(expectStatus(fed, 'success', srv()).stdout, 'hi Ada\n');
@@ -534,6 +536,9 @@ function rawChecks(label, setup) {
         ['tools/call', { name: 'execute_code', arguments: { language: 'python', code: '1/0' } }, (r) => r.isError === true && r.structuredContent.status === 'execution_error'],
         ['tools/call', { name: 'execute_code', arguments: { language: 'cobol', code: 'x' } }, (r) => r.isError === true],
         ['tools/call', { name: 'list_sessions', arguments: {} }, (r) => Array.isArray(r.structuredContent?.sessions)],
+        // input() without stdin: an error result at once, no elicitation/create request on the wire
+        ['tools/call', { name: 'execute_code', arguments: { language: 'python', code: 'input()', timeout: 60 } },
+          (r) => r.isError === true && r.structuredContent.status === 'execution_error' && r.structuredContent.timed_out === false],
         // tasks are not offered on modern requests: a 2025 params.task is ignored, the answer is plain
         ['tools/call', { name: 'execute_code', arguments: { language: 'python', code: 'print(3)' }, task: { ttl: 60000 } },
           (r) => r.structuredContent?.stdout === '3\n' && r.task === undefined && r.taskId === undefined],
@@ -676,7 +681,11 @@ rawChecks('HTTP', async () => {
   const http = await startHttpServer();
   return {
     http,
-    ask: (m, headers) => post(http.url, m, headers ?? modernHeaders(m)),
+    ask: async (m, headers) => {
+      const a = await post(http.url, m, headers ?? modernHeaders(m));
+      if (a.serverRequests.length) throw new Error(`the server sent a request on a modern exchange (forbidden): ${JSON.stringify(a.serverRequests)}`);
+      return a;
+    },
     close: () => http.close(),
   };
 });
