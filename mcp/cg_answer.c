@@ -34,6 +34,9 @@ cg_request_result (const cg_request_t *req, json_t *result)
 void
 cg_request_error (const cg_request_t *req, int code, const char *message)
 {
+    //  2026-07-28: a resource not found is invalid params (-32002 is 2025's).
+    if (req->modern && code == CG_JSONRPC_RESOURCE_NOT_FOUND)
+        code = CG_JSONRPC_INVALID_PARAMS;
     s_request_record (req, NULL, code);
     if (req->task)
         cg_tasks_finish (req->task, NULL, code, message);

@@ -27,6 +27,7 @@ json_t *cg_jsonrpc_result (json_t *id, json_t *result);
 json_t *cg_jsonrpc_error (json_t *id, int code, const char *message);
 
 /*  2026-07-28's error codes. */
+#define CG_JSONRPC_RESOURCE_NOT_FOUND -32002 /* 2025's resources/read */
 #define CG_JSONRPC_HEADER_MISMATCH -32020
 #define CG_JSONRPC_MISSING_CAPABILITY -32021
 #define CG_JSONRPC_UNSUPPORTED_VERSION -32022

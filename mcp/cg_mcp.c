@@ -169,6 +169,8 @@ cg_server_dispatch (cg_request_t *req, json_t *params)
         //  2026-07-28 has them in an extension (a legacy "task" there is ignored).
         if (req->modern && cg_tools_input_resume (req, params))
             ; /* the retry of an input_required answer */
+        else if (req->modern && cg_tasks_modern_wanted (req, params))
+            cg_tasks_call (req, params);
         else if (json_object_get (params, "task") && !req->modern
                  && strcmp (req->client->version, "2025-11-25") >= 0)
             cg_tasks_call (req, params);

@@ -161,6 +161,7 @@ cg_methods_dispatch (const cg_request_t *req, const char *method, json_t *params
         {"tasks/result", cg_tasks_result, false},
         {"tasks/list", cg_tasks_list, false},
         {"tasks/cancel", cg_tasks_cancel, false},
+        {"tasks/update", cg_tasks_update, false},
     };
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
         if (strcmp (method, methods[i].method) == 0

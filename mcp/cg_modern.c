@@ -40,10 +40,8 @@ s_removed (const char *method)
                                           "logging/setLevel",
                                           "resources/subscribe",
                                           "resources/unsubscribe",
-                                          "tasks/get",
                                           "tasks/result",
                                           "tasks/list",
-                                          "tasks/cancel",
                                           NULL};
     for (int i = 0; removed[i]; i++)
         if (strcmp (method, removed[i]) == 0)
@@ -85,6 +83,18 @@ cg_modern_handle (cg_request_t *req, json_t *params)
                                               req->method, CG_MODERN_VERSION);
         cg_channel_status (req->channel, 404);
         cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND, text);
+        return;
+    }
+    req->modern_tasks =
+        json_object_get (json_object_get (capabilities, "extensions"), CG_MODERN_TASKS) != NULL;
+    //  The tasks methods need the extension in this request.
+    if (strncmp (req->method, "tasks/", 6) == 0 && !req->modern_tasks) {
+        cg_channel_status (req->channel, 400);
+        cg_request_error_data (
+            req, CG_JSONRPC_MISSING_CAPABILITY,
+            "the tasks methods need the io.modelcontextprotocol/tasks "
+            "extension in the request's clientCapabilities",
+            json_pack ("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions", CG_MODERN_TASKS));
         return;
     }
     json_t *elicitation = json_object_get (capabilities, "elicitation");
@@ -135,10 +145,14 @@ cg_modern_result (json_t *result, const char *method)
 json_t *
 cg_modern_discover (const cg_request_t *req)
 {
-    return json_pack ("{s:o, s:o, s:s, s:{s:{s:s, s:s}}}", "supportedVersions", s_supported (),
-                      "capabilities", cg_methods_capabilities (req, true), "instructions",
-                      CG_METHODS_INSTRUCTIONS, "_meta", S_META_SERVER, "name", "cellgate",
-                      "version", CG_VERSION);
+    json_t *discover = json_pack (
+        "{s:o, s:o, s:s, s:{s:{s:s, s:s}}}", "supportedVersions", s_supported (), "capabilities",
+        cg_methods_capabilities (req, true), "instructions", CG_METHODS_INSTRUCTIONS, "_meta",
+        S_META_SERVER, "name", "cellgate", "version", CG_VERSION);
+    //  Long cells as tasks (io.modelcontextprotocol/tasks), for the clients that declare it.
+    json_object_set_new (json_object_get (discover, "capabilities"), "extensions",
+                         json_pack ("{s:{}}", CG_MODERN_TASKS));
+    return discover;
 }
 
 char *

@@ -11,6 +11,7 @@
 
 #define CG_MODERN_VERSION "2026-07-28"
 #define CG_MODERN_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define CG_MODERN_TASKS "io.modelcontextprotocol/tasks"
 
 /*  True when MESSAGE (a request) carries 2026-07-28's per-request _meta. */
 bool cg_modern_request (json_t *message);

@@ -16,7 +16,7 @@
 #define S_PAGE 500
 
 //  The error code MCP gives an unknown resource.
-#define S_NOT_FOUND -32002
+#define S_NOT_FOUND CG_JSONRPC_RESOURCE_NOT_FOUND
 
 //  client id -> {uri: true}: what each client subscribed to.
 static json_t *s_subscriptions;

@@ -32,6 +32,7 @@ typedef struct {
     const char *method;     /* its method */
     bool modern;            /* a 2026-07-28 request (per-request _meta, cg_modern) */
     bool modern_elicit;     /* and its clientCapabilities declare form elicitation */
+    bool modern_tasks;      /* and the tasks extension (io.modelcontextprotocol/tasks) */
 } cg_request_t;
 
 /*  Answers REQ with the JSON-RPC result RESULT (stolen), or with an error. A tools/call's

@@ -239,10 +239,16 @@ s_modern_headers (cg_http_exchange_t *ex, json_t *message)
     const char *method = json_string_value (json_object_get (message, "method"));
     const char *version = json_string_value (
         json_object_get (json_object_get (params, "_meta"), CG_MODERN_META_VERSION));
+    //  (Mcp-Name: tools/call and prompts/get name, resources/read uri, the tasks
+    //  extension's get, update and cancel taskId.)
+    bool task = method
+                && (strcmp (method, "tasks/get") == 0 || strcmp (method, "tasks/update") == 0
+                    || strcmp (method, "tasks/cancel") == 0);
     const char *name_field = !method                                  ? NULL
                              : strcmp (method, "tools/call") == 0     ? "name"
                              : strcmp (method, "prompts/get") == 0    ? "name"
                              : strcmp (method, "resources/read") == 0 ? "uri"
+                             : task                                   ? "taskId"
                                                                       : NULL;
     const struct {
         const char *header, *body;
@@ -253,6 +259,10 @@ s_modern_headers (cg_http_exchange_t *ex, json_t *message)
     for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
         if (i == 2 && !name_field)
             break;
+        //  A _meta without its version (a string) is the core's -32602, once a version
+        //  header was sent at all.
+        if (i == 0 && !version && cg_http_exchange_header (ex, checks[i].header))
+            continue;
         cleanup_free char *sent =
             cg_modern_header_value (cg_http_exchange_header (ex, checks[i].header));
         if (!sent || !checks[i].body || strcmp (sent, checks[i].body) != 0) {

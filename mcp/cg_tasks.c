@@ -32,7 +32,9 @@ struct cg_task_t {
     int error_code;    /* once failed */
     char *error_message;
     zlistx_t *waiters; /* tasks/result requests waiting: s_waiter_t */
-    json_t *ask;       /* an elicitation request waiting for a tasks/result stream */
+    json_t *ask;       /* an elicitation request waiting for a tasks/result stream, or
+                          (2026-07-28) for the client's tasks/update */
+    bool modern;       /* 2026-07-28's tasks extension: its wire shapes */
 };
 
 //  A tasks/result request waiting for its task's end.
@@ -102,16 +104,36 @@ cg_tasks_capability (void)
     return json_pack ("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel", "requests", "tools", "call");
 }
 
-//  The Task object of TASK.
+//  The Task object of TASK (2026-07-28: ttlMs and pollIntervalMs).
 static json_t *
 s_model (const cg_task_t *task)
 {
-    json_t *model =
-        json_pack ("{s:s, s:s, s:s, s:s, s:I, s:i}", "taskId", task->id, "status", task->status,
-                   "createdAt", task->created_at, "lastUpdatedAt", task->updated_at, "ttl",
-                   (json_int_t)task->ttl_ms, "pollInterval", S_POLL_MS);
+    json_t *model = json_pack (
+        "{s:s, s:s, s:s, s:s, s:I, s:i}", "taskId", task->id, "status", task->status, "createdAt",
+        task->created_at, "lastUpdatedAt", task->updated_at, task->modern ? "ttlMs" : "ttl",
+        (json_int_t)task->ttl_ms, task->modern ? "pollIntervalMs" : "pollInterval", S_POLL_MS);
     if (task->message)
         json_object_set_new (model, "statusMessage", json_string (task->message));
+    return model;
+}
+
+//  2026-07-28's DetailedTask: the Task with its result, error or pending input inline.
+static json_t *
+s_detailed (const cg_task_t *task)
+{
+    json_t *model = s_model (task);
+    if (task->result)
+        json_object_set (model, "result", task->result);
+    else if (strcmp (task->status, "failed") == 0)
+        json_object_set_new (model, "error",
+                             json_pack ("{s:i, s:s}", "code", task->error_code, "message",
+                                        task->error_message ? task->error_message : "failed"));
+    else if (task->ask)
+        json_object_set_new (model, "inputRequests",
+                             json_pack ("{s:{s:s, s:O}}",
+                                        json_string_value (json_object_get (task->ask, "id")),
+                                        "method", "elicitation/create", "params",
+                                        json_object_get (task->ask, "params")));
     return model;
 }
 
@@ -178,10 +200,10 @@ s_answer_waiters (cg_task_t *task)
 void
 cg_tasks_call (const cg_request_t *req, json_t *params)
 {
-    json_t *spec = json_object_get (params, "task");
+    json_t *spec = req->modern ? NULL : json_object_get (params, "task");
     json_t *ttl = json_object_get (spec, "ttl");
     const cg_tool_t *tool = cg_tools_find (json_string_value (json_object_get (params, "name")));
-    if (!json_is_object (spec) || (ttl && !json_is_integer (ttl))) {
+    if (!req->modern && (!json_is_object (spec) || (ttl && !json_is_integer (ttl)))) {
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
                           "tools/call: 'task' must be an object, its 'ttl' an integer (ms)");
         return;
@@ -209,12 +231,16 @@ cg_tasks_call (const cg_request_t *req, json_t *params)
                    : asked > S_TTL_MAX_MS ? S_TTL_MAX_MS
                                           : asked;
     task->waiters = zlistx_new ();
+    task->modern = req->modern;
     zhashx_insert (cg_server_tasks (req->server), task->id, task);
     //  The task first (not the call's record: that is its result's); the call's answer,
-    //  now or later, goes to it (cg_answer.c).
+    //  now or later, goes to it (cg_answer.c). 2026-07-28's is flat: resultType "task".
     cg_request_t creating = *req;
     creating.call_name = NULL;
-    cg_request_result (&creating, json_pack ("{s:o}", "task", s_model (task)));
+    json_t *created = s_model (task);
+    if (task->modern)
+        json_object_set_new (created, "resultType", json_string ("task"));
+    cg_request_result (&creating, task->modern ? created : json_pack ("{s:o}", "task", created));
     cg_request_t tasked = *req;
     tasked.task = task;
     tasked.progress_token = NULL; /* its request is answered: progress has nowhere to go */
@@ -262,6 +288,8 @@ cg_tasks_ask (cg_task_t *task, json_t *request)
 void
 cg_tasks_answered (cg_task_t *task)
 {
+    json_decref (task->ask);
+    task->ask = NULL;
     if (strcmp (task->status, "input_required") == 0)
         s_set_status (task, "working", NULL);
 }
@@ -271,7 +299,7 @@ cg_tasks_get (const cg_request_t *req, json_t *params)
 {
     cg_task_t *task = s_find (req, params);
     if (task)
-        cg_request_result (req, s_model (task));
+        cg_request_result (req, req->modern ? s_detailed (task) : s_model (task));
 }
 
 void
@@ -336,6 +364,10 @@ cg_tasks_cancel (const cg_request_t *req, json_t *params)
     cg_task_t *task = s_find (req, params);
     if (!task)
         return;
+    if (s_terminal (task) && req->modern) { /* 2026-07-28: an ack, whatever its state */
+        cg_request_result (req, json_object ());
+        return;
+    }
     if (s_terminal (task)) {
         cleanup_free char *message =
             cg_strdupf ("tasks/cancel: task %s has ended (%s)", task->id, task->status);
@@ -352,8 +384,50 @@ cg_tasks_cancel (const cg_request_t *req, json_t *params)
     s_set_status (task, "cancelled",
                   "Cancelled by the client; the kernel was interrupted and "
                   "the session's state is kept.");
-    cg_request_result (req, s_model (task));
+    cg_request_result (req, req->modern ? json_object () : s_model (task));
     s_answer_waiters (task);
+}
+
+void
+cg_tasks_update (const cg_request_t *req, json_t *params)
+{
+    if (!req->modern) {
+        cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND,
+                          "Method not found: tasks/update is 2026-07-28's");
+        return;
+    }
+    cg_task_t *task = s_find (req, params);
+    if (!task)
+        return;
+    json_t *responses = json_object_get (params, "inputResponses");
+    if (!json_is_object (responses)) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "tasks/update: 'inputResponses' must be an object");
+        return;
+    }
+    //  Keys not asked for are ignored; the one the cell waits for is fed to it.
+    const char *key = task->ask ? json_string_value (json_object_get (task->ask, "id")) : NULL;
+    json_t *answer = key ? json_object_get (responses, key) : NULL;
+    cg_call_t *call = cg_server_call (req->server, task->call_key[0] ? task->call_key : NULL);
+    if (json_is_object (answer) && call && call->asking) {
+        json_t *message = json_pack ("{s:O}", "result", answer);
+        cg_tools_input_answer (req->server, call, message);
+        json_decref (message);
+    }
+    cg_request_result (req, json_object ());
+}
+
+bool
+cg_tasks_modern_wanted (const cg_request_t *req, json_t *params)
+{
+    //  A task when the client takes them (this request's extension) and the call may run
+    //  past a client's usual request timeout: a running tool asked for more than 60 s.
+    const cg_tool_t *tool = cg_tools_find (json_string_value (json_object_get (params, "name")));
+    json_t *arguments = json_object_get (params, "arguments");
+    double seconds = json_number_value (json_object_get (arguments, "timeout"));
+    if (json_is_number (json_object_get (arguments, "timeout_ms")))
+        seconds = json_number_value (json_object_get (arguments, "timeout_ms")) / 1000;
+    return req->modern_tasks && tool && (tool->flags & CG_TOOL_RUNS) && seconds > 60;
 }
 
 int

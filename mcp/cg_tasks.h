@@ -11,7 +11,7 @@
 /*  The tasks capability of initialize's result (a new object). */
 json_t *cg_tasks_capability (void);
 
-/*  tools/call with params.task (REQ, PARAMS): checks the tool takes tasks, makes the task,
+/*  tools/call with params.task (REQ, PARAMS; or a 2026-07-28 one cg_tasks_modern_wanted): checks the tool takes tasks, makes the task,
     answers REQ with it (CreateTaskResult) and runs the call with its answer going to the
     task. */
 void cg_tasks_call (const cg_request_t *req, json_t *params);
@@ -36,6 +36,13 @@ void cg_tasks_get (const cg_request_t *req, json_t *params);
 void cg_tasks_result (const cg_request_t *req, json_t *params);
 void cg_tasks_list (const cg_request_t *req, json_t *params);
 void cg_tasks_cancel (const cg_request_t *req, json_t *params);
+
+/*  2026-07-28's tasks/update: answers a task's pending input (inputResponses). */
+void cg_tasks_update (const cg_request_t *req, json_t *params);
+
+/*  2026-07-28: true when REQ, a tools/call with PARAMS, runs as a task (the request
+    declared the tasks extension, the tool runs code and may run past 60 s). */
+bool cg_tasks_modern_wanted (const cg_request_t *req, json_t *params);
 
 /*  Forgets the tasks past their TTL. Returns the ms until the next is due, or WAIT_MS when
     that is sooner (-1: none). */
