@@ -47,6 +47,8 @@ cg_request_error (const cg_request_t *req, int code, const char *message)
 void
 cg_request_error_data (const cg_request_t *req, int code, const char *message, json_t *data)
 {
+    if (req->modern && code == CG_JSONRPC_RESOURCE_NOT_FOUND)
+        code = CG_JSONRPC_INVALID_PARAMS;
     s_request_record (req, NULL, code);
     json_t *error = cg_jsonrpc_error (req->id, code, message);
     json_object_set_new (json_object_get (error, "error"), "data", data);

@@ -53,6 +53,7 @@ cg_conformance_tools (void)
                                           "description", s_fixtures[i].description, "inputSchema",
                                           "type", "object", "properties", props));
     }
+    cg_conformance_mrtr_tools (tools);
     return tools;
 }
 

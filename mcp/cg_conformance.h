@@ -46,4 +46,12 @@ json_t *cg_conformance_prompts (void);
 json_t *cg_conformance_prompt (const char *name, json_t *arguments);
 json_t *cg_conformance_complete (json_t *params);
 
+/*  The 2026-07-28 fixtures (cg_conformance_mrtr.c): known by NAME; appended to TOOLS;
+    served for REQ with its whole PARAMS (inputResponses, requestState, _meta); and the
+    prompt test_input_required_result_prompt (false for another NAME). */
+bool cg_conformance_mrtr_known (const char *name);
+void cg_conformance_mrtr_tools (json_t *tools);
+void cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params);
+bool cg_conformance_mrtr_prompt (const cg_request_t *req, const char *name, json_t *params);
+
 #endif

@@ -167,7 +167,7 @@ cg_server_dispatch (cg_request_t *req, json_t *params)
         req->call_name = name ? name : "";
         //  Tasks are 2025-11-25's: an older client's "task" is an unknown parameter, and
         //  2026-07-28 has them in an extension (a legacy "task" there is ignored).
-        if (req->modern && cg_tools_input_resume (req, params))
+        if (req->modern && !cg_conformance_mrtr_known (name) && cg_tools_input_resume (req, params))
             ; /* the retry of an input_required answer */
         else if (req->modern && cg_tasks_modern_wanted (req, params))
             cg_tasks_call (req, params);

@@ -119,13 +119,19 @@ static void
 s_prompts_list (const cg_request_t *req, json_t *params)
 {
     (void)params;
-    cg_request_result (req, json_pack ("{s:o}", "prompts", cg_conformance_prompts ()));
+    json_t *prompts = cg_conformance_prompts ();
+    json_array_append_new (prompts,
+                           json_pack ("{s:s, s:s}", "name", "test_input_required_result_prompt",
+                                      "description", "Conformance fixture: asks for its context."));
+    cg_request_result (req, json_pack ("{s:o}", "prompts", prompts));
 }
 
 static void
 s_prompts_get (const cg_request_t *req, json_t *params)
 {
     const char *name = json_string_value (json_object_get (params, "name"));
+    if (cg_conformance_mrtr_prompt (req, name, params))
+        return;
     json_t *result =
         name ? cg_conformance_prompt (name, json_object_get (params, "arguments")) : NULL;
     if (result)

@@ -194,11 +194,11 @@ s_read_file (const cg_request_t *req, cg_registry_session_t *session, const char
         cleanup_free char *message =
             cg_strdupf ("Resource not found: %.*s (%s)", cg_utf8_prefix (uri, 256), uri,
                         cg_error_message (err));
-        cg_request_error (req,
-                          err && (err->code == ENOENT || err->code == EISDIR)
-                              ? S_NOT_FOUND
-                              : CG_JSONRPC_INVALID_PARAMS,
-                          message);
+        cg_request_error_data (req,
+                               err && (err->code == ENOENT || err->code == EISDIR)
+                                   ? S_NOT_FOUND
+                                   : CG_JSONRPC_INVALID_PARAMS,
+                               message, json_pack ("{s:s}", "uri", uri));
     }
     cg_error_destroy (&err);
 }
@@ -227,7 +227,7 @@ cg_resources_read (const cg_request_t *req, json_t *params)
             cg_strdupf ("Resource not found: %.*s (resources are " CG_RESOURCES_TEMPLATE
                         ", in your own sessions)",
                         cg_utf8_prefix (uri, 256), uri);
-        cg_request_error (req, S_NOT_FOUND, message);
+        cg_request_error_data (req, S_NOT_FOUND, message, json_pack ("{s:s}", "uri", uri));
         return;
     }
     s_read_file (req, session, uri, rel);

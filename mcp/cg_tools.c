@@ -482,6 +482,10 @@ cg_tools_call (const cg_request_t *req, json_t *params)
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "tools/call: 'name' is required");
         return;
     }
+    if (strcmp (config->tool_profile, "conformance") == 0 && cg_conformance_mrtr_known (name)) {
+        cg_conformance_mrtr (req, name, params);
+        return;
+    }
     if (strcmp (config->tool_profile, "conformance") == 0 && cg_conformance_known (name)) {
         cg_conformance_handle (req, name, arguments);
         return;

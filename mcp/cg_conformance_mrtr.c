@@ -1,0 +1,279 @@
+/*  cg_conformance_mrtr — the conformance suite's 2026-07-28 fixtures (--tool-profile
+    conformance only): the input_required round trips of SEP-2322 (elicitation, sampling,
+    roots, requestState, several inputs, several rounds, tampered state, capabilities, a
+    prompt), a capability the client must declare, a log only when asked, a stream. */
+#include "cg_conformance.h"
+#include "cg_jsonrpc.h"
+#include "cg_modern.h"
+#include "../bridge/cg_utf8.h"
+#include "../bridge/cg_util.h"
+
+#include <sodium.h>
+#include <string.h>
+
+static const char *const s_tools[][2] = {
+    {"test_missing_capability", "Conformance fixture: needs the client's sampling capability."},
+    {"test_input_required_result_elicitation", "Conformance fixture: asks the user's name."},
+    {"test_input_required_result_sampling", "Conformance fixture: asks the client's LLM."},
+    {"test_input_required_result_list_roots", "Conformance fixture: asks the client's roots."},
+    {"test_input_required_result_request_state", "Conformance fixture: a confirmation with state."},
+    {"test_input_required_result_multiple_inputs", "Conformance fixture: three inputs at once."},
+    {"test_input_required_result_multi_round", "Conformance fixture: two rounds of input."},
+    {"test_input_required_result_tampered_state", "Conformance fixture: signed state."},
+    {"test_input_required_result_capabilities", "Conformance fixture: asks what the client can."},
+    {"test_streaming_elicitation", "Conformance fixture: progress, then a question."},
+    {"test_logging_tool", "Conformance fixture: logs only when the request asks for logs."},
+};
+#define S_TOOL_COUNT (sizeof s_tools / sizeof s_tools[0])
+
+bool
+cg_conformance_mrtr_known (const char *name)
+{
+    for (size_t i = 0; name && i < S_TOOL_COUNT; i++)
+        if (strcmp (name, s_tools[i][0]) == 0)
+            return true;
+    return false;
+}
+
+void
+cg_conformance_mrtr_tools (json_t *tools)
+{
+    for (size_t i = 0; i < S_TOOL_COUNT; i++)
+        json_array_append_new (tools, json_pack ("{s:s, s:s, s:{s:s, s:{}}}", "name", s_tools[i][0],
+                                                 "description", s_tools[i][1], "inputSchema",
+                                                 "type", "object", "properties"));
+}
+
+//  --------------------------------------------------------------------------
+//  requestState: "<payload>.<HMAC-SHA256 of it, hex>", with a key of this process
+
+static unsigned char s_key[crypto_auth_hmacsha256_KEYBYTES];
+static bool s_keyed;
+
+static char *
+s_state (const char *payload)
+{
+    if (!s_keyed) {
+        crypto_auth_hmacsha256_keygen (s_key);
+        s_keyed = true;
+    }
+    unsigned char mac[crypto_auth_hmacsha256_BYTES];
+    crypto_auth_hmacsha256 (mac, (const unsigned char *)payload, strlen (payload), s_key);
+    char hex[2 * sizeof mac + 1];
+    sodium_bin2hex (hex, sizeof hex, mac, sizeof mac);
+    return cg_strdupf ("%s.%s", payload, hex);
+}
+
+//  The payload of STATE when its signature holds, else NULL (caller frees).
+static char *
+s_verified (const char *state)
+{
+    const char *dot = state && s_keyed ? strrchr (state, '.') : NULL;
+    if (!dot)
+        return NULL;
+    char *payload = cg_xstrndup (state, (size_t)(dot - state));
+    cleanup_free char *again = s_state (payload);
+    if (strlen (again) != strlen (state) || sodium_memcmp (again, state, strlen (state)) != 0)
+        zstr_free (&payload);
+    return payload;
+}
+
+//  --------------------------------------------------------------------------
+//  Input requests
+
+static json_t *
+s_elicit (const char *message, const char *field, const char *type)
+{
+    return json_pack ("{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s]}}}", "method",
+                      "elicitation/create", "params", "mode", "form", "message", message,
+                      "requestedSchema", "type", "object", "properties", field, "type", type,
+                      "required", field);
+}
+
+static json_t *
+s_sample (const char *question)
+{
+    return json_pack ("{s:s, s:{s:[{s:s, s:{s:s, s:s}}], s:i}}", "method", "sampling/createMessage",
+                      "params", "messages", "role", "user", "content", "type", "text", "text",
+                      question, "maxTokens", 100);
+}
+
+static json_t *
+s_roots (void)
+{
+    return json_pack ("{s:s, s:{}}", "method", "roots/list", "params");
+}
+
+//  Answers REQ input_required with REQUESTS (stolen) and, when STATE, a signed requestState.
+static void
+s_ask (const cg_request_t *req, json_t *requests, const char *state)
+{
+    json_t *result = json_pack ("{s:s, s:o}", "resultType", "input_required", "inputRequests",
+                                requests);
+    if (state) {
+        cleanup_free char *signed_state = s_state (state);
+        json_object_set_new (result, "requestState", json_string (signed_state));
+    }
+    cg_request_result (req, result);
+}
+
+static void
+s_text (const cg_request_t *req, const char *text)
+{
+    cg_request_result (req, json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text));
+}
+
+//  The string FIELD of the accepted elicitation answer ANSWER, or NULL.
+static const char *
+s_field (json_t *answer, const char *field)
+{
+    return json_string_value (json_object_get (json_object_get (answer, "content"), field));
+}
+
+//  --------------------------------------------------------------------------
+
+void
+cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
+{
+    json_t *responses = json_object_get (params, "inputResponses");
+    json_t *caps = json_object_get (json_object_get (params, "_meta"),
+                                    "io.modelcontextprotocol/clientCapabilities");
+    const char *state = json_string_value (json_object_get (params, "requestState"));
+    cleanup_free char *verified = state ? s_verified (state) : NULL;
+    if (json_object_get (params, "inputResponses") && !json_is_object (responses)) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "inputResponses must be an object");
+        return;
+    }
+    if (state && !verified) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "requestState failed its integrity check");
+        return;
+    }
+    json_t *user = json_object_get (responses, "user_name");
+    if (user && !json_is_object (user)) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "user_name must be an elicitation result");
+        return;
+    }
+    if (strcmp (name, "test_missing_capability") == 0) {
+        if (json_object_get (caps, "sampling"))
+            return s_text (req, "Success");
+        cg_channel_status (req->channel, 400);
+        cg_request_error_data (req, CG_JSONRPC_MISSING_CAPABILITY,
+                               "this tool needs the client's sampling capability",
+                               json_pack ("{s:{s:{}}}", "requiredCapabilities", "sampling"));
+    }
+    else if (strcmp (name, "test_logging_tool") == 0) {
+        //  Only a request that set _meta logLevel hears of it (cg_modern checked the level).
+        if (json_object_get (json_object_get (params, "_meta"), "io.modelcontextprotocol/logLevel"))
+            cg_request_notify (req, "notifications/message",
+                               json_pack ("{s:s, s:s, s:s}", "level", "info", "logger",
+                                          "conformance", "data", "a log line, as asked"));
+        s_text (req, "Logged (if asked)");
+    }
+    else if (strcmp (name, "test_streaming_elicitation") == 0) {
+        if (req->progress_token)
+            cg_request_notify (req, "notifications/progress",
+                               json_pack ("{s:O, s:i, s:i}", "progressToken", req->progress_token,
+                                          "progress", 1, "total", 2));
+        if (user)
+            return s_text (req, "Streamed, then answered");
+        s_ask (req, json_pack ("{s:o}", "user_name", s_elicit ("What is your name?", "name", "string")),
+               NULL);
+    }
+    else if (strcmp (name, "test_input_required_result_elicitation") == 0) {
+        const char *who = s_field (user, "name");
+        if (!who)
+            return s_ask (req, json_pack ("{s:o}", "user_name",
+                                          s_elicit ("What is your name?", "name", "string")),
+                          NULL);
+        cleanup_free char *text = cg_strdupf ("Hello, %.*s!", cg_utf8_prefix (who, 256), who);
+        s_text (req, text);
+    }
+    else if (strcmp (name, "test_input_required_result_sampling") == 0) {
+        json_t *answer = json_object_get (responses, "sample_request");
+        const char *text = json_string_value (json_object_get (json_object_get (answer, "content"), "text"));
+        if (!answer)
+            return s_ask (req, json_pack ("{s:o}", "sample_request",
+                                          s_sample ("What is the capital of France?")),
+                          NULL);
+        cleanup_free char *out = cg_strdupf ("Sampling result: %.*s", cg_utf8_prefix (text ? text : "", 256),
+                                             text ? text : "");
+        s_text (req, out);
+    }
+    else if (strcmp (name, "test_input_required_result_list_roots") == 0) {
+        json_t *answer = json_object_get (responses, "roots_request");
+        if (!answer)
+            return s_ask (req, json_pack ("{s:o}", "roots_request", s_roots ()), NULL);
+        cleanup_free char *out =
+            cg_strdupf ("Found %zu root(s)", json_array_size (json_object_get (answer, "roots")));
+        s_text (req, out);
+    }
+    else if (strcmp (name, "test_input_required_result_request_state") == 0
+             || strcmp (name, "test_input_required_result_tampered_state") == 0) {
+        bool tamper = strstr (name, "tampered") != NULL;
+        if (!verified || !json_object_get (responses, "confirm"))
+            return s_ask (req, json_pack ("{s:o}", "confirm", s_elicit ("Confirm?", "ok", "boolean")),
+                          tamper ? "tampered:1" : "state:1");
+        s_text (req, tamper ? "integrity-ok" : "state-ok");
+    }
+    else if (strcmp (name, "test_input_required_result_multiple_inputs") == 0) {
+        if (verified && json_object_get (responses, "user_name")
+            && json_object_get (responses, "greeting") && json_object_get (responses, "client_roots"))
+            return s_text (req, "All three inputs received");
+        s_ask (req,
+               json_pack ("{s:o, s:o, s:o}", "user_name", s_elicit ("What is your name?", "name", "string"),
+                          "greeting", s_sample ("Say hello."), "client_roots", s_roots ()),
+               "multiple:1");
+    }
+    else if (strcmp (name, "test_input_required_result_multi_round") == 0) {
+        if (!verified)
+            return s_ask (req, json_pack ("{s:o}", "step1",
+                                          s_elicit ("Step 1: What is your name?", "name", "string")),
+                          "round:1");
+        if (strcmp (verified, "round:1") == 0 && json_object_get (responses, "step1"))
+            return s_ask (req, json_pack ("{s:o}", "step2",
+                                          s_elicit ("Step 2: What is your favorite color?", "color",
+                                                    "string")),
+                          "round:2");
+        if (strcmp (verified, "round:2") == 0 && json_object_get (responses, "step2"))
+            return s_text (req, "Both rounds answered");
+        s_ask (req, json_pack ("{s:o}", "step1", s_elicit ("Step 1: What is your name?", "name", "string")),
+               "round:1");
+    }
+    else if (strcmp (name, "test_input_required_result_capabilities") == 0) {
+        if (responses)
+            return s_text (req, "Answered what could be asked");
+        json_t *requests = json_object ();
+        if (json_object_get (caps, "elicitation"))
+            json_object_set_new (requests, "user_name", s_elicit ("What is your name?", "name", "string"));
+        if (json_object_get (caps, "sampling"))
+            json_object_set_new (requests, "greeting", s_sample ("Say hello."));
+        if (json_object_get (caps, "roots"))
+            json_object_set_new (requests, "client_roots", s_roots ());
+        if (json_object_size (requests) == 0) {
+            json_decref (requests);
+            return s_text (req, "Nothing the client can be asked");
+        }
+        s_ask (req, requests, NULL);
+    }
+}
+
+bool
+cg_conformance_mrtr_prompt (const cg_request_t *req, const char *name, json_t *params)
+{
+    if (!name || strcmp (name, "test_input_required_result_prompt") != 0)
+        return false;
+    json_t *answer = json_object_get (json_object_get (params, "inputResponses"), "user_context");
+    const char *context = s_field (answer, "context");
+    if (!context)
+        s_ask (req, json_pack ("{s:o}", "user_context",
+                               s_elicit ("What context should the prompt use?", "context", "string")),
+               NULL);
+    else {
+        cleanup_free char *text =
+            cg_strdupf ("Prompt with context: %.*s", cg_utf8_prefix (context, 256), context);
+        cg_request_result (req, json_pack ("{s:[{s:s, s:{s:s, s:s}}]}", "messages", "role", "user",
+                                           "content", "type", "text", "text", text));
+    }
+    return true;
+}
