@@ -18,7 +18,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-import { callExec as callExecV1, expectStatus, sc, serverBinary, show, startHttpServer, startRawServer } from './lib.mjs';
+import { callExec as callExecV1, expectStatus, isBusy, sc, serverBinary, show, sleep, startHttpServer, startRawServer } from './lib.mjs';
 
 const V = '2026-07-28';
 const PIN = { pin: V };
@@ -216,7 +216,6 @@ function scenarios(label, setup) {
       assert.ok(d.capabilities?.tools, `capabilities.tools: ${JSON.stringify(d)}`);
       assert.ok(d.capabilities?.resources, `capabilities.resources: ${JSON.stringify(d)}`);
       assert.equal(d.capabilities.tasks, undefined, 'no 2025 tasks capability on a modern discover');
-      assert.equal(d.capabilities.extensions?.[TASKS_EXT], undefined, 'the tasks extension is not offered yet');
       const info = d._meta?.[K.serverInfo] ?? client.getServerVersion();
       assert.equal(info?.name, 'cellgate', `serverInfo: ${JSON.stringify(d)}`);
       assert.ok(Number.isInteger(d.ttlMs) && d.ttlMs >= 0, `ttlMs: ${JSON.stringify(d)}`);
@@ -315,6 +314,32 @@ function scenarios(label, setup) {
       });
     });
 
+    // 2026-07-28: the SDK cancels with notifications/cancelled on stdio and by closing the
+    // request's response stream over HTTP ("the server MUST treat a client disconnect as cancellation").
+    test('aborting a call cancels its cell: the session is free at once and keeps its state', async () => {
+      const sid = `sess_modern${label === 'stdio' ? 'st' : 'ht'}cancel`;
+      expectStatus(await callExec(client, { language: 'python', session_id: sid, code: 'v = 7' }), 'success', srv());
+      const ac = new AbortController();
+      const slow = client.callTool(
+        { name: 'execute_code', arguments: { language: 'python', session_id: sid, code: 'import time\ntime.sleep(90)\nv = 8', timeout: 120 } },
+        { timeout: 150000, signal: ac.signal },
+      );
+      await sleep(2500);
+      ac.abort('test aborts');
+      await assert.rejects(slow);
+      const t0 = Date.now();
+      let r;
+      for (;;) {
+        r = await callExec(client, { language: 'python', session_id: sid, code: 'print(v)' });
+        if (!isBusy(r) || Date.now() - t0 > 30000) break;
+        await sleep(500);
+      }
+      const waited = Date.now() - t0;
+      const s = expectStatus(r, 'success', srv());
+      assert.equal(s.stdout, '7\n', `the aborted cell ran on (v = 8) instead of being cancelled: ${show(r, srv())}`);
+      assert.ok(waited < 20000, `the session was held ${waited} ms after the abort: the cell was not cancelled`);
+    });
+
     test('list_sessions lists the sessions this client made', async () => {
       const sid = `sess_modern${label === 'stdio' ? 'st' : 'ht'}state1`;
       const r = await client.callTool({ name: 'list_sessions', arguments: {} }, CALL);
@@ -403,6 +428,19 @@ describe('HTTP: a legacy client and a modern client are isolated both ways', () 
     assert.equal(a.headers.get('mcp-session-id'), null, 'a modern answer mints no session');
   });
 
+  test("a modern request carrying a legacy client's Mcp-Session-Id is still served as modern (the header is ignored)", async () => {
+    const init = { jsonrpc: '2.0', id: rawId++, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw-legacy', version: '0' } } };
+    const ia = await post(http.url, init, { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-11-25' });
+    const legacySession = ia.headers.get('mcp-session-id');
+    assert.ok(legacySession, describeExchange(init, ia));
+    const m = modernRequest('tools/call', { name: 'list_sessions', arguments: {} });
+    const a = await post(http.url, m, { ...modernHeaders(m), 'Mcp-Session-Id': legacySession });
+    const r = expectComplete(m, a, { httpStatus: 200 });
+    assert.equal(a.headers.get('mcp-session-id'), null, describeExchange(m, a));
+    const ids = r.structuredContent.sessions.map((x) => x.session_id);
+    assert.ok(ids.includes(MSID) && !ids.includes(LSID), `served as the anonymous modern owner: ${describeExchange(m, a)}`);
+  });
+
   test('list_sessions: each sees only its own', async () => {
     const mine = sc(await modern.callTool({ name: 'list_sessions', arguments: {} }, CALL)).sessions.map((s) => s.session_id);
     assert.ok(mine.includes(MSID) && !mine.includes(LSID), `modern sees ${JSON.stringify(mine)}`);
@@ -447,7 +485,10 @@ describe('HTTP: a legacy client and a modern client are isolated both ways', () 
     try {
       assert.equal((await ok(other, { session_id: MSID, code: 'print(secret)' })).stdout, 'modern-secret\n');
       const ids = sc(await other.callTool({ name: 'list_sessions', arguments: {} }, CALL)).sessions.map((s) => s.session_id);
-      assert.ok(ids.includes(MSID) && !ids.includes(LSID), JSON.stringify(ids));
+      assert.ok(ids.includes(MSID), JSON.stringify(ids));
+      // the modern owner's own LSID (made by the test above) may be listed, but it is not the legacy client's
+      const r = await callExec(other, { language: 'python', session_id: LSID, code: "print(globals().get('secret'))" });
+      assert.equal(expectStatus(r, 'success', http).stdout, 'None\n', show(r, http));
     } finally {
       await other.close().catch(() => {});
     }
@@ -456,9 +497,10 @@ describe('HTTP: a legacy client and a modern client are isolated both ways', () 
 
 describe('HTTP with --http-token: modern requests need the bearer token; one token is one owner', () => {
   const token = 'modern-e2e-token-0123456789abcdef';
+  const token2 = 'modern-e2e-token-second-fedcba98';
   let http;
   before(async () => {
-    http = await startHttpServer({ args: ['--http-token', token] });
+    http = await startHttpServer({ args: ['--http-token', `${token},${token2}`] });
   });
   after(async () => {
     await http?.close();
@@ -479,6 +521,28 @@ describe('HTTP with --http-token: modern requests need the bearer token; one tok
     } finally {
       await one.close().catch(() => {});
       await two.close().catch(() => {});
+    }
+  });
+
+  test('another token of the list is another owner: it sees neither the sessions nor the files', async () => {
+    const a = await connectModernHttp(http.url, { headers: { Authorization: `Bearer ${token}` } });
+    const b = await connectModernHttp(http.url, { headers: { Authorization: `Bearer ${token2}` }, name: 'other-token' });
+    try {
+      const sid = 'sess_modtokenown1';
+      expectStatus(await callExec(a, { language: 'python', session_id: sid, code: "t = 'token-one'\nopen('/mnt/data/t1.txt', 'w').write('t1')" }), 'success', http);
+      let r = await callExec(b, { language: 'python', session_id: sid, code: 'print(t)' });
+      assert.ok(expectStatus(r, 'execution_error', http).stderr.includes('NameError'), show(r, http));
+      const ids = sc(await b.callTool({ name: 'list_sessions', arguments: {} }, CALL)).sessions.map((s) => s.session_id);
+      assert.ok(!ids.includes(sid) || (await callExec(b, { language: 'python', session_id: sid, code: "print(globals().get('t'))" })).structuredContent.stdout === 'None\n',
+        `token two lists token one's session: ${JSON.stringify(ids)}`);
+      const uris = (await b.listResources(undefined, { cacheMode: 'bypass' })).resources.map((x) => x.uri);
+      assert.ok(!uris.includes(uriOf(sid, 't1.txt')), JSON.stringify(uris));
+      await assert.rejects(b.readResource({ uri: uriOf(sid, 't1.txt') }, { cacheMode: 'bypass' }), (err) => err.code === -32602);
+      r = await callExec(a, { language: 'python', session_id: sid, code: 'print(t)' });
+      assert.equal(expectStatus(r, 'success', http).stdout, 'token-one\n', show(r, http));
+    } finally {
+      await a.close().catch(() => {});
+      await b.close().catch(() => {});
     }
   });
 });
@@ -505,7 +569,7 @@ function rawChecks(label, setup) {
       const r = expectComplete(m, a, { cacheable: true, httpStatus: st(200) });
       for (const v of [V, '2025-11-25']) assert.ok(r.supportedVersions?.includes(v), `supportedVersions lacks ${v}\n${describeExchange(m, a)}`);
       assert.ok(r.capabilities?.tools && r.capabilities?.resources, describeExchange(m, a));
-      assert.equal(r.capabilities.extensions?.[TASKS_EXT], undefined, 'tasks not offered yet');
+      assert.equal(r.capabilities.tasks, undefined, "2025-11-25's tasks capability is not a 2026 one (tasks are an extension)");
       assert.equal(r._meta?.[K.serverInfo]?.name, 'cellgate', describeExchange(m, a));
       if (isHttp) assert.equal(a.headers.get('mcp-session-id'), null, 'no session minted');
     });
@@ -539,7 +603,7 @@ function rawChecks(label, setup) {
         // input() without stdin: an error result at once, no elicitation/create request on the wire
         ['tools/call', { name: 'execute_code', arguments: { language: 'python', code: 'input()', timeout: 60 } },
           (r) => r.isError === true && r.structuredContent.status === 'execution_error' && r.structuredContent.timed_out === false],
-        // tasks are not offered on modern requests: a 2025 params.task is ignored, the answer is plain
+        // 2025-11-25's params.task is ignored on a 2026-07-28 request: the answer is plain
         ['tools/call', { name: 'execute_code', arguments: { language: 'python', code: 'print(3)' }, task: { ttl: 60000 } },
           (r) => r.structuredContent?.stdout === '3\n' && r.task === undefined && r.taskId === undefined],
       ];
@@ -549,7 +613,7 @@ function rawChecks(label, setup) {
         const r = expectComplete(m, a, { httpStatus: st(200) });
         assert.ok(check(r), describeExchange(m, a));
       }
-      // a tasks extension declared by the client does not make a task either (not offered yet)
+      // a request declaring the tasks extension, with a short timeout, is answered when done (no task)
       const m = modernRequest('tools/call', { name: 'execute_code', arguments: { language: 'python', code: 'print(4)' } },
         meta({ [K.caps]: { extensions: { [TASKS_EXT]: {} } } }));
       const a = await ctx.ask(m);
@@ -578,6 +642,13 @@ function rawChecks(label, setup) {
     test('protocolVersion not a string: -32602 (HTTP 400)', async () => {
       const m = modernRequest('tools/list', {}, meta({ [K.version]: 20260728 }));
       expectError(m, await ctx.ask(m, { ...modernHeaders(m), 'MCP-Protocol-Version': '20260728' }), -32602, st(400));
+    });
+
+    test('a logLevel that is not an MCP level: -32602 (HTTP 400); a valid one is served', async () => {
+      const bad = modernRequest('tools/list', {}, meta({ 'io.modelcontextprotocol/logLevel': 'verbose' }));
+      expectError(bad, await ctx.ask(bad), -32602, st(400));
+      const good = modernRequest('tools/list', {}, meta({ 'io.modelcontextprotocol/logLevel': 'debug' }));
+      expectComplete(good, await ctx.ask(good), { cacheable: true, httpStatus: st(200) });
     });
 
     test('an unsupported version: -32022 with data.supported and data.requested (HTTP 400)', async () => {
@@ -654,6 +725,28 @@ function rawChecks(label, setup) {
           const e = expectError(m, a, -32020, 400);
           assert.equal(typeof e.message, 'string', what);
           assert.ok(!a.text.includes('must not run'), `${what}: the code must not have run`);
+        }
+        // header values are case-sensitive
+        for (const [what, make, edit] of [
+          ['Mcp-Method in upper case', list, (h) => ({ ...h, 'Mcp-Method': 'TOOLS/LIST' })],
+          ['Mcp-Name in another case', call, (h) => ({ ...h, 'Mcp-Name': 'Execute_Code' })],
+          ['Mcp-Name not valid base64', call, (h) => ({ ...h, 'Mcp-Name': '=?base64?!!!not base64!!!?=' })],
+          ['Mcp-Name base64 of another name', call, (h) => ({ ...h, 'Mcp-Name': `=?base64?${Buffer.from('list_sessions').toString('base64')}?=` })],
+        ]) {
+          const m = make();
+          const a = await ctx.ask(m, edit(modernHeaders(m)));
+          expectError(m, a, -32020, 400);
+          assert.ok(!a.text.includes('must not run'), `${what}: the code must not have run`);
+        }
+        // a =?base64?...?= Mcp-Name is decoded before the comparison
+        {
+          const m = modernRequest('tools/call', { name: 'list_sessions', arguments: {} });
+          const h = { ...modernHeaders(m), 'Mcp-Name': `=?base64?${Buffer.from('list_sessions').toString('base64')}?=` };
+          expectComplete(m, await ctx.ask(m, h), { httpStatus: 200 });
+          const u = uriOf('sess_rawhtfile001', 'r.txt');
+          const rm = modernRequest('resources/read', { uri: u });
+          const rh = { ...modernHeaders(rm), 'Mcp-Name': `=?base64?${Buffer.from(u).toString('base64')}?=` };
+          assert.equal(expectComplete(rm, await ctx.ask(rm, rh), { cacheable: true, httpStatus: 200 }).contents[0].text, 'raw');
         }
         // header names are case-insensitive: lower-case headers are fine
         const m = list();
