@@ -133,3 +133,28 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
     cg_resources_forget (client);
     cg_tasks_client_end (self, client);
 }
+
+int
+cg_server_calls_tick (cg_server_t *self, int wait_ms)
+{
+    //  2026-07-28: a client that closes a request's stream cancels it. Looked at every 2 s.
+    enum { EVERY_MS = 2000 };
+    int64_t now = cg_now_us ();
+    bool watching = false;
+    for (cg_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls)) {
+        if (!c->modern || c->cancelled || c->task || !c->channel->ops->ping)
+            continue;
+        watching = true;
+        if (now >= self->next_ping_us && !c->channel->ops->ping (c->channel)) {
+            cg_log (2, "a 2026-07-28 request's stream was closed: its %s call is cancelled",
+                    c->tool);
+            cg_server_call_cancel (self, c);
+        }
+    }
+    if (now >= self->next_ping_us)
+        self->next_ping_us = now + EVERY_MS * 1000LL;
+    if (!watching)
+        return wait_ms;
+    int ms = (int)((self->next_ping_us - now) / 1000) + 1;
+    return wait_ms < 0 || ms < wait_ms ? ms : wait_ms;
+}

@@ -36,6 +36,9 @@ typedef struct cg_channel_t cg_channel_t;
 typedef struct {
     void (*send) (cg_channel_t *self, json_t *message, const char *text, size_t len);
     void (*free) (cg_channel_t *self);
+    //  Optional: keeps an unanswered request's connection open (a comment on its stream)
+    //  and returns false once its client is gone (NULL: it never goes, as stdio's).
+    bool (*ping) (cg_channel_t *self);
 } cg_channel_ops_t;
 
 /*  A transport's channel starts with this (its own fields follow). */

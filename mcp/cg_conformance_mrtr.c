@@ -108,8 +108,8 @@ s_roots (void)
 static void
 s_ask (const cg_request_t *req, json_t *requests, const char *state)
 {
-    json_t *result = json_pack ("{s:s, s:o}", "resultType", "input_required", "inputRequests",
-                                requests);
+    json_t *result =
+        json_pack ("{s:s, s:o}", "resultType", "input_required", "inputRequests", requests);
     if (state) {
         cleanup_free char *signed_state = s_state (state);
         json_object_set_new (result, "requestState", json_string (signed_state));
@@ -120,7 +120,8 @@ s_ask (const cg_request_t *req, json_t *requests, const char *state)
 static void
 s_text (const cg_request_t *req, const char *text)
 {
-    cg_request_result (req, json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text));
+    cg_request_result (req,
+                       json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text));
 }
 
 //  The string FIELD of the accepted elicitation answer ANSWER, or NULL.
@@ -151,7 +152,8 @@ cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
     }
     json_t *user = json_object_get (responses, "user_name");
     if (user && !json_is_object (user)) {
-        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "user_name must be an elicitation result");
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "user_name must be an elicitation result");
         return;
     }
     if (strcmp (name, "test_missing_capability") == 0) {
@@ -177,27 +179,31 @@ cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
                                           "progress", 1, "total", 2));
         if (user)
             return s_text (req, "Streamed, then answered");
-        s_ask (req, json_pack ("{s:o}", "user_name", s_elicit ("What is your name?", "name", "string")),
+        s_ask (req,
+               json_pack ("{s:o}", "user_name", s_elicit ("What is your name?", "name", "string")),
                NULL);
     }
     else if (strcmp (name, "test_input_required_result_elicitation") == 0) {
         const char *who = s_field (user, "name");
         if (!who)
-            return s_ask (req, json_pack ("{s:o}", "user_name",
-                                          s_elicit ("What is your name?", "name", "string")),
-                          NULL);
+            return s_ask (
+                req,
+                json_pack ("{s:o}", "user_name", s_elicit ("What is your name?", "name", "string")),
+                NULL);
         cleanup_free char *text = cg_strdupf ("Hello, %.*s!", cg_utf8_prefix (who, 256), who);
         s_text (req, text);
     }
     else if (strcmp (name, "test_input_required_result_sampling") == 0) {
         json_t *answer = json_object_get (responses, "sample_request");
-        const char *text = json_string_value (json_object_get (json_object_get (answer, "content"), "text"));
+        const char *text =
+            json_string_value (json_object_get (json_object_get (answer, "content"), "text"));
         if (!answer)
-            return s_ask (req, json_pack ("{s:o}", "sample_request",
-                                          s_sample ("What is the capital of France?")),
-                          NULL);
-        cleanup_free char *out = cg_strdupf ("Sampling result: %.*s", cg_utf8_prefix (text ? text : "", 256),
-                                             text ? text : "");
+            return s_ask (
+                req,
+                json_pack ("{s:o}", "sample_request", s_sample ("What is the capital of France?")),
+                NULL);
+        cleanup_free char *out = cg_strdupf (
+            "Sampling result: %.*s", cg_utf8_prefix (text ? text : "", 256), text ? text : "");
         s_text (req, out);
     }
     else if (strcmp (name, "test_input_required_result_list_roots") == 0) {
@@ -212,40 +218,48 @@ cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
              || strcmp (name, "test_input_required_result_tampered_state") == 0) {
         bool tamper = strstr (name, "tampered") != NULL;
         if (!verified || !json_object_get (responses, "confirm"))
-            return s_ask (req, json_pack ("{s:o}", "confirm", s_elicit ("Confirm?", "ok", "boolean")),
+            return s_ask (req,
+                          json_pack ("{s:o}", "confirm", s_elicit ("Confirm?", "ok", "boolean")),
                           tamper ? "tampered:1" : "state:1");
         s_text (req, tamper ? "integrity-ok" : "state-ok");
     }
     else if (strcmp (name, "test_input_required_result_multiple_inputs") == 0) {
         if (verified && json_object_get (responses, "user_name")
-            && json_object_get (responses, "greeting") && json_object_get (responses, "client_roots"))
+            && json_object_get (responses, "greeting")
+            && json_object_get (responses, "client_roots"))
             return s_text (req, "All three inputs received");
         s_ask (req,
-               json_pack ("{s:o, s:o, s:o}", "user_name", s_elicit ("What is your name?", "name", "string"),
-                          "greeting", s_sample ("Say hello."), "client_roots", s_roots ()),
+               json_pack ("{s:o, s:o, s:o}", "user_name",
+                          s_elicit ("What is your name?", "name", "string"), "greeting",
+                          s_sample ("Say hello."), "client_roots", s_roots ()),
                "multiple:1");
     }
     else if (strcmp (name, "test_input_required_result_multi_round") == 0) {
         if (!verified)
-            return s_ask (req, json_pack ("{s:o}", "step1",
-                                          s_elicit ("Step 1: What is your name?", "name", "string")),
+            return s_ask (req,
+                          json_pack ("{s:o}", "step1",
+                                     s_elicit ("Step 1: What is your name?", "name", "string")),
                           "round:1");
         if (strcmp (verified, "round:1") == 0 && json_object_get (responses, "step1"))
-            return s_ask (req, json_pack ("{s:o}", "step2",
-                                          s_elicit ("Step 2: What is your favorite color?", "color",
-                                                    "string")),
-                          "round:2");
+            return s_ask (
+                req,
+                json_pack ("{s:o}", "step2",
+                           s_elicit ("Step 2: What is your favorite color?", "color", "string")),
+                "round:2");
         if (strcmp (verified, "round:2") == 0 && json_object_get (responses, "step2"))
             return s_text (req, "Both rounds answered");
-        s_ask (req, json_pack ("{s:o}", "step1", s_elicit ("Step 1: What is your name?", "name", "string")),
-               "round:1");
+        s_ask (
+            req,
+            json_pack ("{s:o}", "step1", s_elicit ("Step 1: What is your name?", "name", "string")),
+            "round:1");
     }
     else if (strcmp (name, "test_input_required_result_capabilities") == 0) {
         if (responses)
             return s_text (req, "Answered what could be asked");
         json_t *requests = json_object ();
         if (json_object_get (caps, "elicitation"))
-            json_object_set_new (requests, "user_name", s_elicit ("What is your name?", "name", "string"));
+            json_object_set_new (requests, "user_name",
+                                 s_elicit ("What is your name?", "name", "string"));
         if (json_object_get (caps, "sampling"))
             json_object_set_new (requests, "greeting", s_sample ("Say hello."));
         if (json_object_get (caps, "roots"))
@@ -266,8 +280,9 @@ cg_conformance_mrtr_prompt (const cg_request_t *req, const char *name, json_t *p
     json_t *answer = json_object_get (json_object_get (params, "inputResponses"), "user_context");
     const char *context = s_field (answer, "context");
     if (!context)
-        s_ask (req, json_pack ("{s:o}", "user_context",
-                               s_elicit ("What context should the prompt use?", "context", "string")),
+        s_ask (req,
+               json_pack ("{s:o}", "user_context",
+                          s_elicit ("What context should the prompt use?", "context", "string")),
                NULL);
     else {
         cleanup_free char *text =

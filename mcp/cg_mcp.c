@@ -329,6 +329,7 @@ s_poll_once (cg_server_t *self)
     int wait_ms = cg_tools_wait_tick (self, cg_registry_reap_idle (self->registry));
     wait_ms = self->streamable ? cg_streamable_reap (self->streamable, wait_ms) : wait_ms;
     wait_ms = cg_tasks_tick (self, wait_ms);
+    wait_ms = cg_server_calls_tick (self, wait_ms);
     //  What the last round resumed (answers, stream writes) goes out before we wait: a
     //  resumed connection does not wake our poll by itself.
     if (self->http)

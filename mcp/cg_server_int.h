@@ -23,10 +23,15 @@ struct cg_server_t {
     cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
     cg_gateway_t *gateway; /* the Jupyter gateway on the listener, or NULL */
     zhashx_t *tasks;       /* id -> cg_task_t (cg_tasks) */
+    int64_t next_ping_us;  /* when cg_server_calls_tick looks at the streams next */
 };
 
 /*  The notification METHOD with PARAMS (stolen), a new JSON-RPC message. */
 json_t *cg_server_notification (const char *method, json_t *params);
+
+/*  Cancels the 2026-07-28 calls whose client closed its stream (a comment on it tells,
+    every 2 s). Returns the ms until it wants to look again, or WAIT_MS when sooner. */
+int cg_server_calls_tick (cg_server_t *self, int wait_ms);
 
 /*  The calls table's destructor. */
 void cg_server_call_free_ (void **item);

@@ -143,7 +143,25 @@ cg_streamable_accepts (const char *accept)
     return accepts;
 }
 
-static const cg_channel_ops_t s_ops = {.send = s_send, .free = s_free};
+//  A 2026-07-28 request whose client closes its stream is cancelled (cg_calls_tick): a
+//  comment on the stream (opened for it) is how a closed connection is noticed.
+static bool
+s_ping (cg_channel_t *base)
+{
+    s_channel_t *self = (s_channel_t *)base;
+    if (self->state == S_DONE || !(self->accepts & CG_ACCEPT_SSE))
+        return true;
+    if (!cg_http_exchange_alive (self->exchange))
+        return false;
+    if (self->state == S_PENDING) {
+        cg_http_stream_open (self->exchange, NULL);
+        self->state = S_STREAM;
+    }
+    cg_http_stream_write (self->exchange, ": keep-alive\n\n", 14);
+    return cg_http_exchange_alive (self->exchange);
+}
+
+static const cg_channel_ops_t s_ops = {.send = s_send, .free = s_free, .ping = s_ping};
 
 //  Ends CLIENT's GET stream, if it has one.
 static void

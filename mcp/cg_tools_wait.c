@@ -56,7 +56,10 @@ s_resume (cg_server_t *server, cg_call_t *call)
                             .channel = call->channel,
                             .client = call->channel->client,
                             .progress_token = call->progress_token,
-                            .tool = tool};
+                            .tool = tool,
+                            .method = "tools/call",
+                            .modern = call->modern,
+                            .task = call->task};
         json_t *request = json_incref (s_waiting (call));
         cg_tools_run_request (&req, &request);
     }
