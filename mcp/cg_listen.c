@@ -45,9 +45,8 @@ static void
 s_notify (s_listener_t *listener, const char *method, json_t *params)
 {
     json_object_set_new (params, "_meta", json_pack ("{s:O}", S_SUBSCRIPTION, listener->id));
-    cg_channel_send (listener->channel,
-                     json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params",
-                                params));
+    cg_channel_send (listener->channel, json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+                                                   method, "params", params));
 }
 
 void
@@ -81,9 +80,9 @@ cg_listen (const cg_request_t *req, json_t *params)
     listener->uris = json_object ();
     size_t i;
     json_t *uri;
-    json_array_foreach (wanted, i, uri)
-        if (json_is_string (uri) && json_string_length (uri) <= 4096)
-            json_object_set_new (listener->uris, json_string_value (uri), json_true ());
+    json_array_foreach (wanted, i,
+                        uri) if (json_is_string (uri) && json_string_length (uri) <= 4096)
+        json_object_set_new (listener->uris, json_string_value (uri), json_true ());
     zlistx_add_end (listeners, listener);
     //  Honoured: the workspace files' subscriptions; the tools, prompts and resources lists
     //  never change here, and task status goes by tasks/get.
@@ -103,16 +102,19 @@ cg_listen_ran (cg_server_t *server, const cg_client_t *client, const char *sessi
     if (!session_id || !outcome || !server->listeners)
         return;
     json_t *lists[] = {outcome->created, outcome->modified, outcome->deleted};
-    for (s_listener_t *l = zlistx_first (server->listeners); l; l = zlistx_next (server->listeners)) {
+    for (s_listener_t *l = zlistx_first (server->listeners); l;
+         l = zlistx_next (server->listeners)) {
         if (l->client != client || !json_object_size (l->uris))
             continue;
         for (size_t k = 0; k < 3; k++) {
             size_t i;
             json_t *name;
-            json_array_foreach (lists[k], i, name) {
+            json_array_foreach (lists[k], i, name)
+            {
                 cleanup_free char *uri = cg_resources_uri (session_id, json_string_value (name));
                 if (json_object_get (l->uris, uri))
-                    s_notify (l, "notifications/resources/updated", json_pack ("{s:s}", "uri", uri));
+                    s_notify (l, "notifications/resources/updated",
+                              json_pack ("{s:s}", "uri", uri));
             }
         }
     }
