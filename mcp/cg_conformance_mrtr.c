@@ -133,57 +133,14 @@ s_field (json_t *answer, const char *field)
 
 //  --------------------------------------------------------------------------
 
-void
-cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
+//  The test_input_required_result_* round trips: RESPONSES (inputResponses, or NULL),
+//  the request's client CAPS, and the payload of its VERIFIED requestState (or NULL).
+static void
+s_round_trip (const cg_request_t *req, const char *name, json_t *responses, json_t *caps,
+              const char *verified)
 {
-    json_t *responses = json_object_get (params, "inputResponses");
-    json_t *caps = json_object_get (json_object_get (params, "_meta"),
-                                    "io.modelcontextprotocol/clientCapabilities");
-    const char *state = json_string_value (json_object_get (params, "requestState"));
-    cleanup_free char *verified = state ? s_verified (state) : NULL;
-    if (json_object_get (params, "inputResponses") && !json_is_object (responses)) {
-        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "inputResponses must be an object");
-        return;
-    }
-    if (state && !verified) {
-        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
-                          "requestState failed its integrity check");
-        return;
-    }
     json_t *user = json_object_get (responses, "user_name");
-    if (user && !json_is_object (user)) {
-        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
-                          "user_name must be an elicitation result");
-        return;
-    }
-    if (strcmp (name, "test_missing_capability") == 0) {
-        if (json_object_get (caps, "sampling"))
-            return s_text (req, "Success");
-        cg_channel_status (req->channel, 400);
-        cg_request_error_data (req, CG_JSONRPC_MISSING_CAPABILITY,
-                               "this tool needs the client's sampling capability",
-                               json_pack ("{s:{s:{}}}", "requiredCapabilities", "sampling"));
-    }
-    else if (strcmp (name, "test_logging_tool") == 0) {
-        //  Only a request that set _meta logLevel hears of it (cg_modern checked the level).
-        if (json_object_get (json_object_get (params, "_meta"), "io.modelcontextprotocol/logLevel"))
-            cg_request_notify (req, "notifications/message",
-                               json_pack ("{s:s, s:s, s:s}", "level", "info", "logger",
-                                          "conformance", "data", "a log line, as asked"));
-        s_text (req, "Logged (if asked)");
-    }
-    else if (strcmp (name, "test_streaming_elicitation") == 0) {
-        if (req->progress_token)
-            cg_request_notify (req, "notifications/progress",
-                               json_pack ("{s:O, s:i, s:i}", "progressToken", req->progress_token,
-                                          "progress", 1, "total", 2));
-        if (user)
-            return s_text (req, "Streamed, then answered");
-        s_ask (req,
-               json_pack ("{s:o}", "user_name", s_elicit ("What is your name?", "name", "string")),
-               NULL);
-    }
-    else if (strcmp (name, "test_input_required_result_elicitation") == 0) {
+    if (strcmp (name, "test_input_required_result_elicitation") == 0) {
         const char *who = s_field (user, "name");
         if (!who)
             return s_ask (
@@ -270,6 +227,60 @@ cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
         }
         s_ask (req, requests, NULL);
     }
+}
+
+void
+cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
+{
+    json_t *responses = json_object_get (params, "inputResponses");
+    json_t *caps = json_object_get (json_object_get (params, "_meta"),
+                                    "io.modelcontextprotocol/clientCapabilities");
+    const char *state = json_string_value (json_object_get (params, "requestState"));
+    cleanup_free char *verified = state ? s_verified (state) : NULL;
+    if (json_object_get (params, "inputResponses") && !json_is_object (responses)) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "inputResponses must be an object");
+        return;
+    }
+    if (state && !verified) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "requestState failed its integrity check");
+        return;
+    }
+    json_t *user = json_object_get (responses, "user_name");
+    if (user && !json_is_object (user)) {
+        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
+                          "user_name must be an elicitation result");
+        return;
+    }
+    if (strcmp (name, "test_missing_capability") == 0) {
+        if (json_object_get (caps, "sampling"))
+            return s_text (req, "Success");
+        cg_channel_status (req->channel, 400);
+        cg_request_error_data (req, CG_JSONRPC_MISSING_CAPABILITY,
+                               "this tool needs the client's sampling capability",
+                               json_pack ("{s:{s:{}}}", "requiredCapabilities", "sampling"));
+    }
+    else if (strcmp (name, "test_logging_tool") == 0) {
+        //  Only a request that set _meta logLevel hears of it (cg_modern checked the level).
+        if (json_object_get (json_object_get (params, "_meta"), "io.modelcontextprotocol/logLevel"))
+            cg_request_notify (req, "notifications/message",
+                               json_pack ("{s:s, s:s, s:s}", "level", "info", "logger",
+                                          "conformance", "data", "a log line, as asked"));
+        s_text (req, "Logged (if asked)");
+    }
+    else if (strcmp (name, "test_streaming_elicitation") == 0) {
+        if (req->progress_token)
+            cg_request_notify (req, "notifications/progress",
+                               json_pack ("{s:O, s:i, s:i}", "progressToken", req->progress_token,
+                                          "progress", 1, "total", 2));
+        if (user)
+            return s_text (req, "Streamed, then answered");
+        s_ask (req,
+               json_pack ("{s:o}", "user_name", s_elicit ("What is your name?", "name", "string")),
+               NULL);
+    }
+    else
+        s_round_trip (req, name, responses, caps, verified);
 }
 
 bool

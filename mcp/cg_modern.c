@@ -102,11 +102,16 @@ cg_modern_handle (cg_request_t *req, json_t *params)
         json_is_object (elicitation)
         && (json_object_size (elicitation) == 0 || json_object_get (elicitation, "form"));
     //  Who it is, for the logs, when no initialize said it.
-    const char *name = json_string_value (
-        json_object_get (json_object_get (meta, "io.modelcontextprotocol/clientInfo"), "name"));
+    json_t *info = json_object_get (meta, "io.modelcontextprotocol/clientInfo");
+    const char *name = json_string_value (json_object_get (info, "name"));
+    const char *client_version = json_string_value (json_object_get (info, "version"));
     if (name && !req->client->name[0])
         snprintf (req->client->name, sizeof req->client->name, "%.*s",
                   cg_utf8_prefix (name, sizeof req->client->name - 1), name);
+    if (client_version && !req->client->client_version[0])
+        snprintf (req->client->client_version, sizeof req->client->client_version, "%.*s",
+                  cg_utf8_prefix (client_version, sizeof req->client->client_version - 1),
+                  client_version);
     //  A peer that speaks 2026-07-28 without a handshake has its links too (resource_link).
     if (!req->client->version[0])
         snprintf (req->client->version, sizeof req->client->version, "%s", CG_MODERN_VERSION);
