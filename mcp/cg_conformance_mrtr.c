@@ -23,7 +23,22 @@ static const char *const s_tools[][2] = {
     {"test_input_required_result_capabilities", "Conformance fixture: asks what the client can."},
     {"test_streaming_elicitation", "Conformance fixture: progress, then a question."},
     {"test_logging_tool", "Conformance fixture: logs only when the request asks for logs."},
+    {"json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features"},
 };
+
+//  json_schema_2020_12_tool's input schema: what the suite checks a server keeps.
+#define S_SCHEMA_2020_12                                                                          \
+    "{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\", \"type\": \"object\", "      \
+    "\"$defs\": {\"address\": {\"$anchor\": \"addressDef\", \"type\": \"object\", "               \
+    "\"properties\": "                                                                            \
+    "{\"street\": {\"type\": \"string\"}, \"city\": {\"type\": \"string\"}}}}, \"properties\": "  \
+    "{\"name\": {\"type\": \"string\"}, \"address\": {\"$ref\": \"#/$defs/address\"}, "           \
+    "\"contactMethod\": {\"type\": \"string\", \"enum\": [\"phone\", \"email\"]}, \"phone\": "    \
+    "{\"type\": \"string\"}, \"email\": {\"type\": \"string\"}}, \"allOf\": [{\"anyOf\": "        \
+    "[{\"required\": [\"phone\"]}, {\"required\": [\"email\"]}]}], \"if\": {\"properties\": "     \
+    "{\"contactMethod\": {\"const\": \"phone\"}}, \"required\": [\"contactMethod\"]}, \"then\": " \
+    "{\"required\": [\"phone\"]}, \"else\": {\"required\": [\"email\"]}, "                        \
+    "\"additionalProperties\": false}"
 #define S_TOOL_COUNT (sizeof s_tools / sizeof s_tools[0])
 
 bool
@@ -38,10 +53,14 @@ cg_conformance_mrtr_known (const char *name)
 void
 cg_conformance_mrtr_tools (json_t *tools)
 {
-    for (size_t i = 0; i < S_TOOL_COUNT; i++)
-        json_array_append_new (tools, json_pack ("{s:s, s:s, s:{s:s, s:{}}}", "name", s_tools[i][0],
-                                                 "description", s_tools[i][1], "inputSchema",
-                                                 "type", "object", "properties"));
+    for (size_t i = 0; i < S_TOOL_COUNT; i++) {
+        bool special = strcmp (s_tools[i][0], "json_schema_2020_12_tool") == 0;
+        json_t *schema = special ? json_loads (S_SCHEMA_2020_12, 0, NULL)
+                                 : json_pack ("{s:s, s:{}}", "type", "object", "properties");
+        json_array_append_new (tools,
+                               json_pack ("{s:s, s:s, s:o}", "name", s_tools[i][0], "description",
+                                          s_tools[i][1], "inputSchema", schema));
+    }
 }
 
 //  --------------------------------------------------------------------------
@@ -252,7 +271,9 @@ cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
                           "user_name must be an elicitation result");
         return;
     }
-    if (strcmp (name, "test_missing_capability") == 0) {
+    if (strcmp (name, "json_schema_2020_12_tool") == 0)
+        s_text (req, "ok");
+    else if (strcmp (name, "test_missing_capability") == 0) {
         if (json_object_get (caps, "sampling"))
             return s_text (req, "Success");
         cg_channel_status (req->channel, 400);

@@ -161,11 +161,19 @@ cg_modern_discover (const cg_request_t *req)
 }
 
 char *
-cg_modern_header_value (const char *value)
+cg_modern_header_value (const char *raw)
 {
-    size_t len = value ? strlen (value) : 0;
+    //  A field value has no leading or trailing whitespace (RFC 9110, 5.5).
+    if (!raw)
+        return NULL;
+    raw += strspn (raw, " \t");
+    size_t raw_len = strlen (raw);
+    while (raw_len && (raw[raw_len - 1] == ' ' || raw[raw_len - 1] == '\t'))
+        raw_len--;
+    cleanup_free char *value = cg_xstrndup (raw, raw_len);
+    size_t len = strlen (value);
     if (len < 12 || strncmp (value, "=?base64?", 9) != 0 || strcmp (value + len - 2, "?=") != 0)
-        return value ? cg_xstrdup (value) : NULL;
+        return cg_xstrdup (value);
     size_t bin_len = 0;
     char *out = cg_xcalloc (1, len);
     if (sodium_base642bin ((unsigned char *)out, len, value + 9, len - 11, NULL, &bin_len, NULL,
