@@ -5,6 +5,7 @@
 #include "cg_conformance.h"
 #include "cg_jsonrpc.h"
 #include "cg_modern.h"
+#include "cg_tasks.h"
 #include "../bridge/cg_utf8.h"
 #include "../bridge/cg_util.h"
 
@@ -24,6 +25,25 @@ static const char *const s_tools[][2] = {
     {"test_streaming_elicitation", "Conformance fixture: progress, then a question."},
     {"test_logging_tool", "Conformance fixture: logs only when the request asks for logs."},
     {"json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features"},
+    {"greet", "Conformance fixture (tasks): greets at once, never a task."},
+    {"slow_compute", "Conformance fixture (tasks): a job of `seconds` s, a task when it may be."},
+    {"failing_job", "Conformance fixture (tasks): a task whose tool reports an error."},
+    {"protocol_error_job", "Conformance fixture (tasks): a task that fails."},
+    {"confirm_delete", "Conformance fixture (tasks): a task that asks to confirm."},
+    {"multi_input", "Conformance fixture (tasks): a task that asks two things at once."},
+    {"test_tool_with_task", "Conformance fixture (tasks): asks a name, then runs as a task."},
+};
+
+//  The tasks fixtures' arguments and task support (the suite's reference contract).
+static const char *const s_task_tools[][3] = {
+    {"greet", "{\"name\": {\"type\": \"string\"}}", "forbidden"},
+    {"slow_compute", "{\"seconds\": {\"type\": \"integer\"}, \"label\": {\"type\": \"string\"}}",
+     "optional"},
+    {"failing_job", "{}", "required"},
+    {"protocol_error_job", "{}", "optional"},
+    {"confirm_delete", "{\"filename\": {\"type\": \"string\"}}", "optional"},
+    {"multi_input", "{}", "optional"},
+    {"test_tool_with_task", "{}", "required"},
 };
 
 //  json_schema_2020_12_tool's input schema: what the suite checks a server keeps.
@@ -57,9 +77,16 @@ cg_conformance_mrtr_tools (json_t *tools)
         bool special = strcmp (s_tools[i][0], "json_schema_2020_12_tool") == 0;
         json_t *schema = special ? json_loads (S_SCHEMA_2020_12, 0, NULL)
                                  : json_pack ("{s:s, s:{}}", "type", "object", "properties");
-        json_array_append_new (tools,
-                               json_pack ("{s:s, s:s, s:o}", "name", s_tools[i][0], "description",
-                                          s_tools[i][1], "inputSchema", schema));
+        json_t *tool = json_pack ("{s:s, s:s, s:o}", "name", s_tools[i][0], "description",
+                                  s_tools[i][1], "inputSchema", schema);
+        for (size_t t = 0; t < sizeof s_task_tools / sizeof s_task_tools[0]; t++)
+            if (strcmp (s_task_tools[t][0], s_tools[i][0]) == 0) {
+                json_object_set_new (schema, "properties",
+                                     json_loads (s_task_tools[t][1], 0, NULL));
+                json_object_set_new (tool, "execution",
+                                     json_pack ("{s:s}", "taskSupport", s_task_tools[t][2]));
+            }
+        json_array_append_new (tools, tool);
     }
 }
 
@@ -248,6 +275,85 @@ s_round_trip (const cg_request_t *req, const char *name, json_t *responses, json
     }
 }
 
+static json_t *
+s_content (const char *text, bool is_error)
+{
+    return json_pack ("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text, "isError",
+                      is_error);
+}
+
+//  The tasks extension's fixtures (tasks-* scenarios): true when NAME is one (answered).
+static bool
+s_task_fixture (const cg_request_t *req, const char *name, json_t *params)
+{
+    json_t *arguments = json_object_get (params, "arguments");
+    bool tasks = req->modern_tasks;
+    bool required = strcmp (name, "failing_job") == 0 || strcmp (name, "test_tool_with_task") == 0;
+    if (strcmp (name, "greet") == 0) {
+        const char *who = json_string_value (json_object_get (arguments, "name"));
+        cleanup_free char *text =
+            cg_strdupf ("Hello, %.*s!", cg_utf8_prefix (who ? who : "", 256), who ? who : "");
+        cg_request_result (req, s_content (text, false));
+        return true;
+    }
+    if (strcmp (name, "slow_compute") && strcmp (name, "failing_job")
+        && strcmp (name, "protocol_error_job") && strcmp (name, "confirm_delete")
+        && strcmp (name, "multi_input") && strcmp (name, "test_tool_with_task"))
+        return false;
+    if (required && !tasks) {
+        cg_channel_status (req->channel, 400);
+        cg_request_error_data (
+            req, CG_JSONRPC_MISSING_CAPABILITY,
+            "this tool runs as a task only: declare the "
+            "io.modelcontextprotocol/tasks extension",
+            json_pack ("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions", CG_MODERN_TASKS));
+        return true;
+    }
+    json_int_t seconds = json_integer_value (json_object_get (arguments, "seconds"));
+    const char *label = json_string_value (json_object_get (arguments, "label"));
+    cleanup_free char *done =
+        cg_strdupf ("Computed %s after %d s", label ? label : "", (int)seconds);
+    if (!tasks || (strcmp (name, "slow_compute") == 0 && seconds <= 0)) {
+        cg_request_result (req, s_content (done, strcmp (name, "failing_job") == 0));
+        return true;
+    }
+    if (strcmp (name, "slow_compute") == 0)
+        cg_tasks_fixture (req, name, seconds * 1000, s_content (done, false), NULL);
+    else if (strcmp (name, "failing_job") == 0)
+        cg_tasks_fixture (req, name, 1000, s_content ("the job failed", true), NULL);
+    else if (strcmp (name, "protocol_error_job") == 0)
+        cg_tasks_fixture (req, name, 300, NULL, NULL);
+    else if (strcmp (name, "confirm_delete") == 0) {
+        const char *file = json_string_value (json_object_get (arguments, "filename"));
+        cleanup_free char *question =
+            cg_strdupf ("Delete %.*s?", cg_utf8_prefix (file ? file : "", 256), file ? file : "");
+        cg_tasks_fixture (
+            req, name, 0, s_content ("Delete answered", false),
+            json_pack ("{s:o}", "confirm", s_elicit (question, "confirm", "boolean")));
+    }
+    else if (strcmp (name, "multi_input") == 0)
+        cg_tasks_fixture (req, name, 0, s_content ("Both answered", false),
+                          json_pack ("{s:o, s:o}", "name",
+                                     s_elicit ("Your name?", "name", "string"), "color",
+                                     s_elicit ("Your color?", "color", "string")));
+    else {
+        //  test_tool_with_task: the name first (input_required), then a task.
+        json_t *user = json_object_get (json_object_get (params, "inputResponses"), "user_name");
+        const char *who = s_field (user, "name");
+        if (!who) {
+            s_ask (
+                req,
+                json_pack ("{s:o}", "user_name", s_elicit ("What is your name?", "name", "string")),
+                NULL);
+            return true;
+        }
+        cleanup_free char *text =
+            cg_strdupf ("Hello from the task, %.*s!", cg_utf8_prefix (who, 256), who);
+        cg_tasks_fixture (req, name, 300, s_content (text, false), NULL);
+    }
+    return true;
+}
+
 void
 cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
 {
@@ -271,6 +377,8 @@ cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
                           "user_name must be an elicitation result");
         return;
     }
+    if (s_task_fixture (req, name, params))
+        return;
     if (strcmp (name, "json_schema_2020_12_tool") == 0)
         s_text (req, "ok");
     else if (strcmp (name, "test_missing_capability") == 0) {

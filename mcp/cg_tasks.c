@@ -35,6 +35,11 @@ struct cg_task_t {
     json_t *ask;       /* an elicitation request waiting for a tasks/result stream, or
                           (2026-07-28) for the client's tasks/update */
     bool modern;       /* 2026-07-28's tasks extension: its wire shapes */
+    /*  A conformance fixture's task (cg_tasks_fixture): no call; it ends by itself. */
+    int64_t due_us;     /* when it ends (0: not a fixture's, or it waits for answers) */
+    json_t *due_result; /* its result then, or NULL: it fails with ERROR_* */
+    json_t *asks;       /* key -> input request still unanswered, or NULL */
+    json_t *answers;    /* key -> the answer tasks/update gave */
 };
 
 //  A tasks/result request waiting for its task's end.
@@ -80,6 +85,9 @@ s_task_free (void **item)
     if (task) {
         zlistx_destroy (&task->waiters);
         json_decref (task->ask);
+        json_decref (task->due_result);
+        json_decref (task->asks);
+        json_decref (task->answers);
         cg_channel_release (&task->channel);
         json_decref (task->result);
         free (task->tool);
@@ -128,6 +136,8 @@ s_detailed (const cg_task_t *task)
         json_object_set_new (model, "error",
                              json_pack ("{s:i, s:s}", "code", task->error_code, "message",
                                         task->error_message ? task->error_message : "failed"));
+    else if (json_object_size (task->asks))
+        json_object_set (model, "inputRequests", task->asks);
     else if (task->ask)
         json_object_set_new (model, "inputRequests",
                              json_pack ("{s:{s:s, s:O}}",
@@ -197,6 +207,39 @@ s_answer_waiters (cg_task_t *task)
     }
 }
 
+//  Makes a task of REQ's client for TOOL, kept TTL_MS (bounded), and answers REQ with it
+//  (not the call's record: that is its result's). 2026-07-28's answer is flat:
+//  resultType "task". Returns it.
+static cg_task_t *
+s_create (const cg_request_t *req, const char *tool, json_int_t ttl_ms)
+{
+    cg_task_t *task = cg_xcalloc (1, sizeof *task);
+    uint8_t b[16];
+    randombytes_buf (b, sizeof b);
+    sodium_bin2hex (task->id, sizeof task->id, b, sizeof b);
+    task->server = req->server;
+    task->client = req->client;
+    task->channel = cg_channel_keep (req->channel);
+    task->tool = cg_xstrdup (tool);
+    task->status = "working";
+    s_now (task->created_at);
+    memcpy (task->updated_at, task->created_at, sizeof task->updated_at);
+    task->created_us = cg_now_us ();
+    task->ttl_ms = ttl_ms < S_TTL_MIN_MS   ? S_TTL_MIN_MS
+                   : ttl_ms > S_TTL_MAX_MS ? S_TTL_MAX_MS
+                                           : ttl_ms;
+    task->waiters = zlistx_new ();
+    task->modern = req->modern;
+    zhashx_insert (cg_server_tasks (req->server), task->id, task);
+    cg_request_t creating = *req;
+    creating.call_name = NULL;
+    json_t *created = s_model (task);
+    if (task->modern)
+        json_object_set_new (created, "resultType", json_string ("task"));
+    cg_request_result (&creating, task->modern ? created : json_pack ("{s:o}", "task", created));
+    return task;
+}
+
 void
 cg_tasks_call (const cg_request_t *req, json_t *params)
 {
@@ -214,33 +257,7 @@ cg_tasks_call (const cg_request_t *req, json_t *params)
                           "run code do: their execution.taskSupport is \"optional\")");
         return;
     }
-    cg_task_t *task = cg_xcalloc (1, sizeof *task);
-    uint8_t b[16];
-    randombytes_buf (b, sizeof b);
-    sodium_bin2hex (task->id, sizeof task->id, b, sizeof b);
-    task->server = req->server;
-    task->client = req->client;
-    task->channel = cg_channel_keep (req->channel);
-    task->tool = cg_xstrdup (tool->name);
-    task->status = "working";
-    s_now (task->created_at);
-    memcpy (task->updated_at, task->created_at, sizeof task->updated_at);
-    task->created_us = cg_now_us ();
-    json_int_t asked = ttl ? json_integer_value (ttl) : S_TTL_DEFAULT_MS;
-    task->ttl_ms = asked < S_TTL_MIN_MS   ? S_TTL_MIN_MS
-                   : asked > S_TTL_MAX_MS ? S_TTL_MAX_MS
-                                          : asked;
-    task->waiters = zlistx_new ();
-    task->modern = req->modern;
-    zhashx_insert (cg_server_tasks (req->server), task->id, task);
-    //  The task first (not the call's record: that is its result's); the call's answer,
-    //  now or later, goes to it (cg_answer.c). 2026-07-28's is flat: resultType "task".
-    cg_request_t creating = *req;
-    creating.call_name = NULL;
-    json_t *created = s_model (task);
-    if (task->modern)
-        json_object_set_new (created, "resultType", json_string ("task"));
-    cg_request_result (&creating, task->modern ? created : json_pack ("{s:o}", "task", created));
+    cg_task_t *task = s_create (req, tool->name, ttl ? json_integer_value (ttl) : S_TTL_DEFAULT_MS);
     cg_request_t tasked = *req;
     tasked.task = task;
     tasked.progress_token = NULL; /* its request is answered: progress has nowhere to go */
@@ -405,6 +422,22 @@ cg_tasks_update (const cg_request_t *req, json_t *params)
                           "tasks/update: 'inputResponses' must be an object");
         return;
     }
+    //  A fixture's: what it asked is answered; with all answered it ends.
+    const char *asked;
+    json_t *request, *given;
+    void *tmp;
+    json_object_foreach_safe (task->asks, tmp, asked, request)
+    {
+        if (!json_is_object (given = json_object_get (responses, asked)))
+            continue;
+        json_object_set (task->answers, asked, given);
+        json_object_del (task->asks, asked);
+    }
+    if (task->asks && !json_object_size (task->asks)
+        && strcmp (task->status, "input_required") == 0) {
+        s_set_status (task, "working", NULL);
+        task->due_us = cg_now_us ();
+    }
     //  Keys not asked for are ignored; the one the cell waits for is fed to it.
     const char *key = task->ask ? json_string_value (json_object_get (task->ask, "id")) : NULL;
     json_t *answer = key ? json_object_get (responses, key) : NULL;
@@ -430,6 +463,39 @@ cg_tasks_modern_wanted (const cg_request_t *req, json_t *params)
     return req->modern_tasks && tool && (tool->flags & CG_TOOL_RUNS) && seconds > 60;
 }
 
+//  A fixture task's result when it ends: its due result, with the answers it got said.
+static json_t *
+s_fixture_result (cg_task_t *task)
+{
+    if (!task->due_result)
+        return NULL;
+    json_t *result = json_deep_copy (task->due_result);
+    if (json_object_size (task->answers)) {
+        cleanup_free char *answers = json_dumps (task->answers, JSON_COMPACT | JSON_SORT_KEYS);
+        json_array_append_new (json_object_get (result, "content"),
+                               json_pack ("{s:s, s:s}", "type", "text", "text", answers));
+    }
+    return result;
+}
+
+cg_task_t *
+cg_tasks_fixture (const cg_request_t *req, const char *tool, int64_t after_ms, json_t *result,
+                  json_t *asks)
+{
+    cg_task_t *task = s_create (req, tool, S_TTL_DEFAULT_MS);
+    task->due_result = result;
+    task->answers = json_object ();
+    if (json_object_size (asks)) {
+        task->asks = asks;
+        s_set_status (task, "input_required", "The job waits for its answers.");
+    }
+    else {
+        json_decref (asks);
+        task->due_us = cg_now_us () + after_ms * 1000;
+    }
+    return task;
+}
+
 int
 cg_tasks_tick (cg_server_t *server, int wait_ms)
 {
@@ -437,6 +503,13 @@ cg_tasks_tick (cg_server_t *server, int wait_ms)
     int64_t now = cg_now_us (), next = INT64_MAX;
     zlistx_t *expired = zlistx_new ();
     for (cg_task_t *t = zhashx_first (tasks); t; t = zhashx_next (tasks)) {
+        if (t->due_us && t->due_us <= now && !s_terminal (t)) {
+            t->due_us = 0;
+            cg_tasks_finish (t, s_fixture_result (t), CG_JSONRPC_INTERNAL_ERROR,
+                             "the fixture's job failed (a protocol error, on purpose)");
+        }
+        else if (t->due_us && !s_terminal (t) && t->due_us < next)
+            next = t->due_us;
         int64_t due = t->created_us + t->ttl_ms * 1000;
         //  A task still running is kept until it ends, whatever its TTL.
         if (due <= now && s_terminal (t))

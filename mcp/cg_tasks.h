@@ -44,6 +44,13 @@ void cg_tasks_update (const cg_request_t *req, json_t *params);
     declared the tasks extension, the tool runs code and may run past 60 s). */
 bool cg_tasks_modern_wanted (const cg_request_t *req, json_t *params);
 
+/*  A conformance fixture's 2026-07-28 task for REQ's TOOL (REQ answered with it now): it
+    ends by itself AFTER_MS later with RESULT (stolen; NULL: failed, a protocol error), or,
+    with ASKS (stolen; key -> input request; NULL or empty: none), once tasks/update
+    answered them all (the answers are added to RESULT's content). */
+cg_task_t *cg_tasks_fixture (const cg_request_t *req, const char *tool, int64_t after_ms,
+                             json_t *result, json_t *asks);
+
 /*  Forgets the tasks past their TTL. Returns the ms until the next is due, or WAIT_MS when
     that is sooner (-1: none). */
 int cg_tasks_tick (cg_server_t *server, int wait_ms);
