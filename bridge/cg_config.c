@@ -401,6 +401,33 @@ s_public_url (char **url_p, cg_error_t **err)
     return 0;
 }
 
+//  The timeouts against --max-timeout, and the tokens' lengths (--http-token's each in
+//  its comma-separated list). Returns 0, or -1 with *err set.
+static int
+s_check_limits (cg_config_t *self, cg_error_t **err)
+{
+    if (self->default_timeout_s > self->max_timeout_s
+        || self->run_python_timeout_s > self->max_timeout_s)
+        return cg_error_set (err, EINVAL,
+                             "--default-timeout and --run-python-timeout must not pass "
+                             "--max-timeout (%d s)",
+                             self->max_timeout_s);
+    if (self->gateway_token && strlen (self->gateway_token) < 16)
+        return cg_error_set (err, EINVAL, "--gateway-token: use at least 16 characters");
+    for (const char *token = self->http_token; token && *token;) {
+        size_t len = strcspn (token, ",");
+        if (len < 16)
+            return cg_error_set (err, EINVAL,
+                                 "--http-token: use at least 16 characters (per token of a "
+                                 "comma-separated list)");
+        token += len + (token[len] == ',');
+    }
+    if (self->http_token
+        && (!*self->http_token || self->http_token[strlen (self->http_token) - 1] == ','))
+        return cg_error_set (err, EINVAL, "--http-token: use at least 16 characters");
+    return 0;
+}
+
 int
 cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
 {
@@ -443,25 +470,8 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         free (self->http);
         self->http = full;
     }
-    if (self->default_timeout_s > self->max_timeout_s
-        || self->run_python_timeout_s > self->max_timeout_s)
-        return cg_error_set (err, EINVAL,
-                             "--default-timeout and --run-python-timeout must not pass "
-                             "--max-timeout (%d s)",
-                             self->max_timeout_s);
-    if (self->gateway_token && strlen (self->gateway_token) < 16)
-        return cg_error_set (err, EINVAL, "--gateway-token: use at least 16 characters");
-    for (const char *token = self->http_token; token && *token;) {
-        size_t len = strcspn (token, ",");
-        if (len < 16)
-            return cg_error_set (err, EINVAL,
-                                 "--http-token: use at least 16 characters (per token of a "
-                                 "comma-separated list)");
-        token += len + (token[len] == ',');
-    }
-    if (self->http_token
-        && (!*self->http_token || self->http_token[strlen (self->http_token) - 1] == ','))
-        return cg_error_set (err, EINVAL, "--http-token: use at least 16 characters");
+    if (s_check_limits (self, err) < 0)
+        return -1;
     if (self->http && !self->http_token && strncmp (self->http, "127.", 4) != 0
         && strncmp (self->http, "[::1]:", 6) != 0)
         return cg_error_set (
