@@ -294,6 +294,32 @@ class GatewayCase(unittest.TestCase):
         return model
 
 
+class TokensApartTest(unittest.TestCase):
+    """The gateway token and MCP's bearer token (--http-token) open one door each."""
+
+    def test_an_mcp_bearer_token_never_opens_the_gateway(self):
+        if not os.access(cellgate_binary(), os.X_OK):
+            raise unittest.SkipTest("no cellgate binary at %s" % cellgate_binary())
+        gateway, mcp = secrets.token_hex(16), secrets.token_hex(16)
+        cg = Cellgate(token=gateway, args=["--http-token", mcp])
+        try:
+            for scheme in ("token", "Bearer"):
+                status, _, data = request(cg.port, "GET", "/api/kernels", None,
+                                          {"Authorization": "%s %s" % (scheme, mcp)}, START_TIMEOUT)
+                self.assertEqual(status, 401, "the MCP token on the gateway (%s): %d %r" % (scheme, status, data[:300]))
+            status, _, data = request(cg.port, "GET", "/api/kernels", None,
+                                      {"Authorization": "token %s" % gateway}, START_TIMEOUT)
+            self.assertEqual(status, 200, "the gateway token: %d %r" % (status, data[:300]))
+            # And the gateway token is no MCP client's.
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+            status, _, data = request(cg.port, "POST", "/mcp", init, {
+                "Authorization": "Bearer %s" % gateway, "Accept": "application/json, text/event-stream"}, START_TIMEOUT)
+            self.assertEqual(status, 401, "the gateway token on /mcp: %d %r" % (status, data[:300]))
+        finally:
+            cg.stop()
+
+
 class RefusalsTest(GatewayCase):
     """Straight against cellgate: what it refuses and how, and the kernel model."""
 
