@@ -301,12 +301,10 @@ s_task_fixture (const cg_request_t *req, const char *name, json_t *params)
         && strcmp (name, "multi_input") && strcmp (name, "test_tool_with_task"))
         return false;
     if (required && !tasks) {
-        cg_channel_status (req->channel, 400);
-        cg_request_error_data (
-            req, CG_JSONRPC_MISSING_CAPABILITY,
-            "this tool runs as a task only: declare the "
-            "io.modelcontextprotocol/tasks extension",
-            json_pack ("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions", CG_MODERN_TASKS));
+        cg_modern_missing (req,
+                           "this tool runs as a task only: declare the "
+                           "io.modelcontextprotocol/tasks extension",
+                           json_pack ("{s:{s:{}}}", "extensions", CG_MODERN_TASKS));
         return true;
     }
     json_int_t seconds = json_integer_value (json_object_get (arguments, "seconds"));
@@ -384,10 +382,8 @@ cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params)
     else if (strcmp (name, "test_missing_capability") == 0) {
         if (json_object_get (caps, "sampling"))
             return s_text (req, "Success");
-        cg_channel_status (req->channel, 400);
-        cg_request_error_data (req, CG_JSONRPC_MISSING_CAPABILITY,
-                               "this tool needs the client's sampling capability",
-                               json_pack ("{s:{s:{}}}", "requiredCapabilities", "sampling"));
+        cg_modern_missing (req, "this tool needs the client's sampling capability",
+                           json_pack ("{s:{}}", "sampling"));
     }
     else if (strcmp (name, "test_logging_tool") == 0) {
         //  Only a request that set _meta logLevel hears of it (cg_modern checked the level).

@@ -89,12 +89,10 @@ cg_modern_handle (cg_request_t *req, json_t *params)
         json_object_get (json_object_get (capabilities, "extensions"), CG_MODERN_TASKS) != NULL;
     //  The tasks methods need the extension in this request.
     if (strncmp (req->method, "tasks/", 6) == 0 && !req->modern_tasks) {
-        cg_channel_status (req->channel, 400);
-        cg_request_error_data (
-            req, CG_JSONRPC_MISSING_CAPABILITY,
-            "the tasks methods need the io.modelcontextprotocol/tasks "
-            "extension in the request's clientCapabilities",
-            json_pack ("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions", CG_MODERN_TASKS));
+        cg_modern_missing (req,
+                           "the tasks methods need the io.modelcontextprotocol/tasks "
+                           "extension in the request's clientCapabilities",
+                           json_pack ("{s:{s:{}}}", "extensions", CG_MODERN_TASKS));
         return;
     }
     json_t *elicitation = json_object_get (capabilities, "elicitation");
@@ -116,6 +114,14 @@ cg_modern_handle (cg_request_t *req, json_t *params)
     if (!req->client->version[0])
         snprintf (req->client->version, sizeof req->client->version, "%s", CG_MODERN_VERSION);
     cg_server_dispatch (req, params);
+}
+
+void
+cg_modern_missing (const cg_request_t *req, const char *message, json_t *required)
+{
+    cg_channel_status (req->channel, 400);
+    cg_request_error_data (req, CG_JSONRPC_MISSING_CAPABILITY, message,
+                           json_pack ("{s:o}", "requiredCapabilities", required));
 }
 
 void

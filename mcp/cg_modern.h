@@ -20,6 +20,10 @@ bool cg_modern_request (json_t *message);
     dispatches it (cg_server_dispatch) as a 2026-07-28 request. */
 void cg_modern_handle (cg_request_t *req, json_t *params);
 
+/*  Answers REQ -32021 (HTTP 400): it needs what REQUIRED (stolen; ClientCapabilities) names,
+    which its request did not declare; MESSAGE says what. */
+void cg_modern_missing (const cg_request_t *req, const char *message, json_t *required);
+
 /*  Marks RESULT (an object; METHOD's) as 2026-07-28 wants it. */
 void cg_modern_result (json_t *result, const char *method);
 

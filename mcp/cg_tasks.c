@@ -22,10 +22,10 @@ struct cg_task_t {
     cg_client_t *client;   /* its owner (borrowed: its tasks go with it) */
     cg_channel_t *channel; /* where its status notifications go (the creating request's) */
     char *tool;
-    const char *status; /* working, input_required, completed, failed, cancelled */
-    char *message;      /* statusMessage, or NULL */
-    char created_at[40], updated_at[40];
-    int64_t created_us; /* monotonic */
+    const char *status;                  /* working, input_required, completed, failed, cancelled */
+    char *message;                       /* statusMessage, or NULL */
+    char created_at[32], updated_at[32]; /* cg_log_timestamp's ISO 8601 */
+    int64_t created_us;                  /* monotonic */
     int64_t ttl_ms;
     char call_key[32]; /* its call while it runs, "" once it ended */
     json_t *result;    /* the CallToolResult, once completed */
@@ -47,18 +47,6 @@ typedef struct {
     cg_channel_t *channel;
     json_t *id;
 } s_waiter_t;
-
-//  ISO 8601 with milliseconds, UTC.
-static void
-s_now (char out[40])
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r (&ts.tv_sec, &tm);
-    size_t n = strftime (out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf (out + n, 40 - n, ".%03ldZ", ts.tv_nsec / 1000000);
-}
 
 static bool
 s_terminal (const cg_task_t *task)
@@ -155,7 +143,7 @@ s_set_status (cg_task_t *task, const char *status, const char *message)
     task->status = status;
     free (task->message);
     task->message = message ? cg_xstrdup (message) : NULL;
-    s_now (task->updated_at);
+    cg_log_timestamp (task->updated_at);
     cg_channel_send (task->channel,
                      json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
                                 "notifications/tasks/status", "params", s_model (task)));
@@ -222,7 +210,7 @@ s_create (const cg_request_t *req, const char *tool, json_int_t ttl_ms)
     task->channel = cg_channel_keep (req->channel);
     task->tool = cg_xstrdup (tool);
     task->status = "working";
-    s_now (task->created_at);
+    cg_log_timestamp (task->created_at);
     memcpy (task->updated_at, task->created_at, sizeof task->updated_at);
     task->created_us = cg_now_us ();
     task->ttl_ms = ttl_ms < S_TTL_MIN_MS   ? S_TTL_MIN_MS
