@@ -320,6 +320,36 @@ class TokensApartTest(unittest.TestCase):
             cg.stop()
 
 
+class GatewayOffTest(unittest.TestCase):
+    """--gateway off serves none of the API and makes no token."""
+
+    def test_gateway_off(self):
+        if not os.access(cellgate_binary(), os.X_OK):
+            raise unittest.SkipTest("no cellgate binary at %s" % cellgate_binary())
+        state = tempfile.mkdtemp(prefix="cg-gw-off-")
+        env = dict(os.environ, CELLGATE_POOL="0")
+        proc = subprocess.Popen([cellgate_binary(), "mcp", "--state-dir", state, "--http", "127.0.0.1:0",
+                                 "--gateway", "off"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=env, start_new_session=True)
+        try:
+            text, port = "", None
+            deadline = time.monotonic() + START_TIMEOUT
+            while port is None and time.monotonic() < deadline and proc.poll() is None:
+                text += os.read(proc.stderr.fileno(), 65536).decode(errors="replace")
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", text)
+                port = int(m.group(1)) if m else None
+            self.assertIsNotNone(port, text)
+            self.assertNotIn("gateway:", text)
+            status, _, data = request(port, "GET", "/api/kernels", None,
+                                      {"Authorization": "token whatever-it-is-0123"}, START_TIMEOUT)
+            self.assertEqual(status, 404, data[:300])
+            self.assertFalse(os.path.exists(os.path.join(state, "gateway-token")))
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+            shutil.rmtree(state, ignore_errors=True)
+
+
 class RefusalsTest(GatewayCase):
     """Straight against cellgate: what it refuses and how, and the kernel model."""
 
