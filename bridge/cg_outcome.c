@@ -66,6 +66,8 @@ cg_outcome_destroy (cg_outcome_t **self_p)
     json_decref (self->deleted);
     json_decref (self->artifacts);
     json_decref (self->files);
+    json_decref (self->previews);
+    free (self->kept_dir);
     free (self);
     *self_p = NULL;
 }

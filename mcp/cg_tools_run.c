@@ -370,7 +370,8 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
         files = cg_files_of (cg_server_config (server), cg_server_http (server), session);
     const cg_config_t *config = cg_server_config (server);
     cg_run_images_t images = {.budget = config->image_budget,
-                              .links = cg_client_links (call->channel->client)};
+                              .links = cg_client_links (call->channel->client),
+                              .previews = outcome->previews};
     json_t *result = cg_run_result_call (
         cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id), &images);
     if (cg_tools_is (call->tool, CG_TOOL_SEED001))
