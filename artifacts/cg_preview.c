@@ -51,10 +51,10 @@ static int
 s_seccomp (void)
 {
     static const int allowed[] = {
-        SYS_read,          SYS_write,      SYS_close,        SYS_mmap,       SYS_munmap,
-        SYS_mremap,        SYS_brk,        SYS_madvise,      SYS_exit,       SYS_exit_group,
-        SYS_rt_sigreturn,  SYS_futex,      SYS_clock_gettime, SYS_getrandom, SYS_newfstatat,
-        SYS_fstat,         SYS_lseek,      SYS_rt_sigprocmask,
+        SYS_read,         SYS_write, SYS_close,          SYS_mmap,      SYS_munmap,
+        SYS_mremap,       SYS_brk,   SYS_madvise,        SYS_exit,      SYS_exit_group,
+        SYS_rt_sigreturn, SYS_futex, SYS_clock_gettime,  SYS_getrandom, SYS_newfstatat,
+        SYS_fstat,        SYS_lseek, SYS_rt_sigprocmask,
     };
     enum { N = sizeof allowed / sizeof *allowed };
     struct sock_filter prog[N + 8];
@@ -132,8 +132,10 @@ s_answer_error (const char *what, cg_error_t *err)
     char line[S_MESSAGE_MAX];
     int len = snprintf (line, sizeof line, "E%s%s%s", what, err ? ": " : "",
                         err ? cg_error_message (err) : "");
-    s_write_all (STDOUT_FILENO, line, len < 0 ? 0 : (size_t)len < sizeof line ? (size_t)len
-                                                                            : sizeof line - 1);
+    s_write_all (STDOUT_FILENO, line,
+                 len < 0                     ? 0
+                 : (size_t)len < sizeof line ? (size_t)len
+                                             : sizeof line - 1);
     return 1;
 }
 
@@ -179,8 +181,8 @@ cg_preview_main (int argc, char **argv)
     const char *made_mime = NULL;
     int w = 0, h = 0;
     cg_error_t *err = NULL;
-    unsigned char *made = cg_image_preview (bytes, got, argv[2], (size_t)max, &made_len,
-                                            &made_mime, &w, &h, &err);
+    unsigned char *made =
+        cg_image_preview (bytes, got, argv[2], (size_t)max, &made_len, &made_mime, &w, &h, &err);
     if (!made)
         return s_answer_error ("no preview", err);
     return s_write_all (STDOUT_FILENO, "P", 1) < 0
@@ -227,9 +229,9 @@ s_spawn (char *const argv[], int in, int out, cg_error_t **err)
 typedef struct {
     unsigned char *buf; /* what the helper wrote */
     size_t len;
-    size_t cap;       /* the most it may write */
-    bool overflowed;  /* it wrote more */
-    bool timed_out;   /* the deadline passed first */
+    size_t cap;      /* the most it may write */
+    bool overflowed; /* it wrote more */
+    bool timed_out;  /* the deadline passed first */
 } s_exchange_t;
 
 //  Feeds BYTES to the helper on IN (closed when done) and reads its answer from OUT until
@@ -301,8 +303,9 @@ s_answer (const s_exchange_t *ex, int status, size_t max, size_t *out_len, const
           int *out_width, int *out_height, cg_error_t **err)
 {
     if (ex->timed_out) {
-        cg_error_set (err, ETIMEDOUT, "the preview took too long and was stopped "
-                                      "(--preview-timeout-ms)");
+        cg_error_set (err, ETIMEDOUT,
+                      "the preview took too long and was stopped "
+                      "(--preview-timeout-ms)");
         return NULL;
     }
     if (ex->overflowed) {
@@ -440,9 +443,9 @@ s_entry (s_plan_t *plan, const unsigned char *bytes, size_t len, const char *mim
                     : cg_preview_make (bytes, len, mime, left, plan->limits, plan->deadline_us,
                                        &made_len, &made_mime, &w, &h, &err);
     if (!made) {
-        json_t *entry = json_pack ("{s:s}", "error",
-                                   err ? cg_error_message (err)
-                                       : "the result's image budget is used up");
+        json_t *entry =
+            json_pack ("{s:s}", "error",
+                       err ? cg_error_message (err) : "the result's image budget is used up");
         cg_error_destroy (&err);
         return entry;
     }
@@ -450,8 +453,8 @@ s_entry (s_plan_t *plan, const unsigned char *bytes, size_t len, const char *mim
     size_t cap = sodium_base64_ENCODED_LEN (made_len, sodium_base64_VARIANT_ORIGINAL);
     cleanup_free char *encoded = cg_xmalloc (cap);
     sodium_bin2base64 (encoded, cap, made, made_len, sodium_base64_VARIANT_ORIGINAL);
-    return json_pack ("{s:s, s:s, s:i, s:i, s:I}", "mime_type", made_mime, "data", encoded,
-                      "width", w, "height", h, "size_bytes", (json_int_t)made_len);
+    return json_pack ("{s:s, s:s, s:i, s:i, s:I}", "mime_type", made_mime, "data", encoded, "width",
+                      w, "height", h, "size_bytes", (json_int_t)made_len);
 }
 
 //  The plan entry of one output's image (base64 B64 of MIME), or NULL when it goes inline.
@@ -514,9 +517,9 @@ cg_preview_plan (json_t *outputs, json_t *artifacts, cg_workspace_t *ws,
         json_t *data = json_object_get (item, "data");
         const char *png = json_string_value (json_object_get (data, "image/png"));
         const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
-        json_t *entry = png || jpeg ? s_output_entry (&plan, png ? png : jpeg,
-                                                      png ? "image/png" : "image/jpeg")
-                                    : NULL;
+        json_t *entry =
+            png || jpeg ? s_output_entry (&plan, png ? png : jpeg, png ? "image/png" : "image/jpeg")
+                        : NULL;
         any |= entry != NULL;
         json_array_append_new (entries, entry ? entry : json_null ());
     }
@@ -525,7 +528,8 @@ cg_preview_plan (json_t *outputs, json_t *artifacts, cg_workspace_t *ws,
     {
         const char *path = json_string_value (json_object_get (item, "path"));
         const char *mime = json_string_value (json_object_get (item, "mime_type"));
-        if (!path || !mime || strncmp (path, CG_PREVIEW_LARGE_PREFIX, strlen (CG_PREVIEW_LARGE_PREFIX)) != 0
+        if (!path || !mime
+            || strncmp (path, CG_PREVIEW_LARGE_PREFIX, strlen (CG_PREVIEW_LARGE_PREFIX)) != 0
             || (strcmp (mime, "image/png") != 0 && strcmp (mime, "image/jpeg") != 0))
             continue;
         json_object_set_new (files, path, s_file_entry (&plan, ws, path, mime));

@@ -181,6 +181,12 @@ cg_session_dir (cg_session_t *self)
     return self->dir;
 }
 
+cg_workspace_t *
+cg_session_workspace (cg_session_t *self)
+{
+    return self->ws;
+}
+
 void
 cg_session_destroy (cg_session_t **self_p)
 {
