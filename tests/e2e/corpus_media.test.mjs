@@ -62,8 +62,9 @@ kase('progressive JPEG, 2048x2048, 30,000 empty scans (300 KB), displayed', 'lin
   return said(m);
 });
 
-kase('progressive JPEG at the scan cap: 5000x5000 (25 Mpx), 100 empty scans', 'decoded only in the helper (previewed or stopped there); server CPU < 1 s', async () => {
+kase('progressive JPEG at the scan cap: 5000x5000 (25 Mpx), 100 empty scans', `decoded only in the helper (previewed or stopped there); server peak < +${RSS_BOUND_MB} MB, CPU < 1 s`, async () => {
   const m = await measured('sess_mediajpeg02', jpegScansCode({ side: 5000, scans: 100, pad: 60000 }));
+  assert.ok(m.peakAboveMb < RSS_BOUND_MB, `the server grew by ${m.peakAboveMb.toFixed(0)} MB (${said(m)})`);
   assert.ok(m.cpuS < CPU_BOUND_S, `the server spent ${m.cpuS.toFixed(2)} s of its own CPU on the call (${said(m)})`);
   const note = imageNote(m.r);
   assert.match(note, /a smaller preview is sent|no preview: /, show(m.r, server));
