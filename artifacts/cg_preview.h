@@ -31,9 +31,9 @@ typedef struct {
 
 /*  The helper's main: `cellgate preview MIME LEN MAX MEMORY_MB CPU_S` reads LEN bytes of
     image from stdin and writes "P" and a preview of at most MAX bytes (cg_image_preview)
-    to stdout, or "E" and why not. Locks itself down first (see above). Returns the exit
-    status: 0 with a preview, 1 without, 2 for a bad command line. */
-int cg_preview_main (int argc, char **argv);
+    to stdout, or "E" and why not. Locks itself down first (see above). Never returns: exits
+    (without exit handlers) with 0 with a preview, 1 without, 2 for a bad command line. */
+void cg_preview_main (int argc, char **argv) __attribute__ ((noreturn));
 
 /*  Makes a preview of the image BYTES (LEN, MIME "image/png" or "image/jpeg") of at most
     MAX bytes in a helper process with LIMITS' memory, killed at DEADLINE_US (cg_now_us

@@ -170,7 +170,7 @@ main (int argc, char **argv)
     //  The image preview helper (cg_preview.h), started by a runner thread; it locks
     //  itself down before it reads the untrusted image.
     if (strcmp (command, "preview") == 0)
-        return cg_preview_main (argc, argv);
+        cg_preview_main (argc, argv);
     if (strcmp (command, "mcp") != 0 && strcmp (command, "kernel") != 0) {
         fprintf (stderr, "cellgate: unknown command '%s' (try cellgate help)\n", command);
         return 2;
