@@ -111,6 +111,19 @@ static const cg_config_option_t s_options[] = {
      1 << 30,
      "image bytes a run result carries inline; past it a chart comes as a smaller preview and "
      "a link to its file"},
+    {"--preview-timeout-ms", "CELLGATE_PREVIEW_TIMEOUT_MS", CG_CONFIG_INT, OFF (preview_timeout_ms),
+     "3000", 100, 600000,
+     "wall-clock time the previews of one run's images may take together; they are made in a "
+     "locked-down helper process, which is killed past it (the image is then only linked)"},
+    {"--preview-memory-mb", "CELLGATE_PREVIEW_MEMORY_MB", CG_CONFIG_INT, OFF (preview_memory_mb),
+     "512", 64, 1 << 20, "address space of the image preview helper process in MB"},
+    {"--oneshot-keep", "CELLGATE_ONESHOT_KEEP", CG_CONFIG_INT, OFF (oneshot_keep_s), "900", 0,
+     604800,
+     "seconds the files a one-shot run (no session_id) made stay downloadable after its "
+     "sandbox is gone; 0: not kept (and not linked)"},
+    {"--oneshot-keep-mb", "CELLGATE_ONESHOT_KEEP_MB", CG_CONFIG_MB, OFF (oneshot_keep_bytes), "256",
+     1, 1 << 20,
+     "one-shot runs' kept files at most, all together, in MB; the oldest go first past it"},
     {"--http-listen", "CELLGATE_HTTP_LISTEN", CG_CONFIG_STRING, OFF (http_listen), "127.0.0.1:8080",
      0, 0, "download listener HOST:PORT, or off; when the default's port is taken, a free one"},
     {"--max-sessions", "CELLGATE_MAX_SESSIONS", CG_CONFIG_INT, OFF (max_sessions), "10", 1, 100000,

@@ -43,6 +43,10 @@ typedef struct {
     size_t max_artifact_read_bytes;
     size_t max_result_bytes;   /* largest tools/call response sent to a client, serialized */
     size_t image_budget;       /* image bytes a tools/call result carries inline */
+    int preview_timeout_ms;    /* wall-clock time a run's image previews may take together */
+    int preview_memory_mb;     /* the preview helper's address space */
+    int oneshot_keep_s;        /* a one-shot run's files stay downloadable this long; 0: not kept */
+    size_t oneshot_keep_bytes; /* one-shot runs' kept files at most, all together */
     char *http_listen;         /* "HOST:PORT" of the download listener, or "off" */
     char *http;                /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
     char *http_token;          /* bearer token the HTTP transport requires, or NULL */

@@ -3,6 +3,7 @@
     benchmarks and Jupyter clients); `cellgate help` says so (cg_help). */
 #include "../containers/cg_container.h"
 #include "../containers/cg_docker.h"
+#include "../artifacts/cg_preview.h"
 #include "../mcp/cg_mcp.h"
 #include "cg_config.h"
 #include "cg_fault.h"
@@ -166,6 +167,10 @@ main (int argc, char **argv)
     //  The Docker backend's exec helper (cg_docker.h), started by the server itself.
     if (strcmp (command, "docker-exec") == 0)
         return cg_docker_exec_main (argc, argv);
+    //  The image preview helper (cg_preview.h), started by a runner thread; it locks
+    //  itself down before it reads the untrusted image.
+    if (strcmp (command, "preview") == 0)
+        cg_preview_main (argc, argv);
     if (strcmp (command, "mcp") != 0 && strcmp (command, "kernel") != 0) {
         fprintf (stderr, "cellgate: unknown command '%s' (try cellgate help)\n", command);
         return 2;

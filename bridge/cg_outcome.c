@@ -66,6 +66,11 @@ cg_outcome_destroy (cg_outcome_t **self_p)
     json_decref (self->deleted);
     json_decref (self->artifacts);
     json_decref (self->files);
+    json_decref (self->previews);
+    //  A one-shot run's kept files nobody took over (the call was gone) go with it.
+    if (self->kept_dir)
+        cg_rm_rf (self->kept_dir, NULL);
+    free (self->kept_dir);
     free (self);
     *self_p = NULL;
 }

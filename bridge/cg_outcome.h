@@ -74,6 +74,11 @@ typedef struct {
     json_t *files;     /* {name: text}: the small text files it created or modified */
     bool memory_known;
     double memory_peak_mb; /* the sandbox's peak memory, when MEMORY_KNOWN */
+    //  Made off the main loop for the result (cg_preview_plan), or NULL.
+    json_t *previews; /* previews of the images past the result's image budget */
+    char *kept_dir;   /* a one-shot run's files, copied out of its sandbox before it went
+                         (cg_kept), or NULL */
+    size_t kept_bytes;
 } cg_outcome_t;
 
 /*  Returns a new outcome for a request in LANGUAGE with EXECUTION_ID and SESSION_ID (all

@@ -32,7 +32,14 @@ struct cg_registry_t {
     void *listener_arg;
     cg_closed_t *closed; /* the ids close_session closed lately */
     cg_pool_t *pool;     /* the warm pool, or NULL */
+    cg_kept_t *kept;     /* one-shot runs' files kept for download */
 };
+
+cg_kept_t *
+cg_registry_kept (cg_registry_t *self)
+{
+    return self->kept;
+}
 
 cg_backend_t *
 cg_registry_backend (cg_registry_t *self)
@@ -124,6 +131,7 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
     self->closed = cg_closed_new (S_CLOSED_MAX, (int64_t)config->idle_ttl_s * 1000000);
     self->pool = cg_pool_new (config, backend, cg_instance_sessions_dir (instance),
                               cg_instance_prefix (instance), self->results_endpoint);
+    self->kept = cg_kept_new (config->oneshot_keep_s, config->oneshot_keep_bytes);
     return self;
 }
 
@@ -138,6 +146,7 @@ cg_registry_destroy (cg_registry_t **self_p)
     cg_pool_destroy (&self->pool);
     zhashx_destroy (&self->sessions);
     cg_closed_destroy (&self->closed);
+    cg_kept_destroy (&self->kept);
     //  What the runners sent that nobody reads any more: their outcomes are freed.
     while (zsock_events (self->results) & ZMQ_POLLIN) {
         zmsg_t *msg = zmsg_recv (self->results);
@@ -756,7 +765,7 @@ cg_registry_download (void *arg, const char *id, const char *token, size_t token
         if (s->ws && strcmp (s->id, id) == 0 && token_len == strlen (s->token)
             && sodium_memcmp (s->token, token, token_len) == 0)
             return s->ws;
-    return NULL;
+    return cg_kept_download (self->kept, id, token, token_len);
 }
 
 void

@@ -14,6 +14,7 @@
 #include "../containers/cg_container.h"
 #include "cg_config.h"
 #include "cg_instance.h"
+#include "cg_kept.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -79,6 +80,9 @@ void cg_registry_set_listener (cg_registry_t *self, cg_registry_event_fn *fn, vo
 
 /*  The backend the registry's sandboxes run on (borrowed). */
 cg_backend_t *cg_registry_backend (cg_registry_t *self);
+
+/*  The one-shot runs' kept files (borrowed). */
+cg_kept_t *cg_registry_kept (cg_registry_t *self);
 
 /*  Creates the registry. All arguments are borrowed and must outlive it. */
 cg_registry_t *cg_registry_new (const cg_config_t *config, cg_backend_t *backend,
@@ -228,7 +232,8 @@ int cg_registry_usage (cg_registry_session_t *session, cg_wsfs_usage_t *usage);
 
 /*  The /files/ route's lookup (cg_downloads_lookup_fn; ARG is the registry): the workspace
     of the session ID (of any owner) whose download token is the TOKEN_LEN bytes at TOKEN
-    (compared in constant time), or NULL. */
+    (compared in constant time), else that of a one-shot run's kept files (cg_kept), or
+    NULL. */
 cg_workspace_t *cg_registry_download (void *arg, const char *id, const char *token,
                                       size_t token_len);
 

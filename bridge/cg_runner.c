@@ -1,6 +1,7 @@
 /*  cg_runner — an actor that owns one session and runs its cells one at a time, so a
     long cell never blocks the server or other sessions. */
 #include "cg_runner.h"
+#include "cg_kept.h"
 #include "cg_session.h"
 #include "cg_utf8.h"
 #include "cg_util.h"
@@ -342,6 +343,13 @@ s_exec (s_runner_t *self, zmsg_t *msg)
         cg_outcome_t *outcome = s_run (self, request);
         self->key = NULL;
         s_report (self);
+        //  A one-shot sandbox goes next, its workspace too: its files are copied out first
+        //  so that the downloads its result lists outlive it (cg_kept).
+        if (self->args.oneshot && self->session && self->args.config->oneshot_keep_s > 0) {
+            cleanup_free char *root = cg_kept_root (self->args.sessions_dir);
+            cg_kept_copy (cg_session_workspace (self->session), outcome, root,
+                          self->args.config->oneshot_keep_bytes);
+        }
         s_send_outcome (self, key, &outcome);
         if (self->args.oneshot)
             cg_session_destroy (&self->session);

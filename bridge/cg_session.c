@@ -7,6 +7,7 @@
 #include "cg_keep.h"
 #include "cg_util.h"
 #include "../artifacts/cg_artifacts.h"
+#include "../artifacts/cg_preview.h"
 #include "../artifacts/cg_wsfs.h"
 
 #include <errno.h>
@@ -178,6 +179,12 @@ const char *
 cg_session_dir (cg_session_t *self)
 {
     return self->dir;
+}
+
+cg_workspace_t *
+cg_session_workspace (cg_session_t *self)
+{
+    return self->ws;
 }
 
 void
@@ -826,6 +833,12 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     double peak_mb = cg_container_peak_end (self->backend, &self->sandbox, &peak);
     outcome->memory_known = self->container_running && peak_mb >= 0;
     outcome->memory_peak_mb = peak_mb;
+    //  Here on the runner's thread, not the server's loop: previews decode untrusted images
+    //  (in a helper process), and may take up to their timeout.
+    cg_preview_limits_t limits = {.budget = self->config->image_budget,
+                                  .timeout_ms = self->config->preview_timeout_ms,
+                                  .memory_mb = self->config->preview_memory_mb};
+    outcome->previews = cg_preview_plan (outcome->outputs, outcome->artifacts, self->ws, &limits);
     return outcome;
 }
 

@@ -8,6 +8,7 @@
 #include "cg_error.h"
 #include "cg_kernel.h"
 #include "cg_outcome.h"
+#include "../artifacts/cg_workspace.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -85,6 +86,9 @@ void cg_session_destroy (cg_session_t **self_p);
 /*  Returns the session's host directory (holding bundle/, workspace/, run/, ipc/).
     Borrowed. */
 const char *cg_session_dir (cg_session_t *self);
+
+/*  Returns the host-side access to the session's workspace (borrowed), or NULL. */
+cg_workspace_t *cg_session_workspace (cg_session_t *self);
 
 /*  Runs REQUEST, starting its language's kernel first if needed, and escalating a
     timeout (interrupt, then kernel restart, then container restart). CONTROL and

@@ -9,7 +9,6 @@
 #include "../bridge/cg_util.h"
 
 #include <ctype.h>
-#include <sodium.h>
 #include <math.h>
 #include <string.h>
 
@@ -246,40 +245,46 @@ s_base64_size (const char *b64)
     return (len + pad) / 4 * 3 - pad;
 }
 
+//  The preview made for the image past the budget (cg_preview_plan's ENTRY, may be NULL)
+//  when it fits LEFT bytes: appends its image block to CONTENT and records it in ITEM's
+//  "preview". Returns its size (0: none), and in *WHY_NOT why there is none.
+static size_t
+s_add_preview (json_t *content, json_t *item, const json_t *entry, size_t left,
+               const char **why_not)
+{
+    const char *data = json_string_value (json_object_get (entry, "data"));
+    size_t size = (size_t)json_integer_value (json_object_get (entry, "size_bytes"));
+    *why_not = json_string_value (json_object_get (entry, "error"));
+    if (!data || size > left) {
+        if (!*why_not)
+            *why_not = "the result's image budget is used up";
+        return 0;
+    }
+    const char *mime = json_string_value (json_object_get (entry, "mime_type"));
+    json_array_append_new (
+        content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data", data, "mimeType", mime));
+    json_object_set_new (item, "preview",
+                         json_pack ("{s:s, s:O, s:O, s:I}", "mime_type", mime, "width",
+                                    json_object_get (entry, "width"), "height",
+                                    json_object_get (entry, "height"), "size_bytes",
+                                    (json_int_t)size));
+    return size;
+}
+
 //  The output ITEM's MIME image, past the budget of IMAGES with SENT bytes inline so far:
-//  a preview block that fits what is left (when one can be made), then a link to the saved
-//  file (a resource_link, or a line of *TEXT). Returns the preview's size (0: none).
+//  the preview made for it (ENTRY, cg_preview_plan's, may be NULL) when it fits what is
+//  left, then a link to the saved file (a resource_link, or a line of *TEXT). Nothing is
+//  decoded here: the server's loop only places what the runner made. Returns the
+//  preview's size (0: none).
 static size_t
 s_preview (json_t *content, json_t *item, const char *mime, const cg_run_images_t *images,
-           size_t sent, char **text)
+           const json_t *entry, size_t sent, char **text)
 {
-    const char *b64 = json_string_value (json_object_get (json_object_get (item, "data"), mime));
-    size_t b64_len = strlen (b64), len = 0, made_len = 0;
-    cleanup_free unsigned char *bytes = cg_xmalloc (b64_len / 4 * 3 + 3);
-    const char *made_mime = NULL;
-    int w = 0, h = 0;
-    cg_error_t *err = NULL;
-    cleanup_free unsigned char *made = NULL;
     size_t left = images->budget > sent ? images->budget - sent : 0;
-    if (left >= 1024
-        && sodium_base642bin (bytes, b64_len / 4 * 3 + 3, b64, b64_len, " \r\n", &len, NULL,
-                              sodium_base64_VARIANT_ORIGINAL)
-               == 0)
-        made = cg_image_preview (bytes, len, mime, left, &made_len, &made_mime, &w, &h, &err);
-    cg_result_link_output (item, mime, made ? json_array_size (content) + 1 : 0);
-    if (made) {
-        cleanup_free char *encoded =
-            cg_xmalloc (sodium_base64_ENCODED_LEN (made_len, sodium_base64_VARIANT_ORIGINAL));
-        sodium_bin2base64 (encoded,
-                           sodium_base64_ENCODED_LEN (made_len, sodium_base64_VARIANT_ORIGINAL),
-                           made, made_len, sodium_base64_VARIANT_ORIGINAL);
-        json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
-                                                   encoded, "mimeType", made_mime));
-        json_object_set_new (item, "preview",
-                             json_pack ("{s:s, s:i, s:i, s:I}", "mime_type", made_mime, "width", w,
-                                        "height", h, "size_bytes", (json_int_t)made_len));
-    }
-    else
+    const char *why_not = NULL;
+    size_t made = s_add_preview (content, item, entry, left, &why_not);
+    cg_result_link_output (item, mime, made ? json_array_size (content) : 0);
+    if (!made)
         json_object_del (item, "content_index");
     const char *path = json_string_value (json_object_get (item, "path"));
     const char *url = json_string_value (json_object_get (item, "download_url"));
@@ -292,16 +297,41 @@ s_preview (json_t *content, json_t *item, const char *mime, const cg_run_images_
                                           mime, "size", (json_int_t)full));
     }
     cleanup_free char *line = cg_strdupf (
-        "%s[%s image of %zu bytes, over the result's image budget of %zu bytes: %s; the whole "
-        "image is %s%s%s]",
+        "%s[%s image of %zu bytes, over the result's image budget of %zu bytes: %s%s%s; the "
+        "whole image is %s%s%s]",
         **text ? "\n" : "", mime, full, images->budget,
-        made ? "a smaller preview is sent" : "not sent inline",
-        path ? path : "not saved (the session has no workspace)", url ? " " : "", url ? url : "");
+        made ? "a smaller preview is sent" : "not sent inline (no preview: ", made ? "" : why_not,
+        made ? "" : ")", path ? path : "not saved (the session has no workspace)", url ? " " : "",
+        url ? url : "");
     s_append (text, line);
-    if (err)
-        cg_log (2, "image preview: %s", cg_error_message (err));
-    cg_error_destroy (&err);
-    return made ? made_len : 0;
+    return made;
+}
+
+//  The line of *TEXT for the run's file ITEM (an artifact), with the preview made of it
+//  (cg_preview_plan's, in IMAGES) placed in CONTENT when one was made and fits the budget
+//  past SENT. Returns the preview's size (0: none).
+static size_t
+s_artifact_line (json_t *content, json_t *item, size_t i, const cg_run_images_t *images,
+                 size_t sent, char **text)
+{
+    const char *path = json_string_value (json_object_get (item, "path"));
+    const char *url = json_string_value (json_object_get (item, "download_url"));
+    const json_t *entry =
+        images && path ? json_object_get (json_object_get (images->previews, "files"), path) : NULL;
+    const char *why_not = NULL;
+    size_t left = images && images->budget > sent ? images->budget - sent : 0;
+    size_t made = entry ? s_add_preview (content, item, entry, left, &why_not) : 0;
+    cleanup_free char *line = cg_strdupf (
+        "%s%s (%s, %" JSON_INTEGER_FORMAT " bytes)%s%s%s%s%s",
+        i == 0 ? (*text ? "\n[files created or changed]\n" : "[files created or changed]\n") : "\n",
+        path, json_string_value (json_object_get (item, "mime_type")),
+        json_integer_value (json_object_get (item, "size_bytes")), url ? " " : "", url ? url : "",
+        made    ? " (a smaller preview is sent)"
+        : entry ? " (no preview: "
+                : "",
+        !made && entry ? why_not : "", !made && entry ? ")" : "");
+    s_append (text, line);
+    return made;
 }
 
 json_t *
@@ -342,7 +372,9 @@ cg_run_result_call (json_t *structured, const cg_run_images_t *images)
                 sent += bytes;
             }
             else
-                sent += s_preview (content, item, mime, images, sent, &text);
+                sent += s_preview (
+                    content, item, mime, images,
+                    json_array_get (json_object_get (images->previews, "outputs"), i), sent, &text);
         }
         else if (json_object_get (data, "text/plain")
                  && strcmp (json_string_value (json_object_get (item, "type")), "execute_result")
@@ -373,19 +405,8 @@ cg_run_result_call (json_t *structured, const cg_run_images_t *images)
         s_append (&text, line);
     }
     json_t *artifacts = json_object_get (structured, "artifacts");
-    json_array_foreach (artifacts, i, item)
-    {
-        const char *url = json_string_value (json_object_get (item, "download_url"));
-        cleanup_free char *line = cg_strdupf (
-            "%s%s (%s, %" JSON_INTEGER_FORMAT " bytes)%s%s",
-            i == 0 ? (*text ? "\n[files created or changed]\n" : "[files created or changed]\n")
-                   : "\n",
-            json_string_value (json_object_get (item, "path")),
-            json_string_value (json_object_get (item, "mime_type")),
-            json_integer_value (json_object_get (item, "size_bytes")), url ? " " : "",
-            url ? url : "");
-        s_append (&text, line);
-    }
+    json_array_foreach (artifacts, i, item) sent +=
+        s_artifact_line (content, item, i, images, sent, &text);
     if (status && strcmp (status, "success") != 0 && message) {
         s_append (&text, *text ? "\n" : "");
         cleanup_free char *line = s_status_line (status, message, err);

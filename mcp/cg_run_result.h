@@ -30,6 +30,8 @@ json_t *cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t 
 typedef struct {
     size_t budget; /* decoded bytes of image blocks per result */
     bool links;
+    const json_t *previews; /* the run's previews (cg_preview_plan, made off the main
+                               loop; borrowed), or NULL: none */
 } cg_run_images_t;
 
 /*  Turns a run's structuredContent STRUCTURED (stolen) into a tools/call result: one
@@ -37,12 +39,14 @@ typedef struct {
     is, the files made, the error and the notice), an image block per PNG or JPEG
     output (each output then names its block, cg_result_link_output),
     structuredContent, isError. With IMAGES (NULL: no limit), images go inline in order
-    while they fit its budget; each one past it is sent as a smaller preview that fits
-    what is left (cg_image_preview; its output gets "preview": {mime_type, width, height,
-    size_bytes} and content_index names the preview's block), or as nothing when none
-    fits or it cannot be decoded, followed by a resource_link to the saved file (a text
-    line naming it when the client takes no links or it has no URL). No image is sent
-    twice. Caller owns the result. */
+    while they fit its budget; each one past it is sent as the smaller preview IMAGES'
+    previews hold for it when that fits what is left (its output gets "preview":
+    {mime_type, width, height, size_bytes} and content_index names the preview's block),
+    or as nothing (the text says why: no preview could be made, or none fits), followed
+    by a resource_link to the saved file (a text line naming it when the client takes no
+    links or it has no URL). An artifact with a preview in IMAGES' previews (a display
+    saved as a file for its size) gets an image block the same way. Nothing is decoded
+    here. No image is sent twice. Caller owns the result. */
 json_t *cg_run_result_call (json_t *structured, const cg_run_images_t *images);
 
 /*  Rewrites a run result's status in seed 001's terms: completed, timeout,

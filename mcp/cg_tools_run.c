@@ -360,17 +360,83 @@ cg_tools_progress (cg_call_t *call, zmsg_t *msg)
     zframe_destroy (&text);
 }
 
-//  The tools/call result of CALL's run from OUTCOME (borrowed), in its tool's terms.
+//  The files of a one-shot run OUTCOME, copied out of its sandbox by its runner
+//  (kept_dir, taken over here): kept for download under an id of their own (cg_kept),
+//  when the download listener is on. Returns them (ws NULL: none kept; every artifact is
+//  then marked "kept": false).
+static cg_files_t
+s_kept_files (cg_server_t *server, cg_outcome_t *outcome)
+{
+    cg_files_t files = {.config = cg_server_config (server), .http = cg_server_http (server)};
+    cg_kept_t *kept = cg_registry_kept (cg_server_registry (server));
+    if (outcome->kept_dir && files.http
+        && cg_kept_add (kept, &outcome->kept_dir, outcome->kept_bytes, &files.session_id,
+                        &files.token)
+               == 0)
+        files.ws = cg_kept_download (kept, files.session_id, files.token, strlen (files.token));
+    size_t i;
+    json_t *item;
+    json_array_foreach (files.ws ? NULL : outcome->artifacts, i, item)
+        json_object_set_new (item, "kept", json_false ());
+    return files;
+}
+
+//  After cg_files_add_urls on a one-shot run's STRUCTURED: an artifact that was not kept
+//  has no URL (nothing would serve it); the others get a resource_link to their download
+//  URL when LINKS, and when any was not kept the notice says that the sandbox's files
+//  went with it.
+static void
+s_kept_links (json_t *result, bool links)
+{
+    json_t *structured = json_object_get (result, "structuredContent");
+    json_t *content = json_object_get (result, "content");
+    bool lost = false;
+    size_t i;
+    json_t *item;
+    json_array_foreach (json_object_get (structured, "artifacts"), i, item)
+    {
+        const char *url = json_string_value (json_object_get (item, "download_url"));
+        if (json_is_false (json_object_get (item, "kept"))) {
+            json_object_del (item, "download_url");
+            lost = true;
+        }
+        else if (url && links) {
+            const char *path = json_string_value (json_object_get (item, "path"));
+            const char *slash = path ? strrchr (path, '/') : NULL;
+            json_array_append_new (content, json_pack ("{s:s, s:s, s:s, s:O?, s:O?}", "type",
+                                                       "resource_link", "uri", url, "name",
+                                                       slash ? slash + 1 : "file", "mimeType",
+                                                       json_object_get (item, "mime_type"), "size",
+                                                       json_object_get (item, "size_bytes")));
+        }
+    }
+    if (lost) {
+        json_t *text = json_object_get (json_array_get (content, 0), "text");
+        const char *said = json_string_value (text);
+        cleanup_free char *more = cg_strdupf (
+            "%s%s[notice] files marked \"kept\": false went with the one-shot sandbox (over "
+            "the limits for keeping them, or keeping is off); run with a session_id to keep "
+            "files",
+            said ? said : "", said && *said ? "\n" : "");
+        json_string_set (text, more);
+    }
+}
+
+//  The tools/call result of CALL's run from OUTCOME (a one-shot run's kept files are
+//  taken over), in its tool's terms.
 static json_t *
 s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-                const cg_outcome_t *outcome)
+                cg_outcome_t *outcome)
 {
     cg_files_t files = {0};
     if (session && session->ws)
         files = cg_files_of (cg_server_config (server), cg_server_http (server), session);
+    else if (!session && json_array_size (outcome->artifacts) > 0)
+        files = s_kept_files (server, outcome);
     const cg_config_t *config = cg_server_config (server);
     cg_run_images_t images = {.budget = config->image_budget,
-                              .links = cg_client_links (call->channel->client)};
+                              .links = cg_client_links (call->channel->client),
+                              .previews = outcome->previews};
     json_t *result = cg_run_result_call (
         cg_run_result_structured (outcome, files.ws ? &files : NULL, call->run_id), &images);
     if (cg_tools_is (call->tool, CG_TOOL_SEED001))
@@ -381,6 +447,8 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
     //  resource_link blocks exist from revision 2025-06-18 on.
     if (images.links)
         cg_resources_link_artifacts (result, session ? session->id : NULL);
+    if (!session)
+        s_kept_links (result, images.links);
     return result;
 }
 

@@ -1,10 +1,13 @@
 /*  fuzz_image — images from kernels (untrusted bytes): cg_image_size's PNG and JPEG header
-    readers, and cg_image_preview (libgd) on what passes them.
+    readers, cg_image_check's chunk and marker walks with their caps, cg_image_png_critical,
+    and cg_image_preview (libgd, the preview helper's decoder) on what passes them.
 
     Input: one byte of kind (even: PNG, odd: JPEG), one byte of limit (times 256 bytes),
     then the image.
 
-    Invariants: a size read is positive; a preview is made only for an image whose header
+    Invariants: a size read is positive; an image that passes cg_image_check has the size
+    cg_image_size reads; a PNG's critical copy is no larger and passes the check itself; a
+    preview is made only for an image whose header
     size is within CG_IMAGE_MAX_PIXELS, is no larger than the limit, and is itself an image
     whose header says the size the preview reported. (Images over 512 x 512 pixels are not
     previewed here, to keep each run short.) */
@@ -28,6 +31,19 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     if (cg_image_size (image, len, mime, &w, &h, NULL) < 0)
         return 0;
     CG_FUZZ_CHECK (w > 0 && h > 0, "a size read is positive");
+    int cw = 0, ch = 0;
+    cg_error_t *check_err = NULL;
+    bool checked = cg_image_check (image, len, mime, &cw, &ch, &check_err) == 0;
+    CG_FUZZ_CHECK (checked ? cw == w && ch == h : check_err != NULL, "the check agrees");
+    cg_error_destroy (&check_err);
+    if (checked && data[0] % 2 == 0) {
+        size_t critical_len = 0;
+        unsigned char *critical = cg_image_png_critical (image, len, &critical_len);
+        CG_FUZZ_CHECK (critical && critical_len <= len
+                           && cg_image_check (critical, critical_len, mime, &cw, &ch, NULL) == 0,
+                       "the critical copy of a checked PNG passes the check");
+        free (critical);
+    }
     if ((long long)w * h > 512 * 512)
         return 0;
     size_t made_len = 0;
