@@ -4,7 +4,9 @@
 #define _GNU_SOURCE
 #include "cg_http.h"
 #include "cg_http_listen.h"
+#include "cg_http_policy.h"
 
+#include "../bridge/cg_limits.h"
 #include "../bridge/cg_util.h"
 
 #include <assert.h>
@@ -37,6 +39,7 @@ struct cg_http_t {
     s_route_t *routes;
     size_t routes_len;
     cg_http_exchange_t *exchanges; /* live exchanges (to resume before stopping) */
+    cg_http_policy_t *policy;      /* who may hold connections, and how long they wait */
     cg_http_observer_fn *observer; /* told of every response, or NULL */
     void *observer_arg;
 };
@@ -85,8 +88,10 @@ s_queue (struct MHD_Connection *connection, s_request_t *request, unsigned int s
 {
     enum MHD_Result rc = MHD_queue_response (connection, status, response);
     MHD_destroy_response (response);
-    if (rc == MHD_YES)
+    if (rc == MHD_YES) {
         request->answered = true;
+        cg_http_policy_request_in (connection);
+    }
     if (rc == MHD_YES && request->http->observer)
         request->http->observer (request->http->observer_arg, request->route, status);
     return rc;
@@ -335,8 +340,8 @@ static void
 s_upgrade_cb (void *cls, struct MHD_Connection *connection, void *con_cls, const char *extra_in,
               size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
-    (void)connection;
     (void)con_cls;
+    cg_http_policy_upgraded (connection);
     s_upgrade_t upgrade = *(s_upgrade_t *)cls;
     free (cls);
     upgrade.fn (upgrade.arg, (int)sock, extra_in, extra_in_size, (cg_http_upgraded_t *)urh);
@@ -558,6 +563,7 @@ s_exchange_continue (struct MHD_Connection *connection, s_request_t *request,
                                 "payload_too_large", "the request body is larger than the limit");
     if (!ex->called) {
         ex->called = true;
+        cg_http_policy_request_in (connection);
         ex->handler (ex->arg, ex);
     }
     if (ex->pending) {
@@ -597,6 +603,12 @@ const char *
 cg_http_base_url (cg_http_t *self)
 {
     return self->base_url;
+}
+
+void
+cg_http_set_limits (cg_http_t *self, const cg_http_limits_t *limits)
+{
+    cg_http_policy_set_limits (self->policy, limits);
 }
 
 void
@@ -641,8 +653,8 @@ s_completed_cb (void *cls, struct MHD_Connection *connection, void **con_cls,
                 enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)connection;
     (void)toe;
+    cg_http_policy_request_done (connection);
     s_request_t *request = ((uintptr_t)*con_cls & 1) ? NULL : *con_cls;
     if (request && request->exchange) {
         cg_http_exchange_t *ex = request->exchange;
@@ -717,19 +729,27 @@ cg_http_new (const char *listen, cg_error_t **err)
         return NULL;
     }
     self->loopback = strncmp (listen, "127.", 4) == 0 || strncmp (listen, "[::1]:", 6) == 0;
+    self->policy = cg_http_policy_new (&(cg_http_limits_t){CG_HTTP_PER_ADDRESS_DEFAULT,
+                                                           CG_HTTP_OWNER_RESERVE_DEFAULT,
+                                                           CG_HTTP_REQUEST_TIMEOUT_S_DEFAULT},
+                                       CG_HTTP_CONNECTIONS_MAX);
     /*  No MHD thread: MHD_USE_EPOLL alone gives one epoll fd for the caller's poll loop.
         SIGPIPE is left to MHD (MSG_NOSIGNAL), so file bodies go out with pread and send,
         not sendfile: a file that shrinks while it is sent (a sandbox truncating it) ends
-        the response at once instead of stalling it. Upgrades: the gateway's WebSockets. */
+        the response at once instead of stalling it. Upgrades: the gateway's WebSockets.
+        The policy admits connections and counts them; MHD's own limit leaves room for
+        those the policy has shut down and MHD has yet to free. */
     self->daemon = MHD_start_daemon (
-        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE, 0, NULL,
-        NULL, s_access_cb, self, MHD_OPTION_EXTERNAL_LOGGER, s_log_cb, self,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned int)CG_HTTP_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)CG_HTTP_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)CG_HTTP_CONNECTION_MEMORY, MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
-        MHD_OPTION_UNESCAPE_CALLBACK, s_unescape_cb, self, MHD_OPTION_URI_LOG_CALLBACK, s_uri_cb,
-        self, MHD_OPTION_NOTIFY_COMPLETED, s_completed_cb, self, MHD_OPTION_END);
+        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE, 0,
+        cg_http_policy_accept_cb, self->policy, s_access_cb, self, MHD_OPTION_EXTERNAL_LOGGER,
+        s_log_cb, self, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_NOTIFY_CONNECTION,
+        cg_http_policy_notify_cb, self->policy, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned int)(CG_HTTP_CONNECTIONS_MAX + CG_HTTP_CONNECTIONS_CLOSING),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CG_HTTP_CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CG_HTTP_CONNECTION_MEMORY,
+        MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_UNESCAPE_CALLBACK, s_unescape_cb, self,
+        MHD_OPTION_URI_LOG_CALLBACK, s_uri_cb, self, MHD_OPTION_NOTIFY_COMPLETED, s_completed_cb,
+        self, MHD_OPTION_END);
     if (!self->daemon) {
         close (fd);
         cg_error_set (err, EIO, "listen on %s: libmicrohttpd refused to start", listen);
@@ -758,6 +778,7 @@ cg_http_destroy (cg_http_t **self_p)
     }
     if (self->daemon)
         MHD_stop_daemon (self->daemon); /* closes the listening socket too */
+    cg_http_policy_destroy (&self->policy);
     for (size_t i = 0; i < self->routes_len; i++)
         free (self->routes[i].path);
     free (self->routes);
@@ -778,9 +799,11 @@ int
 cg_http_timeout_ms (cg_http_t *self)
 {
     MHD_UNSIGNED_LONG_LONG timeout = 0;
+    int due = cg_http_policy_timeout_ms (self->policy);
     if (MHD_get_timeout (self->daemon, &timeout) != MHD_YES)
-        return -1;
-    return timeout > INT_MAX ? INT_MAX : (int)timeout;
+        return due;
+    int mhd = timeout > INT_MAX ? INT_MAX : (int)timeout;
+    return due >= 0 && due < mhd ? due : mhd;
 }
 
 void
@@ -788,6 +811,7 @@ cg_http_process (cg_http_t *self)
 {
     if (MHD_run (self->daemon) != MHD_YES)
         cg_log (1, "http: MHD_run failed");
+    cg_http_policy_sweep (self->policy);
 }
 
 int
