@@ -142,9 +142,10 @@ void cg_http_upgraded_close (cg_http_upgraded_t *upgraded);
     - a connection's request (headers and body) must arrive whole within
       LIMITS->request_timeout_s of the connection's start or of its previous request's end
       (bytes trickled meanwhile do not extend it), else the connection is closed.
-    A new connection past a limit takes the place of the connection that has waited longest
-    for its request among those the limit counts (the owner's only for the owner), or is
-    refused when every one of them is busy with a request. Refusals and closings are
+    A new connection past a limit takes the place of a connection waiting for its request
+    among those the limit counts (the owner's only for the owner; others' first, then
+    those that never got a request through, then the longest waiting), or is refused when
+    every one of them is busy with a request. Refusals and closings are
     counted in /metrics (cellgate_http_connections_closed_total). */
 void cg_http_set_limits (cg_http_t *self, const cg_http_limits_t *limits);
 

@@ -23,10 +23,11 @@ typedef struct {
 typedef struct s_connection_t {
     int fd; /* MHD's socket: shut down (never closed) here */
     s_address_t address;
-    bool owner;              /* from 127.0.0.1 or ::1 */
-    bool waiting;            /* its request has not arrived whole yet */
-    bool upgraded;           /* handed over after a 101: no more requests */
-    bool closing;            /* shut down here; MHD has yet to free it; not counted */
+    bool owner;               /* from 127.0.0.1 or ::1 */
+    bool waiting;             /* its request has not arrived whole yet */
+    bool served;              /* a request of it has ended: a client that got through once */
+    bool upgraded;            /* handed over after a 101: no more requests */
+    bool closing;             /* shut down here; MHD has yet to free it; not counted */
     int64_t waiting_since_us; /* start of the wait for the request, cg_now_us */
     struct s_connection_t *next, *prev;
 } s_connection_t;
@@ -110,9 +111,17 @@ s_close (cg_http_policy_t *self, s_connection_t *connection, cg_metrics_connecti
     cg_metrics_connection_closed (reason);
 }
 
-/*  Closes the connection that has waited longest for its request among those from ADDRESS
-    (when not NULL), or from the owner's addresses too when ANY_OWNER, else from other
-    addresses only. Returns false when no such connection is waiting. */
+//  Which waiting connections are closed first to make room: lower first.
+static int
+s_rank (const s_connection_t *c)
+{
+    return (c->owner ? 2 : 0) + (c->served ? 1 : 0);
+}
+
+/*  Closes a connection waiting for its request, from ADDRESS (when not NULL), or from the
+    owner's addresses too when ANY_OWNER, else from other addresses only: the first by
+    s_rank, the one that has waited longest among equals. Returns false when no such
+    connection is waiting. */
 static bool
 s_evict (cg_http_policy_t *self, const s_address_t *address, bool any_owner)
 {
@@ -122,15 +131,15 @@ s_evict (cg_http_policy_t *self, const s_address_t *address, bool any_owner)
             continue;
         if (address ? !s_same (&c->address, address) : (c->owner && !any_owner))
             continue;
-        //  The others' connections go first, then the owner's.
-        if (!oldest || (oldest->owner && !c->owner)
-            || (oldest->owner == c->owner && c->waiting_since_us < oldest->waiting_since_us))
+        //  The others' connections go first, then the owner's; of those, the ones that never
+        //  got a request through (what a slow sender holds) before a client's idle ones.
+        if (!oldest || s_rank (c) < s_rank (oldest)
+            || (s_rank (c) == s_rank (oldest) && c->waiting_since_us < oldest->waiting_since_us))
             oldest = c;
     }
     if (!oldest)
         return false;
-    s_log (self, &oldest->address,
-           "closed a connection from ",
+    s_log (self, &oldest->address, "closed a connection from ",
            " that was still waiting for its request, to make room for a new one past the "
            "connection limits");
     s_close (self, oldest, CG_METRICS_CONNECTION_EVICTED);
@@ -156,8 +165,7 @@ cg_http_policy_accept_cb (void *cls, const struct sockaddr *addr, socklen_t addr
         return MHD_NO;
     }
     unsigned others_max = self->connections_max - self->limits.owner_reserve;
-    if (self->counted >= self->connections_max
-        || (!owner && self->counted_others >= others_max)) {
+    if (self->counted >= self->connections_max || (!owner && self->counted_others >= others_max)) {
         if (!s_evict (self, NULL, owner)) {
             bool reserve = !owner && self->counted < self->connections_max;
             s_log (self, &address, "refused a connection from ",
@@ -246,6 +254,7 @@ cg_http_policy_request_done (struct MHD_Connection *connection)
 {
     s_connection_t *c = s_record (connection);
     if (c && !c->upgraded && !c->closing) {
+        c->served = true;
         c->waiting = true;
         c->waiting_since_us = cg_now_us ();
     }
@@ -274,8 +283,7 @@ s_scan (cg_http_policy_t *self, bool close)
             continue;
         int64_t left_us = c->waiting_since_us + timeout_us - now;
         if (left_us <= 0 && close) {
-            s_log (self, &c->address,
-"closed a connection from ",
+            s_log (self, &c->address, "closed a connection from ",
                    ": its request did not arrive whole within --http-request-timeout");
             s_close (self, c, CG_METRICS_CONNECTION_REQUEST_TIMEOUT);
             continue;

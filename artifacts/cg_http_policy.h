@@ -32,8 +32,8 @@ enum MHD_Result cg_http_policy_accept_cb (void *cls, const struct sockaddr *addr
 
 /*  MHD_OPTION_NOTIFY_CONNECTION's callback (cls: the policy): keeps a record of each
     connection from its start to its close in *SOCKET_CONTEXT. */
-void cg_http_policy_notify_cb (void *cls, struct MHD_Connection *connection,
-                               void **socket_context, enum MHD_ConnectionNotificationCode code);
+void cg_http_policy_notify_cb (void *cls, struct MHD_Connection *connection, void **socket_context,
+                               enum MHD_ConnectionNotificationCode code);
 
 /*  The request on CONNECTION has arrived whole (its handler is called) or was answered:
     its deadline stops. */
