@@ -24,7 +24,7 @@
 /*  The HTTP listener's connections (cg_http_limits_t, settings --http-*): at most this many
     from one peer address; this many of all of them kept for the server's owner (127.0.0.1,
     ::1); and the seconds a connection has to send a whole request. */
-#define CG_HTTP_PER_ADDRESS_DEFAULT 64
+#define CG_HTTP_PER_ADDRESS_DEFAULT 128
 #define CG_HTTP_OWNER_RESERVE_DEFAULT 32
 #define CG_HTTP_REQUEST_TIMEOUT_S_DEFAULT 30
 
