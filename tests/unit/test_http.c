@@ -685,6 +685,7 @@ s_test_policy (void)
     cg_http_t *http = cg_http_new ("127.0.0.1:0", &err);
     CHECK (http, "127.0.0.1:0: %s", cg_error_message (err));
     cg_http_route (http, "/api/", CG_HTTP_PREFIX, 16, s_route_echo, "A");
+    cg_http_route (http, "/big", 0, 4096, s_route_echo, "B");
     cg_http_set_limits (http, &(cg_http_limits_t){2, 250, 1});
     const char *slow = "GET /api/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
     int a = s_slow_open (http, "127.0.0.2", slow), b = s_slow_open (http, "127.0.0.2", slow);
@@ -709,13 +710,16 @@ s_test_policy (void)
     s_reply_t reply = s_fetch (http, url, NULL);
     CHECK (reply.status == 200, "127.0.0.1 is served from the reserve (status %d)", reply.status);
     s_reply_free (&reply);
-    //  Trickling does not keep a connection past the deadline: every one is closed.
-    int held[] = {c, d, others[0], others[1], others[2], others[3]};
-    size_t open = 6;
+    //  Trickling (headers, or a body after whole headers) does not keep a connection past
+    //  the deadline: every one is closed.
+    int body = s_slow_open (
+        http, "127.0.0.1", "POST /big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4000\r\n\r\n");
+    int held[] = {c, d, others[0], others[1], others[2], others[3], body};
+    size_t open = 7;
     for (int round = 0; round < 300 && open > 0; round++) {
         poll (NULL, 0, 20); /* paces the trickle: one byte per connection per turn */
         open = 0;
-        for (size_t i = 0; i < 6; i++)
+        for (size_t i = 0; i < 7; i++)
             if (!s_gone (held[i])) {
                 send (held[i], "a", 1, MSG_NOSIGNAL);
                 open++;
@@ -726,9 +730,9 @@ s_test_policy (void)
     cleanup_free char *metrics = cg_metrics_render (&(cg_metrics_gauges_t){0});
     CHECK (strstr (metrics, "cellgate_http_connections_closed_total{reason=\"evicted\"} 2\n")
                && strstr (metrics,
-                          "cellgate_http_connections_closed_total{reason=\"request_timeout\"} 6\n"),
+                          "cellgate_http_connections_closed_total{reason=\"request_timeout\"} 7\n"),
            "counted: %s", strstr (metrics, "cellgate_http_connections_closed_total{"));
-    close (a), close (b), close (c), close (d);
+    close (a), close (b), close (c), close (d), close (body);
     for (int i = 0; i < 4; i++)
         close (others[i]);
     cg_http_destroy (&http);
