@@ -3,16 +3,17 @@
     bodies and connections. */
 #define _GNU_SOURCE
 #include "cg_http.h"
+#include "cg_http_listen.h"
+#include "cg_http_policy.h"
 
+#include "../bridge/cg_limits.h"
 #include "../bridge/cg_util.h"
 
-#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@ struct cg_http_t {
     s_route_t *routes;
     size_t routes_len;
     cg_http_exchange_t *exchanges; /* live exchanges (to resume before stopping) */
+    cg_http_policy_t *policy;      /* who may hold connections, and how long they wait */
     cg_http_observer_fn *observer; /* told of every response, or NULL */
     void *observer_arg;
 };
@@ -86,8 +88,10 @@ s_queue (struct MHD_Connection *connection, s_request_t *request, unsigned int s
 {
     enum MHD_Result rc = MHD_queue_response (connection, status, response);
     MHD_destroy_response (response);
-    if (rc == MHD_YES)
+    if (rc == MHD_YES) {
         request->answered = true;
+        cg_http_policy_request_in (connection);
+    }
     if (rc == MHD_YES && request->http->observer)
         request->http->observer (request->http->observer_arg, request->route, status);
     return rc;
@@ -336,8 +340,8 @@ static void
 s_upgrade_cb (void *cls, struct MHD_Connection *connection, void *con_cls, const char *extra_in,
               size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
-    (void)connection;
     (void)con_cls;
+    cg_http_policy_upgraded (connection);
     s_upgrade_t upgrade = *(s_upgrade_t *)cls;
     free (cls);
     upgrade.fn (upgrade.arg, (int)sock, extra_in, extra_in_size, (cg_http_upgraded_t *)urh);
@@ -559,6 +563,7 @@ s_exchange_continue (struct MHD_Connection *connection, s_request_t *request,
                                 "payload_too_large", "the request body is larger than the limit");
     if (!ex->called) {
         ex->called = true;
+        cg_http_policy_request_in (connection);
         ex->handler (ex->arg, ex);
     }
     if (ex->pending) {
@@ -598,6 +603,12 @@ const char *
 cg_http_base_url (cg_http_t *self)
 {
     return self->base_url;
+}
+
+void
+cg_http_set_limits (cg_http_t *self, const cg_http_limits_t *limits)
+{
+    cg_http_policy_set_limits (self->policy, limits);
 }
 
 void
@@ -642,8 +653,8 @@ s_completed_cb (void *cls, struct MHD_Connection *connection, void **con_cls,
                 enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)connection;
     (void)toe;
+    cg_http_policy_request_done (connection);
     s_request_t *request = ((uintptr_t)*con_cls & 1) ? NULL : *con_cls;
     if (request && request->exchange) {
         cg_http_exchange_t *ex = request->exchange;
@@ -707,132 +718,38 @@ s_log_cb (void *cls, const char *fmt, va_list args)
 /*  --------------------------------------------------------------------------------------
     Listener */
 
-/*  Parses "HOST:PORT" (IPv6 hosts in brackets) into *ADDR. Fills *URL_HOST with the host
-    for URLs to us (caller owns it). Returns 0, or -1 with *err set to EINVAL. */
-static int
-s_parse_listen (const char *listen, struct sockaddr_storage *addr, socklen_t *addr_len,
-                char **url_host, cg_error_t **err)
-{
-    const char *host = listen, *host_end, *port_text;
-    bool ipv6 = listen[0] == '[';
-    if (ipv6) {
-        host = listen + 1;
-        host_end = strchr (host, ']');
-        if (!host_end || host_end[1] != ':')
-            return cg_error_set (err, EINVAL, "listen address %s: expected [IPV6]:PORT", listen);
-        port_text = host_end + 2;
-    }
-    else {
-        host_end = strrchr (listen, ':');
-        if (!host_end)
-            return cg_error_set (err, EINVAL, "listen address %s: expected HOST:PORT", listen);
-        if (memchr (listen, ':', (size_t)(host_end - listen)))
-            return cg_error_set (err, EINVAL, "listen address %s: an IPv6 address goes in brackets",
-                                 listen);
-        port_text = host_end + 1;
-    }
-    size_t port_digits = strspn (port_text, "0123456789");
-    long port = port_digits >= 1 && port_digits <= 5 ? strtol (port_text, NULL, 10) : -1;
-    if (port_text[port_digits] != '\0' || port < 0 || port > 65535)
-        return cg_error_set (err, EINVAL, "listen address %s: bad port", listen);
-    size_t host_len = (size_t)(host_end - host);
-    char host_text[INET6_ADDRSTRLEN];
-    if (host_len == 0 || host_len >= sizeof host_text)
-        return cg_error_set (err, EINVAL, "listen address %s: bad host", listen);
-    memcpy (host_text, host, host_len);
-    host_text[host_len] = '\0';
-
-    memset (addr, 0, sizeof *addr);
-    char canonical[INET6_ADDRSTRLEN];
-    if (ipv6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons ((uint16_t)port);
-        if (inet_pton (AF_INET6, host_text, &in6->sin6_addr) != 1)
-            return cg_error_set (
-                err, EINVAL, "listen address %s: the host is not a numeric IPv6 address", listen);
-        *addr_len = sizeof *in6;
-        bool any = memcmp (&in6->sin6_addr, &in6addr_any, sizeof in6addr_any) == 0;
-        inet_ntop (AF_INET6, any ? &in6addr_loopback : &in6->sin6_addr, canonical,
-                   sizeof canonical);
-        *url_host = cg_strdupf ("[%s]", canonical);
-    }
-    else {
-        struct sockaddr_in *in4 = (struct sockaddr_in *)addr;
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons ((uint16_t)port);
-        if (inet_pton (AF_INET, host_text, &in4->sin_addr) != 1)
-            return cg_error_set (
-                err, EINVAL, "listen address %s: the host is not a numeric IPv4 address", listen);
-        *addr_len = sizeof *in4;
-        struct in_addr loopback = {htonl (INADDR_LOOPBACK)};
-        bool any = in4->sin_addr.s_addr == htonl (INADDR_ANY);
-        inet_ntop (AF_INET, any ? &loopback : &in4->sin_addr, canonical, sizeof canonical);
-        *url_host = cg_xstrdup (canonical);
-    }
-    return 0;
-}
-
-/*  Opens, binds and listens on LISTEN; fills *PORT with the bound port. Returns the
-    socket, or -1 with *err set. */
-static int
-s_listen_socket (const char *listen_text, char **url_host, int *port, cg_error_t **err)
-{
-    struct sockaddr_storage addr;
-    socklen_t addr_len = 0;
-    if (s_parse_listen (listen_text, &addr, &addr_len, url_host, err) < 0)
-        return -1;
-    cleanup_close int fd = socket (addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return cg_error_set (err, errno, "listen on %s: socket: %s", listen_text, strerror (errno));
-    int on = 1;
-    if (setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0)
-        return cg_error_set (err, errno, "listen on %s: SO_REUSEADDR: %s", listen_text,
-                             strerror (errno));
-    if (addr.ss_family == AF_INET6
-        && setsockopt (fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) < 0)
-        return cg_error_set (err, errno, "listen on %s: IPV6_V6ONLY: %s", listen_text,
-                             strerror (errno));
-    if (bind (fd, (struct sockaddr *)&addr, addr_len) < 0)
-        return cg_error_set (err, errno, "listen on %s: bind: %s", listen_text, strerror (errno));
-    if (listen (fd, 128) < 0)
-        return cg_error_set (err, errno, "listen on %s: listen: %s", listen_text, strerror (errno));
-    struct sockaddr_storage bound;
-    socklen_t bound_len = sizeof bound;
-    if (getsockname (fd, (struct sockaddr *)&bound, &bound_len) < 0)
-        return cg_error_set (err, errno, "listen on %s: getsockname: %s", listen_text,
-                             strerror (errno));
-    *port = ntohs (bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                               : ((struct sockaddr_in *)&bound)->sin_port);
-    int out = fd;
-    fd = -1;
-    return out;
-}
-
 cg_http_t *
 cg_http_new (const char *listen, cg_error_t **err)
 {
     assert (listen);
     cg_http_t *self = cg_xcalloc (1, sizeof *self);
-    int fd = s_listen_socket (listen, &self->url_host, &self->port, err);
+    int fd = cg_http_listen_socket (listen, &self->url_host, &self->port, err);
     if (fd < 0) {
         cg_http_destroy (&self);
         return NULL;
     }
     self->loopback = strncmp (listen, "127.", 4) == 0 || strncmp (listen, "[::1]:", 6) == 0;
+    self->policy = cg_http_policy_new (&(cg_http_limits_t){CG_HTTP_PER_ADDRESS_DEFAULT,
+                                                           CG_HTTP_OWNER_RESERVE_DEFAULT,
+                                                           CG_HTTP_REQUEST_TIMEOUT_S_DEFAULT},
+                                       CG_HTTP_CONNECTIONS_MAX);
     /*  No MHD thread: MHD_USE_EPOLL alone gives one epoll fd for the caller's poll loop.
         SIGPIPE is left to MHD (MSG_NOSIGNAL), so file bodies go out with pread and send,
         not sendfile: a file that shrinks while it is sent (a sandbox truncating it) ends
-        the response at once instead of stalling it. Upgrades: the gateway's WebSockets. */
+        the response at once instead of stalling it. Upgrades: the gateway's WebSockets.
+        The policy admits connections and counts them; MHD's own limit leaves room for
+        those the policy has shut down and MHD has yet to free. */
     self->daemon = MHD_start_daemon (
-        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE, 0, NULL,
-        NULL, s_access_cb, self, MHD_OPTION_EXTERNAL_LOGGER, s_log_cb, self,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned int)CG_HTTP_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)CG_HTTP_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)CG_HTTP_CONNECTION_MEMORY, MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
-        MHD_OPTION_UNESCAPE_CALLBACK, s_unescape_cb, self, MHD_OPTION_URI_LOG_CALLBACK, s_uri_cb,
-        self, MHD_OPTION_NOTIFY_COMPLETED, s_completed_cb, self, MHD_OPTION_END);
+        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE, 0,
+        cg_http_policy_accept_cb, self->policy, s_access_cb, self, MHD_OPTION_EXTERNAL_LOGGER,
+        s_log_cb, self, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_NOTIFY_CONNECTION,
+        cg_http_policy_notify_cb, self->policy, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned int)(CG_HTTP_CONNECTIONS_MAX + CG_HTTP_CONNECTIONS_CLOSING),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CG_HTTP_CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CG_HTTP_CONNECTION_MEMORY,
+        MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_UNESCAPE_CALLBACK, s_unescape_cb, self,
+        MHD_OPTION_URI_LOG_CALLBACK, s_uri_cb, self, MHD_OPTION_NOTIFY_COMPLETED, s_completed_cb,
+        self, MHD_OPTION_END);
     if (!self->daemon) {
         close (fd);
         cg_error_set (err, EIO, "listen on %s: libmicrohttpd refused to start", listen);
@@ -861,6 +778,7 @@ cg_http_destroy (cg_http_t **self_p)
     }
     if (self->daemon)
         MHD_stop_daemon (self->daemon); /* closes the listening socket too */
+    cg_http_policy_destroy (&self->policy);
     for (size_t i = 0; i < self->routes_len; i++)
         free (self->routes[i].path);
     free (self->routes);
@@ -881,9 +799,11 @@ int
 cg_http_timeout_ms (cg_http_t *self)
 {
     MHD_UNSIGNED_LONG_LONG timeout = 0;
+    int due = cg_http_policy_timeout_ms (self->policy);
     if (MHD_get_timeout (self->daemon, &timeout) != MHD_YES)
-        return -1;
-    return timeout > INT_MAX ? INT_MAX : (int)timeout;
+        return due;
+    int mhd = timeout > INT_MAX ? INT_MAX : (int)timeout;
+    return due >= 0 && due < mhd ? due : mhd;
 }
 
 void
@@ -891,6 +811,7 @@ cg_http_process (cg_http_t *self)
 {
     if (MHD_run (self->daemon) != MHD_YES)
         cg_log (1, "http: MHD_run failed");
+    cg_http_policy_sweep (self->policy);
 }
 
 int

@@ -14,10 +14,19 @@
 /*  Bounds on what a client may send. */
 #define CG_HTTP_URL_MAX 4096                  /* request target, query included (else 414) */
 #define CG_HTTP_CONNECTIONS_MAX 256           /* concurrent connections; more are refused */
+#define CG_HTTP_CONNECTIONS_CLOSING 32        /* more, closed by the policy, not yet freed */
 #define CG_HTTP_CONNECTION_TIMEOUT_S 30       /* an idle connection is closed after this */
 #define CG_HTTP_CONNECTION_MEMORY (16 * 1024) /* per connection: request line, headers, I/O */
 
 typedef struct cg_http_t cg_http_t;
+
+/*  Who may hold the listener's connections, before and between requests (see
+    cg_http_set_limits; the defaults are in bridge/cg_limits.h). */
+typedef struct {
+    unsigned per_address;       /* connections from one peer address */
+    unsigned owner_reserve;     /* of CG_HTTP_CONNECTIONS_MAX, kept for 127.0.0.1 and ::1 */
+    unsigned request_timeout_s; /* a connection's next request must arrive whole within this */
+} cg_http_limits_t;
 
 /*  Route flags. A route's PATH matches a request path equal to it; with CG_HTTP_PREFIX, any
     path that starts with it ("/files/", "/api/"). CG_HTTP_GET_ONLY: only GET and HEAD
@@ -123,6 +132,22 @@ void cg_http_respond_upgrade (cg_http_exchange_t *exchange, const char *const *h
 
 /*  Closes an upgraded connection (the socket FN was given). */
 void cg_http_upgraded_close (cg_http_upgraded_t *upgraded);
+
+/*  Sets who may hold connections (LIMITS, copied; the defaults until then), applied to
+    each new connection and each request:
+    - at most LIMITS->per_address connections from one peer address;
+    - peers other than the owner's addresses (127.0.0.1 and ::1, where the server's own
+      user connects from by default) together at most CG_HTTP_CONNECTIONS_MAX minus
+      LIMITS->owner_reserve;
+    - a connection's request (headers and body) must arrive whole within
+      LIMITS->request_timeout_s of the connection's start or of its previous request's end
+      (bytes trickled meanwhile do not extend it), else the connection is closed.
+    A new connection past a limit takes the place of a connection waiting for its request
+    among those the limit counts (the owner's only for the owner; others' first, then
+    those that never got a request through, then the longest waiting), or is refused when
+    every one of them is busy with a request. Refusals and closings are
+    counted in /metrics (cellgate_http_connections_closed_total). */
+void cg_http_set_limits (cg_http_t *self, const cg_http_limits_t *limits);
 
 /*  Returns true when the listener is bound to a loopback address (127.0.0.0/8, ::1). */
 bool cg_http_loopback (cg_http_t *self);

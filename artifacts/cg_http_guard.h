@@ -20,4 +20,17 @@ bool cg_http_guard_token (cg_http_exchange_t *exchange, const char *expected);
 /*  Answers EXCHANGE 401 with a WWW-Authenticate: Bearer challenge and a JSON error body. */
 void cg_http_guard_unauthorized (cg_http_exchange_t *exchange);
 
+/*  The operator routes' check (/admin/sessions, /metrics): returns true when EXCHANGE
+    carries "Authorization: Bearer TOKEN" (the admin token, compared in constant time);
+    else answers it 401 saying which token is wanted (503 when TOKEN is NULL: no admin
+    token could be made) and returns false. */
+bool cg_http_guard_admin (cg_http_exchange_t *exchange, const char *token);
+
+/*  Returns the token kept in DIR/NAME: the file's content when it is a regular file of the
+    effective user, mode 0600 or stricter, holding 16 to 256 lowercase hex digits; else a
+    new random one (64 hex digits) written there 0600, replacing what was there. Two
+    processes that make one at once agree on the first written. Caller owns the result;
+    NULL with *err set when DIR cannot be opened or written. */
+char *cg_http_guard_kept_token (const char *dir, const char *name, cg_error_t **err);
+
 #endif

@@ -19,6 +19,9 @@ static const double s_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 1
 //  Responses counted by route and status; past this many pairs they go to route "other".
 #define S_HTTP_PAIRS_MAX 64
 
+static const char *const s_connection_reasons[CG_METRICS_CONNECTION_REASONS] = {
+    "per_address_limit", "owner_reserve", "connection_limit", "evicted", "request_timeout"};
+
 static const char *const s_status_names[CG_METRICS_RUN_STATUSES] = {"success", "error", "timeout",
                                                                     "cancelled", "setup_error"};
 
@@ -32,6 +35,7 @@ static struct {
     uint64_t download_bytes;
     uint64_t sweeps;
     uint64_t swept;
+    uint64_t connections_closed[CG_METRICS_CONNECTION_REASONS];
     struct {
         char route[32];
         unsigned int status;
@@ -89,6 +93,13 @@ cg_metrics_sweep (unsigned removed)
 {
     s_add (&s_counts.sweeps, 1);
     s_add (&s_counts.swept, removed);
+}
+
+void
+cg_metrics_connection_closed (cg_metrics_connection_t reason)
+{
+    if ((unsigned)reason < CG_METRICS_CONNECTION_REASONS)
+        s_add (&s_counts.connections_closed[reason], 1);
 }
 
 //  The listener's observer: one response to ROUTE (NULL: none matched) with STATUS.
@@ -194,6 +205,11 @@ s_counters (FILE *out)
     s_head (out, "cellgate_orphans_removed_total", "counter",
             "Stopped servers whose leftovers the sweeps removed.");
     fprintf (out, "cellgate_orphans_removed_total %" PRIu64 "\n", s_get (&s_counts.swept));
+    s_head (out, "cellgate_http_connections_closed_total", "counter",
+            "HTTP connections refused or closed before their request arrived whole, by reason.");
+    for (int i = 0; i < CG_METRICS_CONNECTION_REASONS; i++)
+        fprintf (out, "cellgate_http_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
+                 s_connection_reasons[i], s_get (&s_counts.connections_closed[i]));
     s_head (out, "cellgate_http_requests_total", "counter",
             "HTTP responses by route and status code.");
     for (size_t i = 0; i <= S_HTTP_PAIRS_MAX && (i < s_counts.http_len || s_counts.http[i].count);
@@ -226,10 +242,8 @@ s_serve (void *arg, cg_http_exchange_t *ex)
         cg_http_respond_error (ex, 403, "forbidden", "Host or Origin is not this server");
         return;
     }
-    if (!cg_http_guard_token (ex, s_route.token)) {
-        cg_http_guard_unauthorized (ex);
+    if (!cg_http_guard_admin (ex, s_route.token))
         return;
-    }
     cg_metrics_gauges_t gauges = {0};
     if (s_route.gauges)
         s_route.gauges (s_route.arg, &gauges);

@@ -51,8 +51,21 @@ void cg_metrics_download (uint64_t bytes);
 /*  Counts one orphan sweep that removed REMOVED servers' leftovers. Any thread. */
 void cg_metrics_sweep (unsigned removed);
 
-/*  Serves GET /metrics on HTTP (requiring "Authorization: Bearer TOKEN" when TOKEN is
-    not NULL; 401 otherwise), with GAUGES (and ARG) read at each scrape, and counts the
+/*  Why the listener refused or closed a connection before its request arrived whole. */
+typedef enum {
+    CG_METRICS_CONNECTION_PER_ADDRESS,     /* refused: its address is at its limit */
+    CG_METRICS_CONNECTION_OWNER_RESERVE,   /* refused: only the owner's reserve is left */
+    CG_METRICS_CONNECTION_LIMIT,           /* refused: every connection is in use */
+    CG_METRICS_CONNECTION_EVICTED,         /* closed to make room for a new connection */
+    CG_METRICS_CONNECTION_REQUEST_TIMEOUT, /* closed: its request did not arrive in time */
+    CG_METRICS_CONNECTION_REASONS,         /* how many there are */
+} cg_metrics_connection_t;
+
+/*  Counts one connection refused or closed for REASON. Any thread. */
+void cg_metrics_connection_closed (cg_metrics_connection_t reason);
+
+/*  Serves GET /metrics on HTTP to requests with "Authorization: Bearer TOKEN", the admin
+    token (401 otherwise; 503 for all when TOKEN is NULL), with GAUGES (and ARG) read at each scrape, and counts the
     listener's responses by route and status. TOKEN and ARG must outlive HTTP. Counters
     are the process's: they start at zero when it starts. */
 void cg_metrics_serve (cg_http_t *http, const char *token, cg_metrics_gauges_fn *gauges, void *arg);

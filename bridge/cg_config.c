@@ -160,6 +160,21 @@ static const cg_config_option_t s_options[] = {
      "bearer token HTTP clients must send (required when --http is not a loopback address); "
      "a comma-separated list gives each client its own (2026-07-28 clients are told apart by "
      "it)"},
+    {"--http-connections-per-address", "CELLGATE_HTTP_CONNECTIONS_PER_ADDRESS", CG_CONFIG_INT,
+     OFF (http_per_address), CG_STR (CG_HTTP_PER_ADDRESS_DEFAULT), 1, 256,
+     "connections the listener takes from one peer address (of its 256)"},
+    {"--http-owner-reserve", "CELLGATE_HTTP_OWNER_RESERVE", CG_CONFIG_INT, OFF (http_owner_reserve),
+     CG_STR (CG_HTTP_OWNER_RESERVE_DEFAULT), 0, 128,
+     "of the listener's 256 connections, how many only 127.0.0.1 and ::1 may use (where the "
+     "server's own user connects from)"},
+    {"--http-request-timeout", "CELLGATE_HTTP_REQUEST_TIMEOUT", CG_CONFIG_INT,
+     OFF (http_request_timeout_s), CG_STR (CG_HTTP_REQUEST_TIMEOUT_S_DEFAULT), 1, 3600,
+     "seconds a connection has to send a whole request (headers and body) from its start or "
+     "its previous request's end, however slowly it trickles; then it is closed"},
+    {"--admin-token", "CELLGATE_ADMIN_TOKEN", CG_CONFIG_STRING, OFF (admin_token), NULL, 0, 0,
+     "the token of /admin/sessions and /metrics on every listener (16+ characters; not the "
+     "--http-token or the gateway's); default: one made at first start, kept 0600 in "
+     "<state dir>/admin-token"},
     {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_STRING, OFF (gateway), "on", 0, 0,
      "serve the Jupyter Kernel Gateway API (/api/kernels, /api/kernelspecs) on the listener, "
      "for jupyter server/notebook --gateway-url"},
@@ -427,6 +442,8 @@ s_check_limits (cg_config_t *self, cg_error_t **err)
                              self->max_timeout_s);
     if (self->gateway_token && strlen (self->gateway_token) < 16)
         return cg_error_set (err, EINVAL, "--gateway-token: use at least 16 characters");
+    if (self->admin_token && (strlen (self->admin_token) < 16 || strchr (self->admin_token, ',')))
+        return cg_error_set (err, EINVAL, "--admin-token: use one token of 16 characters or more");
     for (const char *token = self->http_token; token && *token;) {
         size_t len = strcspn (token, ",");
         if (len < 16)
@@ -575,6 +592,8 @@ cg_config_clear (cg_config_t *self)
     free (self->gateway_token);
     free (self->gateway);
     self->gateway_token = self->gateway = NULL;
+    free (self->admin_token);
+    self->admin_token = NULL;
     free (self->log_dir);
     free (self->execution_log);
     free (self->save_displays);

@@ -52,22 +52,26 @@ typedef struct {
     char *http_token;          /* bearer token the HTTP transport requires, or NULL */
     char *gateway_token;       /* the Jupyter gateway's token, or NULL (one is made: cg_gateway) */
     char *gateway;             /* "on": serve the Jupyter gateway API on the listener; "off" */
-    char *public_url;          /* base of every link handed out ("https://host:port/prefix", no
+    char *admin_token;         /* /admin and /metrics' token, or NULL (one is made: cg_admin) */
+    int http_per_address;      /* the listener's connections from one peer address */
+    int http_owner_reserve;    /* of its connections, kept for 127.0.0.1 and ::1 */
+    int http_request_timeout_s; /* a connection's request must arrive whole within this */
+    char *public_url;           /* base of every link handed out ("https://host:port/prefix", no
                          trailing slash), or NULL: the listener's own address */
-    double cleanup_interval_m; /* minutes between orphan sweeps; 0: at start-up only */
-    char *tool_profile;        /* "default" or "seed001": which tools tools/list shows */
-    char *wheelhouse;          /* install_package's pip source directory, or NULL */
-    char *npm_mirror;          /* install_package's npm tarball directory, or NULL */
-    bool http_listen_set;      /* given by flag or variable (no fallback port then) */
-    int max_sessions;          /* sandboxes at once, one-shot ones included */
-    int idle_ttl_s;            /* a session unused this long is closed */
-    int client_grace_s;        /* an HTTP client gone this long loses its sessions */
-    int oneshot_reserve;       /* one-shot sandboxes allowed past max_sessions */
-    char *pool;                /* warm pool sizes, "python=1,javascript=1,bash=1" or "off" */
-    char *pool_preload;        /* modules pooled Python kernels import, or "none" */
-    int pool_memory_mb;        /* what the pool's waiting sandboxes may use together */
-    int pool_min_available_mb; /* below this MemAvailable the pool empties, stops refilling */
-    char *keep_sessions;       /* "on" or "off": stdio sessions outlive the server (cg_keep) */
+    double cleanup_interval_m;  /* minutes between orphan sweeps; 0: at start-up only */
+    char *tool_profile;         /* "default" or "seed001": which tools tools/list shows */
+    char *wheelhouse;           /* install_package's pip source directory, or NULL */
+    char *npm_mirror;           /* install_package's npm tarball directory, or NULL */
+    bool http_listen_set;       /* given by flag or variable (no fallback port then) */
+    int max_sessions;           /* sandboxes at once, one-shot ones included */
+    int idle_ttl_s;             /* a session unused this long is closed */
+    int client_grace_s;         /* an HTTP client gone this long loses its sessions */
+    int oneshot_reserve;        /* one-shot sandboxes allowed past max_sessions */
+    char *pool;                 /* warm pool sizes, "python=1,javascript=1,bash=1" or "off" */
+    char *pool_preload;         /* modules pooled Python kernels import, or "none" */
+    int pool_memory_mb;         /* what the pool's waiting sandboxes may use together */
+    int pool_min_available_mb;  /* below this MemAvailable the pool empties, stops refilling */
+    char *keep_sessions;        /* "on" or "off": stdio sessions outlive the server (cg_keep) */
     int log_level;
     char *log_format;     /* "console" or "json" */
     char *log_file;       /* the log's file (appended), or NULL: stderr */

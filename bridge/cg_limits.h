@@ -21,6 +21,13 @@
 /*  The longest human-readable name start_session accepts for a session. */
 #define CG_SESSION_NAME_MAX 128
 
+/*  The HTTP listener's connections (cg_http_limits_t, settings --http-*): at most this many
+    from one peer address; this many of all of them kept for the server's owner (127.0.0.1,
+    ::1); and the seconds a connection has to send a whole request. */
+#define CG_HTTP_PER_ADDRESS_DEFAULT 128
+#define CG_HTTP_OWNER_RESERVE_DEFAULT 32
+#define CG_HTTP_REQUEST_TIMEOUT_S_DEFAULT 30
+
 /*  A run's timeout in whole seconds: the tools' `timeout` argument, their `timeout_ms`
     (the same range in milliseconds) and --default-timeout. Plain decimal literals, so
     that CG_STR and CG_MS_STR can spell them in messages. */

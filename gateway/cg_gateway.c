@@ -464,31 +464,19 @@ cg_gateway_runner (cg_gateway_t *self, const char *tag, const char *key, zmsg_t 
 //  --------------------------------------------------------------------------
 //  Life
 
-//  The token: the configured one, else the one kept in <state dir>/gateway-token, else
-//  a new one written there (0600). Returns it (caller frees), or NULL (logged).
+//  The token: the configured one, else the one kept 0600 in <state dir>/gateway-token
+//  (made at first start). Returns it (caller frees), or NULL (logged).
 static char *
 s_token (const cg_config_t *config)
 {
     if (config->gateway_token)
         return cg_xstrdup (config->gateway_token);
-    cleanup_free char *path = cg_strdupf ("%s/gateway-token", config->state_dir);
-    size_t len = 0;
-    char *kept = cg_read_file (path, 256, &len, NULL);
-    struct stat st;
-    if (kept && len >= 16 && strspn (kept, "0123456789abcdef") == len && stat (path, &st) == 0
-        && (st.st_mode & 077) == 0 && st.st_uid == geteuid ())
-        return kept;
-    free (kept);
-    char *token = cg_xcalloc (1, 65);
-    cg_random_hex (token, 32);
     cg_error_t *err = NULL;
-    unlink (path);
-    if (cg_write_file (path, token, strlen (token), 0600, &err) < 0) {
+    char *token = cg_http_guard_kept_token (config->state_dir, "gateway-token", &err);
+    if (!token) {
         cg_log (0, "gateway: cannot keep its token: %s (set --gateway-token, or --gateway off)",
                 cg_error_message (err));
         cg_error_destroy (&err);
-        free (token);
-        return NULL;
     }
     return token;
 }

@@ -1,8 +1,10 @@
 /*  cg_admin — /admin/sessions: list and close any sandbox. */
 #include "cg_admin.h"
+#include "cg_server_int.h"
 #include "../artifacts/cg_http_guard.h"
 #include "../bridge/cg_util.h"
 
+#include <sodium.h>
 #include <string.h>
 
 #define S_PATH "/admin/sessions"
@@ -11,20 +13,14 @@
 static bool
 s_admit (cg_server_t *server, cg_http_exchange_t *ex)
 {
-    const char *token = cg_server_config (server)->http_token;
     //  Untrusted: every header is the client's. A browser's page (a downloaded HTML file
-    //  included) must never reach these routes, whatever its origin.
+    //  included) must never reach these routes, whatever its origin. Loopback is no
+    //  credential (any local user reaches it): the admin token is, on every listener.
     if (!cg_http_guard_origin (cg_server_http (server), ex)
         || cg_http_exchange_header (ex, "Origin") || cg_http_exchange_header (ex, "Sec-Fetch-Site"))
         cg_http_respond_error (ex, 403, "forbidden", "the admin routes take no browser requests");
-    else if (!token && !cg_http_loopback (cg_server_http (server)))
-        cg_http_respond_error (ex, 403, "forbidden",
-                               "the admin routes need --http-token on a listener that is not "
-                               "loopback-only");
-    else if (!cg_http_guard_token (ex, token))
-        cg_http_guard_unauthorized (ex);
     else
-        return true;
+        return cg_http_guard_admin (ex, server->admin_token);
     return false;
 }
 
@@ -98,8 +94,52 @@ s_handle (void *arg, cg_http_exchange_t *ex)
     }
 }
 
+//  The admin token: the configured one, else the one kept 0600 in <state dir>/admin-token
+//  (made at first start). Logs how to use it. Returns it (caller frees), or NULL (logged).
+static char *
+s_token (const cg_config_t *config, cg_http_t *http)
+{
+    const char *base = cg_http_base_url (http);
+    if (config->admin_token) {
+        cg_log (2,
+                "admin: %s/admin/sessions and %s/metrics take \"Authorization: Bearer "
+                "<the --admin-token>\"",
+                base, base);
+        return cg_xstrdup (config->admin_token);
+    }
+    cg_error_t *err = NULL;
+    char *token = cg_http_guard_kept_token (config->state_dir, "admin-token", &err);
+    if (!token) {
+        cg_log (0,
+                "admin: cannot keep a token: %s; /admin/sessions and /metrics answer 503 (set "
+                "--admin-token)",
+                cg_error_message (err));
+        cg_error_destroy (&err);
+        return NULL;
+    }
+    //  As the gateway's line says how to reach it, without the secret: the file is the
+    //  owner's alone (0600), and the log may go where others read.
+    cg_log (2,
+            "admin: curl -H \"Authorization: Bearer $(cat %s/admin-token)\" %s/metrics (and "
+            "/admin/sessions)",
+            config->state_dir, base);
+    return token;
+}
+
 void
 cg_admin_route (cg_server_t *server, cg_http_t *http)
 {
+    cg_admin_token_free (&server->admin_token);
+    server->admin_token = s_token (server->config, http);
     cg_http_route (http, S_PATH, CG_HTTP_PREFIX, 0, s_handle, server);
+}
+
+void
+cg_admin_token_free (char **token_p)
+{
+    if (!token_p || !*token_p)
+        return;
+    sodium_memzero (*token_p, strlen (*token_p));
+    free (*token_p);
+    *token_p = NULL;
 }

@@ -301,8 +301,11 @@ s_http_start (cg_server_t *self)
     }
     cg_http_set_public_url (self->http, config->public_url);
     self->downloads = cg_downloads_new (self->http, cg_registry_download, self->registry);
-    cg_metrics_serve (self->http, config->http_token, cg_registry_metrics_cb, self->registry);
+    cg_http_set_limits (self->http, &(cg_http_limits_t){(unsigned)config->http_per_address,
+                                                        (unsigned)config->http_owner_reserve,
+                                                        (unsigned)config->http_request_timeout_s});
     cg_admin_route (self, self->http);
+    cg_metrics_serve (self->http, self->admin_token, cg_registry_metrics_cb, self->registry);
     if (strcmp (config->gateway, "on") == 0
         && !(self->gateway = cg_gateway_new (config, self->registry, self->http)))
         return -1;
@@ -404,6 +407,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_gateway_destroy (&self.gateway);
     cg_http_destroy (&self.http);
     cg_downloads_destroy (&self.downloads);
+    cg_admin_token_free (&self.admin_token);
     zlistx_destroy (&self.logs);
     return rc;
 }

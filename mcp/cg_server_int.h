@@ -22,6 +22,7 @@ struct cg_server_t {
     zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
     cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
     cg_gateway_t *gateway; /* the Jupyter gateway on the listener, or NULL */
+    char *admin_token;     /* /admin and /metrics' token (cg_admin), or NULL: they answer 503 */
     zhashx_t *tasks;       /* id -> cg_task_t (cg_tasks) */
     int64_t next_ping_us;  /* when cg_server_calls_tick looks at the streams next */
     zlistx_t *listeners;   /* 2026-07-28's subscriptions/listen requests (cg_listen) */

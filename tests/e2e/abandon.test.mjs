@@ -64,9 +64,11 @@ test('one-shot runs are not starved by idle sessions: they have --oneshot-reserv
 
 test('the operator lists and closes any sandbox at /admin/sessions, with the token', async () => {
   const token = 'admin-test-token-0123456789';
-  const server = await startHttpServer({ args: ['--http-token', token] });
+  const adminToken = 'the-operators-own-token-0123456789';
+  const server = await startHttpServer({ args: ['--http-token', token, '--admin-token', adminToken] });
   const auth = { Authorization: `Bearer ${token}` };
-  const admin = (method, path = '', headers = auth) =>
+  const adminAuth = { Authorization: `Bearer ${adminToken}` };
+  const admin = (method, path = '', headers = adminAuth) =>
     fetch(`${server.origin}/admin/sessions${path}`, { method, headers });
   try {
     const a = await server.connect({ headers: auth });
@@ -74,7 +76,7 @@ test('the operator lists and closes any sandbox at /admin/sessions, with the tok
 
     assert.equal((await admin('GET', '', {})).status, 401, 'no token');
     assert.equal((await admin('GET', '', { Authorization: 'Bearer wrong' })).status, 401, 'wrong token');
-    assert.equal((await admin('GET', '', { ...auth, Origin: server.origin })).status, 403, 'a browser page');
+    assert.equal((await admin('GET', '', { ...adminAuth, Origin: server.origin })).status, 403, 'a browser page');
     const listed = await admin('GET');
     assert.equal(listed.status, 200);
     const body = await listed.json();

@@ -18,6 +18,9 @@ import { serverBinary, sleep, startRawServer } from './lib.mjs';
 const TOKEN = 'ops-test-token-0123456789abcdef';
 const PUBLIC = 'http://sandbox.example:8080/prefix';
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
+// The operator routes' own token (/metrics): not the MCP clients'.
+const ADMIN_TOKEN = 'ops-e2e-admin-token-0123456789';
+const ADMIN_AUTH = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 
 // True when a mount point lies at or below DIR (then DIR is left for inspection).
 function hasMounts(dir) {
@@ -79,7 +82,7 @@ async function startListening(listen, args, env = {}) {
 // Starts a server (startListening) with the token and connects an SDK client to it.
 // Returns { server, client, call(name, args), close() }.
 async function startWithClient(listen, args = []) {
-  const server = await startListening(listen, ['--http-token', TOKEN, ...args]);
+  const server = await startListening(listen, ['--http-token', TOKEN, '--admin-token', ADMIN_TOKEN, ...args]);
   const client = new Client({ name: 'ops-e2e', version: '0' }, { capabilities: {} });
   const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}/mcp`), {
     requestInit: { headers: AUTH },
@@ -171,7 +174,7 @@ test('a bad --public-url or CELLGATE_PUBLIC_URL is refused at start-up, saying w
 });
 
 // GET /metrics on PORT with HEADERS; returns { status, type, text }.
-async function scrape(port, headers = AUTH) {
+async function scrape(port, headers = ADMIN_AUTH) {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers });
   return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
 }

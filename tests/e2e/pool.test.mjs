@@ -198,7 +198,8 @@ test('/metrics counts the ready pooled sandboxes; under memory pressure the pool
     await readyCount(server, 'bash', 1);
     const port = server.stderrText().match(/listening on http:\/\/[^:]+:(\d+)/)?.[1];
     assert.ok(port, server.stderrText().slice(-2000));
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const admin = fs.readFileSync(path.join(server.stateDir, 'admin-token'), 'utf8');
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { Authorization: `Bearer ${admin}` } })).text();
     assert.match(text, /^cellgate_pool_sandboxes 2$/m, text);
   } finally {
     await server.close();

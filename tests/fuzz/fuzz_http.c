@@ -7,16 +7,21 @@
     files, a symlink to a secret outside, a FIFO), /mcp exact (a handler that reads the
     method, headers and body and answers now, later, or as an SSE stream; bodies over
     2 KiB get 413), /api/ prefix with a 64-byte body limit and /api/kernels exact inside
-    it (handlers that read the path and a query argument and answer at once).
+    it (handlers that read the path and a query argument and answer at once); /admin/
+    behind the admin token (artifacts/cg_http_guard.c: the Authorization header parsed
+    and compared).
 
     Invariants: every exchange ends within 5 s (no hang on a FIFO, a short body or a
-    suspended answer); nothing outside the workspace is ever served; a handler sees only
+    suspended answer); nothing outside the workspace is ever served; /admin/ answers 200
+    only to a request whose Authorization is "Bearer " and the admin token, exactly, and
+    never shows the token; a handler sees only
     paths its route matches (equal, or starting with a prefix route's path, the exact
     /api/kernels never under /api/), and a body within its route's limit, NUL-terminated. */
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
 #include "../../artifacts/cg_downloads.h"
+#include "../../artifacts/cg_http_guard.h"
 #include "../../artifacts/cg_workspace.h"
 #include "../../bridge/cg_util.h"
 #include "../../mcp/cg_jsonrpc.h"
@@ -28,6 +33,7 @@
 #include <poll.h>
 #include <sodium.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +41,8 @@
 #define SESSION_ID "sess_fuzz"
 #define TOKEN "tok-0123456789abcdef"
 #define SECRET "SECRET-OUTSIDE-THE-WORKSPACE"
+#define ADMIN_TOKEN "0123456789abcdef0123456789abcdef"
+#define ADMIN_OK "admin-route-passed"
 #define BODY_MAX 2048
 #define API_BODY_MAX 64
 #define PENDING_MAX 8
@@ -126,6 +134,21 @@ s_api (void *arg, cg_http_exchange_t *ex)
     cg_http_respond (ex, 200, "text/plain", answer, (size_t)answer_len, NULL);
 }
 
+//  /admin/: the operator routes' check, then a fixed answer. The guard passes only the
+//  exact "Bearer <token>" (any case of the scheme).
+static void
+s_admin (void *arg, cg_http_exchange_t *ex)
+{
+    (void)arg;
+    if (!cg_http_guard_admin (ex, ADMIN_TOKEN))
+        return;
+    const char *given = cg_http_exchange_header (ex, "Authorization");
+    CG_FUZZ_CHECK (given && strncasecmp (given, "Bearer ", 7) == 0
+                       && strcmp (given + 7, ADMIN_TOKEN) == 0,
+                   "the admin route opens only to its token");
+    cg_http_respond (ex, 200, "text/plain", ADMIN_OK, strlen (ADMIN_OK), NULL);
+}
+
 static void
 s_answer_pending (void)
 {
@@ -167,6 +190,7 @@ s_setup (void)
     cg_http_route (s_http, "/mcp", 0, BODY_MAX, s_mcp, NULL);
     cg_http_route (s_http, "/api/", CG_HTTP_PREFIX, API_BODY_MAX, s_api, "prefix");
     cg_http_route (s_http, "/api/kernels", 0, API_BODY_MAX, s_api, "exact");
+    cg_http_route (s_http, "/admin/", CG_HTTP_PREFIX, 0, s_admin, NULL);
 }
 
 //  Connects to the listener from the next of 65,024 loopback addresses (127.1.0.1 on), so
@@ -271,5 +295,11 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     CG_FUZZ_CHECK (memmem (data, size, SECRET, strlen (SECRET))
                        || !memmem (reply, len, SECRET, strlen (SECRET)),
                    "nothing outside the workspace is served");
+    CG_FUZZ_CHECK (memmem (data, size, ADMIN_TOKEN, strlen (ADMIN_TOKEN))
+                       || !memmem (reply, len, ADMIN_OK, strlen (ADMIN_OK)),
+                   "the admin route answers no request without its token");
+    CG_FUZZ_CHECK (!memmem (reply, len, ADMIN_TOKEN, strlen (ADMIN_TOKEN))
+                       || memmem (data, size, ADMIN_TOKEN, strlen (ADMIN_TOKEN)),
+                   "the admin token is never shown");
     return 0;
 }

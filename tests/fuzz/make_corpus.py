@@ -184,6 +184,10 @@ def http_seeds():
         'mcp_sub': 'POST /mcp/x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}',
         'unknown': 'OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n',
         'garbage': 'GE\x00T /\xff HTTP/9.9\r\n\r\n',
+        'admin_token': 'GET /admin/sessions HTTP/1.1\r\nHost: a\r\nAuthorization: bearer 0123456789abcdef0123456789abcdef\r\n\r\n',
+        'admin_wrong': 'GET /admin/x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdeF\r\n\r\n',
+        'admin_list': 'DELETE /admin/s HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer 0123456789abcdef,0123456789abcdef0123456789abcdef\r\n\r\n',
+        'admin_none': 'GET /admin/ HTTP/1.1\r\nHost: a\r\nAuthorization: Basic YTpi\r\n\r\n',
     }
     for name, text in seeds.items():
         write('http', name, text.encode('latin-1'))

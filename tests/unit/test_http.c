@@ -3,13 +3,16 @@
     and symlinks, headers, methods, limits, and the caller-driven poll loop. */
 #define _GNU_SOURCE
 #include "../../artifacts/cg_downloads.h"
+#include "../../artifacts/cg_metrics.h"
 #include "../../artifacts/cg_workspace.h"
 #include "../../bridge/cg_util.h"
 #include "cg_test.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -629,6 +632,113 @@ s_test_url_limit (cg_http_t *http)
         PASS ();
 }
 
+/*  --------------------------------------------------------------------------------------
+    The connection policy */
+
+//  Connects to HTTP from the loopback address FROM and sends TEXT (a request never
+//  finished). Returns the socket.
+static int
+s_slow_open (cg_http_t *http, const char *from, const char *text)
+{
+    struct sockaddr_in local = {.sin_family = AF_INET};
+    struct sockaddr_in remote = {.sin_family = AF_INET,
+                                 .sin_port = htons ((uint16_t)cg_http_port (http))};
+    inet_pton (AF_INET, from, &local.sin_addr);
+    inet_pton (AF_INET, "127.0.0.1", &remote.sin_addr);
+    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind (fd, (struct sockaddr *)&local, sizeof local) < 0
+        || connect (fd, (struct sockaddr *)&remote, sizeof remote) < 0
+        || send (fd, text, strlen (text), MSG_NOSIGNAL) < 0)
+        abort ();
+    return fd;
+}
+
+//  Drives HTTP's loop for ROUNDS turns (each waits at most 50 ms).
+static void
+s_pump (cg_http_t *http, int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        struct pollfd item = {cg_http_fd (http), POLLIN, 0};
+        int timeout = cg_http_timeout_ms (http);
+        poll (&item, 1, timeout < 0 || timeout > 50 ? 50 : timeout);
+        cg_http_process (http);
+    }
+}
+
+//  True when the server has closed FD (EOF or an error on read; a trickle after it fails).
+static bool
+s_gone (int fd)
+{
+    char byte;
+    ssize_t n = recv (fd, &byte, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/*  Two connections from one address at most; others than 127.0.0.1 six at most (256 minus
+    a reserve of 250); a second to send a request. A seventh connection closes the oldest
+    waiting one, 127.0.0.1 is still served, and trickling keeps nothing past the deadline. */
+static void
+s_test_policy (void)
+{
+    const char *name = "policy";
+    cg_error_t *err = NULL;
+    cg_http_t *http = cg_http_new ("127.0.0.1:0", &err);
+    CHECK (http, "127.0.0.1:0: %s", cg_error_message (err));
+    cg_http_route (http, "/api/", CG_HTTP_PREFIX, 16, s_route_echo, "A");
+    cg_http_route (http, "/big", 0, 4096, s_route_echo, "B");
+    cg_http_set_limits (http, &(cg_http_limits_t){2, 250, 1});
+    const char *slow = "GET /api/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+    int a = s_slow_open (http, "127.0.0.2", slow), b = s_slow_open (http, "127.0.0.2", slow);
+    s_pump (http, 4);
+    CHECK (!s_gone (a) && !s_gone (b), "two connections from 127.0.0.2 stay");
+    int c = s_slow_open (http, "127.0.0.2", slow);
+    s_pump (http, 4);
+    CHECK (s_gone (a) && !s_gone (b) && !s_gone (c),
+           "a third from 127.0.0.2 takes the place of the oldest");
+    int others[4];
+    for (int i = 0; i < 4; i++) {
+        char from[16];
+        snprintf (from, sizeof from, "127.0.0.%d", i + 3);
+        others[i] = s_slow_open (http, from, slow);
+        s_pump (http, 2);
+    }
+    CHECK (!s_gone (b), "six from other addresses stay");
+    int d = s_slow_open (http, "127.0.0.7", slow);
+    s_pump (http, 4);
+    CHECK (s_gone (b) && !s_gone (d), "a seventh from another address takes the oldest's place");
+    cleanup_free char *url = cg_strdupf ("http://127.0.0.1:%d/api/owner", cg_http_port (http));
+    s_reply_t reply = s_fetch (http, url, NULL);
+    CHECK (reply.status == 200, "127.0.0.1 is served from the reserve (status %d)", reply.status);
+    s_reply_free (&reply);
+    //  Trickling (headers, or a body after whole headers) does not keep a connection past
+    //  the deadline: every one is closed.
+    int body = s_slow_open (
+        http, "127.0.0.1", "POST /big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4000\r\n\r\n");
+    int held[] = {c, d, others[0], others[1], others[2], others[3], body};
+    size_t open = 7;
+    for (int round = 0; round < 300 && open > 0; round++) {
+        poll (NULL, 0, 20); /* paces the trickle: one byte per connection per turn */
+        open = 0;
+        for (size_t i = 0; i < 7; i++)
+            if (!s_gone (held[i])) {
+                send (held[i], "a", 1, MSG_NOSIGNAL);
+                open++;
+            }
+        s_pump (http, 1);
+    }
+    CHECK (open == 0, "%zu trickling connections are still open past the request deadline", open);
+    cleanup_free char *metrics = cg_metrics_render (&(cg_metrics_gauges_t){0});
+    CHECK (strstr (metrics, "cellgate_http_connections_closed_total{reason=\"evicted\"} 2\n")
+               && strstr (metrics,
+                          "cellgate_http_connections_closed_total{reason=\"request_timeout\"} 7\n"),
+           "counted: %s", strstr (metrics, "cellgate_http_connections_closed_total{"));
+    close (a), close (b), close (c), close (d), close (body);
+    for (int i = 0; i < 4; i++)
+        close (others[i]);
+    cg_http_destroy (&http);
+    PASS ();
+}
+
 int
 main (void)
 {
@@ -688,6 +798,7 @@ main (void)
     s_test_listen_errors ();
     s_test_ipv6 ();
     s_test_wildcard_url ();
+    s_test_policy ();
 
     cg_workspace_destroy (&s_workspace);
     cg_rm_rf (s_dir, NULL);
