@@ -173,8 +173,9 @@ def _cellgate_plain_errors(from_agent):
         # ipykernel hands input() and getpass() to the cell from these attributes: the
         # agent's readers for its requests, the kernel's own methods (nothing of this
         # file in their tracebacks) for a front end's.
+        agent = from_agent()
         for attribute, reader in readers.items():
-            if from_agent():
+            if agent:
                 setattr(kernel, attribute, reader)
             else:
                 vars(kernel).pop(attribute, None)
@@ -241,9 +242,9 @@ def _cellgate_plain_errors(from_agent):
 
 
 def _cellgate_json_values(from_agent):
-    # For an MCP tool's request, a cell's dict or list value also comes as application/json, so
-    # that the result's returnValue is JSON, not Python's repr: only when it is plain JSON
-    # data (str keys, no NaN, no objects) and at most 64 KB of it; else just the repr.
+    # For an MCP tool's request, a cell's dict or list value also comes as application/json,
+    # so that the result's returnValue is JSON, not Python's repr: only when it is plain
+    # JSON data (str keys, no NaN, no objects) and at most 64 KB of it; else just the repr.
     import json
 
     from IPython import get_ipython
