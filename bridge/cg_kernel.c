@@ -735,12 +735,12 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
     char parent_id[33];
     run->started_us = cg_now_us ();
     //  stop_on_error off: no cell is queued behind a call, and with it ipykernel aborted a
-    //  call that came a few ms after an error.
+    //  call that came a few ms after an error. Marked as an MCP tool's (agent behaviour).
     json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", silent,
                                  "store_history", !silent, "user_expressions", "allow_stdin",
                                  !silent && (stdin_text || run->ask), "stop_on_error", 0);
-    if (cg_wire_send (self->wire, self->sockets[CH_SHELL], "execute_request", content, NULL,
-                      parent_id)
+    if (cg_wire_send_with_metadata (self->wire, self->sockets[CH_SHELL], "execute_request", content,
+                                    NULL, CG_WIRE_AGENT_METADATA, parent_id)
         < 0) {
         run->ended_us = cg_now_us ();
         return CG_EXEC_FAILED;

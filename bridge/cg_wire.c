@@ -317,6 +317,13 @@ int
 cg_wire_send (cg_wire_t *self, zsock_t *sock, const char *msg_type, json_t *content,
               const json_t *parent, char *msg_id_out)
 {
+    return cg_wire_send_with_metadata (self, sock, msg_type, content, parent, NULL, msg_id_out);
+}
+
+int
+cg_wire_send_with_metadata (cg_wire_t *self, zsock_t *sock, const char *msg_type, json_t *content,
+                            const json_t *parent, const char *metadata, char *msg_id_out)
+{
     char msg_id[33];
     cg_random_hex (msg_id, 16);
     char date[40];
@@ -335,11 +342,11 @@ cg_wire_send (cg_wire_t *self, zsock_t *sock, const char *msg_type, json_t *cont
     cleanup_free char *parent_text = parent ? s_dump (parent) : cg_xstrdup ("{}");
     cleanup_free char *content_text = content ? s_dump (content) : cg_xstrdup ("{}");
     json_decref (content);
-    const char *metadata_text = "{}";
+    const char *metadata_text = metadata ? metadata : "{}";
 
     cg_frame_t parts[4] = {{header_text, strlen (header_text)},
                            {parent_text, strlen (parent_text)},
-                           {metadata_text, 2},
+                           {metadata_text, strlen (metadata_text)},
                            {content_text, strlen (content_text)}};
     if (cg_wire_send_raw (self, sock, parts, NULL, 0) < 0)
         return -1;

@@ -70,6 +70,20 @@ cg_msg_t *cg_wire_recv (cg_wire_t *self, zsock_t *sock);
 int cg_wire_send (cg_wire_t *self, zsock_t *sock, const char *msg_type, json_t *content,
                   const json_t *parent, char *msg_id_out);
 
+/*  The metadata key (its value true) that marks the execute requests the bridge sends for
+    MCP tool calls. The kernels give agent behaviour (kernels/python/cellgate_startup.py:
+    short tracebacks, the stdin wording, JSON values...) only to requests that carry it, so
+    a Jupyter front end sees the stock kernel; the gateway removes it from what a front
+    end sends (cg_jmsg). */
+#define CG_WIRE_AGENT_MARK "cellgate_agent"
+#define CG_WIRE_AGENT_METADATA "{\"" CG_WIRE_AGENT_MARK "\":true}"
+
+/*  As cg_wire_send, with METADATA (a JSON object's text, sent as given; NULL sends {}) as
+    the message's metadata. */
+int cg_wire_send_with_metadata (cg_wire_t *self, zsock_t *sock, const char *msg_type,
+                                json_t *content, const json_t *parent, const char *metadata,
+                                char *msg_id_out);
+
 /*  A verified message with its parts as they came, to relay them unchanged (the Jupyter
     gateway). Its frames own the bytes PARTS and BUFFERS point to. */
 typedef struct {

@@ -52,6 +52,18 @@ s_header (cg_jmsg_t *msg, const json_t *header, const char **why)
     return 0;
 }
 
+//  Whether PART (the metadata of a message a front end sent) carries the mark of the
+//  bridge's own requests, which gives agent behaviour (CG_WIRE_AGENT_MARK); removes it.
+//  Behaviour follows the door a request came through: a front end attached through the
+//  gateway gets the stock kernel, even if it sends the mark (a notebook copied from a
+//  wire capture, or on purpose: nothing to gain, as it may run any code in the kernel).
+static bool
+s_unmark (json_t *part)
+{
+    return json_object_get (part, CG_WIRE_AGENT_MARK)
+           && json_object_del (part, CG_WIRE_AGENT_MARK) == 0;
+}
+
 //  Fills MSG's parts from the JSON object ROOT (a legacy message). Returns 0, or -1.
 static int
 s_from_object (cg_jmsg_t *msg, json_t *root, const char **why)
@@ -65,8 +77,11 @@ s_from_object (cg_jmsg_t *msg, json_t *root, const char **why)
         bool optional = i == 1 || i == 2;
         if (!part && optional)
             part = json_object ();
-        else if (json_is_object (part))
+        else if (json_is_object (part)) {
             json_incref (part);
+            if (i == 2)
+                s_unmark (part);
+        }
         else {
             *why = "header, parent_header, metadata and content must be objects";
             return -1;
@@ -191,15 +206,24 @@ s_decode_v1 (cg_jmsg_t *msg, const uint8_t *data, size_t len, const char **why)
         bool ok = json_is_object (part);
         if (ok && i == 0)
             header = json_incref (part);
-        json_decref (part);
         if (!ok) {
+            json_decref (part);
             json_decref (header);
             *why = "header, parent_header, metadata and content must be JSON objects";
             return -1;
         }
-        msg->parts[i] = cg_xcalloc (1, size + 1);
-        memcpy (msg->parts[i], data + start, size);
-        msg->part_len[i] = size;
+        if (i == 2 && s_unmark (part)) {
+            msg->parts[i] = json_dumps (part, JSON_COMPACT);
+            if (!msg->parts[i])
+                abort (); /* out of memory */
+            msg->part_len[i] = strlen (msg->parts[i]);
+        }
+        else {
+            msg->parts[i] = cg_xcalloc (1, size + 1);
+            memcpy (msg->parts[i], data + start, size);
+            msg->part_len[i] = size;
+        }
+        json_decref (part);
     }
     int rc = s_header (msg, header, why);
     json_decref (header);

@@ -32,7 +32,8 @@ typedef struct {
 
 /*  Parses one WebSocket message (BINARY or text, LEN bytes at DATA) of PROTOCOL. Returns
     0 with *MSG filled (free it with cg_jmsg_clear), or -1 with *WHY saying what is wrong
-    (a static string). */
+    (a static string). The mark of the bridge's own requests (CG_WIRE_AGENT_MARK) is
+    removed from the metadata: a front end gets the stock kernel. */
 int cg_jmsg_decode (cg_jmsg_protocol_t protocol, bool binary, const uint8_t *data, size_t len,
                     cg_jmsg_t *msg, const char **why);
 void cg_jmsg_clear (cg_jmsg_t *msg);

@@ -12,8 +12,8 @@
  *     execute_reply with ename, evalue and traceback (tslab only prints it to
  *     stderr and replies {status: "error"});
  *   - the value of a cell's last expression is an execute_result with
- *     text/plain, and application/json when it is plain data (tslab
- *     console.logs it to stdout);
+ *     text/plain, and application/json when it is plain data and the
+ *     request an MCP tool's (tslab console.logs it to stdout);
  *   - kernel_info_reply has status "ok" and the Node.js version;
  *   - an aborted request's reply has status "aborted" (tslab: "abort"), and a
  *     failed cell aborts the requests already queued behind it but not those
@@ -23,6 +23,12 @@
  *     comm_info_request with a message typed complete_reply);
  *   - the process exits after shutdown_request (tslab's keeps running);
  *   - an empty key in the connection file means unsigned messages.
+ *
+ * Agent behaviour applies only to the execute requests cellgate's server sends
+ * for MCP tool calls (their metadata carries "cellgate_agent": true; the gateway
+ * removes it from what a Jupyter front end sends): the value's application/json
+ * and the call's stdin (CELLGATE_STDIN_FILE). A front end's cell gets text/plain
+ * alone and an empty stdin, never what an agent's call left in the file.
  *
  * In JavaScript mode (the default here; --ts for TypeScript) only syntax
  * errors stop a cell before it runs: tslab type-checks JavaScript too
@@ -123,9 +129,9 @@ const tslabVersion = require(path.join(dist, "..", "package.json")).version;
 let current = null;
 
 // A result that is plain data (numbers, strings, booleans, null, arrays and plain
-// objects of those) is also given as application/json, so clients get the value
-// itself; anything else (functions, class instances, cycles, NaN...) or more than
-// 1 MiB of JSON is left as text only.
+// objects of those) is also given as application/json to an MCP tool's request, so
+// agents get the value itself; anything else (functions, class instances, cycles,
+// NaN...) or more than 1 MiB of JSON is left as text only.
 const JSON_RESULT_MAX = 1024 * 1024;
 function plainJson(value) {
   const plain = (v, depth) => {
@@ -146,6 +152,12 @@ function plainJson(value) {
     return undefined;
   }
 }
+
+// Set (true) on an execute request's content when the request came from an MCP
+// tool; a Symbol, so nothing a message carries can set it.
+const FROM_AGENT = Symbol("cellgate agent");
+const fromAgent = (msg) =>
+  !!msg.metadata && typeof msg.metadata === "object" && msg.metadata.cellgate_agent === true;
 
 function newOutcome() {
   return { hasResult: false, result: undefined, error: null, diagnostics: [] };
@@ -260,10 +272,10 @@ const realReadFileSync = fs.readFileSync;
 let cellStdin = Buffer.alloc(0);
 let cellStdinStream = null;
 
-function loadCellStdin() {
+function loadCellStdin(agent) {
   cellStdin = Buffer.alloc(0);
   cellStdinStream = null;
-  if (!stdinFile) return;
+  if (!stdinFile || !agent) return;
   try {
     cellStdin = realReadFileSync(stdinFile);
   } catch (e) {
@@ -315,7 +327,7 @@ class Handler extends jupyter.JupyterHandlerImpl {
 
   async handleExecuteImpl(req, writeStream, writeDisplayData) {
     current = req.cellgate = newOutcome();
-    loadCellStdin();
+    loadCellStdin(req[FROM_AGENT] === true);
     try {
       return await super.handleExecuteImpl(req, writeStream, writeDisplayData);
     } finally {
@@ -524,6 +536,7 @@ class Server extends jupyter.ZmqServer {
 
   async handleExecute(sock, msg) {
     const req = msg.content;
+    req[FROM_AGENT] = fromAgent(msg);
     const writeStream = (name, text) =>
       this.publish(msg, "stream", { name, text });
     const writeDisplayData = (data, update) =>
@@ -540,7 +553,7 @@ class Server extends jupyter.ZmqServer {
       }
       if (out.hasResult && !req.silent) {
         const data = { "text/plain": util.inspect(out.result) };
-        const json = plainJson(out.result);
+        const json = req[FROM_AGENT] ? plainJson(out.result) : undefined;
         if (json !== undefined) data["application/json"] = json;
         this.publish(msg, "execute_result", {
           execution_count: content.execution_count,

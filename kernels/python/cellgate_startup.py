@@ -11,7 +11,12 @@
 #   its large parts saved as files in /mnt/data/outputs/ and replaced by a short note naming
 #   them; the server lists the files among the run's artifacts with download links.
 #
-# And errors read as they would in a script, without the kernel's machinery:
+# Those two apply to every request: the limit holds for a Jupyter front end's too.
+#
+# The rest is agent behaviour, for the requests the server sends for MCP tool calls only
+# (their metadata carries "cellgate_agent": true; the gateway removes it from what a front
+# end sends), so a notebook attached through the gateway sees the stock kernel. For the
+# agent, errors read as they would in a script, without the kernel's machinery:
 #
 # - input() in a call without stdin (the server then says allow_stdin false) raises
 #   StdinNotImplementedError "input() needs stdin: pass `stdin` with the call", and input()
@@ -23,7 +28,22 @@
 #   named "Cell In [n]" (in warnings, SyntaxErrors and traceback.print_exc() too) instead of
 #   ipykernel's /tmp/ipykernel_<pid>/<hash>.py.
 #
-# It also gives a cell's dict or list value as JSON (application/json) beside its repr.
+# and a cell's dict or list value also comes as JSON (application/json) beside its repr.
+
+
+def _cellgate_agent_check():
+    # A function telling whether the request being run came from an MCP tool: the parent
+    # of the current cell (ipykernel 6: kernel.get_parent()) carries the server's mark.
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+
+    def from_agent():
+        parent = kernel.get_parent("shell") if kernel is not None else None
+        metadata = parent.get("metadata") if isinstance(parent, dict) else None
+        return isinstance(metadata, dict) and metadata.get("cellgate_agent") is True
+
+    return from_agent
 
 
 def _cellgate_bound_messages():
@@ -114,7 +134,7 @@ def _cellgate_bound_messages():
     session.send = bounded_send
 
 
-def _cellgate_plain_errors():
+def _cellgate_plain_errors(from_agent):
     import os
     import re
     import sys
@@ -145,8 +165,23 @@ def _cellgate_plain_errors():
                 raise EOFError("EOF when reading a line") from None
         return cell_input
 
-    kernel.raw_input = stdin_reader("input", type(kernel).raw_input)
-    kernel.getpass = stdin_reader("getpass", type(kernel).getpass)
+    readers = {"raw_input": stdin_reader("input", type(kernel).raw_input),
+               "getpass": stdin_reader("getpass", type(kernel).getpass)}
+    execute_request = kernel.shell_handlers["execute_request"]
+
+    def agent_execute_request(stream, ident, parent):
+        # ipykernel hands input() and getpass() to the cell from these attributes: the
+        # agent's readers for its requests, the kernel's own methods (nothing of this
+        # file in their tracebacks) for a front end's.
+        agent = from_agent()
+        for attribute, reader in readers.items():
+            if agent:
+                setattr(kernel, attribute, reader)
+            else:
+                vars(kernel).pop(attribute, None)
+        return execute_request(stream, ident, parent)
+
+    kernel.shell_handlers["execute_request"] = agent_execute_request
 
     def internal_frame(text):
         found = frame_file.match(ansi.sub("", text).lstrip())
@@ -169,6 +204,8 @@ def _cellgate_plain_errors():
     show = shell._showtraceback
 
     def plain_showtraceback(etype, evalue, stb):
+        if not from_agent():
+            return show(etype, evalue, stb)
         if issubclass(etype, SystemExit):
             code = evalue.code
             if code is None or isinstance(code, int):
@@ -188,7 +225,7 @@ def _cellgate_plain_errors():
     warn = interactiveshell.warn
 
     def quiet_warn(message, category=None, stacklevel=1, source=None):
-        if str(message).startswith("To exit: use"):
+        if str(message).startswith("To exit: use") and from_agent():
             return
         warn(message, category, stacklevel + 1, source)
 
@@ -197,31 +234,37 @@ def _cellgate_plain_errors():
     code_name = shell.compile.get_code_name
 
     def cell_name(raw_code, transformed_code, number):
-        return f"Cell In [{number}]" if number else code_name(raw_code, transformed_code, number)
+        if number and from_agent():
+            return f"Cell In [{number}]"
+        return code_name(raw_code, transformed_code, number)
 
     shell.compile.get_code_name = cell_name
 
 
-def _cellgate_json_values():
-    # A cell's dict or list value also comes as application/json (as JavaScript's do), so
-    # that the result's returnValue is JSON, not Python's repr: only when it is plain JSON
-    # data (str keys, no NaN, no objects) and at most 64 KB of it; else just the repr.
+def _cellgate_json_values(from_agent):
+    # For an MCP tool's request, a cell's dict or list value also comes as application/json,
+    # so that the result's returnValue is JSON, not Python's repr: only when it is plain
+    # JSON data (str keys, no NaN, no objects) and at most 64 KB of it; else just the repr.
     import json
 
     from IPython import get_ipython
+    from IPython.utils.dir2 import get_real_method
 
     shell = get_ipython()
     if shell is None:
         return
+    formatter = shell.display_formatter.formatters["application/json"]
 
     def as_json(value):
+        if not from_agent():  # as stock IPython: the value's own _repr_json_, if any
+            own = get_real_method(value, formatter.print_method)
+            return own() if own is not None else None
         try:
             text = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError, RecursionError):
             return None
         return json.loads(text) if len(text) <= 65536 else None
 
-    formatter = shell.display_formatter.formatters["application/json"]
     for kind in (dict, list):
         formatter.for_type(kind, as_json)
 
@@ -239,7 +282,8 @@ def _cellgate_working_dir():
 
 
 _cellgate_bound_messages()
-_cellgate_plain_errors()
-_cellgate_json_values()
+_cellgate_plain_errors(_cellgate_agent_check())
+_cellgate_json_values(_cellgate_agent_check())
 _cellgate_working_dir()
-del _cellgate_bound_messages, _cellgate_plain_errors, _cellgate_json_values, _cellgate_working_dir
+del _cellgate_bound_messages, _cellgate_agent_check, _cellgate_plain_errors, _cellgate_json_values
+del _cellgate_working_dir

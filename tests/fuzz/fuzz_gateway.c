@@ -8,7 +8,8 @@
     Invariants: a message that decodes has channel shell, control or stdin, a msg_type,
     four parts that are JSON objects, and buffers inside the input; encoded back for a
     front end (as a kernel's message of that channel) and decoded again it keeps its
-    channel, msg_id, msg_type and buffers. A kept env is an object of strings whose names
+    channel, msg_id, msg_type and buffers. No decoded metadata carries the mark of the
+    bridge's own requests (CG_WIRE_AGENT_MARK). A kept env is an object of strings whose names
     are KERNEL_* (or LANG, LC_ALL, TZ). */
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
@@ -50,6 +51,8 @@ s_check_parts (const cg_jmsg_t *msg, const uint8_t *data, size_t size)
     for (int i = 0; i < 4; i++) {
         json_t *part = json_loadb (msg->parts[i], msg->part_len[i], 0, NULL);
         CG_FUZZ_CHECK (json_is_object (part), "parts are objects");
+        CG_FUZZ_CHECK (i != 2 || !json_object_get (part, CG_WIRE_AGENT_MARK),
+                       "the agent's mark never reaches a kernel from a front end");
         json_decref (part);
     }
     for (size_t i = 0; data && i < msg->buffer_count; i++)

@@ -1,6 +1,7 @@
 /*  Unit tests for the Jupyter gateway's pure parts: the WebSocket handshake key
     (cg_ws_accept_key), the front end's message framings (cg_jmsg) and what of a start
     request's env reaches a kernel (cg_gateway_kernel_env). */
+#define _GNU_SOURCE /* memmem */
 #include "../../gateway/cg_gateway_int.h"
 #include "../../gateway/cg_jmsg.h"
 #include "../../gateway/cg_ws.h"
@@ -158,6 +159,42 @@ test_binary (void)
     s_passes++;
 }
 
+//  A front end's message never carries the mark of the bridge's own requests to the
+//  kernel (agent behaviour): removed in every framing, the rest of the metadata kept.
+static void
+test_agent_mark_removed (void)
+{
+    const char *name = "agent_mark_removed";
+    cg_msg_t parsed = {.msg_id = "f1", .msg_type = "execute_request"};
+    const char *parts[4] = {"{\"msg_id\":\"f1\",\"msg_type\":\"execute_request\"}", "{}",
+                            "{\"cellId\":\"c7\",\"" CG_WIRE_AGENT_MARK "\":true}",
+                            "{\"code\":\"1\"}"};
+    cg_frame_t buffers[1] = {{"b", 1}};
+    for (int form = 0; form < 3; form++) {
+        cg_wire_raw_t raw = s_raw (&parsed, parts, buffers, form == 0 ? 0 : 1);
+        cg_jmsg_protocol_t protocol = form == 2 ? CG_JMSG_V1 : CG_JMSG_LEGACY;
+        size_t len = 0;
+        bool binary = false;
+        char *out = cg_jmsg_encode (protocol, "shell", &raw, &len, &binary);
+        CHECK (memmem (out, len, CG_WIRE_AGENT_MARK, strlen (CG_WIRE_AGENT_MARK)),
+               "the front end's message carries the mark (%d)", form);
+        cg_jmsg_t msg;
+        const char *why = NULL;
+        CHECK (cg_jmsg_decode (protocol, binary, (const uint8_t *)out, len, &msg, &why) == 0,
+               "decodes (%d): %s", form, why);
+        json_t *metadata = json_loadb (msg.parts[2], msg.part_len[2], 0, NULL);
+        CHECK (metadata && !json_object_get (metadata, CG_WIRE_AGENT_MARK)
+                   && json_object_size (metadata) == 1
+                   && strcmp (json_string_value (json_object_get (metadata, "cellId")), "c7") == 0,
+               "the mark removed, cellId kept (%d): %.*s", form, (int)msg.part_len[2],
+               msg.parts[2]);
+        json_decref (metadata);
+        cg_jmsg_clear (&msg);
+        free (out);
+    }
+    s_passes++;
+}
+
 static void
 test_env (void)
 {
@@ -188,6 +225,7 @@ main (void)
     test_legacy_json ();
     test_refusals ();
     test_binary ();
+    test_agent_mark_removed ();
     test_env ();
     printf ("test_gateway: %d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;

@@ -133,6 +133,15 @@ s_round_trip (void)
     CHECK (msg && strcmp (msg->msg_id, msg_id) == 0, "own message did not verify");
     CHECK (strcmp (json_string_value (json_object_get (msg->content, "code")), "x=1 ✓") == 0,
            "content changed");
+    CHECK (json_object_size (msg->metadata) == 0, "metadata {} by default");
+    cg_msg_destroy (&msg);
+    //  The agent's mark, as the bridge sends it with an MCP tool's execute_request.
+    rc = cg_wire_send_with_metadata (wire, push, "execute_request", NULL, NULL,
+                                     CG_WIRE_AGENT_METADATA, NULL);
+    msg = rc == 0 ? cg_wire_recv (wire, pull) : NULL;
+    CHECK (msg && json_is_true (json_object_get (msg->metadata, CG_WIRE_AGENT_MARK))
+               && json_object_size (msg->metadata) == 1,
+           "the agent's mark in the metadata, signed");
     cg_msg_destroy (&msg);
 
     cg_wire_t *small = cg_wire_new ("secret", 6, 64);
