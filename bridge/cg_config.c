@@ -41,7 +41,7 @@ static const cg_config_option_t s_options[] = {
     {"--docker-host", "CELLGATE_DOCKER_HOST", CG_CONFIG_STRING, OFF (docker_host), NULL, 0, 0,
      "the docker backend's engine: unix:///path (default $DOCKER_HOST, else "
      "unix:///var/run/docker.sock) or tcp://host:port"},
-    {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_STRING, OFF (docker_tcp), "off", 0, 0,
+    {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_SWITCH, OFF (docker_tcp), "off", 0, 0,
      "on: allow a tcp:// docker host (plain HTTP, no TLS: whoever reaches it is root there)"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
      "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), a name found on PATH (runc, "
@@ -135,7 +135,7 @@ static const cg_config_option_t s_options[] = {
     {"--pool-min-available-mb", "CELLGATE_POOL_MIN_AVAILABLE_MB", CG_CONFIG_INT,
      OFF (pool_min_available_mb), "512", 0, 1 << 20,
      "when the host's MemAvailable falls below this many MB the pool is emptied and not refilled"},
-    {"--keep-sessions", "CELLGATE_KEEP_SESSIONS", CG_CONFIG_STRING, OFF (keep_sessions), "off", 0,
+    {"--keep-sessions", "CELLGATE_KEEP_SESSIONS", CG_CONFIG_SWITCH, OFF (keep_sessions), "off", 0,
      0,
      "on: a server that stops (stdin closed, SIGTERM, a crash) leaves its stdio sessions' "
      "sandboxes running and the next one on the same state dir re-adopts them; off: they go "
@@ -147,7 +147,7 @@ static const cg_config_option_t s_options[] = {
      "bearer token HTTP clients must send (required when --http is not a loopback address); "
      "a comma-separated list gives each client its own (2026-07-28 clients are told apart by "
      "it)"},
-    {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_STRING, OFF (gateway), "on", 0, 0,
+    {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_SWITCH, OFF (gateway), "on", 0, 0,
      "serve the Jupyter Kernel Gateway API (/api/kernels, /api/kernelspecs) on the listener, "
      "for jupyter server/notebook --gateway-url"},
     {"--gateway-token", "CELLGATE_GATEWAY_TOKEN", CG_CONFIG_STRING, OFF (gateway_token), NULL, 0, 0,
@@ -201,11 +201,35 @@ cg_config_options (size_t *count)
     return s_options;
 }
 
+//  The words an on/off setting takes, in any case: the even ones mean on.
+static const char *const s_switch_words[] = {"on", "off", "true", "false", "yes",
+                                             "no", "1",   "0",    NULL};
+
+//  Returns "on" or "off" for VALUE, one of s_switch_words in any case, or NULL.
+static const char *
+s_switch (const char *value)
+{
+    for (int i = 0; s_switch_words[i]; i++)
+        if (strcasecmp (value, s_switch_words[i]) == 0)
+            return i % 2 == 0 ? "on" : "off";
+    return NULL;
+}
+
 static int
 s_set (cg_config_t *self, const cg_config_option_t *option, const char *value, const char *source,
        cg_error_t **err)
 {
     char *field = (char *)self + option->offset;
+    if (option->kind == CG_CONFIG_SWITCH) {
+        const char *state = s_switch (value);
+        if (!state)
+            return cg_error_set (err, EINVAL,
+                                 "%s: '%s' is not on or off (also true/false, yes/no, 1/0)", source,
+                                 value);
+        free (*(char **)field);
+        *(char **)field = cg_xstrdup (state);
+        return 0;
+    }
     if (option->kind == CG_CONFIG_STRING) {
         if (!*value)
             return cg_error_set (err, EINVAL, "%s: empty value", source);
@@ -457,6 +481,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
             return cg_error_set (err, EINVAL, "unknown option '%s' (see --help)", name);
         if (equals)
             value = equals + 1;
+        else if (option->kind == CG_CONFIG_SWITCH)
+            //  A switch alone means on; "--keep-sessions off" still reads the next word.
+            value = arg + 1 < argc && s_switch (argv[arg + 1]) ? argv[++arg] : "on";
         else if (arg + 1 < argc)
             value = argv[++arg];
         else
@@ -523,13 +550,6 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         && strcmp (self->backend, "rootless") && strcmp (self->backend, "docker"))
         return cg_error_set (err, EINVAL, "--backend: '%s' is not oci, rootless, docker or auto",
                              self->backend);
-    if (strcmp (self->docker_tcp, "on") && strcmp (self->docker_tcp, "off"))
-        return cg_error_set (err, EINVAL, "--docker-tcp: '%s' is not on or off", self->docker_tcp);
-    if (strcmp (self->gateway, "on") && strcmp (self->gateway, "off"))
-        return cg_error_set (err, EINVAL, "--gateway: '%s' is not on or off", self->gateway);
-    if (strcmp (self->keep_sessions, "on") && strcmp (self->keep_sessions, "off"))
-        return cg_error_set (err, EINVAL, "--keep-sessions: '%s' is not on or off",
-                             self->keep_sessions);
     if (s_package_source (&self->wheelhouse, "--wheelhouse", err) < 0
         || s_package_source (&self->npm_mirror, "--npm-mirror", err) < 0
         || s_public_url (&self->public_url, err) < 0)
@@ -589,7 +609,8 @@ cg_config_clear (cg_config_t *self)
 void
 cg_config_print_usage (FILE *out)
 {
-    fprintf (out, "options (each also read from its environment variable):\n");
+    fprintf (out, "options (each also read from its environment variable; an on/off option "
+                  "alone means on,\n and takes on/off, true/false, yes/no or 1/0):\n");
     for (size_t i = 0; i < S_OPTION_COUNT; i++)
         fprintf (out, "  %-26s %-34s %s (%s%s)\n", s_options[i].flag, s_options[i].env,
                  s_options[i].help, s_options[i].fallback ? "default " : "unset by default",

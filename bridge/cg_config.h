@@ -85,6 +85,8 @@ typedef enum {
     CG_CONFIG_BYTES,     /* size_t, a whole number of bytes from min to max */
     CG_CONFIG_MB,        /* size_t in bytes, given as whole MB from min to max */
     CG_CONFIG_LOG_LEVEL, /* int, from the names error, warn, info, debug */
+    CG_CONFIG_SWITCH,    /* char *, owned, "on" or "off": given as on/off, true/false, yes/no
+                            or 1/0 in any case; the flag alone (--keep-sessions) means on */
 } cg_config_kind_t;
 
 /*  One option: the one place its flag, variable, default and bounds are written. */
