@@ -31,6 +31,18 @@ static const cg_config_option_t s_options[] = {
      0, "where sandboxes, workspaces and runtime state live"},
     {"--scripts-dir", "CELLGATE_SCRIPTS_DIR", CG_CONFIG_STRING, OFF (scripts_dir), NULL, 0, 0,
      "the saved-script library (save_script, run_script; default <state-dir>/scripts)"},
+    {"--script-versions", "CELLGATE_SCRIPT_VERSIONS", CG_CONFIG_INT, OFF (script_versions), "50", 0,
+     100000, "earlier versions save_script keeps per script; past it the oldest are removed"},
+    {"--max-scripts", "CELLGATE_MAX_SCRIPTS", CG_CONFIG_INT, OFF (max_scripts), "1000", 1, 1000000,
+     "scripts the library holds; a save under a new name past it is refused"},
+    {"--max-scripts-mb", "CELLGATE_MAX_SCRIPTS_MB", CG_CONFIG_MB, OFF (max_scripts_bytes), "128", 1,
+     1 << 20,
+     "size of the script library in MB (scripts, versions, metadata); a save past it is "
+     "refused"},
+    {"--notebook-max-mb", "CELLGATE_NOTEBOOK_MAX_MB", CG_CONFIG_MB, OFF (notebook_max_bytes), "64",
+     1, 4096,
+     "a session's notebook record (export_notebook) in MB: near it a run's cell keeps its code "
+     "without outputs, at it later runs are left out (the notebook says so)"},
     {"--backend", "CELLGATE_BACKEND", CG_CONFIG_STRING, OFF (backend), "auto", 0, 0,
      "sandbox backend: oci (runc or crun, as root), rootless (runc in a user namespace, for a "
      "normal user), docker (the Docker Engine API, Podman's too, running --image) or auto "

@@ -9,15 +9,19 @@
 #include <stdio.h>
 
 typedef struct {
-    char *state_dir;   /* containers' bundles, workspaces, runtime dirs */
-    char *scripts_dir; /* the saved-script library; NULL: <state_dir>/scripts */
-    char *runtime;     /* "auto", a name looked up on PATH, or a path */
-    char *backend;     /* "auto", "oci" or "docker" */
-    char *image;       /* the docker backend's sandbox image, or NULL */
-    char *docker_host; /* unix:///path or tcp://host:port, or NULL */
-    char *docker_tcp;  /* "on": a tcp:// docker host is allowed */
-    char *kernels_dir; /* kernel specs: <dir>/<language>/kernel.json */
-    int memory_mb;     /* per sandbox, swap included */
+    char *state_dir;           /* containers' bundles, workspaces, runtime dirs */
+    char *scripts_dir;         /* the saved-script library; NULL: <state_dir>/scripts */
+    int script_versions;       /* earlier versions kept per script; older ones are removed */
+    int max_scripts;           /* scripts in the library */
+    size_t max_scripts_bytes;  /* bytes of the whole library */
+    size_t notebook_max_bytes; /* a session's notebook record (notebook.jsonl) */
+    char *runtime;             /* "auto", a name looked up on PATH, or a path */
+    char *backend;             /* "auto", "oci" or "docker" */
+    char *image;               /* the docker backend's sandbox image, or NULL */
+    char *docker_host;         /* unix:///path or tcp://host:port, or NULL */
+    char *docker_tcp;          /* "on": a tcp:// docker host is allowed */
+    char *kernels_dir;         /* kernel specs: <dir>/<language>/kernel.json */
+    int memory_mb;             /* per sandbox, swap included */
     double cpus;
     int pids;
     int tmp_mb;           /* size of the sandbox's /tmp tmpfs */

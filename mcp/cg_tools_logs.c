@@ -124,6 +124,15 @@ cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outc
                          outcome->message ? json_string (outcome->message) : json_null ());
     if (call->run_id)
         json_object_set_new (entry, "run_id", json_string (call->run_id));
+    json_t *script = json_object_get (call->request, "script");
+    if (script) {
+        //  run_script: which script, its version and args (text, as its code: not in
+        //  --execution-log metadata).
+        json_t *copy = json_deep_copy (script);
+        if (strcmp (cg_server_config (server)->execution_log, "full") != 0)
+            json_object_del (copy, "args");
+        json_object_set_new (entry, "script", copy);
+    }
     //  Seed 002's context and packages: the agent is the MCP client; there is no trace id
     //  or chat id in MCP, and no Guardian scan (the sandbox is the control).
     json_t *packages = json_array ();
