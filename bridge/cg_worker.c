@@ -9,8 +9,8 @@ struct cg_worker_t {
     zactor_t *actor;
     char *name;
     size_t queue_max;
-    size_t pending;         /* queued, not collected: the owner's thread alone */
-    atomic_bool stopping;   /* set by cg_worker_destroy: waiting works are not run */
+    size_t pending;       /* queued, not collected: the owner's thread alone */
+    atomic_bool stopping; /* set by cg_worker_destroy: waiting works are not run */
 };
 
 //  The actor: "WORK" <work> runs it and answers "DONE" <work> ("SKIP" when stopping);

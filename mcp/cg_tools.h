@@ -185,10 +185,10 @@ void cg_tools_log_session (void *arg, const cg_registry_session_t *session, cons
 void cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outcome);
 
 /*  Keeps CALL's run, OUTCOME (borrowed), as a cell of SESSION's notebook (cg_notebook;
-    export_notebook makes the notebook): nothing for a one-shot run or a run that never
-    started. A failure is logged. */
+    export_notebook makes the notebook) of at most MAX bytes (--notebook-max-mb): nothing
+    for a one-shot run or a run that never started. A failure is logged. */
 void cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
-                               const cg_outcome_t *outcome);
+                               const cg_outcome_t *outcome, size_t max);
 
 /*  Validates the ARGUMENTS (borrowed, may be NULL; keys already checked) of TOOL, one of
     the running tools. On success returns a new request object (language canonical, code,

@@ -23,7 +23,7 @@ s_after (cg_work_t *work, bool ran)
     cg_tool_job_t *job = (cg_tool_job_t *)work;
     cg_call_t *call = cg_server_call (job->server, job->key);
     if (call) {
-        json_t *result = !ran         ? NULL
+        json_t *result = !ran          ? NULL
                          : job->answer ? job->answer (job, call)
                                        : json_incref (job->result);
         if (result)
@@ -52,8 +52,8 @@ cg_tools_job_start (const cg_request_t *req, cg_tool_job_t *job)
     cg_error_t *err = NULL;
     if (cg_worker_queue (cg_server_store (req->server), &job->work, false, &err) == 0)
         return true;
-    cg_server_call_answer (call, cg_tools_error_object ("server_busy", cg_error_message (err),
-                                                        NULL));
+    cg_server_call_answer (call,
+                           cg_tools_error_object ("server_busy", cg_error_message (err), NULL));
     cg_error_destroy (&err);
     cg_server_call_end (req->server, call);
     if (job->free)

@@ -269,7 +269,7 @@ cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
 
 void
 cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
-                          const cg_outcome_t *outcome)
+                          const cg_outcome_t *outcome, size_t max)
 {
     if (!session || !session->dir || !outcome || !outcome->ran || !call->request)
         return;
@@ -290,9 +290,15 @@ cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
     json_t *cell = cg_notebook_cell (&run);
     cleanup_free char *path = cg_strdupf ("%s/%s", session->dir, CG_NOTEBOOK_FILE);
     cg_error_t *err = NULL;
-    if (!cell || cg_notebook_append (path, cell, CG_NOTEBOOK_MAX_BYTES, &err) < 0)
+    bool left_out = false;
+    if (!cell || cg_notebook_append (path, cell, max, &left_out, &err) < 0)
         cg_log (1, "session %s: notebook: %s", session->id,
                 cell ? cg_error_message (err) : "the run's cell could not be made");
+    else if (left_out)
+        cg_log (2,
+                "session %s: its notebook record is full (--notebook-max-mb): a run is left "
+                "out",
+                session->id);
     cg_error_destroy (&err);
     json_decref (cell);
 }

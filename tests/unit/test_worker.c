@@ -94,8 +94,8 @@ main (void)
     usleep (50 * 1000);
     cg_worker_destroy (&worker);
     EXPECT (!worker, "destroy sets NULL");
-    EXPECT (s_done + s_not_run == 4 && s_done >= 1, "every work came back: %d ran, %d not",
-            s_done, s_not_run);
+    EXPECT (s_done + s_not_run == 4 && s_done >= 1, "every work came back: %d ran, %d not", s_done,
+            s_not_run);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }
