@@ -226,6 +226,8 @@ s_language_filter (const cg_request_t *req, json_t *arguments, const char **cano
 static bool
 s_tagged (json_t *script, const char *tag)
 {
+    if (!tag)
+        return true;
     size_t t;
     json_t *item;
     json_array_foreach (json_object_get (script, "tags"), t, item)
@@ -233,7 +235,7 @@ s_tagged (json_t *script, const char *tag)
         if (json_is_string (item) && strcmp (json_string_value (item), tag) == 0)
             return true;
     }
-    return !tag;
+    return false;
 }
 
 static void
