@@ -78,7 +78,6 @@ cg_worker_destroy (cg_worker_t **self_p)
     if (!self)
         return;
     *self_p = NULL;
-    atomic_store (&self->stopping, true);
     //  STOP comes after every work queued: each one's answer arrives before STOPPED.
     if (zstr_send (self->actor, "STOP") == 0)
         while (s_take_one (self))
@@ -86,6 +85,12 @@ cg_worker_destroy (cg_worker_t **self_p)
     zactor_destroy (&self->actor);
     free (self->name);
     free (self);
+}
+
+void
+cg_worker_cancel_waiting (cg_worker_t *self)
+{
+    atomic_store (&self->stopping, true);
 }
 
 int

@@ -32,10 +32,16 @@ struct cg_work_t {
     waiting or running. Returns it; the caller owns it. */
 cg_worker_t *cg_worker_new (const char *name, size_t queue_max);
 
-/*  Stops the worker: the work running finishes, works still waiting do not run; every
-    work still out comes back through its after_cb (RAN false for those that did not run,
-    true for those that did) before this returns. Sets *SELF_P to NULL; safe on NULL. */
+/*  Stops the worker once the works queued have run (a client's last requests are done
+    and answered), or, after cg_worker_cancel_waiting, once the one running has: every work
+    still out comes back through its after_cb (RAN false for those that did not run) before
+    this returns. Sets *SELF_P to NULL; safe on NULL. */
 void cg_worker_destroy (cg_worker_t **self_p);
+
+/*  From now on works still waiting come back without running (RAN false): for a server
+    told to stop now (a signal), not to finish its work. Callable from the owner's thread
+    only. */
+void cg_worker_cancel_waiting (cg_worker_t *self);
 
 /*  Queues WORK (its work_cb and after_cb set). FORCE queues it past QUEUE_MAX (for work
     whose number something else bounds, such as a finished run's record). Returns 0, or -1

@@ -403,7 +403,11 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
             zstr_send (c->oneshot, "$TERM");
     for (cg_call_t *c = zhashx_first (self.calls); c; c = zhashx_next (self.calls))
         cg_registry_oneshot_end (self.registry, &c->oneshot);
-    cg_worker_destroy (&self.store); /* answers (or drops) the calls it holds */
+    //  The library's and notebooks' work queued is done and answered, unless a signal
+    //  stops the server now.
+    if (zsys_interrupted)
+        cg_worker_cancel_waiting (self.store);
+    cg_worker_destroy (&self.store);
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self.tasks);
     zlistx_destroy (&self.listeners);

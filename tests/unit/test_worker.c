@@ -1,11 +1,13 @@
 /*  Unit tests for cg_worker: works run in order on another thread and come back to the
     owner's thread; the queue is bounded (EAGAIN naming the limit; force goes past it);
-    destroy hands back every work, run or not. */
+    destroy runs what is queued and hands every work back; cancelled, the waiting ones come
+    back unrun. */
 #include "../../bridge/cg_worker.h"
 #include "../../bridge/cg_util.h"
 #include "cg_test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,14 +20,17 @@ typedef struct {
 
 static int s_order[64], s_done, s_not_run;
 static pthread_t s_owner;
+static atomic_int s_slow_started; /* slow works that began running */
 
 static void
 s_work_cb (cg_work_t *work)
 {
     s_work_t *self = (s_work_t *)work;
     self->ran_on = pthread_self ();
-    if (self->slow)
+    if (self->slow) {
+        atomic_fetch_add (&s_slow_started, 1);
         usleep (200 * 1000);
+    }
 }
 
 static void
@@ -85,17 +90,30 @@ main (void)
     for (int i = 0; i < s_done; i++)
         EXPECT (s_order[i] == i, "in order: %d at %d", s_order[i], i);
     EXPECT (cg_worker_pending (worker) == 0, "none pending");
-    //  Destroy with works waiting behind a slow one: every one comes back.
+    //  Destroy with works waiting behind a slow one: they run, and every one comes back.
     s_done = 0;
     EXPECT (cg_worker_queue (worker, &s_new (10, true)->work, false, &err) == 0, "slow queued");
     for (int i = 11; i < 14; i++)
         EXPECT (cg_worker_queue (worker, &s_new (i, false)->work, false, &err) == 0, "queued %d",
                 i);
-    usleep (50 * 1000);
     cg_worker_destroy (&worker);
     EXPECT (!worker, "destroy sets NULL");
-    EXPECT (s_done + s_not_run == 4 && s_done >= 1, "every work came back: %d ran, %d not", s_done,
+    EXPECT (s_done == 4 && s_not_run == 0, "every queued work ran: %d ran, %d not", s_done,
             s_not_run);
+    //  Cancelled: the one running finishes, the waiting ones come back unrun.
+    s_done = 0;
+    worker = cg_worker_new ("test", 4);
+    EXPECT (cg_worker_queue (worker, &s_new (20, true)->work, false, &err) == 0, "slow queued");
+    for (int i = 21; i < 24; i++)
+        EXPECT (cg_worker_queue (worker, &s_new (i, false)->work, false, &err) == 0, "queued %d",
+                i);
+    //  Until the slow one runs (bounded by count).
+    for (int i = 0; i < 5000 && atomic_load (&s_slow_started) < 3; i++)
+        usleep (1000);
+    cg_worker_cancel_waiting (worker);
+    cg_worker_destroy (&worker);
+    EXPECT (s_done == 1 && s_not_run == 3, "the running one finished, 3 not run: %d ran, %d not",
+            s_done, s_not_run);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }
