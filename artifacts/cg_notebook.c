@@ -407,19 +407,3 @@ cg_notebook_write (FILE *in, const char *language, size_t line_max, FILE *out, s
                              strerror (errno ? errno : EIO));
     return 0;
 }
-
-json_t *
-cg_notebook_build (const char *path, const char *language, size_t max, size_t *code_cells,
-                   cg_error_t **err)
-{
-    size_t len = 0;
-    cg_error_t *read_err = NULL;
-    cleanup_free char *text = cg_read_file (path, max, &len, &read_err);
-    if (!text && read_err && read_err->code != ENOENT) {
-        cg_error_set (err, read_err->code, "%s", cg_error_message (read_err));
-        cg_error_destroy (&read_err);
-        return NULL;
-    }
-    cg_error_destroy (&read_err);
-    return cg_notebook_from_lines (text ? text : "", text ? len : 0, language, code_cells);
-}

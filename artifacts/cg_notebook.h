@@ -52,15 +52,11 @@ json_t *cg_notebook_cell (const cg_notebook_run_t *run);
 int cg_notebook_append (const char *path, json_t *cell, size_t max, bool *left_out,
                         cg_error_t **err);
 
-/*  Reads the cells of PATH (a missing file has none; lines that are not cell objects are
-    skipped) and returns a new nbformat 4.5 notebook for LANGUAGE: its runs as code cells
-    with fresh cell ids, and runs in other languages as markdown cells that show their
-    code. *CODE_CELLS (when not NULL) gets the number of code cells. NULL with *err set when
-    PATH cannot be read (more than MAX bytes: EFBIG). */
-json_t *cg_notebook_build (const char *path, const char *language, size_t max, size_t *code_cells,
-                           cg_error_t **err);
-
-/*  The same from the bytes TEXT (LEN, NUL-terminated, untrusted). Never fails. */
+/*  Returns a new nbformat 4.5 notebook for LANGUAGE from the cell lines in the LEN bytes
+    of TEXT (NUL-terminated, untrusted; lines that are not cell objects are skipped): its
+    runs as code cells with fresh cell ids, runs in other languages as markdown cells that
+    show their code, and a last note when the record says runs were left out. *CODE_CELLS
+    (when not NULL) gets the number of code cells. Never fails. */
 json_t *cg_notebook_from_lines (const char *text, size_t len, const char *language,
                                 size_t *code_cells);
 

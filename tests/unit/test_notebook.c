@@ -65,8 +65,10 @@ main (void)
     size_t codes = 0;
     json_t *notebook = cg_notebook_from_lines (text ? text : "", len, "python", &codes);
     json_t *cells = json_object_get (notebook, "cells");
-    const char *last = json_string_value (json_object_get (json_array_get (cells, json_array_size (cells) - 1), "source"));
-    EXPECT (last && strstr (last, "reached its limit"), "the notebook ends saying runs were left out");
+    const char *last = json_string_value (
+        json_object_get (json_array_get (cells, json_array_size (cells) - 1), "source"));
+    EXPECT (last && strstr (last, "reached its limit"),
+            "the notebook ends saying runs were left out");
     EXPECT (codes + 1 == json_array_size (cells), "every line a code cell, and the note");
     //  Streamed: the same notebook.
     FILE *in = fopen (path, "r");
