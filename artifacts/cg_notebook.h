@@ -1,7 +1,7 @@
 /*  cg_notebook — a session's executions as a Jupyter notebook (nbformat 4.5): each run is
     kept as one cell line in a JSON-lines file of the session's host directory (never in
     its workspace, which the sandbox writes), and the lines become a notebook on demand.
-    Names no protocol but nbformat's; single-threaded. */
+    Names no protocol but nbformat's; keeps no state (the export runs on a worker thread). */
 #ifndef CG_NOTEBOOK_H
 #define CG_NOTEBOOK_H
 
