@@ -149,6 +149,9 @@ struct cg_tool_job_t {
     /* On the loop, when the work is done: the call's result (caller owns) from the job's
        fields; NULL: RESULT is the answer. */
     json_t *(*answer) (cg_tool_job_t *job, cg_call_t *call);
+    /* On the loop, when the work is done, instead of an answer: takes CALL over (answers
+       and ends it, or hands its request on: cg_tools_job_request, cg_tools_job_hand_on). */
+    void (*resume) (cg_tool_job_t *job, cg_call_t *call);
     void (*free) (cg_tool_job_t *job); /* frees the job's own fields (not JOB), or NULL */
 };
 
@@ -157,6 +160,15 @@ struct cg_tool_job_t {
     is back. Returns true, or false after answering REQ server_busy (naming the queue's
     limit) and freeing JOB. */
 bool cg_tools_job_start (const cg_request_t *req, cg_tool_job_t *job);
+
+/*  The request CALL (a job's) was made for, rebuilt to be handled again (as a tool's
+    handler would): everything borrowed from CALL; a 2026-07-28 request's modern_elicit
+    and modern_tasks are the caller's to set. */
+cg_request_t cg_tools_job_request (cg_server_t *server, cg_call_t *call);
+
+/*  Forgets CALL, whose request was handed on (a new call or an answer through
+    cg_tools_job_request's request took its task and its log record). */
+void cg_tools_job_hand_on (cg_server_t *server, cg_call_t *call);
 
 /*  The worker's queue: works waiting or running at once. */
 #define CG_TOOLS_JOBS_MAX 64

@@ -22,7 +22,9 @@ s_after (cg_work_t *work, bool ran)
 {
     cg_tool_job_t *job = (cg_tool_job_t *)work;
     cg_call_t *call = cg_server_call (job->server, job->key);
-    if (call) {
+    if (call && ran && job->resume)
+        job->resume (job, call);
+    else if (call) {
         json_t *result = !ran          ? NULL
                          : job->answer ? job->answer (job, call)
                                        : json_incref (job->result);
@@ -38,6 +40,30 @@ s_after (cg_work_t *work, bool ran)
     if (job->free)
         job->free (job);
     free (job);
+}
+
+cg_request_t
+cg_tools_job_request (cg_server_t *server, cg_call_t *call)
+{
+    return (cg_request_t){.server = server,
+                          .id = call->id,
+                          .channel = call->channel,
+                          .client = call->channel->client,
+                          .progress_token = call->progress_token,
+                          .tool = cg_tools_find (call->tool),
+                          .call_name = call->tool,
+                          .started_us = call->started_us,
+                          .task = call->task,
+                          .method = "tools/call",
+                          .modern = call->modern};
+}
+
+void
+cg_tools_job_hand_on (cg_server_t *server, cg_call_t *call)
+{
+    call->task = NULL;     /* the request handed on took it */
+    call->recorded = true; /* and its record in the log */
+    cg_server_call_end (server, call);
 }
 
 bool

@@ -530,30 +530,22 @@ s_check_args (json_t *args)
                                     : NULL;
 }
 
-void
-cg_tools_run_script (const cg_request_t *req, json_t *arguments)
+//  Runs script NAME of ARGUMENTS (checked) for REQ once its METADATA and CODE are read
+//  (METADATA NULL: refused for READ_ERR).
+static void
+s_run_read (const cg_request_t *req, json_t *arguments, json_t *metadata, const char *code,
+            const cg_error_t *read_err)
 {
     const cg_config_t *config = cg_server_config (req->server);
     const char *tool = req->tool->name;
     const char *name = json_string_value (json_object_get (arguments, "name"));
-    json_t *session_id = json_object_get (arguments, "session_id");
-    const char *session = json_string_value (session_id);
+    const char *session = json_string_value (json_object_get (arguments, "session_id"));
     json_t *args = json_object_get (arguments, "args");
-    const char *why =
-        !cg_scripts_valid_name (name) ? "'name': " CG_SCRIPTS_NAME_RULE : s_check_args (args);
-    if (why) {
-        cg_request_result (req, cg_tools_refusal (tool, NULL, session, "invalid_params", why));
-        return;
-    }
-    cg_error_t *err = NULL;
-    cleanup_free char *code = NULL;
-    cleanup_free char *dir = s_dir (config);
-    json_t *metadata = cg_scripts_get (dir, name, &code, &err);
     if (!metadata) {
-        const char *error = err->code == ENOENT ? "script_not_found" : "storage_error";
-        cg_request_result (req,
-                           cg_tools_refusal (tool, NULL, session, error, cg_error_message (err)));
-        cg_error_destroy (&err);
+        const char *error =
+            read_err && read_err->code == ENOENT ? "script_not_found" : "storage_error";
+        cg_request_result (req, cg_tools_refusal (tool, NULL, session, error,
+                                                  cg_error_message (CG_UNCONST (read_err))));
         return;
     }
     const char *language = json_string_value (json_object_get (metadata, "language"));
@@ -567,8 +559,6 @@ cg_tools_run_script (const cg_request_t *req, json_t *arguments)
     for (int i = 0; passed[i]; i++)
         if (json_object_get (arguments, passed[i]))
             json_object_set (run_arguments, passed[i], json_object_get (arguments, passed[i]));
-    int version = cg_scripts_version_of (metadata);
-    json_decref (metadata);
     json_t *refusal = NULL;
     json_t *request = cg_tools_execute_request (config, "execute_code", run_arguments, &refusal);
     json_decref (run_arguments);
@@ -584,6 +574,78 @@ cg_tools_run_script (const cg_request_t *req, json_t *arguments)
     //  The execution log and the notebook keep the script's own code, not the cell around it.
     json_object_set_new (call->request, "code", json_string (code));
     json_object_set_new (call->request, "script",
-                         json_pack ("{s:s, s:i, s:o}", "name", name, "version", version, "args",
+                         json_pack ("{s:s, s:i, s:o}", "name", name, "version",
+                                    cg_scripts_version_of (metadata), "args",
                                     args ? json_incref (args) : json_array ()));
+}
+
+//  run_script's read of the script, on the store worker; the run starts back on the loop.
+typedef struct {
+    cg_tool_job_t job;
+    char *dir;
+    json_t *arguments; /* name, args, timeout_ms, session_id: a deep copy */
+    bool modern_elicit;
+    json_t *metadata; /* what was read, or NULL with ERR */
+    char *code;
+    cg_error_t *err;
+} s_run_job_t;
+
+static void
+s_run_job_free (cg_tool_job_t *job)
+{
+    s_run_job_t *self = (s_run_job_t *)job;
+    free (self->dir);
+    json_decref (self->arguments);
+    json_decref (self->metadata);
+    free (self->code);
+    cg_error_destroy (&self->err);
+}
+
+static void
+s_run_job_read (cg_tool_job_t *job)
+{
+    s_run_job_t *self = (s_run_job_t *)job;
+    const char *name = json_string_value (json_object_get (self->arguments, "name"));
+    self->metadata = cg_scripts_get (self->dir, name, &self->code, &self->err);
+}
+
+static void
+s_run_job_resume (cg_tool_job_t *job, cg_call_t *call)
+{
+    s_run_job_t *self = (s_run_job_t *)job;
+    cg_request_t req = cg_tools_job_request (job->server, call);
+    req.modern_elicit = self->modern_elicit;
+    if (call->cancelled || !req.tool) {
+        cg_server_call_end (job->server, call); /* recorded cancelled; its task told */
+        return;
+    }
+    s_run_read (&req, self->arguments, self->metadata, self->code, self->err);
+    cg_tools_job_hand_on (job->server, call);
+}
+
+void
+cg_tools_run_script (const cg_request_t *req, json_t *arguments)
+{
+    const char *name = json_string_value (json_object_get (arguments, "name"));
+    const char *session = json_string_value (json_object_get (arguments, "session_id"));
+    json_t *args = json_object_get (arguments, "args");
+    const char *why =
+        !cg_scripts_valid_name (name) ? "'name': " CG_SCRIPTS_NAME_RULE : s_check_args (args);
+    if (why) {
+        cg_request_result (
+            req, cg_tools_refusal (req->tool->name, NULL, session, "invalid_params", why));
+        return;
+    }
+    s_run_job_t *job = cg_xcalloc (1, sizeof *job);
+    job->job =
+        (cg_tool_job_t){.run = s_run_job_read, .resume = s_run_job_resume, .free = s_run_job_free};
+    job->dir = s_dir (cg_server_config (req->server));
+    job->arguments = json_object ();
+    const char *kept[] = {"name", "args", "timeout_ms", "session_id", NULL};
+    for (int i = 0; kept[i]; i++)
+        if (json_object_get (arguments, kept[i]))
+            json_object_set_new (job->arguments, kept[i],
+                                 json_deep_copy (json_object_get (arguments, kept[i])));
+    job->modern_elicit = req->modern_elicit;
+    cg_tools_job_start (req, &job->job);
 }
