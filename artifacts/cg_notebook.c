@@ -150,37 +150,65 @@ cg_notebook_cell (const cg_notebook_run_t *run)
                       "source", run->code ? run->code : "", "outputs", outputs);
 }
 
-int
-cg_notebook_append (const char *path, json_t *cell, size_t max, cg_error_t **err)
+//  The line that says the record is full: runs after it were left out.
+#define S_FULL_LINE "{\"cellgate_notebook_full\":true}"
+
+//  True when the file FD of SIZE bytes ends with the full line already.
+static bool
+s_ends_full (int fd, off_t size)
 {
-    int fd = open (path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return cg_error_set (err, errno, "open %s: %s", path, strerror (errno));
+    char tail[sizeof S_FULL_LINE];
+    off_t len = (off_t)sizeof tail; /* the line and its newline */
+    return size >= len && pread (fd, tail, sizeof tail, size - len) == len
+           && memcmp (tail, S_FULL_LINE "\n", sizeof tail) == 0;
+}
+
+//  A copy of CELL's line without its outputs (metadata.cellgate.outputs_dropped). Caller frees.
+static char *
+s_slim_line (json_t *cell)
+{
+    json_t *slim = json_deep_copy (cell);
+    json_object_set_new (slim, "outputs", json_array ());
+    json_object_set_new (json_object_get (json_object_get (slim, "metadata"), "cellgate"),
+                         "outputs_dropped", json_true ());
+    char *line = json_dumps (slim, JSON_COMPACT);
+    json_decref (slim);
+    return line;
+}
+
+int
+cg_notebook_append (const char *path, json_t *cell, size_t max, bool *left_out, cg_error_t **err)
+{
+    if (left_out)
+        *left_out = false;
+    cleanup_close int fd = open (path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     struct stat st;
-    cleanup_free char *line = NULL;
-    if (fstat (fd, &st) == 0) {
-        line = json_dumps (cell, JSON_COMPACT);
-        if ((size_t)st.st_size + strlen (line) + 1 > max) {
-            free (line);
-            json_t *slim = json_deep_copy (cell);
-            json_object_set_new (slim, "outputs", json_array ());
-            json_object_set_new (json_object_get (json_object_get (slim, "metadata"), "cellgate"),
-                                 "outputs_dropped", json_true ());
-            line = json_dumps (slim, JSON_COMPACT);
-            json_decref (slim);
-        }
+    if (fd < 0 || fstat (fd, &st) < 0)
+        return cg_error_set (err, errno, "open %s: %s", path, strerror (errno));
+    //  The cell, else the cell without outputs, below MAX less the full line's room.
+    size_t size = (size_t)st.st_size;
+    size_t room = max > CG_NOTEBOOK_FULL_ROOM ? max - CG_NOTEBOOK_FULL_ROOM : 0;
+    char *line = json_dumps (cell, JSON_COMPACT);
+    if (line && size + strlen (line) + 1 > room) {
+        free (line);
+        line = s_slim_line (cell);
     }
-    int rc = 0;
-    if (!line)
-        rc = cg_error_set (err, EIO, "stat %s: %s", path, strerror (errno));
-    else {
-        size_t len = strlen (line);
-        line[len] = '\n'; //  json_dumps' NUL becomes the line's end
-        if (write (fd, line, len + 1) != (ssize_t)(len + 1))
-            rc = cg_error_set (err, errno ? errno : EIO, "write %s: %s", path, strerror (errno));
+    if (!line || size + strlen (line) + 1 > room) {
+        free (line);
+        if (left_out)
+            *left_out = true;
+        if (s_ends_full (fd, st.st_size) || size + sizeof S_FULL_LINE > max)
+            return 0;
+        line = cg_xstrdup (S_FULL_LINE);
     }
-    close (fd);
-    return rc;
+    size_t len = strlen (line);
+    line[len] = '\n'; //  the NUL becomes the line's end
+    ssize_t written = write (fd, line, len + 1);
+    free (line);
+    if (written != (ssize_t)(len + 1))
+        return cg_error_set (err, written < 0 ? errno : EIO, "write %s: %s", path,
+                             written < 0 ? strerror (errno) : "short write");
+    return 0;
 }
 
 //  --------------------------------------------------------------------------
@@ -239,44 +267,143 @@ s_cell (json_t *cell, const char *language, size_t n, bool *code)
     return made;
 }
 
+//  The notebook cell of the LEN bytes at LINE (untrusted) as the notebook's N'th, or NULL
+//  when it is no cell of ours; *FULL set when it is the line saying the record is full.
+static json_t *
+s_line_cell (const char *line, size_t len, const char *language, size_t n, bool *code, bool *full)
+{
+    json_t *value = json_loadb (line, len, JSON_REJECT_DUPLICATES, NULL);
+    json_t *cell = json_is_object (value) ? s_cell (value, language, n, code) : NULL;
+    if (json_is_true (json_object_get (value, "cellgate_notebook_full")))
+        *full = true;
+    json_decref (value);
+    return cell;
+}
+
+//  The last cell of a notebook whose record was full, the notebook's N'th.
+static json_t *
+s_full_note (size_t n)
+{
+    cleanup_free char *id = cg_strdupf ("cell-%zu", n);
+    return json_pack ("{s:s, s:s, s:{}, s:s}", "id", id, "cell_type", "markdown", "metadata",
+                      "source",
+                      "*The session's notebook record reached its limit (--notebook-max-mb): "
+                      "later runs are not in this notebook.*");
+}
+
 json_t *
 cg_notebook_from_lines (const char *text, size_t len, const char *language, size_t *code_cells)
 {
     json_t *cells = json_array ();
     size_t codes = 0;
+    bool full = false;
     for (const char *at = text, *end = text + len; at < end;) {
         const char *nl = memchr (at, '\n', (size_t)(end - at));
         size_t n = (size_t)((nl ? nl : end) - at);
-        json_t *line = json_loadb (at, n, JSON_REJECT_DUPLICATES, NULL);
         bool code = false;
-        json_t *cell = json_is_object (line)
-                           ? s_cell (line, language, json_array_size (cells) + 1, &code)
-                           : NULL;
+        json_t *cell = s_line_cell (at, n, language, json_array_size (cells) + 1, &code, &full);
         if (cell) {
             json_array_append_new (cells, cell);
             codes += code;
         }
-        json_decref (line);
         at += n + 1;
     }
+    if (full)
+        json_array_append_new (cells, s_full_note (json_array_size (cells) + 1));
     if (code_cells)
         *code_cells = codes;
     return json_pack ("{s:i, s:i, s:o, s:o}", "nbformat", 4, "nbformat_minor", 5, "metadata",
                       s_kernelspec (language), "cells", cells);
 }
 
-json_t *
-cg_notebook_build (const char *path, const char *language, size_t max, size_t *code_cells,
-                   cg_error_t **err)
+//  A reader of lines from a stream, holding at most one line (up to its MAX) at a time.
+typedef struct {
+    FILE *in;
+    char chunk[64 * 1024];
+    size_t at, end;
+    char *line; /* the line read, LEN bytes (of CAP) */
+    size_t len, cap, max;
+} s_reader_t;
+
+//  Reads the next line into READER's line. Returns false at the end; *TOO_LONG when the
+//  line had more than MAX bytes (its start kept, the rest read through).
+static bool
+s_next_line (s_reader_t *reader, bool *too_long)
 {
-    size_t len = 0;
-    cg_error_t *read_err = NULL;
-    cleanup_free char *text = cg_read_file (path, max, &len, &read_err);
-    if (!text && read_err && read_err->code != ENOENT) {
-        cg_error_set (err, read_err->code, "%s", cg_error_message (read_err));
-        cg_error_destroy (&read_err);
-        return NULL;
+    reader->len = 0;
+    *too_long = false;
+    bool any = false;
+    while (true) {
+        if (reader->at == reader->end) {
+            reader->end = fread (reader->chunk, 1, sizeof reader->chunk, reader->in);
+            reader->at = 0;
+            if (reader->end == 0)
+                return any;
+        }
+        any = true;
+        const char *from = reader->chunk + reader->at;
+        const char *nl = memchr (from, '\n', reader->end - reader->at);
+        size_t n = nl ? (size_t)(nl - from) : reader->end - reader->at;
+        if (!*too_long && reader->len + n <= reader->max) {
+            if (reader->len + n > reader->cap) {
+                size_t cap = (reader->len + n) * 2;
+                reader->cap = cap < reader->max ? cap : reader->max;
+                reader->line = cg_xrealloc (reader->line, reader->cap + 1);
+            }
+            memcpy (reader->line + reader->len, from, n);
+            reader->len += n;
+        }
+        else
+            *too_long = true;
+        reader->at += n + (nl ? 1 : 0);
+        if (nl)
+            return true;
     }
-    cg_error_destroy (&read_err);
-    return cg_notebook_from_lines (text ? text : "", text ? len : 0, language, code_cells);
+}
+
+int
+cg_notebook_write (FILE *in, const char *language, size_t line_max, FILE *out, size_t *cells_p,
+                   size_t *code_cells, cg_error_t **err)
+{
+    json_t *metadata = s_kernelspec (language);
+    fputs ("{\n \"nbformat\": 4,\n \"nbformat_minor\": 5,\n \"metadata\": ", out);
+    json_dumpf (metadata, out, JSON_INDENT (1));
+    json_decref (metadata);
+    fputs (",\n \"cells\": [", out);
+    s_reader_t *reader = cg_xcalloc (1, sizeof *reader);
+    *reader = (s_reader_t){.in = in, .max = line_max};
+    size_t cells = 0, codes = 0;
+    bool full = false, too_long = false;
+    while (s_next_line (reader, &too_long)) {
+        bool code = false;
+        json_t *cell =
+            too_long ? NULL
+                     : s_line_cell (reader->line, reader->len, language, cells + 1, &code, &full);
+        if (!cell)
+            continue;
+        fputs (cells ? ",\n" : "\n", out);
+        json_dumpf (cell, out, JSON_INDENT (1));
+        json_decref (cell);
+        cells++;
+        codes += code;
+    }
+    free (reader->line);
+    free (reader);
+    if (full) {
+        json_t *note = s_full_note (++cells);
+        fputs (cells > 1 ? ",\n" : "\n", out);
+        json_dumpf (note, out, JSON_INDENT (1));
+        json_decref (note);
+    }
+    fputs ("\n ]\n}\n", out);
+    if (cells_p)
+        *cells_p = cells;
+    if (code_cells)
+        *code_cells = codes;
+    if (ferror (in))
+        return cg_error_set (err, EIO, "read the notebook record: %s", strerror (errno));
+    if (fflush (out) != 0 || ferror (out))
+        return cg_error_set (err, errno ? errno : EIO, "write the notebook: %s",
+                             strerror (errno ? errno : EIO));
+    return 0;
 }

@@ -1,7 +1,7 @@
 /*  cg_notebook — a session's executions as a Jupyter notebook (nbformat 4.5): each run is
     kept as one cell line in a JSON-lines file of the session's host directory (never in
     its workspace, which the sandbox writes), and the lines become a notebook on demand.
-    Names no protocol but nbformat's; single-threaded. */
+    Names no protocol but nbformat's; keeps no state (the export runs on a worker thread). */
 #ifndef CG_NOTEBOOK_H
 #define CG_NOTEBOOK_H
 
@@ -10,13 +10,18 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /*  The file's name in a session's host directory. */
 #define CG_NOTEBOOK_FILE "notebook.jsonl"
 
-/*  At most this many bytes of cells are kept per session; past it a run's cell keeps its
-    code and drops its outputs (its metadata says so). */
+/*  The default of --notebook-max-mb: at most this many bytes of cells are kept per
+    session; near it a run's cell keeps its code and drops its outputs (its metadata says
+    so), at it later runs are left out (one line says so, and the notebook). */
 #define CG_NOTEBOOK_MAX_BYTES (64 * 1024 * 1024)
+
+/*  The bytes below MAX kept for the line that says later runs were left out. */
+#define CG_NOTEBOOK_FULL_ROOM 256
 
 /*  One run, as the caller knows it. Strings are valid UTF-8; all borrowed. */
 typedef struct {
@@ -38,22 +43,30 @@ typedef struct {
     Caller owns it. */
 json_t *cg_notebook_cell (const cg_notebook_run_t *run);
 
-/*  Appends CELL (borrowed) as one line to the file PATH (made 0600 when missing). When the
-    file holds MAX bytes or more already, or the line would take it past MAX, the cell goes
-    without its outputs and with metadata.cellgate.outputs_dropped true. Returns 0, or -1
-    with *err set. */
-int cg_notebook_append (const char *path, json_t *cell, size_t max, cg_error_t **err);
+/*  Appends CELL (borrowed) as one line to the file PATH (made 0600 when missing), which
+    never grows past MAX bytes: when the line would take it past MAX - CG_NOTEBOOK_FULL_ROOM
+    the cell goes without its outputs and with metadata.cellgate.outputs_dropped true; when
+    even that does not fit it is left out, and the first cell left out writes one short line
+    saying the record is full instead. Returns 0 (*LEFT_OUT, when not NULL, true when the
+    cell was left out), or -1 with *err set. */
+int cg_notebook_append (const char *path, json_t *cell, size_t max, bool *left_out,
+                        cg_error_t **err);
 
-/*  Reads the cells of PATH (a missing file has none; lines that are not cell objects are
-    skipped) and returns a new nbformat 4.5 notebook for LANGUAGE: its runs as code cells
-    with fresh cell ids, and runs in other languages as markdown cells that show their
-    code. *CODE_CELLS (when not NULL) gets the number of code cells. NULL with *err set when
-    PATH cannot be read (more than MAX bytes: EFBIG). */
-json_t *cg_notebook_build (const char *path, const char *language, size_t max, size_t *code_cells,
-                           cg_error_t **err);
-
-/*  The same from the bytes TEXT (LEN, NUL-terminated, untrusted). Never fails. */
+/*  Returns a new nbformat 4.5 notebook for LANGUAGE from the cell lines in the LEN bytes
+    of TEXT (NUL-terminated, untrusted; lines that are not cell objects are skipped): its
+    runs as code cells with fresh cell ids, runs in other languages as markdown cells that
+    show their code, and a last note when the record says runs were left out. *CODE_CELLS
+    (when not NULL) gets the number of code cells. Never fails. */
 json_t *cg_notebook_from_lines (const char *text, size_t len, const char *language,
                                 size_t *code_cells);
+
+/*  The same notebook as cg_notebook_from_lines, streamed: reads the cell lines from IN
+    (untrusted) one at a time and writes the notebook's JSON to OUT as it goes, so memory
+    holds one line and its cell at a time, never the whole record. Lines longer than
+    LINE_MAX bytes are skipped. *CELLS and *CODE_CELLS (when not NULL) get the numbers of
+    cells and code cells. Returns 0, or -1 with *err set when OUT cannot be written (EIO,
+    ENOSPC, ...) or IN not read. */
+int cg_notebook_write (FILE *in, const char *language, size_t line_max, FILE *out, size_t *cells,
+                       size_t *code_cells, cg_error_t **err);
 
 #endif

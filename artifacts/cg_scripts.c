@@ -1,5 +1,7 @@
-/*  cg_scripts — the saved-script library: files under the scripts directory. */
+/*  cg_scripts — the saved-script library: files under the scripts directory, saves within
+    the library's caps, the index. */
 #include "cg_scripts.h"
+#include "cg_scripts_int.h"
 #include "../bridge/cg_util.h"
 
 #include <assert.h>
@@ -7,16 +9,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 
-#define S_INDEX "index.json"
+#define S_INDEX CG_SCRIPTS_INDEX
 #define S_METADATA "metadata.json"
 #define S_FILE_MAX (16 * 1024 * 1024) /* largest metadata, script or index read */
-#define S_QUERY_WORDS 16
-#define S_CACHED_CODE_MAX (64 * 1024) /* larger code files are read at each search */
 
 static const char *s_extensions[][2] = {
     {"python", "py"}, {"javascript", "js"}, {"bash", "sh"}, {NULL, NULL}};
@@ -46,8 +47,8 @@ cg_scripts_extension (const char *language)
 //  Files, relative to directory fds, never through a link
 
 //  Opens the scripts directory DIR, creating it when CREATE. Returns an fd or -1 with *err.
-static int
-s_open_top (const char *dir, bool create, cg_error_t **err)
+int
+cg_scripts_open_top (const char *dir, bool create, cg_error_t **err)
 {
     if (create && cg_mkdir_p (dir, 0755, err) < 0)
         return cg_error_wrap (err, "scripts directory");
@@ -59,8 +60,8 @@ s_open_top (const char *dir, bool create, cg_error_t **err)
 
 //  Opens directory NAME in DIR_FD without following a link, creating it when CREATE.
 //  Returns an fd, or -1 with *err set (ELOOP: NAME is a link; ENOENT: missing).
-static int
-s_open_dir_at (int dir_fd, const char *name, bool create, cg_error_t **err)
+int
+cg_scripts_open_dir_at (int dir_fd, const char *name, bool create, cg_error_t **err)
 {
     if (create && mkdirat (dir_fd, name, 0755) < 0 && errno != EEXIST)
         return cg_error_set (err, errno, "create %s: %s", name, strerror (errno));
@@ -76,8 +77,8 @@ s_open_dir_at (int dir_fd, const char *name, bool create, cg_error_t **err)
 }
 
 //  Reads the regular file NAME in DIR_FD (no link, no FIFO). Caller frees; NULL with *err.
-static char *
-s_read_at (int dir_fd, const char *name, cg_error_t **err)
+char *
+cg_scripts_read_at (int dir_fd, const char *name, cg_error_t **err)
 {
     cleanup_close int fd =
         openat (dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -110,7 +111,7 @@ s_read_at (int dir_fd, const char *name, cg_error_t **err)
 static json_t *
 s_read_json_at (int dir_fd, const char *name, cg_error_t **err)
 {
-    cleanup_free char *text = s_read_at (dir_fd, name, err);
+    cleanup_free char *text = cg_scripts_read_at (dir_fd, name, err);
     if (!text)
         return NULL;
     json_error_t jerr;
@@ -176,7 +177,7 @@ s_scan (int dir_fd, const char *dir)
             || (entry->d_type != DT_DIR && entry->d_type != DT_LNK && entry->d_type != DT_UNKNOWN))
             continue;
         cg_error_t *err = NULL;
-        cleanup_close int name_fd = s_open_dir_at (dir_fd, entry->d_name, false, &err);
+        cleanup_close int name_fd = cg_scripts_open_dir_at (dir_fd, entry->d_name, false, &err);
         json_t *metadata = name_fd >= 0 ? s_read_json_at (name_fd, S_METADATA, &err) : NULL;
         if (!metadata) {
             cg_log (1, "scripts: %s skipped: %s", entry->d_name, cg_error_message (err));
@@ -211,8 +212,8 @@ s_write_index (int dir_fd, json_t *scripts, cg_error_t **err)
 }
 
 //  Returns DIR_FD's index's scripts (a new array), rebuilt when missing or malformed.
-static json_t *
-s_index (int dir_fd, const char *dir)
+json_t *
+cg_scripts_index (int dir_fd, const char *dir)
 {
     cg_error_t *err = NULL;
     json_t *index = s_read_json_at (dir_fd, S_INDEX, &err);
@@ -243,7 +244,7 @@ s_index (int dir_fd, const char *dir)
 static int
 s_index_put (int dir_fd, const char *dir, json_t *metadata, cg_error_t **err)
 {
-    json_t *scripts = s_index (dir_fd, dir);
+    json_t *scripts = cg_scripts_index (dir_fd, dir);
     const char *name = json_string_value (json_object_get (metadata, "name"));
     size_t at = json_array_size (scripts);
     for (size_t i = 0; i < json_array_size (scripts); i++) {
@@ -267,7 +268,7 @@ s_index_put (int dir_fd, const char *dir, json_t *metadata, cg_error_t **err)
 int
 cg_scripts_rebuild_index (const char *dir, cg_error_t **err)
 {
-    cleanup_close int dir_fd = s_open_top (dir, true, err);
+    cleanup_close int dir_fd = cg_scripts_open_top (dir, true, err);
     if (dir_fd < 0)
         return -1;
     json_t *scripts = s_scan (dir_fd, dir);
@@ -282,8 +283,8 @@ cg_scripts_list (const char *dir, cg_error_t **err)
     struct stat st;
     if (stat (dir, &st) < 0 && errno == ENOENT)
         return json_array ();
-    cleanup_close int dir_fd = s_open_top (dir, false, err);
-    return dir_fd < 0 ? NULL : s_index (dir_fd, dir);
+    cleanup_close int dir_fd = cg_scripts_open_top (dir, false, err);
+    return dir_fd < 0 ? NULL : cg_scripts_index (dir_fd, dir);
 }
 
 //  --------------------------------------------------------------------------
@@ -311,31 +312,24 @@ s_check_list (json_t *fields, const char *key, cg_error_t **err)
     return 0;
 }
 
-//  Moves NAME_FD's current script files and metadata into versions/<n>/, N one past the
-//  last. Returns N, 0 when there was nothing to keep, or -1 with *err set.
+//  Moves NAME_FD's current script files into versions/<n>/, N the first free from FIRST,
+//  with OLD (the current metadata, may be NULL) there without its own list of versions.
+//  Returns N, 0 when there was nothing to keep, or -1 with *err set.
 static int
-s_keep_version (int name_fd, json_t *old, cg_error_t **err)
+s_keep_version (int name_fd, json_t *old, int first, cg_error_t **err)
 {
-    int last = 0;
-    size_t i;
-    json_t *entry;
-    json_array_foreach (json_object_get (old, "versions"), i, entry)
-    {
-        int n = (int)json_integer_value (json_object_get (entry, "version"));
-        last = n > last ? n : last;
-    }
-    cleanup_close int versions_fd = s_open_dir_at (name_fd, "versions", true, err);
+    cleanup_close int versions_fd = cg_scripts_open_dir_at (name_fd, "versions", true, err);
     if (versions_fd < 0)
         return -1;
     char number[16];
-    int n = last;
+    int n = first - 1;
     do
         snprintf (number, sizeof number, "%d", ++n);
     while (mkdirat (versions_fd, number, 0755) < 0 && errno == EEXIST);
-    cleanup_close int version_fd = s_open_dir_at (versions_fd, number, false, err);
+    cleanup_close int version_fd = cg_scripts_open_dir_at (versions_fd, number, false, err);
     if (version_fd < 0)
         return -1;
-    const char *files[] = {S_METADATA, "script.py", "script.js", "script.sh", NULL};
+    const char *files[] = {"script.py", "script.js", "script.sh", NULL};
     int moved = 0;
     for (int f = 0; files[f]; f++) {
         if (renameat (name_fd, files[f], version_fd, files[f]) == 0)
@@ -344,12 +338,206 @@ s_keep_version (int name_fd, json_t *old, cg_error_t **err)
             return cg_error_set (err, errno, "keep version %d of %s: %s", n, files[f],
                                  strerror (errno));
     }
+    if (old && moved > 0) {
+        //  Each version's metadata without the list: the library grows linearly.
+        json_t *kept = json_deep_copy (old);
+        json_object_del (kept, "versions");
+        int rc = s_write_json_at (version_fd, S_METADATA, kept, err);
+        json_decref (kept);
+        if (rc < 0)
+            return -1;
+        unlinkat (name_fd, S_METADATA, 0);
+    }
     if (moved == 0) {
         unlinkat (versions_fd, number, AT_REMOVEDIR);
         unlinkat (name_fd, "versions", AT_REMOVEDIR); /* only when empty: a first save */
         return 0;
     }
     return n;
+}
+
+//  --------------------------------------------------------------------------
+//  The caps: versions kept, scripts, bytes
+
+#define S_TREE_DEPTH 8     /* the library/<name>/versions/<n>/<file> and a little more */
+#define S_RECOUNT_SAVES 64 /* saves between two counts of the whole library */
+
+//  The bytes of the regular files at DIR_FD's entry NAME (a file, or a directory walked
+//  DEPTH levels down at most), never through a link.
+static uint64_t
+s_tree_bytes (int dir_fd, const char *name, int depth)
+{
+    struct stat st;
+    if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    if (S_ISREG (st.st_mode))
+        return (uint64_t)st.st_size;
+    int fd = S_ISDIR (st.st_mode) && depth > 0
+                 ? openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                 : -1;
+    DIR *listing = fd >= 0 ? fdopendir (fd) : NULL;
+    if (!listing) {
+        if (fd >= 0)
+            close (fd);
+        return 0;
+    }
+    uint64_t total = 0;
+    for (struct dirent *entry; (entry = readdir (listing));)
+        if (strcmp (entry->d_name, ".") && strcmp (entry->d_name, ".."))
+            total += s_tree_bytes (dirfd (listing), entry->d_name, depth - 1);
+    closedir (listing);
+    return total;
+}
+
+//  The library's size as last counted, for one directory at a time (the server has one).
+static struct {
+    char *dir;
+    uint64_t bytes;
+    unsigned saves; /* since the count */
+} s_size;
+static pthread_mutex_t s_size_lock = PTHREAD_MUTEX_INITIALIZER;
+
+size_t
+cg_scripts_bytes (const char *dir)
+{
+    pthread_mutex_lock (&s_size_lock);
+    if (!s_size.dir || strcmp (s_size.dir, dir) != 0 || s_size.saves >= S_RECOUNT_SAVES) {
+        cleanup_close int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        free (s_size.dir);
+        s_size.dir = cg_xstrdup (dir);
+        s_size.bytes = fd >= 0 ? s_tree_bytes (fd, ".", S_TREE_DEPTH) : 0;
+        s_size.saves = 0;
+    }
+    size_t bytes = (size_t)s_size.bytes;
+    pthread_mutex_unlock (&s_size_lock);
+    return bytes;
+}
+
+//  Adds what a save changed (AFTER - BEFORE bytes) to DIR's count.
+static void
+s_size_changed (const char *dir, uint64_t before, uint64_t after)
+{
+    pthread_mutex_lock (&s_size_lock);
+    if (s_size.dir && strcmp (s_size.dir, dir) == 0) {
+        s_size.bytes = s_size.bytes + after > before ? s_size.bytes + after - before : 0;
+        s_size.saves++;
+    }
+    pthread_mutex_unlock (&s_size_lock);
+}
+
+//  The bytes of script NAME's directory and of the index, in DIR_FD.
+static uint64_t
+s_script_bytes (int dir_fd, const char *name)
+{
+    return s_tree_bytes (dir_fd, name, S_TREE_DEPTH) + s_tree_bytes (dir_fd, S_INDEX, 0);
+}
+
+//  Removes version directory NUMBER of VERSIONS_FD and the files in it.
+static void
+s_remove_version (int versions_fd, const char *number)
+{
+    int fd = openat (versions_fd, number, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *listing = fd >= 0 ? fdopendir (fd) : NULL;
+    if (!listing && fd >= 0)
+        close (fd);
+    for (struct dirent *entry; listing && (entry = readdir (listing));)
+        if (strcmp (entry->d_name, ".") && strcmp (entry->d_name, ".."))
+            unlinkat (dirfd (listing), entry->d_name, 0);
+    if (listing)
+        closedir (listing);
+    if (unlinkat (versions_fd, number, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        cg_log (1, "scripts: old version %s not removed: %s", number, strerror (errno));
+}
+
+//  Removes the oldest of VERSIONS (in NAME_FD's versions/) past the newest KEEP, from the
+//  list and the disk. Returns how many went.
+static int
+s_prune (int name_fd, json_t *versions, size_t keep)
+{
+    int removed = 0;
+    cleanup_close int versions_fd =
+        json_array_size (versions) > keep
+            ? openat (name_fd, "versions", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            : -1;
+    while (json_array_size (versions) > keep) {
+        char number[24];
+        snprintf (number, sizeof number, "%" JSON_INTEGER_FORMAT,
+                  json_integer_value (json_object_get (json_array_get (versions, 0), "version")));
+        if (versions_fd >= 0)
+            s_remove_version (versions_fd, number);
+        json_array_remove (versions, 0);
+        removed++;
+    }
+    return removed;
+}
+
+//  The bytes of OLD's versions (in NAME_FD) that a save keeping KEEP would remove.
+static uint64_t
+s_pruned_bytes (int name_fd, json_t *old, size_t keep)
+{
+    json_t *versions = json_object_get (old, "versions");
+    size_t count = json_array_size (versions) + 1; /* the one this save keeps */
+    cleanup_close int versions_fd =
+        count > keep ? openat (name_fd, "versions", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                     : -1;
+    uint64_t bytes = 0;
+    for (size_t i = 0; versions_fd >= 0 && i + keep < count && i < json_array_size (versions);
+         i++) {
+        char number[24];
+        snprintf (number, sizeof number, "%" JSON_INTEGER_FORMAT,
+                  json_integer_value (json_object_get (json_array_get (versions, i), "version")));
+        bytes += s_tree_bytes (versions_fd, number, S_TREE_DEPTH);
+    }
+    return bytes;
+}
+
+//  Refuses (EDQUOT) a save of NAME to DIR_FD (DIR) past LIMITS: a new NAME when the library
+//  holds its scripts, or ADDED bytes (less what it prunes) past its bytes. Returns 0 or -1.
+static int
+s_check_limits (int dir_fd, const char *dir, const char *name, json_t *old, uint64_t added,
+                const cg_scripts_limits_t *limits, cg_error_t **err)
+{
+    struct stat st;
+    if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        json_t *scripts = cg_scripts_index (dir_fd, dir);
+        size_t count = json_array_size (scripts);
+        json_decref (scripts);
+        if (count >= limits->scripts)
+            return cg_error_set (err, EDQUOT,
+                                 "the script library holds %zu scripts, its limit "
+                                 "(--max-scripts %zu): save under an existing name, remove a "
+                                 "script's directory from %s, or raise the limit",
+                                 count, limits->scripts, dir);
+    }
+    cleanup_close int name_fd =
+        openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    uint64_t pruned = name_fd >= 0 && old ? s_pruned_bytes (name_fd, old, limits->versions) : 0;
+    uint64_t now = cg_scripts_bytes (dir);
+    if (now + added > pruned && now + added - pruned > limits->bytes)
+        return cg_error_set (err, EDQUOT,
+                             "the script library would pass its limit of %zu bytes "
+                             "(--max-scripts-mb): it holds %" PRIu64 " bytes and this save adds "
+                             "%" PRIu64 "; remove scripts from %s, or raise the limit",
+                             limits->bytes, now, added - (pruned < added ? pruned : added), dir);
+    return 0;
+}
+
+int
+cg_scripts_version_of (json_t *metadata)
+{
+    json_t *version = json_object_get (metadata, "version");
+    if (json_is_integer (version) && json_integer_value (version) > 0
+        && json_integer_value (version) < INT32_MAX)
+        return (int)json_integer_value (version);
+    int last = 0;
+    size_t i;
+    json_t *entry;
+    json_array_foreach (json_object_get (metadata, "versions"), i, entry)
+    {
+        json_int_t n = json_integer_value (json_object_get (entry, "version"));
+        last = n > last && n < INT32_MAX ? (int)n : last;
+    }
+    return last + 1;
 }
 
 //  The metadata of a new save of NAME from FIELDS, carrying OLD's identity and versions.
@@ -373,45 +561,81 @@ s_new_metadata (json_t *fields, json_t *old, const char *now)
         json_is_string (created) ? json_string_value (created) : now, "saved_at", now,
         "last_run_at", "run_count", 0, "last_run_success", "versions");
     assert (metadata);
+    json_object_set_new (metadata, "version",
+                         json_integer (old ? cg_scripts_version_of (old) + 1 : 1));
     return metadata;
+}
+
+//  Gives each of VERSIONS of script NAME in DIR its path.
+static void
+s_version_paths (json_t *versions, const char *dir, const char *name)
+{
+    size_t i;
+    json_t *entry;
+    json_array_foreach (versions, i, entry)
+    {
+        const char *old_ext =
+            cg_scripts_extension (json_string_value (json_object_get (entry, "language")));
+        json_object_set_new (
+            entry, "path",
+            json_sprintf ("%s/%s/versions/%d/script.%s", dir, name,
+                          (int)json_integer_value (json_object_get (entry, "version")),
+                          old_ext ? old_ext : "txt"));
+    }
+}
+
+//  Checks save's NAME and FIELDS. Returns 0, or -1 with *err set (EINVAL).
+static int
+s_check_save (const char *name, json_t *fields, cg_error_t **err)
+{
+    if (!cg_scripts_valid_name (name))
+        return cg_error_set (err, EINVAL, "%s", CG_SCRIPTS_NAME_RULE);
+    const char *ext =
+        cg_scripts_extension (json_string_value (json_object_get (fields, "language")));
+    json_t *description = json_object_get (fields, "description");
+    if (s_check_list (fields, "tags", err) < 0 || s_check_list (fields, "packages", err) < 0)
+        return -1;
+    if (!ext || !json_is_string (description)
+        || json_string_length (description) > CG_SCRIPTS_TEXT_MAX)
+        return cg_error_set (err, EINVAL,
+                             "'description' (at most %d characters) and 'language' (python, "
+                             "javascript or bash) are required",
+                             CG_SCRIPTS_TEXT_MAX);
+    return 0;
 }
 
 json_t *
 cg_scripts_save (const char *dir, const char *name, json_t *fields, const char *code,
-                 cg_error_t **err)
+                 const cg_scripts_limits_t *limits, cg_error_t **err)
 {
-    if (!cg_scripts_valid_name (name)) {
-        cg_error_set (err, EINVAL, "%s", CG_SCRIPTS_NAME_RULE);
+    if (s_check_save (name, fields, err) < 0)
         return NULL;
-    }
     const char *ext =
         cg_scripts_extension (json_string_value (json_object_get (fields, "language")));
-    json_t *description = json_object_get (fields, "description");
-    if (!ext || !json_is_string (description)
-        || json_string_length (description) > CG_SCRIPTS_TEXT_MAX
-        || s_check_list (fields, "tags", err) < 0 || s_check_list (fields, "packages", err) < 0) {
-        if (!*err)
-            cg_error_set (err, EINVAL,
-                          "'description' (at most %d characters) and 'language' (python, "
-                          "javascript or bash) are required",
-                          CG_SCRIPTS_TEXT_MAX);
-        return NULL;
-    }
-    cleanup_close int dir_fd = s_open_top (dir, true, err);
-    cleanup_close int name_fd = dir_fd < 0 ? -1 : s_open_dir_at (dir_fd, name, true, err);
-    if (name_fd < 0)
+    cleanup_close int dir_fd = cg_scripts_open_top (dir, true, err);
+    if (dir_fd < 0)
         return NULL;
     cg_error_t *old_err = NULL;
-    json_t *old = s_read_json_at (name_fd, S_METADATA, &old_err);
+    cleanup_close int old_fd =
+        openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    json_t *old = old_fd >= 0 ? s_read_json_at (old_fd, S_METADATA, &old_err) : NULL;
     cg_error_destroy (&old_err);
     char now[32];
     cg_utc_now (now, false);
-    int version = s_keep_version (name_fd, old, err);
-    if (version < 0) {
+    json_t *metadata = s_new_metadata (fields, old, now);
+    cleanup_free char *text = json_dumps (metadata, JSON_INDENT (2));
+    uint64_t added = strlen (code) + 2 * strlen (text)
+                     + 64 * json_array_size (json_object_get (old, "versions"));
+    uint64_t before = s_script_bytes (dir_fd, name);
+    cleanup_close int name_fd = -1;
+    int version = 0;
+    if (s_check_limits (dir_fd, dir, name, old, added, limits, err) < 0
+        || (name_fd = cg_scripts_open_dir_at (dir_fd, name, true, err)) < 0
+        || (version = s_keep_version (name_fd, old, cg_scripts_version_of (old), err)) < 0) {
         json_decref (old);
+        json_decref (metadata);
         return NULL;
     }
-    json_t *metadata = s_new_metadata (fields, old, now);
     json_t *versions = json_object_get (metadata, "versions");
     json_array_extend (versions, json_object_get (old, "versions"));
     if (version > 0)
@@ -419,18 +643,8 @@ cg_scripts_save (const char *dir, const char *name, json_t *fields, const char *
                                                     "saved_at", json_object_get (old, "saved_at"),
                                                     "language", json_object_get (old, "language")));
     json_decref (old);
-    size_t i;
-    json_t *entry;
-    json_array_foreach (versions, i, entry)
-    {
-        const char *language = json_string_value (json_object_get (entry, "language"));
-        const char *old_ext = cg_scripts_extension (language);
-        json_object_set_new (
-            entry, "path",
-            json_sprintf ("%s/%s/versions/%d/script.%s", dir, name,
-                          (int)json_integer_value (json_object_get (entry, "version")),
-                          old_ext ? old_ext : "txt"));
-    }
+    int pruned = s_prune (name_fd, versions, limits->versions);
+    s_version_paths (versions, dir, name);
     cleanup_free char *file = cg_strdupf ("script.%s", ext);
     if (cg_write_file_at (name_fd, file, code, strlen (code), 0644, (uid_t)-1, (gid_t)-1, err) < 0
         || s_write_json_at (name_fd, S_METADATA, metadata, err) < 0) {
@@ -443,6 +657,8 @@ cg_scripts_save (const char *dir, const char *name, json_t *fields, const char *
         cg_log (1, "scripts: index: %s", cg_error_message (index_err));
         cg_error_destroy (&index_err);
     }
+    s_size_changed (dir, before, s_script_bytes (dir_fd, name));
+    json_object_set_new (metadata, "versions_pruned", json_integer (pruned));
     return metadata;
 }
 
@@ -457,7 +673,7 @@ s_open_script (const char *dir, const char *name, cg_error_t **err)
         return cg_error_set (err, ENOENT, "no script named '%s'", name);
     if (dir_fd < 0)
         return cg_error_set (err, errno, "scripts directory %s: %s", dir, strerror (errno));
-    int fd = s_open_dir_at (dir_fd, name, false, err);
+    int fd = cg_scripts_open_dir_at (dir_fd, name, false, err);
     if (fd < 0 && (*err)->code == ENOENT) {
         cg_error_destroy (err);
         return cg_error_set (err, ENOENT, "no script named '%s'", name);
@@ -482,7 +698,7 @@ cg_scripts_get (const char *dir, const char *name, char **code, cg_error_t **err
         return NULL;
     }
     cleanup_free char *file = ext ? cg_strdupf ("script.%s", ext) : NULL;
-    if (metadata && !(*code = s_read_at (name_fd, file, err))) {
+    if (metadata && !(*code = cg_scripts_read_at (name_fd, file, err))) {
         json_decref (metadata);
         return NULL;
     }
@@ -517,229 +733,4 @@ cg_scripts_record_run (const char *dir, const char *name, bool success, cg_error
     }
     json_decref (metadata);
     return rc;
-}
-
-//  --------------------------------------------------------------------------
-//  Search
-
-//  Returns true when TEXT contains WORD (lower case), ignoring case.
-static bool
-s_contains (const char *text, const char *word)
-{
-    size_t len = strlen (word);
-    for (const char *p = text; p && *p; p++)
-        if (strncasecmp (p, word, len) == 0)
-            return true;
-    return false;
-}
-
-//  Splits QUERY into at most S_QUERY_WORDS lower-case stems in WORDS (freed by the caller).
-static size_t
-s_words (const char *query, char **words)
-{
-    size_t count = 0;
-    for (const char *p = query; *p && count < S_QUERY_WORDS;) {
-        while (*p && !isalnum ((unsigned char)*p))
-            p++;
-        const char *start = p;
-        while (*p && isalnum ((unsigned char)*p))
-            p++;
-        size_t len = (size_t)(p - start);
-        if (len == 0)
-            continue;
-        char *word = cg_xstrndup (start, len);
-        for (size_t i = 0; i < len; i++)
-            word[i] = (char)tolower ((unsigned char)word[i]);
-        //  A light stemming: "parsing", "parses", "parsed" and "parse" all find "pars".
-        const char *endings[] = {"ing", "es", "ed", "s", NULL};
-        for (int e = 0; endings[e]; e++) {
-            size_t elen = strlen (endings[e]);
-            if (len > elen + 2 && strcmp (word + len - elen, endings[e]) == 0) {
-                word[len - elen] = '\0';
-                break;
-            }
-        }
-        words[count++] = word;
-    }
-    return count;
-}
-
-//  The search's memory of the last scripts directory searched: its index as read and each
-//  script's code in lower case, used while index.json and each code file are unchanged
-//  (same inode, size and mtime), so that a search neither parses the index nor reads
-//  every code file again. Guarded by s_cache_lock.
-typedef struct {
-    char *text;     /* the code in lower case, or NULL: not read yet */
-    struct stat st; /* the code file when read */
-} s_code_t;
-
-static struct {
-    char *dir;            /* the scripts directory, or NULL: empty */
-    struct stat index_st; /* index.json when read (st_ino 0: do not trust) */
-    json_t *scripts;      /* the index's scripts (owned, never handed out) */
-    s_code_t *code;       /* one per script, in the index's order */
-} s_cache;
-static pthread_mutex_t s_cache_lock = PTHREAD_MUTEX_INITIALIZER;
-
-//  True when A and B are the same version of one file.
-static bool
-s_same_file (const struct stat *a, const struct stat *b)
-{
-    return a->st_ino != 0 && a->st_dev == b->st_dev && a->st_ino == b->st_ino
-           && a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec
-           && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-static void
-s_cache_clear (void)
-{
-    for (size_t i = 0; i < json_array_size (s_cache.scripts); i++)
-        free (s_cache.code[i].text);
-    free (s_cache.code);
-    json_decref (s_cache.scripts);
-    free (s_cache.dir);
-    memset (&s_cache, 0, sizeof s_cache);
-}
-
-//  Makes the cache hold DIR_FD's index (DIR names it), reading it again when index.json
-//  changed. Call with s_cache_lock held.
-static void
-s_cache_load (int dir_fd, const char *dir)
-{
-    struct stat before, after;
-    if (fstatat (dir_fd, S_INDEX, &before, AT_SYMLINK_NOFOLLOW) < 0)
-        memset (&before, 0, sizeof before);
-    if (s_cache.dir && strcmp (s_cache.dir, dir) == 0 && s_same_file (&s_cache.index_st, &before))
-        return;
-    s_cache_clear ();
-    s_cache.scripts = s_index (dir_fd, dir);
-    s_cache.dir = cg_xstrdup (dir);
-    s_cache.code = cg_xcalloc (json_array_size (s_cache.scripts) + 1, sizeof (s_code_t));
-    //  Changed while read (or rebuilt just now): not trusted, read again next time.
-    if (fstatat (dir_fd, S_INDEX, &after, AT_SYMLINK_NOFOLLOW) == 0
-        && s_same_file (&before, &after))
-        s_cache.index_st = after;
-}
-
-//  Returns the code of the cache's script AT (in DIR_FD), lower case, read again when its
-//  file changed; *SPARE holds a copy too large to keep (caller frees). Never NULL.
-static const char *
-s_cache_code (int dir_fd, size_t at, char **spare)
-{
-    json_t *script = json_array_get (s_cache.scripts, at);
-    const char *name = json_string_value (json_object_get (script, "name"));
-    const char *ext =
-        cg_scripts_extension (json_string_value (json_object_get (script, "language")));
-    cleanup_free char *path = cg_strdupf ("%s/script.%s", name, ext ? ext : "txt");
-    s_code_t *code = &s_cache.code[at];
-    struct stat st;
-    if (fstatat (dir_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        memset (&st, 0, sizeof st);
-    if (code->text && s_same_file (&code->st, &st))
-        return code->text;
-    free (code->text);
-    code->text = NULL;
-    //  Read as before, relative to the directory fds and never through a link.
-    cg_error_t *err = NULL;
-    cleanup_close int name_fd = s_open_dir_at (dir_fd, name, false, &err);
-    char *text = name_fd >= 0 ? s_read_at (name_fd, path + strlen (name) + 1, &err) : NULL;
-    cg_error_destroy (&err);
-    if (!text)
-        text = cg_xstrdup ("");
-    for (char *c = text; *c; c++)
-        *c = (char)tolower ((unsigned char)*c);
-    if (strlen (text) > S_CACHED_CODE_MAX || st.st_ino == 0)
-        return *spare = text;
-    code->text = text;
-    code->st = st;
-    return text;
-}
-
-enum { S_CODE = 1, S_DESCRIPTION = 2, S_TAG = 4, S_NAME = 8 };
-
-//  The weight of the best field of the cache's script AT (in DIR_FD) that holds WORD; 0
-//  when none does. *CODE is its code once read, *SPARE as s_cache_code's.
-static int
-s_word_weight (int dir_fd, size_t at, const char *word, const char **code, char **spare)
-{
-    json_t *script = json_array_get (s_cache.scripts, at);
-    if (s_contains (json_string_value (json_object_get (script, "name")), word))
-        return S_NAME;
-    size_t i;
-    json_t *tag;
-    json_array_foreach (json_object_get (script, "tags"), i,
-                        tag) if (s_contains (json_string_value (tag), word)) return S_TAG;
-    if (s_contains (json_string_value (json_object_get (script, "description")), word))
-        return S_DESCRIPTION;
-    if (!*code)
-        *code = s_cache_code (dir_fd, at, spare);
-    return strstr (*code, word) ? S_CODE : 0;
-}
-
-static int
-s_by_score (const void *a, const void *b)
-{
-    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-    json_int_t sx = json_integer_value (json_object_get (x, "score"));
-    json_int_t sy = json_integer_value (json_object_get (y, "score"));
-    if (sx != sy)
-        return sx > sy ? -1 : 1;
-    return strcmp (json_string_value (json_object_get (x, "name")),
-                   json_string_value (json_object_get (y, "name")));
-}
-
-json_t *
-cg_scripts_search (const char *dir, const char *query, const char *language, size_t limit,
-                   cg_error_t **err)
-{
-    struct stat st;
-    if (stat (dir, &st) < 0 && errno == ENOENT)
-        return json_array ();
-    cleanup_close int dir_fd = s_open_top (dir, false, err);
-    if (dir_fd < 0)
-        return NULL;
-    char *words[S_QUERY_WORDS];
-    size_t nwords = s_words (query, words);
-    pthread_mutex_lock (&s_cache_lock);
-    s_cache_load (dir_fd, dir);
-    size_t n = json_array_size (s_cache.scripts), found = 0;
-    json_t **hits = cg_xcalloc (n ? n : 1, sizeof (json_t *));
-    for (size_t i = 0; i < n; i++) {
-        json_t *script = json_array_get (s_cache.scripts, i);
-        const char *lang = json_string_value (json_object_get (script, "language"));
-        if (language && (!lang || strcmp (language, lang) != 0))
-            continue;
-        const char *code = NULL;
-        cleanup_free char *spare = NULL;
-        int score = 0, best = 0;
-        for (size_t w = 0; w < nwords; w++) {
-            int weight = s_word_weight (dir_fd, i, words[w], &code, &spare);
-            score += weight;
-            best = weight > best ? weight : best;
-        }
-        if (best == 0)
-            continue;
-        const char *relevance = best == S_NAME          ? "name_match"
-                                : best == S_TAG         ? "tag_match"
-                                : best == S_DESCRIPTION ? "description_match"
-                                                        : "code_match";
-        //  Copies: the cache's values are never shared with the caller.
-        const char *description = json_string_value (json_object_get (script, "description"));
-        hits[found++] =
-            json_pack ("{s:s, s:s?, s:s?, s:s, s:i}", "name",
-                       json_string_value (json_object_get (script, "name")), "description",
-                       description, "language", lang, "relevance", relevance, "score", score);
-    }
-    pthread_mutex_unlock (&s_cache_lock);
-    qsort (hits, found, sizeof (json_t *), s_by_score);
-    json_t *results = json_array ();
-    for (size_t i = 0; i < found; i++)
-        if (i < limit)
-            json_array_append_new (results, hits[i]);
-        else
-            json_decref (hits[i]);
-    free (hits);
-    for (size_t w = 0; w < nwords; w++)
-        free (words[w]);
-    return results;
 }

@@ -14,10 +14,16 @@
 #include <stddef.h>
 
 #define CG_SCRIPTS_NAME_MAX 64
-#define CG_SCRIPTS_TAGS_MAX 32     /* tags, and packages, per script */
-#define CG_SCRIPTS_TAG_MAX 64      /* characters in one tag or package name */
-#define CG_SCRIPTS_TEXT_MAX 4096   /* characters in a description */
-#define CG_SCRIPTS_VERSIONS_MAX 50 /* earlier versions kept per name; the oldest go first */
+#define CG_SCRIPTS_TAGS_MAX 32   /* tags, and packages, per script */
+#define CG_SCRIPTS_TAG_MAX 64    /* characters in one tag or package name */
+#define CG_SCRIPTS_TEXT_MAX 4096 /* characters in a description */
+
+/*  The library's caps (settings --script-versions, --max-scripts, --max-scripts-mb). */
+typedef struct {
+    size_t versions; /* earlier versions kept per script: past it the oldest are removed */
+    size_t scripts;  /* scripts in the library: a new name past it is refused */
+    size_t bytes;    /* bytes of every file below the library: a save past it is refused */
+} cg_scripts_limits_t;
 
 /*  What a well-formed script name is, for error messages. */
 #define CG_SCRIPTS_NAME_RULE                                                                   \
@@ -31,16 +37,30 @@ bool cg_scripts_valid_name (const char *name);
     bash: "sh"), or NULL for any other. */
 const char *cg_scripts_extension (const char *language);
 
-/*  Saves CODE as script NAME in DIR (created when missing). FIELDS (borrowed) holds
-    description and language (strings, required; language canonical), tags and packages
-    (arrays of strings, optional) and source_execution_id (string, optional). When NAME
-    exists its script and metadata move to <name>/versions/<n>/ first and the new metadata
-    lists them in "versions"; created_at and script_id carry over, the run counters start
-    again. Returns the new metadata (name, script_id, path of the script file, created_at,
-    saved_at, ...) the caller owns, or NULL with *err set: EINVAL for a bad name or field,
-    ELOOP when <name> is a symbolic link, or the file system's error. */
+/*  Saves CODE as script NAME in DIR (created when missing) within LIMITS. FIELDS (borrowed)
+    holds description and language (strings, required; language canonical), tags and
+    packages (arrays of strings, optional) and source_execution_id (string, optional). When
+    NAME exists its script and metadata (without their own list of versions) move to
+    <name>/versions/<n>/ first and the new metadata lists them in "versions", the newest
+    LIMITS->versions of them: older ones are removed. created_at and script_id carry over,
+    "version" counts up, the run counters start again. Returns the new metadata (name,
+    script_id, version, path of the script file, created_at, saved_at, ...; and
+    "versions_pruned", how many old versions this save removed) the caller owns, or NULL
+    with *err set: EINVAL for a bad name or field, ELOOP when <name> is a symbolic link,
+    EDQUOT when the library holds LIMITS->scripts scripts already (for a new name) or the
+    save would take it past LIMITS->bytes (nothing is changed then), or the file system's
+    error. */
 json_t *cg_scripts_save (const char *dir, const char *name, json_t *fields, const char *code,
-                         cg_error_t **err);
+                         const cg_scripts_limits_t *limits, cg_error_t **err);
+
+/*  Returns the version number of a script's METADATA (borrowed): its "version", or for a
+    library written before versions were numbered, one past its last kept version. */
+int cg_scripts_version_of (json_t *metadata);
+
+/*  Returns the bytes of every regular file below DIR (never through a link), as last
+    counted: counted again at the first call for DIR and now and then, kept up to date by
+    cg_scripts_save in between. 0 when DIR does not exist. */
+size_t cg_scripts_bytes (const char *dir);
 
 /*  Reads script NAME from DIR: returns its metadata (with "name" and "path") the caller
     owns and sets *code to its code (caller frees), or returns NULL with *err set: ENOENT

@@ -539,21 +539,42 @@ s_make_parents (cg_workspace_t *self, const char *rel, size_t parent_len, uid_t 
     return result;
 }
 
-//  Fills the new file FD with DATA and hands it to UID:GID. Returns 0 or -errno.
+//  Fills the new file FD by FILL (ARG) and hands it to UID:GID. Returns 0 or -errno.
 static int
-s_fill (int fd, const void *data, size_t len, uid_t uid, gid_t gid)
+s_fill (int fd, cg_workspace_fill_fn *fill, void *arg, uid_t uid, gid_t gid)
 {
-    int rc = s_write_all (fd, data, len);
+    int rc = fill (fd, arg);
     if (rc == 0 && (fchown (fd, uid, gid) < 0 || fchmod (fd, 0644) < 0))
         rc = -errno;
     return rc;
+}
+
+typedef struct {
+    const void *data;
+    size_t len;
+} s_bytes_t;
+
+static int
+s_fill_bytes (int fd, void *arg)
+{
+    s_bytes_t *bytes = arg;
+    return s_write_all (fd, bytes->data, bytes->len);
 }
 
 int
 cg_workspace_write (cg_workspace_t *self, const char *rel, const void *data, size_t len,
                     bool overwrite, uid_t uid, gid_t gid, cg_error_t **err)
 {
-    assert (self && rel && (data || len == 0));
+    assert (data || len == 0);
+    s_bytes_t bytes = {data, len};
+    return cg_workspace_write_with (self, rel, s_fill_bytes, &bytes, overwrite, uid, gid, err);
+}
+
+int
+cg_workspace_write_with (cg_workspace_t *self, const char *rel, cg_workspace_fill_fn *fill,
+                         void *arg, bool overwrite, uid_t uid, gid_t gid, cg_error_t **err)
+{
+    assert (self && rel && fill);
     if (s_check_rel (rel, err) < 0)
         return -1;
     const char *last_slash = strrchr (rel, '/');
@@ -575,7 +596,7 @@ cg_workspace_write (cg_workspace_t *self, const char *rel, const void *data, siz
                 err, EEXIST, "%s/%s already exists. Set overwrite=true to replace.", mount, rel);
         if (fd < 0)
             return cg_error_set (err, -fd, "create %s/%s: %s", mount, rel, strerror (-fd));
-        int rc = s_fill (fd, data, len, uid, gid);
+        int rc = s_fill (fd, fill, arg, uid, gid);
         if (rc == 0 && close (fd) < 0)
             rc = -errno;
         fd = -1;
@@ -598,7 +619,7 @@ cg_workspace_write (cg_workspace_t *self, const char *rel, const void *data, siz
     if (fd < 0)
         return cg_error_set (err, -fd, "create a temporary file for %s/%s: %s", mount, rel,
                              strerror (-fd));
-    int rc = s_fill (fd, data, len, uid, gid);
+    int rc = s_fill (fd, fill, arg, uid, gid);
     if (rc == 0 && close (fd) < 0)
         rc = -errno;
     fd = -1;

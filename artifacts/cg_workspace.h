@@ -82,6 +82,15 @@ char *cg_workspace_read (cg_workspace_t *self, const char *rel, size_t max, size
 int cg_workspace_write (cg_workspace_t *self, const char *rel, const void *data, size_t len,
                         bool overwrite, uid_t uid, gid_t gid, cg_error_t **err);
 
+/*  Writes a new file's content, the fd of which it is given (open for writing, at offset
+    0). Returns 0, or -errno (the file is then removed). */
+typedef int (cg_workspace_fill_fn) (int fd, void *arg);
+
+/*  As cg_workspace_write, with the content written by FILL (with ARG) straight into the
+    new file: a stream written as it is made, never held whole in memory. */
+int cg_workspace_write_with (cg_workspace_t *self, const char *rel, cg_workspace_fill_fn *fill,
+                             void *arg, bool overwrite, uid_t uid, gid_t gid, cg_error_t **err);
+
 /*  Lists the regular files below the workspace, never following symlinks, at most 32
     directories deep and at most 10000 files. Returns a new object the caller owns:
     {"artifacts": [{"path": "/mnt/data/<rel>", "filename", "size_bytes", "mime_type",

@@ -31,6 +31,18 @@ static const cg_config_option_t s_options[] = {
      0, "where sandboxes, workspaces and runtime state live"},
     {"--scripts-dir", "CELLGATE_SCRIPTS_DIR", CG_CONFIG_STRING, OFF (scripts_dir), NULL, 0, 0,
      "the saved-script library (save_script, run_script; default <state-dir>/scripts)"},
+    {"--script-versions", "CELLGATE_SCRIPT_VERSIONS", CG_CONFIG_INT, OFF (script_versions), "50", 0,
+     100000, "earlier versions save_script keeps per script; past it the oldest are removed"},
+    {"--max-scripts", "CELLGATE_MAX_SCRIPTS", CG_CONFIG_INT, OFF (max_scripts), "1000", 1, 1000000,
+     "scripts the library holds; a save under a new name past it is refused"},
+    {"--max-scripts-mb", "CELLGATE_MAX_SCRIPTS_MB", CG_CONFIG_MB, OFF (max_scripts_bytes), "128", 1,
+     1 << 20,
+     "size of the script library in MB (scripts, versions, metadata); a save past it is "
+     "refused"},
+    {"--notebook-max-mb", "CELLGATE_NOTEBOOK_MAX_MB", CG_CONFIG_MB, OFF (notebook_max_bytes), "64",
+     1, 4096,
+     "a session's notebook record (export_notebook) in MB: near it a run's cell keeps its code "
+     "without outputs, at it later runs are left out (the notebook says so)"},
     {"--backend", "CELLGATE_BACKEND", CG_CONFIG_STRING, OFF (backend), "auto", 0, 0,
      "sandbox backend: oci (runc or crun, as root), rootless (runc in a user namespace, for a "
      "normal user), docker (the Docker Engine API, Podman's too, running --image) or auto "
@@ -41,7 +53,7 @@ static const cg_config_option_t s_options[] = {
     {"--docker-host", "CELLGATE_DOCKER_HOST", CG_CONFIG_STRING, OFF (docker_host), NULL, 0, 0,
      "the docker backend's engine: unix:///path (default $DOCKER_HOST, else "
      "unix:///var/run/docker.sock) or tcp://host:port"},
-    {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_STRING, OFF (docker_tcp), "off", 0, 0,
+    {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_SWITCH, OFF (docker_tcp), "off", 0, 0,
      "on: allow a tcp:// docker host (plain HTTP, no TLS: whoever reaches it is root there)"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
      "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), a name found on PATH (runc, "
@@ -148,7 +160,7 @@ static const cg_config_option_t s_options[] = {
     {"--pool-min-available-mb", "CELLGATE_POOL_MIN_AVAILABLE_MB", CG_CONFIG_INT,
      OFF (pool_min_available_mb), "512", 0, 1 << 20,
      "when the host's MemAvailable falls below this many MB the pool is emptied and not refilled"},
-    {"--keep-sessions", "CELLGATE_KEEP_SESSIONS", CG_CONFIG_STRING, OFF (keep_sessions), "off", 0,
+    {"--keep-sessions", "CELLGATE_KEEP_SESSIONS", CG_CONFIG_SWITCH, OFF (keep_sessions), "off", 0,
      0,
      "on: a server that stops (stdin closed, SIGTERM, a crash) leaves its stdio sessions' "
      "sandboxes running and the next one on the same state dir re-adopts them; off: they go "
@@ -175,7 +187,7 @@ static const cg_config_option_t s_options[] = {
      "the token of /admin/sessions and /metrics on every listener (16+ characters; not the "
      "--http-token or the gateway's); default: one made at first start, kept 0600 in "
      "<state dir>/admin-token"},
-    {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_STRING, OFF (gateway), "on", 0, 0,
+    {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_SWITCH, OFF (gateway), "on", 0, 0,
      "serve the Jupyter Kernel Gateway API (/api/kernels, /api/kernelspecs) on the listener, "
      "for jupyter server/notebook --gateway-url"},
     {"--gateway-token", "CELLGATE_GATEWAY_TOKEN", CG_CONFIG_STRING, OFF (gateway_token), NULL, 0, 0,
@@ -229,11 +241,35 @@ cg_config_options (size_t *count)
     return s_options;
 }
 
+//  The words an on/off setting takes, in any case: the even ones mean on.
+static const char *const s_switch_words[] = {"on", "off", "true", "false", "yes",
+                                             "no", "1",   "0",    NULL};
+
+//  Returns "on" or "off" for VALUE, one of s_switch_words in any case, or NULL.
+static const char *
+s_switch (const char *value)
+{
+    for (int i = 0; s_switch_words[i]; i++)
+        if (strcasecmp (value, s_switch_words[i]) == 0)
+            return i % 2 == 0 ? "on" : "off";
+    return NULL;
+}
+
 static int
 s_set (cg_config_t *self, const cg_config_option_t *option, const char *value, const char *source,
        cg_error_t **err)
 {
     char *field = (char *)self + option->offset;
+    if (option->kind == CG_CONFIG_SWITCH) {
+        const char *state = s_switch (value);
+        if (!state)
+            return cg_error_set (err, EINVAL,
+                                 "%s: '%s' is not on or off (also true/false, yes/no, 1/0)", source,
+                                 value);
+        free (*(char **)field);
+        *(char **)field = cg_xstrdup (state);
+        return 0;
+    }
     if (option->kind == CG_CONFIG_STRING) {
         if (!*value)
             return cg_error_set (err, EINVAL, "%s: empty value", source);
@@ -487,6 +523,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
             return cg_error_set (err, EINVAL, "unknown option '%s' (see --help)", name);
         if (equals)
             value = equals + 1;
+        else if (option->kind == CG_CONFIG_SWITCH)
+            //  A switch alone means on; "--keep-sessions off" still reads the next word.
+            value = arg + 1 < argc && s_switch (argv[arg + 1]) ? argv[++arg] : "on";
         else if (arg + 1 < argc)
             value = argv[++arg];
         else
@@ -553,13 +592,6 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         && strcmp (self->backend, "rootless") && strcmp (self->backend, "docker"))
         return cg_error_set (err, EINVAL, "--backend: '%s' is not oci, rootless, docker or auto",
                              self->backend);
-    if (strcmp (self->docker_tcp, "on") && strcmp (self->docker_tcp, "off"))
-        return cg_error_set (err, EINVAL, "--docker-tcp: '%s' is not on or off", self->docker_tcp);
-    if (strcmp (self->gateway, "on") && strcmp (self->gateway, "off"))
-        return cg_error_set (err, EINVAL, "--gateway: '%s' is not on or off", self->gateway);
-    if (strcmp (self->keep_sessions, "on") && strcmp (self->keep_sessions, "off"))
-        return cg_error_set (err, EINVAL, "--keep-sessions: '%s' is not on or off",
-                             self->keep_sessions);
     if (s_package_source (&self->wheelhouse, "--wheelhouse", err) < 0
         || s_package_source (&self->npm_mirror, "--npm-mirror", err) < 0
         || s_public_url (&self->public_url, err) < 0)
@@ -621,7 +653,8 @@ cg_config_clear (cg_config_t *self)
 void
 cg_config_print_usage (FILE *out)
 {
-    fprintf (out, "options (each also read from its environment variable):\n");
+    fprintf (out, "options (each also read from its environment variable; an on/off option "
+                  "alone means on,\n and takes on/off, true/false, yes/no or 1/0):\n");
     for (size_t i = 0; i < S_OPTION_COUNT; i++)
         fprintf (out, "  %-26s %-34s %s (%s%s)\n", s_options[i].flag, s_options[i].env,
                  s_options[i].help, s_options[i].fallback ? "default " : "unset by default",

@@ -9,15 +9,19 @@
 #include <stdio.h>
 
 typedef struct {
-    char *state_dir;   /* containers' bundles, workspaces, runtime dirs */
-    char *scripts_dir; /* the saved-script library; NULL: <state_dir>/scripts */
-    char *runtime;     /* "auto", a name looked up on PATH, or a path */
-    char *backend;     /* "auto", "oci" or "docker" */
-    char *image;       /* the docker backend's sandbox image, or NULL */
-    char *docker_host; /* unix:///path or tcp://host:port, or NULL */
-    char *docker_tcp;  /* "on": a tcp:// docker host is allowed */
-    char *kernels_dir; /* kernel specs: <dir>/<language>/kernel.json */
-    int memory_mb;     /* per sandbox, swap included */
+    char *state_dir;           /* containers' bundles, workspaces, runtime dirs */
+    char *scripts_dir;         /* the saved-script library; NULL: <state_dir>/scripts */
+    int script_versions;       /* earlier versions kept per script; older ones are removed */
+    int max_scripts;           /* scripts in the library */
+    size_t max_scripts_bytes;  /* bytes of the whole library */
+    size_t notebook_max_bytes; /* a session's notebook record (notebook.jsonl) */
+    char *runtime;             /* "auto", a name looked up on PATH, or a path */
+    char *backend;             /* "auto", "oci" or "docker" */
+    char *image;               /* the docker backend's sandbox image, or NULL */
+    char *docker_host;         /* unix:///path or tcp://host:port, or NULL */
+    char *docker_tcp;          /* "on": a tcp:// docker host is allowed */
+    char *kernels_dir;         /* kernel specs: <dir>/<language>/kernel.json */
+    int memory_mb;             /* per sandbox, swap included */
     double cpus;
     int pids;
     int tmp_mb;           /* size of the sandbox's /tmp tmpfs */
@@ -93,6 +97,8 @@ typedef enum {
     CG_CONFIG_BYTES,     /* size_t, a whole number of bytes from min to max */
     CG_CONFIG_MB,        /* size_t in bytes, given as whole MB from min to max */
     CG_CONFIG_LOG_LEVEL, /* int, from the names error, warn, info, debug */
+    CG_CONFIG_SWITCH,    /* char *, owned, "on" or "off": given as on/off, true/false, yes/no
+                            or 1/0 in any case; the flag alone (--keep-sessions) means on */
 } cg_config_kind_t;
 
 /*  One option: the one place its flag, variable, default and bounds are written. */

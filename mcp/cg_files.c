@@ -80,14 +80,21 @@ cg_files_put (const cg_files_t *self, const char *rel, const void *bytes, size_t
               bool overwrite, const char *text)
 {
     cg_error_t *err = NULL;
-    if (cg_workspace_write (self->ws, rel, bytes, len, overwrite, (uid_t)self->config->sandbox_uid,
-                            (gid_t)self->config->sandbox_gid, &err)
-        < 0) {
-        int code = (err ? err->code : 0);
+    cg_workspace_write (self->ws, rel, bytes, len, overwrite, (uid_t)self->config->sandbox_uid,
+                        (gid_t)self->config->sandbox_gid, &err);
+    return cg_files_written (self, rel, len, &err, text);
+}
+
+json_t *
+cg_files_written (const cg_files_t *self, const char *rel, size_t len, cg_error_t **err,
+                  const char *text)
+{
+    if (*err) {
+        int code = (*err)->code;
         cleanup_free char *message =
             code == EEXIST ? cg_strdupf ("%s already exists. Set overwrite=true to replace.", rel)
-                           : cg_xstrdup (cg_error_message (err));
-        cg_error_destroy (&err);
+                           : cg_xstrdup (cg_error_message (*err));
+        cg_error_destroy (err);
         return s_error (code == EEXIST                  ? "file_exists"
                         : code == EIO || code == ENOSPC ? "write_failed"
                                                         : "invalid_path",

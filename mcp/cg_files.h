@@ -42,6 +42,11 @@ json_t *cg_files_upload (const cg_files_t *self, json_t *arguments, const char *
 json_t *cg_files_put (const cg_files_t *self, const char *rel, const void *bytes, size_t len,
                       bool overwrite, const char *text);
 
+/*  cg_files_put's answer for the workspace file REL of LEN bytes written by the caller:
+    the error *ERR (consumed) when it is set, else the file's artifact fields. */
+json_t *cg_files_written (const cg_files_t *self, const char *rel, size_t len, cg_error_t **err,
+                          const char *text);
+
 /*  read_artifact. Returns a tools/call result (caller owns). */
 json_t *cg_files_read (const cg_files_t *self, json_t *arguments);
 

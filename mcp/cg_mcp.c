@@ -62,6 +62,12 @@ cg_server_execlog (cg_server_t *self)
     return self->execlog;
 }
 
+cg_worker_t *
+cg_server_store (cg_server_t *self)
+{
+    return self->store;
+}
+
 //  --------------------------------------------------------------------------
 //  Methods
 
@@ -319,7 +325,7 @@ s_poll_once (cg_server_t *self)
 {
     //  Polled: the runners' messages, the client, the listener, and the pipes of the
     //  runners still closing (each signals there once its sandbox is gone).
-    enum { FIXED = 3, CLOSING_MAX = 1024, GATEWAY_MAX = 5 * 64 };
+    enum { FIXED = 4, CLOSING_MAX = 1024, GATEWAY_MAX = 5 * 64 };
     zmq_pollitem_t items[FIXED + CLOSING_MAX + GATEWAY_MAX];
     items[0] =
         (zmq_pollitem_t){zsock_resolve (cg_registry_results (self->registry)), 0, ZMQ_POLLIN, 0};
@@ -328,6 +334,7 @@ s_poll_once (cg_server_t *self)
     items[1] = (zmq_pollitem_t){NULL, in_fd >= 0 ? in_fd : http_fd, in_fd >= 0 ? ZMQ_POLLIN : 0, 0};
     items[2] =
         (zmq_pollitem_t){NULL, http_fd >= 0 ? http_fd : in_fd, http_fd >= 0 ? ZMQ_POLLIN : 0, 0};
+    items[3] = (zmq_pollitem_t){zsock_resolve (cg_worker_sock (self->store)), 0, ZMQ_POLLIN, 0};
     size_t closing = cg_registry_closing_items (self->registry, items + FIXED, CLOSING_MAX);
     int gateway =
         self->gateway ? cg_gateway_items (self->gateway, items + FIXED + closing, GATEWAY_MAX) : 0;
@@ -356,6 +363,8 @@ s_poll_once (cg_server_t *self)
     cg_registry_reap_closed (self->registry, items + FIXED, closing);
     if (items[0].revents)
         s_handle_runner (self);
+    if (items[3].revents)
+        cg_worker_collect (self->store);
     if (in_fd >= 0 && items[1].revents)
         cg_stdio_read (self->stdio);
     return !self->stdio || cg_stdio_open (self->stdio) ? 1 : 0;
@@ -373,6 +382,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     self.registry = cg_registry_new (config, backend, instance);
     cg_keep_adopt (self.registry, backend, instance, config);
     self.execlog = cg_tools_log_open (config);
+    self.store = cg_worker_new ("store", CG_TOOLS_JOBS_MAX);
     cg_registry_set_listener (self.registry, cg_tools_log_session, self.execlog);
     self.calls = zhashx_new ();
     zhashx_set_destructor (self.calls, cg_server_call_free_);
@@ -396,6 +406,11 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
             zstr_send (c->oneshot, "$TERM");
     for (cg_call_t *c = zhashx_first (self.calls); c; c = zhashx_next (self.calls))
         cg_registry_oneshot_end (self.registry, &c->oneshot);
+    //  The library's and notebooks' work queued is done and answered, unless a signal
+    //  stops the server now.
+    if (zsys_interrupted)
+        cg_worker_cancel_waiting (self.store);
+    cg_worker_destroy (&self.store);
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self.tasks);
     zlistx_destroy (&self.listeners);

@@ -10,6 +10,7 @@
 #include "../artifacts/cg_http.h"
 #include "../bridge/cg_config.h"
 #include "../bridge/cg_registry.h"
+#include "../bridge/cg_worker.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -116,6 +117,7 @@ const cg_config_t *cg_server_config (cg_server_t *self);
 cg_registry_t *cg_server_registry (cg_server_t *self);
 cg_http_t *cg_server_http (cg_server_t *self);       /* the listener; NULL when off */
 cg_execlog_t *cg_server_execlog (cg_server_t *self); /* NULL when it could not open */
+cg_worker_t *cg_server_store (cg_server_t *self);    /* slow disk work off the loop */
 
 /*  Dispatches REQ (its method set) with PARAMS to the method's handler, in either era
     (a 2026-07-28 request's _meta checked before); unknown methods get -32601 (HTTP 404). */

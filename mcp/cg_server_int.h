@@ -21,6 +21,7 @@ struct cg_server_t {
     unsigned long next_key;
     zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
     cg_execlog_t *execlog; /* the execution log, NULL when it could not open */
+    cg_worker_t *store;    /* the script library's and notebooks' disk work (cg_tools_jobs) */
     cg_gateway_t *gateway; /* the Jupyter gateway on the listener, or NULL */
     char *admin_token;     /* /admin and /metrics' token (cg_admin), or NULL: they answer 503 */
     zhashx_t *tasks;       /* id -> cg_task_t (cg_tasks) */

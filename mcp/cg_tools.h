@@ -8,6 +8,7 @@
 #include "../bridge/cg_config.h"
 #include "../bridge/cg_limits.h"
 #include "../bridge/cg_outcome.h"
+#include "../bridge/cg_worker.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -136,6 +137,42 @@ cg_tool_finish_fn cg_tools_install_finish;
 cg_call_t *cg_tools_dispatch (const cg_request_t *req, json_t *request,
                               cg_registry_session_t *session, zactor_t *oneshot);
 
+/*  A tool's disk work off the event loop, on the server's store worker (cg_tools_jobs.c).
+    A job type embeds this first; its fields are the worker's alone while RUN runs. */
+typedef struct cg_tool_job_t cg_tool_job_t;
+struct cg_tool_job_t {
+    cg_work_t work;                   /* the worker's */
+    cg_server_t *server;              /* set by cg_tools_job_start */
+    char key[32];                     /* its call's key */
+    void (*run) (cg_tool_job_t *job); /* on the worker: sets RESULT; touches nothing else */
+    json_t *result;                   /* the tools/call result RUN made, or NULL */
+    /* On the loop, when the work is done: the call's result (caller owns) from the job's
+       fields; NULL: RESULT is the answer. */
+    json_t *(*answer) (cg_tool_job_t *job, cg_call_t *call);
+    /* On the loop, when the work is done, instead of an answer: takes CALL over (answers
+       and ends it, or hands its request on: cg_tools_job_request, cg_tools_job_hand_on). */
+    void (*resume) (cg_tool_job_t *job, cg_call_t *call);
+    void (*free) (cg_tool_job_t *job); /* frees the job's own fields (not JOB), or NULL */
+};
+
+/*  Registers a call for REQ and queues JOB (taken over; allocated with malloc, its RUN and
+    its other hooks set) on the server's store worker; the call is answered when the work
+    is back. Returns true, or false after answering REQ server_busy (naming the queue's
+    limit) and freeing JOB. */
+bool cg_tools_job_start (const cg_request_t *req, cg_tool_job_t *job);
+
+/*  The request CALL (a job's) was made for, rebuilt to be handled again (as a tool's
+    handler would): everything borrowed from CALL; a 2026-07-28 request's modern_elicit
+    and modern_tasks are the caller's to set. */
+cg_request_t cg_tools_job_request (cg_server_t *server, cg_call_t *call);
+
+/*  Forgets CALL, whose request was handed on (a new call or an answer through
+    cg_tools_job_request's request took its task and its log record). */
+void cg_tools_job_hand_on (cg_server_t *server, cg_call_t *call);
+
+/*  The worker's queue: works waiting or running at once. */
+#define CG_TOOLS_JOBS_MAX 64
+
 /*  The execution log's tools (cg_tools_logs.c) and what feeds it. */
 cg_tool_fn cg_tools_search_execution_logs, cg_tools_get_execution_log;
 
@@ -160,10 +197,10 @@ void cg_tools_log_session (void *arg, const cg_registry_session_t *session, cons
 void cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outcome);
 
 /*  Keeps CALL's run, OUTCOME (borrowed), as a cell of SESSION's notebook (cg_notebook;
-    export_notebook makes the notebook): nothing for a one-shot run or a run that never
-    started. A failure is logged. */
+    export_notebook makes the notebook) of at most MAX bytes (--notebook-max-mb): nothing
+    for a one-shot run or a run that never started. A failure is logged. */
 void cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
-                               const cg_outcome_t *outcome);
+                               const cg_outcome_t *outcome, size_t max);
 
 /*  Validates the ARGUMENTS (borrowed, may be NULL; keys already checked) of TOOL, one of
     the running tools. On success returns a new request object (language canonical, code,

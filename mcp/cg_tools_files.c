@@ -5,7 +5,10 @@
 #include "../artifacts/cg_notebook.h"
 #include "../bridge/cg_util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *s_no_workspace =
     "the session's workspace could not be created; see the server log";
@@ -92,6 +95,106 @@ s_notebook_language (cg_registry_session_t *session, json_t *arguments, json_t *
     return "python";
 }
 
+//  export_notebook's work, on the store worker: the notebook streamed from the session's
+//  record (notebook.jsonl) into its workspace, one cell at a time.
+typedef struct {
+    cg_tool_job_t job;
+    char *record;         /* the session's notebook.jsonl */
+    char *workspace;      /* the workspace's host directory */
+    char *rel;            /* the notebook's file in it */
+    const char *language; /* static */
+    char *owner;          /* the session's client and id, to find it again */
+    char *session_id;
+    uid_t uid;
+    gid_t gid;
+    size_t line_max;
+    size_t bytes, cells, code_cells; /* what was written */
+    cg_error_t *err;                 /* why not */
+} s_export_t;
+
+static void
+s_export_free (cg_tool_job_t *job)
+{
+    s_export_t *self = (s_export_t *)job;
+    free (self->record);
+    free (self->workspace);
+    free (self->rel);
+    free (self->owner);
+    free (self->session_id);
+    cg_error_destroy (&self->err);
+}
+
+//  Writes the notebook into the new file FD (cg_workspace_fill_fn).
+static int
+s_export_fill (int fd, void *arg)
+{
+    s_export_t *self = arg;
+    //  The record is the server's (its session's host directory), read without a link.
+    int in_fd = open (self->record, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in_fd < 0 && errno == ENOENT)
+        in_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC); /* no run yet: no cells */
+    FILE *in = in_fd >= 0 ? fdopen (in_fd, "r") : NULL;
+    int out_fd = dup (fd);
+    FILE *out = out_fd >= 0 ? fdopen (out_fd, "w") : NULL;
+    int rc = 0;
+    if (!in || !out)
+        rc = -(errno ? errno : EIO);
+    else if (cg_notebook_write (in, self->language, self->line_max, out, &self->cells,
+                                &self->code_cells, &self->err)
+             < 0)
+        rc = -self->err->code;
+    else
+        self->bytes = (size_t)ftello (out);
+    if (in)
+        fclose (in);
+    else if (in_fd >= 0)
+        close (in_fd);
+    if (out && fclose (out) != 0 && rc == 0)
+        rc = -errno;
+    else if (!out && out_fd >= 0)
+        close (out_fd);
+    cg_error_destroy (&self->err); /* cg_workspace_write_with says it again */
+    return rc;
+}
+
+static void
+s_export_run (cg_tool_job_t *job)
+{
+    s_export_t *self = (s_export_t *)job;
+    cg_workspace_t *ws = cg_workspace_open (self->workspace, &self->err);
+    if (ws)
+        cg_workspace_write_with (ws, self->rel, s_export_fill, self, true, self->uid, self->gid,
+                                 &self->err);
+    cg_workspace_destroy (&ws);
+}
+
+static json_t *
+s_export_answer (cg_tool_job_t *job, cg_call_t *call)
+{
+    s_export_t *self = (s_export_t *)job;
+    (void)call;
+    cg_registry_session_t *session =
+        cg_registry_find (cg_server_registry (job->server), self->owner, self->session_id);
+    if (!session || !session->ws) {
+        cleanup_free char *message =
+            cg_strdupf ("Session %s ended while its notebook was exported", self->session_id);
+        return cg_tools_error_object ("session_not_found", message, self->session_id);
+    }
+    cg_files_t files =
+        cg_files_of (cg_server_config (job->server), cg_server_http (job->server), session);
+    cleanup_free char *text =
+        cg_strdupf ("Exported %zu cells of session %s as the notebook %s/%s.", self->code_cells,
+                    session->id, CG_WORKSPACE_MOUNT, self->rel);
+    bool failed = self->err != NULL;
+    json_t *result = cg_files_written (&files, self->rel, self->bytes, &self->err, text);
+    if (!failed)
+        json_object_update_new (json_object_get (result, "structuredContent"),
+                                json_pack ("{s:I, s:s}", "cells", (json_int_t)self->code_cells,
+                                           "language", self->language));
+    cg_registry_touch (session);
+    return result;
+}
+
 void
 cg_tools_export_notebook (const cg_request_t *req, json_t *arguments)
 {
@@ -107,33 +210,31 @@ cg_tools_export_notebook (const cg_request_t *req, json_t *arguments)
                                          ? cg_strdupf ("%s.ipynb", name)
                                          : cg_xstrdup (name);
     cg_error_t *err = NULL;
-    cleanup_free char *rel = language ? cg_workspace_sanitize_filename (with_suffix, &err) : NULL;
+    char *rel = language ? cg_workspace_sanitize_filename (with_suffix, &err) : NULL;
     if (language && !rel) {
         cleanup_free char *message = cg_strdupf ("invalid filename: %s", cg_error_message (err));
         result = cg_tools_error_object ("invalid_filename", message, session->id);
     }
-    cleanup_free char *path = rel ? cg_strdupf ("%s/%s", session->dir, CG_NOTEBOOK_FILE) : NULL;
-    size_t cells = 0;
-    json_t *notebook =
-        path ? cg_notebook_build (path, language, 2 * CG_NOTEBOOK_MAX_BYTES, &cells, &err) : NULL;
-    if (path && !notebook)
-        result = cg_tools_error_object ("write_failed", cg_error_message (err), session->id);
-    cleanup_free char *json = notebook ? json_dumps (notebook, JSON_INDENT (1)) : NULL;
-    if (json) {
-        cg_files_t files = s_files (req, session);
-        cleanup_free char *text =
-            cg_strdupf ("Exported %zu cells of session %s as the notebook %s/%s.", cells,
-                        session->id, CG_WORKSPACE_MOUNT, rel);
-        result = cg_files_put (&files, rel, json, strlen (json), true, text);
-        json_t *structured = json_object_get (result, "structuredContent");
-        if (!json_is_true (json_object_get (result, "isError")))
-            json_object_update_new (structured, json_pack ("{s:I, s:s}", "cells", (json_int_t)cells,
-                                                           "language", language));
-        cg_registry_touch (session);
-    }
     cg_error_destroy (&err);
-    json_decref (notebook);
-    cg_request_result (req, result);
+    if (!rel) {
+        cg_request_result (req, result);
+        return;
+    }
+    const cg_config_t *config = cg_server_config (req->server);
+    s_export_t *job = cg_xcalloc (1, sizeof *job);
+    *job =
+        (s_export_t){.job = {.run = s_export_run, .answer = s_export_answer, .free = s_export_free},
+                     .record = cg_strdupf ("%s/%s", session->dir, CG_NOTEBOOK_FILE),
+                     .workspace = cg_strdupf ("%s/workspace", session->dir),
+                     .rel = rel,
+                     .language = language,
+                     .owner = cg_xstrdup (session->owner),
+                     .session_id = cg_xstrdup (session->id),
+                     .uid = (uid_t)config->sandbox_uid,
+                     .gid = (gid_t)config->sandbox_gid,
+                     .line_max = config->notebook_max_bytes};
+    cg_registry_touch (session);
+    cg_tools_job_start (req, &job->job);
 }
 
 //  Forgets the session SESSION that an upload_file without session_id made for a call

@@ -124,6 +124,15 @@ cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outc
                          outcome->message ? json_string (outcome->message) : json_null ());
     if (call->run_id)
         json_object_set_new (entry, "run_id", json_string (call->run_id));
+    json_t *script = json_object_get (call->request, "script");
+    if (script) {
+        //  run_script: which script, its version and args (text, as its code: not in
+        //  --execution-log metadata).
+        json_t *copy = json_deep_copy (script);
+        if (strcmp (cg_server_config (server)->execution_log, "full") != 0)
+            json_object_del (copy, "args");
+        json_object_set_new (entry, "script", copy);
+    }
     //  Seed 002's context and packages: the agent is the MCP client; there is no trace id
     //  or chat id in MCP, and no Guardian scan (the sandbox is the control).
     json_t *packages = json_array ();
@@ -260,7 +269,7 @@ cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
 
 void
 cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
-                          const cg_outcome_t *outcome)
+                          const cg_outcome_t *outcome, size_t max)
 {
     if (!session || !session->dir || !outcome || !outcome->ran || !call->request)
         return;
@@ -281,9 +290,15 @@ cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
     json_t *cell = cg_notebook_cell (&run);
     cleanup_free char *path = cg_strdupf ("%s/%s", session->dir, CG_NOTEBOOK_FILE);
     cg_error_t *err = NULL;
-    if (!cell || cg_notebook_append (path, cell, CG_NOTEBOOK_MAX_BYTES, &err) < 0)
+    bool left_out = false;
+    if (!cell || cg_notebook_append (path, cell, max, &left_out, &err) < 0)
         cg_log (1, "session %s: notebook: %s", session->id,
                 cell ? cg_error_message (err) : "the run's cell could not be made");
+    else if (left_out)
+        cg_log (2,
+                "session %s: its notebook record is full (--notebook-max-mb): a run is left "
+                "out",
+                session->id);
     cg_error_destroy (&err);
     json_decref (cell);
 }

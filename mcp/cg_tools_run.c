@@ -492,7 +492,8 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
         cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
     //  Before the answer, which takes the images out of the outputs (and ends an HTTP
     //  call's stream, which carries the subscribers' notifications).
-    cg_tools_notebook_record (call, session, outcome);
+    cg_tools_notebook_record (call, session, outcome,
+                              cg_server_config (server)->notebook_max_bytes);
     cg_resources_ran (server, call, session ? session->id : NULL, outcome);
     if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");

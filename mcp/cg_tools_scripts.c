@@ -25,14 +25,15 @@ s_dir (const cg_config_t *config)
                                : cg_strdupf ("%s/scripts", config->state_dir);
 }
 
-//  The error object for ERR (ENOENT: script_not_found, EINVAL: invalid_params, else
-//  storage_error). Consumes *err.
+//  The error object for ERR (ENOENT: script_not_found, EINVAL: invalid_params, EDQUOT:
+//  library_full, else storage_error). Consumes *err.
 static json_t *
 s_error (cg_error_t **err)
 {
     int code = *err ? (*err)->code : 0;
     const char *error = code == ENOENT   ? "script_not_found"
                         : code == EINVAL ? "invalid_params"
+                        : code == EDQUOT ? "library_full"
                                          : "storage_error";
     json_t *result = cg_tools_error_object (error, cg_error_message (*err), NULL);
     cg_error_destroy (err);
@@ -61,6 +62,72 @@ s_name (const cg_request_t *req, json_t *arguments)
         return NULL;
     }
     return name;
+}
+
+//  --------------------------------------------------------------------------
+//  The library's work, on the store worker (cg_tools_jobs): every field is the job's own
+
+typedef struct {
+    cg_tool_job_t job;
+    char *dir;      /* the scripts directory */
+    char *name;     /* save, get */
+    json_t *fields; /* save: description, language, tags, ... (a deep copy) */
+    char *code;     /* save */
+    cg_scripts_limits_t limits;
+    const char *language; /* list, search: a filter (static), or NULL */
+    char *text;           /* list: the tag; search: the query; or NULL */
+    size_t limit;         /* search */
+} s_job_t;
+
+static void
+s_job_free (cg_tool_job_t *job)
+{
+    s_job_t *self = (s_job_t *)job;
+    free (self->dir);
+    free (self->name);
+    json_decref (self->fields);
+    free (self->code);
+    free (self->text);
+}
+
+//  A new job for REQ's server running RUN.
+static s_job_t *
+s_job_new (const cg_request_t *req, void (*run) (cg_tool_job_t *))
+{
+    s_job_t *self = cg_xcalloc (1, sizeof *self);
+    self->job.run = run;
+    self->job.free = s_job_free;
+    self->dir = s_dir (cg_server_config (req->server));
+    return self;
+}
+
+static void
+s_save_run (cg_tool_job_t *job)
+{
+    s_job_t *self = (s_job_t *)job;
+    cg_error_t *err = NULL;
+    json_t *metadata =
+        cg_scripts_save (self->dir, self->name, self->fields, self->code, &self->limits, &err);
+    if (!metadata) {
+        job->result = s_error (&err);
+        return;
+    }
+    json_int_t pruned = json_integer_value (json_object_get (metadata, "versions_pruned"));
+    json_t *structured = json_pack (
+        "{s:b, s:O, s:s, s:O, s:O, s:i, s:I, s:I}", "success", 1, "script_id",
+        json_object_get (metadata, "script_id"), "name", self->name, "path",
+        json_object_get (metadata, "path"), "saved_at", json_object_get (metadata, "saved_at"),
+        "version", cg_scripts_version_of (metadata), "versions_kept",
+        (json_int_t)json_array_size (json_object_get (metadata, "versions")), "versions_pruned",
+        pruned);
+    json_decref (metadata);
+    cleanup_free char *text = json_dumps (structured, JSON_COMPACT);
+    cleanup_free char *said =
+        pruned > 0 ? cg_strdupf ("%s\nKept the newest %zu earlier versions (--script-versions); "
+                                 "%" JSON_INTEGER_FORMAT " older one%s removed.",
+                                 text, self->limits.versions, pruned, pruned > 1 ? "s" : "")
+                   : NULL;
+    job->result = cg_tools_object_result (structured, said ? said : text, false);
 }
 
 void
@@ -93,28 +160,37 @@ cg_tools_save_script (const cg_request_t *req, json_t *arguments)
         cg_request_result (req, cg_tools_error_object ("invalid_params", why, NULL));
         return;
     }
-    json_t *fields = json_pack ("{s:s, s:s}", "description", description ? description : "",
-                                "language", canonical);
+    s_job_t *job = s_job_new (req, s_save_run);
+    job->fields = json_pack ("{s:s, s:s}", "description", description ? description : "",
+                             "language", canonical);
     const char *lists[] = {"tags", "packages", "source_execution_id", NULL};
     for (int i = 0; lists[i]; i++)
         if (json_object_get (arguments, lists[i]))
-            json_object_set (fields, lists[i], json_object_get (arguments, lists[i]));
+            json_object_set_new (job->fields, lists[i],
+                                 json_deep_copy (json_object_get (arguments, lists[i])));
+    job->name = cg_xstrdup (name);
+    job->code = cg_xstrdup (json_string_value (code));
+    job->limits = (cg_scripts_limits_t){.versions = (size_t)config->script_versions,
+                                        .scripts = (size_t)config->max_scripts,
+                                        .bytes = config->max_scripts_bytes};
+    cg_tools_job_start (req, &job->job);
+}
+
+static void
+s_get_run (cg_tool_job_t *job)
+{
+    s_job_t *self = (s_job_t *)job;
     cg_error_t *err = NULL;
-    cleanup_free char *dir = s_dir (config);
-    json_t *metadata = cg_scripts_save (dir, name, fields, json_string_value (code), &err);
-    json_decref (fields);
+    cleanup_free char *code = NULL;
+    json_t *metadata = cg_scripts_get (self->dir, self->name, &code, &err);
     if (!metadata) {
-        cg_request_result (req, s_error (&err));
+        job->result = s_error (&err);
         return;
     }
-    json_t *structured = json_pack (
-        "{s:b, s:O, s:s, s:O, s:O, s:i}", "success", 1, "script_id",
-        json_object_get (metadata, "script_id"), "name", name, "path",
-        json_object_get (metadata, "path"), "saved_at", json_object_get (metadata, "saved_at"),
-        "version", (int)json_array_size (json_object_get (metadata, "versions")) + 1);
-    json_decref (metadata);
-    cleanup_free char *text = json_dumps (structured, JSON_COMPACT);
-    cg_request_result (req, cg_tools_object_result (structured, text, false));
+    json_object_set_new (metadata, "success", json_true ());
+    json_object_set_new (metadata, "code", json_string (code));
+    cleanup_free char *text = json_dumps (metadata, JSON_COMPACT);
+    job->result = cg_tools_object_result (metadata, text, false);
 }
 
 void
@@ -123,18 +199,9 @@ cg_tools_get_script (const cg_request_t *req, json_t *arguments)
     const char *name = s_name (req, arguments);
     if (!name)
         return;
-    cg_error_t *err = NULL;
-    cleanup_free char *code = NULL;
-    cleanup_free char *dir = s_dir (cg_server_config (req->server));
-    json_t *metadata = cg_scripts_get (dir, name, &code, &err);
-    if (!metadata) {
-        cg_request_result (req, s_error (&err));
-        return;
-    }
-    json_object_set_new (metadata, "success", json_true ());
-    json_object_set_new (metadata, "code", json_string (code));
-    cleanup_free char *text = json_dumps (metadata, JSON_COMPACT);
-    cg_request_result (req, cg_tools_object_result (metadata, text, false));
+    s_job_t *job = s_job_new (req, s_get_run);
+    job->name = cg_xstrdup (name);
+    cg_tools_job_start (req, &job->job);
 }
 
 //  Checks ARGUMENTS' optional language filter: sets *canonical (NULL: none). Returns
@@ -155,23 +222,30 @@ s_language_filter (const cg_request_t *req, json_t *arguments, const char **cano
     return true;
 }
 
-void
-cg_tools_list_scripts (const cg_request_t *req, json_t *arguments)
+//  True when SCRIPT (index metadata) has TAG (NULL: any).
+static bool
+s_tagged (json_t *script, const char *tag)
 {
-    const char *language, *tag;
-    bool bad = false;
-    if (!s_language_filter (req, arguments, &language))
-        return;
-    if ((tag = s_string (arguments, "tag", &bad)), bad) {
-        cg_request_result (req,
-                           cg_tools_error_object ("invalid_params", "'tag' is a string", NULL));
-        return;
+    if (!tag)
+        return true;
+    size_t t;
+    json_t *item;
+    json_array_foreach (json_object_get (script, "tags"), t, item)
+    {
+        if (json_is_string (item) && strcmp (json_string_value (item), tag) == 0)
+            return true;
     }
+    return false;
+}
+
+static void
+s_list_run (cg_tool_job_t *job)
+{
+    s_job_t *self = (s_job_t *)job;
     cg_error_t *err = NULL;
-    cleanup_free char *dir = s_dir (cg_server_config (req->server));
-    json_t *scripts = cg_scripts_list (dir, &err);
+    json_t *scripts = cg_scripts_list (self->dir, &err);
     if (!scripts) {
-        cg_request_result (req, s_error (&err));
+        job->result = s_error (&err);
         return;
     }
     json_t *list = json_array ();
@@ -179,15 +253,9 @@ cg_tools_list_scripts (const cg_request_t *req, json_t *arguments)
     json_t *script;
     json_array_foreach (scripts, i, script)
     {
-        if (language
-            && strcmp (language, json_string_value (json_object_get (script, "language"))) != 0)
-            continue;
-        bool tagged = !tag;
-        size_t t;
-        json_t *item;
-        json_array_foreach (json_object_get (script, "tags"), t, item) tagged =
-            tagged || (json_is_string (item) && strcmp (json_string_value (item), tag) == 0);
-        if (!tagged)
+        const char *language = json_string_value (json_object_get (script, "language"));
+        if ((self->language && (!language || strcmp (self->language, language) != 0))
+            || !s_tagged (script, self->text))
             continue;
         json_t *last_run = json_object_get (script, "last_run_at");
         json_array_append_new (
@@ -203,7 +271,41 @@ cg_tools_list_scripts (const cg_request_t *req, json_t *arguments)
     json_t *structured =
         json_pack ("{s:o, s:i}", "scripts", list, "total_count", (int)json_array_size (list));
     cleanup_free char *text = json_dumps (structured, JSON_COMPACT);
-    cg_request_result (req, cg_tools_object_result (structured, text, false));
+    job->result = cg_tools_object_result (structured, text, false);
+}
+
+void
+cg_tools_list_scripts (const cg_request_t *req, json_t *arguments)
+{
+    const char *language, *tag;
+    bool bad = false;
+    if (!s_language_filter (req, arguments, &language))
+        return;
+    if ((tag = s_string (arguments, "tag", &bad)), bad) {
+        cg_request_result (req,
+                           cg_tools_error_object ("invalid_params", "'tag' is a string", NULL));
+        return;
+    }
+    s_job_t *job = s_job_new (req, s_list_run);
+    job->language = language;
+    job->text = tag ? cg_xstrdup (tag) : NULL;
+    cg_tools_job_start (req, &job->job);
+}
+
+static void
+s_search_run (cg_tool_job_t *job)
+{
+    s_job_t *self = (s_job_t *)job;
+    cg_error_t *err = NULL;
+    json_t *results = cg_scripts_search (self->dir, self->text, self->language, self->limit, &err);
+    if (!results) {
+        job->result = s_error (&err);
+        return;
+    }
+    json_t *structured =
+        json_pack ("{s:o, s:i}", "results", results, "total_count", (int)json_array_size (results));
+    cleanup_free char *text = json_dumps (structured, JSON_COMPACT);
+    job->result = cg_tools_object_result (structured, text, false);
 }
 
 void
@@ -226,28 +328,56 @@ cg_tools_search_scripts (const cg_request_t *req, json_t *arguments)
                      NULL));
         return;
     }
+    s_job_t *job = s_job_new (req, s_search_run);
+    job->language = language;
+    job->text = cg_xstrdup (json_string_value (query));
+    job->limit = (size_t)most;
+    cg_tools_job_start (req, &job->job);
+}
+
+//  A finished run's record (cg_scripts_record_run), on the store worker.
+typedef struct {
+    cg_work_t work;
+    char *dir, *name;
+    bool success;
+} s_ran_t;
+
+static void
+s_ran_work (cg_work_t *work)
+{
+    s_ran_t *self = (s_ran_t *)work;
     cg_error_t *err = NULL;
-    cleanup_free char *dir = s_dir (cg_server_config (req->server));
-    json_t *results =
-        cg_scripts_search (dir, json_string_value (query), language, (size_t)most, &err);
-    if (!results) {
-        cg_request_result (req, s_error (&err));
-        return;
+    if (cg_scripts_record_run (self->dir, self->name, self->success, &err) < 0) {
+        cg_log (1, "run_script %s: its run was not recorded: %s", self->name,
+                cg_error_message (err));
+        cg_error_destroy (&err);
     }
-    json_t *structured =
-        json_pack ("{s:o, s:i}", "results", results, "total_count", (int)json_array_size (results));
-    cleanup_free char *text = json_dumps (structured, JSON_COMPACT);
-    cg_request_result (req, cg_tools_object_result (structured, text, false));
+}
+
+static void
+s_ran_after (cg_work_t *work, bool ran)
+{
+    s_ran_t *self = (s_ran_t *)work;
+    (void)ran;
+    free (self->dir);
+    free (self->name);
+    free (self);
 }
 
 void
 cg_tools_script_ran (cg_server_t *server, const char *name, bool success)
 {
+    s_ran_t *ran = cg_xcalloc (1, sizeof *ran);
+    *ran = (s_ran_t){.work = {.work_cb = s_ran_work, .after_cb = s_ran_after},
+                     .dir = s_dir (cg_server_config (server)),
+                     .name = cg_xstrdup (name),
+                     .success = success};
+    //  Forced: one per finished run, which the sessions bound.
     cg_error_t *err = NULL;
-    cleanup_free char *dir = s_dir (cg_server_config (server));
-    if (cg_scripts_record_run (dir, name, success, &err) < 0) {
+    if (cg_worker_queue (cg_server_store (server), &ran->work, true, &err) < 0) {
         cg_log (1, "run_script %s: its run was not recorded: %s", name, cg_error_message (err));
         cg_error_destroy (&err);
+        s_ran_after (&ran->work, false);
     }
 }
 
@@ -400,30 +530,22 @@ s_check_args (json_t *args)
                                     : NULL;
 }
 
-void
-cg_tools_run_script (const cg_request_t *req, json_t *arguments)
+//  Runs script NAME of ARGUMENTS (checked) for REQ once its METADATA and CODE are read
+//  (METADATA NULL: refused for READ_ERR).
+static void
+s_run_read (const cg_request_t *req, json_t *arguments, json_t *metadata, const char *code,
+            const cg_error_t *read_err)
 {
     const cg_config_t *config = cg_server_config (req->server);
     const char *tool = req->tool->name;
     const char *name = json_string_value (json_object_get (arguments, "name"));
-    json_t *session_id = json_object_get (arguments, "session_id");
-    const char *session = json_string_value (session_id);
+    const char *session = json_string_value (json_object_get (arguments, "session_id"));
     json_t *args = json_object_get (arguments, "args");
-    const char *why =
-        !cg_scripts_valid_name (name) ? "'name': " CG_SCRIPTS_NAME_RULE : s_check_args (args);
-    if (why) {
-        cg_request_result (req, cg_tools_refusal (tool, NULL, session, "invalid_params", why));
-        return;
-    }
-    cg_error_t *err = NULL;
-    cleanup_free char *code = NULL;
-    cleanup_free char *dir = s_dir (config);
-    json_t *metadata = cg_scripts_get (dir, name, &code, &err);
     if (!metadata) {
-        const char *error = err->code == ENOENT ? "script_not_found" : "storage_error";
-        cg_request_result (req,
-                           cg_tools_refusal (tool, NULL, session, error, cg_error_message (err)));
-        cg_error_destroy (&err);
+        const char *error =
+            read_err && read_err->code == ENOENT ? "script_not_found" : "storage_error";
+        cg_request_result (req, cg_tools_refusal (tool, NULL, session, error,
+                                                  cg_error_message (CG_UNCONST (read_err))));
         return;
     }
     const char *language = json_string_value (json_object_get (metadata, "language"));
@@ -437,7 +559,6 @@ cg_tools_run_script (const cg_request_t *req, json_t *arguments)
     for (int i = 0; passed[i]; i++)
         if (json_object_get (arguments, passed[i]))
             json_object_set (run_arguments, passed[i], json_object_get (arguments, passed[i]));
-    json_decref (metadata);
     json_t *refusal = NULL;
     json_t *request = cg_tools_execute_request (config, "execute_code", run_arguments, &refusal);
     json_decref (run_arguments);
@@ -447,6 +568,84 @@ cg_tools_run_script (const cg_request_t *req, json_t *arguments)
     }
     json_object_set_new (request, "tool", json_string (tool));
     cg_call_t *call = cg_tools_run_request (req, &request);
-    if (call)
-        call->script = cg_xstrdup (name);
+    if (!call)
+        return;
+    call->script = cg_xstrdup (name);
+    //  The execution log and the notebook keep the script's own code, not the cell around it.
+    json_object_set_new (call->request, "code", json_string (code));
+    json_object_set_new (call->request, "script",
+                         json_pack ("{s:s, s:i, s:o}", "name", name, "version",
+                                    cg_scripts_version_of (metadata), "args",
+                                    args ? json_incref (args) : json_array ()));
+}
+
+//  run_script's read of the script, on the store worker; the run starts back on the loop.
+typedef struct {
+    cg_tool_job_t job;
+    char *dir;
+    json_t *arguments; /* name, args, timeout_ms, session_id: a deep copy */
+    bool modern_elicit;
+    json_t *metadata; /* what was read, or NULL with ERR */
+    char *code;
+    cg_error_t *err;
+} s_run_job_t;
+
+static void
+s_run_job_free (cg_tool_job_t *job)
+{
+    s_run_job_t *self = (s_run_job_t *)job;
+    free (self->dir);
+    json_decref (self->arguments);
+    json_decref (self->metadata);
+    free (self->code);
+    cg_error_destroy (&self->err);
+}
+
+static void
+s_run_job_read (cg_tool_job_t *job)
+{
+    s_run_job_t *self = (s_run_job_t *)job;
+    const char *name = json_string_value (json_object_get (self->arguments, "name"));
+    self->metadata = cg_scripts_get (self->dir, name, &self->code, &self->err);
+}
+
+static void
+s_run_job_resume (cg_tool_job_t *job, cg_call_t *call)
+{
+    s_run_job_t *self = (s_run_job_t *)job;
+    cg_request_t req = cg_tools_job_request (job->server, call);
+    req.modern_elicit = self->modern_elicit;
+    if (call->cancelled || !req.tool) {
+        cg_server_call_end (job->server, call); /* recorded cancelled; its task told */
+        return;
+    }
+    s_run_read (&req, self->arguments, self->metadata, self->code, self->err);
+    cg_tools_job_hand_on (job->server, call);
+}
+
+void
+cg_tools_run_script (const cg_request_t *req, json_t *arguments)
+{
+    const char *name = json_string_value (json_object_get (arguments, "name"));
+    const char *session = json_string_value (json_object_get (arguments, "session_id"));
+    json_t *args = json_object_get (arguments, "args");
+    const char *why =
+        !cg_scripts_valid_name (name) ? "'name': " CG_SCRIPTS_NAME_RULE : s_check_args (args);
+    if (why) {
+        cg_request_result (
+            req, cg_tools_refusal (req->tool->name, NULL, session, "invalid_params", why));
+        return;
+    }
+    s_run_job_t *job = cg_xcalloc (1, sizeof *job);
+    job->job =
+        (cg_tool_job_t){.run = s_run_job_read, .resume = s_run_job_resume, .free = s_run_job_free};
+    job->dir = s_dir (cg_server_config (req->server));
+    job->arguments = json_object ();
+    const char *kept[] = {"name", "args", "timeout_ms", "session_id", NULL};
+    for (int i = 0; kept[i]; i++)
+        if (json_object_get (arguments, kept[i]))
+            json_object_set_new (job->arguments, kept[i],
+                                 json_deep_copy (json_object_get (arguments, kept[i])));
+    job->modern_elicit = req->modern_elicit;
+    cg_tools_job_start (req, &job->job);
 }

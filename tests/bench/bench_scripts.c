@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const cg_scripts_limits_t s_limits = {
+    .versions = 50, .scripts = 1000000, .bytes = (size_t)1 << 40};
+
 static int
 s_cmp (const void *a, const void *b)
 {
@@ -40,7 +43,7 @@ s_save (const char *dir, int i)
         json_pack ("{s:s, s:s, s:[s, s], s:[s]}", "description", description, "language",
                    languages[i % 3], "tags", tags[i % 7], tags[(i / 7) % 7], "packages", "pandas");
     cg_error_t *err = NULL;
-    json_t *saved = cg_scripts_save (dir, name, fields, code, &err);
+    json_t *saved = cg_scripts_save (dir, name, fields, code, &s_limits, &err);
     json_decref (fields);
     if (!saved) {
         fprintf (stderr, "save %s: %s\n", name, cg_error_message (err));

@@ -1,6 +1,6 @@
 /*  fuzz_notebook — a session's notebook: a run's outputs as a kernel sent them (any JSON)
     made into a cell (cg_notebook_cell), and the cells file read back as lines of any bytes
-    (cg_notebook_from_lines).
+    (cg_notebook_from_lines), and streamed (cg_notebook_write).
 
     Input: one byte of mode; mode even: the rest is a JSON document used as a run's outputs
     list, with the stream texts "out" and "err"; mode odd: the rest is the cells file.
@@ -8,11 +8,13 @@
     Invariants: a cell is always made and is a code cell whose outputs are an array of
     nbformat outputs; written as a line and read back, it is one code cell of the notebook;
     the notebook always serializes, with every cell carrying an id, and counts its code
-    cells right. */
+    cells right; the streamed notebook is valid JSON and the same notebook as the one made
+    in memory. */
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
 #include "../../artifacts/cg_notebook.h"
+#include "../../bridge/cg_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,32 @@ s_check_notebook (json_t *notebook, size_t code_cells)
     CG_FUZZ_CHECK (codes == code_cells, "code cells counted");
 }
 
+//  Streams the LEN bytes at TEXT as the record through cg_notebook_write and checks it
+//  makes NOTEBOOK (with CODE_CELLS code cells) again.
+static void
+s_check_stream (const uint8_t *text, size_t len, json_t *notebook, size_t code_cells)
+{
+    FILE *in = len ? fmemopen (CG_UNCONST (text), len, "r") : fopen ("/dev/null", "r");
+    char *written = NULL;
+    size_t written_len = 0, cells = 0, codes = 0;
+    FILE *out = open_memstream (&written, &written_len);
+    CG_FUZZ_CHECK (in && out, "streams open");
+    cg_error_t *err = NULL;
+    int rc = cg_notebook_write (in, "python", len + 1, out, &cells, &codes, &err);
+    fclose (in);
+    fclose (out);
+    CG_FUZZ_CHECK (rc == 0, "the notebook streams");
+    json_t *streamed = json_loadb (written, written_len, 0, NULL);
+    CG_FUZZ_CHECK (streamed != NULL, "the streamed notebook is JSON");
+    CG_FUZZ_CHECK (json_equal (streamed, notebook), "the same notebook, streamed or not");
+    CG_FUZZ_CHECK (codes == code_cells
+                       && cells == json_array_size (json_object_get (notebook, "cells")),
+                   "the same counts");
+    json_decref (streamed);
+    free (written);
+    cg_error_destroy (&err);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -50,6 +78,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         json_t *notebook =
             cg_notebook_from_lines ((const char *)data + 1, size - 1, "python", &code_cells);
         s_check_notebook (notebook, code_cells);
+        s_check_stream (data + 1, size - 1, notebook, code_cells);
         json_decref (notebook);
         return 0;
     }

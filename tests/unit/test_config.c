@@ -46,7 +46,8 @@ s_same_field (const cg_config_option_t *option, const cg_config_t *a, const cg_c
     const char *field_a = (const char *)a + option->offset;
     const char *field_b = (const char *)b + option->offset;
     switch (option->kind) {
-        case CG_CONFIG_STRING: {
+        case CG_CONFIG_STRING:
+        case CG_CONFIG_SWITCH: {
             const char *text_a = *(char *const *)field_a, *text_b = *(char *const *)field_b;
             return text_a == text_b || (text_a && text_b && strcmp (text_a, text_b) == 0);
         }
@@ -191,6 +192,17 @@ s_test_errors (void)
             s_expect_error (NULL, args, "empty value");
             continue;
         }
+        if (option->kind == CG_CONFIG_SWITCH) {
+            const char *args[] = {option->flag, "maybe", NULL};
+            s_expect_error (NULL, args, "unknown option 'maybe'");
+            const char *given[] = {"", NULL, NULL};
+            char flag[64];
+            snprintf (flag, sizeof flag, "%s=maybe", option->flag);
+            given[0] = flag;
+            s_expect_error (NULL, given, "'maybe' is not on or off");
+            s_expect_error (option->env, args, "'maybe' is not on or off");
+            continue;
+        }
         if (option->kind == CG_CONFIG_LOG_LEVEL) {
             const char *args[] = {option->flag, "loud", NULL};
             s_expect_error (NULL, args, "'loud' is not error, warn, info or debug");
@@ -325,6 +337,76 @@ s_test_public_url (void)
     }
 }
 
+//  Loads ARGS and returns a copy of the switch --keep-sessions's value ("on" or "off"),
+//  or the error message. Caller frees.
+static char *
+s_keep (const char **args)
+{
+    s_clear_environment ();
+    cg_config_t config;
+    char message[512];
+    int rc = s_load (&config, args, message, sizeof message);
+    char *out = cg_xstrdup (rc == 0 ? config.keep_sessions : message);
+    cg_config_clear (&config);
+    return out;
+}
+
+//  On/off options: the flag alone means on (as users type it), a following on/off word is
+//  its value, and every spelling of on and off is taken, from a flag or a variable.
+static void
+s_test_switches (void)
+{
+    struct {
+        const char *args[4];
+        const char *want;
+    } cases[] = {
+        {{"--keep-sessions", NULL}, "on"},
+        {{"--keep-sessions", "--memory-mb", "256", NULL}, "on"},
+        {{"--memory-mb", "256", "--keep-sessions", NULL}, "on"},
+        {{"--keep-sessions", "off", NULL}, "off"},
+        {{"--keep-sessions", "on", NULL}, "on"},
+        {{"--keep-sessions=OFF", NULL}, "off"},
+        {{"--keep-sessions=true", NULL}, "on"},
+        {{"--keep-sessions", "No", NULL}, "off"},
+        {{"--keep-sessions", "1", NULL}, "on"},
+        {{"--keep-sessions=0", NULL}, "off"},
+        {{"--keep-sessions", "yes", NULL}, "on"},
+        {{"--keep-sessions=", NULL}, "--keep-sessions: '' is not on or off"},
+        {{NULL}, "off"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cleanup_free char *got = s_keep (cases[i].args);
+        EXPECT (strncmp (got, cases[i].want, strlen (cases[i].want)) == 0,
+                "%s %s: wanted %s, got %s", cases[i].args[0] ? cases[i].args[0] : "(none)",
+                cases[i].args[0] && cases[i].args[1] ? cases[i].args[1] : "", cases[i].want, got);
+    }
+    //  Every on/off option, bare and from its variable.
+    for (size_t i = 0; i < s_count; i++) {
+        const cg_config_option_t *option = &s_table[i];
+        if (option->kind != CG_CONFIG_SWITCH)
+            continue;
+        const char *bare[] = {option->flag, NULL};
+        const char *spellings[][2] = {{"FALSE", "off"}, {"yes", "on"}, {"0", "off"}, {"On", "on"}};
+        for (int k = -1; k < 4; k++) {
+            s_clear_environment ();
+            if (k >= 0)
+                setenv (option->env, spellings[k][0], 1);
+            cg_config_t config;
+            char message[512];
+            int rc = s_load (&config, k < 0 ? bare : NULL, message, sizeof message);
+            const char *value = rc == 0 ? *(char **)((char *)&config + option->offset) : message;
+            const char *want = k < 0 ? "on" : spellings[k][1];
+            EXPECT (rc == 0 && strcmp (value, want) == 0, "%s %s: wanted %s, got %s", option->flag,
+                    k < 0 ? "(alone)" : spellings[k][0], want, value);
+            cg_config_clear (&config);
+        }
+    }
+    s_clear_environment ();
+    //  Only switches go without a value.
+    const char *no_value[] = {"--memory-mb", NULL};
+    s_expect_error (NULL, no_value, "--memory-mb needs a value");
+}
+
 int
 main (void)
 {
@@ -334,6 +416,7 @@ main (void)
     s_test_errors ();
     s_test_usage ();
     s_test_public_url ();
+    s_test_switches ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 static char s_root[] = "/tmp/cg-test-scripts-XXXXXX";
+static const cg_scripts_limits_t s_limits = {.versions = 50, .scripts = 1000, .bytes = 1 << 30};
 
 static json_t *
 s_fields (const char *language, const char *description)
@@ -56,7 +57,8 @@ s_test_save_get (const char *dir)
     const char *name = "save_get";
     cg_error_t *err = NULL;
     json_t *fields = s_fields ("python", "Parses monthly Excel reports");
-    json_t *saved = cg_scripts_save (dir, "parse-excel-report", fields, "print(1)\n", &err);
+    json_t *saved =
+        cg_scripts_save (dir, "parse-excel-report", fields, "print(1)\n", &s_limits, &err);
     CHECK (saved, "save: %s", cg_error_message (err));
     cleanup_free char *expected = s_path ("parse-excel-report/script.py");
     EXPECT (strcmp (json_string_value (json_object_get (saved, "path")), expected) == 0, "path");
@@ -82,14 +84,16 @@ s_test_save_get (const char *dir)
             "a missing script is ENOENT");
     cg_error_destroy (&err);
     fields = s_fields ("cobol", "x");
-    EXPECT (!cg_scripts_save (dir, "bad-language", fields, "x", &err) && err && err->code == EINVAL,
+    EXPECT (!cg_scripts_save (dir, "bad-language", fields, "x", &s_limits, &err) && err
+                && err->code == EINVAL,
             "an unknown language is refused");
     cg_error_destroy (&err);
     json_decref (fields);
     fields = s_fields ("bash", "x");
     const char *bad[] = {"../escape", "..", "a/b", NULL};
     for (int i = 0; bad[i]; i++) {
-        EXPECT (!cg_scripts_save (dir, bad[i], fields, "x", &err) && err && err->code == EINVAL,
+        EXPECT (!cg_scripts_save (dir, bad[i], fields, "x", &s_limits, &err) && err
+                    && err->code == EINVAL,
                 "save '%s' refused", bad[i]);
         cg_error_destroy (&err);
         EXPECT (!cg_scripts_get (dir, bad[i], &missing, &err) && err && err->code == EINVAL,
@@ -108,13 +112,13 @@ s_test_versions (const char *dir)
     const char *name = "versions";
     cg_error_t *err = NULL;
     json_t *fields = s_fields ("python", "first");
-    json_t *first = cg_scripts_save (dir, "versioned", fields, "v1", &err);
+    json_t *first = cg_scripts_save (dir, "versioned", fields, "v1", &s_limits, &err);
     json_decref (fields);
     CHECK (first, "save 1: %s", cg_error_message (err));
     CHECK (cg_scripts_record_run (dir, "versioned", true, &err) == 0, "run: %s",
            cg_error_message (err));
     fields = s_fields ("bash", "second");
-    json_t *second = cg_scripts_save (dir, "versioned", fields, "v2", &err);
+    json_t *second = cg_scripts_save (dir, "versioned", fields, "v2", &s_limits, &err);
     json_decref (fields);
     CHECK (second, "save 2: %s", cg_error_message (err));
     EXPECT (json_equal (json_object_get (first, "script_id"), json_object_get (second, "script_id"))
@@ -126,7 +130,7 @@ s_test_versions (const char *dir)
                 && s_exists ("versioned/script.sh") && !s_exists ("versioned/script.py"),
             "version 1 kept in versions/1, the new one in place");
     fields = s_fields ("bash", "third");
-    json_t *third = cg_scripts_save (dir, "versioned", fields, "v3", &err);
+    json_t *third = cg_scripts_save (dir, "versioned", fields, "v3", &s_limits, &err);
     json_decref (fields);
     CHECK (third, "save 3: %s", cg_error_message (err));
     json_t *versions = json_object_get (third, "versions");
@@ -210,7 +214,7 @@ s_test_search (const char *dir)
     cg_error_t *err = NULL;
     json_t *fields = json_pack ("{s:s, s:s, s:[s]}", "language", "javascript", "description",
                                 "Cleans data", "tags", "csv");
-    json_t *saved = cg_scripts_save (dir, "clean-csv", fields, "const excel = 1;", &err);
+    json_t *saved = cg_scripts_save (dir, "clean-csv", fields, "const excel = 1;", &s_limits, &err);
     json_decref (fields);
     json_decref (saved);
     json_t *results = cg_scripts_search (dir, "excel parsing", NULL, 20, &err);
@@ -252,7 +256,8 @@ s_test_symlinks (const char *dir)
     cleanup_free char *link = s_path ("linked");
     CHECK (mkdir (outside, 0755) == 0 && symlink (outside, link) == 0, "make the link");
     json_t *fields = s_fields ("python", "x");
-    EXPECT (!cg_scripts_save (dir, "linked", fields, "print(2)", &err) && err && err->code == ELOOP,
+    EXPECT (!cg_scripts_save (dir, "linked", fields, "print(2)", &s_limits, &err) && err
+                && err->code == ELOOP,
             "save through a link refused");
     cg_error_destroy (&err);
     json_decref (fields);
@@ -279,6 +284,72 @@ s_test_symlinks (const char *dir)
     unlink (link);
 }
 
+//  The caps: the newest LIMITS.versions earlier versions are kept (older ones removed
+//  from the list and the disk), a new name past LIMITS.scripts and a save past
+//  LIMITS.bytes are refused EDQUOT without a change, and every version's metadata stays
+//  small (no list of versions in it: the library grows linearly).
+static void
+s_test_caps (void)
+{
+    const char *name = "caps";
+    cleanup_free char *dir = cg_strdupf ("%s/capped", s_root);
+    cg_scripts_limits_t limits = {.versions = 3, .scripts = 2, .bytes = 64 * 1024};
+    cg_error_t *err = NULL;
+    json_t *fields = s_fields ("python", "capped");
+    json_t *last = NULL;
+    for (int i = 1; i <= 10; i++) {
+        cleanup_free char *code = cg_strdupf ("print(%d)\n", i);
+        json_decref (last);
+        last = cg_scripts_save (dir, "often", fields, code, &limits, &err);
+        CHECK (last, "save %d: %s", i, cg_error_message (err));
+        EXPECT (cg_scripts_version_of (last) == i, "save %d is version %d", i,
+                cg_scripts_version_of (last));
+        EXPECT (json_integer_value (json_object_get (last, "versions_pruned")) == (i > 4 ? 1 : 0),
+                "save %d pruned %" JSON_INTEGER_FORMAT, i,
+                json_integer_value (json_object_get (last, "versions_pruned")));
+    }
+    json_t *versions = json_object_get (last, "versions");
+    EXPECT (json_array_size (versions) == 3
+                && json_integer_value (json_object_get (json_array_get (versions, 0), "version"))
+                       == 7,
+            "versions 7, 8 and 9 kept");
+    cleanup_free char *six = cg_strdupf ("%s/often/versions/6", dir);
+    cleanup_free char *seven = cg_strdupf ("%s/often/versions/7/metadata.json", dir);
+    struct stat st;
+    EXPECT (lstat (six, &st) < 0 && errno == ENOENT, "version 6 removed from the disk");
+    EXPECT (lstat (seven, &st) == 0 && st.st_size < 1024, "a version's metadata stays small: %ld",
+            (long)st.st_size);
+    json_decref (last);
+    size_t before = cg_scripts_bytes (dir);
+    EXPECT (before > 0 && before < limits.bytes, "the library counts %zu bytes", before);
+    //  A second name fits; a third is refused, and nothing of it is left.
+    last = cg_scripts_save (dir, "second", fields, "x = 2\n", &limits, &err);
+    CHECK (last, "second: %s", cg_error_message (err));
+    json_decref (last);
+    EXPECT (!cg_scripts_save (dir, "third", fields, "x = 3\n", &limits, &err) && err
+                && err->code == EDQUOT && strstr (cg_error_message (err), "--max-scripts 2"),
+            "a third script is refused naming --max-scripts: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    cleanup_free char *third = cg_strdupf ("%s/third", dir);
+    EXPECT (lstat (third, &st) < 0, "the refused script left no directory");
+    //  Too many bytes: refused naming --max-scripts-mb, the old version in place.
+    size_t big_len = 80 * 1024;
+    cleanup_free char *big = cg_xmalloc (big_len + 1);
+    memset (big, '#', big_len);
+    big[big_len] = '\0';
+    EXPECT (!cg_scripts_save (dir, "second", fields, big, &limits, &err) && err
+                && err->code == EDQUOT && strstr (cg_error_message (err), "--max-scripts-mb"),
+            "a save past the bytes is refused: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    cleanup_free char *code = NULL;
+    json_t *kept = cg_scripts_get (dir, "second", &code, &err);
+    EXPECT (kept && code && strcmp (code, "x = 2\n") == 0 && cg_scripts_version_of (kept) == 1,
+            "the refused save changed nothing");
+    json_decref (kept);
+    EXPECT (cg_scripts_bytes (dir) < limits.bytes, "the library stays under its bytes");
+    json_decref (fields);
+}
+
 int
 main (void)
 {
@@ -294,6 +365,7 @@ main (void)
     s_test_runs (dir);
     s_test_search (dir);
     s_test_symlinks (dir);
+    s_test_caps ();
     cg_error_t *err = NULL;
     cg_rm_rf (s_root, &err);
     cg_error_destroy (&err);
