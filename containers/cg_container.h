@@ -24,6 +24,12 @@ typedef struct cg_backend_t cg_backend_t;
 #define CG_WHEELHOUSE_MOUNT "/opt/cellgate/wheelhouse"
 #define CG_NPM_MIRROR_MOUNT "/opt/cellgate/npm-mirror"
 
+/*  Inode limits of the sandbox's tmpfs mounts (beside their size limits): /tmp may hold one
+    inode per 4 KiB page of its --tmp-mb, /dev/shm (64 MB) likewise; without one, empty
+    files would cost kernel memory without end. */
+#define CG_TMP_INODES(tmp_mb) ((tmp_mb)*256)
+#define CG_SHM_INODES 16384
+
 /*  What a sandbox is for, written in its OCI config as the annotation org.cellgate.kind
     (cg_sandbox_kind_name) so that an operator (`runc state`) and a sweep can tell. */
 typedef enum {

@@ -191,7 +191,8 @@ s_host_config (cg_docker_t *self, const cg_sandbox_t *sandbox)
                    s_ulimit ("core", 0), s_ulimit ("nproc", nproc_max));
     cleanup_free char *seccomp =
         cg_strdupf ("seccomp=%s", self->seccomp_path ? self->seccomp_path : self->seccomp_json);
-    cleanup_free char *tmp = cg_strdupf ("rw,nosuid,nodev,size=%dm,mode=1777", c->tmp_mb);
+    cleanup_free char *tmp = cg_strdupf ("rw,nosuid,nodev,size=%dm,nr_inodes=%d,mode=1777",
+                                         c->tmp_mb, CG_TMP_INODES (c->tmp_mb));
     return json_pack ("{s:s, s:[s], s:[s, s], s:b, s:{s:s}, s:I, s:I, s:I, s:I, s:o, s:o, s:s, "
                       "s:b, s:b, s:I}",
                       "NetworkMode", "none", "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
