@@ -196,7 +196,7 @@ s_ipc_mount (const char *session_dir, const cg_wsfs_limits_t *limits, cg_error_t
         return 0;
     char options[128];
     snprintf (options, sizeof options, "size=%dk,nr_inodes=%d,mode=0700,uid=%u,gid=%u",
-              CG_WSFS_IPC_KB, CG_WSFS_IPC_INODES, (unsigned)limits->uid, (unsigned)limits->gid);
+              CG_IPC_TMPFS_KB, CG_IPC_TMPFS_INODES, (unsigned)limits->uid, (unsigned)limits->gid);
     if (mount ("cellgate-ipc", ipc, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) < 0)
         return cg_error_set (err, errno, "mount a tmpfs (%s) on %s: %s " S_HINT, options, ipc,
                              strerror (errno));

@@ -6,6 +6,7 @@
 #define CG_WSFS_H
 
 #include "../bridge/cg_error.h"
+#include "../bridge/cg_limits.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -19,12 +20,6 @@
 #define CG_WSFS_SITE CG_WSFS_DISK "/site"
 #define CG_WSFS_IMAGE "disk.img"
 #define CG_WSFS_IPC "ipc"
-
-/*  The ipc directory's tmpfs: room for the kernels' connection files and sockets (a few
-    hundred bytes and six inodes per kernel), nothing more. */
-#define CG_WSFS_IPC_KB 1024
-#define CG_WSFS_IPC_INODES 256
-
 typedef struct {
     int size_mb; /* image size in MiB; 0: plain directories, no limit */
     int inodes;  /* inodes of the file system (mkfs rounds up to whole groups) */
@@ -45,7 +40,7 @@ typedef struct {
     own: SESSION_DIR/disk.img is created sparse, formatted ext4 (mkfs.ext4, no shell; its
     root owned by root), attached to a free loop device that frees itself on unmount, and
     mounted nosuid,nodev on the disk; and the ipc directory becomes a tmpfs of
-    CG_WSFS_IPC_KB and CG_WSFS_IPC_INODES (nosuid,nodev,noexec). What already is a mount
+    CG_IPC_TMPFS_KB and CG_IPC_TMPFS_INODES (nosuid,nodev,noexec). What already is a mount
     point (an earlier call made it) is left as it is. Must run in the host's mount
     namespace with CAP_SYS_ADMIN. Returns 0, or -1 with *err set naming the step that
     failed (then nothing is left mounted and the image is removed). */

@@ -432,9 +432,10 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
     //  here, and the session's disk and ipc directory (artifacts/cg_wsfs) bound below.
     json_t *mounts = json_array ();
     json_array_append_new (mounts, s_mount ("/proc", "proc", "proc", "nosuid,noexec,nodev"));
-    json_array_append_new (mounts,
-                           s_mount ("/dev", "tmpfs", "tmpfs",
-                                    "nosuid,strictatime,mode=755,size=65536k,nr_inodes=4096"));
+    json_array_append_new (
+        mounts,
+        s_mount ("/dev", "tmpfs", "tmpfs",
+                 "nosuid,strictatime,mode=755,size=65536k,nr_inodes=" CG_STR (CG_DEV_INODES)));
     json_array_append_new (mounts, s_mount ("/dev/pts", "devpts", "devpts",
                                             "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620"));
     json_array_append_new (

@@ -24,7 +24,7 @@ const kase = caseTable('corpus_quota');
 const WORKSPACE_MB = 64;
 const WORKSPACE_INODES = 4000;
 const TMP_MB = 64; // the default --tmp-mb; /dev/shm is a fixed 64 MB
-const IPC_MB = 1; // the ipc directory's own tmpfs (artifacts/cg_wsfs.h CG_WSFS_IPC_KB)
+const IPC_MB = 1; // the ipc directory's own tmpfs (bridge/cg_limits.h CG_IPC_TMPFS_KB)
 // What a cell writes at most into one path: 8 times the quota, in files of 64 MB (under the
 // default --fsize-mb). A build with a hole writes all of it; it is removed at once.
 const WRITE_CAP_MB = 512;
