@@ -230,6 +230,21 @@ kase('the workspace and the package layer share one disk', `/opt/cellgate/site t
   return observed;
 });
 
+kase('a full ipc directory when a kernel starts', 'the start is refused naming /run/cellgate/ipc and its limit; after the files are removed the kernel starts', async () => {
+  const sid = 'sess_corpusquotaipc';
+  // 300 files (more than the ipc directory's 256 inodes), stopping at the first refusal.
+  const fill = ok(await run({ language: 'bash', session_id: sid, code: 'cd /run/cellgate/ipc && for i in $(seq 300); do : > .quota-n$i 2>/dev/null || { echo "stopped at $i"; break; }; done; ls -A | wc -l' }));
+  const refused = await run({ language: 'javascript', session_id: sid, code: '40 + 2' });
+  const observed = `${fill.stdout.replace(/\n/g, ' ').trim()}; javascript: ${sc(refused).status} (${sc(refused).error_message})`;
+  assert.equal(sc(refused).status, 'setup_error', observed);
+  assert.match(sc(refused).error_message, /\/run\/cellgate\/ipc is full \(its limit: 1024 KB, 256 files\)/, observed);
+  ok(await run({ language: 'bash', session_id: sid, code: 'rm -f /run/cellgate/ipc/.quota-n*' }));
+  const js = ok(await run({ language: 'javascript', session_id: sid, code: '40 + 2' }));
+  assert.equal(String(js.returnValue), '42', observed);
+  await server.call('close_session', { session_id: sid });
+  return `${observed}; after rm: javascript 42`;
+});
+
 kase('the session after the fills', 'bash runs, a new JavaScript kernel starts, install_package installs into the site and imports; another session answers', async () => {
   const b = ok(await run({ language: 'bash', session_id: SID, code: 'ls -A /run/cellgate/ipc | wc -l; df -k /opt/cellgate/site | tail -1' }));
   const js = ok(await run({ language: 'javascript', session_id: SID, code: '40 + 2' }));
