@@ -50,8 +50,9 @@ const char *cg_sandbox_kind_name (cg_sandbox_kind_t kind);
 #define CG_ANNOTATION_KIND "org.cellgate.kind"         /* cg_sandbox_kind_name */
 
 /*  One sandbox: host directories and the container's name. The sandbox can write to
-    WORKSPACE and IPC_DIR only; the host never resolves a path below either in its own
-    namespace through anything the sandbox could have planted. */
+    WORKSPACE, SITE_DIR and IPC_DIR only (each size-limited: the session's disk and its ipc
+    tmpfs, artifacts/cg_wsfs), beside its tmpfs mounts; the host never resolves a path below
+    any of them in its own namespace through anything the sandbox could have planted. */
 typedef struct {
     const char *id;         /* container id, unique per server instance */
     const char *bundle_dir; /* host dir for the backend's own files */
