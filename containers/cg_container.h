@@ -111,9 +111,10 @@ typedef struct {
     bool docker_tcp;         /* docker: a tcp:// host is allowed (no TLS: root on it) */
 } cg_sandbox_limits_t;
 
-/*  What a sandbox under LIMITS may write and how much, for the limits report (ROOTLESS:
-    its user is root in its user namespace, so /dev is writable too). Caller frees. */
-char *cg_sandbox_writable (const cg_sandbox_limits_t *limits, bool rootless);
+/*  What a sandbox of backend KIND ("oci", "rootless", "docker") under LIMITS may write and
+    how much, for the limits report (rootless: its user is root in its user namespace, so
+    /dev is writable too). Caller frees. */
+char *cg_sandbox_writable (const cg_sandbox_limits_t *limits, const char *kind);
 
 /*  The limits report's words for sessions whose disk has no limit (--workspace-mb 0, and
     always without root). */

@@ -84,7 +84,7 @@ cg_rootless_limits_report (const cg_sandbox_limits_t *limits)
         cg_strdupf ("CPU time: %d s per process (RLIMIT_CPU)", CG_ROOTLESS_CPU_SECONDS);
     cleanup_free char *share =
         cg_strdupf ("CPU share: --cpus %g (no cgroup is delegated to this user)", limits->cpus);
-    cleanup_free char *writable = cg_sandbox_writable (limits, true);
+    cleanup_free char *writable = cg_sandbox_writable (limits, "rootless");
     return json_pack ("{s:[s, s, s, s, s, s, s, s], s:[s, s, s, s]}", "enforced", memory, pids,
                       fsize, cpu, "no network (an empty network namespace)", writable,
                       "no capabilities, no_new_privs, seccomp",
