@@ -178,11 +178,27 @@ export function quotaSuite(backend, { skip = false, setup = async () => ({ args:
   kase('the writable paths of a sandbox', 'only known mounts, each with a limit: ' + Object.keys(LIMITS).join(', '), async () => {
     const found = await runJson(server, { session_id: SID, code: WRITABLE });
     const all = Object.entries(found).map(([point, dir]) => (dir === point ? point : `${point} (${dir})`)).join(', ');
+    filled.paths = found; // the cases below fill what was found, known or not
     const unknown = Object.keys(found).filter((p) => !(p in LIMITS));
     assert.deepEqual(unknown, [], `writable without a known limit: ${unknown.join(', ')} (all: ${all})`);
     for (const p of ['/mnt/data', '/opt/cellgate/site', '/run/cellgate/ipc', '/tmp']) assert.ok(p in found, `${p} not writable: ${all}`);
-    filled.paths = found;
     return all;
+  });
+
+  kase(`${WRITE_CAP_MB} MB into each writable path not listed`, 'none found', async () => {
+    if (!filled.paths) assert.fail('no list of writable paths');
+    const seen = [];
+    for (const [point, where] of Object.entries(filled.paths).filter(([p]) => !(p in LIMITS))) {
+      let w;
+      try {
+        w = await runJson(server, { session_id: SID, timeout: 280, code: FILL(where, WRITE_CAP_MB) });
+      } finally {
+        await runJson(server, { session_id: SID, timeout: 120, code: CLEAN(where) });
+      }
+      seen.push(`${point}: wrote ${w.mb} MB, then ${w.err ?? 'no error'}`);
+    }
+    assert.deepEqual(seen, [], seen.join('; '));
+    return 'none found';
   });
 
   for (const dir of Object.keys(LIMITS)) {
