@@ -192,10 +192,13 @@ export function quotaSuite(backend, { skip = false, setup = async () => ({ args:
       let w;
       try {
         w = await runJson(server, { session_id: SID, timeout: 280, code: FILL(where, WRITE_CAP_MB) });
+        w = `wrote ${w.mb} MB, then ${w.err ?? 'no error'}`;
+      } catch (err) {
+        w = `the fill ended: ${String(err.message).match(/"error_message": "([^"]*)"/)?.[1] ?? err.message.slice(0, 200)}`;
       } finally {
         await runJson(server, { session_id: SID, timeout: 120, code: CLEAN(where) });
       }
-      seen.push(`${point}: wrote ${w.mb} MB, then ${w.err ?? 'no error'}`);
+      seen.push(`${point}: ${w}`);
     }
     assert.deepEqual(seen, [], seen.join('; '));
     return 'none found';
