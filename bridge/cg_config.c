@@ -55,7 +55,7 @@ static const cg_config_option_t s_options[] = {
     {"--pids", "CELLGATE_PIDS", CG_CONFIG_INT, OFF (pids), "256", 16, 1 << 20,
      "process limit per sandbox"},
     {"--tmp-mb", "CELLGATE_TMP_MB", CG_CONFIG_INT, OFF (tmp_mb), "64", 1, 1 << 20,
-     "size of the sandbox's /tmp in MB"},
+     "size of the sandbox's /tmp in MB (and as many files as it has 4 KB pages)"},
     {"--nofile", "CELLGATE_NOFILE", CG_CONFIG_INT, OFF (nofile), "1024", 64, 1 << 20,
      "open files per sandbox process"},
     {"--fsize-mb", "CELLGATE_FSIZE_MB", CG_CONFIG_INT, OFF (fsize_mb), "1024", 1, 1 << 30,

@@ -234,10 +234,6 @@ s_key_file (cg_kernel_t *self)
     return cg_strdupf ("%s/kernel-%s.key", self->sandbox->bundle_dir, self->spec->language);
 }
 
-#define S_IPC_FULL                                                                 \
-    CG_IPC_MOUNT " is full (its limit: " CG_STR (CG_IPC_TMPFS_KB) " KB, " CG_STR ( \
-        CG_IPC_TMPFS_INODES) " files); remove what sandboxed code wrote there"
-
 //  Writes the connection file into the ipc dir, where the kernel may rewrite it
 //  (ipykernel does): through the dir fd, so nothing the sandbox planted there is followed.
 static int
@@ -256,14 +252,16 @@ s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_
     cleanup_free char *key_file = s_key_file (self);
     if (cg_write_file (key_file, key, strlen (key), 0600, err) < 0)
         return -1;
-    if (cg_write_file_at (self->ipc_fd, name, text, strlen (text), 0400,
-                          (uid_t)self->config->sandbox_uid, (gid_t)self->config->sandbox_gid, err)
-        == 0)
-        return 0;
+    int rc =
+        cg_write_file_at (self->ipc_fd, name, text, strlen (text), 0400,
+                          (uid_t)self->config->sandbox_uid, (gid_t)self->config->sandbox_gid, err);
     //  The sandbox can fill its ipc directory (a small tmpfs of its own): say where.
-    if (err && *err && (*err)->code == ENOSPC)
-        cg_error_wrap (err, "%s", S_IPC_FULL);
-    return -1;
+    if (rc < 0 && err && *err && (*err)->code == ENOSPC)
+        cg_error_wrap (err,
+                       CG_IPC_MOUNT " is full (its limit: %d KB, %d files); remove what "
+                                    "sandboxed code wrote there",
+                       CG_IPC_TMPFS_KB, CG_IPC_TMPFS_INODES);
+    return rc;
 }
 
 static int
