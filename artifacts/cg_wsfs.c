@@ -44,9 +44,8 @@ s_mkfs_path (void)
 }
 
 //  Formats IMAGE as ext4 with LIMITS' inode count, its root owned by root (the sandbox
-//  sees only directories below it): mkfs.ext4 with a fixed
-//  argv (no shell, no journal: the workspace lives no longer than its session), what it
-//  printed kept for the error message.
+//  sees only directories below it): mkfs.ext4 with a fixed argv (no shell, no journal: the
+//  disk lives no longer than its session), what it printed kept for the error message.
 static int
 s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
 {
