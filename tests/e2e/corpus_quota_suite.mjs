@@ -37,7 +37,8 @@ const FILES_CAP = 50000;
 const SLACK_MB = 48;
 
 // Every mount a sandbox may write (oci backend, as root) and the most it may take (files:
-// null where no count applies and the sandbox's memory limit bounds its inodes).
+// null where no count applies and the sandbox's memory limit bounds its inodes; notEnforced:
+// no limit, and the words list_sessions' limits.not_enforced must say it with).
 const DEFAULT_LIMITS = {
   '/mnt/data': { mb: WORKSPACE_MB, files: WORKSPACE_INODES + 64, disk: true },
   '/opt/cellgate/site': { mb: WORKSPACE_MB, files: WORKSPACE_INODES + 64, disk: true },
@@ -118,7 +119,7 @@ for name in os.listdir(${py(dir)}):
 print(json.dumps(gone))
 `;
 
-export function quotaSuite(backend, { skip = false, setup = async () => ({ args: [] }), limits = {} } = {}) {
+export function quotaSuite(backend, { skip = false, setup = async () => ({ args: [] }), limits = {}, disk = true } = {}) {
   const LIMITS = { ...DEFAULT_LIMITS, ...limits };
   if (skip) {
     test(`corpus_quota (${backend})`, { skip }, () => {});
@@ -206,6 +207,24 @@ export function quotaSuite(backend, { skip = false, setup = async () => ({ args:
 
   for (const dir of Object.keys(LIMITS)) {
     const limit = LIMITS[dir];
+    if (limit.notEnforced) {
+      kase(`${WORKSPACE_MB * 2} MB and ${WORKSPACE_INODES * 2} files into ${dir}`, `not enforced: limits.not_enforced names "${limit.notEnforced}"`, async () => {
+        if (!filled.paths?.[dir]) assert.fail(`${dir} not writable`);
+        let w;
+        let m;
+        try {
+          w = await runJson(server, { session_id: SID, timeout: 280, code: FILL(filled.paths[dir], WORKSPACE_MB * 2) });
+          m = await runJson(server, { session_id: SID, timeout: 280, code: MANY(filled.paths[dir], WORKSPACE_INODES * 2) });
+        } finally {
+          await runJson(server, { session_id: SID, timeout: 120, code: CLEAN(filled.paths[dir]) });
+        }
+        const notEnforced = sc(await server.call('list_sessions', {})).limits.not_enforced;
+        const observed = `wrote ${w.mb} MB (${w.err ?? 'no error'}), made ${m.files} files (${m.err ?? 'no error'}); not_enforced: ${JSON.stringify(notEnforced)}`;
+        assert.ok(notEnforced.some((l) => l.includes(limit.notEnforced)), observed);
+        return observed;
+      });
+      continue;
+    }
     kase(`${WRITE_CAP_MB} MB into ${dir}`, `ENOSPC/EDQUOT by ${limit.mb} MB; the state dir's file system loses ≤ ${WORKSPACE_MB} MB`, async (t) => {
       if (!filled.paths) assert.fail('no list of writable paths');
       const where = filled.paths[dir];
@@ -251,7 +270,11 @@ export function quotaSuite(backend, { skip = false, setup = async () => ({ args:
     });
   }
 
-  kase('the workspace and the package layer share one disk', `/opt/cellgate/site takes ≤ 1 MB once /mnt/data holds the ${WORKSPACE_MB} MB`, async () => {
+  kase('the workspace and the package layer share one disk', `/opt/cellgate/site takes ≤ 1 MB once /mnt/data holds the ${WORKSPACE_MB} MB`, async (t) => {
+    if (!disk) {
+      t.skip(`no disk of its own for ${backend}`);
+      return `no disk of its own for ${backend}`;
+    }
     let ws;
     let site;
     try {
@@ -265,7 +288,11 @@ export function quotaSuite(backend, { skip = false, setup = async () => ({ args:
     return observed;
   });
 
-  kase('a full ipc directory when a kernel starts', 'the start is refused naming /run/cellgate/ipc and its limit; after the files are removed the kernel starts', async () => {
+  kase('a full ipc directory when a kernel starts', 'the start is refused naming /run/cellgate/ipc and its limit; after the files are removed the kernel starts', async (t) => {
+    if (!disk) {
+      t.skip(`no ipc tmpfs for ${backend}`);
+      return `no ipc tmpfs for ${backend}`;
+    }
     const sid = 'sess_corpusquotaipc';
     // 300 files (more than the ipc directory's 256 inodes), stopping at the first refusal.
     const fill = ok(await run({ language: 'bash', session_id: sid, code: 'cd /run/cellgate/ipc && for i in $(seq 300); do : > .quota-n$i 2>/dev/null || { echo "stopped at $i"; break; }; done; ls -A | wc -l' }));
