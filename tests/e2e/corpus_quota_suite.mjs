@@ -110,6 +110,21 @@ except OSError as e:
 print(json.dumps({'files': made, 'err': err}))
 `;
 
+// Writes 1 MiB blocks to the container init's stdout (the sandbox user's own pid 1) until a
+// write fails or CAP MiB are written: an engine that logs it keeps it on the host's disk.
+const INIT_STDOUT = (capMb) => `
+import errno, json, os
+written, err = 0, None
+block = b'q' * (1 << 20)
+try:
+    fd = os.open('/proc/1/fd/1', os.O_WRONLY)
+    while written < ${capMb} << 20:
+        written += os.write(fd, block)
+except OSError as e:
+    err = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps({'mb': written >> 20, 'err': err}))
+`;
+
 const CLEAN = (dir) => `
 import json, os
 gone = 0
@@ -203,6 +218,15 @@ export function quotaSuite(backend, { skip = false, setup = async () => ({ args:
     }
     assert.deepEqual(seen, [], seen.join('; '));
     return 'none found';
+  });
+
+  kase(`${WRITE_CAP_MB} MB into the init's stdout (/proc/1/fd/1)`, `refused, or discarded: the host's file system (the state dir's here) loses ≤ ${SLACK_MB} MB`, async () => {
+    const before = freeMb();
+    const w = await runJson(server, { session_id: SID, timeout: 280, code: INIT_STDOUT(WRITE_CAP_MB) });
+    const lostMb = before - freeMb();
+    const observed = `wrote ${w.mb} MB, then ${w.err ?? 'no error'}; the state dir's file system lost ${lostMb.toFixed(0)} MB`;
+    assert.ok(lostMb <= SLACK_MB, observed);
+    return observed;
   });
 
   for (const dir of Object.keys(LIMITS)) {
