@@ -1,6 +1,7 @@
-/*  cg_wsfs — a workspace's own file system: a sparse ext4 image of a fixed size and inode
-    count, loop-mounted on the workspace directory, so that the kernel, not a scan, stops
-    sandboxed code from filling the host's disk or inodes. */
+/*  cg_wsfs — a session's own file systems: a sparse ext4 image of a fixed size and inode
+    count, loop-mounted, that holds its workspace and its package layer, and a small tmpfs
+    for its ipc directory, so that the kernel, not a scan, stops sandboxed code from
+    filling the host's disk or inodes through any path it can write. */
 #define _GNU_SOURCE
 #include "cg_wsfs.h"
 #include "../bridge/cg_util.h"
@@ -42,9 +43,9 @@ s_mkfs_path (void)
     return NULL;
 }
 
-//  Formats IMAGE as ext4 with LIMITS' inode count and root owner: mkfs.ext4 with a fixed
-//  argv (no shell, no journal: the workspace lives no longer than its session), what it
-//  printed kept for the error message.
+//  Formats IMAGE as ext4 with LIMITS' inode count, its root owned by root (the sandbox
+//  sees only directories below it): mkfs.ext4 with a fixed argv (no shell, no journal: the
+//  disk lives no longer than its session), what it printed kept for the error message.
 static int
 s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
 {
@@ -54,8 +55,7 @@ s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
             err, ENOENT, "mkfs.ext4 not found in /usr/sbin or /sbin (install e2fsprogs) " S_HINT);
     char inodes[24], extended[96];
     snprintf (inodes, sizeof inodes, "%d", limits->inodes);
-    snprintf (extended, sizeof extended, "root_owner=%u:%u,lazy_itable_init=1,nodiscard",
-              (unsigned)limits->uid, (unsigned)limits->gid);
+    snprintf (extended, sizeof extended, "root_owner=0:0,lazy_itable_init=1,nodiscard");
     char *const argv[] = {CG_UNCONST (mkfs),
                           "-q",
                           "-F",
@@ -120,10 +120,10 @@ s_loop_attach (int image_fd, const char *image, char path[32], cg_error_t **err)
     return cg_error_set (err, code, "attach %s to %s: %s " S_HINT, image, path, strerror (code));
 }
 
-//  Mounts the formatted IMAGE on WORKSPACE through a loop device. Returns 0, or -1 with
+//  Mounts the formatted IMAGE on DISK through a loop device. Returns 0, or -1 with
 //  *err set (nothing stays attached then).
 static int
-s_mount (const char *image, const char *workspace, cg_error_t **err)
+s_mount (const char *image, const char *disk, cg_error_t **err)
 {
     cleanup_close int image_fd = open (image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (image_fd < 0)
@@ -135,8 +135,69 @@ s_mount (const char *image, const char *workspace, cg_error_t **err)
     //  Executables stay allowed (a model runs what it builds); set-id bits and device
     //  nodes mean nothing here. Closing loop_fd after the mount leaves the mount its only
     //  user, so unmounting frees the device; a failed mount frees it on close.
-    if (mount (loop, workspace, "ext4", MS_NOSUID | MS_NODEV, "") < 0)
-        return cg_error_set (err, errno, "mount %s (%s) on %s: %s " S_HINT, loop, image, workspace,
+    if (mount (loop, disk, "ext4", MS_NOSUID | MS_NODEV, "") < 0)
+        return cg_error_set (err, errno, "mount %s (%s) on %s: %s " S_HINT, loop, image, disk,
+                             strerror (errno));
+    return 0;
+}
+
+//  Gives SESSION_DIR/disk its file system (an image of LIMITS' size, made, formatted and
+//  mounted) unless it already is a mount point.
+static int
+s_disk_create (const char *session_dir, const cg_wsfs_limits_t *limits, cg_error_t **err)
+{
+    cleanup_free char *disk = cg_strdupf ("%s/%s", session_dir, CG_WSFS_DISK);
+    if (s_is_mount_point (session_dir, disk))
+        return 0;
+    cleanup_free char *image = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IMAGE);
+    cleanup_close int fd = open (image, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return cg_error_set (err, errno, "workspace file system: create %s: %s", image,
+                             strerror (errno));
+    if (ftruncate (fd, (off_t)limits->size_mb * 1024 * 1024) < 0) {
+        cg_error_set (err, errno, "workspace file system: size %s: %s", image, strerror (errno));
+        unlink (image);
+        return -1;
+    }
+    if (s_mkfs (image, limits, err) < 0 || s_mount (image, disk, err) < 0) {
+        unlink (image);
+        return cg_error_wrap (err, "workspace file system (--workspace-mb %d)", limits->size_mb);
+    }
+    //  Nothing but what the session puts there.
+    cleanup_free char *lost = cg_strdupf ("%s/lost+found", disk);
+    if (rmdir (lost) < 0 && errno != ENOENT)
+        cg_log (1, "rmdir %s: %s", lost, strerror (errno));
+    return 0;
+}
+
+//  Makes NAME in DIR_FD (if missing) a directory owned by LIMITS' uid:gid with MODE; never
+//  follows a link there.
+static int
+s_owned_dir (int dir_fd, const char *path, const char *name, int mode,
+             const cg_wsfs_limits_t *limits, cg_error_t **err)
+{
+    if (mkdirat (dir_fd, name, (mode_t)mode) < 0 && errno != EEXIST)
+        return cg_error_set (err, errno, "mkdir %s: %s", path, strerror (errno));
+    cleanup_close int fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown (fd, limits->uid, limits->gid) < 0 || fchmod (fd, (mode_t)mode) < 0)
+        return cg_error_set (err, errno, "%s: set owner and mode: %s", path, strerror (errno));
+    return 0;
+}
+
+//  Mounts the ipc directory's tmpfs on SESSION_DIR/ipc unless it already is a mount point:
+//  owned by the sandbox user, mode 0700, as small as the kernels' connection files and
+//  sockets need (the sandbox can write there, so it gets a limit of its own).
+static int
+s_ipc_mount (const char *session_dir, const cg_wsfs_limits_t *limits, cg_error_t **err)
+{
+    cleanup_free char *ipc = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IPC);
+    if (s_is_mount_point (session_dir, ipc))
+        return 0;
+    char options[128];
+    snprintf (options, sizeof options, "size=%dk,nr_inodes=%d,mode=0700,uid=%u,gid=%u",
+              CG_IPC_TMPFS_KB, CG_IPC_TMPFS_INODES, (unsigned)limits->uid, (unsigned)limits->gid);
+    if (mount ("cellgate-ipc", ipc, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) < 0)
+        return cg_error_set (err, errno, "mount a tmpfs (%s) on %s: %s " S_HINT, options, ipc,
                              strerror (errno));
     return 0;
 }
@@ -144,36 +205,26 @@ s_mount (const char *image, const char *workspace, cg_error_t **err)
 int
 cg_wsfs_create (const char *session_dir, const cg_wsfs_limits_t *limits, cg_error_t **err)
 {
-    cleanup_free char *workspace = cg_strdupf ("%s/%s", session_dir, CG_WSFS_WORKSPACE);
-    if (cg_mkdir_p (workspace, 0755, err) < 0)
+    cleanup_free char *disk = cg_strdupf ("%s/%s", session_dir, CG_WSFS_DISK);
+    cleanup_free char *ipc = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IPC);
+    if (cg_mkdir_p (disk, 0755, err) < 0 || cg_mkdir_p (ipc, 0700, err) < 0)
         return cg_error_wrap (err, "workspace");
-    if (limits->size_mb > 0 && !s_is_mount_point (session_dir, workspace)) {
-        cleanup_free char *image = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IMAGE);
-        cleanup_close int fd =
-            open (image, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-            return cg_error_set (err, errno, "workspace file system: create %s: %s", image,
-                                 strerror (errno));
-        if (ftruncate (fd, (off_t)limits->size_mb * 1024 * 1024) < 0) {
-            cg_error_set (err, errno, "workspace file system: size %s: %s", image,
-                          strerror (errno));
-            unlink (image);
-            return -1;
-        }
-        if (s_mkfs (image, limits, err) < 0 || s_mount (image, workspace, err) < 0) {
-            unlink (image);
-            return cg_error_wrap (err, "workspace file system (--workspace-mb %d)",
-                                  limits->size_mb);
-        }
-        //  An empty workspace, as a plain directory would be.
-        cleanup_free char *lost = cg_strdupf ("%s/lost+found", workspace);
-        if (rmdir (lost) < 0 && errno != ENOENT)
-            cg_log (1, "rmdir %s: %s", lost, strerror (errno));
+    if (limits->size_mb > 0
+        && (s_disk_create (session_dir, limits, err) < 0
+            || s_ipc_mount (session_dir, limits, err) < 0)) {
+        cg_wsfs_remove (session_dir, NULL);
+        return -1;
     }
-    cleanup_close int dir_fd = open (workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir_fd < 0 || fchown (dir_fd, limits->uid, limits->gid) < 0 || fchmod (dir_fd, 0755) < 0) {
-        cg_error_set (err, errno, "workspace %s: set owner and mode: %s", workspace,
-                      strerror (errno));
+    cleanup_free char *workspace = cg_strdupf ("%s/%s", session_dir, CG_WSFS_WORKSPACE);
+    cleanup_close int disk_fd = open (disk, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_close int session_fd =
+        open (session_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (disk_fd < 0 || session_fd < 0)
+        cg_error_set (err, errno, "open %s: %s", disk, strerror (errno));
+    if (disk_fd < 0 || session_fd < 0
+        || s_owned_dir (disk_fd, workspace, strrchr (CG_WSFS_WORKSPACE, '/') + 1, 0755, limits, err)
+               < 0
+        || s_owned_dir (session_fd, ipc, CG_WSFS_IPC, 0700, limits, err) < 0) {
         if (limits->size_mb > 0)
             cg_wsfs_remove (session_dir, NULL);
         return -1;
@@ -184,13 +235,16 @@ cg_wsfs_create (const char *session_dir, const cg_wsfs_limits_t *limits, cg_erro
 int
 cg_wsfs_remove (const char *session_dir, cg_error_t **err)
 {
-    cleanup_free char *workspace = cg_strdupf ("%s/%s", session_dir, CG_WSFS_WORKSPACE);
-    cleanup_free char *image = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IMAGE);
+    static const char *const mounts[] = {CG_WSFS_DISK, CG_WSFS_IPC, NULL};
     int rc = 0;
-    //  A normal user made no mount (and may not unmount): EPERM says nothing is there.
-    if (umount2 (workspace, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT
-        && !(errno == EPERM && geteuid () != 0))
-        rc = cg_error_set (err, errno, "unmount %s: %s", workspace, strerror (errno));
+    for (int i = 0; mounts[i]; i++) {
+        cleanup_free char *path = cg_strdupf ("%s/%s", session_dir, mounts[i]);
+        //  A normal user made no mount (and may not unmount): EPERM says nothing is there.
+        if (umount2 (path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT
+            && !(errno == EPERM && geteuid () != 0))
+            rc = cg_error_set (err, errno, "unmount %s: %s", path, strerror (errno));
+    }
+    cleanup_free char *image = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IMAGE);
     if (unlink (image) < 0 && errno != ENOENT)
         rc = cg_error_set (err, errno, "remove %s: %s", image, strerror (errno));
     return rc;
@@ -272,12 +326,12 @@ cg_wsfs_unmount_below (const char *dir, cg_error_t **err)
 int
 cg_wsfs_usage (const char *session_dir, cg_wsfs_usage_t *usage, cg_error_t **err)
 {
-    cleanup_free char *workspace = cg_strdupf ("%s/%s", session_dir, CG_WSFS_WORKSPACE);
-    if (!s_is_mount_point (session_dir, workspace))
+    cleanup_free char *disk = cg_strdupf ("%s/%s", session_dir, CG_WSFS_DISK);
+    if (!s_is_mount_point (session_dir, disk))
         return 0;
     struct statvfs st;
-    if (statvfs (workspace, &st) < 0)
-        return cg_error_set (err, errno, "statvfs %s: %s", workspace, strerror (errno));
+    if (statvfs (disk, &st) < 0)
+        return cg_error_set (err, errno, "statvfs %s: %s", disk, strerror (errno));
     double mb = (double)st.f_frsize / (1024 * 1024);
     *usage = (cg_wsfs_usage_t){.size_mb = round ((double)st.f_blocks * mb * 10) / 10,
                                .used_mb = round ((double)(st.f_blocks - st.f_bfree) * mb * 10) / 10,

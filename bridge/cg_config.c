@@ -67,17 +67,18 @@ static const cg_config_option_t s_options[] = {
     {"--pids", "CELLGATE_PIDS", CG_CONFIG_INT, OFF (pids), "256", 16, 1 << 20,
      "process limit per sandbox"},
     {"--tmp-mb", "CELLGATE_TMP_MB", CG_CONFIG_INT, OFF (tmp_mb), "64", 1, 1 << 20,
-     "size of the sandbox's /tmp in MB"},
+     "size of the sandbox's /tmp in MB (and as many files as it has 4 KB pages)"},
     {"--nofile", "CELLGATE_NOFILE", CG_CONFIG_INT, OFF (nofile), "1024", 64, 1 << 20,
      "open files per sandbox process"},
     {"--fsize-mb", "CELLGATE_FSIZE_MB", CG_CONFIG_INT, OFF (fsize_mb), "1024", 1, 1 << 30,
      "largest file a sandbox may write in MB"},
     {"--workspace-mb", "CELLGATE_WORKSPACE_MB", CG_CONFIG_INT, OFF (workspace_mb), "1024", 0,
      1 << 20,
-     "size limit of each session's workspace (" CG_WORKSPACE_MOUNT
-     ") in MB, its own loop-mounted ext4; 0: no limit"},
+     "size limit in MB of each session's disk, its own loop-mounted ext4: its workspace "
+     "(" CG_WORKSPACE_MOUNT ") and installed packages together (its ipc directory gets a 1 MB "
+     "tmpfs); 0: no limit"},
     {"--workspace-inodes", "CELLGATE_WORKSPACE_INODES", CG_CONFIG_INT, OFF (workspace_inodes),
-     "100000", 64, 1 << 30, "files and directories each workspace may hold"},
+     "100000", 64, 1 << 30, "files and directories each session's disk may hold"},
     {"--sandbox-uid", "CELLGATE_SANDBOX_UID", CG_CONFIG_INT, OFF (sandbox_uid), "65532", 1,
      2147483647, "uid inside the sandbox"},
     {"--sandbox-gid", "CELLGATE_SANDBOX_GID", CG_CONFIG_INT, OFF (sandbox_gid), "65532", 1,
@@ -689,7 +690,8 @@ cg_config_for_user (cg_config_t *self)
     int workspace_mb = self->workspace_mb;
     self->workspace_mb = 0;
     return cg_strdupf ("running as uid %u: state in %s, sandboxes as uid %d gid %d in a user "
-                       "namespace, workspaces plain directories%s",
+                       "namespace, workspaces, package layers and ipc directories plain "
+                       "directories%s",
                        (unsigned)getuid (), self->state_dir, self->sandbox_uid, self->sandbox_gid,
                        workspace_mb ? " (--workspace-mb is not enforced without root)" : "");
 }

@@ -4,6 +4,7 @@
 #include "cg_instance.h"
 #include "cg_session.h"
 #include "cg_util.h"
+#include "../artifacts/cg_wsfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,14 +31,16 @@ cg_keep_eligible (const cg_config_t *config, const cg_registry_session_t *sessio
     return cg_keep_enabled (config) && strcmp (session->owner, "stdio") == 0;
 }
 
-//  The fingerprint of what a sandbox and its kernels are made with: a kept sandbox made
-//  under other settings is not adopted. 32 hex digits into OUT.
+//  The fingerprint of what a sandbox and its kernels are made with (the session directory's
+//  layout included): a kept sandbox made under other settings is not adopted. 32 hex
+//  digits into OUT.
 static void
 s_fingerprint (const cg_config_t *config, char out[33])
 {
     cleanup_free char *text = cg_strdupf (
         "runtime=%s kernels=%s memory=%d cpus=%g pids=%d tmp=%d nofile=%d fsize=%d ws=%d/%d "
-        "uid=%d gid=%d wheelhouse=%s npm=%s message=%zu",
+        "uid=%d gid=%d wheelhouse=%s npm=%s message=%zu layout=" CG_WSFS_WORKSPACE "," CG_WSFS_SITE
+        "," CG_WSFS_IPC,
         config->runtime, config->kernels_dir, config->memory_mb, config->cpus, config->pids,
         config->tmp_mb, config->nofile, config->fsize_mb, config->workspace_mb,
         config->workspace_inodes, config->sandbox_uid, config->sandbox_gid,

@@ -252,9 +252,16 @@ s_write_connection_file (cg_kernel_t *self, const char *key, const char *inside_
     cleanup_free char *key_file = s_key_file (self);
     if (cg_write_file (key_file, key, strlen (key), 0600, err) < 0)
         return -1;
-    return cg_write_file_at (self->ipc_fd, name, text, strlen (text), 0400,
-                             (uid_t)self->config->sandbox_uid, (gid_t)self->config->sandbox_gid,
-                             err);
+    int rc =
+        cg_write_file_at (self->ipc_fd, name, text, strlen (text), 0400,
+                          (uid_t)self->config->sandbox_uid, (gid_t)self->config->sandbox_gid, err);
+    //  The sandbox can fill its ipc directory (a small tmpfs of its own): say where.
+    if (rc < 0 && err && *err && (*err)->code == ENOSPC)
+        cg_error_wrap (err,
+                       CG_IPC_MOUNT " is full (its limit: %d KB, %d files); remove what "
+                                    "sandboxed code wrote there",
+                       CG_IPC_TMPFS_KB, CG_IPC_TMPFS_INODES);
+    return rc;
 }
 
 static int

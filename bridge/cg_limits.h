@@ -13,6 +13,10 @@
 #define CG_WORKSPACE_MOUNT "/mnt/data"
 #define CG_RUN_MOUNT "/run/cellgate"
 #define CG_IPC_MOUNT CG_RUN_MOUNT "/ipc"
+/*  The size of the ipc directory's own tmpfs (artifacts/cg_wsfs): room for the kernels'
+    connection files and sockets (a few hundred bytes and six inodes per kernel). */
+#define CG_IPC_TMPFS_KB 1024
+#define CG_IPC_TMPFS_INODES 256
 
 /*  The longest session id a client may give (letters, digits, '_', '.', '-'): tools,
     download URLs and the HTTP route all use this one bound. */

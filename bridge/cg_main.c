@@ -96,6 +96,8 @@ s_sandbox_limits (const cg_config_t *config)
                                  .cpus = config->cpus,
                                  .pids = config->pids,
                                  .tmp_mb = config->tmp_mb,
+                                 .workspace_mb = config->workspace_mb,
+                                 .workspace_inodes = config->workspace_inodes,
                                  .nofile = config->nofile,
                                  .fsize_mb = config->fsize_mb,
                                  .sandbox_uid = config->sandbox_uid,
@@ -241,8 +243,8 @@ main (int argc, char **argv)
 
     if (config.workspace_mb == 0)
         cg_log (1,
-                "--workspace-mb 0: workspaces have no size or inode limit; sandboxed code can fill "
-                "the file system of %s",
+                "--workspace-mb 0: workspaces, package layers and ipc directories have no size "
+                "or inode limit; sandboxed code can fill the file system of %s",
                 config.state_dir);
     int rc = 1;
     cg_sandbox_limits_t limits = s_sandbox_limits (&config);

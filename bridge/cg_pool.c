@@ -3,6 +3,7 @@
 #include "cg_log.h"
 #include "cg_runner.h"
 #include "cg_util.h"
+#include "../artifacts/cg_wsfs.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -382,7 +383,7 @@ cg_pool_claim (cg_pool_t *self, const char *language, bool oneshot, char slot[13
             oneshot ? "one-shot run" : "session");
     if (!oneshot) {
         memcpy (slot, entry->slot, sizeof entry->slot);
-        cleanup_free char *workspace = cg_strdupf ("%s/workspace", entry->dir);
+        cleanup_free char *workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, entry->dir);
         *ws_p = cg_workspace_open (workspace, NULL);
         *dir_p = entry->dir;
     }

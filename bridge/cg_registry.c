@@ -277,7 +277,7 @@ s_session_prepare (cg_registry_t *self, cg_registry_session_t *session, bool ado
                    const char *note)
 {
     session->dir = cg_strdupf ("%s/%s", cg_instance_sessions_dir (self->instance), session->slot);
-    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session->dir);
+    cleanup_free char *workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, session->dir);
     cg_error_t *err = NULL;
     if ((!adopt
          && (cg_mkdir_p (session->dir, 0700, &err) < 0

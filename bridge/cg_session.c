@@ -16,16 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int
-s_make_dir (const char *path, int mode, const cg_config_t *config, cg_error_t **err)
-{
-    if (cg_mkdir_p (path, mode, err) < 0)
-        return -1;
-    if (chown (path, (uid_t)config->sandbox_uid, (gid_t)config->sandbox_gid) < 0)
-        return cg_error_set (err, errno, "chown %s: %s", path, strerror (errno));
-    return 0;
-}
-
 int
 cg_session_workspace_create (const cg_config_t *config, const char *session_dir, cg_error_t **err)
 {
@@ -94,11 +84,11 @@ cg_session_alloc_ (cg_backend_t *backend, const cg_config_t *config, const char 
     self->config = config;
     self->dir = cg_strdupf ("%s/%s", sessions_dir, self->slot);
     self->bundle_dir = cg_strdupf ("%s/bundle", self->dir);
-    self->workspace = cg_strdupf ("%s/workspace", self->dir);
+    self->workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, self->dir);
     self->run_dir = cg_strdupf ("%s/run", self->dir);
-    self->ipc_dir = cg_strdupf ("%s/ipc", self->dir);
+    self->ipc_dir = cg_strdupf ("%s/" CG_WSFS_IPC, self->dir);
     self->site_dir = shared_site ? cg_xstrdup (cg_backend_shared_site (backend))
-                                 : cg_strdupf ("%s/site", self->dir);
+                                 : cg_strdupf ("%s/" CG_WSFS_SITE, self->dir);
     self->container_id = cg_strdupf ("%s%s", container_prefix, self->slot);
     self->sandbox = (cg_sandbox_t){.id = self->container_id,
                                    .bundle_dir = self->bundle_dir,
@@ -112,8 +102,9 @@ cg_session_alloc_ (cg_backend_t *backend, const cg_config_t *config, const char 
     return self;
 }
 
-//  Makes the session's directories, workspace, package layer and ipc dir, then starts
-//  its container; each step may be made to fail by --test-fail-at (cg_fault).
+//  Makes the session's directories, its disk (workspace and package layer) and ipc dir
+//  (cg_wsfs), then starts its container; each step may be made to fail by --test-fail-at
+//  (cg_fault).
 static int
 s_create (cg_session_t *self, cg_error_t **err)
 {
@@ -126,7 +117,7 @@ s_create (cg_session_t *self, cg_error_t **err)
         || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
                < 0
         || cg_fault_at ("site", err) < 0 || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
-        || s_make_dir (self->ipc_dir, 0700, config, err) < 0 || cg_fault_at ("ipc_dir", err) < 0)
+        || cg_fault_at ("ipc_dir", err) < 0)
         return -1;
     return s_start_container (self, err);
 }

@@ -282,6 +282,29 @@ cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, v
     return self->ops->remove_unowned (self->impl, owned, arg, err);
 }
 
+char *
+cg_sandbox_writable (const cg_sandbox_limits_t *limits, const char *kind)
+{
+    cleanup_free char *disk =
+        limits->workspace_mb > 0
+            ? cg_strdupf ("the workspace and its package layer (one file system: %d MB, %d "
+                          "files), the ipc directory (%d KB, %d files)",
+                          limits->workspace_mb, limits->workspace_inodes, CG_IPC_TMPFS_KB,
+                          CG_IPC_TMPFS_INODES)
+            : cg_xstrdup ("the workspace, its package layer and the ipc directory (no limit)");
+    //  The Docker API takes no inode count for a tmpfs (Podman refuses nr_inodes): there
+    //  the sandbox's inodes in /tmp and /dev/shm are kernel memory its memory limit counts.
+    if (strcmp (kind, "docker") == 0)
+        return cg_strdupf ("read-only system; writable only: %s, /tmp (%d MB), /dev/shm (64 MB); "
+                           "their inodes count against the memory limit",
+                           disk, limits->tmp_mb);
+    return cg_strdupf (
+        "read-only system; writable only: %s, /tmp (%d MB, %d files), /dev/shm "
+        "(64 MB, %d files)%s",
+        disk, limits->tmp_mb, CG_TMP_INODES (limits->tmp_mb), CG_SHM_INODES,
+        strcmp (kind, "rootless") == 0 ? ", /dev (64 MB, " CG_STR (CG_DEV_INODES) " files)" : "");
+}
+
 json_t *
 cg_backend_limits (cg_backend_t *self)
 {
@@ -296,10 +319,13 @@ cg_backend_limits (cg_backend_t *self)
         cleanup_free char *cpu = cg_strdupf ("CPU share: %g CPUs (its cgroup)", c->cpus);
         cleanup_free char *fsize =
             cg_strdupf ("file size: %d MB per file (RLIMIT_FSIZE)", c->fsize_mb);
+        cleanup_free char *writable = cg_sandbox_writable (c, self->ops->kind);
         report = json_pack ("{s:[s, s, s, s, s, s, s], s:[]}", "enforced", memory, pids, cpu, fsize,
-                            "no network (an empty network namespace)",
-                            "read-only system, writable workspace and /tmp only",
+                            "no network (an empty network namespace)", writable,
                             "no capabilities, no_new_privs, seccomp", "not_enforced");
+        if (c->workspace_mb == 0)
+            json_array_append_new (json_object_get (report, "not_enforced"),
+                                   json_string (CG_SANDBOX_DISK_UNLIMITED));
     }
     json_object_set_new (report, "backend", json_string (self->ops->kind));
     return report;

@@ -24,6 +24,14 @@ typedef struct cg_backend_t cg_backend_t;
 #define CG_WHEELHOUSE_MOUNT "/opt/cellgate/wheelhouse"
 #define CG_NPM_MIRROR_MOUNT "/opt/cellgate/npm-mirror"
 
+/*  Inode limits of the sandbox's tmpfs mounts (beside their size limits): /tmp may hold one
+    inode per 4 KiB page of its --tmp-mb, /dev/shm (64 MB) likewise, /dev (64 MB; writable
+    only for the rootless backend's user, root in its namespace) far fewer; without one,
+    empty files would cost kernel memory without end. */
+#define CG_TMP_INODES(tmp_mb) ((tmp_mb)*256)
+#define CG_SHM_INODES 16384
+#define CG_DEV_INODES 4096
+
 /*  What a sandbox is for, written in its OCI config as the annotation org.cellgate.kind
     (cg_sandbox_kind_name) so that an operator (`runc state`) and a sweep can tell. */
 typedef enum {
@@ -42,8 +50,9 @@ const char *cg_sandbox_kind_name (cg_sandbox_kind_t kind);
 #define CG_ANNOTATION_KIND "org.cellgate.kind"         /* cg_sandbox_kind_name */
 
 /*  One sandbox: host directories and the container's name. The sandbox can write to
-    WORKSPACE and IPC_DIR only; the host never resolves a path below either in its own
-    namespace through anything the sandbox could have planted. */
+    WORKSPACE, SITE_DIR and IPC_DIR only (each size-limited: the session's disk and its ipc
+    tmpfs, artifacts/cg_wsfs), beside its tmpfs mounts; the host never resolves a path below
+    any of them in its own namespace through anything the sandbox could have planted. */
 typedef struct {
     const char *id;         /* container id, unique per server instance */
     const char *bundle_dir; /* host dir for the backend's own files */
@@ -86,6 +95,9 @@ typedef struct {
     double cpus;             /* CPU quota, in CPUs */
     int pids;                /* processes and threads at once */
     int tmp_mb;              /* size of the sandbox's /tmp tmpfs */
+    int workspace_mb;        /* size of the session's disk (workspace and package layer,
+                                artifacts/cg_wsfs), for the limits report; 0: no limit */
+    int workspace_inodes;    /* its files and directories, likewise */
     int nofile;              /* RLIMIT_NOFILE */
     int fsize_mb;            /* RLIMIT_FSIZE */
     int sandbox_uid;         /* the unprivileged user every sandboxed process runs as */
@@ -98,6 +110,18 @@ typedef struct {
                                 else unix:///var/run/docker.sock */
     bool docker_tcp;         /* docker: a tcp:// host is allowed (no TLS: root on it) */
 } cg_sandbox_limits_t;
+
+/*  What a sandbox of backend KIND ("oci", "rootless", "docker") under LIMITS may write and
+    how much, for the limits report (rootless: its user is root in its user namespace, so
+    /dev is writable too). Caller frees. */
+char *cg_sandbox_writable (const cg_sandbox_limits_t *limits, const char *kind);
+
+/*  The limits report's words for sessions whose disk has no limit (--workspace-mb 0, and
+    always without root). */
+#define CG_SANDBOX_DISK_UNLIMITED                                                          \
+    "the size and file count of the workspace, its package layer (" CG_SITE_MOUNT ") and " \
+    "the ipc directory (" CG_IPC_MOUNT "): plain directories on the state dir's file "     \
+    "system (--workspace-mb 0; a normal user cannot mount a loop device or a tmpfs)"
 
 /*  Creates the backend LIMITS->backend names: "oci" (runc or crun as LIMITS->runtime says,
     preparing the shared read-only root under LIMITS->state_dir), "docker" (the Docker

@@ -157,6 +157,11 @@ s_ulimit (const char *name, json_int_t value)
     return json_pack ("{s:s, s:I, s:I}", "Name", name, "Soft", value, "Hard", value);
 }
 
+//  /var/tmp: Podman mounts a writable tmpfs there on a read-only root (--read-only-tmpfs), of
+//  half the host's memory; an empty read-only one keeps the sandbox's writable paths the
+//  same on every engine.
+#define S_VAR_TMP "ro,nosuid,nodev,noexec,size=64k,mode=755"
+
 //  The container's HostConfig: what confines it.
 static json_t *
 s_host_config (cg_docker_t *self, const cg_sandbox_t *sandbox)
@@ -191,14 +196,21 @@ s_host_config (cg_docker_t *self, const cg_sandbox_t *sandbox)
                    s_ulimit ("core", 0), s_ulimit ("nproc", nproc_max));
     cleanup_free char *seccomp =
         cg_strdupf ("seccomp=%s", self->seccomp_path ? self->seccomp_path : self->seccomp_json);
+    //  No nr_inodes: Podman refuses it. The tmpfs inodes are kernel memory that the
+    //  container's memory limit counts (cg_sandbox_writable says so).
     cleanup_free char *tmp = cg_strdupf ("rw,nosuid,nodev,size=%dm,mode=1777", c->tmp_mb);
-    return json_pack ("{s:s, s:[s], s:[s, s], s:b, s:{s:s}, s:I, s:I, s:I, s:I, s:o, s:o, s:s, "
-                      "s:b, s:b, s:I}",
-                      "NetworkMode", "none", "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-                      seccomp, "ReadonlyRootfs", 1, "Tmpfs", "/tmp", tmp, "Memory", memory,
-                      "MemorySwap", memory, "NanoCpus", (json_int_t)(c->cpus * 1e9), "PidsLimit",
-                      (json_int_t)c->pids, "Ulimits", ulimits, "Binds", binds, "IpcMode", "private",
-                      "Privileged", 0, "Init", 0, "ShmSize", (json_int_t)64 * 1024 * 1024);
+    //  LogConfig none: the engine would keep whatever the container's init writes (sandboxed
+    //  code can write to /proc/1/fd/1) in a log file on the host's disk, without a limit; the
+    //  kernels' own output reaches the server through exec streams, not the log.
+    return json_pack (
+        "{s:s, s:[s], s:[s, s], s:b, s:{s:s, s:s}, s:I, s:I, s:I, s:I, s:o, s:o, s:s, "
+        "s:b, s:b, s:I, s:{s:s, s:{}}}",
+        "NetworkMode", "none", "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", seccomp,
+        "ReadonlyRootfs", 1, "Tmpfs", "/tmp", tmp, "/var/tmp", S_VAR_TMP, "Memory", memory,
+        "MemorySwap", memory, "NanoCpus", (json_int_t)(c->cpus * 1e9), "PidsLimit",
+        (json_int_t)c->pids, "Ulimits", ulimits, "Binds", binds, "IpcMode", "private", "Privileged",
+        0, "Init", 0, "ShmSize", (json_int_t)64 * 1024 * 1024, "LogConfig", "Type", "none",
+        "Config");
 }
 
 static json_t *

@@ -428,14 +428,20 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
     static const char *init_argv[] = {"/usr/bin/catatonit", "-P", NULL};
     static const char *init_env[] = {"PATH=/usr/bin:/bin", NULL};
 
+    //  Every path the sandbox can write has a size and an inode limit: the tmpfs mounts
+    //  here, and the session's disk and ipc directory (artifacts/cg_wsfs) bound below.
     json_t *mounts = json_array ();
     json_array_append_new (mounts, s_mount ("/proc", "proc", "proc", "nosuid,noexec,nodev"));
     json_array_append_new (
-        mounts, s_mount ("/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"));
+        mounts,
+        s_mount ("/dev", "tmpfs", "tmpfs",
+                 "nosuid,strictatime,mode=755,size=65536k,nr_inodes=" CG_STR (CG_DEV_INODES)));
     json_array_append_new (mounts, s_mount ("/dev/pts", "devpts", "devpts",
                                             "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620"));
     json_array_append_new (
-        mounts, s_mount ("/dev/shm", "tmpfs", "shm", "nosuid,noexec,nodev,mode=1777,size=65536k"));
+        mounts,
+        s_mount ("/dev/shm", "tmpfs", "shm",
+                 "nosuid,noexec,nodev,mode=1777,size=65536k,nr_inodes=" CG_STR (CG_SHM_INODES)));
     json_array_append_new (mounts,
                            s_mount ("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
     json_array_append_new (mounts, s_mount ("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"));
@@ -445,7 +451,8 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
         json_array_append_new (mounts,
                                s_mount ("/etc", "bind", self->etc_dir, "rbind,ro,nosuid,nodev"));
     }
-    cleanup_free char *tmp_opts = cg_strdupf ("nosuid,nodev,mode=1777,size=%dm", c->tmp_mb);
+    cleanup_free char *tmp_opts = cg_strdupf ("nosuid,nodev,mode=1777,size=%dm,nr_inodes=%d",
+                                              c->tmp_mb, CG_TMP_INODES (c->tmp_mb));
     json_array_append_new (mounts, s_mount ("/tmp", "tmpfs", "tmpfs", tmp_opts));
     json_array_append_new (
         mounts, s_mount (CG_WORKSPACE_MOUNT, "bind", sandbox->workspace, "rbind,rw,nosuid,nodev"));

@@ -84,13 +84,13 @@ cg_rootless_limits_report (const cg_sandbox_limits_t *limits)
         cg_strdupf ("CPU time: %d s per process (RLIMIT_CPU)", CG_ROOTLESS_CPU_SECONDS);
     cleanup_free char *share =
         cg_strdupf ("CPU share: --cpus %g (no cgroup is delegated to this user)", limits->cpus);
+    cleanup_free char *writable = cg_sandbox_writable (limits, "rootless");
     return json_pack ("{s:[s, s, s, s, s, s, s, s], s:[s, s, s, s]}", "enforced", memory, pids,
-                      fsize, cpu, "no network (an empty network namespace)",
-                      "read-only system, writable workspace and /tmp only",
+                      fsize, cpu, "no network (an empty network namespace)", writable,
                       "no capabilities, no_new_privs, seccomp",
                       "timeouts, idle culling, max sessions", "not_enforced", share,
                       "memory for the sandbox as a whole (a cgroup's limit, swap off)",
-                      "the workspace's total size (--workspace-mb: no loop mount without root)",
+                      CG_SANDBOX_DISK_UNLIMITED,
                       "memory peaks and OOM counts in results (no cgroup to read them)");
 }
 

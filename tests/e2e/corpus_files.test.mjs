@@ -385,21 +385,21 @@ kase('a session reaching another\'s files through the file tools', 'B\'s id neve
     for (const i of fs.readdirSync(inst)) {
       const sessions = path.join(inst, i, 'sessions');
       for (const s of fs.existsSync(sessions) ? fs.readdirSync(sessions) : []) {
-        if (fs.existsSync(path.join(sessions, s, 'workspace', 'mine.txt'))) return { dir: path.join(sessions, s), name: s };
+        if (fs.existsSync(path.join(sessions, s, 'disk', 'workspace', 'mine.txt'))) return { dir: path.join(sessions, s), name: s };
       }
     }
     return null;
   })();
   assert.ok(hostA, 'A found on the host');
-  for (const p of [`../${hostA.name}/workspace/mine.txt`, `../../sessions/${hostA.name}/workspace/mine.txt`, `${hostA.dir}/workspace/mine.txt`]) {
+  for (const p of [`../../${hostA.name}/disk/workspace/mine.txt`, `../../../sessions/${hostA.name}/disk/workspace/mine.txt`, `${hostA.dir}/disk/workspace/mine.txt`]) {
     refused(await call('read_artifact', { session_id: b, path: p }), ['invalid_path', 'not_found'], `read A via B: ${p}`);
     refused(await call('upload_file', { session_id: b, filename: p, content_base64: b64('pwned'), overwrite: true }), ['invalid_path', 'invalid_filename'], `upload A via B: ${p}`);
   }
   // B's sandbox plants a link to A's host workspace; the host never follows it.
-  ok(await run({ language: 'bash', session_id: b, code: `ln -s ${hostA.dir}/workspace /mnt/data/a-ws && echo ok` }));
+  ok(await run({ language: 'bash', session_id: b, code: `ln -s ${hostA.dir}/disk/workspace /mnt/data/a-ws && echo ok` }));
   refused(await call('read_artifact', { session_id: b, path: 'a-ws/mine.txt' }), ['invalid_path', 'not_found'], 'read through a link to A');
   refused(await call('upload_file', { session_id: b, filename: 'a-ws/mine.txt', content_base64: b64('pwned'), overwrite: true }), ['invalid_path'], 'upload through a link to A');
-  assert.equal(fs.readFileSync(path.join(hostA.dir, 'workspace', 'mine.txt'), 'utf8'), 'A-only');
+  assert.equal(fs.readFileSync(path.join(hostA.dir, 'disk', 'workspace', 'mine.txt'), 'utf8'), 'A-only');
   for (const sid of [a, b]) await call('close_session', { session_id: sid });
   return `6 cross-session reads/uploads and 2 through a planted link refused; A unchanged; ${await bystander.check()}`;
 });

@@ -59,7 +59,7 @@ function hostWorkspace(marker) {
     const sessions = path.join(inst, i, 'sessions');
     if (!fs.existsSync(sessions)) continue;
     for (const s of fs.readdirSync(sessions)) {
-      const ws = path.join(sessions, s, 'workspace');
+      const ws = path.join(sessions, s, 'disk', 'workspace');
       if (fs.existsSync(path.join(ws, marker))) return path.join(sessions, s);
     }
   }

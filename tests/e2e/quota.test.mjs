@@ -38,14 +38,17 @@ function mountsBelow(dir) {
     .filter((point) => point.startsWith(prefix));
 }
 
-/** The workspace images below STATE: <state>/instances/<id>/sessions/<slot>/workspace.img. */
+/** Mounts per session: its disk (workspace and package layer) and its ipc tmpfs. */
+const PER_SESSION = 2;
+
+/** The disk images below STATE: <state>/instances/<id>/sessions/<slot>/disk.img. */
 function imagesBelow(state) {
   const found = [];
   const instances = path.join(state, 'instances');
   for (const i of fs.existsSync(instances) ? fs.readdirSync(instances) : []) {
     const sessions = path.join(instances, i, 'sessions');
     for (const slot of fs.existsSync(sessions) ? fs.readdirSync(sessions) : []) {
-      const image = path.join(sessions, slot, 'workspace.img');
+      const image = path.join(sessions, slot, 'disk.img');
       if (fs.existsSync(image)) found.push(image);
     }
   }
@@ -96,7 +99,7 @@ test('a full workspace is ENOSPC inside the sandbox; the host, other sessions an
   const stoppedAt = Number(sc(r).stdout.match(/stopped at (\d+)/)?.[1]);
   assert.ok(stoppedAt > INODES / 2 && stoppedAt <= INODES + 64, `stopped at file ${stoppedAt}`);
 
-  assert.equal(mountsBelow(server.stateDir).length, 1, `one workspace mounted: ${mountsBelow(server.stateDir)}`);
+  assert.equal(mountsBelow(server.stateDir).length, PER_SESSION, `one session's mounts: ${mountsBelow(server.stateDir)}`);
   assert.equal(imagesBelow(server.stateDir).length, 1, 'one workspace image');
 
   // Another session writes and runs.
@@ -123,7 +126,7 @@ test('a full workspace is ENOSPC inside the sandbox; the host, other sessions an
 
   // Closing a session unmounts its workspace and removes its image; the other keeps its own.
   await call('close_session', { session_id: full });
-  assert.ok(await until(() => mountsBelow(server.stateDir).length === 1 && imagesBelow(server.stateDir).length === 1),
+  assert.ok(await until(() => mountsBelow(server.stateDir).length === PER_SESSION && imagesBelow(server.stateDir).length === 1),
     `after close: mounts ${mountsBelow(server.stateDir)}, images ${imagesBelow(server.stateDir)}`);
   await call('close_session', { session_id: 'q_other' });
   assert.ok(await until(() => mountsBelow(server.stateDir).length === 0 && imagesBelow(server.stateDir).length === 0),
@@ -166,7 +169,7 @@ test('a server started after a SIGKILLed one unmounts what that one left', async
       assert.equal(m.result?.structuredContent?.status, 'success', `${JSON.stringify(m)}\n${first.stderr()}`);
     }
     const left = mountsBelow(state);
-    assert.equal(left.length, 2, `two workspaces mounted: ${left}`);
+    assert.equal(left.length, 2 * PER_SESSION, `two sessions' mounts: ${left}`);
     first.proc.kill('SIGKILL');
     await new Promise((resolve) => first.proc.on('exit', resolve));
     assert.deepEqual(mountsBelow(state), left, 'the killed server could not unmount');

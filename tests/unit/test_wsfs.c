@@ -1,7 +1,8 @@
-/*  test_wsfs — a workspace's own file system: created, owned by the sandbox user, full
-    at its size and at its inode count (ENOSPC) while the host is untouched, measured,
-    removed without a trace, and found and detached below a dead server's dir. Needs
-    root and loop devices (exit 77 otherwise). */
+/*  test_wsfs — a session's own file systems: the disk (workspace and package layer)
+    created, its workspace owned by the sandbox user, full at its size and at its inode
+    count (ENOSPC) while the host is untouched, measured; the ipc tmpfs full at its own
+    small limits; both removed without a trace, and found and detached below a dead
+    server's dir. Needs root and loop devices (exit 77 otherwise). */
 #define _GNU_SOURCE
 #include "../../artifacts/cg_wsfs.h"
 #include "../../bridge/cg_util.h"
@@ -60,23 +61,57 @@ s_fill (const char *path, int max_mb, int *code)
     return written;
 }
 
+//  The ipc directory: a tmpfs of its own, owned by the sandbox user, full at
+//  CG_IPC_TMPFS_KB and at CG_IPC_TMPFS_INODES.
+static void
+s_test_ipc (const char *session)
+{
+    cleanup_free char *ipc = cg_strdupf ("%s/" CG_WSFS_IPC, session);
+    struct stat st;
+    EXPECT (s_mounted_below (ipc), "the ipc directory is a mount point");
+    EXPECT (stat (ipc, &st) == 0 && st.st_uid == S_UID && st.st_gid == S_GID
+                && (st.st_mode & 07777) == 0700,
+            "ipc owned %d:%d mode %o", (int)st.st_uid, (int)st.st_gid, st.st_mode & 07777);
+    int code;
+    cleanup_free char *big = cg_strdupf ("%s/big", ipc);
+    int written = s_fill (big, 64, &code);
+    EXPECT (code == ENOSPC && written <= CG_IPC_TMPFS_KB / 1024, "ipc: filled %d MB, then %s",
+            written, strerror (code));
+    unlink (big);
+    int files = 0;
+    for (code = 0; files < 2000; files++) {
+        cleanup_free char *name = cg_strdupf ("%s/f%d", ipc, files);
+        int fd = open (name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            code = errno;
+            break;
+        }
+        close (fd);
+    }
+    EXPECT (code == ENOSPC && files < CG_IPC_TMPFS_INODES, "ipc: made %d files, then %s", files,
+            strerror (code));
+}
+
 static void
 s_test_limits (const char *base)
 {
     cleanup_free char *session = cg_strdupf ("%s/session", base);
-    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session);
-    cleanup_free char *image = cg_strdupf ("%s/workspace.img", session);
+    cleanup_free char *disk = cg_strdupf ("%s/" CG_WSFS_DISK, session);
+    cleanup_free char *workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, session);
+    cleanup_free char *image = cg_strdupf ("%s/" CG_WSFS_IMAGE, session);
     cg_error_t *err = NULL;
     EXPECT (cg_mkdir_p (session, 0700, &err) == 0, "mkdir: %s", cg_error_message (err));
     cg_wsfs_limits_t limits = {.size_mb = 16, .inodes = 256, .uid = S_UID, .gid = S_GID};
     EXPECT (cg_wsfs_create (session, &limits, &err) == 0, "create: %s", cg_error_message (err));
     cg_error_destroy (&err);
-    EXPECT (s_mounted_below (workspace), "the workspace is a mount point");
+    EXPECT (s_mounted_below (disk), "the disk is a mount point");
     struct stat st;
+    EXPECT (stat (disk, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0755,
+            "disk owned %d mode %o", (int)st.st_uid, st.st_mode & 07777);
     EXPECT (stat (workspace, &st) == 0 && st.st_uid == S_UID && st.st_gid == S_GID
                 && (st.st_mode & 07777) == 0755,
-            "root owned %d:%d mode %o", (int)st.st_uid, (int)st.st_gid, st.st_mode & 07777);
-    cleanup_free char *lost = cg_strdupf ("%s/lost+found", workspace);
+            "workspace owned %d:%d mode %o", (int)st.st_uid, (int)st.st_gid, st.st_mode & 07777);
+    cleanup_free char *lost = cg_strdupf ("%s/lost+found", disk);
     EXPECT (access (lost, F_OK) < 0, "no lost+found");
     //  A second call leaves the mounted file system alone.
     cleanup_free char *marker = cg_strdupf ("%s/marker", workspace);
@@ -123,9 +158,10 @@ s_test_limits (const char *base)
             "inodes used %llu of %llu", (unsigned long long)usage.inodes_used,
             (unsigned long long)usage.inodes);
 
+    s_test_ipc (session);
     EXPECT (cg_wsfs_remove (session, &err) == 0, "remove: %s", cg_error_message (err));
     cg_error_destroy (&err);
-    EXPECT (!s_mounted_below (workspace), "unmounted");
+    EXPECT (!s_mounted_below (session), "unmounted");
     EXPECT (access (image, F_OK) < 0 && errno == ENOENT, "image removed");
     EXPECT (cg_wsfs_usage (session, &usage, NULL) == 0, "a plain directory has no limit");
     EXPECT (cg_wsfs_remove (session, &err) == 0, "removing twice is fine: %s",
@@ -137,7 +173,8 @@ static void
 s_test_plain (const char *base)
 {
     cleanup_free char *session = cg_strdupf ("%s/plain", base);
-    cleanup_free char *workspace = cg_strdupf ("%s/workspace", session);
+    cleanup_free char *workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, session);
+    cleanup_free char *ipc = cg_strdupf ("%s/" CG_WSFS_IPC, session);
     cg_error_t *err = NULL;
     cg_mkdir_p (session, 0700, NULL);
     cg_wsfs_limits_t limits = {.size_mb = 0, .inodes = 256, .uid = S_UID, .gid = S_GID};
@@ -146,7 +183,9 @@ s_test_plain (const char *base)
     struct stat st;
     EXPECT (stat (workspace, &st) == 0 && st.st_uid == S_UID && (st.st_mode & 07777) == 0755,
             "plain workspace");
-    EXPECT (!s_mounted_below (workspace), "not mounted");
+    EXPECT (stat (ipc, &st) == 0 && st.st_uid == S_UID && (st.st_mode & 07777) == 0700,
+            "plain ipc directory");
+    EXPECT (!s_mounted_below (session), "not mounted");
 }
 
 static void
@@ -162,12 +201,13 @@ s_test_unmount_below (const char *base)
         cg_error_destroy (&err);
     }
     //  A mount inside a workspace: detached before the one that holds it.
-    cleanup_free char *inner = cg_strdupf ("%s/sessions/s0/workspace/inner", instance);
+    cleanup_free char *inner = cg_strdupf ("%s/sessions/s0/" CG_WSFS_WORKSPACE "/inner", instance);
     cg_mkdir_p (inner, 0755, NULL);
     EXPECT (cg_wsfs_create (inner, &limits, &err) == 0, "create inner: %s", cg_error_message (err));
     cg_error_destroy (&err);
     int detached = cg_wsfs_unmount_below (instance, &err);
-    EXPECT (detached == 3, "detached %d: %s", detached, cg_error_message (err));
+    EXPECT (detached == 6, "detached %d (a disk and an ipc tmpfs each): %s", detached,
+            cg_error_message (err));
     cg_error_destroy (&err);
     EXPECT (!s_mounted_below (instance), "nothing mounted below %s", instance);
     EXPECT (cg_wsfs_unmount_below (instance, NULL) == 0, "nothing left to detach");
