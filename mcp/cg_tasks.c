@@ -335,7 +335,7 @@ s_refused (cg_task_t *task, json_t *result, int code, const char *message)
     if (result && !task->modern && !json_is_true (json_object_get (result, "isError")))
         return false;
     if (result && task->modern)
-        answer = cg_jsonrpc_result (task->request_id, result);
+        answer = cg_jsonrpc_result (task->request_id, json_incref (result));
     else if (result) {
         json_t *structured = json_object_get (result, "structuredContent");
         json_t *first = json_array_get (json_object_get (result, "content"), 0);
