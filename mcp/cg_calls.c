@@ -154,7 +154,8 @@ cg_server_drain (cg_server_t *self, int *wait_ms)
                 "(--eof-grace), then they are cancelled",
                 count, grace_s);
     }
-    if (self->drain_stage == 1 && now >= self->drain_until_us) {
+    if (self->drain_stage == 1
+        && (now >= self->drain_until_us || !cg_stdio_writable (self->stdio))) {
         self->drain_stage = 2;
         self->drain_until_us = now + (self->config->interrupt_grace_ms + SETTLE_MS) * 1000LL;
         cg_log (1, "stdin has ended: cancelling the %zu call(s) still in flight", count);
