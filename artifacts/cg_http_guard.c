@@ -46,25 +46,32 @@ cg_http_guard_origin (cg_http_t *http, cg_http_exchange_t *ex)
            || (host && strlen (host) == len && strncasecmp (host, authority, len) == 0);
 }
 
-bool
-cg_http_guard_token (cg_http_exchange_t *ex, const char *expected)
+int
+cg_http_guard_token_index (cg_http_exchange_t *ex, const char *expected)
 {
     if (!expected)
-        return true;
+        return 0;
     const char *given = cg_http_exchange_header (ex, "Authorization");
     if (!given || strncasecmp (given, "Bearer ", 7) != 0)
-        return false;
+        return -1;
     given += 7;
     size_t len = strlen (given);
     //  EXPECTED may list several tokens, comma-separated (one per client): each is compared
     //  in constant time, and all of them are.
-    bool match = false;
-    for (const char *token = expected; *token;) {
-        size_t token_len = strcspn (token, ",");
-        match |= len == token_len && sodium_memcmp (given, token, len) == 0;
-        token += token_len + (token[token_len] == ',');
+    int match = -1;
+    for (int index = 0; *expected; index++) {
+        size_t token_len = strcspn (expected, ",");
+        if (len == token_len && sodium_memcmp (given, expected, len) == 0)
+            match = index;
+        expected += token_len + (expected[token_len] == ',');
     }
     return match;
+}
+
+bool
+cg_http_guard_token (cg_http_exchange_t *ex, const char *expected)
+{
+    return cg_http_guard_token_index (ex, expected) >= 0;
 }
 
 void

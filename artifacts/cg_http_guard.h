@@ -17,6 +17,10 @@ bool cg_http_guard_origin (cg_http_t *http, cg_http_exchange_t *exchange);
     EXPECTED is NULL (no token configured). */
 bool cg_http_guard_token (cg_http_exchange_t *exchange, const char *expected);
 
+/*  As cg_http_guard_token, saying which token of EXPECTED's list EXCHANGE carries: its
+    index from 0; 0 when EXPECTED is NULL; -1 when none. */
+int cg_http_guard_token_index (cg_http_exchange_t *exchange, const char *expected);
+
 /*  Answers EXCHANGE 401 with a WWW-Authenticate: Bearer challenge and a JSON error body. */
 void cg_http_guard_unauthorized (cg_http_exchange_t *exchange);
 

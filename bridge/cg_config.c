@@ -139,6 +139,32 @@ static const cg_config_option_t s_options[] = {
      "one-shot runs' kept files at most, all together, in MB; the oldest go first past it"},
     {"--http-listen", "CELLGATE_HTTP_LISTEN", CG_CONFIG_STRING, OFF (http_listen), "127.0.0.1:8080",
      0, 0, "download listener HOST:PORT, or off; when the default's port is taken, a free one"},
+    {"--max-mcp-sessions", "CELLGATE_MAX_MCP_SESSIONS", CG_CONFIG_INT, OFF (max_mcp_sessions),
+     "1024", 1, 100000, "MCP sessions over HTTP at once (more initialize requests get 503)"},
+    {"--max-mcp-sessions-per-client", "CELLGATE_MAX_MCP_SESSIONS_PER_CLIENT", CG_CONFIG_INT,
+     OFF (max_mcp_sessions_per_client), "256", 1, 100000,
+     "MCP sessions one client may hold (429 past it), at most --max-mcp-sessions; a client is "
+     "a token of a comma-separated --http-token, else each MCP session is its own"},
+    {"--max-listens", "CELLGATE_MAX_LISTENS", CG_CONFIG_INT, OFF (max_listens), "256", 1, 100000,
+     "2026-07-28 subscriptions/listen requests open at once"},
+    {"--max-listens-per-client", "CELLGATE_MAX_LISTENS_PER_CLIENT", CG_CONFIG_INT,
+     OFF (max_listens_per_client), "64", 1, 100000,
+     "subscriptions/listen requests one client may hold open, at most --max-listens"},
+    {"--max-tasks", "CELLGATE_MAX_TASKS", CG_CONFIG_INT, OFF (max_tasks), "1000", 1, 1000000,
+     "MCP tasks kept at once, running or finished within their TTL; past it a tools/call "
+     "asking for a task is refused"},
+    {"--max-tasks-per-client", "CELLGATE_MAX_TASKS_PER_CLIENT", CG_CONFIG_INT,
+     OFF (max_tasks_per_client), "100", 1, 1000000,
+     "MCP tasks one client may hold, at most --max-tasks"},
+    {"--max-task-results-mb", "CELLGATE_MAX_TASK_RESULTS_MB", CG_CONFIG_MB,
+     OFF (max_task_results_bytes), "64", 1, 4096,
+     "results finished tasks keep for their TTL, all together, in MB; past it no task is made"},
+    {"--max-task-results-mb-per-client", "CELLGATE_MAX_TASK_RESULTS_MB_PER_CLIENT", CG_CONFIG_MB,
+     OFF (max_task_results_bytes_per_client), "16", 1, 4096,
+     "results one client's tasks keep, in MB, at most --max-task-results-mb"},
+    {"--eof-grace", "CELLGATE_EOF_GRACE", CG_CONFIG_INT, OFF (eof_grace_s), "10", 0, 3600,
+     "stdio: seconds the calls in flight may still run once stdin has ended; then they are "
+     "cancelled, every one answered and logged, and the server exits"},
     {"--max-sessions", "CELLGATE_MAX_SESSIONS", CG_CONFIG_INT, OFF (max_sessions), "10", 1, 100000,
      "sandboxes at once, one-shot ones included"},
     {"--idle-ttl", "CELLGATE_IDLE_TTL", CG_CONFIG_INT, OFF (idle_ttl_s), "1800", 1, 31536000,
@@ -466,8 +492,9 @@ s_public_url (char **url_p, cg_error_t **err)
     return 0;
 }
 
-//  The timeouts against --max-timeout, and the tokens' lengths (--http-token's each in
-//  its comma-separated list). Returns 0, or -1 with *err set.
+//  The timeouts against --max-timeout, each client's share against its whole, and the
+//  tokens' lengths (--http-token's each in its comma-separated list). Returns 0, or -1
+//  with *err set.
 static int
 s_check_limits (cg_config_t *self, cg_error_t **err)
 {
@@ -477,6 +504,22 @@ s_check_limits (cg_config_t *self, cg_error_t **err)
                              "--default-timeout and --run-python-timeout must not pass "
                              "--max-timeout (%d s)",
                              self->max_timeout_s);
+    const struct {
+        double share, whole;
+        const char *share_flag, *whole_flag;
+    } shares[] = {
+        {self->max_mcp_sessions_per_client, self->max_mcp_sessions, "--max-mcp-sessions-per-client",
+         "--max-mcp-sessions"},
+        {self->max_listens_per_client, self->max_listens, "--max-listens-per-client",
+         "--max-listens"},
+        {self->max_tasks_per_client, self->max_tasks, "--max-tasks-per-client", "--max-tasks"},
+        {(double)self->max_task_results_bytes_per_client, (double)self->max_task_results_bytes,
+         "--max-task-results-mb-per-client", "--max-task-results-mb"},
+    };
+    for (size_t i = 0; i < sizeof shares / sizeof shares[0]; i++)
+        if (shares[i].share > shares[i].whole)
+            return cg_error_set (err, EINVAL, "%s must not pass %s (one client's share of it)",
+                                 shares[i].share_flag, shares[i].whole_flag);
     if (self->gateway_token && strlen (self->gateway_token) < 16)
         return cg_error_set (err, EINVAL, "--gateway-token: use at least 16 characters");
     if (self->admin_token && (strlen (self->admin_token) < 16 || strchr (self->admin_token, ',')))

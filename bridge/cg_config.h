@@ -67,15 +67,24 @@ typedef struct {
     char *wheelhouse;           /* install_package's pip source directory, or NULL */
     char *npm_mirror;           /* install_package's npm tarball directory, or NULL */
     bool http_listen_set;       /* given by flag or variable (no fallback port then) */
-    int max_sessions;           /* sandboxes at once, one-shot ones included */
-    int idle_ttl_s;             /* a session unused this long is closed */
-    int client_grace_s;         /* an HTTP client gone this long loses its sessions */
-    int oneshot_reserve;        /* one-shot sandboxes allowed past max_sessions */
-    char *pool;                 /* warm pool sizes, "python=1,javascript=1,bash=1" or "off" */
-    char *pool_preload;         /* modules pooled Python kernels import, or "none" */
-    int pool_memory_mb;         /* what the pool's waiting sandboxes may use together */
-    int pool_min_available_mb;  /* below this MemAvailable the pool empties, stops refilling */
-    char *keep_sessions;        /* "on" or "off": stdio sessions outlive the server (cg_keep) */
+    int max_mcp_sessions;       /* Streamable HTTP MCP sessions at once */
+    int max_mcp_sessions_per_client; /* of them, one client's (cg_client_same_owner) */
+    int max_listens;                 /* 2026-07-28 subscriptions/listen open at once */
+    int max_listens_per_client;
+    int max_tasks; /* MCP tasks kept at once (running, or finished within their TTL) */
+    int max_tasks_per_client;
+    size_t max_task_results_bytes; /* what finished tasks' results weigh together */
+    size_t max_task_results_bytes_per_client;
+    int eof_grace_s;           /* stdio: how long calls in flight may run on once stdin has ended */
+    int max_sessions;          /* sandboxes at once, one-shot ones included */
+    int idle_ttl_s;            /* a session unused this long is closed */
+    int client_grace_s;        /* an HTTP client gone this long loses its sessions */
+    int oneshot_reserve;       /* one-shot sandboxes allowed past max_sessions */
+    char *pool;                /* warm pool sizes, "python=1,javascript=1,bash=1" or "off" */
+    char *pool_preload;        /* modules pooled Python kernels import, or "none" */
+    int pool_memory_mb;        /* what the pool's waiting sandboxes may use together */
+    int pool_min_available_mb; /* below this MemAvailable the pool empties, stops refilling */
+    char *keep_sessions;       /* "on" or "off": stdio sessions outlive the server (cg_keep) */
     int log_level;
     char *log_format;     /* "console" or "json" */
     char *log_file;       /* the log's file (appended), or NULL: stderr */

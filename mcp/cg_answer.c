@@ -50,6 +50,11 @@ cg_request_error_data (const cg_request_t *req, int code, const char *message, j
     if (req->modern && code == CG_JSONRPC_RESOURCE_NOT_FOUND)
         code = CG_JSONRPC_INVALID_PARAMS;
     s_request_record (req, NULL, code);
+    if (req->task) {
+        json_decref (data);
+        cg_tasks_finish (req->task, NULL, code, message);
+        return;
+    }
     json_t *error = cg_jsonrpc_error (req->id, code, message);
     json_object_set_new (json_object_get (error, "error"), "data", data);
     cg_channel_send (req->channel, error);

@@ -86,8 +86,7 @@ cg_server_call_end (cg_server_t *self, cg_call_t *call)
 {
     cg_server_call_record (call, NULL, 0, "unanswered");
     if (call->task) /* (an answered task has ended: this changes nothing then) */
-        cg_tasks_finish (call->task, NULL, CG_JSONRPC_INTERNAL_ERROR,
-                         "the call ended without an answer");
+        cg_tasks_call_ended (call->task, call->key);
     cg_registry_oneshot_end (self->registry, &call->oneshot);
     zhashx_delete (self->calls, call->key);
 }
@@ -134,6 +133,49 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
     cg_resources_forget (client);
     cg_tasks_client_end (self, client);
     cg_listen_client_end (self, client);
+}
+
+bool
+cg_server_drain (cg_server_t *self, int *wait_ms)
+{
+    //  A run interrupted answers within --interrupt-grace-ms (then its kernel restarts);
+    //  this much more is left for its answer to arrive.
+    enum { SETTLE_MS = 2000 };
+    size_t count = zhashx_size (self->calls);
+    if (count == 0)
+        return false;
+    int64_t now = cg_now_us ();
+    if (self->drain_stage == 0) {
+        int grace_s = cg_stdio_writable (self->stdio) ? self->config->eof_grace_s : 0;
+        self->drain_stage = 1;
+        self->drain_until_us = now + grace_s * 1000000LL;
+        cg_log (2,
+                "stdin has ended with %zu call(s) in flight: they may run %d s more "
+                "(--eof-grace), then they are cancelled",
+                count, grace_s);
+    }
+    if (self->drain_stage == 1
+        && (now >= self->drain_until_us || !cg_stdio_writable (self->stdio))) {
+        self->drain_stage = 2;
+        self->drain_until_us = now + (self->config->interrupt_grace_ms + SETTLE_MS) * 1000LL;
+        cg_log (1, "stdin has ended: cancelling the %zu call(s) still in flight", count);
+        for (cg_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
+            cg_server_call_interrupt (self, c);
+    }
+    else if (self->drain_stage == 2 && now >= self->drain_until_us) {
+        zlistx_t *left = zlistx_new ();
+        for (cg_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
+            zlistx_add_end (left, c);
+        for (cg_call_t *c = zlistx_first (left); c; c = zlistx_next (left))
+            cg_tools_abandon (self, c,
+                              "stdin has ended and the call did not finish within --eof-grace: "
+                              "it was cancelled as the server stopped");
+        zlistx_destroy (&left);
+        return zhashx_size (self->calls) > 0;
+    }
+    int ms = (int)((self->drain_until_us - now) / 1000) + 1;
+    *wait_ms = *wait_ms < 0 || ms < *wait_ms ? ms : *wait_ms;
+    return true;
 }
 
 int

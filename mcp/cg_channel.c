@@ -11,6 +11,12 @@ cg_client_links (const cg_client_t *client)
     return client && strcmp (client->version, "2025-06-18") >= 0;
 }
 
+bool
+cg_client_same_owner (const cg_client_t *a, const cg_client_t *b)
+{
+    return a->owner ? a->owner == b->owner : a == b;
+}
+
 void
 cg_channel_send (cg_channel_t *self, json_t *message)
 {

@@ -23,10 +23,17 @@ typedef struct {
     char client_version[32]; /* clientInfo.version from initialize (cut), "" when none */
     bool elicitation;        /* it declared form elicitation: a cell's input() asks the user */
     bool stateless;          /* 2026-07-28 HTTP requests of one bearer token (no session) */
+    int owner; /* with several --http-token tokens: 1 + the index of the one it sent; 0: the
+                  client is its own owner (one token or none; stdio) */
 } cg_client_t;
 
 /*  True when CLIENT (may be NULL) takes resource_link content blocks. */
 bool cg_client_links (const cg_client_t *client);
+
+/*  True when A and B share one owner, whose share of each table a per-client cap bounds
+    (--max-*-per-client): the same token of several in --http-token, or else the same
+    client. */
+bool cg_client_same_owner (const cg_client_t *a, const cg_client_t *b);
 
 typedef struct cg_channel_t cg_channel_t;
 
@@ -48,6 +55,7 @@ struct cg_channel_t {
     size_t budget;       /* the largest message sent, serialized (--max-result-bytes) */
     int refs;
     unsigned status; /* the HTTP status of an answer sent alone (0: 200; cg_channel_status) */
+    bool standing;   /* it outlives each request (stdio's): later notifications still arrive */
 };
 
 /*  Asks for STATUS as the HTTP status of SELF's answer (when the transport has one and the

@@ -7,7 +7,6 @@
 
 #include <string.h>
 
-#define S_LISTENERS_MAX 256
 #define S_URIS_MAX 1000
 #define S_PING_MS 2000
 #define S_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
@@ -49,6 +48,31 @@ s_notify (s_listener_t *listener, const char *method, json_t *params)
                                                    method, "params", params));
 }
 
+//  Whether REQ's client may open one more listener (--max-listens, and its owner's share
+//  --max-listens-per-client). Returns true when it may; else REQ is answered with -32600
+//  naming the limit.
+static bool
+s_room (const cg_request_t *req)
+{
+    const cg_config_t *config = cg_server_config (req->server);
+    zlistx_t *listeners = req->server->listeners;
+    int owned = 0;
+    for (s_listener_t *l = zlistx_first (listeners); l; l = zlistx_next (listeners))
+        owned += cg_client_same_owner (l->client, req->client);
+    bool mine = owned >= config->max_listens_per_client;
+    if (!mine && zlistx_size (listeners) < (size_t)config->max_listens)
+        return true;
+    cleanup_free char *message = cg_strdupf (
+        "subscriptions/listen: %s %d listeners open, the most (%s); close one first",
+        mine ? "this client holds" : "the server has", mine ? owned : config->max_listens,
+        mine ? "--max-listens-per-client" : "--max-listens");
+    cg_request_error_data (req, CG_JSONRPC_INVALID_REQUEST, message,
+                           json_pack ("{s:s, s:i}", "limit",
+                                      mine ? "--max-listens-per-client" : "--max-listens", "max",
+                                      mine ? config->max_listens_per_client : config->max_listens));
+    return false;
+}
+
 void
 cg_listen (const cg_request_t *req, json_t *params)
 {
@@ -68,11 +92,8 @@ cg_listen (const cg_request_t *req, json_t *params)
                           "resourceSubscriptions an array of at most 1000 URIs");
         return;
     }
-    if (zlistx_size (listeners) >= S_LISTENERS_MAX) {
-        cg_request_error (req, CG_JSONRPC_INVALID_REQUEST,
-                          "subscriptions/listen: 256 listeners are open; close one first");
+    if (!s_room (req))
         return;
-    }
     s_listener_t *listener = cg_xcalloc (1, sizeof *listener);
     listener->client = req->client;
     listener->channel = cg_channel_keep (req->channel);

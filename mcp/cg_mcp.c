@@ -75,6 +75,12 @@ void
 cg_server_call_cancel (cg_server_t *self, cg_call_t *call)
 {
     call->cancelled = true;
+    cg_server_call_interrupt (self, call);
+}
+
+void
+cg_server_call_interrupt (cg_server_t *self, cg_call_t *call)
+{
     zactor_t *runner = call->oneshot;
     if (!runner) {
         cg_registry_session_t *session =
@@ -343,6 +349,9 @@ s_poll_once (cg_server_t *self)
     wait_ms = cg_tasks_tick (self, wait_ms);
     wait_ms = cg_server_calls_tick (self, wait_ms);
     wait_ms = cg_listen_tick (self, wait_ms);
+    //  Once stdin has ended, the calls in flight are finished, or cancelled, and answered.
+    if (self->stdio && !cg_stdio_open (self->stdio) && !cg_server_drain (self, &wait_ms))
+        return 0;
     //  What the last round resumed (answers, stream writes) goes out before we wait: a
     //  resumed connection does not wake our poll by itself.
     if (self->http)
@@ -367,7 +376,7 @@ s_poll_once (cg_server_t *self)
         cg_worker_collect (self->store);
     if (in_fd >= 0 && items[1].revents)
         cg_stdio_read (self->stdio);
-    return !self->stdio || cg_stdio_open (self->stdio) ? 1 : 0;
+    return 1;
 }
 
 int

@@ -28,6 +28,9 @@ struct cg_server_t {
     int64_t next_ping_us;  /* when cg_server_calls_tick looks at the streams next */
     zlistx_t *listeners;   /* 2026-07-28's subscriptions/listen requests (cg_listen) */
     int64_t next_listen_us;
+    int drain_stage;        /* stdin has ended (cg_server_drain): 0 not yet, 1 the calls in
+                               flight may finish, 2 they were interrupted */
+    int64_t drain_until_us; /* when this stage ends */
 };
 
 /*  The notification METHOD with PARAMS (stolen), a new JSON-RPC message. */
@@ -36,6 +39,16 @@ json_t *cg_server_notification (const char *method, json_t *params);
 /*  Cancels the 2026-07-28 calls whose client closed its stream (a comment on it tells,
     every 2 s). Returns the ms until it wants to look again, or WAIT_MS when sooner. */
 int cg_server_calls_tick (cg_server_t *self, int wait_ms);
+
+/*  Interrupts CALL's run as cg_server_call_cancel does, its answer still sent. */
+void cg_server_call_interrupt (cg_server_t *self, cg_call_t *call);
+
+/*  Once stdin has ended (stdio): the calls in flight may finish for --eof-grace seconds
+    (none when the output failed too), then each is interrupted and answered with what
+    its run came to; what still has no answer after --interrupt-grace-ms and a little more
+    is answered as cancelled (cg_tools_abandon). Every one is answered and logged. Returns
+    false once no call is left, else true with *WAIT_MS lowered to when to look again. */
+bool cg_server_drain (cg_server_t *self, int *wait_ms);
 
 /*  The calls table's destructor. */
 void cg_server_call_free_ (void **item);

@@ -68,7 +68,8 @@ cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
     self->channel->base = (cg_channel_t){.ops = &s_ops,
                                          .client = &self->client,
                                          .budget = cg_server_config (server)->max_result_bytes,
-                                         .refs = 1};
+                                         .refs = 1,
+                                         .standing = true};
     self->channel->out_fd = out_fd;
     self->in_fd = in_fd;
     self->input_open = true;
@@ -101,6 +102,12 @@ bool
 cg_stdio_open (cg_stdio_t *self)
 {
     return self->input_open && !self->channel->failed;
+}
+
+bool
+cg_stdio_writable (cg_stdio_t *self)
+{
+    return !self->channel->failed;
 }
 
 cg_channel_t *

@@ -20,6 +20,9 @@ void cg_stdio_read (cg_stdio_t *self);
 /*  False once the input has ended or the output failed. */
 bool cg_stdio_open (cg_stdio_t *self);
 
+/*  False once a write to the client failed (it is gone). */
+bool cg_stdio_writable (cg_stdio_t *self);
+
 /*  The standing channel to the stdio client (borrowed). */
 cg_channel_t *cg_stdio_channel (cg_stdio_t *self);
 

@@ -11,9 +11,6 @@
 #include <string.h>
 #include <strings.h>
 
-//  MCP sessions at once; more initialize requests get 503.
-#define MAX_CLIENTS 1024
-
 //  One POST's answer: first pending, then JSON or an SSE stream.
 typedef enum { S_PENDING, S_STREAM, S_DONE } s_state_t;
 typedef struct {
@@ -296,6 +293,46 @@ s_modern_headers (cg_http_exchange_t *ex, json_t *message)
     return true;
 }
 
+//  The owner of a client making its first request on EX: with several tokens in
+//  --http-token, 1 + the index of the one it sent; else 0, its own (cg_client_same_owner).
+static int
+s_owner (cg_streamable_t *self, cg_http_exchange_t *ex)
+{
+    const char *tokens = cg_server_config (self->server)->http_token;
+    if (!tokens || !strchr (tokens, ','))
+        return 0;
+    return cg_http_guard_token_index (ex, tokens) + 1;
+}
+
+//  Whether a new client owned by OWNER has room (--max-mcp-sessions, and its owner's share
+//  --max-mcp-sessions-per-client). Returns true when it has; else EX is answered: 503 when
+//  the server is full, 429 when the owner's share is.
+static bool
+s_room (cg_streamable_t *self, cg_http_exchange_t *ex, int owner)
+{
+    const cg_config_t *config = cg_server_config (self->server);
+    int owned = 0;
+    for (s_client_t *c = zhashx_first (self->clients); owner && c; c = zhashx_next (self->clients))
+        owned += c->base.owner == owner;
+    if (owned >= config->max_mcp_sessions_per_client) {
+        cleanup_free char *message =
+            cg_strdupf ("Too Many Requests: this client's token holds %d MCP sessions, its most "
+                        "(--max-mcp-sessions-per-client); end one with DELETE",
+                        owned);
+        s_refuse (ex, 429, CG_JSONRPC_INVALID_REQUEST, message, NULL);
+        return false;
+    }
+    if (zhashx_size (self->clients) >= (size_t)config->max_mcp_sessions) {
+        cleanup_free char *message =
+            cg_strdupf ("Service Unavailable: %d MCP sessions are open, the most "
+                        "(--max-mcp-sessions); end one with DELETE",
+                        config->max_mcp_sessions);
+        s_refuse (ex, 503, CG_JSONRPC_INTERNAL_ERROR, message, NULL);
+        return false;
+    }
+    return true;
+}
+
 //  The client of a 2026-07-28 POST: no MCP session; its bearer token (none: one anonymous
 //  client) is who owns the sandboxes it makes. Returns it, or NULL when too many exist
 //  (answered: 503).
@@ -311,14 +348,15 @@ s_stateless_client (cg_streamable_t *self, cg_http_exchange_t *ex)
     s_client_t *client = zhashx_lookup (self->clients, id);
     if (client)
         return &client->base;
-    if (zhashx_size (self->clients) >= MAX_CLIENTS) {
-        s_refuse (ex, 503, CG_JSONRPC_INTERNAL_ERROR, "Service Unavailable: too many clients",
-                  NULL);
+    int owner = s_owner (self, ex);
+    if (!s_room (self, ex, owner))
         return NULL;
-    }
     client = cg_xcalloc (1, sizeof *client);
-    client->base = (cg_client_t){
-        .id = cg_xstrdup (id), .initialized = true, .log_level = -1, .stateless = true};
+    client->base = (cg_client_t){.id = cg_xstrdup (id),
+                                 .initialized = true,
+                                 .log_level = -1,
+                                 .stateless = true,
+                                 .owner = owner};
     snprintf (client->base.version, sizeof client->base.version, "%s", CG_MODERN_VERSION);
     zhashx_insert (self->clients, client->base.id, client);
     return &client->base;
@@ -332,15 +370,14 @@ s_post_client (cg_streamable_t *self, cg_http_exchange_t *ex, json_t *message, c
     const char *method = json_string_value (json_object_get (message, "method"));
     bool initialize =
         json_object_get (message, "id") && method && strcmp (method, "initialize") == 0;
-    if (initialize && zhashx_size (self->clients) >= MAX_CLIENTS) {
-        s_refuse (ex, 503, CG_JSONRPC_INTERNAL_ERROR,
-                  "Service Unavailable: too many MCP sessions; end one with DELETE", NULL);
+    int owner = initialize ? s_owner (self, ex) : 0;
+    if (initialize && !s_room (self, ex, owner))
         return NULL;
-    }
     if (initialize) {
         //  A new MCP session: its id is 128 random bits.
         s_client_t *client = cg_xcalloc (1, sizeof *client);
         client->base.log_level = -1;
+        client->base.owner = owner;
         char hex[33];
         cg_random_hex (hex, 16);
         client->base.id = cg_xstrdup (hex);

@@ -1,12 +1,15 @@
 /*  cg_tasks — MCP tasks (2025-11-25): a running tool's call as a task the client polls. */
 #include "cg_tasks.h"
 #include "cg_jsonrpc.h"
+#include "cg_modern.h"
+#include "cg_result.h"
 #include "cg_tools.h"
 #include "../bridge/cg_util.h"
 #include "../bridge/cg_utf8.h"
 
 #include <sodium.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define S_TTL_DEFAULT_MS 3600000 /* a task's result is kept an hour unless asked otherwise */
@@ -14,6 +17,8 @@
 #define S_TTL_MAX_MS 86400000 /* at most a day */
 #define S_POLL_MS 1000        /* how often a client should poll tasks/get */
 #define S_LIST_PAGE 100
+#define S_WAITERS_MAX 16     /* tasks/result requests waiting on one task */
+#define S_ENVELOPE_ROOM 1024 /* kept below --max-result-bytes for what wraps a kept result */
 #define S_RELATED "io.modelcontextprotocol/related-task"
 
 struct cg_task_t {
@@ -40,6 +45,13 @@ struct cg_task_t {
     json_t *due_result; /* its result then, or NULL: it fails with ERROR_* */
     json_t *asks;       /* key -> input request still unanswered, or NULL */
     json_t *answers;    /* key -> the answer tasks/update gave */
+    /*  Made for a tools/call whose tool has not started yet (s_new): in no table and not
+        answered until its call starts (s_commit), or its tool refuses it at once
+        (s_refused: then no task is made at all). */
+    bool pending;
+    bool refused;
+    json_t *request_id; /* the tools/call's id, until its answer went out */
+    size_t bytes;       /* what its kept result and error weigh (the caps' measure) */
 };
 
 //  A tasks/result request waiting for its task's end.
@@ -77,6 +89,7 @@ s_task_free (void **item)
         json_decref (task->asks);
         json_decref (task->answers);
         cg_channel_release (&task->channel);
+        json_decref (task->request_id);
         json_decref (task->result);
         free (task->tool);
         free (task->message);
@@ -144,9 +157,10 @@ s_set_status (cg_task_t *task, const char *status, const char *message)
     free (task->message);
     task->message = message ? cg_xstrdup (message) : NULL;
     cg_log_timestamp (task->updated_at);
-    cg_channel_send (task->channel,
-                     json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
-                                "notifications/tasks/status", "params", s_model (task)));
+    if (task->channel)
+        cg_channel_send (task->channel,
+                         json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+                                    "notifications/tasks/status", "params", s_model (task)));
 }
 
 //  The task ID of REQ's client, or NULL (REQ answered with -32602).
@@ -195,11 +209,57 @@ s_answer_waiters (cg_task_t *task)
     }
 }
 
-//  Makes a task of REQ's client for TOOL, kept TTL_MS (bounded), and answers REQ with it
-//  (not the call's record: that is its result's). 2026-07-28's answer is flat:
-//  resultType "task". Returns it.
+//  The caps on tasks (--max-tasks, --max-task-results-mb and each client's share of them):
+//  returns true when REQ's client may have one more task; else REQ is answered with
+//  -32600 naming the limit it reached.
+static bool
+s_admit (const cg_request_t *req)
+{
+    const cg_config_t *config = cg_server_config (req->server);
+    zhashx_t *tasks = cg_server_tasks (req->server);
+    size_t mine = 0, bytes = 0, my_bytes = 0;
+    for (cg_task_t *t = zhashx_first (tasks); t; t = zhashx_next (tasks)) {
+        bytes += t->bytes;
+        if (cg_client_same_owner (t->client, req->client)) {
+            mine++;
+            my_bytes += t->bytes;
+        }
+    }
+    const struct {
+        bool reached;
+        const char *what, *flag;
+        size_t max;
+    } caps[] = {
+        {mine >= (size_t)config->max_tasks_per_client, "this client keeps as many tasks as it may",
+         "--max-tasks-per-client", (size_t)config->max_tasks_per_client},
+        {my_bytes >= config->max_task_results_bytes_per_client,
+         "the results this client's tasks keep weigh as much as they may",
+         "--max-task-results-mb-per-client", config->max_task_results_bytes_per_client >> 20},
+        {zhashx_size (tasks) >= (size_t)config->max_tasks,
+         "the server keeps as many tasks as it may", "--max-tasks", (size_t)config->max_tasks},
+        {bytes >= config->max_task_results_bytes,
+         "the results all tasks keep weigh as much as they may", "--max-task-results-mb",
+         config->max_task_results_bytes >> 20},
+    };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        if (!caps[i].reached)
+            continue;
+        cleanup_free char *message =
+            cg_strdupf ("tools/call: no task was made: %s (%s %zu); a finished task is "
+                        "forgotten once its TTL has passed",
+                        caps[i].what, caps[i].flag, caps[i].max);
+        cg_request_error_data (
+            req, CG_JSONRPC_INVALID_REQUEST, message,
+            json_pack ("{s:s, s:I}", "limit", caps[i].flag, "max", (json_int_t)caps[i].max));
+        return false;
+    }
+    return true;
+}
+
+//  A task of REQ's client for TOOL, kept TTL_MS (bounded), pending: in no table yet and
+//  REQ not answered (s_commit does both).
 static cg_task_t *
-s_create (const cg_request_t *req, const char *tool, json_int_t ttl_ms)
+s_new (const cg_request_t *req, const char *tool, json_int_t ttl_ms)
 {
     cg_task_t *task = cg_xcalloc (1, sizeof *task);
     uint8_t b[16];
@@ -218,13 +278,91 @@ s_create (const cg_request_t *req, const char *tool, json_int_t ttl_ms)
                                            : ttl_ms;
     task->waiters = zlistx_new ();
     task->modern = req->modern;
-    zhashx_insert (cg_server_tasks (req->server), task->id, task);
-    cg_request_t creating = *req;
-    creating.call_name = NULL;
+    task->pending = true;
+    task->request_id = json_incref (req->id);
+    return task;
+}
+
+//  Makes TASK, pending, a task: into the table, and its tools/call answered with it (not
+//  the call's record: that is its result's). 2026-07-28's answer is flat: resultType
+//  "task". A channel that ends with that answer (an HTTP POST's) is let go.
+static void
+s_commit (cg_task_t *task)
+{
+    task->pending = false;
+    zhashx_insert (cg_server_tasks (task->server), task->id, task);
     json_t *created = s_model (task);
-    if (task->modern)
+    if (task->modern) {
         json_object_set_new (created, "resultType", json_string ("task"));
-    cg_request_result (&creating, task->modern ? created : json_pack ("{s:o}", "task", created));
+        cg_modern_result (created, "tools/call");
+    }
+    cg_channel_send (
+        task->channel,
+        cg_jsonrpc_result (task->request_id,
+                           task->modern ? created : json_pack ("{s:o}", "task", created)));
+    json_decref (task->request_id);
+    task->request_id = NULL;
+    if (!task->channel->standing)
+        cg_channel_release (&task->channel);
+}
+
+//  The JSON-RPC error code of a refusal whose structuredContent is STRUCTURED: -32602 for
+//  the call's arguments, -32603 for the rest (busy, no room for a sandbox).
+static int
+s_refusal_code (json_t *structured)
+{
+    static const char *const of_arguments[] = {"invalid_params", "unsupported_language",
+                                               "session_not_found", NULL};
+    const char *error = json_string_value (json_object_get (structured, "error_code"));
+    if (!error)
+        error = json_string_value (json_object_get (structured, "error"));
+    for (int i = 0; error && of_arguments[i]; i++)
+        if (strcasecmp (error, of_arguments[i]) == 0)
+            return CG_JSONRPC_INVALID_PARAMS;
+    return CG_JSONRPC_INTERNAL_ERROR;
+}
+
+//  TASK's tool answered at once, before it started anything, with RESULT (stolen) or the
+//  JSON-RPC error CODE, MESSAGE: no task is made, and the answer goes out as the
+//  tools/call's own. A 2025-11-25 client asked for a task, and takes a CreateTaskResult
+//  or an error (the SDK's callToolStream), so a refusal (isError) is an error there that
+//  says what the result would (its structuredContent as data). Returns false when RESULT
+//  is a success: that is kept by a task as usual.
+static bool
+s_refused (cg_task_t *task, json_t *result, int code, const char *message)
+{
+    json_t *answer;
+    if (result && !task->modern && !json_is_true (json_object_get (result, "isError")))
+        return false;
+    if (result && task->modern)
+        answer = cg_jsonrpc_result (task->request_id, json_incref (result));
+    else if (result) {
+        json_t *structured = json_object_get (result, "structuredContent");
+        json_t *first = json_array_get (json_object_get (result, "content"), 0);
+        const char *text = json_string_value (json_object_get (structured, "error_message"));
+        if (!text)
+            text = json_string_value (json_object_get (structured, "message"));
+        if (!text)
+            text = json_string_value (json_object_get (first, "text"));
+        answer = cg_jsonrpc_error (task->request_id, s_refusal_code (structured),
+                                   text ? text : "the call was refused");
+        if (structured)
+            json_object_set (json_object_get (answer, "error"), "data", structured);
+    }
+    else
+        answer = cg_jsonrpc_error (task->request_id, code, message ? message : "the call failed");
+    json_decref (result);
+    cg_channel_send (task->channel, answer);
+    task->refused = true;
+    return true;
+}
+
+//  Makes a task of REQ's client for TOOL, kept TTL_MS, and answers REQ with it. Returns it.
+static cg_task_t *
+s_create (const cg_request_t *req, const char *tool, json_int_t ttl_ms)
+{
+    cg_task_t *task = s_new (req, tool, ttl_ms);
+    s_commit (task);
     return task;
 }
 
@@ -245,22 +383,57 @@ cg_tasks_call (const cg_request_t *req, json_t *params)
                           "run code do: their execution.taskSupport is \"optional\")");
         return;
     }
-    cg_task_t *task = s_create (req, tool->name, ttl ? json_integer_value (ttl) : S_TTL_DEFAULT_MS);
+    if (!s_admit (req))
+        return;
+    //  The call is validated first: the task is made when its run starts
+    //  (cg_tasks_started); one refused at once makes none (s_refused).
+    cg_task_t *task = s_new (req, tool->name, ttl ? json_integer_value (ttl) : S_TTL_DEFAULT_MS);
     cg_request_t tasked = *req;
     tasked.task = task;
     tasked.progress_token = NULL; /* its request is answered: progress has nowhere to go */
     cg_tools_call (&tasked, params);
+    if (task->pending && !task->refused)
+        s_commit (task); /* no call started and no answer: as a task, as it asked */
+    if (task->refused) {
+        void *item = task;
+        s_task_free (&item);
+    }
 }
 
 void
 cg_tasks_started (cg_task_t *task, const char *call_key)
 {
+    if (task->pending)
+        s_commit (task);
     snprintf (task->call_key, sizeof task->call_key, "%s", call_key);
+}
+
+void
+cg_tasks_call_ended (cg_task_t *task, const char *call_key)
+{
+    if (strcmp (task->call_key, call_key) == 0)
+        cg_tasks_finish (task, NULL, CG_JSONRPC_INTERNAL_ERROR, "the call ended without an answer");
+}
+
+//  What TASK keeps weighs (its result, fitted within --max-result-bytes first, and its
+//  error): the tasks' byte caps count it.
+static void
+s_weigh (cg_task_t *task)
+{
+    size_t budget = cg_server_config (task->server)->max_result_bytes - S_ENVELOPE_ROOM;
+    if (task->result)
+        cg_result_fit (task->result, budget, cg_client_links (task->client));
+    task->bytes = (task->result ? cg_result_size (task->result) : 0)
+                  + (task->error_message ? strlen (task->error_message) : 0);
 }
 
 void
 cg_tasks_finish (cg_task_t *task, json_t *result, int code, const char *message)
 {
+    if (task->pending && s_refused (task, result, code, message))
+        return;
+    if (task->pending) /* a success at once: kept by a task as asked */
+        s_commit (task);
     task->call_key[0] = '\0';
     if (s_terminal (task)) { /* cancelled: what the interrupted run says is dropped */
         json_decref (result);
@@ -271,6 +444,7 @@ cg_tasks_finish (cg_task_t *task, json_t *result, int code, const char *message)
     task->result = result;
     task->error_code = result ? 0 : code;
     task->error_message = result ? NULL : cg_xstrdup (message ? message : "the call failed");
+    s_weigh (task);
     s_set_status (task, result ? "completed" : "failed", result ? NULL : task->error_message);
     s_answer_waiters (task);
 }
@@ -315,6 +489,13 @@ cg_tasks_result (const cg_request_t *req, json_t *params)
         return;
     if (s_terminal (task)) {
         cg_channel_send (req->channel, s_outcome (task, req->id));
+        return;
+    }
+    if (zlistx_size (task->waiters) >= S_WAITERS_MAX) {
+        cleanup_free char *message = cg_strdupf (
+            "tasks/result: %d requests wait for task %s already, the most one task takes",
+            S_WAITERS_MAX, task->id);
+        cg_request_error (req, CG_JSONRPC_INVALID_REQUEST, message);
         return;
     }
     if (task->ask) { /* the cell waits for the user: ask on this request's stream */
@@ -386,6 +567,7 @@ cg_tasks_cancel (const cg_request_t *req, json_t *params)
     task->error_code = CG_JSONRPC_INTERNAL_ERROR;
     task->error_message = cg_xstrdup ("The task was cancelled (tasks/cancel); the session's "
                                       "state is kept.");
+    s_weigh (task);
     s_set_status (task, "cancelled",
                   "Cancelled by the client; the kernel was interrupted and "
                   "the session's state is kept.");
@@ -470,6 +652,11 @@ cg_task_t *
 cg_tasks_fixture (const cg_request_t *req, const char *tool, int64_t after_ms, json_t *result,
                   json_t *asks)
 {
+    if (!s_admit (req)) {
+        json_decref (result);
+        json_decref (asks);
+        return NULL;
+    }
     cg_task_t *task = s_create (req, tool, S_TTL_DEFAULT_MS);
     task->due_result = result;
     task->answers = json_object ();

@@ -11,13 +11,21 @@
 /*  The tasks capability of initialize's result (a new object). */
 json_t *cg_tasks_capability (void);
 
-/*  tools/call with params.task (REQ, PARAMS; or a 2026-07-28 one cg_tasks_modern_wanted): checks the tool takes tasks, makes the task,
-    answers REQ with it (CreateTaskResult) and runs the call with its answer going to the
-    task. */
+/*  tools/call with params.task (REQ, PARAMS; or a 2026-07-28 one cg_tasks_modern_wanted):
+    checks the tool takes tasks and that the client has room for one more (--max-tasks,
+    --max-task-results-mb and their per-client shares: else -32600 naming the limit), then
+    runs the call with its answer going to a task. The task is made, and REQ answered with
+    it (CreateTaskResult), when the call starts (cg_tasks_started); a call its tool refuses
+    at once makes none and is answered as itself (2025-11-25: a JSON-RPC error carrying the
+    refusal, as its client waits for a task or an error). */
 void cg_tasks_call (const cg_request_t *req, json_t *params);
 
-/*  TASK's call is CALL_KEY (a cg_server_call key): tasks/cancel cancels it. */
+/*  TASK's call is CALL_KEY (a cg_server_call key): tasks/cancel cancels it. The first
+    makes the task. */
 void cg_tasks_started (cg_task_t *task, const char *call_key);
+
+/*  The call CALL_KEY ended: when it is still TASK's and gave no answer, TASK fails. */
+void cg_tasks_call_ended (cg_task_t *task, const char *call_key);
 
 /*  The answer of TASK's call: RESULT (stolen; a CallToolResult), or when NULL the
     JSON-RPC error CODE with MESSAGE. Ends the task (completed, or failed) unless it was
@@ -47,7 +55,8 @@ bool cg_tasks_modern_wanted (const cg_request_t *req, json_t *params);
 /*  A conformance fixture's 2026-07-28 task for REQ's TOOL (REQ answered with it now): it
     ends by itself AFTER_MS later with RESULT (stolen; NULL: failed, a protocol error), or,
     with ASKS (stolen; key -> input request; NULL or empty: none), once tasks/update
-    answered them all (the answers are added to RESULT's content). */
+    answered them all (the answers are added to RESULT's content). NULL when the caps
+    leave no room (REQ answered with the error). */
 cg_task_t *cg_tasks_fixture (const cg_request_t *req, const char *tool, int64_t after_ms,
                              json_t *result, json_t *asks);
 

@@ -110,6 +110,11 @@ void cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_
 void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
                        zmsg_t *msg);
 
+/*  Ends CALL, which got no answer and will get none in time (the server stops), with WHY:
+    a run is answered as cancelled and its execution logged as cg_tools_finish would;
+    any other call gets a JSON-RPC error. CALL is gone after. */
+void cg_tools_abandon (cg_server_t *server, cg_call_t *call, const char *why);
+
 /*  A running cell asks for a line of input (the runner's INPUT <prompt> <password>, the
     rest of MSG): asks CALL's client with elicitation/create, or answers EOF at once when
     it cannot be asked (no call, no session runner, the client gone). */

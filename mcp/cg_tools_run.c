@@ -301,8 +301,9 @@ cg_tools_run_request (const cg_request_t *req, json_t **request_p)
     }
     cg_call_t *call = cg_tools_dispatch (req, request, session, oneshot);
     //  What the execution log keeps of the request (the runner has its own copy).
-    call->request = json_pack ("{s:O, s:O*}", "code", json_object_get (request, "code"), "stdin",
-                               json_object_get (request, "stdin"));
+    call->request = json_pack ("{s:O, s:O*, s:O*}", "code", json_object_get (request, "code"),
+                               "stdin", json_object_get (request, "stdin"), "language",
+                               json_object_get (request, "language"));
     if (flags & CG_TOOL_SESSION_MADE) {
         //  run_<UTC time>_<4 hex>, seed 004's format.
         char stamp[32], suffix[5];
@@ -465,18 +466,12 @@ s_metrics_status (const cg_outcome_t *outcome)
                                                   : CG_METRICS_RUN_ERROR;
 }
 
-void
-cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
+//  Answers CALL with OUTCOME (owned; NULL: the runner gave none) and ends it: the session's
+//  state, the notebook record, the answer, the execution log and the metrics.
+static void
+s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+          cg_outcome_t *outcome)
 {
-    zframe_t *frame = zmsg_pop (msg);
-    cg_outcome_t *outcome = frame && zframe_size (frame) == sizeof (void *)
-                                ? *(cg_outcome_t **)zframe_data (frame)
-                                : NULL;
-    zframe_destroy (&frame);
-    if (!call) {
-        cg_outcome_destroy (&outcome);
-        return;
-    }
     if (session && session->busy && strcmp (session->busy, call->key) == 0)
         cg_registry_set_busy (session, NULL);
     if (session)
@@ -508,4 +503,39 @@ cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *se
                     outcome ? (double)outcome->duration_us / 1e6 : 0);
     cg_outcome_destroy (&outcome);
     cg_server_call_end (server, call);
+}
+
+void
+cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
+{
+    zframe_t *frame = zmsg_pop (msg);
+    cg_outcome_t *outcome = frame && zframe_size (frame) == sizeof (void *)
+                                ? *(cg_outcome_t **)zframe_data (frame)
+                                : NULL;
+    zframe_destroy (&frame);
+    if (call)
+        s_finish (server, call, session, outcome);
+    else
+        cg_outcome_destroy (&outcome);
+}
+
+void
+cg_tools_abandon (cg_server_t *server, cg_call_t *call, const char *why)
+{
+    if (!call->request) {
+        cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, why);
+        cg_server_call_end (server, call);
+        return;
+    }
+    const char *language = json_string_value (json_object_get (call->request, "language"));
+    char execution_id[18] = "exec_";
+    cg_random_hex (execution_id + 5, 6);
+    cg_outcome_t *outcome =
+        cg_outcome_new (language ? language : "", execution_id, call->session_id);
+    cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME, why);
+    outcome->cancelled = true;
+    outcome->duration_us = cg_now_us () - call->started_us;
+    cg_registry_session_t *session =
+        cg_registry_find (cg_server_registry (server), call->channel->client->id, call->session_id);
+    s_finish (server, call, session, outcome);
 }

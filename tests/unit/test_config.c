@@ -258,6 +258,11 @@ s_test_errors (void)
                     "--workspace-mb: 4 is too small for a file system: use at least 8, or 0");
     const char *relative[] = {"--state-dir", "state", NULL};
     s_expect_error (NULL, relative, "--state-dir: 'state' is not an absolute path");
+    //  A client's share is at most the whole.
+    const char *share[] = {"--max-tasks-per-client", "2000", NULL};
+    s_expect_error (NULL, share, "--max-tasks-per-client must not pass --max-tasks");
+    const char *listens[] = {"--max-listens", "8", NULL};
+    s_expect_error (NULL, listens, "--max-listens-per-client must not pass --max-listens");
 }
 
 static void
