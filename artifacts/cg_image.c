@@ -313,3 +313,14 @@ cg_image_preview (const unsigned char *bytes, size_t len, const char *mime, size
         cg_error_set (err, EFBIG, "no preview of the %dx%d image fits %zu bytes", w, h, max);
     return made;
 }
+
+size_t
+cg_image_base64_size (const char *b64)
+{
+    size_t len = strlen (b64), pad = 0;
+    while (len > 0 && (b64[len - 1] == '=' || b64[len - 1] == '\n')) {
+        pad += b64[len - 1] == '=';
+        len--;
+    }
+    return (len + pad) / 4 * 3 - pad;
+}

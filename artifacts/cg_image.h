@@ -24,6 +24,10 @@
 #define CG_IMAGE_MAX_ANCILLARY_BYTES (1024 * 1024)
 #define CG_IMAGE_MAX_SCANS 100
 
+/*  The number of bytes the base64 text B64 decodes to (padding and trailing newlines
+    allowed), without decoding it. */
+size_t cg_image_base64_size (const char *b64);
+
 /*  Reads the width and height of the LEN bytes at BYTES, a PNG or JPEG by MIME
     ("image/png", "image/jpeg"), from its header (PNG's IHDR, JPEG's SOF). Returns 0, or -1
     with *err set when they are not such an image or do not say. */

@@ -125,22 +125,6 @@ s_lock_down (long memory_mb, long cpu_s)
     return NULL;
 }
 
-static int
-s_write_all (int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write (fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 //  The helper's "E" answer: WHAT, then the error's message when there is one.
 static int
 s_answer_error (const char *what, cg_error_t *err)
@@ -148,10 +132,10 @@ s_answer_error (const char *what, cg_error_t *err)
     char line[S_MESSAGE_MAX];
     int len = snprintf (line, sizeof line, "E%s%s%s", what, err ? ": " : "",
                         err ? cg_error_message (err) : "");
-    s_write_all (STDOUT_FILENO, line,
-                 len < 0                     ? 0
-                 : (size_t)len < sizeof line ? (size_t)len
-                                             : sizeof line - 1);
+    cg_write_all (STDOUT_FILENO, line,
+                  len < 0                     ? 0
+                  : (size_t)len < sizeof line ? (size_t)len
+                                              : sizeof line - 1);
     return 1;
 }
 
@@ -204,8 +188,8 @@ s_helper_main (int argc, char **argv)
         cg_error_destroy (&err);
         return 1;
     }
-    return s_write_all (STDOUT_FILENO, "P", 1) < 0
-                   || s_write_all (STDOUT_FILENO, made, made_len) < 0
+    return cg_write_all (STDOUT_FILENO, "P", 1) < 0
+                   || cg_write_all (STDOUT_FILENO, made, made_len) < 0
                ? 1
                : 0;
 }
@@ -437,18 +421,6 @@ cg_preview_make (const unsigned char *bytes, size_t len, const char *mime, size_
 //  --------------------------------------------------------------------------
 //  A run's previews
 
-//  The decoded size of the base64 text B64 (as cg_run_result counts it).
-static size_t
-s_base64_size (const char *b64)
-{
-    size_t len = strlen (b64), pad = 0;
-    while (len > 0 && (b64[len - 1] == '=' || b64[len - 1] == '\n')) {
-        pad += b64[len - 1] == '=';
-        len--;
-    }
-    return (len + pad) / 4 * 3 - pad;
-}
-
 typedef struct {
     const cg_preview_limits_t *limits;
     int64_t deadline_us;
@@ -488,7 +460,7 @@ s_entry (s_plan_t *plan, const unsigned char *bytes, size_t len, const char *mim
 static json_t *
 s_output_entry (s_plan_t *plan, const char *b64, const char *mime)
 {
-    size_t size = s_base64_size (b64);
+    size_t size = cg_image_base64_size (b64);
     if (plan->sent + size <= plan->limits->budget) {
         plan->sent += size;
         return NULL;

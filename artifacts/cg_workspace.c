@@ -479,23 +479,6 @@ cg_workspace_read (cg_workspace_t *self, const char *rel, size_t max, size_t *le
     return result;
 }
 
-//  Writes all LEN bytes of DATA to FD. Returns 0 or -errno.
-static int
-s_write_all (int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write (fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 //  Opens (creating where missing) each directory of the first PARENT_LEN bytes of REL, one
 //  component at a time below the workspace fd. Returns the fd of the last one (or a
 //  duplicate of the workspace fd when PARENT_LEN is 0), or -1 with *err set.
@@ -558,7 +541,7 @@ static int
 s_fill_bytes (int fd, void *arg)
 {
     s_bytes_t *bytes = arg;
-    return s_write_all (fd, bytes->data, bytes->len);
+    return cg_write_all (fd, bytes->data, bytes->len);
 }
 
 int

@@ -52,6 +52,10 @@ void cg_random_hex (char *buf, size_t nbytes);
 int cg_write_file_at (int dir_fd, const char *name, const void *data, size_t len, int mode,
                       uid_t uid, gid_t gid, cg_error_t **err);
 
+/*  Writes all LEN bytes of DATA to FD, going on after short writes and EINTR. Returns 0,
+    or -errno (-EIO where write(2) wrote nothing). */
+int cg_write_all (int fd, const void *data, size_t len);
+
 /*  cg_write_file_at in PATH's directory (opened by path: for directories only the host
     can write), owned by the caller. Returns 0, or -1 with *err set. */
 int cg_write_file (const char *path, const void *data, size_t len, int mode, cg_error_t **err);

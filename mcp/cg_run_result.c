@@ -233,18 +233,6 @@ s_status_line (const char *status, const char *message, const char *err)
 //  --------------------------------------------------------------------------
 //  Images past the budget
 
-//  The decoded size of the base64 text B64.
-static size_t
-s_base64_size (const char *b64)
-{
-    size_t len = strlen (b64), pad = 0;
-    while (len > 0 && (b64[len - 1] == '=' || b64[len - 1] == '\n')) {
-        pad += b64[len - 1] == '=';
-        len--;
-    }
-    return (len + pad) / 4 * 3 - pad;
-}
-
 //  The preview made for the image past the budget (cg_preview_plan's ENTRY, may be NULL)
 //  when it fits LEFT bytes: appends its image block to CONTENT and records it in ITEM's
 //  "preview". Returns its size (0: none), and in *WHY_NOT why there is none.
@@ -362,7 +350,7 @@ cg_run_result_call (json_t *structured, const cg_run_images_t *images)
         if (png || jpeg) {
             //  The bytes go in the image block only; the output names it and its file.
             const char *mime = png ? "image/png" : "image/jpeg";
-            size_t bytes = s_base64_size (png ? png : jpeg);
+            size_t bytes = cg_image_base64_size (png ? png : jpeg);
             if (!images || sent + bytes <= images->budget) {
                 json_array_append_new (content,
                                        json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
