@@ -181,8 +181,12 @@ s_helper_main (int argc, char **argv)
     const char *made_mime = NULL;
     int w = 0, h = 0;
     cg_error_t *err = NULL;
-    cleanup_free unsigned char *made =
-        cg_image_preview (bytes, got, argv[2], (size_t)max, &made_len, &made_mime, &w, &h, &err);
+    //  The caps on chunks and scans hold here too: a file from the workspace reaches the
+    //  helper unchecked (the server reads no more of it than its signature).
+    cleanup_free unsigned char *made = cg_image_check (bytes, got, argv[2], &w, &h, &err) < 0
+                                           ? NULL
+                                           : cg_image_preview (bytes, got, argv[2], (size_t)max,
+                                                               &made_len, &made_mime, &w, &h, &err);
     if (!made) {
         s_answer_error ("no preview", err);
         cg_error_destroy (&err);
@@ -361,14 +365,13 @@ s_answer (const s_exchange_t *ex, int status, size_t max, size_t *out_len, const
     return copy;
 }
 
-unsigned char *
-cg_preview_make (const unsigned char *bytes, size_t len, const char *mime, size_t max,
-                 const cg_preview_limits_t *limits, int64_t deadline_us, size_t *out_len,
-                 const char **out_mime, int *out_width, int *out_height, cg_error_t **err)
+//  Runs the helper on the image of LEN bytes (MIME) that it reads from FILE_FD, or, when
+//  FILE_FD is -1, from a pipe fed with BYTES; as cg_preview_make otherwise.
+static unsigned char *
+s_run_helper (int file_fd, const unsigned char *bytes, size_t len, const char *mime, size_t max,
+              const cg_preview_limits_t *limits, int64_t deadline_us, size_t *out_len,
+              const char **out_mime, int *out_width, int *out_height, cg_error_t **err)
 {
-    int w = 0, h = 0;
-    if (cg_image_check (bytes, len, mime, &w, &h, err) < 0)
-        return NULL;
     if (len > CG_PREVIEW_INPUT_MAX) {
         cg_error_set (err, EFBIG, "%zu bytes: previews are made of images up to %d bytes", len,
                       CG_PREVIEW_INPUT_MAX);
@@ -388,22 +391,26 @@ cg_preview_make (const unsigned char *bytes, size_t len, const char *mime, size_
     snprintf (cpu_text, sizeof cpu_text, "%" PRId64, (left_us + 999999) / 1000000);
     char *const argv[] = {name,     command,     mime_text, len_text,
                           max_text, memory_text, cpu_text,  NULL};
-    int in[2], out[2];
-    if (pipe2 (in, O_CLOEXEC) < 0) {
+    int in[2] = {file_fd, -1}, out[2];
+    if (file_fd < 0 && pipe2 (in, O_CLOEXEC) < 0) {
         cg_error_set (err, errno, "pipe: %s", strerror (errno));
         return NULL;
     }
     if (pipe2 (out, O_CLOEXEC) < 0) {
         cg_error_set (err, errno, "pipe: %s", strerror (errno));
-        close (in[0]);
-        close (in[1]);
+        if (file_fd < 0) {
+            close (in[0]);
+            close (in[1]);
+        }
         return NULL;
     }
     pid_t pid = s_spawn (argv, in[0], out[1], err);
-    close (in[0]);
+    if (file_fd < 0)
+        close (in[0]);
     close (out[1]);
     if (pid < 0) {
-        close (in[1]);
+        if (in[1] >= 0)
+            close (in[1]);
         close (out[0]);
         return NULL;
     }
@@ -418,6 +425,18 @@ cg_preview_make (const unsigned char *bytes, size_t len, const char *mime, size_
     return made;
 }
 
+unsigned char *
+cg_preview_make (const unsigned char *bytes, size_t len, const char *mime, size_t max,
+                 const cg_preview_limits_t *limits, int64_t deadline_us, size_t *out_len,
+                 const char **out_mime, int *out_width, int *out_height, cg_error_t **err)
+{
+    int w = 0, h = 0;
+    if (cg_image_check (bytes, len, mime, &w, &h, err) < 0)
+        return NULL;
+    return s_run_helper (-1, bytes, len, mime, max, limits, deadline_us, out_len, out_mime,
+                         out_width, out_height, err);
+}
+
 //  --------------------------------------------------------------------------
 //  A run's previews
 
@@ -427,10 +446,11 @@ typedef struct {
     size_t sent; /* image bytes inline so far, previews included */
 } s_plan_t;
 
-//  A preview of BYTES (LEN, MIME) that fits what is left of the budget, as a plan entry
+//  A preview of the image of LEN bytes (MIME) in the file FILE_FD, or at BYTES when FILE_FD
+//  is -1, that fits what is left of the budget, as a plan entry
 //  (PREVIEW or {"error": why}); the budget is charged for it.
 static json_t *
-s_entry (s_plan_t *plan, const unsigned char *bytes, size_t len, const char *mime)
+s_entry (s_plan_t *plan, int file_fd, const unsigned char *bytes, size_t len, const char *mime)
 {
     size_t left = plan->limits->budget > plan->sent ? plan->limits->budget - plan->sent : 0;
     cg_error_t *err = NULL;
@@ -438,9 +458,11 @@ s_entry (s_plan_t *plan, const unsigned char *bytes, size_t len, const char *mim
     const char *made_mime = NULL;
     int w = 0, h = 0;
     cleanup_free unsigned char *made =
-        left < 1024 ? NULL
-                    : cg_preview_make (bytes, len, mime, left, plan->limits, plan->deadline_us,
-                                       &made_len, &made_mime, &w, &h, &err);
+        left < 1024    ? NULL
+        : file_fd >= 0 ? s_run_helper (file_fd, NULL, len, mime, left, plan->limits,
+                                       plan->deadline_us, &made_len, &made_mime, &w, &h, &err)
+                       : cg_preview_make (bytes, len, mime, left, plan->limits, plan->deadline_us,
+                                          &made_len, &made_mime, &w, &h, &err);
     if (!made) {
         json_t *entry =
             json_pack ("{s:s}", "error",
@@ -471,10 +493,11 @@ s_output_entry (s_plan_t *plan, const char *b64, const char *mime)
                            sodium_base64_VARIANT_ORIGINAL)
         != 0)
         return json_pack ("{s:s}", "error", "the image's base64 is not valid");
-    return s_entry (plan, bytes, len, mime);
+    return s_entry (plan, -1, bytes, len, mime);
 }
 
-//  The plan entry of the workspace image file PATH (MIME), read from WS.
+//  The plan entry of the workspace image file PATH (MIME), opened in WS. Its bytes never
+//  enter the server: the server reads its signature, the helper the rest (and checks it).
 static json_t *
 s_file_entry (s_plan_t *plan, cg_workspace_t *ws, const char *path, const char *mime)
 {
@@ -482,24 +505,24 @@ s_file_entry (s_plan_t *plan, cg_workspace_t *ws, const char *path, const char *
     struct stat st;
     cleanup_close int fd =
         cg_workspace_open_file (ws, path + strlen (CG_WORKSPACE_MOUNT "/"), O_RDONLY, &st, &err);
-    if (fd >= 0 && st.st_size > CG_PREVIEW_INPUT_MAX)
+    unsigned char head[8] = {0};
+    bool png = strcmp (mime, "image/png") == 0;
+    if (fd >= 0 && !S_ISREG (st.st_mode))
+        cg_error_set (&err, EINVAL, "not a regular file");
+    else if (fd >= 0 && st.st_size > CG_PREVIEW_INPUT_MAX)
         cg_error_set (&err, EFBIG, "the file is %lld bytes; previews are made of images up to %d",
                       (long long)st.st_size, CG_PREVIEW_INPUT_MAX);
+    else if (fd >= 0
+             && (pread (fd, head, sizeof head, 0) != (ssize_t)sizeof head
+                 || (png ? memcmp (head, "\x89PNG\r\n\x1a\n", 8) != 0
+                         : head[0] != 0xFF || head[1] != 0xD8 || head[2] != 0xFF)))
+        cg_error_set (&err, EINVAL, "the file is not a %s image", png ? "PNG" : "JPEG");
     if (err) {
         json_t *entry = json_pack ("{s:s}", "error", cg_error_message (err));
         cg_error_destroy (&err);
         return entry;
     }
-    size_t len = (size_t)st.st_size, got = 0;
-    cleanup_free unsigned char *bytes = cg_xmalloc (len ? len : 1);
-    for (ssize_t n; got < len && (n = read (fd, bytes + got, len - got)) != 0;)
-        if (n > 0)
-            got += (size_t)n;
-        else if (errno != EINTR)
-            break;
-    if (got < len)
-        return json_pack ("{s:s}", "error", "the file could not be read whole");
-    return s_entry (plan, bytes, len, mime);
+    return s_entry (plan, fd, NULL, (size_t)st.st_size, mime);
 }
 
 json_t *
