@@ -137,6 +137,8 @@ short
 cg_ws_events (cg_ws_t *self)
 {
     short events = 0;
+    if (self->failed) /* nothing more will be read or written: poll it for nothing */
+        return 0;
     if (wslay_event_want_read (self->ctx))
         events |= POLLIN;
     if (wslay_event_want_write (self->ctx))
@@ -173,6 +175,12 @@ cg_ws_send (cg_ws_t *self, bool binary, const void *data, size_t len)
     if (wslay_event_send (self->ctx) != 0)
         self->failed = true;
     return self->failed ? -1 : 0;
+}
+
+bool
+cg_ws_flushing (cg_ws_t *self)
+{
+    return !self->failed && wslay_event_want_write (self->ctx);
 }
 
 size_t
