@@ -21,9 +21,10 @@ static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin",
 
 //  A front end's output that piles up unread past this closes its connection.
 #define S_QUEUED_MAX (64 * 1024 * 1024)
-//  Kernel messages relayed per channel per round, so one busy kernel never starves the
-//  rest of the loop.
+//  Kernel messages, and bytes, relayed per channel per round, so one busy kernel never
+//  starves the rest of the loop (a megabyte costs a few ms to check and re-encode).
 #define S_BATCH 64
+#define S_BATCH_BYTES (1024 * 1024)
 //  The execute requests a connection remembers (to tell its cells from the agent's).
 #define S_EXECUTES_MAX 1024
 //  Until its iopub subscription works (a SUB misses what is published before it joins),
@@ -263,11 +264,13 @@ s_track_status (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *
     }
 }
 
-//  Relays what channel C has for the front end (at most S_BATCH messages).
+//  Relays what channel C has for the front end (at most S_BATCH messages, and the first
+//  that reaches S_BATCH_BYTES; the rest waits for the next round).
 static void
 s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
 {
-    for (int n = 0; n < S_BATCH && !self->over && self->sockets[c]
+    size_t relayed = 0;
+    for (int n = 0; n < S_BATCH && relayed < S_BATCH_BYTES && !self->over && self->sockets[c]
                     && (zsock_events (self->sockets[c]) & ZMQ_POLLIN);
          n++) {
         cg_wire_raw_t *raw = cg_wire_recv_raw (self->wire, self->sockets[c]);
@@ -287,6 +290,7 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
         size_t len = 0;
         bool binary = false;
         char *out = cg_jmsg_encode (self->protocol, s_channel_names[c], raw, &len, &binary);
+        relayed += len;
         if (cg_ws_send (self->ws, binary, out, len) < 0)
             s_set_over (self);
         free (out);

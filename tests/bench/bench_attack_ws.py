@@ -6,7 +6,7 @@ its longest main-loop stall, for comparing two binaries.
 
 It starts `cellgate mcp --http 127.0.0.1:0 --gateway-token T` (CELLGATE_POOL=0, a fresh state
 dir), starts a notebook kernel through the gateway, and while a pinger sends `GET /api` (with
-the token, on one keep-alive connection) every 10 ms and records the longest gap between two
+the token, on one keep-alive connection, from a process of its own) every 10 ms and records the longest gap between two
 answers, it runs two phases:
 
 1. print: a well-behaved front end runs a cell printing --print-mb MB and reads it all, while
@@ -26,6 +26,7 @@ import argparse
 import base64
 import http.client
 import json
+import multiprocessing
 import os
 import re
 import secrets
@@ -90,39 +91,34 @@ class Server:
         shutil.rmtree(self.state, ignore_errors=True)
 
 
-class Pinger(threading.Thread):
-    """GET /api every 10 ms; the longest gap between two answers."""
-
-    def __init__(self, port, token):
-        super().__init__(daemon=True)
-        self.port, self.token = port, token
-        self.stop_flag = threading.Event()
-        self.gaps = []
-        self.failures = 0
-
-    def run(self):
-        conn = None
-        last = time.monotonic()
-        while not self.stop_flag.is_set():
-            try:
-                if conn is None:
-                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-                conn.request("GET", "/api", headers={"Authorization": "token " + self.token})
-                resp = conn.getresponse()
-                resp.read()
-                if resp.status != 200:
-                    self.failures += 1
-            except (OSError, http.client.HTTPException):
-                self.failures += 1
-                conn = None
-            now = time.monotonic()
-            self.gaps.append(now - last)
-            last = now
-            time.sleep(0.01)
-
-    def figures(self):
-        gaps = sorted(self.gaps)
-        return max(gaps) * 1000, gaps[int(len(gaps) * 0.99)] * 1000, len(gaps)
+def ping_loop(port, token, stop, results):
+    """GET /api every 10 ms until STOP is set; puts (longest gap, p99 gap, count, failures) in
+    RESULTS. A process of its own, so the attackers' Python never delays it."""
+    conn = None
+    gaps = []
+    failures = 0
+    last = time.monotonic()
+    worst_at = 0.0
+    while not stop.is_set():
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            conn.request("GET", "/api", headers={"Authorization": "token " + token})
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                failures += 1
+        except (OSError, http.client.HTTPException):
+            failures += 1
+            conn = None
+        now = time.monotonic()
+        if not gaps or now - last > max(gaps):
+            worst_at = last
+        gaps.append(now - last)
+        last = now
+        time.sleep(0.01)
+    gaps.sort()
+    results.put((gaps[-1] * 1000, gaps[int(len(gaps) * 0.99)] * 1000, len(gaps), failures, worst_at))
 
 
 class RawWs:
@@ -280,25 +276,27 @@ def main():
         fds_before = srv.fds()
         with open("/proc/%d/clear_refs" % srv.proc.pid, "w") as f:
             f.write("5")
-        pinger = Pinger(srv.port, token)
+        stop, results = multiprocessing.Event(), multiprocessing.Queue()
+        pinger = multiprocessing.Process(target=ping_loop, args=(srv.port, token, stop, results))
         pinger.start()
         t0 = time.monotonic()
         phase_print(srv, token, kernel_id, args.print_mb)
         hwm_print = srv.status("VmHWM")
+        t_print = time.monotonic() - t0
         refused = phase_churn(srv, token, kernel_id, args.rounds)
         attack_s = time.monotonic() - t0
-        pinger.stop_flag.set()
+        stop.set()
+        max_gap, p99_gap, pings, ping_failures, worst_at = results.get()
         pinger.join()
         time.sleep(5)  # the last cells end, ended connections are freed
         idle0 = srv.ticks()
         time.sleep(3)
         idle_ticks = srv.ticks() - idle0
-        max_gap, p99_gap, pings = pinger.figures()
         print("RESULT bin=%s VmHWM_MB=%.0f (after print phase %.0f) RSS_after_MB=%.0f max_gap_ms=%.0f "
               "p99_gap_ms=%.0f pings=%d ping_failures=%d refused_upgrades=%d/%d fds=%d->%d "
-              "idle_ticks_3s=%d attack_s=%.0f"
+              "idle_ticks_3s=%d attack_s=%.0f (print phase %.0f s; longest gap began at %.1f s)"
               % (args.bin, srv.status("VmHWM"), hwm_print, srv.status("VmRSS"), max_gap, p99_gap, pings,
-                 pinger.failures, refused, args.rounds, fds_before, srv.fds(), idle_ticks, attack_s))
+                 ping_failures, refused, args.rounds, fds_before, srv.fds(), idle_ticks, attack_s, t_print, worst_at - t0))
     finally:
         srv.stop()
 
