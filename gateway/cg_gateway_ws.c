@@ -19,8 +19,10 @@
 enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_COUNT };
 static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control"};
 
-//  A front end's output that piles up unread past this closes its connection.
+//  A front end's output that piles up unread past this closes its connection: bytes, or
+//  messages (the pongs a front end that pings without reading makes are small).
 #define S_QUEUED_MAX (64 * 1024 * 1024)
+#define S_QUEUED_COUNT_MAX 65536
 //  Kernel messages, and bytes, relayed per channel per round, so one busy kernel never
 //  starves the rest of the loop (a megabyte costs a few ms to check and re-encode).
 #define S_BATCH 64
@@ -156,6 +158,15 @@ s_end (s_socket_t *self, uint16_t code, const char *reason)
     cg_log (2, "gateway: a WebSocket of kernel %s closes: %s", self->kernel_id, reason);
     cg_ws_close (self->ws, code, reason);
     s_set_over (self);
+}
+
+//  Ends the connection when what it queued for its front end passed a cap.
+static void
+s_check_queue (s_socket_t *self)
+{
+    if (cg_ws_queued (self->ws) > S_QUEUED_MAX
+        || cg_ws_queued_count (self->ws) > S_QUEUED_COUNT_MAX)
+        s_end (self, 1008, "the front end does not read its messages");
 }
 
 //  The kernel this connection is attached to, with its session; NULL when it is gone.
@@ -296,8 +307,7 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
         free (out);
         cg_wire_raw_destroy (&raw);
         //  Checked per message: a batch of large ones would pile up far past the cap.
-        if (cg_ws_queued (self->ws) > S_QUEUED_MAX)
-            s_end (self, 1008, "the front end does not read its messages");
+        s_check_queue (self);
     }
 }
 
@@ -457,6 +467,7 @@ cg_gateway_process (cg_gateway_t *self, zmq_pollitem_t *items, int count)
             s_set_over (socket);
             cg_log (2, "gateway: a WebSocket of kernel %s closed", socket->kernel_id);
         }
+        s_check_queue (socket); /* pongs to a peer that pings without reading */
         cg_registry_session_t *session = NULL;
         cg_registry_kernel_t *kernel = s_kernel (socket, &session);
         for (int c = 0; kernel && c < CH_COUNT; c++)

@@ -189,6 +189,12 @@ cg_ws_queued (cg_ws_t *self)
     return wslay_event_get_queued_msg_length (self->ctx);
 }
 
+size_t
+cg_ws_queued_count (cg_ws_t *self)
+{
+    return wslay_event_get_queued_msg_count (self->ctx);
+}
+
 void
 cg_ws_close (cg_ws_t *self, uint16_t code, const char *reason)
 {

@@ -44,6 +44,9 @@ bool cg_ws_flushing (cg_ws_t *self);
 /*  Bytes queued and not yet sent (a peer that does not read piles them up). */
 size_t cg_ws_queued (cg_ws_t *self);
 
+/*  Messages queued and not yet sent, the pongs wslay answers pings with included. */
+size_t cg_ws_queued_count (cg_ws_t *self);
+
 /*  Starts the closing handshake with CODE and REASON (ASCII, short). */
 void cg_ws_close (cg_ws_t *self, uint16_t code, const char *reason);
 

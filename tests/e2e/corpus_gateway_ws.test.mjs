@@ -1,10 +1,11 @@
 // Hostile corpus, the gateway's WebSockets (issue 23, point 1): front ends attached to the
-// agent's kernel that go away while a cell prints — a TCP reset in the middle of the output,
-// a close frame followed at once by the end of the connection, a reader that stops reading —
-// more times than the gateway has WebSocket slots (64). Afterwards a new upgrade works, the
-// agent's session is not session_busy, the server's fds are back to where they were, it uses
-// no CPU while idle, and an agent's 200 MB print does not pile up in the server for the
-// connections that went away.
+// agent's kernel that go away while a cell runs — a TCP reset, the connection ended without a
+// close frame, a close frame followed at once by the socket's close — more times than the
+// gateway has WebSocket slots (64), a front end that pings without reading, and one that
+// stops reading during a 200 MB print. Afterwards a new upgrade works, the agent's session is
+// not session_busy, the server's fds are back to where they were, it uses no CPU while idle,
+// and an agent's 200 MB print does not pile up in the server for the connections that went
+// away.
 
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -178,6 +179,23 @@ table('the server uses no CPU while idle after the attack', `<= ${IDLE_TICKS_MAX
   const used = cpuTicks() - before;
   assert.ok(used <= IDLE_TICKS_MAX, `${used} ticks of CPU over ${IDLE_SLEEP_MS} ms idle`);
   return `${used} ticks`;
+});
+
+table('a front end that sends 600,000 pings and never reads', 'closed and freed, RSS bounded', async () => {
+  const m = await settle();
+  assert.equal(m.connections, 0, `connections left over before this case: ${JSON.stringify(m)}`);
+  const ws = await openChannels(server.port, TOKEN, kernelId);
+  ws.sock.pause();
+  const start = serverMemory(pid);
+  try { fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'); } catch { /* cumulative */ }
+  await Promise.race([ws.pings(600000), sleep(60000)]);
+  const after = await settle();
+  const mem = serverMemory(pid);
+  ws.sock.destroy();
+  const said = `connections ${after.connections}; start RSS ${start.rssMb.toFixed(0)} MB, VmHWM ${mem.hwmMb.toFixed(0)} MB, RSS after ${mem.rssMb.toFixed(0)} MB`;
+  assert.equal(after.connections, 0, said);
+  assert.ok(mem.hwmMb - start.rssMb < GROWTH_BOUND_MB, said);
+  return said;
 });
 
 table('a front end that stops reading while the agent prints 200 MB is closed and freed', 'connections back to 0, RSS bounded', async () => {

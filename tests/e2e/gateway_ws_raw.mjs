@@ -99,6 +99,14 @@ export function openChannels(port, token, kernelId) {
         p.writeUInt16BE(code);
         if (!sock.destroyed) sock.write(frame(8, p));
       },
+      /** Sends COUNT pings of 125 bytes (each answered by a pong), waiting while the socket's buffer is full. */
+      async pings(count) {
+        const one = frame(9, Buffer.alloc(125, 0x70));
+        const batch = Buffer.concat(Array(1000).fill(one));
+        for (let sent = 0; sent < count && !sock.destroyed; sent += 1000) {
+          if (!sock.write(batch)) await new Promise((r) => { sock.once('drain', r); sock.once('close', r); });
+        }
+      },
       reset() { sock.resetAndDestroy(); },
       end() { sock.end(); },
     };
