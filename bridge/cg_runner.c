@@ -2,6 +2,7 @@
     long cell never blocks the server or other sessions. */
 #include "cg_runner.h"
 #include "cg_kept.h"
+#include "cg_limits.h"
 #include "cg_session.h"
 #include "cg_utf8.h"
 #include "cg_util.h"
@@ -26,6 +27,9 @@ typedef struct {
     const char *key; /* the request being handled */
     const cg_kernel_t *reported[CG_SESSION_KERNELS]; /* the kernels last told (KERNELS) */
     pid_t reported_pid[CG_SESSION_KERNELS];          /* and their pids */
+    /*  The languages whose kernel a Jupyter front end restarted since this runner's last
+        run in them ("" for none): the next run there says its state is gone. */
+    char frontend_restarts[CG_SESSION_KERNELS][16];
 } s_runner_t;
 
 //  Live output of a request that asked for progress: PROGRESS <key> <stream> <text>.
@@ -143,6 +147,41 @@ s_ask (void *arg, const char *prompt, bool password)
         zsock_send (self->results, "ssss", "INPUT", self->key, prompt, password ? "1" : "0");
 }
 
+//  Remembers that a Jupyter front end restarted LANGUAGE's kernel, for the next run in it.
+static void
+s_frontend_restarted (s_runner_t *self, const char *language)
+{
+    int free_at = -1;
+    for (int i = 0; i < CG_SESSION_KERNELS; i++) {
+        if (strcmp (self->frontend_restarts[i], language) == 0)
+            return;
+        if (free_at < 0 && !self->frontend_restarts[i][0])
+            free_at = i;
+    }
+    if (free_at >= 0)
+        snprintf (self->frontend_restarts[free_at], sizeof self->frontend_restarts[free_at], "%s",
+                  language);
+}
+
+//  A run in a kernel a front end restarted since the last one (s_frontend_restarted) says
+//  so in OUTCOME: kernel_restarted and a notice, as for a kernel that died between calls.
+static void
+s_tell_frontend_restart (s_runner_t *self, cg_outcome_t *outcome)
+{
+    for (int i = 0; outcome->language && i < CG_SESSION_KERNELS; i++)
+        if (self->frontend_restarts[i][0]
+            && strcmp (self->frontend_restarts[i], outcome->language) == 0) {
+            self->frontend_restarts[i][0] = '\0';
+            outcome->kernel_restarted = true;
+            cleanup_free char *notice = cg_strdupf (
+                "The %s kernel was restarted from a Jupyter front end attached through the "
+                "gateway since the last call: variables and imports from earlier calls are "
+                "gone; files in " CG_WORKSPACE_MOUNT " remain.",
+                outcome->language);
+            cg_outcome_add_notice (outcome, notice);
+        }
+}
+
 //  The Jupyter gateway's commands: INTERRUPT <language> interrupts that kernel (a cell
 //  of this runner's included: it ends as interrupted); RESTART <key> <language> replaces
 //  it with a fresh one and answers RESTARTED <key> <why it failed, or "">, refused while
@@ -166,6 +205,8 @@ s_gateway_command (s_runner_t *self, const char *command, zmsg_t *msg, bool busy
         why = "the kernel does not run";
     else if (cg_session_restart (self->session, language, &err) < 0)
         why = cg_error_message (err);
+    else
+        s_frontend_restarted (self, language);
     if (!busy)
         s_report (self);
     if (first)
@@ -310,6 +351,7 @@ s_run (s_runner_t *self, json_t *request_json)
     //  A one-shot sandbox is destroyed after its outcome went out (s_exec).
     cg_outcome_t *outcome =
         cg_session_execute (self->session, &request, self->pipe, s_control_cb, self);
+    s_tell_frontend_restart (self, outcome);
     if (self->args.note[0]) {
         outcome->kernel_restarted = true;
         cg_outcome_add_notice (outcome, self->args.note);

@@ -345,11 +345,14 @@ s_kernel_route (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *re
     if (!action && get)
         cg_http_respond_json (exchange, 200, s_kernel_model (kernel), NULL);
     else if (!action && strcmp (method, "DELETE") == 0) {
-        if (strcmp (session->owner, CG_GATEWAY_OWNER) != 0)
-            return cg_http_respond_error (
-                exchange, 403, "forbidden",
-                "this kernel belongs to an MCP client's session: it ends with close_session (or "
-                "DELETE /admin/sessions/<slot>), not here");
+        //  An agent's kernel a front end attached to: the front end is done with it (Jupyter
+        //  Server sends this at its own shutdown and waits for a success); the kernel and its
+        //  session live on for the agent, whose close_session ends them.
+        if (strcmp (session->owner, CG_GATEWAY_OWNER) != 0) {
+            cg_log (2, "gateway: a front end detached from kernel %s (session %s lives on)",
+                    kernel->id, session->id);
+            return cg_http_respond (exchange, 204, NULL, NULL, 0, NULL);
+        }
         cg_log (2, "gateway: kernel %s deleted (session %s)", kernel->id, session->id);
         cg_registry_retire (self->registry, session);
         cg_http_respond (exchange, 204, NULL, NULL, 0, NULL);

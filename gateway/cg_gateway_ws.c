@@ -19,11 +19,14 @@
 enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_COUNT };
 static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control"};
 
-//  A front end's output that piles up unread past this closes its connection.
+//  A front end's output that piles up unread past this closes its connection: bytes, or
+//  messages (the pongs a front end that pings without reading makes are small).
 #define S_QUEUED_MAX (64 * 1024 * 1024)
-//  Kernel messages relayed per channel per round, so one busy kernel never starves the
-//  rest of the loop.
+#define S_QUEUED_COUNT_MAX 65536
+//  Kernel messages, and bytes, relayed per channel per round, so one busy kernel never
+//  starves the rest of the loop (a megabyte costs a few ms to check and re-encode).
 #define S_BATCH 64
+#define S_BATCH_BYTES (1024 * 1024)
 //  The execute requests a connection remembers (to tell its cells from the agent's).
 #define S_EXECUTES_MAX 1024
 //  Until its iopub subscription works (a SUB misses what is published before it joins),
@@ -32,6 +35,14 @@ static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin",
 #define S_NUDGE_INTERVAL_MS 200
 #define S_HELD_MAX 256
 #define S_HELD_BYTES_MAX (64 * 1024 * 1024)
+//  A connection's kernel messages waiting to be relayed, per channel (a message may be up
+//  to --max-message-bytes). Past it the kernel's own queue keeps them (then drops them), in
+//  the sandbox's memory, not the server's: a loop slower than a flooding kernel, times 64
+//  connections, never grows the server.
+#define S_RELAY_HWM 8
+//  How long an ended connection may take to send what it has queued (its close frame)
+//  to a peer that still reads; a peer that does not is dropped after that.
+#define S_CLOSE_GRACE_MS 2000
 
 typedef struct {
     cg_gateway_t *gateway;
@@ -51,9 +62,11 @@ typedef struct {
     int64_t next_nudge; /* when to nudge again (zclock_mono) */
     zlistx_t *held;     /* zframe_t: the front end's messages until ready (more: binary) */
     size_t held_bytes;
-    bool over;
-    bool counted; /* in its kernel's connections */
-    void *handle; /* its place in the gateway's list */
+    bool over;       /* ended: nothing more is relayed (s_set_over) */
+    int64_t over_at; /* when it ended (zclock_mono), for S_CLOSE_GRACE_MS */
+    bool released;   /* its kernel sockets and busy state given back (s_release) */
+    bool counted;    /* in its kernel's connections */
+    void *handle;    /* its place in the gateway's list */
 } s_socket_t;
 
 //  Closes the connection's kernel sockets (a restart reconnects them).
@@ -97,7 +110,7 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
         }
         zsock_set_linger (self->sockets[c], 0);
         zsock_set_sndtimeo (self->sockets[c], 0); /* a full queue never blocks the loop */
-        zsock_set_rcvhwm (self->sockets[c], 0);
+        zsock_set_rcvhwm (self->sockets[c], S_RELAY_HWM);
         zsock_set_maxmsgsize (self->sockets[c], (int64_t)self->gateway->config->max_message_bytes);
         //  The kernel answers stdin requests to the identity of the shell request.
         if (c != CH_IOPUB)
@@ -125,6 +138,17 @@ s_socket_free (s_socket_t **self_p)
     *self_p = NULL;
 }
 
+//  Marks the connection ended: cg_gateway_items releases what it holds of the kernel and
+//  frees it once its queue went out, its peer is gone, or S_CLOSE_GRACE_MS passed.
+static void
+s_set_over (s_socket_t *self)
+{
+    if (self->over)
+        return;
+    self->over = true;
+    self->over_at = zclock_mono ();
+}
+
 //  Ends the connection with CODE and REASON (the peer is told when it still listens).
 static void
 s_end (s_socket_t *self, uint16_t code, const char *reason)
@@ -133,7 +157,16 @@ s_end (s_socket_t *self, uint16_t code, const char *reason)
         return;
     cg_log (2, "gateway: a WebSocket of kernel %s closes: %s", self->kernel_id, reason);
     cg_ws_close (self->ws, code, reason);
-    self->over = true;
+    s_set_over (self);
+}
+
+//  Ends the connection when what it queued for its front end passed a cap.
+static void
+s_check_queue (s_socket_t *self)
+{
+    if (cg_ws_queued (self->ws) > S_QUEUED_MAX
+        || cg_ws_queued_count (self->ws) > S_QUEUED_COUNT_MAX)
+        s_end (self, 1008, "the front end does not read its messages");
 }
 
 //  The kernel this connection is attached to, with its session; NULL when it is gone.
@@ -242,11 +275,13 @@ s_track_status (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *
     }
 }
 
-//  Relays what channel C has for the front end (at most S_BATCH messages).
+//  Relays what channel C has for the front end (at most S_BATCH messages, and the first
+//  that reaches S_BATCH_BYTES; the rest waits for the next round).
 static void
 s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
 {
-    for (int n = 0; n < S_BATCH && !self->over && self->sockets[c]
+    size_t relayed = 0;
+    for (int n = 0; n < S_BATCH && relayed < S_BATCH_BYTES && !self->over && self->sockets[c]
                     && (zsock_events (self->sockets[c]) & ZMQ_POLLIN);
          n++) {
         cg_wire_raw_t *raw = cg_wire_recv_raw (self->wire, self->sockets[c]);
@@ -266,13 +301,14 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
         size_t len = 0;
         bool binary = false;
         char *out = cg_jmsg_encode (self->protocol, s_channel_names[c], raw, &len, &binary);
+        relayed += len;
         if (cg_ws_send (self->ws, binary, out, len) < 0)
-            self->over = true;
+            s_set_over (self);
         free (out);
         cg_wire_raw_destroy (&raw);
+        //  Checked per message: a batch of large ones would pile up far past the cap.
+        s_check_queue (self);
     }
-    if (cg_ws_queued (self->ws) > S_QUEUED_MAX)
-        s_end (self, 1008, "the front end does not read its messages");
 }
 
 //  Called by the HTTP listener once the 101 answer went out.
@@ -352,6 +388,36 @@ cg_gateway_ws_attach (cg_gateway_t *self, cg_http_exchange_t *exchange,
     cg_http_respond_upgrade (exchange, headers, s_upgraded, socket);
 }
 
+//  Gives back what an ended connection holds of its KERNEL (NULL: gone) and SESSION: its
+//  kernel sockets (no more iopub piles up for it), its place in the kernel's connections
+//  and the kernel's busy state when a cell of its runs (no one will see that cell end: the
+//  agent may queue behind it).
+static void
+s_release (s_socket_t *self, cg_registry_kernel_t *kernel, cg_registry_session_t *session)
+{
+    if (self->released)
+        return;
+    self->released = true;
+    s_disconnect (self);
+    if (kernel && self->counted && kernel->connections > 0)
+        kernel->connections--;
+    self->counted = false;
+    if (kernel && self->running)
+        kernel->frontend_busy = false;
+    self->running = false;
+    if (session) /* its idle time counts from now */
+        cg_registry_touch (session);
+}
+
+//  True when the ended connection SELF may be freed: nothing it queued can go out any more
+//  (sent, or the peer is gone), or the peer took longer than S_CLOSE_GRACE_MS to read it.
+static bool
+s_done (s_socket_t *self)
+{
+    return self->over
+           && (!cg_ws_flushing (self->ws) || zclock_mono () - self->over_at >= S_CLOSE_GRACE_MS);
+}
+
 int
 cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max)
 {
@@ -363,33 +429,24 @@ cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max)
         cg_registry_kernel_t *kernel = s_kernel (socket, &session);
         if (!kernel && !socket->over)
             s_end (socket, 1001, "the kernel was shut down");
-        else if (kernel && kernel->generation != socket->generation
+        else if (kernel && !socket->over && kernel->generation != socket->generation
                  && s_connect (socket, kernel) < 0)
             s_end (socket, 1011, "the kernel did not come back");
         if (!socket->over && !socket->ready && socket->wire && zclock_mono () >= socket->next_nudge)
             s_nudge (socket);
-        bool done = socket->over && !(cg_ws_events (socket->ws) & POLLOUT);
-        if (done || count + 1 + CH_COUNT > max) {
-            if (done) {
-                if (kernel && socket->counted && kernel->connections > 0)
-                    kernel->connections--;
-                //  No one will see its cell end: the agent may queue behind it.
-                if (kernel && socket->running)
-                    kernel->frontend_busy = false;
-                if (session) /* its idle time counts from now */
-                    cg_registry_touch (session);
-                zlistx_delete (self->sockets, socket->handle);
-                s_socket_free (&socket);
-            }
-            socket = next;
-            continue;
+        if (socket->over)
+            s_release (socket, kernel, session);
+        if (s_done (socket)) {
+            zlistx_delete (self->sockets, socket->handle);
+            s_socket_free (&socket);
         }
-        items[count++] = (zmq_pollitem_t){NULL, socket->fd, cg_ws_events (socket->ws), 0};
-        for (int c = 0; c < CH_COUNT; c++)
-            items[count++] =
-                (zmq_pollitem_t){socket->sockets[c] ? zsock_resolve (socket->sockets[c]) : NULL,
-                                 socket->sockets[c] ? 0 : -1,
-                                 socket->sockets[c] && !socket->over ? ZMQ_POLLIN : 0, 0};
+        else if (count + 1 + CH_COUNT <= max) {
+            items[count++] = (zmq_pollitem_t){NULL, socket->fd, cg_ws_events (socket->ws), 0};
+            for (int c = 0; c < CH_COUNT; c++)
+                items[count++] = (zmq_pollitem_t){
+                    socket->sockets[c] ? zsock_resolve (socket->sockets[c]) : NULL,
+                    socket->sockets[c] ? 0 : -1, socket->sockets[c] ? ZMQ_POLLIN : 0, 0};
+        }
         socket = next;
     }
     return count;
@@ -407,9 +464,10 @@ cg_gateway_process (cg_gateway_t *self, zmq_pollitem_t *items, int count)
             break;
         at += 1 + CH_COUNT;
         if (cg_ws_process (socket->ws, item[0].revents) < 0 && !socket->over) {
-            socket->over = true;
+            s_set_over (socket);
             cg_log (2, "gateway: a WebSocket of kernel %s closed", socket->kernel_id);
         }
+        s_check_queue (socket); /* pongs to a peer that pings without reading */
         cg_registry_session_t *session = NULL;
         cg_registry_kernel_t *kernel = s_kernel (socket, &session);
         for (int c = 0; kernel && c < CH_COUNT; c++)
@@ -422,13 +480,18 @@ int
 cg_gateway_timeout_ms (cg_gateway_t *self, int wait_ms)
 {
     for (s_socket_t *socket = zlistx_first (self->sockets); socket;
-         socket = zlistx_next (self->sockets))
-        if (!socket->over && !socket->ready && socket->wire) {
-            int64_t due = socket->next_nudge - zclock_mono ();
-            int ms = due < 0 ? 0 : (int)due;
-            if (wait_ms < 0 || ms < wait_ms)
-                wait_ms = ms;
-        }
+         socket = zlistx_next (self->sockets)) {
+        int64_t due = -1;
+        if (socket->over) /* to be freed then, if its peer has not read by then */
+            due = socket->over_at + S_CLOSE_GRACE_MS - zclock_mono ();
+        else if (!socket->ready && socket->wire)
+            due = socket->next_nudge - zclock_mono ();
+        else
+            continue;
+        int ms = due < 0 ? 0 : (int)due;
+        if (wait_ms < 0 || ms < wait_ms)
+            wait_ms = ms;
+    }
     return wait_ms;
 }
 

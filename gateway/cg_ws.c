@@ -137,6 +137,8 @@ short
 cg_ws_events (cg_ws_t *self)
 {
     short events = 0;
+    if (self->failed) /* nothing more will be read or written: poll it for nothing */
+        return 0;
     if (wslay_event_want_read (self->ctx))
         events |= POLLIN;
     if (wslay_event_want_write (self->ctx))
@@ -175,10 +177,22 @@ cg_ws_send (cg_ws_t *self, bool binary, const void *data, size_t len)
     return self->failed ? -1 : 0;
 }
 
+bool
+cg_ws_flushing (cg_ws_t *self)
+{
+    return !self->failed && wslay_event_want_write (self->ctx);
+}
+
 size_t
 cg_ws_queued (cg_ws_t *self)
 {
     return wslay_event_get_queued_msg_length (self->ctx);
+}
+
+size_t
+cg_ws_queued_count (cg_ws_t *self)
+{
+    return wslay_event_get_queued_msg_count (self->ctx);
 }
 
 void

@@ -25,7 +25,7 @@ cg_ws_t *cg_ws_new (int fd, const char *extra, size_t extra_len, size_t max_mess
                     cg_ws_message_fn *on_message, void *arg);
 void cg_ws_destroy (cg_ws_t **self_p);
 
-/*  What to poll FD for now (POLLIN, POLLOUT). */
+/*  What to poll FD for now (POLLIN, POLLOUT); 0 once the connection failed. */
 short cg_ws_events (cg_ws_t *self);
 
 /*  Reads and writes what FD is ready for (REVENTS as poll gave them; the extra bytes
@@ -37,8 +37,15 @@ int cg_ws_process (cg_ws_t *self, short revents);
     0, or -1 when the connection is closing or over. */
 int cg_ws_send (cg_ws_t *self, bool binary, const void *data, size_t len);
 
+/*  True while something queued (a close frame included) may still go out: the peer has
+    not gone away. A failed connection's queue never goes out, whatever it holds. */
+bool cg_ws_flushing (cg_ws_t *self);
+
 /*  Bytes queued and not yet sent (a peer that does not read piles them up). */
 size_t cg_ws_queued (cg_ws_t *self);
+
+/*  Messages queued and not yet sent, the pongs wslay answers pings with included. */
+size_t cg_ws_queued_count (cg_ws_t *self);
 
 /*  Starts the closing handshake with CODE and REASON (ASCII, short). */
 void cg_ws_close (cg_ws_t *self, uint16_t code, const char *reason);

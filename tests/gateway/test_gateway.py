@@ -175,7 +175,7 @@ class Cellgate:
 class JupyterServer:
     """`/usr/bin/python3 -m jupyter_server` with --gateway-url pointing at a cellgate."""
 
-    def __init__(self, gateway_url, gateway_token):
+    def __init__(self, gateway_url, gateway_token, extra_env=None):
         self.home = tempfile.mkdtemp(prefix="cg-gw-jupyter-")
         self.token = secrets.token_hex(16)
         self.port = free_port()
@@ -190,6 +190,7 @@ class JupyterServer:
             IPYTHONDIR=os.path.join(self.home, "ipython"),
             JUPYTER_PLATFORM_DIRS="1",
         )
+        env.update(extra_env or {})
         root = os.path.join(self.home, "root")
         os.makedirs(root)
         argv = [

@@ -1,15 +1,20 @@
 /*  Unit tests for the Jupyter gateway's pure parts: the WebSocket handshake key
-    (cg_ws_accept_key), the front end's message framings (cg_jmsg) and what of a start
-    request's env reaches a kernel (cg_gateway_kernel_env). */
+    (cg_ws_accept_key), a WebSocket whose peer goes away with output queued (cg_ws), the
+    front end's message framings (cg_jmsg) and what of a start request's env reaches a
+    kernel (cg_gateway_kernel_env). */
 #define _GNU_SOURCE /* memmem */
 #include "../../gateway/cg_gateway_int.h"
 #include "../../gateway/cg_jmsg.h"
 #include "../../gateway/cg_ws.h"
 #include "cg_test.h"
 
+#include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static void
 test_accept_key (void)
@@ -22,6 +27,38 @@ test_accept_key (void)
     CHECK (cg_ws_accept_key ("short", out) < 0, "a short key is refused");
     CHECK (cg_ws_accept_key ("dGhlIHNhbXBsZSBub25jZQ=!", out) < 0, "not base64");
     CHECK (cg_ws_accept_key (NULL, out) < 0, "no key");
+    s_passes++;
+}
+
+static void
+s_ignore_message (void *arg, bool binary, const uint8_t *data, size_t len)
+{
+    (void)arg, (void)binary, (void)data, (void)len;
+}
+
+//  A peer that stops reading, then goes away: what is queued for it can never go out, so
+//  the WebSocket is over, flushes nothing and is polled for nothing (issue 23, point 1).
+static void
+test_peer_gone (void)
+{
+    const char *name = "peer_gone";
+    int pair[2];
+    CHECK (socketpair (AF_UNIX, SOCK_STREAM, 0, pair) == 0, "socketpair");
+    fcntl (pair[0], F_SETFL, O_NONBLOCK);
+    cg_ws_t *ws = cg_ws_new (pair[0], NULL, 0, 1 << 20, s_ignore_message, NULL);
+    static char chunk[64 * 1024];
+    for (int i = 0; i < 256 && !cg_ws_flushing (ws); i++)
+        CHECK (cg_ws_send (ws, true, chunk, sizeof chunk) == 0, "queued %d", i);
+    CHECK (cg_ws_flushing (ws), "a peer that does not read leaves output queued");
+    CHECK (cg_ws_events (ws) & POLLOUT, "polled for writing meanwhile");
+    close (pair[1]);
+    CHECK (cg_ws_process (ws, POLLIN | POLLOUT | POLLHUP) < 0, "over once the peer is gone");
+    CHECK (!cg_ws_flushing (ws), "nothing queued can go out any more");
+    CHECK (cg_ws_queued (ws) > 0, "the queue still holds it (freed with the WebSocket)");
+    CHECK (cg_ws_events (ws) == 0, "polled for nothing: no busy loop");
+    CHECK (cg_ws_send (ws, false, "x", 1) < 0, "no more sends");
+    cg_ws_destroy (&ws);
+    close (pair[0]);
     s_passes++;
 }
 
@@ -222,6 +259,7 @@ int
 main (void)
 {
     test_accept_key ();
+    test_peer_gone ();
     test_legacy_json ();
     test_refusals ();
     test_binary ();
