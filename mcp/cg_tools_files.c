@@ -3,6 +3,7 @@
 #include "cg_files.h"
 #include "cg_tools.h"
 #include "../artifacts/cg_notebook.h"
+#include "../artifacts/cg_wsfs.h"
 #include "../bridge/cg_util.h"
 
 #include <errno.h>
@@ -225,7 +226,7 @@ cg_tools_export_notebook (const cg_request_t *req, json_t *arguments)
     *job =
         (s_export_t){.job = {.run = s_export_run, .answer = s_export_answer, .free = s_export_free},
                      .record = cg_strdupf ("%s/%s", session->dir, CG_NOTEBOOK_FILE),
-                     .workspace = cg_strdupf ("%s/workspace", session->dir),
+                     .workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, session->dir),
                      .rel = rel,
                      .language = language,
                      .owner = cg_xstrdup (session->owner),

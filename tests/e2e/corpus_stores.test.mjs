@@ -248,7 +248,7 @@ kase(
       `${answeredWhileBusy} pings answered during the export; peak rose by ${rise.toFixed(0)} MB (start ${seen.startRssMb.toFixed(0)}, VmHWM ${seen.hwmMb.toFixed(0)})`,
     );
     const record = findFiles(path.join(server.stateDir, 'instances'), 'notebook.jsonl')[0];
-    const written = path.join(path.dirname(record), 'workspace', 'full.ipynb');
+    const written = path.join(path.dirname(record), 'disk', 'workspace', 'full.ipynb');
     const notebook = JSON.parse(fs.readFileSync(written, 'utf8'));
     assert.equal(notebook.nbformat, 4);
     const last = notebook.cells.at(-1);
