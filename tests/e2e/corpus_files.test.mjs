@@ -301,13 +301,14 @@ while (Date.now() < end) for (const d of ['/run/cellgate', '/run/cellgate/ipc'])
     const starts = { python: 0, javascript: 0 };
     const up = { python: 0, javascript: 0 };
     const lastFailure = {};
-    const end = Date.now() + 25000;
     const quiet = (p) => p.catch((e) => e);
     const note = (lang, r) => {
       if (r instanceof Error) lastFailure[lang] = r.message.slice(0, 120);
       else if (sc(r).status !== 'success') lastFailure[lang] = `${sc(r).status}: ${String(sc(r).error_message).slice(0, 120)}`;
     };
-    while (Date.now() < end) {
+    // Bounded by rounds, not time: a round takes 10 to 30 s (a failed restart restarts the
+    // container), and the race needs kernels to really start under the swappers.
+    for (let round = 0; round < 6 && !(starts.javascript >= 3 && starts.python >= 3); round++) {
       // Python's swapper runs while the JavaScript kernel restarts, and the other way round.
       await quiet(run({ language: 'python', session_id: sid, timeout: 10, code: pySwap }, 30000));
       await quiet(run({ language: 'javascript', session_id: sid, timeout: 10, code: 'process.exit(0)' }, 30000));
