@@ -10,12 +10,19 @@
 #include <sys/socket.h>
 #include <wslay/wslay.h>
 
+//  Bytes read from the peer per cg_ws_process: wslay reads until the socket is empty, and
+//  each ping it reads queues a pong, so a peer that floods pings faster than a round would
+//  otherwise grow the queue far past its caps before they are checked (a ping frame is 6
+//  bytes: at most about 44,000 pongs a round). The rest waits for the next round.
+#define S_READ_BUDGET (256 * 1024)
+
 struct cg_ws_t {
     int fd;
     wslay_event_context_ptr ctx;
     char *extra; /* what the HTTP listener had read past the request */
     size_t extra_len, extra_off;
-    bool failed; /* the peer went away or broke the protocol */
+    bool failed;        /* the peer went away or broke the protocol */
+    size_t read_budget; /* what this round may still read (S_READ_BUDGET) */
     cg_ws_message_fn *on_message;
     void *arg;
 };
@@ -54,9 +61,16 @@ s_recv_cb (wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, voi
         self->extra_off += n;
         return (ssize_t)n;
     }
+    if (self->read_budget == 0) {
+        wslay_event_set_error (ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
     ssize_t n;
-    while ((n = recv (self->fd, buf, len, 0)) < 0 && errno == EINTR)
+    while ((n = recv (self->fd, buf, len < self->read_budget ? len : self->read_budget, 0)) < 0
+           && errno == EINTR)
         ;
+    if (n > 0)
+        self->read_budget -= (size_t)n;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         wslay_event_set_error (ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
@@ -158,6 +172,7 @@ int
 cg_ws_process (cg_ws_t *self, short revents)
 {
     bool pending = self->extra_off < self->extra_len;
+    self->read_budget = S_READ_BUDGET;
     if ((revents & (POLLIN | POLLHUP | POLLERR) || pending) && wslay_event_want_read (self->ctx)
         && wslay_event_recv (self->ctx) != 0)
         self->failed = true;
