@@ -860,32 +860,39 @@ class JupyterServerTest(GatewayCase):
         self.assertNotIn(kid, [k["id"] for k in self.gw_json("GET", "/api/kernels")])
 
 
+def use_gateway_client(case):
+    """Points jupyter_server's GatewayClient (what its GatewayKernelManager uses) at the
+    cellgate server of CASE, a GatewayCase, until the test ends."""
+    from jupyter_server.gateway import managers
+    from jupyter_server.gateway.gateway_client import GatewayClient
+
+    gc = GatewayClient.instance()
+    gc.url = case.cg.url
+    gc.auth_token = case.token
+    gc.request_timeout = 120.0
+    # jupyter_server 1.23.3's GatewayKernelClient opens its WebSocket without the
+    # GatewayClient's headers (only Jupyter Server's own proxy sends them): give it the
+    # Authorization header the gateway asks for.
+    real_create = managers.websocket.create_connection
+
+    def create_connection(url, **kw):
+        kw.setdefault("header", ["Authorization: token %s" % case.token])
+        return real_create(url, **kw)
+
+    managers.websocket.create_connection = create_connection
+    case.addCleanup(setattr, managers.websocket, "create_connection", real_create)
+    case.addCleanup(GatewayClient.clear_instance)
+
+
 class NbclientTest(GatewayCase):
     """nbclient runs a notebook through jupyter_server's GatewayKernelManager."""
 
     def test_notebook_through_gateway(self):
         import nbformat
         from jupyter_server.gateway import managers
-        from jupyter_server.gateway.gateway_client import GatewayClient
         from nbclient import NotebookClient
 
-        gc = GatewayClient.instance()
-        gc.url = self.cg.url
-        gc.auth_token = self.token
-        gc.request_timeout = 120.0
-        # jupyter_server 1.23.3's GatewayKernelClient opens its WebSocket without the
-        # GatewayClient's headers (only Jupyter Server's own proxy sends them): give it the
-        # Authorization header the gateway asks for.
-        real_create = managers.websocket.create_connection
-
-        def create_connection(url, **kw):
-            kw.setdefault("header", ["Authorization: token %s" % self.token])
-            return real_create(url, **kw)
-
-        managers.websocket.create_connection = create_connection
-        self.addCleanup(setattr, managers.websocket, "create_connection", real_create)
-        self.addCleanup(GatewayClient.clear_instance)
-
+        use_gateway_client(self)
         nb = nbformat.v4.new_notebook()
         nb.cells = [
             nbformat.v4.new_code_cell("total = sum(range(10))\nprint('total', total)"),

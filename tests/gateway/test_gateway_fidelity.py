@@ -254,24 +254,9 @@ class NbclientStdinTest(tg.GatewayCase):
     def test_disable_stdin(self):
         import nbformat
         from jupyter_server.gateway import managers
-        from jupyter_server.gateway.gateway_client import GatewayClient
         from nbclient import NotebookClient
 
-        gc = GatewayClient.instance()
-        gc.url = self.cg.url
-        gc.auth_token = self.token
-        gc.request_timeout = 120.0
-        # As test_gateway.NbclientTest: jupyter_server 1.23.3's GatewayKernelClient opens its
-        # WebSocket without the GatewayClient's headers.
-        real_create = managers.websocket.create_connection
-
-        def create_connection(url, **kw):
-            kw.setdefault("header", ["Authorization: token %s" % self.token])
-            return real_create(url, **kw)
-
-        managers.websocket.create_connection = create_connection
-        self.addCleanup(setattr, managers.websocket, "create_connection", real_create)
-        self.addCleanup(GatewayClient.clear_instance)
+        tg.use_gateway_client(self)
 
         nb = nbformat.v4.new_notebook()
         nb.cells = [
