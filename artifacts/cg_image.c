@@ -324,3 +324,13 @@ cg_image_base64_size (const char *b64)
     }
     return (len + pad) / 4 * 3 - pad;
 }
+
+const char *
+cg_image_of_output (const json_t *output, const char **mime)
+{
+    json_t *data = json_object_get (output, "data");
+    const char *png = json_string_value (json_object_get (data, "image/png"));
+    const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
+    *mime = png ? "image/png" : "image/jpeg";
+    return png ? png : jpeg;
+}

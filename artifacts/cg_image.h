@@ -7,6 +7,7 @@
 
 #include "../bridge/cg_error.h"
 
+#include <jansson.h>
 #include <stddef.h>
 
 /*  Images with more pixels than this are never decoded. */
@@ -23,6 +24,10 @@
 #define CG_IMAGE_MAX_ANCILLARY 64
 #define CG_IMAGE_MAX_ANCILLARY_BYTES (1024 * 1024)
 #define CG_IMAGE_MAX_SCANS 100
+
+/*  The base64 PNG (preferred) or JPEG of the Jupyter display output OUTPUT (its "data"),
+    borrowed, with *MIME ("image/png" or "image/jpeg"); NULL when it has neither. */
+const char *cg_image_of_output (const json_t *output, const char **mime);
 
 /*  The number of bytes the base64 text B64 decodes to (padding and trailing newlines
     allowed), without decoding it. */

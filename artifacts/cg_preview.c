@@ -536,12 +536,9 @@ cg_preview_plan (json_t *outputs, json_t *artifacts, cg_workspace_t *ws,
     json_t *item;
     json_array_foreach (outputs, i, item)
     {
-        json_t *data = json_object_get (item, "data");
-        const char *png = json_string_value (json_object_get (data, "image/png"));
-        const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
-        json_t *entry =
-            png || jpeg ? s_output_entry (&plan, png ? png : jpeg, png ? "image/png" : "image/jpeg")
-                        : NULL;
+        const char *mime = NULL;
+        const char *image = cg_image_of_output (item, &mime);
+        json_t *entry = image ? s_output_entry (&plan, image, mime) : NULL;
         any |= entry != NULL;
         json_array_append_new (entries, entry ? entry : json_null ());
     }

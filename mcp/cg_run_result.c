@@ -345,16 +345,14 @@ cg_run_result_call (json_t *structured, const cg_run_images_t *images)
     json_array_foreach (outputs, i, item)
     {
         json_t *data = json_object_get (item, "data");
-        const char *png = json_string_value (json_object_get (data, "image/png"));
-        const char *jpeg = json_string_value (json_object_get (data, "image/jpeg"));
-        if (png || jpeg) {
+        const char *mime = NULL;
+        const char *image = cg_image_of_output (item, &mime);
+        if (image) {
             //  The bytes go in the image block only; the output names it and its file.
-            const char *mime = png ? "image/png" : "image/jpeg";
-            size_t bytes = cg_image_base64_size (png ? png : jpeg);
+            size_t bytes = cg_image_base64_size (image);
             if (!images || sent + bytes <= images->budget) {
-                json_array_append_new (content,
-                                       json_pack ("{s:s, s:s, s:s}", "type", "image", "data",
-                                                  png ? png : jpeg, "mimeType", mime));
+                json_array_append_new (content, json_pack ("{s:s, s:s, s:s}", "type", "image",
+                                                           "data", image, "mimeType", mime));
                 cg_result_link_output (item, mime,
                                        json_array_size (content)); /* the text block comes first */
                 sent += bytes;
