@@ -345,7 +345,7 @@ s_next_line (s_reader_t *reader, bool *too_long)
         const char *nl = memchr (from, '\n', reader->end - reader->at);
         size_t n = nl ? (size_t)(nl - from) : reader->end - reader->at;
         if (!*too_long && reader->len + n <= reader->max) {
-            if (reader->len + n > reader->cap) {
+            if (reader->len + n > reader->cap || !reader->line) { /* an empty first line too */
                 size_t cap = (reader->len + n) * 2;
                 reader->cap = cap < reader->max ? cap : reader->max;
                 reader->line = cg_xrealloc (reader->line, reader->cap + 1);
