@@ -1,9 +1,9 @@
 /*  cg_artifacts — what a run leaves in its workspace: rich display outputs and full
     stdout/stderr saved as files, cut output for results, and the files a run created,
     modified or deleted. */
-#include "cg_artifacts.h"
+#include "artifacts/cg_artifacts.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
 
 #include <assert.h>
 #include <sodium.h>

@@ -4,7 +4,7 @@
 #ifndef CG_ARTIFACTS_H
 #define CG_ARTIFACTS_H
 
-#include "cg_workspace.h"
+#include "artifacts/cg_workspace.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,10 +1,10 @@
 /*  cg_downloads — artifact downloads over the HTTP listener: GET|HEAD
     /files/<session_id>/<path>?token=<token> streams a file of that session's workspace. */
 #define _GNU_SOURCE
-#include "cg_downloads.h"
-#include "cg_metrics.h"
+#include "artifacts/cg_downloads.h"
+#include "artifacts/cg_metrics.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
 
 #include <assert.h>
 #include <fcntl.h>

@@ -3,8 +3,8 @@
 #ifndef CG_DOWNLOADS_H
 #define CG_DOWNLOADS_H
 
-#include "cg_http.h"
-#include "cg_workspace.h"
+#include "artifacts/cg_http.h"
+#include "artifacts/cg_workspace.h"
 
 #define CG_DOWNLOADS_PREFIX "/files/" /* the route's path on the listener */
 #define CG_DOWNLOADS_TOKEN_MAX 256    /* longer tokens are never compared */

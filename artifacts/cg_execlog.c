@@ -1,10 +1,11 @@
 /*  cg_execlog — the execution log: JSON lines per day and per session, indexed in SQLite
     (rebuilt from the lines when missing or corrupt), searched, and swept by age. */
 #define _GNU_SOURCE
-#include "cg_execlog.h"
+#include "artifacts/cg_execlog.h"
 
-#include "../bridge/cg_util.h"
-#include "../bridge/cg_utf8.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "base/cg_utf8.h"
 
 #include <czmq.h>
 #include <dirent.h>

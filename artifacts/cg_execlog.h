@@ -9,7 +9,7 @@
 #ifndef CG_EXECLOG_H
 #define CG_EXECLOG_H
 
-#include "../bridge/cg_error.h"
+#include "base/cg_error.h"
 
 #include <jansson.h>
 #include <stdbool.h>

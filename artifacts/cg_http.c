@@ -2,12 +2,12 @@
     requests dispatched to the routes its callers register, with bounded URLs, headers,
     bodies and connections. */
 #define _GNU_SOURCE
-#include "cg_http.h"
-#include "cg_http_listen.h"
-#include "cg_http_policy.h"
+#include "artifacts/cg_http.h"
+#include "artifacts/cg_http_listen.h"
+#include "artifacts/cg_http_policy.h"
 
-#include "../bridge/cg_limits.h"
-#include "../bridge/cg_util.h"
+#include "base/cg_limits.h"
+#include "base/cg_util.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /*  cg_http_guard — Host, Origin and bearer-token checks for the listener's routes, and the
     tokens the server keeps in its state dir. */
 #define _GNU_SOURCE
-#include "cg_http_guard.h"
-#include "../bridge/cg_util.h"
+#include "artifacts/cg_http_guard.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <fcntl.h>

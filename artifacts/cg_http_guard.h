@@ -3,7 +3,7 @@
 #ifndef CG_HTTP_GUARD_H
 #define CG_HTTP_GUARD_H
 
-#include "cg_http.h"
+#include "artifacts/cg_http.h"
 
 #include <stdbool.h>
 

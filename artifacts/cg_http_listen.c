@@ -1,8 +1,8 @@
 /*  cg_http_listen — the listening socket of cg_http: "HOST:PORT" parsed and bound. */
 #define _GNU_SOURCE
-#include "cg_http_listen.h"
+#include "artifacts/cg_http_listen.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
 #ifndef CG_HTTP_LISTEN_H
 #define CG_HTTP_LISTEN_H
 
-#include "../bridge/cg_error.h"
+#include "base/cg_error.h"
 
 /*  Opens, binds and listens on LISTEN ("HOST:PORT", see cg_http_new: a numeric IPv4
     address, or a numeric IPv6 one in brackets, bound IPv6-only; no name resolved), fills

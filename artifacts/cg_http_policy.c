@@ -1,10 +1,10 @@
 /*  cg_http_policy — who may hold a connection to the listener: a limit per peer address,
     the owner's reserve, and a deadline for each request to arrive whole. */
 #define _GNU_SOURCE
-#include "cg_http_policy.h"
-#include "cg_metrics.h"
+#include "artifacts/cg_http_policy.h"
+#include "artifacts/cg_metrics.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
 
 #include <arpa/inet.h>
 #include <limits.h>

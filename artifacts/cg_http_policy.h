@@ -5,7 +5,7 @@
 #ifndef CG_HTTP_POLICY_H
 #define CG_HTTP_POLICY_H
 
-#include "cg_http.h"
+#include "artifacts/cg_http.h"
 
 #include <microhttpd.h>
 #include <stdint.h>

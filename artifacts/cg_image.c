@@ -1,8 +1,8 @@
 /*  cg_image — header checks and libgd previews of images kernels made. */
 #define _GNU_SOURCE
-#include "cg_image.h"
+#include "artifacts/cg_image.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <gd.h>

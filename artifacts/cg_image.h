@@ -5,7 +5,7 @@
 #ifndef CG_IMAGE_H
 #define CG_IMAGE_H
 
-#include "../bridge/cg_error.h"
+#include "base/cg_error.h"
 
 #include <jansson.h>
 #include <stddef.h>

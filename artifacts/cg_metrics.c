@@ -2,10 +2,10 @@
     the listener and the orphan sweep add to, gauges read at each scrape, served at
     GET /metrics in the text exposition format 0.0.4. */
 #define _GNU_SOURCE
-#include "cg_metrics.h"
-#include "cg_http_guard.h"
+#include "artifacts/cg_metrics.h"
+#include "artifacts/cg_http_guard.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #ifndef CG_METRICS_H
 #define CG_METRICS_H
 
-#include "cg_http.h"
+#include "artifacts/cg_http.h"
 
 #include <stdbool.h>
 #include <stddef.h>

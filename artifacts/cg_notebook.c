@@ -1,9 +1,9 @@
 /*  cg_notebook — a session's executions as a Jupyter notebook (nbformat 4.5), kept as
     one cell line per run in the session's host directory. */
 #define _GNU_SOURCE
-#include "cg_notebook.h"
+#include "artifacts/cg_notebook.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #ifndef CG_NOTEBOOK_H
 #define CG_NOTEBOOK_H
 
-#include "../bridge/cg_error.h"
+#include "base/cg_error.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,9 +1,10 @@
 /*  cg_preview — image previews made in a locked-down helper process, never in the server. */
 #define _GNU_SOURCE
-#include "cg_preview.h"
-#include "cg_image.h"
+#include "artifacts/cg_preview.h"
+#include "artifacts/cg_image.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <errno.h>
 #include <fcntl.h>

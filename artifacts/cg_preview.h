@@ -9,8 +9,8 @@
 #ifndef CG_PREVIEW_H
 #define CG_PREVIEW_H
 
-#include "cg_workspace.h"
-#include "../bridge/cg_error.h"
+#include "artifacts/cg_workspace.h"
+#include "base/cg_error.h"
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,8 +1,9 @@
 /*  cg_scripts — the saved-script library: files under the scripts directory, saves within
     the library's caps, the index. */
-#include "cg_scripts.h"
-#include "cg_scripts_int.h"
-#include "../bridge/cg_util.h"
+#include "artifacts/cg_scripts.h"
+#include "artifacts/cg_scripts_int.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <assert.h>
 #include <ctype.h>

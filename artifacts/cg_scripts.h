@@ -7,7 +7,7 @@
 #ifndef CG_SCRIPTS_H
 #define CG_SCRIPTS_H
 
-#include "../bridge/cg_error.h"
+#include "base/cg_error.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
 #ifndef CG_SCRIPTS_INT_H
 #define CG_SCRIPTS_INT_H
 
-#include "cg_scripts.h"
+#include "artifacts/cg_scripts.h"
 
 #define CG_SCRIPTS_INDEX "index.json"
 

@@ -1,8 +1,8 @@
 /*  cg_scripts_search — search_scripts over the saved-script library, with a cache of the
     index and of each script's code in lower case. */
-#include "cg_scripts.h"
-#include "cg_scripts_int.h"
-#include "../bridge/cg_util.h"
+#include "artifacts/cg_scripts.h"
+#include "artifacts/cg_scripts_int.h"
+#include "base/cg_util.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,9 +1,10 @@
 /*  cg_workspace — safe host-side access to a session's workspace: every path is resolved
     below one directory fd, and no symlink, magic link or mount point is ever followed. */
 #define _GNU_SOURCE
-#include "cg_workspace.h"
+#include "artifacts/cg_workspace.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <assert.h>
 #include <dirent.h>

@@ -4,8 +4,8 @@
 #ifndef CG_WORKSPACE_H
 #define CG_WORKSPACE_H
 
-#include "../bridge/cg_error.h"
-#include "../bridge/cg_limits.h"
+#include "base/cg_error.h"
+#include "base/cg_limits.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -3,8 +3,10 @@
     for its ipc directory, so that the kernel, not a scan, stops sandboxed code from
     filling the host's disk or inodes through any path it can write. */
 #define _GNU_SOURCE
-#include "cg_wsfs.h"
-#include "../bridge/cg_util.h"
+#include "artifacts/cg_wsfs.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "base/cg_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,8 +5,8 @@
 #ifndef CG_WSFS_H
 #define CG_WSFS_H
 
-#include "../bridge/cg_error.h"
-#include "../bridge/cg_limits.h"
+#include "base/cg_error.h"
+#include "base/cg_limits.h"
 
 #include <stdint.h>
 #include <sys/types.h>

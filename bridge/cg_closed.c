@@ -1,7 +1,7 @@
 /*  cg_closed — a bounded memory of the sessions closed lately: a ring of MAX entries,
     the oldest overwritten first, each ignored once older than its keep time. */
-#include "cg_closed.h"
-#include "cg_util.h"
+#include "bridge/cg_closed.h"
+#include "base/cg_util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,10 @@
 /*  cg_command — one-shot commands (bash) in a running sandbox: a new process per call,
     with stdin, a deadline, cancellation and the exit code. */
 #define _GNU_SOURCE
-#include "cg_command.h"
-#include "../containers/cg_sandbox_env.h"
-#include "cg_util.h"
+#include "bridge/cg_command.h"
+#include "containers/cg_sandbox_env.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <errno.h>
 #include <fcntl.h>

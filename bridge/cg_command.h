@@ -3,8 +3,8 @@
 #ifndef CG_COMMAND_H
 #define CG_COMMAND_H
 
-#include "../containers/cg_container.h"
-#include "cg_kernel.h"
+#include "containers/cg_container.h"
+#include "bridge/cg_kernel.h"
 
 #include <czmq.h>
 

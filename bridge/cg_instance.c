@@ -1,12 +1,13 @@
 /*  cg_instance — one running server's claim on the state dir: a locked instance dir,
     its container name prefix, and the clean-up of what crashed servers left. */
 #define _GNU_SOURCE
-#include "cg_instance.h"
-#include "cg_keep.h"
-#include "cg_util.h"
-#include "../artifacts/cg_wsfs.h"
+#include "bridge/cg_instance.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "artifacts/cg_wsfs.h"
 
 #include <dirent.h>
+#include <sodium.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -14,6 +15,104 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+//  The instance's kept marker (--keep-sessions): its state dir and the fingerprint of the
+//  settings a sandbox is made with.
+#define S_MARKER "kept.json"
+
+bool
+cg_instance_keeps (const cg_config_t *config)
+{
+    //  Over HTTP an owner is an Mcp-Session-Id, which dies with the server: nothing to keep.
+    return config->keep_sessions && strcmp (config->keep_sessions, "on") == 0 && !config->http;
+}
+
+//  The fingerprint of what a sandbox and its kernels are made with (the session directory's
+//  layout included): a kept sandbox made under other settings is not adopted. 32 hex
+//  digits into OUT.
+static void
+s_fingerprint (const cg_config_t *config, char out[33])
+{
+    cleanup_free char *text = cg_strdupf (
+        "runtime=%s kernels=%s memory=%d cpus=%g pids=%d tmp=%d nofile=%d fsize=%d ws=%d/%d "
+        "uid=%d gid=%d wheelhouse=%s npm=%s message=%zu layout=" CG_WSFS_WORKSPACE "," CG_WSFS_SITE
+        "," CG_WSFS_IPC,
+        config->runtime, config->kernels_dir, config->memory_mb, config->cpus, config->pids,
+        config->tmp_mb, config->nofile, config->fsize_mb, config->workspace_mb,
+        config->workspace_inodes, config->sandbox_uid, config->sandbox_gid,
+        config->wheelhouse ? config->wheelhouse : "", config->npm_mirror ? config->npm_mirror : "",
+        config->max_message_bytes);
+    unsigned char hash[16];
+    crypto_generichash (hash, sizeof hash, (const unsigned char *)text, strlen (text), NULL, 0);
+    sodium_bin2hex (out, 33, hash, sizeof hash);
+}
+
+static int
+s_mark (const char *instance_dir, const cg_config_t *config, cg_error_t **err)
+{
+    char fingerprint[33];
+    s_fingerprint (config, fingerprint);
+    return cg_write_json (
+        instance_dir, S_MARKER,
+        json_pack ("{s:s, s:s}", "state_dir", config->state_dir, "fingerprint", fingerprint), 0600,
+        err);
+}
+
+static int
+s_check (const char *instance_dir, const cg_config_t *config)
+{
+    cleanup_free char *path = cg_strdupf ("%s/%s", instance_dir, S_MARKER);
+    json_t *marker = cg_read_json_object (path, CG_KEEP_RECORD_MAX);
+    if (!marker)
+        return -1;
+    char fingerprint[33];
+    s_fingerprint (config, fingerprint);
+    const char *state = json_string_value (json_object_get (marker, "state_dir"));
+    const char *print = json_string_value (json_object_get (marker, "fingerprint"));
+    int rc = !state || strcmp (state, config->state_dir) != 0 ? -2
+             : print && strcmp (print, fingerprint) == 0      ? 1
+                                                              : 0;
+    json_decref (marker);
+    return rc;
+}
+
+//  Calls FN (with ARG) for each session directory name in SESSIONS_DIR.
+void
+cg_instance_each_slot (const char *sessions_dir, void (*fn) (void *arg, const char *slot),
+                       void *arg)
+{
+    DIR *dir = opendir (sessions_dir);
+    if (!dir)
+        return;
+    struct dirent *entry;
+    while ((entry = readdir (dir)))
+        if (entry->d_name[0] != '.' && strlen (entry->d_name) == 12
+            && strspn (entry->d_name, "0123456789abcdef") == 12)
+            fn (arg, entry->d_name);
+    closedir (dir);
+}
+
+typedef struct {
+    const char *sessions_dir;
+    json_t *records;
+} s_collect_t;
+
+static void
+s_collect_one (void *arg, const char *slot)
+{
+    s_collect_t *collect = arg;
+    cleanup_free char *path = cg_strdupf ("%s/%s/%s", collect->sessions_dir, slot, CG_KEEP_RECORD);
+    json_t *record = cg_read_json_object (path, CG_KEEP_RECORD_MAX);
+    if (record)
+        json_array_append_new (collect->records, record);
+}
+
+static void
+s_collect (const char *sessions_dir, json_t *lost)
+{
+    s_collect_t collect = {sessions_dir, lost};
+    cg_instance_each_slot (sessions_dir, s_collect_one, &collect);
+}
 
 //  An instance dir without a lock file younger than this is being created: left alone.
 #define S_CREATING_S 60
@@ -96,7 +195,7 @@ s_look_at (cg_instance_t *self, const char *instances_dir, const char *entry, ch
     if (fd == -2)
         return;
     cleanup_free char *dir = cg_strdupf ("%s/%s", instances_dir, entry);
-    int kept = self->keep ? cg_keep_check (dir, self->config) : -1;
+    int kept = self->keep ? s_check (dir, self->config) : -1;
     if (kept == 1 && fd >= 0 && !name[0] && strlen (entry) == 12) {
         snprintf (name, 13, "%s", entry);
         self->lock_fd = fd;
@@ -108,7 +207,7 @@ s_look_at (cg_instance_t *self, const char *instances_dir, const char *entry, ch
         return;
     if (kept == 0) {
         cleanup_free char *sessions = cg_strdupf ("%s/sessions", dir);
-        cg_keep_collect (sessions, self->lost);
+        s_collect (sessions, self->lost);
         cg_log (1, "the sandboxes kept in %s were made with other settings: removing them", dir);
     }
     s_reap_instance (self->backend, instances_dir, entry);
@@ -146,7 +245,7 @@ cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **
     self->backend = backend;
     self->config = config;
     self->lock_fd = -1;
-    self->keep = cg_keep_enabled (config);
+    self->keep = cg_instance_keeps (config);
     self->lost = json_array ();
     self->instances_dir = cg_xstrdup (instances_dir);
     char name[13] = "";
@@ -184,7 +283,7 @@ cg_instance_new (cg_backend_t *backend, const cg_config_t *config, cg_error_t **
             return NULL;
         }
     }
-    if (self->keep && cg_keep_mark (self->dir, config, err) < 0) {
+    if (self->keep && s_mark (self->dir, config, err) < 0) {
         cg_instance_destroy (&self);
         return NULL;
     }
@@ -216,7 +315,7 @@ cg_instance_destroy (cg_instance_t **self_p)
     cg_instance_t *self = *self_p;
     json_t *kept = json_array ();
     if (self->keep && self->lock_fd >= 0)
-        cg_keep_collect (self->sessions_dir, kept);
+        s_collect (self->sessions_dir, kept);
     if (json_array_size (kept)) {
         cg_log (2, "left %zu session(s) running for the next server (--keep-sessions)",
                 json_array_size (kept));
@@ -249,7 +348,7 @@ cg_instance_sweep (cg_instance_t *self)
         if (fd == -2)
             continue;
         cleanup_free char *path = cg_strdupf ("%s/%s", self->instances_dir, entry->d_name);
-        cleanup_free char *marker = cg_strdupf ("%s/" CG_KEEP_MARKER, path);
+        cleanup_free char *marker = cg_strdupf ("%s/" S_MARKER, path);
         if (access (marker, F_OK) < 0)
             reaped += s_reap_instance (self->backend, self->instances_dir, entry->d_name);
         if (fd >= 0)

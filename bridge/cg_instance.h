@@ -3,9 +3,9 @@
 #ifndef CG_INSTANCE_H
 #define CG_INSTANCE_H
 
-#include "../containers/cg_container.h"
-#include "cg_config.h"
-#include "cg_error.h"
+#include "containers/cg_container.h"
+#include "base/cg_config.h"
+#include "base/cg_error.h"
 
 #include <jansson.h>
 
@@ -14,7 +14,7 @@ typedef struct cg_instance_t cg_instance_t;
 /*  Creates STATE/instances/<12 hex>, locked for this process's life, after removing
     the containers and directories of instances whose server is gone (their lock is
     free). With --keep-sessions, a dead instance that kept sessions under the same
-    settings (cg_keep_check) is taken over instead of created (one per start; others
+    settings (its kept marker) is taken over instead of created (one per start; others
     wait), and one that kept them under other settings is removed, its records kept for
     cg_instance_lost. BACKEND and CONFIG are borrowed. Returns a new instance the caller owns, or
     NULL with *err set. */
@@ -42,5 +42,18 @@ const char *cg_instance_sessions_dir (cg_instance_t *self);
 
 /*  Returns the prefix of this instance's container ids ("cg-<12 hex>-"). */
 const char *cg_instance_prefix (cg_instance_t *self);
+
+/*  A session's record in its directory (cg_registry_keep_save), at most
+    CG_KEEP_RECORD_MAX bytes; anything larger is not ours. */
+#define CG_KEEP_RECORD "record.json"
+#define CG_KEEP_RECORD_MAX (64 * 1024)
+
+/*  Returns true when CONFIG keeps sessions: --keep-sessions on, over stdio (an HTTP
+    owner, an Mcp-Session-Id, dies with the server: HTTP sessions are never kept). */
+bool cg_instance_keeps (const cg_config_t *config);
+
+/*  Calls FN (with ARG) for each session directory name (12 hex digits) in SESSIONS_DIR. */
+void cg_instance_each_slot (const char *sessions_dir, void (*fn) (void *arg, const char *slot),
+                            void *arg);
 
 #endif

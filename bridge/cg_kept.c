@@ -1,9 +1,10 @@
 /*  cg_kept — one-shot runs' files, kept for download after their sandbox is gone. */
 #define _GNU_SOURCE
-#include "cg_kept.h"
-#include "cg_limits.h"
-#include "cg_log.h"
-#include "cg_util.h"
+#include "bridge/cg_kept.h"
+#include "base/cg_limits.h"
+#include "base/cg_log.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,8 +8,8 @@
 #ifndef CG_KEPT_H
 #define CG_KEPT_H
 
-#include "cg_outcome.h"
-#include "../artifacts/cg_workspace.h"
+#include "bridge/cg_outcome.h"
+#include "artifacts/cg_workspace.h"
 
 #include <stddef.h>
 #include <stdint.h>

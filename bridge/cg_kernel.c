@@ -2,12 +2,13 @@
     execute (its messages go to cg_run, input requests are answered), interrupt,
     heartbeat, shutdown. */
 #define _GNU_SOURCE
-#include "cg_kernel.h"
-#include "cg_fault.h"
-#include "cg_keep.h"
-#include "cg_util.h"
-#include "cg_wire.h"
-#include "../containers/cg_sandbox_env.h"
+#include "bridge/cg_kernel.h"
+#include "base/cg_fault.h"
+#include "containers/cg_cgroup.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "bridge/cg_wire.h"
+#include "containers/cg_sandbox_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -529,7 +530,7 @@ cg_kernel_adopt (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_ke
     s_read_kernel_pid (self);
     //  The pid file is the host's; the pid must still be a process of this container
     //  (not one that took a dead kernel's pid since).
-    if (key && !(self->kernel_pid > 0 && cg_keep_pid_in (self->kernel_pid, sandbox->id)))
+    if (key && !(self->kernel_pid > 0 && cg_cgroup_holds_pid (self->kernel_pid, sandbox->id)))
         cg_error_set (err, ESRCH, "the kernel process is gone");
     else if (key && (self->helper_pidfd = s_pidfd_open (self->kernel_pid)) < 0)
         cg_error_set (err, errno, "pidfd_open: %s", strerror (errno));

@@ -4,12 +4,12 @@
 #ifndef CG_KERNEL_H
 #define CG_KERNEL_H
 
-#include "../containers/cg_container.h"
-#include "cg_config.h"
-#include "cg_error.h"
-#include "cg_kernelspec.h"
-#include "cg_run.h"
-#include "cg_wire.h"
+#include "containers/cg_container.h"
+#include "base/cg_config.h"
+#include "base/cg_error.h"
+#include "bridge/cg_kernelspec.h"
+#include "bridge/cg_run.h"
+#include "bridge/cg_wire.h"
 
 #include <czmq.h>
 #include <jansson.h>

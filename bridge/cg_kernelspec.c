@@ -1,8 +1,8 @@
 /*  cg_kernelspec — a kernel spec (kernels/<language>/kernel.json): how to start a kernel
     of one language and what it supports. */
-#include "cg_kernelspec.h"
-#include "cg_util.h"
-#include "../containers/cg_sandbox_env.h"
+#include "bridge/cg_kernelspec.h"
+#include "base/cg_util.h"
+#include "containers/cg_sandbox_env.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -3,7 +3,7 @@
 #ifndef CG_KERNELSPEC_H
 #define CG_KERNELSPEC_H
 
-#include "cg_error.h"
+#include "base/cg_error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

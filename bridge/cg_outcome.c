@@ -1,8 +1,9 @@
 /*  cg_outcome — what one run came to, in C values: how it ended, what it printed and
     displayed, and what it did to the workspace. */
-#include "cg_outcome.h"
-#include "cg_utf8.h"
-#include "cg_util.h"
+#include "bridge/cg_outcome.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,10 @@
 /*  cg_pool — the warm pool of ready sandboxes, each claimed once and never given back. */
-#include "cg_pool.h"
-#include "cg_log.h"
-#include "cg_runner.h"
-#include "cg_util.h"
-#include "../artifacts/cg_wsfs.h"
+#include "bridge/cg_pool.h"
+#include "base/cg_log.h"
+#include "bridge/cg_runner.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "artifacts/cg_wsfs.h"
 
 #include <ctype.h>
 #include <errno.h>

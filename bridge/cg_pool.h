@@ -6,10 +6,10 @@
 #ifndef CG_POOL_H
 #define CG_POOL_H
 
-#include "../artifacts/cg_workspace.h"
-#include "../containers/cg_container.h"
-#include "cg_config.h"
-#include "cg_error.h"
+#include "artifacts/cg_workspace.h"
+#include "containers/cg_container.h"
+#include "base/cg_config.h"
+#include "base/cg_error.h"
 
 #include <czmq.h>
 #include <stdbool.h>

@@ -1,13 +1,13 @@
 /*  cg_registry — the one owner of sandbox sessions: limits, busy flags, idle TTL,
     download tokens and the on-disk layout. */
-#include "cg_registry.h"
-#include "cg_closed.h"
-#include "cg_keep.h"
-#include "cg_outcome.h"
-#include "cg_pool.h"
-#include "cg_runner.h"
-#include "cg_session.h"
-#include "cg_util.h"
+#include "bridge/cg_registry.h"
+#include "bridge/cg_closed.h"
+#include "bridge/cg_outcome.h"
+#include "bridge/cg_pool.h"
+#include "bridge/cg_runner.h"
+#include "bridge/cg_session.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -372,8 +372,8 @@ cg_registry_restore (cg_registry_t *self, cg_registry_session_t *fields, const c
 void
 cg_registry_save (cg_registry_t *self, cg_registry_session_t *session)
 {
-    if (cg_keep_eligible (self->config, session))
-        cg_keep_save (session);
+    if (cg_registry_keeps (self->config, session))
+        cg_registry_keep_save (session);
 }
 
 zactor_t *
@@ -515,13 +515,13 @@ s_retire (cg_registry_t *self, cg_registry_session_t *session, const char *reaso
     if (self->listener)
         self->listener (self->listener_arg, session, reason);
     //  At the server's stop a kept session's sandbox stays for the next server.
-    session->kept = strcmp (reason, "shutdown") == 0 && cg_keep_eligible (self->config, session);
+    session->kept = strcmp (reason, "shutdown") == 0 && cg_registry_keeps (self->config, session);
     if (session->kept) {
-        cg_keep_save (session);
+        cg_registry_keep_save (session);
         zstr_send (session->runner, "KEEP");
     }
     else if (session->dir)
-        cg_keep_forget (session->dir);
+        cg_registry_keep_forget (session->dir);
     zstr_send (session->runner, "$TERM");
     cleanup_free char *key = cg_strdupf ("%s/%s", session->owner, session->id);
     zhashx_delete (self->sessions, key);

@@ -8,13 +8,13 @@
 #ifndef CG_REGISTRY_H
 #define CG_REGISTRY_H
 
-#include "../artifacts/cg_metrics.h"
-#include "../artifacts/cg_workspace.h"
-#include "../artifacts/cg_wsfs.h"
-#include "../containers/cg_container.h"
-#include "cg_config.h"
-#include "cg_instance.h"
-#include "cg_kept.h"
+#include "artifacts/cg_metrics.h"
+#include "artifacts/cg_workspace.h"
+#include "artifacts/cg_wsfs.h"
+#include "containers/cg_container.h"
+#include "base/cg_config.h"
+#include "bridge/cg_instance.h"
+#include "bridge/cg_kept.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -120,7 +120,7 @@ cg_registry_session_t *cg_registry_restore (cg_registry_t *self, cg_registry_ses
                                             const char *slot, const char *note);
 
 /*  Saves SESSION's record for the next server when it is kept across restarts
-    (cg_keep_eligible); call it when its count, name or activity changed. */
+    (cg_registry_keeps); call it when its count, name or activity changed. */
 void cg_registry_save (cg_registry_t *self, cg_registry_session_t *session);
 
 /*  Returns true when no session more may start (--max-sessions sandboxes exist). */
@@ -240,5 +240,19 @@ cg_workspace_t *cg_registry_download (void *arg, const char *id, const char *tok
 /*  The metrics' gauges (cg_metrics_gauges_fn; ARG is the registry): live sessions, by
     language, one-shot runners in flight, sandboxes closing and the limit. */
 void cg_registry_metrics_cb (void *arg, cg_metrics_gauges_t *gauges);
+
+/*  Kept sessions (--keep-sessions; bridge/cg_registry_keep.c). cg_registry_keeps: whether
+    SESSION is kept across a restart under CONFIG (keeping is on and its owner is the stdio
+    client). cg_registry_keep_save writes SESSION's record into its directory (atomically,
+    0600) for the next server, its last activity as wall-clock time so the idle TTL runs on
+    across a restart; failures are logged. cg_registry_keep_forget removes SESSION_DIR's
+    record. cg_registry_keep_restore reads SESSION_DIR's record into SESSION (zeroed first,
+    its strings new); _restore_json reads it from RECORD. Both return 0, or -1 when there is
+    no valid record. */
+bool cg_registry_keeps (const cg_config_t *config, const cg_registry_session_t *session);
+void cg_registry_keep_save (const cg_registry_session_t *session);
+void cg_registry_keep_forget (const char *session_dir);
+int cg_registry_keep_restore (const char *session_dir, cg_registry_session_t *session);
+int cg_registry_keep_restore_json (json_t *record, cg_registry_session_t *session);
 
 #endif

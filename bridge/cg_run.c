@@ -1,7 +1,7 @@
 /*  cg_run — what one execution produced: bounded output buffers, the run record, and
     the kernel messages that fill it. */
-#include "cg_run.h"
-#include "cg_util.h"
+#include "bridge/cg_run.h"
+#include "base/cg_util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef CG_RUN_H
 #define CG_RUN_H
 
-#include "cg_wire.h"
+#include "bridge/cg_wire.h"
 
 #include <jansson.h>
 #include <stdbool.h>

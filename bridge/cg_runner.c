@@ -1,11 +1,11 @@
 /*  cg_runner — an actor that owns one session and runs its cells one at a time, so a
     long cell never blocks the server or other sessions. */
-#include "cg_runner.h"
-#include "cg_kept.h"
-#include "cg_limits.h"
-#include "cg_session.h"
-#include "cg_utf8.h"
-#include "cg_util.h"
+#include "bridge/cg_runner.h"
+#include "bridge/cg_kept.h"
+#include "base/cg_limits.h"
+#include "bridge/cg_session.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
 
 #include <fcntl.h>
 #include <string.h>

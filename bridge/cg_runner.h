@@ -3,8 +3,8 @@
 #ifndef CG_RUNNER_H
 #define CG_RUNNER_H
 
-#include "../containers/cg_container.h"
-#include "cg_config.h"
+#include "containers/cg_container.h"
+#include "base/cg_config.h"
 
 #include <czmq.h>
 #include <stdbool.h>

@@ -1,14 +1,14 @@
 /*  cg_session — one sandbox (container + workspace) with its kernels started lazily, and
     the execution of one cell into one outcome (cg_outcome_t). */
 #define _GNU_SOURCE
-#include "cg_session_int.h"
-#include "cg_command.h"
-#include "cg_fault.h"
-#include "cg_keep.h"
-#include "cg_util.h"
-#include "../artifacts/cg_artifacts.h"
-#include "../artifacts/cg_preview.h"
-#include "../artifacts/cg_wsfs.h"
+#include "bridge/cg_session_int.h"
+#include "bridge/cg_command.h"
+#include "base/cg_fault.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "artifacts/cg_artifacts.h"
+#include "artifacts/cg_preview.h"
+#include "artifacts/cg_wsfs.h"
 
 #include <errno.h>
 #include <sodium.h>

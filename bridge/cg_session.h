@@ -3,12 +3,12 @@
 #ifndef CG_SESSION_H
 #define CG_SESSION_H
 
-#include "../containers/cg_container.h"
-#include "cg_config.h"
-#include "cg_error.h"
-#include "cg_kernel.h"
-#include "cg_outcome.h"
-#include "../artifacts/cg_workspace.h"
+#include "containers/cg_container.h"
+#include "base/cg_config.h"
+#include "base/cg_error.h"
+#include "bridge/cg_kernel.h"
+#include "bridge/cg_outcome.h"
+#include "artifacts/cg_workspace.h"
 
 #include <czmq.h>
 #include <jansson.h>

@@ -5,10 +5,10 @@
 #ifndef CG_SESSION_INT_H
 #define CG_SESSION_INT_H
 
-#include "cg_command.h"
-#include "cg_kernelspec.h"
-#include "cg_session.h"
-#include "../artifacts/cg_workspace.h"
+#include "bridge/cg_command.h"
+#include "bridge/cg_kernelspec.h"
+#include "bridge/cg_session.h"
+#include "artifacts/cg_workspace.h"
 
 #define MAX_KERNELS 4
 #define S_STATE_LOST \

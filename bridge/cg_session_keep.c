@@ -1,19 +1,41 @@
 /*  cg_session_keep — a session's sandbox kept across a server's restart (--keep-sessions):
     re-adopted by the next server, or left running by this one. */
 #define _GNU_SOURCE
-#include "cg_keep.h"
-#include "cg_session_int.h"
-#include "cg_util.h"
+#include "containers/cg_cgroup.h"
+#include "bridge/cg_session_int.h"
+#include "base/cg_util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
+
+//  The languages (a new strv, at most MAX) whose kernel keys (kernel-<language>.key,
+//  cg_kernel_adopt) are in BUNDLE_DIR.
+static char **
+s_kept_kernels (const char *bundle_dir, int max)
+{
+    char **languages = cg_strv_new ((size_t)max);
+    DIR *dir = opendir (bundle_dir);
+    struct dirent *entry;
+    int count = 0;
+    while (dir && count < max && (entry = readdir (dir))) {
+        size_t len = strlen (entry->d_name);
+        if (strncmp (entry->d_name, "kernel-", 7) == 0 && len > 11 && len < 48
+            && strcmp (entry->d_name + len - 4, ".key") == 0)
+            languages[count++] = cg_strdupf ("%.*s", (int)(len - 11), entry->d_name + 7);
+    }
+    if (dir)
+        closedir (dir);
+    return languages;
+}
 
 //  Re-adopts every kernel whose key the previous server left in the bundle dir. Returns
 //  0, or -1 with *err set.
 static int
 s_adopt_kernels (cg_session_t *self, cg_error_t **err)
 {
-    char **languages = cg_keep_kernels (self->bundle_dir, MAX_KERNELS);
+    char **languages = s_kept_kernels (self->bundle_dir, MAX_KERNELS);
     int rc = 0;
     for (int i = 0; rc == 0 && languages[i]; i++)
         if (!(self->specs[i] = cg_kernel_spec_load (self->config->kernels_dir, languages[i], err))
@@ -38,7 +60,7 @@ cg_session_adopt (cg_backend_t *backend, const cg_config_t *config, const char *
         cg_session_free_ (&self);
         return NULL;
     }
-    self->container_running = cg_keep_container_alive (self->bundle_dir, self->container_id);
+    self->container_running = cg_cgroup_container_alive (self->bundle_dir, self->container_id);
     if (!self->container_running)
         cg_error_set (&err, ESRCH, "its container is gone");
     if (self->container_running && s_adopt_kernels (self, &err) == 0) {

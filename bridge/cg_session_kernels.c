@@ -1,9 +1,9 @@
 /*  cg_session_kernels — a session's kernel slots: which language is where, its spec and
     the environment its kernel starts with, and what the Jupyter gateway asks of a running
     kernel. */
-#include "cg_fault.h"
-#include "cg_session_int.h"
-#include "cg_util.h"
+#include "base/cg_fault.h"
+#include "bridge/cg_session_int.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <string.h>

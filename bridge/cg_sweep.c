@@ -1,8 +1,8 @@
 /*  cg_sweep — the periodic orphan sweep: every cleanup interval, on a thread of its own,
     removes what servers that are gone left in the state dir. */
-#include "cg_sweep.h"
-#include "cg_util.h"
-#include "../artifacts/cg_metrics.h"
+#include "bridge/cg_sweep.h"
+#include "base/cg_util.h"
+#include "artifacts/cg_metrics.h"
 
 #include <czmq.h>
 

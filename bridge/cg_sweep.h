@@ -5,7 +5,7 @@
 #ifndef CG_SWEEP_H
 #define CG_SWEEP_H
 
-#include "cg_instance.h"
+#include "bridge/cg_instance.h"
 
 typedef struct cg_sweep_t cg_sweep_t;
 

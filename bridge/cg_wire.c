@@ -1,8 +1,8 @@
 /*  cg_wire — the Jupyter wire protocol (messaging 5.3): framing, HMAC-SHA256 signing and
     verification. The only module that touches ZeroMQ frames. */
-#include "cg_wire.h"
-#include "cg_utf8.h"
-#include "cg_util.h"
+#include "bridge/cg_wire.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
 
 #include <sodium.h>
 #include <string.h>

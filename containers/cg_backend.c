@@ -1,9 +1,10 @@
 /*  cg_backend — choosing the sandbox backend (--backend oci|docker|auto) and dispatching
     cg_container.h's calls to it; what every backend shares (the package layers). */
 #define _GNU_SOURCE
-#include "cg_backend_ops.h"
-#include "cg_rootless.h"
-#include "../bridge/cg_util.h"
+#include "containers/cg_backend_ops.h"
+#include "containers/cg_rootless.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <errno.h>
 #include <fcntl.h>

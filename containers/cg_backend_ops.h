@@ -4,7 +4,7 @@
 #ifndef CG_BACKEND_OPS_H
 #define CG_BACKEND_OPS_H
 
-#include "cg_container.h"
+#include "containers/cg_container.h"
 
 #include <jansson.h>
 

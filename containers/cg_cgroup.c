@@ -1,7 +1,8 @@
 /*  cg_cgroup — removing the sandbox cgroups a half-made container left behind. */
 #define _GNU_SOURCE
-#include "cg_cgroup.h"
-#include "../bridge/cg_util.h"
+#include "containers/cg_cgroup.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -238,4 +239,21 @@ cg_cgroup_signal_members (const char *dir, pid_t init, int signal, const pid_t *
             line++;
     }
     return count;
+}
+
+bool
+cg_cgroup_holds_pid (pid_t pid, const char *container_id)
+{
+    cleanup_free char *path = cg_strdupf ("/proc/%ld/cgroup", (long)pid);
+    cleanup_free char *text = cg_read_file (path, 64 * 1024, NULL, NULL);
+    cleanup_free char *tail = cg_strdupf ("/%s\n", container_id);
+    return pid > 0 && text && strstr (text, tail);
+}
+
+bool
+cg_cgroup_container_alive (const char *bundle_dir, const char *container_id)
+{
+    cleanup_free char *path = cg_strdupf ("%s/init.pid", bundle_dir);
+    cleanup_free char *text = cg_read_file (path, 64, NULL, NULL);
+    return text && cg_cgroup_holds_pid ((pid_t)atol (text), container_id);
 }

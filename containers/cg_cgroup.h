@@ -3,7 +3,7 @@
 #ifndef CG_CGROUP_H
 #define CG_CGROUP_H
 
-#include "cg_container.h"
+#include "containers/cg_container.h"
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -44,5 +44,14 @@ double cg_cgroup_peak_end (const char *dir, bool v2, cg_container_peak_t *peak);
     KEEP_COUNT pids in KEEP. Returns how many were signalled. */
 int cg_cgroup_signal_members (const char *dir, pid_t init, int signal, const pid_t *keep,
                               size_t keep_count);
+
+/*  Returns true when host process PID runs in the cgroup of container CONTAINER_ID, as runc
+    (root or rootless) names it: a pid read from a pid file is still that container's
+    process, not a reused pid. */
+bool cg_cgroup_holds_pid (pid_t pid, const char *container_id);
+
+/*  Returns true when the runc container CONTAINER_ID whose bundle is BUNDLE_DIR still runs:
+    the init pid the host recorded there (init.pid) is a process in its cgroup. */
+bool cg_cgroup_container_alive (const char *bundle_dir, const char *container_id);
 
 #endif

@@ -3,8 +3,8 @@
 #ifndef CG_CONTAINER_H
 #define CG_CONTAINER_H
 
-#include "../bridge/cg_error.h"
-#include "../bridge/cg_limits.h"
+#include "base/cg_error.h"
+#include "base/cg_limits.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -2,13 +2,14 @@
     compatible service): one container per sandbox with no network, no capabilities, our
     seccomp profile, a read-only root and limits; processes started with exec. */
 #define _GNU_SOURCE
-#include "cg_backend_ops.h"
-#include "cg_cgroup.h"
-#include "cg_docker.h"
-#include "cg_docker_api.h"
-#include "cg_seccomp.h"
-#include "../bridge/cg_fault.h"
-#include "../bridge/cg_util.h"
+#include "containers/cg_backend_ops.h"
+#include "containers/cg_cgroup.h"
+#include "containers/cg_docker.h"
+#include "containers/cg_docker_api.h"
+#include "containers/cg_seccomp.h"
+#include "base/cg_fault.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -4,8 +4,8 @@
 #ifndef CG_DOCKER_H
 #define CG_DOCKER_H
 
-#include "cg_container.h"
-#include "cg_docker_api.h"
+#include "containers/cg_container.h"
+#include "containers/cg_docker_api.h"
 
 /*  Creates an exec of SPEC in SANDBOX's container through API (as LIMITS' sandbox user)
     and starts the helper that attaches to it with SPEC's fds as its stdin, stdout and

@@ -1,7 +1,7 @@
 /*  cg_docker_api — the Docker Engine API over a unix socket with libcurl. */
 #define _GNU_SOURCE
-#include "cg_docker_api.h"
-#include "../bridge/cg_util.h"
+#include "containers/cg_docker_api.h"
+#include "base/cg_util.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 #ifndef CG_DOCKER_API_H
 #define CG_DOCKER_API_H
 
-#include "../bridge/cg_error.h"
+#include "base/cg_error.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,10 +1,11 @@
 /*  cg_docker_exec — exec in a Docker API sandbox: the exec made by the server, and the
     helper process that attaches to it and carries its streams and exit code. */
 #define _GNU_SOURCE
-#include "cg_backend_ops.h"
-#include "cg_docker.h"
-#include "cg_docker_stream.h"
-#include "../bridge/cg_util.h"
+#include "containers/cg_backend_ops.h"
+#include "containers/cg_docker.h"
+#include "containers/cg_docker_stream.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <errno.h>
 #include <poll.h>

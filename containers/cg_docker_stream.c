@@ -1,6 +1,6 @@
 /*  cg_docker_stream — parsing the exec attach stream of the Docker Engine API. */
 #define _GNU_SOURCE
-#include "cg_docker_stream.h"
+#include "containers/cg_docker_stream.h"
 
 #include <string.h>
 

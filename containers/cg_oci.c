@@ -1,13 +1,15 @@
 /*  cg_oci — the default sandbox backend: OCI containers through runc or crun, with the
     config.json written here (read-only root, no network, no capabilities, seccomp). */
 #define _GNU_SOURCE
-#include "cg_cgroup.h"
-#include "cg_backend_ops.h"
-#include "cg_rootless.h"
-#include "cg_runtime.h"
-#include "cg_seccomp.h"
-#include "../bridge/cg_fault.h"
-#include "../bridge/cg_util.h"
+#include "containers/cg_cgroup.h"
+#include "containers/cg_backend_ops.h"
+#include "containers/cg_rootless.h"
+#include "containers/cg_runtime.h"
+#include "containers/cg_seccomp.h"
+#include "base/cg_fault.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "base/cg_proc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,9 +1,9 @@
 /*  cg_rootless — the rootless OCI backend's own parts: the user namespace, rlimits in
     place of a cgroup, and the sandbox's processes found by their pid namespace. */
 #define _GNU_SOURCE
-#include "cg_rootless.h"
+#include "containers/cg_rootless.h"
 
-#include "../bridge/cg_util.h"
+#include "base/cg_util.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 #ifndef CG_ROOTLESS_H
 #define CG_ROOTLESS_H
 
-#include "cg_container.h"
+#include "containers/cg_container.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,8 +1,8 @@
 /*  cg_runtime — finding the OCI runtime (auto, a name on PATH, or a path) and what its
     version is known to lack. */
 #define _GNU_SOURCE
-#include "cg_runtime.h"
-#include "../bridge/cg_util.h"
+#include "containers/cg_runtime.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <limits.h>

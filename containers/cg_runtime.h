@@ -3,7 +3,7 @@
 #ifndef CG_RUNTIME_H
 #define CG_RUNTIME_H
 
-#include "../bridge/cg_error.h"
+#include "base/cg_error.h"
 
 #include <stdbool.h>
 

@@ -1,8 +1,8 @@
 /*  cg_sandbox_env — the environment every sandboxed process starts with: an allow-list,
     nothing from the host. */
-#include "cg_sandbox_env.h"
-#include "cg_container.h"
-#include "../bridge/cg_util.h"
+#include "containers/cg_sandbox_env.h"
+#include "containers/cg_container.h"
+#include "base/cg_util.h"
 
 #include <string.h>
 

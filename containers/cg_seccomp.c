@@ -1,6 +1,6 @@
 /*  cg_seccomp — the sandbox's OCI seccomp profile (Docker's default, tightened). */
 
-#include "cg_seccomp.h"
+#include "containers/cg_seccomp.h"
 
 #include <stddef.h>
 #include <stdio.h>

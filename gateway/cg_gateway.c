@@ -1,8 +1,8 @@
 /*  cg_gateway — the Jupyter Kernel Gateway REST API: kernelspecs and kernels. */
-#include "cg_gateway_int.h"
-#include "../artifacts/cg_http_guard.h"
-#include "../bridge/cg_log.h"
-#include "../bridge/cg_util.h"
+#include "gateway/cg_gateway_int.h"
+#include "artifacts/cg_http_guard.h"
+#include "base/cg_log.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <sodium.h>

@@ -7,9 +7,9 @@
 #ifndef CG_GATEWAY_H
 #define CG_GATEWAY_H
 
-#include "../artifacts/cg_http.h"
-#include "../bridge/cg_config.h"
-#include "../bridge/cg_registry.h"
+#include "artifacts/cg_http.h"
+#include "base/cg_config.h"
+#include "bridge/cg_registry.h"
 
 #include <czmq.h>
 

@@ -3,8 +3,8 @@
 #ifndef CG_GATEWAY_INT_H
 #define CG_GATEWAY_INT_H
 
-#include "cg_gateway.h"
-#include "cg_jmsg.h"
+#include "gateway/cg_gateway.h"
+#include "gateway/cg_jmsg.h"
 
 #define CG_GATEWAY_SOCKETS_MAX 64 /* WebSockets at once, all kernels */
 

@@ -1,10 +1,10 @@
 /*  cg_gateway — a kernel's channels over a WebSocket: each connection is one Jupyter
     client of the kernel (its own shell, control and stdin DEALERs under one identity, its
     own iopub SUB), relaying messages both ways and re-signing the front end's. */
-#include "cg_gateway_int.h"
-#include "cg_ws.h"
-#include "../bridge/cg_log.h"
-#include "../bridge/cg_util.h"
+#include "gateway/cg_gateway_int.h"
+#include "gateway/cg_ws.h"
+#include "base/cg_log.h"
+#include "base/cg_util.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>

@@ -1,6 +1,6 @@
 /*  cg_jmsg — Jupyter messages over the gateway's WebSocket (legacy JSON and binary, v1). */
-#include "cg_jmsg.h"
-#include "../bridge/cg_util.h"
+#include "gateway/cg_jmsg.h"
+#include "base/cg_util.h"
 
 #include <jansson.h>
 #include <stdio.h>

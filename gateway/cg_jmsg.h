@@ -6,7 +6,7 @@
 #ifndef CG_JMSG_H
 #define CG_JMSG_H
 
-#include "../bridge/cg_wire.h"
+#include "bridge/cg_wire.h"
 
 #include <stdbool.h>
 #include <stddef.h>

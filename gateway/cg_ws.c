@@ -1,6 +1,6 @@
 /*  cg_ws — one server-side WebSocket over libwslay's event API. */
-#include "cg_ws.h"
-#include "../bridge/cg_util.h"
+#include "gateway/cg_ws.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <nettle/sha1.h>

@@ -1,8 +1,8 @@
 /*  cg_admin — /admin/sessions: list and close any sandbox. */
-#include "cg_admin.h"
-#include "cg_server_int.h"
-#include "../artifacts/cg_http_guard.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_admin.h"
+#include "mcp/cg_server_int.h"
+#include "artifacts/cg_http_guard.h"
+#include "base/cg_util.h"
 
 #include <sodium.h>
 #include <string.h>

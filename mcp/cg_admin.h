@@ -8,7 +8,7 @@
 #ifndef CG_ADMIN_H
 #define CG_ADMIN_H
 
-#include "cg_server.h"
+#include "mcp/cg_server.h"
 
 /*  Adds the /admin/sessions routes of SERVER to HTTP, its listener (both borrowed; SERVER
     must outlive the listener), and makes SERVER's admin token (the configured one, else

@@ -1,11 +1,11 @@
 /*  cg_answer — where the answer of every tools/call goes out, now (cg_request_result,
     cg_request_error) or later (cg_server_call_answer, cg_server_call_fail), and so where
     each gets its operations-log record (cg_oplog, seed 004's stage 5). */
-#include "cg_jsonrpc.h"
-#include "cg_oplog.h"
-#include "cg_modern.h"
-#include "cg_server.h"
-#include "cg_tasks.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_oplog.h"
+#include "mcp/cg_modern.h"
+#include "mcp/cg_server.h"
+#include "mcp/cg_tasks.h"
 
 //  Logs the record of REQ, a tools/call answered now with RESULT (borrowed), or with the
 //  JSON-RPC error CODE when RESULT is NULL. Other methods get none.

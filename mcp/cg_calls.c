@@ -1,13 +1,13 @@
 /*  cg_calls — the MCP core's calls in flight: a request whose answer comes later (a run, a
     session start, a client's response), its end, its cancellation, and what ends with a
     client or a session. */
-#include "cg_jsonrpc.h"
-#include "cg_listen.h"
-#include "cg_resources.h"
-#include "cg_server_int.h"
-#include "cg_tasks.h"
-#include "cg_tools.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_listen.h"
+#include "mcp/cg_resources.h"
+#include "mcp/cg_server_int.h"
+#include "mcp/cg_tasks.h"
+#include "mcp/tools/cg_tools.h"
+#include "base/cg_util.h"
 
 #include <string.h>
 

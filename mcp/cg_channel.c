@@ -1,6 +1,6 @@
 /*  cg_channel — where MCP messages to a client go, whatever carries them. */
-#include "cg_channel.h"
-#include "cg_result.h"
+#include "mcp/cg_channel.h"
+#include "mcp/cg_result.h"
 
 #include <string.h>
 

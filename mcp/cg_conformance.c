@@ -1,10 +1,10 @@
 /*  cg_conformance — the fixture tools the official MCP conformance suite calls by name
     (test_simple_text, test_image_content, ...), served only under --tool-profile
     conformance, never by default. */
-#include "cg_conformance.h"
+#include "mcp/cg_conformance.h"
 
-#include "../bridge/cg_utf8.h"
-#include "../bridge/cg_util.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 #ifndef CG_CONFORMANCE_H
 #define CG_CONFORMANCE_H
 
-#include "cg_server.h"
+#include "mcp/cg_server.h"
 
 #include <jansson.h>
 #include <stdbool.h>

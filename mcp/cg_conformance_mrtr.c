@@ -2,12 +2,12 @@
     conformance only): the input_required round trips of SEP-2322 (elicitation, sampling,
     roots, requestState, several inputs, several rounds, tampered state, capabilities, a
     prompt), a capability the client must declare, a log only when asked, a stream. */
-#include "cg_conformance.h"
-#include "cg_jsonrpc.h"
-#include "cg_modern.h"
-#include "cg_tasks.h"
-#include "../bridge/cg_utf8.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_conformance.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_modern.h"
+#include "mcp/cg_tasks.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
 
 #include <sodium.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*  cg_jsonrpc — JSON-RPC 2.0 messages: classify what arrives, build what leaves. */
-#include "cg_jsonrpc.h"
+#include "mcp/cg_jsonrpc.h"
 
 #include <string.h>
 

@@ -1,9 +1,9 @@
 /*  cg_listen — 2026-07-28's subscriptions/listen for workspace files. */
-#include "cg_listen.h"
-#include "cg_jsonrpc.h"
-#include "cg_resources.h"
-#include "cg_server_int.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_listen.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_resources.h"
+#include "mcp/cg_server_int.h"
+#include "base/cg_util.h"
 
 #include <string.h>
 

@@ -6,8 +6,8 @@
 #ifndef CG_LISTEN_H
 #define CG_LISTEN_H
 
-#include "cg_server.h"
-#include "../bridge/cg_outcome.h"
+#include "mcp/cg_server.h"
+#include "bridge/cg_outcome.h"
 
 /*  subscriptions/listen (REQ, a 2026-07-28 request, with PARAMS). */
 void cg_listen (const cg_request_t *req, json_t *params);

@@ -2,25 +2,25 @@
     dispatch, calls in flight and cancellation, the runners' messages, and logging.
     Transports (cg_stdio, cg_streamable) hand it messages with the channel they came on;
     tools are dispatched by the tool table (cg_tools); sessions belong to cg_registry. */
-#include "cg_mcp.h"
-#include "../bridge/cg_keep.h"
-#include "../gateway/cg_gateway.h"
-#include "cg_conformance.h"
-#include "cg_resources.h"
-#include "cg_jsonrpc.h"
-#include "cg_listen.h"
-#include "cg_methods.h"
-#include "cg_modern.h"
-#include "cg_server.h"
-#include "cg_server_int.h"
-#include "cg_stdio.h"
-#include "cg_streamable.h"
-#include "cg_tasks.h"
-#include "cg_tools.h"
-#include "cg_tools_wait.h"
-#include "cg_admin.h"
-#include "../bridge/cg_util.h"
-#include "../bridge/cg_utf8.h"
+#include "mcp/cg_mcp.h"
+#include "bridge/cg_adopt.h"
+#include "gateway/cg_gateway.h"
+#include "mcp/cg_conformance.h"
+#include "mcp/cg_resources.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_listen.h"
+#include "mcp/cg_methods.h"
+#include "mcp/cg_modern.h"
+#include "mcp/cg_server.h"
+#include "mcp/cg_server_int.h"
+#include "mcp/cg_stdio.h"
+#include "mcp/cg_streamable.h"
+#include "mcp/cg_tasks.h"
+#include "mcp/tools/cg_tools.h"
+#include "mcp/tools/cg_tools_wait.h"
+#include "mcp/cg_admin.h"
+#include "base/cg_util.h"
+#include "base/cg_utf8.h"
 
 #include <errno.h>
 #include <string.h>
@@ -389,7 +389,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
     self.registry = cg_registry_new (config, backend, instance);
-    cg_keep_adopt (self.registry, backend, instance, config);
+    cg_adopt (self.registry, backend, instance, config);
     self.execlog = cg_tools_log_open (config);
     self.store = cg_worker_new ("store", CG_TOOLS_JOBS_MAX);
     cg_registry_set_listener (self.registry, cg_tools_log_session, self.execlog);

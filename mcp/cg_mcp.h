@@ -3,9 +3,9 @@
 #ifndef CG_MCP_H
 #define CG_MCP_H
 
-#include "../bridge/cg_config.h"
-#include "../bridge/cg_instance.h"
-#include "../containers/cg_container.h"
+#include "base/cg_config.h"
+#include "bridge/cg_instance.h"
+#include "containers/cg_container.h"
 
 #define CG_VERSION "0.1.0"
 

@@ -1,14 +1,14 @@
 /*  cg_methods — the MCP methods besides tools: initialize (version negotiation) and
     logging/setLevel. */
-#include "cg_methods.h"
-#include "cg_listen.h"
-#include "cg_tasks.h"
-#include "cg_conformance.h"
-#include "cg_jsonrpc.h"
-#include "cg_mcp.h"
-#include "cg_resources.h"
-#include "cg_tools.h"
-#include "../bridge/cg_utf8.h"
+#include "mcp/cg_methods.h"
+#include "mcp/cg_listen.h"
+#include "mcp/cg_tasks.h"
+#include "mcp/cg_conformance.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_mcp.h"
+#include "mcp/cg_resources.h"
+#include "mcp/tools/cg_tools.h"
+#include "base/cg_utf8.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
 #ifndef CG_METHODS_H
 #define CG_METHODS_H
 
-#include "cg_server.h"
+#include "mcp/cg_server.h"
 
 /*  initialize: agrees on a protocol revision with REQ's client and marks it initialized. */
 void cg_methods_initialize (const cg_request_t *req, json_t *params);

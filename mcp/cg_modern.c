@@ -1,11 +1,11 @@
 /*  cg_modern — MCP revision 2026-07-28 (stateless), per request. */
-#include "cg_modern.h"
-#include "cg_jsonrpc.h"
-#include "cg_mcp.h"
-#include "cg_methods.h"
-#include "cg_tools.h"
-#include "../bridge/cg_utf8.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_modern.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_mcp.h"
+#include "mcp/cg_methods.h"
+#include "mcp/tools/cg_tools.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
 
 #include <sodium.h>
 #include <string.h>

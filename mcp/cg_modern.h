@@ -7,7 +7,7 @@
 #ifndef CG_MODERN_H
 #define CG_MODERN_H
 
-#include "cg_server.h"
+#include "mcp/cg_server.h"
 
 #define CG_MODERN_VERSION "2026-07-28"
 #define CG_MODERN_META_VERSION "io.modelcontextprotocol/protocolVersion"

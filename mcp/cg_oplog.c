@@ -1,7 +1,7 @@
 /*  cg_oplog — one structured log record per tools/call (seed 004's stage 5). */
-#include "cg_oplog.h"
-#include "../bridge/cg_utf8.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_oplog.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef CG_OPLOG_H
 #define CG_OPLOG_H
 
-#include "cg_channel.h"
+#include "mcp/cg_channel.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -1,11 +1,11 @@
 /*  cg_resources — the workspaces' files as MCP resources: list, templates, read, subscribe. */
-#include "cg_resources.h"
-#include "cg_listen.h"
-#include "cg_conformance.h"
-#include "cg_files.h"
-#include "cg_jsonrpc.h"
-#include "../bridge/cg_utf8.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_resources.h"
+#include "mcp/cg_listen.h"
+#include "mcp/cg_conformance.h"
+#include "mcp/tools/cg_files.h"
+#include "mcp/cg_jsonrpc.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
 
 #include <ctype.h>
 #include <errno.h>

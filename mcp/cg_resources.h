@@ -10,8 +10,8 @@
 #ifndef CG_RESOURCES_H
 #define CG_RESOURCES_H
 
-#include "cg_server.h"
-#include "../bridge/cg_outcome.h"
+#include "mcp/cg_server.h"
+#include "bridge/cg_outcome.h"
 
 #include <jansson.h>
 

@@ -1,10 +1,10 @@
 /*  cg_result — what one tools/call result may weigh: each heavy payload once, and the
     whole result within the client's budget, with what was left out replaced by links to
     the files the server saved and a note saying so. */
-#include "cg_result.h"
+#include "mcp/cg_result.h"
 
-#include "../artifacts/cg_artifacts.h"
-#include "../bridge/cg_util.h"
+#include "artifacts/cg_artifacts.h"
+#include "base/cg_util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

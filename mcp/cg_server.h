@@ -4,13 +4,13 @@
 #ifndef CG_SERVER_H
 #define CG_SERVER_H
 
-#include "cg_channel.h"
-#include "../artifacts/cg_downloads.h"
-#include "../artifacts/cg_execlog.h"
-#include "../artifacts/cg_http.h"
-#include "../bridge/cg_config.h"
-#include "../bridge/cg_registry.h"
-#include "../bridge/cg_worker.h"
+#include "mcp/cg_channel.h"
+#include "artifacts/cg_downloads.h"
+#include "artifacts/cg_execlog.h"
+#include "artifacts/cg_http.h"
+#include "base/cg_config.h"
+#include "bridge/cg_registry.h"
+#include "base/cg_worker.h"
 
 #include <czmq.h>
 #include <jansson.h>

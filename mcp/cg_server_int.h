@@ -4,11 +4,11 @@
 #ifndef CG_SERVER_INT_H
 #define CG_SERVER_INT_H
 
-#include "cg_server.h"
-#include "cg_stdio.h"
-#include "cg_streamable.h"
-#include "../artifacts/cg_downloads.h"
-#include "../gateway/cg_gateway.h"
+#include "mcp/cg_server.h"
+#include "mcp/cg_stdio.h"
+#include "mcp/cg_streamable.h"
+#include "artifacts/cg_downloads.h"
+#include "gateway/cg_gateway.h"
 
 struct cg_server_t {
     const cg_config_t *config;

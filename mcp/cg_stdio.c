@@ -1,7 +1,7 @@
 /*  cg_stdio — MCP's stdio transport. */
-#include "cg_stdio.h"
-#include "cg_jsonrpc.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_stdio.h"
+#include "mcp/cg_jsonrpc.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <string.h>

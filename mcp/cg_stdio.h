@@ -3,7 +3,7 @@
 #ifndef CG_STDIO_H
 #define CG_STDIO_H
 
-#include "cg_server.h"
+#include "mcp/cg_server.h"
 
 typedef struct cg_stdio_t cg_stdio_t;
 

@@ -1,9 +1,9 @@
 /*  cg_streamable — MCP's Streamable HTTP transport. */
-#include "cg_streamable.h"
-#include "cg_jsonrpc.h"
-#include "cg_modern.h"
-#include "../artifacts/cg_http_guard.h"
-#include "../bridge/cg_util.h"
+#include "mcp/cg_streamable.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_modern.h"
+#include "artifacts/cg_http_guard.h"
+#include "base/cg_util.h"
 
 #include <sodium.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #ifndef CG_STREAMABLE_H
 #define CG_STREAMABLE_H
 
-#include "cg_server.h"
+#include "mcp/cg_server.h"
 
 typedef struct cg_streamable_t cg_streamable_t;
 

@@ -1,11 +1,11 @@
 /*  cg_tasks — MCP tasks (2025-11-25): a running tool's call as a task the client polls. */
-#include "cg_tasks.h"
-#include "cg_jsonrpc.h"
-#include "cg_modern.h"
-#include "cg_result.h"
-#include "cg_tools.h"
-#include "../bridge/cg_util.h"
-#include "../bridge/cg_utf8.h"
+#include "mcp/cg_tasks.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/cg_modern.h"
+#include "mcp/cg_result.h"
+#include "mcp/tools/cg_tools.h"
+#include "base/cg_util.h"
+#include "base/cg_utf8.h"
 
 #include <sodium.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #ifndef CG_TASKS_H
 #define CG_TASKS_H
 
-#include "cg_server.h"
+#include "mcp/cg_server.h"
 
 /*  The tasks capability of initialize's result (a new object). */
 json_t *cg_tasks_capability (void);

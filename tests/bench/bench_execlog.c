@@ -1,8 +1,9 @@
 /*  Benchmark (not a test): the execution log's cost per execution (append + index) and
     search_execution_logs' latency (p50/p99) over N logged executions (default 100000).
     Usage: bench_execlog [N] [DIR]; DIR defaults to a new directory under /tmp. */
-#include "../../artifacts/cg_execlog.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_execlog.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,9 @@
     Usage: bench_scripts [N] [ROUNDS] [DIR]; DIR defaults to a new directory under /tmp
     (removed at the end); a DIR given is kept, and one that holds an index.json already is
     searched as it is (no saves). */
-#include "../../artifacts/cg_scripts.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_scripts.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,8 +2,9 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../bridge/cg_util.h"
-#include "../../bridge/cg_wire.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "bridge/cg_wire.h"
 
 #include <sodium.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../bridge/cg_wire.h"
+#include "bridge/cg_wire.h"
 
 /*  Every target defines this (libFuzzer's entry point); replay.c calls it per file. */
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);

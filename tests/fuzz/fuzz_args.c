@@ -13,8 +13,8 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../mcp/cg_streamable.h"
-#include "../../mcp/cg_tools.h"
+#include "mcp/cg_streamable.h"
+#include "mcp/tools/cg_tools.h"
 
 #include <ctype.h>
 #include <stdlib.h>

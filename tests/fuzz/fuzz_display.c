@@ -15,10 +15,11 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_artifacts.h"
-#include "../../artifacts/cg_workspace.h"
-#include "../../bridge/cg_run.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_artifacts.h"
+#include "artifacts/cg_workspace.h"
+#include "bridge/cg_run.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <dirent.h>
 #include <fcntl.h>

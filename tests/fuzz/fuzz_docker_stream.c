@@ -11,7 +11,7 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../containers/cg_docker_stream.h"
+#include "containers/cg_docker_stream.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,8 +14,8 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../gateway/cg_gateway_int.h"
-#include "../../gateway/cg_jmsg.h"
+#include "gateway/cg_gateway_int.h"
+#include "gateway/cg_jmsg.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -20,11 +20,12 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_downloads.h"
-#include "../../artifacts/cg_http_guard.h"
-#include "../../artifacts/cg_workspace.h"
-#include "../../bridge/cg_util.h"
-#include "../../mcp/cg_jsonrpc.h"
+#include "artifacts/cg_downloads.h"
+#include "artifacts/cg_http_guard.h"
+#include "artifacts/cg_workspace.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "mcp/cg_jsonrpc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -14,7 +14,7 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_image.h"
+#include "artifacts/cg_image.h"
 
 #include <stdlib.h>
 

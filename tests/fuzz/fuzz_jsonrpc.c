@@ -8,13 +8,13 @@
     Input: one message, as one stdio line or one HTTP body. */
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_scripts.h"
-#include "../../artifacts/cg_workspace.h"
-#include "../../bridge/cg_config.h"
-#include "../../bridge/cg_util.h"
-#include "../../mcp/cg_files.h"
-#include "../../mcp/cg_jsonrpc.h"
-#include "../../mcp/cg_tools.h"
+#include "artifacts/cg_scripts.h"
+#include "artifacts/cg_workspace.h"
+#include "base/cg_config.h"
+#include "base/cg_util.h"
+#include "mcp/tools/cg_files.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/tools/cg_tools.h"
 
 #include <string.h>
 

@@ -11,9 +11,9 @@
     text, taken as it comes. */
 #include "cg_fuzz.h"
 
-#include "../../bridge/cg_run.h"
-#include "../../bridge/cg_util.h"
-#include "../../bridge/cg_wire.h"
+#include "bridge/cg_run.h"
+#include "base/cg_util.h"
+#include "bridge/cg_wire.h"
 
 #include <string.h>
 

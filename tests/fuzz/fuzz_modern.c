@@ -11,7 +11,7 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../mcp/cg_modern.h"
+#include "mcp/cg_modern.h"
 
 #include <jansson.h>
 #include <stdlib.h>

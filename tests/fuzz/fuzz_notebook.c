@@ -13,8 +13,8 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_notebook.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_notebook.h"
+#include "base/cg_util.h"
 
 #include <stdlib.h>
 #include <string.h>

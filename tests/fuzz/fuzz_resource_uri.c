@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../mcp/cg_resources.h"
+#include "mcp/cg_resources.h"
 
 #include <stdlib.h>
 #include <string.h>

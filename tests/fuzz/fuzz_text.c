@@ -14,9 +14,9 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_artifacts.h"
-#include "../../bridge/cg_run.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_artifacts.h"
+#include "bridge/cg_run.h"
+#include "base/cg_util.h"
 
 #include <stdio.h>
 #include <string.h>

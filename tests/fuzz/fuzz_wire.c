@@ -8,8 +8,8 @@
     frames after it; bit 1: a small message limit (1 KiB) instead of 1 MiB. */
 #include "cg_fuzz.h"
 
-#include "../../bridge/cg_util.h"
-#include "../../bridge/cg_wire.h"
+#include "base/cg_util.h"
+#include "bridge/cg_wire.h"
 
 #include <string.h>
 #include <strings.h>

@@ -10,8 +10,8 @@
     and NUL-terminated forms agree; a sanitized upload name normalizes to itself. */
 #include "cg_fuzz.h"
 
-#include "../../artifacts/cg_workspace.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_workspace.h"
+#include "base/cg_util.h"
 
 #include <errno.h>
 #include <string.h>

@@ -6,7 +6,8 @@
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
-#include "../../bridge/cg_util.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 
 #include <dirent.h>
 #include <stdio.h>

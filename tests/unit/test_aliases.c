@@ -4,9 +4,9 @@
     alias, seed 004's name over seed 002's, and unknown or unsupported names are warned
     about. */
 #define _GNU_SOURCE
-#include "../../bridge/cg_aliases.h"
-#include "../../bridge/cg_config.h"
-#include "../../bridge/cg_util.h"
+#include "base/cg_aliases.h"
+#include "base/cg_config.h"
+#include "base/cg_util.h"
 #include "cg_test.h"
 
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /*  Unit tests: the output buffer that keeps a head and a tail (cg_text_t), seed 002's
     head + tail cut with its marker, and the artifact list built from a workspace diff. */
-#include "../../artifacts/cg_artifacts.h"
-#include "../../bridge/cg_run.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_artifacts.h"
+#include "bridge/cg_run.h"
+#include "base/cg_util.h"
 #include "cg_test.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
 /*  Unit tests: cg_closed remembers closed session ids per owner, for its keep time and
     at most its capacity, and forgets an id made again. */
-#include "../../bridge/cg_closed.h"
+#include "bridge/cg_closed.h"
 #include "cg_test.h"
 
 static void

@@ -3,9 +3,9 @@
     of bounds, unknown flags, the values derived after loading, and --help naming every
     flag with its default. */
 #define _GNU_SOURCE
-#include "../../bridge/cg_config.h"
-#include "../../bridge/cg_util.h"
-#include "../../bridge/cg_limits.h"
+#include "base/cg_config.h"
+#include "base/cg_util.h"
+#include "base/cg_limits.h"
 #include "cg_test.h"
 
 #include <stdlib.h>

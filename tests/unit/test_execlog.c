@@ -1,8 +1,9 @@
 /*  Unit tests: the execution log (cg_execlog) — entries written as lines and indexed,
     search by each filter and by text, get, per-client scoping, the retention sweep, the
     index rebuilt from the lines when deleted or corrupt, and the metadata and off modes. */
-#include "../../artifacts/cg_execlog.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_execlog.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /*  Unit tests: what a new user reads first — numbers in messages as people write them
     (cg_number_text) and which answers a POST's Accept header allows
     (cg_streamable_accepts). */
-#include "../../bridge/cg_util.h"
-#include "../../mcp/cg_streamable.h"
+#include "base/cg_util.h"
+#include "mcp/cg_streamable.h"
 #include "cg_test.h"
 
 #include <string.h>

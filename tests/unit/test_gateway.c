@@ -3,9 +3,9 @@
     front end's message framings (cg_jmsg) and what of a start request's env reaches a
     kernel (cg_gateway_kernel_env). */
 #define _GNU_SOURCE /* memmem */
-#include "../../gateway/cg_gateway_int.h"
-#include "../../gateway/cg_jmsg.h"
-#include "../../gateway/cg_ws.h"
+#include "gateway/cg_gateway_int.h"
+#include "gateway/cg_jmsg.h"
+#include "gateway/cg_ws.h"
 #include "cg_test.h"
 
 #include <fcntl.h>

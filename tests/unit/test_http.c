@@ -2,10 +2,11 @@
     route matching (exact, prefix, per-route body limits, GET-only), tokens, hostile paths
     and symlinks, headers, methods, limits, and the caller-driven poll loop. */
 #define _GNU_SOURCE
-#include "../../artifacts/cg_downloads.h"
-#include "../../artifacts/cg_metrics.h"
-#include "../../artifacts/cg_workspace.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_downloads.h"
+#include "artifacts/cg_metrics.h"
+#include "artifacts/cg_workspace.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <arpa/inet.h>

@@ -6,9 +6,9 @@
     run as `test_image preview ...`, as the server runs itself) and stops it at its
     deadline. */
 #define _GNU_SOURCE
-#include "../../artifacts/cg_image.h"
-#include "../../artifacts/cg_preview.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_image.h"
+#include "artifacts/cg_preview.h"
+#include "base/cg_util.h"
 #include "cg_test.h"
 
 #include <errno.h>

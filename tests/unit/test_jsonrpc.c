@@ -1,8 +1,8 @@
 /*  test_jsonrpc — JSON-RPC classification and execute_code argument validation. */
-#include "../../bridge/cg_config.h"
-#include "../../bridge/cg_util.h"
-#include "../../mcp/cg_jsonrpc.h"
-#include "../../mcp/cg_tools.h"
+#include "base/cg_config.h"
+#include "base/cg_util.h"
+#include "mcp/cg_jsonrpc.h"
+#include "mcp/tools/cg_tools.h"
 
 #include <sodium.h>
 #include <stdio.h>

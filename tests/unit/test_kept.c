@@ -3,8 +3,9 @@
     cg_kept_add keeps a copy under a new id and token that the download lookup finds, drops
     the oldest past its byte cap, and forgets copies past their time. */
 #define _GNU_SOURCE
-#include "../../bridge/cg_kept.h"
-#include "../../bridge/cg_util.h"
+#include "bridge/cg_kept.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <stdlib.h>

@@ -2,9 +2,10 @@
     reserved keys), level names, the log file (append, levels), records kept from the
     hook; and cg_oplog's record of a tools/call (results, errors, cancelled calls). */
 #define _GNU_SOURCE
-#include "../../bridge/cg_log.h"
-#include "../../bridge/cg_util.h"
-#include "../../mcp/cg_oplog.h"
+#include "base/cg_log.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "mcp/cg_oplog.h"
 #include "cg_test.h"
 
 #include <regex.h>

@@ -2,7 +2,7 @@
     # TYPE, runs by status, the duration histogram cumulative with +Inf equal to its count,
     the gauges as given (label values escaped), and downloads and sweeps counted. */
 #define _GNU_SOURCE
-#include "../../artifacts/cg_metrics.h"
+#include "artifacts/cg_metrics.h"
 #include "cg_test.h"
 
 #include <stdlib.h>

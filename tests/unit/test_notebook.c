@@ -3,8 +3,9 @@
     streamed from the record (cg_notebook_write) is the one made in memory, ending with a
     note when runs were left out. */
 #define _GNU_SOURCE
-#include "../../artifacts/cg_notebook.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_notebook.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <stdlib.h>

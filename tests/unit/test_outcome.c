@@ -1,9 +1,9 @@
 /*  Unit tests: a run's outcome (cg_outcome) as the seeds' result (cg_run_result) — the
     structuredContent fields, the content blocks, seed 001's status names, and the
     results of runs refused before they started. */
-#include "../../bridge/cg_outcome.h"
-#include "../../bridge/cg_util.h"
-#include "../../mcp/cg_run_result.h"
+#include "bridge/cg_outcome.h"
+#include "base/cg_util.h"
+#include "mcp/tools/cg_run_result.h"
 #include "cg_test.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
 /*  Unit tests: cg_pool's two parsers — --pool's sizes (languages, counts, off) and
     --pool-preload's module list turned into silent import code. */
-#include "../../bridge/cg_pool.h"
+#include "bridge/cg_pool.h"
 #include "cg_test.h"
 
 #include <stdlib.h>

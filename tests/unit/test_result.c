@@ -1,8 +1,8 @@
 /*  Unit tests: a tools/call result within its byte budget (cg_result) — images and
     display data become links to their saved files, long text is cut, long lists lose
     their tails, each with the note — and a display's bytes carried once. */
-#include "../../bridge/cg_util.h"
-#include "../../mcp/cg_result.h"
+#include "base/cg_util.h"
+#include "mcp/cg_result.h"
 #include "cg_test.h"
 
 #include <string.h>

@@ -2,7 +2,8 @@
     few fds, many entries, links never followed, mounts never crossed, "/" refused. Each
     case works in its own directory made with mkdtemp; nothing else is ever removed. */
 #define _GNU_SOURCE
-#include "../../bridge/cg_util.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <dirent.h>

@@ -1,7 +1,8 @@
 /*  Unit tests: the OCI runtime's version and what it lacks (cg_runtime), and finding it by
     name, by path and on PATH. */
-#include "../../bridge/cg_util.h"
-#include "../../containers/cg_runtime.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+#include "containers/cg_runtime.h"
 #include "cg_test.h"
 
 #include <errno.h>

@@ -1,7 +1,8 @@
 /*  Unit tests for cg_scripts: names, saving in seed 002's layout, versions, the index and
     its rebuild, run records, search ranking, and symbolic links that are never followed. */
-#include "../../artifacts/cg_scripts.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_scripts.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <errno.h>

@@ -2,10 +2,10 @@
     profile lists the tools it should, and the one schema-driven check of arguments accepts
     every declared property and refuses anything else, naming the key and the known ones;
     tools/list stays within its size and names every field of every seed's contract. */
-#include "../../bridge/cg_config.h"
-#include "../../bridge/cg_util.h"
-#include "../../mcp/cg_result.h"
-#include "../../mcp/cg_tools.h"
+#include "base/cg_config.h"
+#include "base/cg_util.h"
+#include "mcp/cg_result.h"
+#include "mcp/tools/cg_tools.h"
 #include "cg_test.h"
 
 #include <sodium.h>

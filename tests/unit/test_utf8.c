@@ -1,7 +1,7 @@
 /*  Unit tests: cg_utf8_clean keeps every well-formed character and replaces only invalid
     bytes and NULs with U+FFFD; cg_utf8_prefix never ends an excerpt inside a character. */
-#include "../../bridge/cg_utf8.h"
-#include "../../bridge/cg_util.h"
+#include "base/cg_utf8.h"
+#include "base/cg_util.h"
 #include "cg_test.h"
 
 #include <string.h>

@@ -1,8 +1,8 @@
 /*  test_wire — the wire layer against golden messages produced by jupyter_client:
     signatures, framing, and rejection of forged, short and garbled frames. */
-#include "../../bridge/cg_util.h"
+#include "base/cg_util.h"
 #include "cg_test.h"
-#include "../../bridge/cg_wire.h"
+#include "bridge/cg_wire.h"
 
 #include <dirent.h>
 #include <sodium.h>

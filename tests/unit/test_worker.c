@@ -2,8 +2,8 @@
     owner's thread; the queue is bounded (EAGAIN naming the limit; force goes past it);
     destroy runs what is queued and hands every work back; cancelled, the waiting ones come
     back unrun. */
-#include "../../bridge/cg_worker.h"
-#include "../../bridge/cg_util.h"
+#include "base/cg_worker.h"
+#include "base/cg_util.h"
 #include "cg_test.h"
 
 #include <pthread.h>

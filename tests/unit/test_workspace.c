@@ -2,8 +2,9 @@
     symlinks (to /etc/passwd, to /, to .., to another directory), a FIFO, an oversized file,
     bad names; path rules, uploads, listings, snapshots and MIME types. */
 #define _GNU_SOURCE
-#include "../../artifacts/cg_workspace.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_workspace.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <errno.h>

@@ -2,7 +2,8 @@
     FIFOs planted at the final name are replaced, never followed or opened, and the file
     has its owner and mode before it has its name. */
 #define _GNU_SOURCE
-#include "../../bridge/cg_util.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <fcntl.h>

@@ -4,8 +4,9 @@
     small limits; both removed without a trace, and found and detached below a dead
     server's dir. Needs root and loop devices (exit 77 otherwise). */
 #define _GNU_SOURCE
-#include "../../artifacts/cg_wsfs.h"
-#include "../../bridge/cg_util.h"
+#include "artifacts/cg_wsfs.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
 #include "cg_test.h"
 
 #include <errno.h>

@@ -1,0 +1,271 @@
+/*  cellgate — the server program: `cellgate mcp` serves MCP (stdio or Streamable HTTP);
+    `cellgate kernel` starts one sandboxed kernel and prints its connection file (for
+    benchmarks and Jupyter clients); `cellgate help` says so (cg_help). */
+#include "containers/cg_container.h"
+#include "containers/cg_docker.h"
+#include "artifacts/cg_preview.h"
+#include "mcp/cg_mcp.h"
+#include "base/cg_config.h"
+#include "base/cg_fault.h"
+#include "app/cg_help.h"
+#include "bridge/cg_instance.h"
+#include "bridge/cg_pool.h"
+#include "bridge/cg_session.h"
+#include "bridge/cg_sweep.h"
+#include "base/cg_util.h"
+#include "base/cg_fs.h"
+
+#include <czmq.h>
+#include <malloc.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+//  Writes a copy of the kernel's connection file for a host client (jupyter_client).
+//  Its ipc paths name links in a host-only directory to /proc/<this pid>/fd/N, the
+//  sockets the server itself connected to: a host client never resolves a name in the
+//  sandbox's writable ipc dir. They work while this process runs.
+static char *
+s_host_connection_file (cg_session_t *session, cg_kernel_t *kernel, cg_error_t **err)
+{
+    cleanup_free char *links = cg_strdupf ("%s/host-ipc", cg_session_dir (session));
+    if (cg_mkdir_p (links, 0700, err) < 0)
+        return NULL;
+    for (int port = 1; port <= 5; port++) {
+        cleanup_free char *link = cg_strdupf ("%s/python-%d", links, port);
+        cleanup_free char *target =
+            cg_strdupf ("/proc/%d/fd/%d", (int)getpid (), cg_kernel_endpoint_fd (kernel, port));
+        unlink (link);
+        if (symlink (target, link) < 0) {
+            cg_error_set (err, errno, "symlink %s: %s", link, strerror (errno));
+            return NULL;
+        }
+    }
+    json_t *conn = json_deep_copy (cg_kernel_connection_info (kernel));
+    cleanup_free char *ip = cg_strdupf ("%s/python", links);
+    json_object_set_new (conn, "ip", json_string (ip));
+    cleanup_free char *text = json_dumps (conn, JSON_INDENT (1));
+    json_decref (conn);
+    char *path = cg_strdupf ("%s/kernel-python.host.json", cg_session_dir (session));
+    if (cg_write_file (path, text, strlen (text), 0600, err) < 0) {
+        free (path);
+        return NULL;
+    }
+    return path;
+}
+
+static int
+s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance)
+{
+    cg_error_t *err = NULL;
+    cg_session_t *session =
+        cg_session_new_as (backend, config, cg_instance_sessions_dir (instance),
+                           cg_instance_prefix (instance), NULL, CG_SANDBOX_SESSION, &err);
+    cg_kernel_t *kernel = session ? cg_session_kernel (session, "python", &err) : NULL;
+    char *path = kernel ? s_host_connection_file (session, kernel, &err) : NULL;
+    if (!path) {
+        fprintf (stderr, "cellgate kernel: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_session_destroy (&session);
+        return 1;
+    }
+    printf ("%s\n", path);
+    fflush (stdout);
+    free (path);
+    char buf[256];
+    while (!zsys_interrupted && read (STDIN_FILENO, buf, sizeof buf) > 0)
+        ;
+    cg_session_destroy (&session);
+    return 0;
+}
+
+//  What containers/ needs of the settings: the sandboxes' limits and the backend's files.
+static cg_sandbox_limits_t
+s_sandbox_limits (const cg_config_t *config)
+{
+    return (cg_sandbox_limits_t){.backend = config->backend,
+                                 .image = config->image,
+                                 .docker_host = config->docker_host,
+                                 .docker_tcp = strcmp (config->docker_tcp, "on") == 0,
+                                 .runtime = config->runtime,
+                                 .state_dir = config->state_dir,
+                                 .kernels_dir = config->kernels_dir,
+                                 .memory_mb = config->memory_mb,
+                                 .cpus = config->cpus,
+                                 .pids = config->pids,
+                                 .tmp_mb = config->tmp_mb,
+                                 .workspace_mb = config->workspace_mb,
+                                 .workspace_inodes = config->workspace_inodes,
+                                 .nofile = config->nofile,
+                                 .fsize_mb = config->fsize_mb,
+                                 .sandbox_uid = config->sandbox_uid,
+                                 .sandbox_gid = config->sandbox_gid,
+                                 .wheelhouse = config->wheelhouse,
+                                 .npm_mirror = config->npm_mirror};
+}
+
+//  Each live session holds a few dozen descriptors and ZeroMQ sockets (a kernel's five
+//  channels, their monitors, the session actor's pipes). The soft RLIMIT_NOFILE (often
+//  1024) and czmq's default of 1024 sockets would stop a server at about 50 sessions
+//  ("Too many open files"): raise the first to the hard limit and the second to match,
+//  before any socket exists.
+static void
+s_raise_socket_limits (void)
+{
+    struct rlimit nofile = {1024, 1024};
+    if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        if (setrlimit (RLIMIT_NOFILE, &nofile) < 0)
+            getrlimit (RLIMIT_NOFILE, &nofile);
+    }
+    size_t sockets = zsys_socket_limit ();
+    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < sockets)
+        sockets = (size_t)nofile.rlim_cur;
+    zsys_set_max_sockets (sockets);
+    cg_log (3, "open files: up to %llu; ZeroMQ sockets: up to %zu",
+            (unsigned long long)nofile.rlim_cur, sockets);
+}
+
+//  A normal user gets the rootless backend's settings (user namespace, XDG state dir; the
+//  sentence saying so in *NOTE, or NULL for root); the backends that need root say so
+//  plainly instead of failing on a mkdir or chown. Returns 0, or -1 when COMMAND cannot run.
+static int
+s_for_user (cg_config_t *config, const char *command, char **note)
+{
+    *note = cg_config_for_user (config);
+    if (geteuid () == 0 || *note)
+        return 0;
+    fprintf (stderr,
+             "cellgate %s: --backend %s needs root, and this process runs as uid %u. As a "
+             "normal user use --backend rootless (the default: runc in a user namespace, "
+             "no sudo). For the oci or docker backend run cellgate as root; from a stdio "
+             "MCP client that means e.g. 'claude mcp add cellgate -- sudo -n "
+             "/path/to/cellgate mcp' with a sudoers rule that asks no password (a stdio "
+             "client cannot answer a password prompt).\n",
+             command, config->backend, (unsigned)geteuid ());
+    return -1;
+}
+
+int
+main (int argc, char **argv)
+{
+    if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0) {
+        cg_help_print (argc < 2 ? stderr : stdout, NULL);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp (argv[1], "help") == 0) {
+        if (cg_help_print (stdout, argc > 2 ? argv[2] : NULL) == 0)
+            return 0;
+        fprintf (stderr, "cellgate help: unknown command '%s' (try cellgate help)\n", argv[2]);
+        return 2;
+    }
+    if (strcmp (argv[1], "--version") == 0) {
+        printf ("cellgate %s\n", CG_VERSION);
+        return 0;
+    }
+    const char *command = argv[1];
+    //  The Docker backend's exec helper (cg_docker.h), started by the server itself.
+    if (strcmp (command, "docker-exec") == 0)
+        return cg_docker_exec_main (argc, argv);
+    //  The image preview helper (cg_preview.h), started by a runner thread; it locks
+    //  itself down before it reads the untrusted image.
+    if (strcmp (command, "preview") == 0)
+        cg_preview_main (argc, argv);
+    if (strcmp (command, "mcp") != 0 && strcmp (command, "kernel") != 0) {
+        fprintf (stderr, "cellgate: unknown command '%s' (try cellgate help)\n", command);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++)
+        if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0) {
+            cg_help_print (stdout, command);
+            return 0;
+        }
+    cg_config_t config;
+    cg_error_t *err = NULL;
+    //  Hidden from --help, never read from the environment: tests only (cg_fault.h).
+    int args = argc - 2;
+    if (cg_fault_take_args (&args, argv + 2, &err) < 0) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        return 2;
+    }
+    if (cg_config_load (&config, args, argv + 2, &err) < 0) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_config_clear (&config);
+        return 2;
+    }
+    cleanup_free char *for_user = NULL;
+    if (s_for_user (&config, command, &for_user) < 0) {
+        cg_config_clear (&config);
+        return 2;
+    }
+    int pool_sizes[CG_POOL_LANGUAGES];
+    char *preload = NULL;
+    if (cg_pool_parse (config.pool, pool_sizes, &err) < 0
+        || (!(preload = cg_pool_preload_code (config.pool_preload, &err)) && err)) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_config_clear (&config);
+        return 2;
+    }
+    free (preload);
+    cg_log_set_level (config.log_level);
+    cg_log_set_json (strcmp (config.log_format, "json") == 0);
+    if (config.log_file && cg_log_set_file (config.log_file, &err) < 0) {
+        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_config_clear (&config);
+        return 2;
+    }
+    for (char **line = config.warnings; line && *line; line++)
+        cg_log (1, "%s", *line);
+    for (char **line = config.notes; line && *line; line++)
+        cg_log (2, "%s", *line);
+    if (for_user)
+        cg_log (2, "%s", for_user);
+    if (sodium_init () < 0) {
+        fprintf (stderr, "cellgate: libsodium failed to initialize\n");
+        return 1;
+    }
+    signal (SIGPIPE, SIG_IGN);
+    //  Kernel messages are large and short-lived. A fixed mmap threshold keeps every large
+    //  buffer in its own mapping, returned to the system when freed (glibc's moving
+    //  threshold would move them into the heap, which then stays at its high-water mark),
+    //  and few arenas keep the runner threads from each holding a heap of their own.
+    mallopt (M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt (M_ARENA_MAX, 2);
+    zsys_init ();
+    zsys_set_logstream (stderr);
+    s_raise_socket_limits ();
+
+    if (config.workspace_mb == 0)
+        cg_log (1,
+                "--workspace-mb 0: workspaces, package layers and ipc directories have no size "
+                "or inode limit; sandboxed code can fill the file system of %s",
+                config.state_dir);
+    int rc = 1;
+    cg_sandbox_limits_t limits = s_sandbox_limits (&config);
+    cg_backend_t *backend = cg_backend_new (&limits, &err);
+    cg_instance_t *instance = backend ? cg_instance_new (backend, &config, &err) : NULL;
+    if (!instance)
+        cg_log (0, "%s", cg_error_message (err));
+    else if (strcmp (command, "mcp") == 0) {
+        cg_log (2, "serving MCP on %s (runtime %s, state %s)",
+                config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
+                config.state_dir);
+        cg_sweep_t *sweep = cg_sweep_new (instance, config.cleanup_interval_m);
+        rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO);
+        cg_sweep_destroy (&sweep);
+    }
+    else
+        rc = s_kernel_command (&config, backend, instance);
+    cg_error_destroy (&err);
+    cg_instance_destroy (&instance);
+    cg_backend_destroy (&backend);
+    cg_config_clear (&config);
+    return rc;
+}
