@@ -38,7 +38,6 @@
 //  After the execute_reply, how long iopub may stay silent before the run ends without its
 //  idle status (lost with the connection when libzmq refused an oversized message).
 #define S_IDLE_WAIT_US 2000000
-
 typedef enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_HB, CH_COUNT } s_channel_t;
 static const char *s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control", "hb"};
 
