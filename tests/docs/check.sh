@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The documentation's own checks (ctest docs_check, label docs): the README stays a front door
 # (at most 200 lines), no relative link in README.md or docs/ points at a file or a heading
-# that is not there, and the user docs name the contracts, not the original specifications'
-# numbers ("seed 00N": docs/requirements.md is the one map). Usage: check.sh [REPO_ROOT]
+# that is not there, docs/testing.md names every unit program and e2e file, and the user docs
+# name the contracts, not the original specifications' numbers ("seed 00N":
+# docs/requirements.md is the one map). Usage: check.sh [REPO_ROOT]
 set -u
 root=${1:-$(dirname "$0")/../..}
 cd "$root" || exit 2
@@ -44,6 +45,17 @@ for path in files:
             fail(f"{path}: dead link {target}")
         elif anchor and resolved.endswith(".md") and anchor not in anchors(resolved):
             fail(f"{path}: no heading #{anchor} in {resolved}")
+
+# docs/testing.md says what each test covers: every unit program and e2e file is named there.
+testing = open("docs/testing.md", encoding="utf-8").read() if os.path.exists("docs/testing.md") else ""
+for path in sorted(glob.glob("tests/unit/test_*.c")):
+    name = os.path.basename(path)[len("test_"):-len(".c")]
+    if f"unit_{name}" not in testing:
+        fail(f"docs/testing.md does not say what unit_{name} ({path}) covers")
+for path in sorted(glob.glob("tests/e2e/*.test.mjs")):
+    name = os.path.basename(path)[: -len(".test.mjs")]
+    if not re.search(rf"e2e_{name}\b|`{name}`|{name}\.test\.mjs", testing):
+        fail(f"docs/testing.md does not say what e2e_{name} ({path}) covers")
 
 user_docs = ["README.md"] + [f"docs/{name}.md" for name in
              ("operations", "configuration", "tools", "mcp", "gateway", "sandbox")]
