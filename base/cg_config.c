@@ -88,7 +88,7 @@ static const cg_config_option_t s_options[] = {
      "default timeout in seconds of execute_code, send_to_session and run_script"},
     {"--run-python-timeout", "CELLGATE_RUN_PYTHON_TIMEOUT", CG_CONFIG_INT,
      OFF (run_python_timeout_s), CG_STR (CG_RUN_PYTHON_TIMEOUT_S), CG_TIMEOUT_MIN_S,
-     CG_TIMEOUT_MAX_S, "default timeout in seconds of run_python (seed 004)"},
+     CG_TIMEOUT_MAX_S, "default timeout in seconds of run_python"},
     {"--max-timeout", "CELLGATE_MAX_TIMEOUT", CG_CONFIG_INT, OFF (max_timeout_s),
      CG_STR (CG_TIMEOUT_MAX_S), CG_TIMEOUT_MIN_S, 86400,
      "the longest timeout in seconds a call may ask for (past a client's request timeout: "
@@ -229,8 +229,8 @@ static const cg_config_option_t s_options[] = {
      "workspace mounts, directories); 0: only at start-up"},
     {"--tool-profile", "CELLGATE_TOOL_PROFILE", CG_CONFIG_STRING, OFF (tool_profile), "default", 0,
      0,
-     "default; seed001: execute_code served as seed 001's code_execution_sandbox.execute_code; "
-     "conformance: plus the MCP conformance suite's fixture tools"},
+     "default; seed001: execute_code served as code_execution_sandbox.execute_code (that "
+     "specification's tool); conformance: plus the MCP conformance suite's fixture tools"},
     {"--wheelhouse", "CELLGATE_WHEELHOUSE", CG_CONFIG_STRING, OFF (wheelhouse), NULL, 0, 0,
      "directory of wheels and sdists install_package takes Python packages from (pip "
      "--no-index --find-links), read-only in every sandbox; unset: no Python installs"},
@@ -409,7 +409,7 @@ s_load_aliases (cg_config_t *self, cg_error_t **err)
             equals ? cg_xstrndup (*entry, (size_t)(equals - *entry)) : cg_xstrdup (*entry);
         if (cg_alias_prefixed (name) && !cg_alias_find (name))
             s_note (&self->warnings,
-                    "%s: ignored, not a setting cellgate knows (README: Configuration)", name);
+                    "%s: ignored, not a setting cellgate knows (docs/configuration.md)", name);
     }
     return 0;
 }

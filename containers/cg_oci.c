@@ -254,8 +254,8 @@ s_init_runtime (cg_oci_t *self, cg_error_t **err)
     const char *advisory = cg_runtime_advisory (self->runtime_name, version);
     if (advisory)
         cg_log (1,
-                "%s %s has no fix for %s, unless its distribution backported them; see the "
-                "README's 'Runtime' section for what that means here, and --runtime PATH to use "
+                "%s %s has no fix for %s, unless its distribution backported them; see "
+                "docs/sandbox.md, 'Runtime', for what that means here, and --runtime PATH to use "
                 "a patched runc or crun",
                 self->runtime_name, version, advisory);
     return 0;

@@ -63,7 +63,7 @@ cg_tools_supported_languages (void)
 
 //  Output schemas name the fields of each seed's contract for the tool, field for field,
 //  and the values of enumerations; an empty schema accepts any value. Results carry
-//  more (a run result has every field the README lists, whichever tool ran it).
+//  more (a run result has every field docs/tools.md lists for execute_code, whichever tool ran it).
 #define S_OBJECT(properties) "{'type': 'object', 'properties': {" properties "}}"
 #define S_ARTIFACT_PROPERTIES \
     "'path': {}, 'filename': {}, 'size_bytes': {}, 'mime_type': {}, 'download_url': {}"

@@ -47,9 +47,8 @@ cg_tools_calc_refusal (const json_t *expression, const char **error)
         blank = blank && isspace ((unsigned char)text[i]);
     }
     if (chars > CG_CALC_EXPRESSION_MAX)
-        return cg_strdupf (
-            "expression is %zu characters; at most " CG_STR (CG_CALC_EXPRESSION_MAX) " (seed 003)",
-            chars);
+        return cg_strdupf ("expression is %zu characters; at most " CG_STR (CG_CALC_EXPRESSION_MAX),
+                           chars);
     if (blank)
         return cg_xstrdup ("expression is empty");
     *error = "invalid_expression";

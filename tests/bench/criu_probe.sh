@@ -1,7 +1,7 @@
 #!/bin/sh
 # criu_probe.sh — can CRIU checkpoint and restore a cellgate sandbox on this machine?
 #
-# Not a test (never run by ctest or scripts/test.sh): a probe for the README's "Pausing idle
+# Not a test (never run by ctest or scripts/test.sh): a probe for docs/design/criu.md, "Pausing idle
 # sessions to disk (CRIU)". It starts one sandboxed Python kernel with `cellgate kernel`
 # (exactly as a session does) in a state dir of its own, sets `a = 41`, then:
 #   1. `criu check`;

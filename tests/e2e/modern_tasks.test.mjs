@@ -5,7 +5,7 @@
 // interrupts the kernel (the session keeps its state) and acks; without the extension in
 // the request the task methods are -32021 and a long call runs synchronously. Over stdio
 // and Streamable HTTP (Mcp-Name carries the taskId), with raw JSON-RPC: the SDK v2 client
-// does not take resultType "task" (see the README).
+// does not take resultType "task" (see docs/mcp.md).
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
