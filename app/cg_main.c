@@ -5,6 +5,7 @@
 #include "containers/cg_docker.h"
 #include "artifacts/cg_preview.h"
 #include "mcp/cg_mcp.h"
+#include "mcp/conformance/cg_conformance.h"
 #include "base/cg_config.h"
 #include "base/cg_fault.h"
 #include "app/cg_help.h"
@@ -258,7 +259,9 @@ main (int argc, char **argv)
                 config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
                 config.state_dir);
         cg_sweep_t *sweep = cg_sweep_new (instance, config.cleanup_interval_m);
-        rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO);
+        rc = cg_mcp_serve (
+            &config, backend, instance, STDIN_FILENO, STDOUT_FILENO,
+            strcmp (config.tool_profile, "conformance") == 0 ? cg_conformance_register : NULL);
         cg_sweep_destroy (&sweep);
     }
     else
