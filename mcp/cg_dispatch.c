@@ -213,8 +213,7 @@ static void
 s_client_response (cg_server_t *self, cg_client_t *client, json_t *message)
 {
     const char *id = json_string_value (json_object_get (message, "id"));
-    for (cg_call_t *call = zhashx_first (self->calls); id && call;
-         call = zhashx_next (self->calls))
+    for (cg_call_t *call = zhashx_first (self->calls); id && call; call = zhashx_next (self->calls))
         if (call->client_request && strcmp (call->client_request, id) == 0
             && call->channel->client == client) {
             cg_server_call_response (self, call, message);

@@ -187,8 +187,7 @@ s_http_start (cg_server_t *self)
                                                         (unsigned)config->http_request_timeout_s});
     cg_admin_route (self, self->http);
     cg_metrics_serve (self->http, self->admin_token, cg_registry_metrics_cb, self->registry);
-    if (strcmp (config->gateway, "on") == 0
-        && !(self->gateway = cg_gateway_new (config, self->registry, self->http)))
+    if (config->gateway && !(self->gateway = cg_gateway_new (config, self->registry, self->http)))
         return -1;
     return 0;
 }

@@ -394,7 +394,7 @@ cg_tools_known (const char *name)
 json_t *
 cg_tools_list (const cg_config_t *config)
 {
-    bool seed001 = strcmp (config->tool_profile, "seed001") == 0;
+    bool seed001 = config->tool_profile == CG_TOOL_PROFILE_SEED001;
     json_t *tools = json_array ();
     for (size_t i = 0; i < S_TOOL_COUNT; i++) {
         const cg_tool_t *tool = &s_tools[i];
