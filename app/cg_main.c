@@ -109,6 +109,14 @@ s_sandbox_limits (const cg_config_t *config)
         .npm_mirror = config->npm_mirror};
 }
 
+//  What the MCP server registers beside its features and tools: the conformance suite's
+//  fixtures under --tool-profile conformance, nothing else.
+static cg_server_setup_fn *
+s_providers (const cg_config_t *config)
+{
+    return config->tool_profile == CG_TOOL_PROFILE_CONFORMANCE ? cg_conformance_register : NULL;
+}
+
 //  Each live session holds a few dozen descriptors and ZeroMQ sockets (a kernel's five
 //  channels, their monitors, the session actor's pipes). The soft RLIMIT_NOFILE (often
 //  1024) and czmq's default of 1024 sockets would stop a server at about 50 sessions
@@ -261,9 +269,8 @@ main (int argc, char **argv)
                 config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
                 config.state_dir);
         cg_sweep_t *sweep = cg_sweep_new (instance, config.cleanup_interval_m);
-        rc = cg_mcp_serve (
-            &config, backend, instance, STDIN_FILENO, STDOUT_FILENO,
-            config.tool_profile == CG_TOOL_PROFILE_CONFORMANCE ? cg_conformance_register : NULL);
+        rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO,
+                           s_providers (&config));
         cg_sweep_destroy (&sweep);
     }
     else

@@ -268,8 +268,8 @@ h_start (h_t *self, const char **args, cg_server_setup_fn *extra)
         perror ("mkdtemp");
         return -1;
     }
-    const char *flags[64] = {"--state-dir", self->state_dir, "--pool", "off", "--http-listen",
-                             "off", "--log-level", "error"};
+    const char *flags[64] = {"--state-dir",   self->state_dir, "--pool",      "off",
+                             "--http-listen", "off",           "--log-level", "error"};
     int argc = 8;
     for (int i = 0; args && args[i] && argc < 63; i++)
         flags[argc++] = args[i];

@@ -12,8 +12,8 @@
 /*  A test's channel: every message sent on it is kept, in order. */
 typedef struct {
     cg_channel_t base;
-    json_t *sent;    /* the messages sent since the last h_take */
-    bool gone;       /* its ping answers false: the client closed its stream */
+    json_t *sent; /* the messages sent since the last h_take */
+    bool gone;    /* its ping answers false: the client closed its stream */
 } h_channel_t;
 
 typedef struct {
@@ -59,8 +59,8 @@ void h_initialize (h_t *self, h_channel_t *channel, const char *version);
 
 /*  The _meta a 2026-07-28 request carries, with CAPABILITIES (JSON text) as its
     clientCapabilities: a static string to put in a request's params. */
-#define H_MODERN_META(capabilities)                                                         \
-    "\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\", "             \
+#define H_MODERN_META(capabilities)                                             \
+    "\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\", " \
     "\"io.modelcontextprotocol/clientCapabilities\": " capabilities "}"
 
 #endif

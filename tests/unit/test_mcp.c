@@ -52,14 +52,14 @@ static void
 s_test_handshake (void)
 {
     h_t h;
-    if (h_start (&h, NULL, NULL) < 0)
-        {
+    if (h_start (&h, NULL, NULL) < 0) {
         EXPECT (false, "h_start");
         return;
     }
     cg_client_t *client = h_client ("stdio");
     h_channel_t *channel = h_channel (client);
-    json_t *sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}");
+    json_t *sent =
+        h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}");
     EXPECT (s_code (h_answer (sent, 1)) == CG_JSONRPC_INVALID_REQUEST
                 && strstr (s_error_text (h_answer (sent, 1)), "not initialized"),
             "tools/list before initialize: %s", s_error_text (h_answer (sent, 1)));
@@ -114,15 +114,15 @@ static void
 s_test_tools_and_refusals (void)
 {
     h_t h;
-    if (h_start (&h, NULL, NULL) < 0)
-        {
+    if (h_start (&h, NULL, NULL) < 0) {
         EXPECT (false, "h_start");
         return;
     }
     cg_client_t *client = h_client ("stdio");
     h_channel_t *channel = h_channel (client);
     h_initialize (&h, channel, "2025-11-25");
-    json_t *sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}");
+    json_t *sent =
+        h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}");
     json_t *tools = json_object_get (s_result (h_answer (sent, 1)), "tools");
     EXPECT (s_has_tool (tools, "execute_code") && s_has_tool (tools, "calculate")
                 && !s_has_tool (tools, "test_simple_text"),
@@ -144,13 +144,13 @@ s_test_tools_and_refusals (void)
                    "{\"name\": \"execute_code\", \"arguments\": {\"code\": \"1\", \"bogus\": 1}}}");
     json_t *result = s_result (h_answer (sent, 4));
     json_t *structured = json_object_get (result, "structuredContent");
-    EXPECT (json_is_true (json_object_get (result, "isError"))
-                && strcmp (json_string_value (json_object_get (structured, "error")),
-                           "invalid_params")
-                       == 0
-                && strstr (json_string_value (json_object_get (structured, "message")),
-                           "unknown argument 'bogus'"),
-            "bad arguments: a run's refusal");
+    EXPECT (
+        json_is_true (json_object_get (result, "isError"))
+            && strcmp (json_string_value (json_object_get (structured, "error")), "invalid_params")
+                   == 0
+            && strstr (json_string_value (json_object_get (structured, "message")),
+                       "unknown argument 'bogus'"),
+        "bad arguments: a run's refusal");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"tools/call\", \"params\": "
@@ -182,8 +182,7 @@ static void
 s_test_modern (void)
 {
     h_t h;
-    if (h_start (&h, NULL, NULL) < 0)
-        {
+    if (h_start (&h, NULL, NULL) < 0) {
         EXPECT (false, "h_start");
         return;
     }
@@ -193,8 +192,8 @@ s_test_modern (void)
                            "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"server/discover\", "
                            "\"params\": {" H_MODERN_META ("{}") "}}");
     json_t *result = s_result (h_answer (sent, 1));
-    EXPECT (strcmp (json_string_value (json_array_get (
-                        json_object_get (result, "supportedVersions"), 0)),
+    EXPECT (strcmp (json_string_value (
+                        json_array_get (json_object_get (result, "supportedVersions"), 0)),
                     "2026-07-28")
                 == 0,
             "server/discover: 2026-07-28 first");
@@ -240,14 +239,16 @@ s_test_modern (void)
                    "\"io.modelcontextprotocol/logLevel\": \"loud\"}}}");
     EXPECT (s_code (h_answer (sent, 5)) == CG_JSONRPC_INVALID_PARAMS, "a bad logLevel");
     json_decref (sent);
-    const char *removed[] = {"initialize",  "ping",       "logging/setLevel", "resources/subscribe",
-                             "tasks/result", "tasks/list", NULL};
+    const char *removed[] = {
+        "initialize", "ping", "logging/setLevel", "resources/subscribe", "tasks/result",
+        "tasks/list", NULL};
     for (int i = 0; removed[i]; i++) {
-        sent = h_send (&h, channel,
-                       "{\"jsonrpc\": \"2.0\", \"id\": 6, \"method\": \"%s\", "
-                       "\"params\": {" H_MODERN_META ("{\"extensions\": "
-                                                      "{\"io.modelcontextprotocol/tasks\": {}}}") "}}",
-                       removed[i]);
+        sent =
+            h_send (&h, channel,
+                    "{\"jsonrpc\": \"2.0\", \"id\": 6, \"method\": \"%s\", "
+                    "\"params\": {" H_MODERN_META ("{\"extensions\": "
+                                                   "{\"io.modelcontextprotocol/tasks\": {}}}") "}}",
+                    removed[i]);
         EXPECT (s_code (h_answer (sent, 6)) == CG_JSONRPC_METHOD_NOT_FOUND
                     && strstr (s_error_text (h_answer (sent, 6)), "is not a method of 2026-07-28")
                     && channel->base.status == 404,
@@ -262,10 +263,10 @@ s_test_modern (void)
                 && json_object_get (json_object_get (error, "data"), "requiredCapabilities"),
             "the tasks methods need the extension");
     json_decref (sent);
-    sent = h_send (&h, channel,
-                   "{\"jsonrpc\": \"2.0\", \"id\": 8, \"method\": \"resources/read\", "
-                   "\"params\": {\"uri\": \"cellgate://sessions/none/files/a\", " H_MODERN_META (
-                       "{}") "}}");
+    sent = h_send (
+        &h, channel,
+        "{\"jsonrpc\": \"2.0\", \"id\": 8, \"method\": \"resources/read\", "
+        "\"params\": {\"uri\": \"cellgate://sessions/none/files/a\", " H_MODERN_META ("{}") "}}");
     EXPECT (s_code (h_answer (sent, 8)) == CG_JSONRPC_INVALID_PARAMS,
             "2026-07-28: a resource not found is -32602 (-32002 is 2025's)");
     json_decref (sent);
@@ -286,8 +287,7 @@ static void
 s_test_conformance_provider (void)
 {
     h_t h;
-    if (h_start (&h, NULL, cg_conformance_register) < 0)
-        {
+    if (h_start (&h, NULL, cg_conformance_register) < 0) {
         EXPECT (false, "h_start");
         return;
     }
@@ -348,8 +348,7 @@ s_test_conformance_provider (void)
     h_client_free (&client);
     h_stop (&h);
     //  Without the provider: none of it.
-    if (h_start (&h, NULL, NULL) < 0)
-        {
+    if (h_start (&h, NULL, NULL) < 0) {
         EXPECT (false, "h_start");
         return;
     }

@@ -41,8 +41,8 @@ static void
 s_wait_response (cg_server_t *server, cg_call_t *call, json_t *message)
 {
     (void)message;
-    cg_server_call_answer (call, json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text",
-                                            "answered"));
+    cg_server_call_answer (
+        call, json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text", "answered"));
     cg_server_call_end (server, call);
 }
 
@@ -56,11 +56,11 @@ s_call (const cg_request_t *req, json_t *params)
     if (name && strcmp (name, "test_job") == 0) {
         bool later = json_is_true (json_object_get (arguments, "later"));
         bool fail = json_is_true (json_object_get (arguments, "fail"));
-        cg_tasks_fixture (req, name, later ? 3600 * 1000 : 0,
-                          fail ? NULL
-                               : json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text",
-                                            "job done"),
-                          NULL);
+        cg_tasks_fixture (
+            req, name, later ? 3600 * 1000 : 0,
+            fail ? NULL
+                 : json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text", "job done"),
+            NULL);
         return true;
     }
     if (name && strcmp (name, "test_wait") == 0) {
@@ -102,17 +102,17 @@ static void
 s_test_tasks (void)
 {
     h_t h;
-    if (h_start (&h, NULL, s_register) < 0)
-        {
+    if (h_start (&h, NULL, s_register) < 0) {
         EXPECT (false, "h_start");
         return;
     }
     cg_client_t *client = h_client ("stdio");
     h_channel_t *channel = h_channel (client);
     h_initialize (&h, channel, "2025-11-25");
-    json_t *sent = h_send (&h, channel,
-                           "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\": "
-                           "{\"name\": \"list_sessions\", \"task\": {}}}");
+    json_t *sent =
+        h_send (&h, channel,
+                "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\": "
+                "{\"name\": \"list_sessions\", \"task\": {}}}");
     EXPECT (s_code (h_answer (sent, 1)) == CG_JSONRPC_METHOD_NOT_FOUND
                 && strstr (s_error_text (h_answer (sent, 1)), "does not run as a task"),
             "a tool that runs no code takes no task");
@@ -158,10 +158,10 @@ s_test_tasks (void)
                    "\"params\": {\"taskId\": \"%s\"}}",
                    done);
     json_t *result = s_result (h_answer (sent, 6));
-    EXPECT (json_object_get (json_object_get (result, "_meta"),
-                             "io.modelcontextprotocol/related-task")
-                && json_object_get (result, "content"),
-            "tasks/result: the result, related to its task");
+    EXPECT (
+        json_object_get (json_object_get (result, "_meta"), "io.modelcontextprotocol/related-task")
+            && json_object_get (result, "content"),
+        "tasks/result: the result, related to its task");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tasks/cancel\", "
@@ -196,12 +196,11 @@ s_test_tasks (void)
                    later);
     EXPECT (strcmp (json_string_value (json_object_get (s_result (h_answer (sent, 11)), "status")),
                     "cancelled")
-                == 0
+                    == 0
                 && h_note (sent, "notifications/tasks/status"),
             "tasks/cancel of a working task");
     json_decref (sent);
-    sent = h_send (&h, channel,
-                   "{\"jsonrpc\": \"2.0\", \"id\": 12, \"method\": \"tasks/list\"}");
+    sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 12, \"method\": \"tasks/list\"}");
     EXPECT (json_array_size (json_object_get (s_result (h_answer (sent, 12)), "tasks")) == 3,
             "tasks/list: the three tasks, the refused call none");
     json_decref (sent);
@@ -215,17 +214,17 @@ static void
 s_test_modern_tasks (void)
 {
     h_t h;
-    if (h_start (&h, NULL, s_register) < 0)
-        {
+    if (h_start (&h, NULL, s_register) < 0) {
         EXPECT (false, "h_start");
         return;
     }
     cg_client_t *client = h_client ("modern");
     h_channel_t *channel = h_channel (client);
 #define S_TASKS_META H_MODERN_META ("{\"extensions\": {\"io.modelcontextprotocol/tasks\": {}}}")
-    json_t *sent = h_send (&h, channel,
-                           "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\": "
-                           "{\"name\": \"test_job\", " S_TASKS_META "}}");
+    json_t *sent =
+        h_send (&h, channel,
+                "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\": "
+                "{\"name\": \"test_job\", " S_TASKS_META "}}");
     cleanup_free char *id = cg_xstrdup (s_task_id (sent, 1));
     EXPECT (*id, "a task made for a 2026-07-28 request");
     json_decref (sent);
@@ -258,17 +257,17 @@ static void
 s_test_cancellation (void)
 {
     h_t h;
-    if (h_start (&h, NULL, s_register) < 0)
-        {
+    if (h_start (&h, NULL, s_register) < 0) {
         EXPECT (false, "h_start");
         return;
     }
     cg_client_t *client = h_client ("stdio");
     h_channel_t *channel = h_channel (client);
     h_initialize (&h, channel, "2025-11-25");
-    json_t *sent = h_send (&h, channel,
-                           "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"subscriptions/listen\", "
-                           "\"params\": {\"notifications\": {}, " H_MODERN_META ("{}") "}}");
+    json_t *sent =
+        h_send (&h, channel,
+                "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"subscriptions/listen\", "
+                "\"params\": {\"notifications\": {}, " H_MODERN_META ("{}") "}}");
     EXPECT (h_note (sent, "notifications/subscriptions/acknowledged")
                 && zlistx_size (h.server.listeners) == 1,
             "a listener");
@@ -315,8 +314,7 @@ static void
 s_test_client_end (void)
 {
     h_t h;
-    if (h_start (&h, NULL, s_register) < 0)
-        {
+    if (h_start (&h, NULL, s_register) < 0) {
         EXPECT (false, "h_start");
         return;
     }
@@ -333,10 +331,11 @@ s_test_client_end (void)
         json_decref (h_send (&h, both[i],
                              "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", "
                              "\"params\": {\"name\": \"test_wait\"}}"));
-        json_decref (h_send (&h, both[i],
-                             "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": "
-                             "\"subscriptions/listen\", \"params\": {\"notifications\": {}, " H_MODERN_META (
-                                 "{}") "}}"));
+        json_decref (
+            h_send (&h, both[i],
+                    "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": "
+                    "\"subscriptions/listen\", \"params\": {\"notifications\": {}, " H_MODERN_META (
+                        "{}") "}}"));
         json_decref (h_send (&h, both[i],
                              "{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": "
                              "\"resources/subscribe\", \"params\": {\"uri\": \"x://y\"}}"));
