@@ -5,6 +5,7 @@
 #include "containers/cg_docker.h"
 #include "artifacts/cg_preview.h"
 #include "mcp/cg_mcp.h"
+#include "mcp/conformance/cg_conformance.h"
 #include "base/cg_config.h"
 #include "base/cg_fault.h"
 #include "app/cg_help.h"
@@ -86,25 +87,34 @@ s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_
 static cg_sandbox_limits_t
 s_sandbox_limits (const cg_config_t *config)
 {
-    return (cg_sandbox_limits_t){.backend = config->backend,
-                                 .image = config->image,
-                                 .docker_host = config->docker_host,
-                                 .docker_tcp = strcmp (config->docker_tcp, "on") == 0,
-                                 .runtime = config->runtime,
-                                 .state_dir = config->state_dir,
-                                 .kernels_dir = config->kernels_dir,
-                                 .memory_mb = config->memory_mb,
-                                 .cpus = config->cpus,
-                                 .pids = config->pids,
-                                 .tmp_mb = config->tmp_mb,
-                                 .workspace_mb = config->workspace_mb,
-                                 .workspace_inodes = config->workspace_inodes,
-                                 .nofile = config->nofile,
-                                 .fsize_mb = config->fsize_mb,
-                                 .sandbox_uid = config->sandbox_uid,
-                                 .sandbox_gid = config->sandbox_gid,
-                                 .wheelhouse = config->wheelhouse,
-                                 .npm_mirror = config->npm_mirror};
+    return (cg_sandbox_limits_t){
+        .backend = cg_config_value_name (offsetof (cg_config_t, backend), (int)config->backend),
+        .image = config->image,
+        .docker_host = config->docker_host,
+        .docker_tcp = config->docker_tcp,
+        .runtime = config->runtime,
+        .state_dir = config->state_dir,
+        .kernels_dir = config->kernels_dir,
+        .memory_mb = config->memory_mb,
+        .cpus = config->cpus,
+        .pids = config->pids,
+        .tmp_mb = config->tmp_mb,
+        .workspace_mb = config->workspace_mb,
+        .workspace_inodes = config->workspace_inodes,
+        .nofile = config->nofile,
+        .fsize_mb = config->fsize_mb,
+        .sandbox_uid = config->sandbox_uid,
+        .sandbox_gid = config->sandbox_gid,
+        .wheelhouse = config->wheelhouse,
+        .npm_mirror = config->npm_mirror};
+}
+
+//  What the MCP server registers beside its features and tools: the conformance suite's
+//  fixtures under --tool-profile conformance, nothing else.
+static cg_server_setup_fn *
+s_providers (const cg_config_t *config)
+{
+    return config->tool_profile == CG_TOOL_PROFILE_CONFORMANCE ? cg_conformance_register : NULL;
 }
 
 //  Each live session holds a few dozen descriptors and ZeroMQ sockets (a kernel's five
@@ -145,7 +155,8 @@ s_for_user (cg_config_t *config, const char *command, char **note)
              "MCP client that means e.g. 'claude mcp add cellgate -- sudo -n "
              "/path/to/cellgate mcp' with a sudoers rule that asks no password (a stdio "
              "client cannot answer a password prompt).\n",
-             command, config->backend, (unsigned)geteuid ());
+             command, cg_config_value_name (offsetof (cg_config_t, backend), (int)config->backend),
+             (unsigned)geteuid ());
     return -1;
 }
 
@@ -214,7 +225,7 @@ main (int argc, char **argv)
     }
     free (preload);
     cg_log_set_level (config.log_level);
-    cg_log_set_json (strcmp (config.log_format, "json") == 0);
+    cg_log_set_json (config.log_format == CG_LOG_FORMAT_JSON);
     if (config.log_file && cg_log_set_file (config.log_file, &err) < 0) {
         fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
         cg_error_destroy (&err);
@@ -258,7 +269,8 @@ main (int argc, char **argv)
                 config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
                 config.state_dir);
         cg_sweep_t *sweep = cg_sweep_new (instance, config.cleanup_interval_m);
-        rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO);
+        rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO,
+                           s_providers (&config));
         cg_sweep_destroy (&sweep);
     }
     else

@@ -43,7 +43,7 @@ static const cg_config_option_t s_options[] = {
      1, 4096,
      "a session's notebook record (export_notebook) in MB: near it a run's cell keeps its code "
      "without outputs, at it later runs are left out (the notebook says so)"},
-    {"--backend", "CELLGATE_BACKEND", CG_CONFIG_STRING, OFF (backend), "auto", 0, 0,
+    {"--backend", "CELLGATE_BACKEND", CG_CONFIG_ENUM, OFF (backend), "auto", 0, 0,
      "sandbox backend: oci (runc or crun, as root), rootless (runc in a user namespace, for a "
      "normal user), docker (the Docker Engine API, Podman's too, running --image) or auto "
      "(oci as root, rootless as a normal user, else docker when its socket answers)"},
@@ -53,7 +53,7 @@ static const cg_config_option_t s_options[] = {
     {"--docker-host", "CELLGATE_DOCKER_HOST", CG_CONFIG_STRING, OFF (docker_host), NULL, 0, 0,
      "the docker backend's engine: unix:///path (default $DOCKER_HOST, else "
      "unix:///var/run/docker.sock) or tcp://host:port"},
-    {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_SWITCH, OFF (docker_tcp), "off", 0, 0,
+    {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_BOOL, OFF (docker_tcp), "off", 0, 0,
      "on: allow a tcp:// docker host (plain HTTP, no TLS: whoever reaches it is root there)"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
      "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), a name found on PATH (runc, "
@@ -187,8 +187,7 @@ static const cg_config_option_t s_options[] = {
     {"--pool-min-available-mb", "CELLGATE_POOL_MIN_AVAILABLE_MB", CG_CONFIG_INT,
      OFF (pool_min_available_mb), "512", 0, 1 << 20,
      "when the host's MemAvailable falls below this many MB the pool is emptied and not refilled"},
-    {"--keep-sessions", "CELLGATE_KEEP_SESSIONS", CG_CONFIG_SWITCH, OFF (keep_sessions), "off", 0,
-     0,
+    {"--keep-sessions", "CELLGATE_KEEP_SESSIONS", CG_CONFIG_BOOL, OFF (keep_sessions), "off", 0, 0,
      "on: a server that stops (stdin closed, SIGTERM, a crash) leaves its stdio sessions' "
      "sandboxes running and the next one on the same state dir re-adopts them; off: they go "
      "with it (HTTP sessions always do)"},
@@ -214,7 +213,7 @@ static const cg_config_option_t s_options[] = {
      "the token of /admin/sessions and /metrics on every listener (16+ characters; not the "
      "--http-token or the gateway's); default: one made at first start, kept 0600 in "
      "<state dir>/admin-token"},
-    {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_SWITCH, OFF (gateway), "on", 0, 0,
+    {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_BOOL, OFF (gateway), "on", 0, 0,
      "serve the Jupyter Kernel Gateway API (/api/kernels, /api/kernelspecs) on the listener, "
      "for jupyter server/notebook --gateway-url"},
     {"--gateway-token", "CELLGATE_GATEWAY_TOKEN", CG_CONFIG_STRING, OFF (gateway_token), NULL, 0, 0,
@@ -227,8 +226,7 @@ static const cg_config_option_t s_options[] = {
      OFF (cleanup_interval_m), "5", 0, 10080,
      "minutes between sweeps removing what stopped servers left in the state dir (sandboxes, "
      "workspace mounts, directories); 0: only at start-up"},
-    {"--tool-profile", "CELLGATE_TOOL_PROFILE", CG_CONFIG_STRING, OFF (tool_profile), "default", 0,
-     0,
+    {"--tool-profile", "CELLGATE_TOOL_PROFILE", CG_CONFIG_ENUM, OFF (tool_profile), "default", 0, 0,
      "default; seed001: execute_code served as code_execution_sandbox.execute_code (that "
      "specification's tool); conformance: plus the MCP conformance suite's fixture tools"},
     {"--wheelhouse", "CELLGATE_WHEELHOUSE", CG_CONFIG_STRING, OFF (wheelhouse), NULL, 0, 0,
@@ -239,16 +237,16 @@ static const cg_config_option_t s_options[] = {
      "takes Node packages from, read-only in every sandbox; unset: no Node installs"},
     {"--log-level", "CELLGATE_LOG_LEVEL", CG_CONFIG_LOG_LEVEL, OFF (log_level), "info", 0, 3,
      "error, warn, info or debug"},
-    {"--log-format", "CELLGATE_LOG_FORMAT", CG_CONFIG_STRING, OFF (log_format), "console", 0, 0,
+    {"--log-format", "CELLGATE_LOG_FORMAT", CG_CONFIG_ENUM, OFF (log_format), "console", 0, 0,
      "console (text lines) or json (one JSON object per line); both UTC-timestamped"},
     {"--log-file", "CELLGATE_LOG_FILE", CG_CONFIG_STRING, OFF (log_file), NULL, 0, 0,
      "append the log to this file instead of stderr"},
     {"--log-dir", "CELLGATE_LOG_DIR", CG_CONFIG_STRING, OFF (log_dir), NULL, 0, 0,
      "the execution log's directory (JSON lines and their index); default <state-dir>/logs"},
-    {"--execution-log", "CELLGATE_EXECUTION_LOG", CG_CONFIG_STRING, OFF (execution_log), "full", 0,
-     0, "full; metadata: no code, stdin or output; off: nothing is logged"},
-    {"--save-displays", "CELLGATE_SAVE_DISPLAYS", CG_CONFIG_STRING, OFF (save_displays), "figures",
-     0, 0,
+    {"--execution-log", "CELLGATE_EXECUTION_LOG", CG_CONFIG_ENUM, OFF (execution_log), "full", 0, 0,
+     "full; metadata: no code, stdin or output; off: nothing is logged"},
+    {"--save-displays", "CELLGATE_SAVE_DISPLAYS", CG_CONFIG_ENUM, OFF (save_displays), "figures", 0,
+     0,
      "display outputs a session run saves in " CG_WORKSPACE_MOUNT "/outputs: figures (PNG, "
      "JPEG, SVG, PDF; not when the run saved an image file itself), all (HTML and JSON too) or "
      "none"},
@@ -260,6 +258,66 @@ static const cg_config_option_t s_options[] = {
      OFF (log_session_days), "90", 1, 36500, "days session log files stay after their last entry"},
 };
 #define S_OPTION_COUNT (sizeof s_options / sizeof s_options[0])
+
+//  The names each ENUM option takes, in its enum's order (cg_config.h).
+static const struct {
+    size_t offset;
+    const char *const names[5];
+} s_enums[] = {
+    {OFF (backend), {"oci", "rootless", "docker", "auto", NULL}},
+    {OFF (tool_profile), {"default", "seed001", "conformance", NULL}},
+    {OFF (log_format), {"console", "json", NULL}},
+    {OFF (execution_log), {"full", "metadata", "off", NULL}},
+    {OFF (save_displays), {"figures", "all", "none", NULL}},
+};
+
+static const char *const *
+s_names_at (size_t offset)
+{
+    for (size_t i = 0; i < sizeof s_enums / sizeof s_enums[0]; i++)
+        if (s_enums[i].offset == offset)
+            return s_enums[i].names;
+    return NULL;
+}
+
+const char *const *
+cg_config_values (const cg_config_option_t *option)
+{
+    return option->kind == CG_CONFIG_ENUM ? s_names_at (option->offset) : NULL;
+}
+
+const char *
+cg_config_value_name (size_t offset, int value)
+{
+    const char *const *names = s_names_at (offset);
+    for (int i = 0; names && names[i]; i++)
+        if (i == value)
+            return names[i];
+    return "?";
+}
+
+//  Sets the ENUM OPTION's FIELD from VALUE, one of its names in any case. Returns 0, or -1
+//  with *err set naming them ("--log-format: 'xml' is not console or json").
+static int
+s_set_enum (const cg_config_option_t *option, char *field, const char *value, const char *source,
+            cg_error_t **err)
+{
+    const char *const *names = cg_config_values (option);
+    size_t count = 0;
+    for (; names[count]; count++)
+        if (strcasecmp (value, names[count]) == 0) {
+            *(int *)field = (int)count;
+            return 0;
+        }
+    char list[128] = "";
+    for (size_t i = 0; i < count; i++)
+        snprintf (list + strlen (list), sizeof list - strlen (list), "%s%s",
+                  i == 0           ? ""
+                  : i + 1 == count ? " or "
+                                   : ", ",
+                  names[i]);
+    return cg_error_set (err, EINVAL, "%s: '%s' is not %s", source, value, list);
+}
 
 const cg_config_option_t *
 cg_config_options (size_t *count)
@@ -287,16 +345,17 @@ s_set (cg_config_t *self, const cg_config_option_t *option, const char *value, c
        cg_error_t **err)
 {
     char *field = (char *)self + option->offset;
-    if (option->kind == CG_CONFIG_SWITCH) {
+    if (option->kind == CG_CONFIG_BOOL) {
         const char *state = s_switch (value);
         if (!state)
             return cg_error_set (err, EINVAL,
                                  "%s: '%s' is not on or off (also true/false, yes/no, 1/0)", source,
                                  value);
-        free (*(char **)field);
-        *(char **)field = cg_xstrdup (state);
+        *(bool *)field = strcmp (state, "on") == 0;
         return 0;
     }
+    if (option->kind == CG_CONFIG_ENUM)
+        return s_set_enum (option, field, value, option->flag, err);
     if (option->kind == CG_CONFIG_STRING) {
         if (!*value)
             return cg_error_set (err, EINVAL, "%s: empty value", source);
@@ -567,7 +626,7 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
             return cg_error_set (err, EINVAL, "unknown option '%s' (see --help)", name);
         if (equals)
             value = equals + 1;
-        else if (option->kind == CG_CONFIG_SWITCH)
+        else if (option->kind == CG_CONFIG_BOOL)
             //  A switch alone means on; "--keep-sessions off" still reads the next word.
             value = arg + 1 < argc && s_switch (argv[arg + 1]) ? argv[++arg] : "on";
         else if (arg + 1 < argc)
@@ -591,11 +650,6 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
             err, EINVAL,
             "--http %s listens beyond loopback: set --http-token (or CELLGATE_HTTP_TOKEN)",
             self->http);
-    if (strcmp (self->tool_profile, "default") && strcmp (self->tool_profile, "seed001")
-        && strcmp (self->tool_profile, "conformance"))
-        return cg_error_set (err, EINVAL,
-                             "--tool-profile: '%s' is not default, seed001 or conformance",
-                             self->tool_profile);
     if (self->output_head_bytes + self->output_tail_bytes > self->max_output_bytes)
         return cg_error_set (
             err, EINVAL,
@@ -619,23 +673,6 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
                 S_INODE_BYTES) " bytes each) would take more than half "
                                "of --workspace-mb %d; lower the one or raise the other",
             self->workspace_inodes, self->workspace_mb);
-    for (char *c = self->log_format; *c; c++)
-        *c = (char)tolower ((unsigned char)*c);
-    if (strcmp (self->log_format, "console") && strcmp (self->log_format, "json"))
-        return cg_error_set (err, EINVAL, "--log-format: '%s' is not console or json",
-                             self->log_format);
-    if (strcmp (self->execution_log, "full") && strcmp (self->execution_log, "metadata")
-        && strcmp (self->execution_log, "off"))
-        return cg_error_set (err, EINVAL, "--execution-log: '%s' is not full, metadata or off",
-                             self->execution_log);
-    if (strcmp (self->save_displays, "figures") && strcmp (self->save_displays, "all")
-        && strcmp (self->save_displays, "none"))
-        return cg_error_set (err, EINVAL, "--save-displays: '%s' is not figures, all or none",
-                             self->save_displays);
-    if (strcmp (self->backend, "auto") && strcmp (self->backend, "oci")
-        && strcmp (self->backend, "rootless") && strcmp (self->backend, "docker"))
-        return cg_error_set (err, EINVAL, "--backend: '%s' is not oci, rootless, docker or auto",
-                             self->backend);
     if (s_package_source (&self->wheelhouse, "--wheelhouse", err) < 0
         || s_package_source (&self->npm_mirror, "--npm-mirror", err) < 0
         || s_public_url (&self->public_url, err) < 0)
@@ -655,43 +692,32 @@ cg_config_clear (cg_config_t *self)
     free (self->state_dir);
     free (self->scripts_dir);
     free (self->runtime);
-    free (self->backend);
     free (self->image);
     free (self->docker_host);
-    free (self->docker_tcp);
-    self->backend = self->image = self->docker_host = self->docker_tcp = NULL;
+    self->image = self->docker_host = NULL;
     free (self->kernels_dir);
     free (self->http_listen);
-    free (self->tool_profile);
     free (self->http);
     free (self->http_token);
     free (self->gateway_token);
-    free (self->gateway);
-    self->gateway_token = self->gateway = NULL;
+    self->gateway_token = NULL;
     free (self->admin_token);
     self->admin_token = NULL;
     free (self->log_dir);
-    free (self->execution_log);
-    free (self->save_displays);
-    self->save_displays = NULL;
-    free (self->keep_sessions);
-    self->keep_sessions = NULL;
     free (self->wheelhouse);
     free (self->npm_mirror);
-    free (self->log_format);
     free (self->log_file);
     cg_strv_free (self->warnings);
     cg_strv_free (self->notes);
-    self->log_format = self->log_file = NULL;
+    self->log_file = NULL;
     self->warnings = self->notes = NULL;
     free (self->public_url);
     free (self->pool);
     free (self->pool_preload);
     self->pool = self->pool_preload = NULL;
-    self->http = self->http_token = self->log_dir = self->execution_log = self->scripts_dir = NULL;
+    self->http = self->http_token = self->log_dir = self->scripts_dir = NULL;
     self->wheelhouse = self->npm_mirror = self->public_url = NULL;
-    self->state_dir = self->runtime = self->kernels_dir = self->http_listen = self->tool_profile =
-        NULL;
+    self->state_dir = self->runtime = self->kernels_dir = self->http_listen = NULL;
 }
 
 void
@@ -714,7 +740,8 @@ cg_config_usage (void)
 char *
 cg_config_for_user (cg_config_t *self)
 {
-    if (geteuid () == 0 || (strcmp (self->backend, "auto") && strcmp (self->backend, "rootless")))
+    if (geteuid () == 0
+        || (self->backend != CG_BACKEND_AUTO && self->backend != CG_BACKEND_ROOTLESS))
         return NULL;
     const char *default_state = s_options[0].fallback;
     if (strcmp (self->state_dir, default_state) == 0) {

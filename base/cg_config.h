@@ -8,20 +8,52 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/*  The settings with fixed values, parsed once (CG_CONFIG_ENUM): each enum's values are in
+    the order of the names its option takes (cg_config_values). */
+typedef enum {
+    CG_BACKEND_OCI,      /* runc or crun, as root */
+    CG_BACKEND_ROOTLESS, /* runc in a user namespace */
+    CG_BACKEND_DOCKER,   /* a Docker or Podman engine */
+    CG_BACKEND_AUTO,     /* the first that can run here */
+} cg_config_backend_t;
+
+typedef enum {
+    CG_TOOL_PROFILE_DEFAULT,
+    CG_TOOL_PROFILE_SEED001,     /* execute_code as seed 001's tool */
+    CG_TOOL_PROFILE_CONFORMANCE, /* plus the MCP conformance suite's fixtures */
+} cg_tool_profile_t;
+
+typedef enum {
+    CG_LOG_FORMAT_CONSOLE, /* text lines */
+    CG_LOG_FORMAT_JSON,    /* one JSON object per line */
+} cg_log_format_t;
+
+typedef enum {
+    CG_EXECUTION_LOG_FULL,
+    CG_EXECUTION_LOG_METADATA, /* no code, stdin or output */
+    CG_EXECUTION_LOG_OFF,
+} cg_execution_log_t;
+
+typedef enum {
+    CG_SAVE_DISPLAYS_FIGURES, /* PNG, JPEG, SVG, PDF (not when the run saved an image) */
+    CG_SAVE_DISPLAYS_ALL,     /* HTML and JSON too */
+    CG_SAVE_DISPLAYS_NONE,
+} cg_save_displays_t;
+
 typedef struct {
-    char *state_dir;           /* containers' bundles, workspaces, runtime dirs */
-    char *scripts_dir;         /* the saved-script library; NULL: <state_dir>/scripts */
-    int script_versions;       /* earlier versions kept per script; older ones are removed */
-    int max_scripts;           /* scripts in the library */
-    size_t max_scripts_bytes;  /* bytes of the whole library */
-    size_t notebook_max_bytes; /* a session's notebook record (notebook.jsonl) */
-    char *runtime;             /* "auto", a name looked up on PATH, or a path */
-    char *backend;             /* "auto", "oci" or "docker" */
-    char *image;               /* the docker backend's sandbox image, or NULL */
-    char *docker_host;         /* unix:///path or tcp://host:port, or NULL */
-    char *docker_tcp;          /* "on": a tcp:// docker host is allowed */
-    char *kernels_dir;         /* kernel specs: <dir>/<language>/kernel.json */
-    int memory_mb;             /* per sandbox, swap included */
+    char *state_dir;             /* containers' bundles, workspaces, runtime dirs */
+    char *scripts_dir;           /* the saved-script library; NULL: <state_dir>/scripts */
+    int script_versions;         /* earlier versions kept per script; older ones are removed */
+    int max_scripts;             /* scripts in the library */
+    size_t max_scripts_bytes;    /* bytes of the whole library */
+    size_t notebook_max_bytes;   /* a session's notebook record (notebook.jsonl) */
+    char *runtime;               /* "auto", a name looked up on PATH, or a path */
+    cg_config_backend_t backend; /* --backend */
+    char *image;                 /* the docker backend's sandbox image, or NULL */
+    char *docker_host;           /* unix:///path or tcp://host:port, or NULL */
+    bool docker_tcp;             /* a tcp:// docker host is allowed */
+    char *kernels_dir;           /* kernel specs: <dir>/<language>/kernel.json */
+    int memory_mb;               /* per sandbox, swap included */
     double cpus;
     int pids;
     int tmp_mb;           /* size of the sandbox's /tmp tmpfs */
@@ -55,19 +87,19 @@ typedef struct {
     char *http;                /* "HOST:PORT": serve MCP over Streamable HTTP there, or NULL */
     char *http_token;          /* bearer token the HTTP transport requires, or NULL */
     char *gateway_token;       /* the Jupyter gateway's token, or NULL (one is made: cg_gateway) */
-    char *gateway;             /* "on": serve the Jupyter gateway API on the listener; "off" */
+    bool gateway;              /* serve the Jupyter gateway API on the listener */
     char *admin_token;         /* /admin and /metrics' token, or NULL (one is made: cg_admin) */
     int http_per_address;      /* the listener's connections from one peer address */
     int http_owner_reserve;    /* of its connections, kept for 127.0.0.1 and ::1 */
-    int http_request_timeout_s; /* a connection's request must arrive whole within this */
-    char *public_url;           /* base of every link handed out ("https://host:port/prefix", no
+    int http_request_timeout_s;     /* a connection's request must arrive whole within this */
+    char *public_url;               /* base of every link handed out ("https://host:port/prefix", no
                          trailing slash), or NULL: the listener's own address */
-    double cleanup_interval_m;  /* minutes between orphan sweeps; 0: at start-up only */
-    char *tool_profile;         /* "default" or "seed001": which tools tools/list shows */
-    char *wheelhouse;           /* install_package's pip source directory, or NULL */
-    char *npm_mirror;           /* install_package's npm tarball directory, or NULL */
-    bool http_listen_set;       /* given by flag or variable (no fallback port then) */
-    int max_mcp_sessions;       /* Streamable HTTP MCP sessions at once */
+    double cleanup_interval_m;      /* minutes between orphan sweeps; 0: at start-up only */
+    cg_tool_profile_t tool_profile; /* which tools tools/list shows */
+    char *wheelhouse;               /* install_package's pip source directory, or NULL */
+    char *npm_mirror;               /* install_package's npm tarball directory, or NULL */
+    bool http_listen_set;           /* given by flag or variable (no fallback port then) */
+    int max_mcp_sessions;           /* Streamable HTTP MCP sessions at once */
     int max_mcp_sessions_per_client; /* of them, one client's (cg_client_same_owner) */
     int max_listens;                 /* 2026-07-28 subscriptions/listen open at once */
     int max_listens_per_client;
@@ -84,18 +116,18 @@ typedef struct {
     char *pool_preload;        /* modules pooled Python kernels import, or "none" */
     int pool_memory_mb;        /* what the pool's waiting sandboxes may use together */
     int pool_min_available_mb; /* below this MemAvailable the pool empties, stops refilling */
-    char *keep_sessions;       /* "on" or "off": stdio sessions outlive the server (cg_keep) */
+    bool keep_sessions;        /* stdio sessions outlive the server (cg_registry_keep) */
     int log_level;
-    char *log_format;     /* "console" or "json" */
-    char *log_file;       /* the log's file (appended), or NULL: stderr */
-    char *log_dir;        /* the execution log's directory; NULL: <state_dir>/logs */
-    char *execution_log;  /* "full", "metadata" (no code or output) or "off" */
-    char *save_displays;  /* display outputs saved in outputs/: "figures", "all" or "none" */
-    int log_success_days; /* successful executions are kept this long */
-    int log_failed_days;  /* failed and timed-out ones */
-    int log_session_days; /* session log files, from their last line */
-    char **warnings;      /* start-up warnings about the seeds' variables (a strv), to log */
-    char **notes;         /* which of the seeds' variables gave a value (a strv), to log */
+    cg_log_format_t log_format;
+    char *log_file; /* the log's file (appended), or NULL: stderr */
+    char *log_dir;  /* the execution log's directory; NULL: <state_dir>/logs */
+    cg_execution_log_t execution_log;
+    cg_save_displays_t save_displays; /* display outputs saved in outputs/ */
+    int log_success_days;             /* successful executions are kept this long */
+    int log_failed_days;              /* failed and timed-out ones */
+    int log_session_days;             /* session log files, from their last line */
+    char **warnings; /* start-up warnings about the seeds' variables (a strv), to log */
+    char **notes;    /* which of the seeds' variables gave a value (a strv), to log */
 } cg_config_t;
 
 /*  How an option's text becomes its field. */
@@ -106,8 +138,10 @@ typedef enum {
     CG_CONFIG_BYTES,     /* size_t, a whole number of bytes from min to max */
     CG_CONFIG_MB,        /* size_t in bytes, given as whole MB from min to max */
     CG_CONFIG_LOG_LEVEL, /* int, from the names error, warn, info, debug */
-    CG_CONFIG_SWITCH,    /* char *, owned, "on" or "off": given as on/off, true/false, yes/no
-                            or 1/0 in any case; the flag alone (--keep-sessions) means on */
+    CG_CONFIG_BOOL,      /* bool, on or off: given as on/off, true/false, yes/no or 1/0 in any
+                            case; the flag alone (--keep-sessions) means on */
+    CG_CONFIG_ENUM,      /* an enum (int-sized), from the names cg_config_values gives, in any
+                            case: the Nth name is the enum's value N */
 } cg_config_kind_t;
 
 /*  One option: the one place its flag, variable, default and bounds are written. */
@@ -123,6 +157,14 @@ typedef struct {
 
 /*  Returns the table of options (sets *COUNT to its length). The table is static. */
 const cg_config_option_t *cg_config_options (size_t *count);
+
+/*  The names an ENUM OPTION takes, in its enum's order (NULL-terminated, static), or NULL
+    for another kind. */
+const char *const *cg_config_values (const cg_config_option_t *option);
+
+/*  The name of VALUE of the ENUM option whose field is at OFFSET in cg_config_t (offsetof),
+    e.g. "rootless" for offsetof (cg_config_t, backend) and CG_BACKEND_ROOTLESS. */
+const char *cg_config_value_name (size_t offset, int value);
 
 /*  Fills SELF with the table's defaults, then the seeds' SANDBOX_* and CODEXEC_* variables
     that stand for a setting (cg_aliases), then CELLGATE_* environment variables, then the

@@ -24,7 +24,7 @@ bool
 cg_instance_keeps (const cg_config_t *config)
 {
     //  Over HTTP an owner is an Mcp-Session-Id, which dies with the server: nothing to keep.
-    return config->keep_sessions && strcmp (config->keep_sessions, "on") == 0 && !config->http;
+    return config->keep_sessions && !config->http;
 }
 
 //  The fingerprint of what a sandbox and its kernels are made with (the session directory's

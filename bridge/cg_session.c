@@ -294,7 +294,7 @@ s_fill_stream (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_
     cleanup_free char *whole = text->dropped ? cg_output_join (text->data, text->len, text->cut,
                                                                text->dropped_chars, &whole_len)
                                              : NULL;
-    if (strcmp (config->execution_log, "full") == 0)
+    if (config->execution_log == CG_EXECUTION_LOG_FULL)
         cg_outcome_stream_set_full (stream, whole ? whole : text->data,
                                     whole ? whole_len : text->len, CG_LOG_STREAM_MAX,
                                     text->dropped > 0);
@@ -431,9 +431,9 @@ static size_t
 s_save_displays (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *outcome,
                  json_t *diff)
 {
-    const char *mode = self->config->save_displays;
-    unsigned kinds = strcmp (mode, "all") == 0 ? CG_DISPLAYS_FIGURES | CG_DISPLAYS_DOCUMENTS
-                     : strcmp (mode, "none") == 0 || (diff && s_wrote_figure (diff))
+    cg_save_displays_t mode = self->config->save_displays;
+    unsigned kinds = mode == CG_SAVE_DISPLAYS_ALL ? CG_DISPLAYS_FIGURES | CG_DISPLAYS_DOCUMENTS
+                     : mode == CG_SAVE_DISPLAYS_NONE || (diff && s_wrote_figure (diff))
                          ? 0
                          : CG_DISPLAYS_FIGURES;
     if (!request->session_id || !kinds || json_array_size (outcome->outputs) == 0)

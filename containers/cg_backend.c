@@ -188,6 +188,17 @@ cg_backend_new (const cg_sandbox_limits_t *limits, cg_error_t **err)
     return self;
 }
 
+cg_backend_t *
+cg_backend_of (const cg_backend_ops_t *ops, const cg_sandbox_limits_t *limits, cg_error_t **err)
+{
+    cg_backend_t *self = cg_xcalloc (1, sizeof *self);
+    if (s_open (self, ops, limits, err) < 0) {
+        self->ops = NULL;
+        cg_backend_destroy (&self);
+    }
+    return self;
+}
+
 void
 cg_backend_destroy (cg_backend_t **self_p)
 {

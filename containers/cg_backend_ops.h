@@ -51,6 +51,12 @@ int cg_backend_remove_instances (
     json_t *instances, cg_container_owned_fn *owned, void *arg, void *impl,
     int (*remove_orphans) (void *impl, const char *prefix, cg_error_t **err), cg_error_t **err);
 
+/*  A backend of OPS for LIMITS, as cg_backend_new makes one of the kind --backend names:
+    for a test's own table (production code names its backend by kind). NULL with *err
+    set when OPS's NEW fails. */
+cg_backend_t *cg_backend_of (const cg_backend_ops_t *ops, const cg_sandbox_limits_t *limits,
+                             cg_error_t **err);
+
 extern const cg_backend_ops_t cg_oci_ops;
 extern const cg_backend_ops_t cg_rootless_ops;
 extern const cg_backend_ops_t cg_docker_ops;

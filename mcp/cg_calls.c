@@ -1,12 +1,9 @@
 /*  cg_calls — the MCP core's calls in flight: a request whose answer comes later (a run, a
     session start, a client's response), its end, its cancellation, and what ends with a
-    client or a session. */
+    client or a session. What a feature keeps of a call or a client it hears through the
+    hooks (cg_hooks_t); how a tool's call ends, through its call ops (cg_call_ops_t). */
 #include "mcp/cg_jsonrpc.h"
-#include "mcp/cg_listen.h"
-#include "mcp/cg_resources.h"
 #include "mcp/cg_server_int.h"
-#include "mcp/cg_tasks.h"
-#include "mcp/tools/cg_tools.h"
 #include "base/cg_util.h"
 
 #include <string.h>
@@ -63,10 +60,33 @@ cg_server_call_new (const cg_request_t *req, const char *tool, const char *sessi
         call->task = req->task;
         json_decref (call->id);
         call->id = json_sprintf ("task:%s", call->key);
-        cg_tasks_started (req->task, call->key);
     }
+    call->server = self;
     zhashx_insert (self->calls, call->key, call);
+    for (size_t i = 0; i < self->hook_count; i++)
+        if (self->hooks[i]->call_start)
+            self->hooks[i]->call_start (self, call);
     return call;
+}
+
+void
+cg_server_call_cancel (cg_server_t *self, cg_call_t *call)
+{
+    call->cancelled = true;
+    cg_server_call_interrupt (self, call);
+}
+
+void
+cg_server_call_interrupt (cg_server_t *self, cg_call_t *call)
+{
+    zactor_t *runner = call->oneshot;
+    if (!runner) {
+        cg_registry_session_t *session =
+            cg_registry_find (self->registry, call->channel->client->id, call->session_id);
+        runner = session ? session->runner : NULL;
+    }
+    if (runner)
+        zstr_send (runner, "CANCEL");
 }
 
 zhashx_t *
@@ -85,8 +105,9 @@ void
 cg_server_call_end (cg_server_t *self, cg_call_t *call)
 {
     cg_server_call_record (call, NULL, 0, "unanswered");
-    if (call->task) /* (an answered task has ended: this changes nothing then) */
-        cg_tasks_call_ended (call->task, call->key);
+    for (size_t i = 0; i < self->hook_count; i++)
+        if (self->hooks[i]->call_end) /* (a task answered has ended: nothing changes then) */
+            self->hooks[i]->call_end (self, call);
     cg_registry_oneshot_end (self->registry, &call->oneshot);
     zhashx_delete (self->calls, call->key);
 }
@@ -95,11 +116,14 @@ void
 cg_server_session_close (cg_server_t *self, cg_registry_session_t *session, const char *why)
 {
     cg_call_t *call = cg_server_call (self, session->busy);
-    if (call) {
-        cg_server_call_answer (call, cg_tools_refusal (call->tool, session->language, session->id,
-                                                       "session_closed", why));
+    const cg_call_ops_t *ops = call && call->ops ? call->ops : self->call_ops;
+    if (call && ops && ops->refusal)
+        cg_server_call_answer (
+            call, ops->refusal (call, session->language, session->id, "session_closed", why));
+    else if (call)
+        cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, why);
+    if (call)
         cg_server_call_end (self, call);
-    }
     cg_registry_retire (self->registry, session);
 }
 
@@ -130,9 +154,23 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
         cg_server_call_end (self, c);
     }
     zlistx_destroy (&mine);
-    cg_resources_forget (client);
-    cg_tasks_client_end (self, client);
-    cg_listen_client_end (self, client);
+    for (size_t i = 0; i < self->hook_count; i++)
+        if (self->hooks[i]->client_end)
+            self->hooks[i]->client_end (self, client);
+}
+
+//  Ends CALL, which will get no answer in time, with WHY: as its owner says (a run is
+//  answered as cancelled and logged), else with a JSON-RPC error.
+static void
+s_abandon (cg_server_t *self, cg_call_t *call, const char *why)
+{
+    const cg_call_ops_t *ops = call->ops ? call->ops : self->call_ops;
+    if (ops && ops->abandon) {
+        ops->abandon (self, call, why);
+        return;
+    }
+    cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, why);
+    cg_server_call_end (self, call);
 }
 
 bool
@@ -167,9 +205,9 @@ cg_server_drain (cg_server_t *self, int *wait_ms)
         for (cg_call_t *c = zhashx_first (self->calls); c; c = zhashx_next (self->calls))
             zlistx_add_end (left, c);
         for (cg_call_t *c = zlistx_first (left); c; c = zlistx_next (left))
-            cg_tools_abandon (self, c,
-                              "stdin has ended and the call did not finish within --eof-grace: "
-                              "it was cancelled as the server stopped");
+            s_abandon (self, c,
+                       "stdin has ended and the call did not finish within --eof-grace: it was "
+                       "cancelled as the server stopped");
         zlistx_destroy (&left);
         return zhashx_size (self->calls) > 0;
     }

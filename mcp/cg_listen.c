@@ -186,3 +186,24 @@ cg_listen_client_end (cg_server_t *server, const cg_client_t *client)
         l = next;
     }
 }
+
+static bool
+s_cancelled (cg_server_t *server, cg_client_t *client, json_t *request_id)
+{
+    return cg_listen_cancel (server, client, request_id);
+}
+
+static void
+s_client_end (cg_server_t *server, cg_client_t *client)
+{
+    cg_listen_client_end (server, client);
+}
+
+void
+cg_listen_register (cg_server_t *server)
+{
+    static const cg_hooks_t hooks = {.cancelled = s_cancelled, .client_end = s_client_end};
+    server->listeners = cg_listen_new ();
+    cg_server_add_hooks (server, &hooks);
+    cg_server_add_method (server, "subscriptions/listen", cg_listen, 0);
+}

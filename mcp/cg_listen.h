@@ -30,4 +30,8 @@ void cg_listen_client_end (cg_server_t *server, const cg_client_t *client);
 /*  The server's listeners' list (a new one; cg_listen frees its items). */
 zlistx_t *cg_listen_new (void);
 
+/*  Registers subscriptions/listen with SERVER, its list, and the hooks that end a
+    listener by notifications/cancelled and a client's with it. */
+void cg_listen_register (cg_server_t *server);
+
 #endif

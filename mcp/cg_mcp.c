@@ -1,11 +1,11 @@
-/*  cg_mcp — the MCP core: the event loop, lifecycle and version negotiation, method
-    dispatch, calls in flight and cancellation, the runners' messages, and logging.
-    Transports (cg_stdio, cg_streamable) hand it messages with the channel they came on;
-    tools are dispatched by the tool table (cg_tools); sessions belong to cg_registry. */
+/*  cg_mcp — the MCP server's process part: the event loop, the listener, the runners'
+    messages, logging, and the assembly that registers the features and tools with the
+    core (cg_dispatch: handling and the method table; cg_calls: calls in flight).
+    Transports (cg_stdio, cg_streamable) hand the core messages with the channel they
+    came on; sessions belong to cg_registry. */
 #include "mcp/cg_mcp.h"
 #include "bridge/cg_adopt.h"
 #include "gateway/cg_gateway.h"
-#include "mcp/cg_conformance.h"
 #include "mcp/cg_resources.h"
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/cg_listen.h"
@@ -66,137 +66,6 @@ cg_worker_t *
 cg_server_store (cg_server_t *self)
 {
     return self->store;
-}
-
-//  --------------------------------------------------------------------------
-//  Methods
-
-void
-cg_server_call_cancel (cg_server_t *self, cg_call_t *call)
-{
-    call->cancelled = true;
-    cg_server_call_interrupt (self, call);
-}
-
-void
-cg_server_call_interrupt (cg_server_t *self, cg_call_t *call)
-{
-    zactor_t *runner = call->oneshot;
-    if (!runner) {
-        cg_registry_session_t *session =
-            cg_registry_find (self->registry, call->channel->client->id, call->session_id);
-        runner = session ? session->runner : NULL;
-    }
-    if (runner)
-        zstr_send (runner, "CANCEL");
-}
-
-//  notifications/cancelled: the runner of the call is told to stop; its result is not sent.
-static void
-s_cancel (cg_server_t *self, cg_client_t *client, json_t *params)
-{
-    json_t *request_id = json_object_get (params, "requestId");
-    for (cg_call_t *call = zhashx_first (self->calls); request_id && call;
-         call = zhashx_next (self->calls))
-        if (json_equal (call->id, request_id) && !call->cancelled
-            && call->channel->client == client) {
-            cg_server_call_cancel (self, call);
-            return;
-        }
-}
-
-//  A response from the client: the answer to one of our requests (a conformance fixture's).
-static void
-s_client_response (cg_server_t *self, cg_client_t *client, json_t *message)
-{
-    const char *id = json_string_value (json_object_get (message, "id"));
-    for (cg_call_t *call = zhashx_first (self->calls); id && call;
-         call = zhashx_next (self->calls)) {
-        if (call->client_request && strcmp (call->client_request, id) == 0
-            && call->channel->client == client) {
-            if (call->asking) {
-                cg_tools_input_answer (self, call, message);
-                return;
-            }
-            cg_server_call_answer (call, cg_conformance_finish (call->tool, message));
-            cg_server_call_end (self, call);
-            return;
-        }
-    }
-}
-
-void
-cg_server_handle (cg_server_t *self, cg_channel_t *channel, json_t *message)
-{
-    const char *why = NULL;
-    cg_jsonrpc_kind_t kind = cg_jsonrpc_classify (message, &why);
-    cg_request_t req = {.server = self,
-                        .id = json_object_get (message, "id"),
-                        .channel = channel,
-                        .client = channel->client,
-                        .started_us = cg_now_us ()};
-    if (kind == CG_JSONRPC_INVALID) {
-        req.id = json_is_object (message) ? req.id : NULL;
-        cg_request_error (&req, CG_JSONRPC_INVALID_REQUEST, why);
-        return;
-    }
-    if (kind == CG_JSONRPC_RESPONSE) {
-        s_client_response (self, req.client, message);
-        return;
-    }
-    const char *method = json_string_value (json_object_get (message, "method"));
-    json_t *params = json_object_get (message, "params");
-    if (kind == CG_JSONRPC_NOTIFICATION) {
-        if (strcmp (method, "notifications/cancelled") == 0)
-            if (!cg_listen_cancel (self, req.client, json_object_get (params, "requestId")))
-                s_cancel (self, req.client, params);
-        return; /* notifications/initialized and unknown ones need nothing */
-    }
-    req.method = method;
-    if (cg_modern_request (message))
-        cg_modern_handle (&req, params); /* 2026-07-28: checked, then cg_server_dispatch */
-    else if (strcmp (method, "initialize") == 0)
-        cg_methods_initialize (&req, params);
-    else if (strcmp (method, "ping") == 0)
-        cg_request_result (&req, json_object ());
-    else if (!req.client->initialized && strcmp (method, "server/discover") != 0)
-        cg_request_error (&req, CG_JSONRPC_INVALID_REQUEST,
-                          "the session is not initialized: send 'initialize' first");
-    else
-        cg_server_dispatch (&req, params);
-}
-
-void
-cg_server_dispatch (cg_request_t *req, json_t *params)
-{
-    const char *method = req->method;
-    if (strcmp (method, "tools/list") == 0)
-        cg_request_result (req, json_pack ("{s:o}", "tools", cg_tools_list (req->server->config)));
-    else if (strcmp (method, "server/discover") == 0)
-        cg_request_result (req, cg_modern_discover (req));
-    else if (strcmp (method, "tools/call") == 0) {
-        json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
-        req->progress_token = json_is_string (token) || json_is_integer (token) ? token : NULL;
-        const char *name = json_string_value (json_object_get (params, "name"));
-        req->call_name = name ? name : "";
-        //  Tasks are 2025-11-25's: an older client's "task" is an unknown parameter, and
-        //  2026-07-28 has them in an extension (a legacy "task" there is ignored).
-        if (req->modern && !cg_conformance_mrtr_known (name) && cg_tools_input_resume (req, params))
-            ; /* the retry of an input_required answer */
-        else if (req->modern && cg_tasks_modern_wanted (req, params))
-            cg_tasks_call (req, params);
-        else if (json_object_get (params, "task") && !req->modern
-                 && strcmp (req->client->version, "2025-11-25") >= 0)
-            cg_tasks_call (req, params);
-        else
-            cg_tools_call (req, params);
-    }
-    else if (!cg_methods_dispatch (req, method, params)) {
-        cleanup_free char *text =
-            cg_strdupf ("Method not found: %.*s", cg_utf8_prefix (method, 128), method);
-        cg_channel_status (req->channel, 404);
-        cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND, text);
-    }
 }
 
 //  --------------------------------------------------------------------------
@@ -318,8 +187,7 @@ s_http_start (cg_server_t *self)
                                                         (unsigned)config->http_request_timeout_s});
     cg_admin_route (self, self->http);
     cg_metrics_serve (self->http, self->admin_token, cg_registry_metrics_cb, self->registry);
-    if (strcmp (config->gateway, "on") == 0
-        && !(self->gateway = cg_gateway_new (config, self->registry, self->http)))
+    if (config->gateway && !(self->gateway = cg_gateway_new (config, self->registry, self->http)))
         return -1;
     return 0;
 }
@@ -379,26 +247,34 @@ s_poll_once (cg_server_t *self)
     return 1;
 }
 
+void
+cg_mcp_features (cg_server_t *server, cg_server_setup_fn *extra)
+{
+    cg_methods_register (server);
+    cg_modern_register (server);
+    cg_tools_register (server); /* tools/call first: tasks add their step to it */
+    cg_tasks_register (server);
+    cg_listen_register (server);
+    cg_resources_register (server);
+    if (extra)
+        extra (server);
+}
+
 int
 cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance, int in_fd,
-              int out_fd)
+              int out_fd, cg_server_setup_fn *extra)
 {
-    cg_server_t self = {.config = config};
+    cg_server_t self = {0};
     //  A message must hold the largest upload in base64 (4 characters per 3 bytes).
     size_t message_max = config->max_upload_bytes / 3 * 4 + 1024 * 1024;
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
-    self.registry = cg_registry_new (config, backend, instance);
+    cg_server_core_init (&self, config, cg_registry_new (config, backend, instance));
     cg_adopt (self.registry, backend, instance, config);
     self.execlog = cg_tools_log_open (config);
     self.store = cg_worker_new ("store", CG_TOOLS_JOBS_MAX);
     cg_registry_set_listener (self.registry, cg_tools_log_session, self.execlog);
-    self.calls = zhashx_new ();
-    zhashx_set_destructor (self.calls, cg_server_call_free_);
-    self.tasks = cg_tasks_new ();
-    self.listeners = cg_listen_new ();
-    self.logs = zlistx_new ();
-    zlistx_set_destructor (self.logs, (zlistx_destructor_fn *)zstr_free);
+    cg_mcp_features (&self, extra);
     cg_log_set_hook (s_log_hook, &self);
     int rc = s_http_start (&self) < 0 ? 1 : 0;
     if (rc == 0 && config->http)
@@ -421,9 +297,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
         cg_worker_cancel_waiting (self.store);
     cg_worker_destroy (&self.store);
     cg_log_set_hook (NULL, NULL);
-    zhashx_destroy (&self.tasks);
-    zlistx_destroy (&self.listeners);
-    zhashx_destroy (&self.calls);
+    zhashx_destroy (&self.calls); /* before the registry: the calls' one-shot runners */
     cg_registry_destroy (&self.registry);
     cg_execlog_destroy (&self.execlog);
     cg_streamable_destroy (&self.streamable);
@@ -432,6 +306,6 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_http_destroy (&self.http);
     cg_downloads_destroy (&self.downloads);
     cg_admin_token_free (&self.admin_token);
-    zlistx_destroy (&self.logs);
+    cg_server_core_fini (&self);
     return rc;
 }

@@ -1,13 +1,9 @@
-/*  cg_methods — the MCP methods besides tools: initialize (version negotiation) and
-    logging/setLevel. */
+/*  cg_methods — the MCP methods of the handshake: initialize (version negotiation), ping
+    and logging/setLevel, and the capabilities the server declares. */
 #include "mcp/cg_methods.h"
-#include "mcp/cg_listen.h"
 #include "mcp/cg_tasks.h"
-#include "mcp/cg_conformance.h"
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/cg_mcp.h"
-#include "mcp/cg_resources.h"
-#include "mcp/tools/cg_tools.h"
 #include "base/cg_utf8.h"
 
 #include <string.h>
@@ -23,12 +19,6 @@ cg_server_version_supported (const char *version)
     return NULL;
 }
 
-static bool
-s_conformance (const cg_request_t *req)
-{
-    return strcmp (cg_server_config (req->server)->tool_profile, "conformance") == 0;
-}
-
 json_t *
 cg_methods_capabilities (const cg_request_t *req, bool modern)
 {
@@ -38,10 +28,11 @@ cg_methods_capabilities (const cg_request_t *req, bool modern)
                                        "resources", "subscribe", 1, "listChanged", 0)
                           : json_pack ("{s:{s:b}, s:{}, s:{s:b, s:b}}", "tools", "listChanged", 0,
                                        "logging", "resources", "subscribe", 1, "listChanged", 0);
-    //  The conformance suite's fixture prompts and completions are served under its profile.
-    if (s_conformance (req))
-        json_object_update_new (
-            caps, json_pack ("{s:{s:b}, s:{}}", "prompts", "listChanged", 0, "completions"));
+    //  Prompts and completions when a provider serves them (the conformance fixtures).
+    if (cg_server_has_method (req->server, "prompts/list", NULL))
+        json_object_set_new (caps, "prompts", json_pack ("{s:b}", "listChanged", 0));
+    if (cg_server_has_method (req->server, "completion/complete", NULL))
+        json_object_set_new (caps, "completions", json_object ());
     return caps;
 }
 
@@ -80,7 +71,7 @@ cg_methods_initialize (const cg_request_t *req, json_t *params)
     json_t *result = json_pack ("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
                                 "capabilities", cg_methods_capabilities (req, false), "serverInfo",
                                 "name", "cellgate", "title", "cellgate code sandbox", "version",
-                                CG_VERSION, "instructions", CG_METHODS_INSTRUCTIONS);
+                                CG_VERSION, "instructions", cg_methods_instructions (req));
     //  Tasks (2025-11-25's): the tools that run code take params.task.
     if (strcmp (version, "2025-11-25") >= 0)
         json_object_set_new (json_object_get (result, "capabilities"), "tasks",
@@ -115,67 +106,26 @@ cg_methods_set_log_level (const cg_request_t *req, json_t *params)
     cg_request_result (req, json_object ());
 }
 
-//  prompts/list, prompts/get and completion/complete: the conformance suite's fixtures only.
+const char *
+cg_methods_instructions (const cg_request_t *req)
+{
+    const char *text = cg_server_instructions (req->server);
+    return text ? text : "";
+}
+
 static void
-s_prompts_list (const cg_request_t *req, json_t *params)
+s_ping (const cg_request_t *req, json_t *params)
 {
     (void)params;
-    json_t *prompts = cg_conformance_prompts ();
-    json_array_append_new (prompts,
-                           json_pack ("{s:s, s:s}", "name", "test_input_required_result_prompt",
-                                      "description", "Conformance fixture: asks for its context."));
-    cg_request_result (req, json_pack ("{s:o}", "prompts", prompts));
+    cg_request_result (req, json_object ());
 }
 
-static void
-s_prompts_get (const cg_request_t *req, json_t *params)
+void
+cg_methods_register (cg_server_t *server)
 {
-    const char *name = json_string_value (json_object_get (params, "name"));
-    if (cg_conformance_mrtr_prompt (req, name, params))
-        return;
-    json_t *result =
-        name ? cg_conformance_prompt (name, json_object_get (params, "arguments")) : NULL;
-    if (result)
-        cg_request_result (req, result);
-    else
-        cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "prompts/get: unknown prompt");
-}
-
-static void
-s_complete (const cg_request_t *req, json_t *params)
-{
-    cg_request_result (req, cg_conformance_complete (params));
-}
-
-bool
-cg_methods_dispatch (const cg_request_t *req, const char *method, json_t *params)
-{
-    static const struct {
-        const char *method;
-        void (*fn) (const cg_request_t *req, json_t *params);
-        bool conformance; /* served under the conformance profile only */
-    } methods[] = {
-        {"logging/setLevel", cg_methods_set_log_level, false},
-        {"resources/list", cg_resources_list, false},
-        {"resources/templates/list", cg_resources_templates, false},
-        {"resources/read", cg_resources_read, false},
-        {"resources/subscribe", cg_resources_subscribe, false},
-        {"resources/unsubscribe", cg_resources_unsubscribe, false},
-        {"prompts/list", s_prompts_list, true},
-        {"prompts/get", s_prompts_get, true},
-        {"completion/complete", s_complete, true},
-        {"tasks/get", cg_tasks_get, false},
-        {"tasks/result", cg_tasks_result, false},
-        {"tasks/list", cg_tasks_list, false},
-        {"tasks/cancel", cg_tasks_cancel, false},
-        {"tasks/update", cg_tasks_update, false},
-        {"subscriptions/listen", cg_listen, false},
-    };
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (strcmp (method, methods[i].method) == 0
-            && (!methods[i].conformance || s_conformance (req))) {
-            methods[i].fn (req, params);
-            return true;
-        }
-    return false;
+    cg_server_add_method (server, "initialize", cg_methods_initialize,
+                          CG_METHOD_ANYTIME | CG_METHOD_HANDSHAKE);
+    cg_server_add_method (server, "ping", s_ping, CG_METHOD_ANYTIME | CG_METHOD_HANDSHAKE);
+    cg_server_add_method (server, "logging/setLevel", cg_methods_set_log_level,
+                          CG_METHOD_HANDSHAKE);
 }

@@ -3,7 +3,6 @@
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/cg_mcp.h"
 #include "mcp/cg_methods.h"
-#include "mcp/tools/cg_tools.h"
 #include "base/cg_utf8.h"
 #include "base/cg_util.h"
 
@@ -29,24 +28,6 @@ s_supported (void)
     for (int i = 0; cg_server_versions[i]; i++)
         json_array_append_new (versions, json_string (cg_server_versions[i]));
     return versions;
-}
-
-//  What 2026-07-28 removed: a modern request for one of these is an unknown method.
-static bool
-s_removed (const char *method)
-{
-    static const char *const removed[] = {"initialize",
-                                          "ping",
-                                          "logging/setLevel",
-                                          "resources/subscribe",
-                                          "resources/unsubscribe",
-                                          "tasks/result",
-                                          "tasks/list",
-                                          NULL};
-    for (int i = 0; removed[i]; i++)
-        if (strcmp (method, removed[i]) == 0)
-            return true;
-    return false;
 }
 
 void
@@ -78,7 +59,9 @@ cg_modern_handle (cg_request_t *req, json_t *params)
                           "io.modelcontextprotocol/logLevel must be an MCP logging level");
         return;
     }
-    if (s_removed (req->method)) {
+    //  What 2026-07-28 removed (the handshake revisions' methods) is an unknown method.
+    unsigned flags = 0;
+    if (cg_server_has_method (req->server, req->method, &flags) && flags & CG_METHOD_HANDSHAKE) {
         cleanup_free char *text = cg_strdupf ("Method not found: %s is not a method of %s",
                                               req->method, CG_MODERN_VERSION);
         cg_channel_status (req->channel, 404);
@@ -158,7 +141,7 @@ cg_modern_discover (const cg_request_t *req)
 {
     json_t *discover = json_pack (
         "{s:o, s:o, s:s, s:{s:{s:s, s:s}}}", "supportedVersions", s_supported (), "capabilities",
-        cg_methods_capabilities (req, true), "instructions", CG_METHODS_INSTRUCTIONS, "_meta",
+        cg_methods_capabilities (req, true), "instructions", cg_methods_instructions (req), "_meta",
         S_META_SERVER, "name", "cellgate", "version", CG_VERSION);
     //  Long cells as tasks (io.modelcontextprotocol/tasks), for the clients that declare it.
     json_object_set_new (json_object_get (discover, "capabilities"), "extensions",
@@ -191,4 +174,41 @@ cg_modern_header_value (const char *raw)
     }
     out[bin_len] = '\0';
     return out;
+}
+
+//  The hooks: a request with 2026-07-28's _meta is served here; its answers are marked.
+static bool
+s_request (cg_request_t *req, json_t *message)
+{
+    if (!cg_modern_request (message))
+        return false;
+    cg_modern_handle (req, json_object_get (message, "params"));
+    return true;
+}
+
+static void
+s_answer_shape (cg_answer_t *answer)
+{
+    if (!answer->modern)
+        return;
+    if (answer->result)
+        cg_modern_result (answer->result, answer->method);
+    //  2026-07-28: a resource not found is invalid params (-32002 is 2025's).
+    else if (answer->code == CG_JSONRPC_RESOURCE_NOT_FOUND)
+        answer->code = CG_JSONRPC_INVALID_PARAMS;
+}
+
+static void
+s_discover (const cg_request_t *req, json_t *params)
+{
+    (void)params;
+    cg_request_result (req, cg_modern_discover (req));
+}
+
+void
+cg_modern_register (cg_server_t *server)
+{
+    static const cg_hooks_t hooks = {.request = s_request, .answer_shape = s_answer_shape};
+    cg_server_add_hooks (server, &hooks);
+    cg_server_add_method (server, "server/discover", s_discover, CG_METHOD_ANYTIME);
 }

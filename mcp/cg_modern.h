@@ -30,6 +30,10 @@ void cg_modern_result (json_t *result, const char *method);
 /*  server/discover's result (a new object). */
 json_t *cg_modern_discover (const cg_request_t *req);
 
+/*  Registers 2026-07-28 with SERVER: its requests served per request (their _meta checked,
+    then dispatched), its answers marked, server/discover. */
+void cg_modern_register (cg_server_t *server);
+
 /*  The value of a 2026-07-28 HTTP header as sent: plain, or "=?base64?...?=" decoded.
     Returns a new string, or NULL when the encoding is broken. */
 char *cg_modern_header_value (const char *value);

@@ -1,9 +1,8 @@
 /*  cg_resources — the workspaces' files as MCP resources: list, templates, read, subscribe. */
 #include "mcp/cg_resources.h"
 #include "mcp/cg_listen.h"
-#include "mcp/cg_conformance.h"
-#include "mcp/tools/cg_files.h"
 #include "mcp/cg_jsonrpc.h"
+#include "artifacts/cg_downloads.h"
 #include "base/cg_utf8.h"
 #include "base/cg_util.h"
 
@@ -22,10 +21,20 @@
 //  client id -> {uri: true}: what each client subscribed to.
 static json_t *s_subscriptions;
 
-static bool
-s_conformance (const cg_request_t *req)
+//  What the providers (the conformance fixtures) list before the workspaces' files: each
+//  one's FIELD (resources or templates), appended to a new array.
+static json_t *
+s_provided (cg_server_t *server, bool templates)
 {
-    return strcmp (cg_server_config (req->server)->tool_profile, "conformance") == 0;
+    json_t *all = json_array ();
+    const cg_provider_t *p;
+    for (size_t i = 0; (p = cg_server_provider (server, i)); i++) {
+        json_t *(*list) (void) = templates ? p->templates : p->resources;
+        json_t *some = list ? list () : NULL;
+        json_array_extend (all, some);
+        json_decref (some);
+    }
+    return all;
 }
 
 //  --------------------------------------------------------------------------
@@ -111,7 +120,7 @@ cg_resources_list (const cg_request_t *req, json_t *params)
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "resources/list: unknown cursor");
         return;
     }
-    json_t *all = s_conformance (req) ? cg_conformance_resources () : json_array ();
+    json_t *all = s_provided (req->server, false);
     zlistx_t *mine = cg_registry_sessions (cg_server_registry (req->server), req->client->id);
     for (cg_registry_session_t *s = zlistx_first (mine); s; s = zlistx_next (mine)) {
         json_t *listing = s->ws ? cg_workspace_list (s->ws, NULL) : NULL;
@@ -136,7 +145,7 @@ void
 cg_resources_templates (const cg_request_t *req, json_t *params)
 {
     (void)params;
-    json_t *templates = s_conformance (req) ? cg_conformance_resource_templates () : json_array ();
+    json_t *templates = s_provided (req->server, true);
     json_array_append_new (templates,
                            json_pack ("{s:s, s:s, s:s}", "uriTemplate", CG_RESOURCES_TEMPLATE,
                                       "name", "workspace file", "description",
@@ -183,8 +192,9 @@ s_read_file (const cg_request_t *req, cg_registry_session_t *session, const char
         cg_registry_touch (session);
     }
     else if (err && err->code == EFBIG) {
-        cg_files_t files = cg_files_of (config, cg_server_http (req->server), session);
-        cleanup_free char *url = cg_files_url (&files, canonical);
+        cg_http_t *http = cg_server_http (req->server);
+        cleanup_free char *url =
+            http ? cg_downloads_url (http, session->id, session->token, canonical) : NULL;
         cleanup_free char *message = cg_strdupf (
             "%s is %lld bytes, over the %zu-byte read limit (--max-artifact-read-bytes)%s%s", uri,
             (long long)st.st_size, config->max_artifact_read_bytes, url ? "; download it: " : "",
@@ -212,7 +222,10 @@ cg_resources_read (const cg_request_t *req, json_t *params)
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "resources/read: 'uri' is required");
         return;
     }
-    json_t *fixture = s_conformance (req) ? cg_conformance_read (uri) : NULL;
+    json_t *fixture = NULL;
+    const cg_provider_t *p;
+    for (size_t i = 0; !fixture && (p = cg_server_provider (req->server, i)); i++)
+        fixture = p->read ? p->read (uri) : NULL;
     if (fixture) {
         cg_request_result (req, json_pack ("{s:o}", "contents", fixture));
         return;
@@ -353,4 +366,25 @@ cg_resources_link_artifacts (json_t *result, const char *session_id)
                                           json_object_get (artifact, "mime_type"), "size",
                                           json_object_get (artifact, "size_bytes")));
     }
+}
+
+static void
+s_client_end (cg_server_t *server, cg_client_t *client)
+{
+    (void)server;
+    cg_resources_forget (client);
+}
+
+void
+cg_resources_register (cg_server_t *server)
+{
+    static const cg_hooks_t hooks = {.client_end = s_client_end};
+    cg_server_add_hooks (server, &hooks);
+    cg_server_add_method (server, "resources/list", cg_resources_list, 0);
+    cg_server_add_method (server, "resources/templates/list", cg_resources_templates, 0);
+    cg_server_add_method (server, "resources/read", cg_resources_read, 0);
+    cg_server_add_method (server, "resources/subscribe", cg_resources_subscribe,
+                          CG_METHOD_HANDSHAKE);
+    cg_server_add_method (server, "resources/unsubscribe", cg_resources_unsubscribe,
+                          CG_METHOD_HANDSHAKE);
 }

@@ -5,7 +5,7 @@
     --max-artifact-read-bytes, larger files answered with their download URL), and
     subscribed to (resources/subscribe: a run that creates, changes or deletes the file sends
     notifications/resources/updated). A client sees only its own sessions' files. Under the
-    conformance tool profile the suite's fixture resources are served too (cg_conformance).
+    conformance tool profile the suite's fixture resources are served too (a provider's).
     Main thread only. */
 #ifndef CG_RESOURCES_H
 #define CG_RESOURCES_H
@@ -54,5 +54,9 @@ void cg_resources_link_artifacts (json_t *result, const char *session_id);
 
 /*  Forgets CLIENT's subscriptions (it is ending). */
 void cg_resources_forget (const cg_client_t *client);
+
+/*  Registers the resources methods with SERVER, and the hook that forgets a client's
+    subscriptions. */
+void cg_resources_register (cg_server_t *server);
 
 #endif

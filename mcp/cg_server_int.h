@@ -1,6 +1,7 @@
-/*  cg_server_int — the MCP core's state, shared by its two halves: cg_mcp.c (the event
-    loop, dispatch, logging, the runners' messages) and cg_calls.c (requests' answers in
-    flight: calls, their ends and cancellation, clients' ends). Internal to those two. */
+/*  cg_server_int — the MCP core's state, shared by its parts: cg_mcp.c (the event loop,
+    logging, the runners' messages), cg_dispatch.c (handling, the method table and the
+    hooks) and cg_calls.c (requests' answers in flight: calls, their ends and
+    cancellation, clients' ends). Internal to mcp/ and the process. */
 #ifndef CG_SERVER_INT_H
 #define CG_SERVER_INT_H
 
@@ -9,6 +10,9 @@
 #include "mcp/cg_streamable.h"
 #include "artifacts/cg_downloads.h"
 #include "gateway/cg_gateway.h"
+
+#define CG_SERVER_HOOKS_MAX 8
+#define CG_SERVER_PROVIDERS_MAX 4
 
 struct cg_server_t {
     const cg_config_t *config;
@@ -31,7 +35,22 @@ struct cg_server_t {
     int drain_stage;        /* stdin has ended (cg_server_drain): 0 not yet, 1 the calls in
                                flight may finish, 2 they were interrupted */
     int64_t drain_until_us; /* when this stage ends */
+    zhashx_t *methods;      /* method -> its row of the method table (cg_dispatch) */
+    const cg_hooks_t *hooks[CG_SERVER_HOOKS_MAX];
+    size_t hook_count;
+    const cg_call_ops_t *call_ops; /* the calls' that name none (the tools') */
+    cg_tool_traits_fn *tool_traits;
+    const cg_provider_t *providers[CG_SERVER_PROVIDERS_MAX];
+    size_t provider_count;
+    const char *instructions;
 };
+
+/*  Sets up SELF's core (calls, logs, the method table) with CONFIG and REGISTRY (both
+    borrowed), no feature registered yet and no transport: the process adds those. */
+void cg_server_core_init (cg_server_t *self, const cg_config_t *config, cg_registry_t *registry);
+
+/*  Frees what cg_server_core_init and the features' registrations made. */
+void cg_server_core_fini (cg_server_t *self);
 
 /*  The notification METHOD with PARAMS (stolen), a new JSON-RPC message. */
 json_t *cg_server_notification (const char *method, json_t *params);

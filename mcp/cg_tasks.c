@@ -3,7 +3,7 @@
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/cg_modern.h"
 #include "mcp/cg_result.h"
-#include "mcp/tools/cg_tools.h"
+#include "mcp/cg_server_int.h"
 #include "base/cg_util.h"
 #include "base/cg_utf8.h"
 
@@ -371,13 +371,13 @@ cg_tasks_call (const cg_request_t *req, json_t *params)
 {
     json_t *spec = req->modern ? NULL : json_object_get (params, "task");
     json_t *ttl = json_object_get (spec, "ttl");
-    const cg_tool_t *tool = cg_tools_find (json_string_value (json_object_get (params, "name")));
+    const char *name = json_string_value (json_object_get (params, "name"));
     if (!req->modern && (!json_is_object (spec) || (ttl && !json_is_integer (ttl)))) {
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS,
                           "tools/call: 'task' must be an object, its 'ttl' an integer (ms)");
         return;
     }
-    if (!tool || !(tool->flags & CG_TOOL_RUNS)) {
+    if (!(cg_server_tool_traits (req->server, name) & CG_TOOL_TRAIT_TASKS)) {
         cg_request_error (req, CG_JSONRPC_METHOD_NOT_FOUND,
                           "tools/call: this tool does not run as a task (only the tools that "
                           "run code do: their execution.taskSupport is \"optional\")");
@@ -387,11 +387,11 @@ cg_tasks_call (const cg_request_t *req, json_t *params)
         return;
     //  The call is validated first: the task is made when its run starts
     //  (cg_tasks_started); one refused at once makes none (s_refused).
-    cg_task_t *task = s_new (req, tool->name, ttl ? json_integer_value (ttl) : S_TTL_DEFAULT_MS);
+    cg_task_t *task = s_new (req, name, ttl ? json_integer_value (ttl) : S_TTL_DEFAULT_MS);
     cg_request_t tasked = *req;
     tasked.task = task;
-    tasked.progress_token = NULL; /* its request is answered: progress has nowhere to go */
-    cg_tools_call (&tasked, params);
+    tasked.progress_token = NULL;         /* its request is answered: progress has nowhere to go */
+    cg_server_continue (&tasked, params); /* on to the tool */
     if (task->pending && !task->refused)
         s_commit (task); /* no call started and no answer: as a task, as it asked */
     if (task->refused) {
@@ -614,7 +614,7 @@ cg_tasks_update (const cg_request_t *req, json_t *params)
     cg_call_t *call = cg_server_call (req->server, task->call_key[0] ? task->call_key : NULL);
     if (json_is_object (answer) && call && call->asking) {
         json_t *message = json_pack ("{s:O}", "result", answer);
-        cg_tools_input_answer (req->server, call, message);
+        cg_server_call_response (req->server, call, message);
         json_decref (message);
     }
     cg_request_result (req, json_object ());
@@ -625,12 +625,13 @@ cg_tasks_modern_wanted (const cg_request_t *req, json_t *params)
 {
     //  A task when the client takes them (this request's extension) and the call may run
     //  past a client's usual request timeout: a running tool asked for more than 60 s.
-    const cg_tool_t *tool = cg_tools_find (json_string_value (json_object_get (params, "name")));
+    const char *name = json_string_value (json_object_get (params, "name"));
     json_t *arguments = json_object_get (params, "arguments");
     double seconds = json_number_value (json_object_get (arguments, "timeout"));
     if (json_is_number (json_object_get (arguments, "timeout_ms")))
         seconds = json_number_value (json_object_get (arguments, "timeout_ms")) / 1000;
-    return req->modern_tasks && tool && (tool->flags & CG_TOOL_RUNS) && seconds > 60;
+    return req->modern_tasks && (cg_server_tool_traits (req->server, name) & CG_TOOL_TRAIT_TASKS)
+           && seconds > 60;
 }
 
 //  A fixture task's result when it ends: its due result, with the answers it got said.
@@ -712,4 +713,64 @@ cg_tasks_client_end (cg_server_t *server, cg_client_t *client)
     for (const char *id = zlistx_first (gone); id; id = zlistx_next (gone))
         zhashx_delete (tasks, id);
     zlistx_destroy (&gone);
+}
+
+//  --------------------------------------------------------------------------
+//  Registration
+
+//  tools/call's step: a call as a task. Tasks are 2025-11-25's: an older client's "task"
+//  is an unknown parameter, and 2026-07-28 has them in an extension (a legacy "task" there
+//  is ignored).
+static bool
+s_call_step (const cg_request_t *req, json_t *params)
+{
+    bool wanted = req->modern ? cg_tasks_modern_wanted (req, params)
+                              : json_object_get (params, "task")
+                                    && strcmp (req->client->version, "2025-11-25") >= 0;
+    if (wanted)
+        cg_tasks_call (req, params);
+    return wanted;
+}
+
+//  A task's answer goes to the task, not to a channel.
+static bool
+s_answer_divert (cg_answer_t *answer)
+{
+    if (!answer->task)
+        return false;
+    cg_tasks_finish (answer->task, answer->result, answer->code, answer->message);
+    return true;
+}
+
+static void
+s_call_start (cg_server_t *server, cg_call_t *call)
+{
+    (void)server;
+    if (call->task)
+        cg_tasks_started (call->task, call->key);
+}
+
+static void
+s_call_end (cg_server_t *server, cg_call_t *call)
+{
+    (void)server;
+    if (call->task)
+        cg_tasks_call_ended (call->task, call->key);
+}
+
+void
+cg_tasks_register (cg_server_t *server)
+{
+    static const cg_hooks_t hooks = {.answer_divert = s_answer_divert,
+                                     .call_start = s_call_start,
+                                     .call_end = s_call_end,
+                                     .client_end = cg_tasks_client_end};
+    server->tasks = cg_tasks_new ();
+    cg_server_add_hooks (server, &hooks);
+    cg_server_add_method (server, "tasks/get", cg_tasks_get, 0);
+    cg_server_add_method (server, "tasks/result", cg_tasks_result, CG_METHOD_HANDSHAKE);
+    cg_server_add_method (server, "tasks/list", cg_tasks_list, CG_METHOD_HANDSHAKE);
+    cg_server_add_method (server, "tasks/cancel", cg_tasks_cancel, 0);
+    cg_server_add_method (server, "tasks/update", cg_tasks_update, 0);
+    cg_server_add_step (server, "tools/call", s_call_step, false);
 }

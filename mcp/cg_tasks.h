@@ -39,7 +39,7 @@ void cg_tasks_finish (cg_task_t *task, json_t *result, int code, const char *mes
 void cg_tasks_ask (cg_task_t *task, json_t *request);
 void cg_tasks_answered (cg_task_t *task);
 
-/*  tasks/get, tasks/result, tasks/list, tasks/cancel (a cg_methods_dispatch row each). */
+/*  tasks/get, tasks/result, tasks/list, tasks/cancel (a method each). */
 void cg_tasks_get (const cg_request_t *req, json_t *params);
 void cg_tasks_result (const cg_request_t *req, json_t *params);
 void cg_tasks_list (const cg_request_t *req, json_t *params);
@@ -69,5 +69,10 @@ void cg_tasks_client_end (cg_server_t *server, cg_client_t *client);
 
 /*  The server's table of tasks: id -> cg_task_t (cg_tasks.c frees them). */
 zhashx_t *cg_tasks_new (void);
+
+/*  Registers tasks with SERVER: its table, the tasks methods, tools/call's step that runs
+    a call as a task (after the steps registered before it: tools/call must be in the
+    table), and the hooks that give a task its call's answer and forget a client's. */
+void cg_tasks_register (cg_server_t *server);
 
 #endif

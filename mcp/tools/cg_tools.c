@@ -2,7 +2,6 @@
     flags), tools/list built from it, the schema-driven check of arguments, and the
     results every family shares. */
 #include "mcp/tools/cg_tools.h"
-#include "mcp/cg_conformance.h"
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/cg_result.h"
 #include "mcp/tools/cg_run_result.h"
@@ -395,7 +394,7 @@ cg_tools_known (const char *name)
 json_t *
 cg_tools_list (const cg_config_t *config)
 {
-    bool seed001 = strcmp (config->tool_profile, "seed001") == 0;
+    bool seed001 = config->tool_profile == CG_TOOL_PROFILE_SEED001;
     json_t *tools = json_array ();
     for (size_t i = 0; i < S_TOOL_COUNT; i++) {
         const cg_tool_t *tool = &s_tools[i];
@@ -418,11 +417,6 @@ cg_tools_list (const cg_config_t *config)
             json_object_set_new (entry, "execution",
                                  json_pack ("{s:s}", "taskSupport", "optional"));
         json_array_append_new (tools, entry);
-    }
-    if (strcmp (config->tool_profile, "conformance") == 0) {
-        json_t *fixtures = cg_conformance_tools ();
-        json_array_extend (tools, fixtures);
-        json_decref (fixtures);
     }
     return tools;
 }
@@ -474,20 +468,11 @@ cg_tools_check_arguments (const cg_tool_t *tool, json_t *arguments)
 void
 cg_tools_call (const cg_request_t *req, json_t *params)
 {
-    const cg_config_t *config = cg_server_config (req->server);
     const char *name = json_string_value (json_object_get (params, "name"));
     json_t *arguments = json_object_get (params, "arguments");
     const cg_tool_t *tool = cg_tools_find (name);
     if (!name) {
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "tools/call: 'name' is required");
-        return;
-    }
-    if (strcmp (config->tool_profile, "conformance") == 0 && cg_conformance_mrtr_known (name)) {
-        cg_conformance_mrtr (req, name, params);
-        return;
-    }
-    if (strcmp (config->tool_profile, "conformance") == 0 && cg_conformance_known (name)) {
-        cg_conformance_handle (req, name, arguments);
         return;
     }
     if (!tool) {

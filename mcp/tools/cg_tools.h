@@ -21,6 +21,22 @@
     "Python has numpy, pandas, matplotlib, seaborn, scipy, openpyxl, reportlab and sympy. " \
     "There is no network, so pip and npm cannot download: use install_package for more."
 
+/*  What initialize and server/discover say of the server to the LLM. */
+#define CG_TOOLS_INSTRUCTIONS                                                               \
+    "cellgate runs code in isolated sandboxes: execute_code takes Python, JavaScript "      \
+    "(Node.js) or bash; run_python, Python. " CG_TOOLS_SANDBOX_NOTE " Pass a session_id "   \
+    "to keep variables and the files in " CG_WORKSPACE_MOUNT " between calls. upload_file " \
+    "puts data in; list_artifacts and read_artifact get results out (a chart a run shows "  \
+    "comes back as an image; read_artifact with format 'image' shows a saved one; "         \
+    "download_url links work in a browser). calculate does exact math with SymPy. "         \
+    "save_script and run_script keep reusable scripts; search_execution_logs finds past "   \
+    "runs."
+
+/*  Registers the tools with SERVER (cg_tools_register.c): tools/list and tools/call (with
+    their steps: another provider's tools first, then 2026-07-28's input retry), how their
+    calls end, which may run as tasks, and the instructions. Before cg_tasks_register. */
+void cg_tools_register (cg_server_t *server);
+
 /*  Seed 001's tool (the seed001 tool profile); its default timeout is in cg_limits.h. */
 #define CG_SEED001_TOOL "code_execution_sandbox.execute_code"
 

@@ -15,10 +15,13 @@ cg_tools_log_open (const cg_config_t *config)
 {
     cleanup_free char *dir =
         config->log_dir ? cg_xstrdup (config->log_dir) : cg_strdupf ("%s/logs", config->state_dir);
-    cg_execlog_options_t options = {.mode = cg_execlog_mode_from_name (config->execution_log),
-                                    .success_days = config->log_success_days,
-                                    .failed_days = config->log_failed_days,
-                                    .session_days = config->log_session_days};
+    cg_execlog_options_t options = {
+        .mode = config->execution_log == CG_EXECUTION_LOG_OFF        ? CG_EXECLOG_OFF
+                : config->execution_log == CG_EXECUTION_LOG_METADATA ? CG_EXECLOG_METADATA
+                                                                     : CG_EXECLOG_FULL,
+        .success_days = config->log_success_days,
+        .failed_days = config->log_failed_days,
+        .session_days = config->log_session_days};
     cg_error_t *err = NULL;
     cg_execlog_t *log = cg_execlog_open (dir, &options, &err);
     if (!log) {
@@ -129,7 +132,7 @@ cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outc
         //  run_script: which script, its version and args (text, as its code: not in
         //  --execution-log metadata).
         json_t *copy = json_deep_copy (script);
-        if (strcmp (cg_server_config (server)->execution_log, "full") != 0)
+        if (cg_server_config (server)->execution_log != CG_EXECUTION_LOG_FULL)
             json_object_del (copy, "args");
         json_object_set_new (entry, "script", copy);
     }

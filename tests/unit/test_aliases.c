@@ -179,7 +179,7 @@ s_test_precedence (void)
     EXPECT (config.idle_ttl_s == 300, "minutes: %d", config.idle_ttl_s);
     EXPECT (strcmp (config.http_listen, "127.0.0.1:9123") == 0 && config.http_listen_set,
             "SANDBOX_HTTP_PORT: %s", config.http_listen);
-    EXPECT (config.log_level == 3 && strcmp (config.log_format, "json") == 0,
+    EXPECT (config.log_level == 3 && config.log_format == CG_LOG_FORMAT_JSON,
             "log level and format in any case");
     EXPECT (config.image && strcmp (config.image, "llm-sandbox:latest") == 0
                 && s_in (config.notes, "SANDBOX_IMAGE", "--image"),

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const cg_config_option_t *s_table;
 static size_t s_count;
@@ -46,8 +47,11 @@ s_same_field (const cg_config_option_t *option, const cg_config_t *a, const cg_c
     const char *field_a = (const char *)a + option->offset;
     const char *field_b = (const char *)b + option->offset;
     switch (option->kind) {
-        case CG_CONFIG_STRING:
-        case CG_CONFIG_SWITCH: {
+        case CG_CONFIG_BOOL:
+            return *(const bool *)field_a == *(const bool *)field_b;
+        case CG_CONFIG_ENUM:
+            return *(const int *)field_a == *(const int *)field_b;
+        case CG_CONFIG_STRING: {
             const char *text_a = *(char *const *)field_a, *text_b = *(char *const *)field_b;
             return text_a == text_b || (text_a && text_b && strcmp (text_a, text_b) == 0);
         }
@@ -101,8 +105,8 @@ s_test_defaults (void)
         EXPECT (strcmp (config.http_listen, "127.0.0.1:8080") == 0 && !config.http_listen_set,
                 "http_listen");
         EXPECT (!config.http && !config.http_token, "http, http_token unset");
-        EXPECT (strcmp (config.tool_profile, "default") == 0, "tool_profile %s",
-                config.tool_profile);
+        EXPECT (config.tool_profile == CG_TOOL_PROFILE_DEFAULT, "tool_profile %d",
+                (int)config.tool_profile);
         EXPECT (config.max_sessions == 10 && config.idle_ttl_s == 1800 && config.log_level == 2,
                 "sessions, ttl, log level");
     }
@@ -181,6 +185,91 @@ s_expect_error (const char *env, const char **args, const char *want)
     s_clear_environment ();
 }
 
+//  An ENUM option refuses a word it does not take, naming the ones it does as the checks
+//  after loading did ("--log-format: 'xml' is not console or json"), from its flag or its
+//  variable.
+static void
+s_expect_enum_errors (const cg_config_option_t *option)
+{
+    const char *const *names = cg_config_values (option);
+    EXPECT (names && names[0] && names[1], "%s: no names", option->flag);
+    char want[256];
+    int at = snprintf (want, sizeof want, "%s: 'bogus' is not ", option->flag);
+    for (size_t i = 0; names && names[i]; i++)
+        at += snprintf (want + at, sizeof want - (size_t)at, "%s%s",
+                        i == 0         ? ""
+                        : names[i + 1] ? ", "
+                                       : " or ",
+                        names[i]);
+    const char *args[] = {option->flag, "bogus", NULL};
+    s_expect_error (NULL, args, want);
+    s_expect_error (option->env, args, want);
+}
+
+//  The enumerations parsed once: each name to its enum value, in any case, from a flag or
+//  a variable, the last source winning; the messages the checks after loading gave.
+static void
+s_test_enums (void)
+{
+    static const struct {
+        const char *flag, *value;
+        size_t offset;
+        int want;
+    } cases[] = {
+        {"--backend", "rootless", offsetof (cg_config_t, backend), CG_BACKEND_ROOTLESS},
+        {"--backend", "DOCKER", offsetof (cg_config_t, backend), CG_BACKEND_DOCKER},
+        {"--backend", "auto", offsetof (cg_config_t, backend), CG_BACKEND_AUTO},
+        {"--tool-profile", "seed001", offsetof (cg_config_t, tool_profile),
+         CG_TOOL_PROFILE_SEED001},
+        {"--tool-profile", "conformance", offsetof (cg_config_t, tool_profile),
+         CG_TOOL_PROFILE_CONFORMANCE},
+        {"--log-format", "JSON", offsetof (cg_config_t, log_format), CG_LOG_FORMAT_JSON},
+        {"--execution-log", "metadata", offsetof (cg_config_t, execution_log),
+         CG_EXECUTION_LOG_METADATA},
+        {"--execution-log", "off", offsetof (cg_config_t, execution_log), CG_EXECUTION_LOG_OFF},
+        {"--save-displays", "all", offsetof (cg_config_t, save_displays), CG_SAVE_DISPLAYS_ALL},
+        {"--save-displays", "none", offsetof (cg_config_t, save_displays), CG_SAVE_DISPLAYS_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s_clear_environment ();
+        cg_config_t config;
+        char message[512];
+        const char *args[] = {cases[i].flag, cases[i].value, NULL};
+        int rc = s_load (&config, args, message, sizeof message);
+        int got = rc == 0 ? *(int *)((char *)&config + cases[i].offset) : -1;
+        EXPECT (rc == 0 && got == cases[i].want, "%s %s: wanted %d, got %d (%s)", cases[i].flag,
+                cases[i].value, cases[i].want, got, message);
+        EXPECT (
+            rc < 0 || strcasecmp (cg_config_value_name (cases[i].offset, got), cases[i].value) == 0,
+            "%s: the name of %d", cases[i].flag, got);
+        cg_config_clear (&config);
+    }
+    //  The variable, then the flag over it.
+    s_clear_environment ();
+    setenv ("CELLGATE_SAVE_DISPLAYS", "none", 1);
+    cg_config_t config;
+    EXPECT (s_load (&config, NULL, NULL, 0) == 0 && config.save_displays == CG_SAVE_DISPLAYS_NONE,
+            "CELLGATE_SAVE_DISPLAYS=none");
+    cg_config_clear (&config);
+    const char *args[] = {"--save-displays", "all", NULL};
+    EXPECT (s_load (&config, args, NULL, 0) == 0 && config.save_displays == CG_SAVE_DISPLAYS_ALL,
+            "--save-displays all over CELLGATE_SAVE_DISPLAYS=none");
+    cg_config_clear (&config);
+    s_clear_environment ();
+    //  The messages, word for word.
+    const char *profile[] = {"--tool-profile", "full", NULL};
+    s_expect_error (NULL, profile, "--tool-profile: 'full' is not default, seed001 or conformance");
+    const char *backend[] = {"--backend", "podman", NULL};
+    s_expect_error (NULL, backend, "--backend: 'podman' is not oci, rootless, docker or auto");
+    const char *format[] = {"--log-format", "xml", NULL};
+    s_expect_error (NULL, format, "--log-format: 'xml' is not console or json");
+    const char *log[] = {"--execution-log", "some", NULL};
+    s_expect_error (NULL, log, "--execution-log: 'some' is not full, metadata or off");
+    const char *displays[] = {"--save-displays", "few", NULL};
+    s_expect_error (NULL, displays, "--save-displays: 'few' is not figures, all or none");
+    EXPECT (cg_config_values (&s_table[0]) == NULL, "a string option has no names");
+}
+
 static void
 s_test_errors (void)
 {
@@ -192,7 +281,11 @@ s_test_errors (void)
             s_expect_error (NULL, args, "empty value");
             continue;
         }
-        if (option->kind == CG_CONFIG_SWITCH) {
+        if (option->kind == CG_CONFIG_ENUM) {
+            s_expect_enum_errors (option);
+            continue;
+        }
+        if (option->kind == CG_CONFIG_BOOL) {
             const char *args[] = {option->flag, "maybe", NULL};
             s_expect_error (NULL, args, "unknown option 'maybe'");
             const char *given[] = {"", NULL, NULL};
@@ -351,7 +444,7 @@ s_keep (const char **args)
     cg_config_t config;
     char message[512];
     int rc = s_load (&config, args, message, sizeof message);
-    char *out = cg_xstrdup (rc == 0 ? config.keep_sessions : message);
+    char *out = cg_xstrdup (rc == 0 ? config.keep_sessions ? "on" : "off" : message);
     cg_config_clear (&config);
     return out;
 }
@@ -388,7 +481,7 @@ s_test_switches (void)
     //  Every on/off option, bare and from its variable.
     for (size_t i = 0; i < s_count; i++) {
         const cg_config_option_t *option = &s_table[i];
-        if (option->kind != CG_CONFIG_SWITCH)
+        if (option->kind != CG_CONFIG_BOOL)
             continue;
         const char *bare[] = {option->flag, NULL};
         const char *spellings[][2] = {{"FALSE", "off"}, {"yes", "on"}, {"0", "off"}, {"On", "on"}};
@@ -399,7 +492,8 @@ s_test_switches (void)
             cg_config_t config;
             char message[512];
             int rc = s_load (&config, k < 0 ? bare : NULL, message, sizeof message);
-            const char *value = rc == 0 ? *(char **)((char *)&config + option->offset) : message;
+            bool on = rc == 0 && *(bool *)((char *)&config + option->offset);
+            const char *value = rc == 0 ? on ? "on" : "off" : message;
             const char *want = k < 0 ? "on" : spellings[k][1];
             EXPECT (rc == 0 && strcmp (value, want) == 0, "%s %s: wanted %s, got %s", option->flag,
                     k < 0 ? "(alone)" : spellings[k][0], want, value);
@@ -422,6 +516,7 @@ main (void)
     s_test_usage ();
     s_test_public_url ();
     s_test_switches ();
+    s_test_enums ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }

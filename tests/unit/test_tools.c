@@ -76,15 +76,13 @@ s_test_list (cg_config_t *config)
             "an apostrophe survives the schema text");
     json_decref (tools);
 
-    free (config->tool_profile);
-    config->tool_profile = cg_xstrdup ("seed001");
+    config->tool_profile = CG_TOOL_PROFILE_SEED001;
     tools = cg_tools_list (config);
     EXPECT (s_entry (tools, CG_SEED001_TOOL) && !s_entry (tools, "execute_code")
                 && json_array_size (tools) == count,
             "seed001 profile: seed 001's tool instead of execute_code");
     json_decref (tools);
-    free (config->tool_profile);
-    config->tool_profile = cg_xstrdup ("default");
+    config->tool_profile = CG_TOOL_PROFILE_DEFAULT;
 }
 
 //  Every declared property of every row passes the check; an unknown key does not.
@@ -224,8 +222,7 @@ s_test_seed_fields (cg_config_t *config)
 {
     const char *profiles[] = {"default", "seed001"};
     for (int p = 0; p < 2; p++) {
-        free (config->tool_profile);
-        config->tool_profile = cg_xstrdup (profiles[p]);
+        config->tool_profile = p == 0 ? CG_TOOL_PROFILE_DEFAULT : CG_TOOL_PROFILE_SEED001;
         json_t *result = json_pack ("{s:o}", "tools", cg_tools_list (config));
         json_t *tools = json_object_get (result, "tools");
         size_t size = cg_result_size (result);
@@ -249,8 +246,7 @@ s_test_seed_fields (cg_config_t *config)
         }
         json_decref (result);
     }
-    free (config->tool_profile);
-    config->tool_profile = cg_xstrdup ("default");
+    config->tool_profile = CG_TOOL_PROFILE_DEFAULT;
     json_t *tools = cg_tools_list (config);
     const char *with_language[] = {"execute_code", "start_session", "save_script", NULL};
     for (int i = 0; with_language[i]; i++) {

@@ -2,7 +2,7 @@
     conformance only): the input_required round trips of SEP-2322 (elicitation, sampling,
     roots, requestState, several inputs, several rounds, tampered state, capabilities, a
     prompt), a capability the client must declare, a log only when asked, a stream. */
-#include "mcp/cg_conformance.h"
+#include "mcp/conformance/cg_conformance.h"
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/cg_modern.h"
 #include "mcp/cg_tasks.h"

@@ -1,7 +1,7 @@
 /*  cg_conformance — the fixture tools the official MCP conformance suite calls by name
     (test_simple_text, test_image_content, ...), served only under --tool-profile
     conformance, never by default. */
-#include "mcp/cg_conformance.h"
+#include "mcp/conformance/cg_conformance.h"
 
 #include "base/cg_utf8.h"
 #include "base/cg_util.h"
@@ -229,6 +229,7 @@ cg_conformance_handle (const cg_request_t *req, const char *name, json_t *argume
         return;
     }
     cg_call_t *call = cg_server_call_new (req, name, NULL);
+    call->ops = &cg_conformance_call_ops;
     call->client_request = cg_strdupf ("cg-%s", call->key);
     cg_channel_send (req->channel,
                      json_pack ("{s:s, s:s, s:O, s:O}", "jsonrpc", "2.0", "id",

@@ -1,6 +1,7 @@
 /*  cg_conformance — the fixture tools the official MCP conformance suite calls by name
-    (test_simple_text, test_image_content, ...), served only under --tool-profile
-    conformance, never by default. */
+    (test_simple_text, test_image_content, ...), its resources, prompts and completions:
+    a provider the process registers only under --tool-profile conformance, never by
+    default; no production file names them. */
 #ifndef CG_CONFORMANCE_H
 #define CG_CONFORMANCE_H
 
@@ -53,5 +54,12 @@ bool cg_conformance_mrtr_known (const char *name);
 void cg_conformance_mrtr_tools (json_t *tools);
 void cg_conformance_mrtr (const cg_request_t *req, const char *name, json_t *params);
 bool cg_conformance_mrtr_prompt (const cg_request_t *req, const char *name, json_t *params);
+
+/*  Registers the fixtures with SERVER: a provider (tools, tools/call, resources), and the
+    prompts/list, prompts/get and completion/complete methods. */
+void cg_conformance_register (cg_server_t *server);
+
+/*  How a fixture's call ends: the client's response to its request finishes it. */
+extern const cg_call_ops_t cg_conformance_call_ops;
 
 #endif

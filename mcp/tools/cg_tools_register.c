@@ -1,0 +1,74 @@
+/*  cg_tools_register — the tools' place in the MCP core: tools/list and tools/call in the
+    method table, tools/call's steps (another provider's names first, then 2026-07-28's
+    retry after input_required), how a tool's call ends (cg_call_ops_t), which tools may
+    run as tasks, and the instructions that describe them. */
+#include "mcp/tools/cg_tools.h"
+#include "mcp/cg_jsonrpc.h"
+
+//  tools/list: the table's tools, then the providers'.
+static void
+s_list (const cg_request_t *req, json_t *params)
+{
+    (void)params;
+    json_t *tools = cg_tools_list (cg_server_config (req->server));
+    const cg_provider_t *p;
+    for (size_t i = 0; (p = cg_server_provider (req->server, i)); i++) {
+        json_t *more = p->tools ? p->tools () : NULL;
+        json_array_extend (tools, more);
+        json_decref (more);
+    }
+    cg_request_result (req, json_pack ("{s:o}", "tools", tools));
+}
+
+//  tools/call's first step: a tool of another provider is its own (not wrapped as a task
+//  nor resumed as ours).
+static bool
+s_provided (const cg_request_t *req, json_t *params)
+{
+    const cg_provider_t *p;
+    for (size_t i = 0; (p = cg_server_provider (req->server, i)); i++)
+        if (p->call && p->call (req, params))
+            return true;
+    return false;
+}
+
+//  2026-07-28: the retry of an input_required answer.
+static bool
+s_resume (const cg_request_t *req, json_t *params)
+{
+    return req->modern && cg_tools_input_resume (req, params);
+}
+
+static json_t *
+s_refusal (cg_call_t *call, const char *language, const char *session_id, const char *error,
+           const char *message)
+{
+    return cg_tools_refusal (call->tool, language, session_id, error, message);
+}
+
+static void
+s_response (cg_server_t *server, cg_call_t *call, json_t *message)
+{
+    if (call->asking)
+        cg_tools_input_answer (server, call, message);
+}
+
+static unsigned
+s_traits (const char *name)
+{
+    return cg_tools_is (name, CG_TOOL_RUNS) ? CG_TOOL_TRAIT_TASKS : 0;
+}
+
+void
+cg_tools_register (cg_server_t *server)
+{
+    static const cg_call_ops_t ops = {
+        .refusal = s_refusal, .abandon = cg_tools_abandon, .response = s_response};
+    cg_server_add_method (server, "tools/list", s_list, 0);
+    cg_server_add_method (server, "tools/call", cg_tools_call, CG_METHOD_CALL);
+    cg_server_add_step (server, "tools/call", s_provided, false);
+    cg_server_add_step (server, "tools/call", s_resume, false);
+    cg_server_set_call_ops (server, &ops);
+    cg_server_set_tool_traits (server, s_traits);
+    cg_server_set_instructions (server, CG_TOOLS_INSTRUCTIONS);
+}
