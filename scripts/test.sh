@@ -7,13 +7,13 @@
 #   scripts/test.sh quick           incremental build, then the unit tests and fuzz replays
 #   scripts/test.sh e2e [FILE...]   build, then the named tests/e2e files (all e2e tests without)
 #   scripts/test.sh --help          these modes and how to run one test
-# Settings: CELLGATE_TEST_JOBS (ctest -j in full and e2e; default 3 per core: e2e tests
-# mostly wait on sandboxes), CELLGATE_FUZZ_SECONDS (per fuzz target, default 25) and
+# Settings: CELLGATE_TEST_JOBS (ctest -j in full and e2e; default 2 per core: e2e tests
+# mostly wait on sandboxes, and the CPU-bound ones take the cpu lock, tests/CMakeLists.txt), CELLGATE_FUZZ_SECONDS (per fuzz target, default 25) and
 # CELLGATE_FUZZ_JOBS (targets fuzzed at once, default the number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cores=$(nproc)
-jobs=${CELLGATE_TEST_JOBS:-$((cores * 3))}
+jobs=${CELLGATE_TEST_JOBS:-$((cores * 2))}
 
 usage() {
   cat <<'EOF'
@@ -35,6 +35,13 @@ One test (after a build, from the repository root):
 Labels: unit replay e2e root rootless docker gateway browser conformance kernel slow
 (tests/CMakeLists.txt says what each means).
 EOF
+}
+
+# Prints how long the stage that started at $stage_start took, and starts the next one.
+stage_start=$SECONDS
+stage_done() {
+  echo "test.sh: $1: $((SECONDS - stage_start)) s" >&2
+  stage_start=$SECONDS
 }
 
 build() {
@@ -78,14 +85,17 @@ case "$mode" in
 esac
 
 ./scripts/setup.sh test
+stage_done "set-up"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$cores"
+stage_done "build"
 # The sandbox image (Dockerfile.kernel, e2e_image): built once, cached in podman's storage.
 scripts/build-image.sh >/dev/null
+stage_done "sandbox image"
 
 # The ASan/UBSan and fuzz builds run (niced) while the normal tests, which mostly wait on
-# sandboxes, run in parallel; their output goes to build-side.log, shown if they fail.
-side_log=$PWD/build-side.log
+# sandboxes, run in parallel; their output goes to build/side-builds.log, shown if they fail.
+side_log=$PWD/build/side-builds.log
 (
   set -e
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCELLGATE_SANITIZE=ON >/dev/null
@@ -96,8 +106,10 @@ side=$!
 
 rc=0
 (cd build && ctest --output-on-failure --timeout 600 -j"$jobs") || rc=$?
+stage_done "ctest -j$jobs"
 side_rc=0
 wait "$side" || side_rc=$?
+stage_done "waiting for the ASan/UBSan and fuzz builds"
 if [ "$side_rc" -ne 0 ]; then
   echo "test.sh: the ASan/UBSan or fuzz build failed (exit $side_rc):" >&2
   tail -50 "$side_log" >&2
@@ -105,9 +117,11 @@ fi
 [ "$rc" -eq 0 ] && [ "$side_rc" -eq 0 ] || exit 1
 
 (cd build-asan && ctest --output-on-failure --timeout 300 -j"$cores")
+stage_done "ASan/UBSan ctest"
 
 # A bounded fuzzing run (libFuzzer with clang, ASan + UBSan): every target in tests/fuzz for
 # CELLGATE_FUZZ_SECONDS (25) each, as many at once as there are cores, failing on any crash.
 CELLGATE_FUZZ_JOBS=${CELLGATE_FUZZ_JOBS:-$cores} tests/fuzz/run "${CELLGATE_FUZZ_SECONDS:-25}"
+stage_done "fuzzing"
 
 echo "all tests passed"

@@ -113,13 +113,16 @@ function scenarios(get, { long }) {
 
   test('a finished task is forgotten after its TTL', async () => {
     const { client } = get();
+    // In a session already started, so that the task's own run is a warm cell, well inside
+    // its TTL even on a loaded machine (a new sandbox can take longer than the TTL there).
+    sc(await callExec(client, { language: 'python', session_id: 'task_ttl', code: 'pass' }));
     const t0 = Date.now();
-    const run = await runAsTask(client, { code: 'print(1)' }, { ttl: 4000 });
+    const run = await runAsTask(client, { session_id: 'task_ttl', code: 'print(1)' }, { ttl: 6000 });
     assert.equal(run.error, null, String(run.error));
     assert.equal(run.result.structuredContent.stdout, '1\n');
     // Kept for its TTL (from its creation), then gone.
     assert.equal((await client.experimental.tasks.getTask(run.created.taskId)).status, 'completed');
-    await new Promise((r) => setTimeout(r, Math.max(0, t0 + 5500 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, t0 + 7500 - Date.now())));
     await assert.rejects(client.experimental.tasks.getTask(run.created.taskId), /Unknown task/);
   });
 
