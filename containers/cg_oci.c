@@ -1,6 +1,7 @@
 /*  cg_oci — the default sandbox backend: OCI containers through runc or crun, with the
     config.json written here (read-only root, no network, no capabilities, seccomp). */
 #define _GNU_SOURCE
+#include "containers/cg_oci.h"
 #include "containers/cg_cgroup.h"
 #include "containers/cg_backend_ops.h"
 #include "containers/cg_rootless.h"
@@ -254,8 +255,8 @@ s_init_runtime (cg_oci_t *self, cg_error_t **err)
     const char *advisory = cg_runtime_advisory (self->runtime_name, version);
     if (advisory)
         cg_log (1,
-                "%s %s has no fix for %s, unless its distribution backported them; see "
-                "docs/sandbox.md, 'Runtime', for what that means here, and --runtime PATH to use "
+                "%s %s has no fix for %s, unless its distribution backported them; see the "
+                "README's 'Runtime' section for what that means here, and --runtime PATH to use "
                 "a patched runc or crun",
                 self->runtime_name, version, advisory);
     return 0;
@@ -395,15 +396,14 @@ s_string_array (const char *const *items)
 }
 
 static json_t *
-s_rlimits (const cg_oci_t *self)
+s_rlimits (const cg_sandbox_limits_t *c, bool rootless)
 {
-    const cg_sandbox_limits_t *c = &self->limits;
     json_t *rlimits = json_pack (
         "[{s:s,s:I,s:I},{s:s,s:I,s:I},{s:s,s:I,s:I}]", "type", "RLIMIT_NOFILE", "hard",
         (json_int_t)c->nofile, "soft", (json_int_t)c->nofile, "type", "RLIMIT_FSIZE", "hard",
         (json_int_t)c->fsize_mb * 1024 * 1024, "soft", (json_int_t)c->fsize_mb * 1024 * 1024,
         "type", "RLIMIT_CORE", "hard", (json_int_t)0, "soft", (json_int_t)0);
-    if (self->rootless)
+    if (rootless)
         cg_rootless_rlimits (rlimits, c);
     return rlimits;
 }
@@ -411,22 +411,21 @@ s_rlimits (const cg_oci_t *self)
 //  The process object shared by the init and every exec'd process: unprivileged user,
 //  no capabilities at all, no_new_privileges, limits.
 static json_t *
-s_process (const cg_oci_t *self, const char *const *argv, const char *const *env, const char *cwd)
+s_process (const cg_sandbox_limits_t *c, bool rootless, const char *const *argv,
+           const char *const *env, const char *cwd)
 {
-    const cg_sandbox_limits_t *c = &self->limits;
     json_t *caps = json_pack ("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective",
                               "inheritable", "permitted", "ambient");
     return json_pack ("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:b, s:o}", "terminal", 0, "user",
-                      "uid", self->rootless ? 0 : c->sandbox_uid, "gid",
-                      self->rootless ? 0 : c->sandbox_gid, "args", s_string_array (argv), "env",
-                      s_string_array (env), "cwd", cwd, "capabilities", caps, "noNewPrivileges", 1,
-                      "rlimits", s_rlimits (self));
+                      "uid", rootless ? 0 : c->sandbox_uid, "gid", rootless ? 0 : c->sandbox_gid,
+                      "args", s_string_array (argv), "env", s_string_array (env), "cwd", cwd,
+                      "capabilities", caps, "noNewPrivileges", 1, "rlimits",
+                      s_rlimits (c, rootless));
 }
 
-static json_t *
-s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
+json_t *
+cg_oci_config (const cg_sandbox_limits_t *c, const cg_oci_host_t *host, const cg_sandbox_t *sandbox)
 {
-    const cg_sandbox_limits_t *c = &self->limits;
     static const char *init_argv[] = {"/usr/bin/catatonit", "-P", NULL};
     static const char *init_env[] = {"PATH=/usr/bin:/bin", NULL};
 
@@ -448,10 +447,10 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
                            s_mount ("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
     json_array_append_new (mounts, s_mount ("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"));
     //  The host's /usr and a generated /etc in an empty root, unless an image is the root.
-    if (!self->image) {
+    if (!host->image) {
         json_array_append_new (mounts, s_mount ("/usr", "bind", "/usr", "rbind,ro,nosuid,nodev"));
         json_array_append_new (mounts,
-                               s_mount ("/etc", "bind", self->etc_dir, "rbind,ro,nosuid,nodev"));
+                               s_mount ("/etc", "bind", host->etc_dir, "rbind,ro,nosuid,nodev"));
     }
     cleanup_free char *tmp_opts = cg_strdupf ("nosuid,nodev,mode=1777,size=%dm,nr_inodes=%d",
                                               c->tmp_mb, CG_TMP_INODES (c->tmp_mb));
@@ -467,15 +466,15 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
     //  read-only; not noexec, since native addons are mapped executable. An image has its own.
     cleanup_free char *kernels = realpath (c->kernels_dir, NULL);
     struct stat st;
-    if (!self->image && kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
+    if (!host->image && kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
         json_array_append_new (
             mounts, s_mount (CG_KERNELS_MOUNT, "bind", kernels, "rbind,ro,nosuid,nodev"));
     //  Packages: the sandbox's own layer, the shared one, and the operator's sources.
     if (sandbox->site_dir)
         json_array_append_new (
             mounts, s_mount (CG_SITE_MOUNT, "bind", sandbox->site_dir, "rbind,rw,nosuid,nodev"));
-    if (*self->shared_site)
-        json_array_append_new (mounts, s_mount (CG_SHARED_SITE_MOUNT, "bind", *self->shared_site,
+    if (host->shared_site)
+        json_array_append_new (mounts, s_mount (CG_SHARED_SITE_MOUNT, "bind", host->shared_site,
                                                 "rbind,ro,nosuid,nodev"));
     if (c->wheelhouse)
         json_array_append_new (mounts, s_mount (CG_WHEELHOUSE_MOUNT, "bind", c->wheelhouse,
@@ -502,7 +501,7 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
 
     json_int_t memory = (json_int_t)c->memory_mb * 1024 * 1024;
     json_t *memory_obj = json_pack ("{s:I}", "limit", memory);
-    if (self->cgroup_v2 || self->memsw)
+    if (host->cgroup_v2 || host->memsw)
         json_object_set_new (memory_obj, "swap", json_integer (memory));
     json_t *resources =
         json_pack ("{s:[{s:b, s:s}], s:o, s:{s:I, s:I}, s:{s:I}}", "devices", "allow", 0, "access",
@@ -518,15 +517,15 @@ s_config_json (cg_oci_t *self, const cg_sandbox_t *sandbox)
         json_pack ("{s:o, s:s, s:o, s:o, s:o, s:o}", "namespaces", namespaces, "cgroupsPath",
                    cgroups_path, "resources", resources, "maskedPaths", s_string_array (masked),
                    "readonlyPaths", s_string_array (readonly), "seccomp", cg_seccomp_profile ());
-    if (self->rootless)
+    if (host->rootless)
         cg_rootless_linux (linux_obj);
     json_t *annotations = json_pack (
         "{s:s, s:s, s:s}", CG_ANNOTATION_INSTANCE, sandbox->instance ? sandbox->instance : "",
         CG_ANNOTATION_SESSION, sandbox->session ? sandbox->session : "", CG_ANNOTATION_KIND,
         cg_sandbox_kind_name (sandbox->kind));
     return json_pack ("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o, s:o}", "ociVersion", "1.0.2",
-                      "process", s_process (self, init_argv, init_env, "/"), "root", "path",
-                      self->image ? self->image : self->rootfs, "readonly", 1, "hostname",
+                      "process", s_process (c, host->rootless, init_argv, init_env, "/"), "root",
+                      "path", host->image ? host->image : host->rootfs, "readonly", 1, "hostname",
                       "sandbox", "mounts", mounts, "linux", linux_obj, "annotations", annotations);
 }
 
@@ -548,7 +547,9 @@ static int
 s_oci_create (void *impl, const cg_sandbox_t *sandbox, cg_error_t **err)
 {
     cg_oci_t *self = impl;
-    json_t *config = s_config_json (self, sandbox);
+    cg_oci_host_t host = {self->rootfs,    self->etc_dir, self->image,   *self->shared_site,
+                          self->cgroup_v2, self->memsw,   self->rootless};
+    json_t *config = cg_oci_config (&self->limits, &host, sandbox);
     cleanup_free char *path = cg_strdupf ("%s/config.json", sandbox->bundle_dir);
     int rc = s_write_json (path, config, err);
     json_decref (config);
@@ -573,7 +574,7 @@ s_oci_exec (void *impl, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
     cg_oci_t *self = impl;
     //  The process spec goes to the runtime through a memfd it reads as its fd 3, so
     //  no file is left behind per exec.
-    json_t *process = s_process (self, spec->argv, spec->env, spec->cwd);
+    json_t *process = s_process (&self->limits, self->rootless, spec->argv, spec->env, spec->cwd);
     cleanup_free char *text = json_dumps (process, JSON_COMPACT);
     json_decref (process);
     if (!text)

@@ -459,7 +459,7 @@ test('the default download port 8080, when taken, falls back to a free port; an 
     blocker.listen(8080, '127.0.0.1', () => resolve(true));
   });
   try {
-    const fallback = await startServer({ name: 'port-fallback' });
+    const fallback = await startServer({ name: 'port-fallback', env: { CELLGATE_HTTP_LISTEN: undefined } });
     try {
       const up = ok(await fallback.client.callTool({ name: 'upload_file', arguments: { filename: 'p.txt', content_base64: b64('port') } }));
       const url = new URL(up.download_url);
@@ -469,7 +469,8 @@ test('the default download port 8080, when taken, falls back to a free port; an 
     } finally {
       await fallback.close();
     }
-    await assert.rejects(startServer({ name: 'port-explicit', args: ['--http-listen', '127.0.0.1:8080'] }), /cannot listen on 127\.0\.0\.1:8080/);
+    await assert.rejects(startServer({ name: 'port-explicit', args: ['--http-listen', '127.0.0.1:8080'], env: { CELLGATE_HTTP_LISTEN: undefined } }),
+      /cannot listen on 127\.0\.0\.1:8080/);
   } finally {
     if (held) await new Promise((r) => blocker.close(r));
   }

@@ -237,7 +237,7 @@ test('a one-shot sandbox running at the crash is removed; the kept session is ad
     const sid = (await call(s.client, 'start_session', { language: 'python' })).session_id;
     await call(s.client, 'send_to_session', { session_id: sid, code: 'a = 41' });
     const slow = call(s.client, 'execute_code', { language: 'bash', code: 'sleep 60' }).catch(() => {});
-    for (let i = 0; i < 100 && containers(state).length < 2; i++) await sleep(100);
+    for (let i = 0; i < 600 && containers(state).length < 2; i++) await sleep(100);
     assert.equal(containers(state).length, 2, 'the one-shot sandbox runs');
     await stop(s, 'kill');
     await slow;
@@ -275,7 +275,7 @@ test('with a warm pool: the claimed session is kept, the waiting pool sandboxes 
   const pool = ['--keep-sessions', 'on', '--pool', 'python=1,bash=1'];
   try {
     let s = await start(state, pool);
-    for (let i = 0; i < 200 && containers(state).length < 2; i++) await sleep(100);
+    for (let i = 0; i < 1200 && containers(state).length < 2; i++) await sleep(100);
     assert.equal(containers(state).length, 2, 'the pool is warm');
     const r = await call(s.client, 'execute_code', { language: 'python', session_id: 'sess_keeppool', code: 'a = 41' });
     assert.equal(r.status, 'success', JSON.stringify(r));

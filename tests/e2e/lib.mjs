@@ -24,8 +24,12 @@ export const SANDBOX_UID = ROOTLESS ? 0 : 65532;
 // be extra load on a shared machine. pool.test.mjs tests the pool. Set in this process's
 // environment too, so that servers a test spawns itself (keep, ops, corpus_protocol, leaks)
 // inherit it; a CELLGATE_POOL the test run was given wins.
-const TEST_ENV = { CELLGATE_POOL: '0' };
+// Their downloads listen on a free port, not on the default 8080 (which the first server
+// would take, and a parallel test run would then share by chance): artifacts.test.mjs
+// tests the default and its fall-back by clearing CELLGATE_HTTP_LISTEN for its servers.
+const TEST_ENV = { CELLGATE_POOL: '0', CELLGATE_HTTP_LISTEN: '127.0.0.1:0' };
 process.env.CELLGATE_POOL ??= TEST_ENV.CELLGATE_POOL;
+process.env.CELLGATE_HTTP_LISTEN ??= TEST_ENV.CELLGATE_HTTP_LISTEN;
 
 const STDERR_KEEP = 64 * 1024;
 

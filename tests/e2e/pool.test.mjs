@@ -96,10 +96,11 @@ test('two sessions never share a pooled sandbox, workspace, kernel or key; a clo
     }
     assert.ok(keys.length >= 2, `kernel connection files (A's and B's at least): ${keys.length}`);
     assert.equal(new Set(keys).size, keys.length, 'every kernel has its own key');
-    // A closed session's sandbox goes away; the next session gets another.
+    // A closed session's sandbox goes away; the next session gets another. Counted once the
+    // pool has refilled after B's claim (its new sandbox is then counted on both sides).
+    await readyCount(server, 'python', 3);
     const containers = runcContainers(server.stateDir).length;
     await server.client.callTool({ name: 'close_session', arguments: { session_id: 'pool_a' } });
-    await readyCount(server, 'python', 3);
     const c = sc(await callExec(server.client, { language: 'python', session_id: 'pool_c',
       code: 'import os\nprint(os.path.exists("/mnt/data/secret_a.txt"))' }));
     assert.equal(c.stdout, 'False\n');

@@ -1,6 +1,8 @@
 /*  Unit tests: cg_rm_rf on trees hostile code can leave in a workspace — any depth with a
     few fds, many entries, links never followed, mounts never crossed, "/" refused. Each
-    case works in its own directory made with mkdtemp; nothing else is ever removed. */
+    case works in its own directory made with mkdtemp; nothing else is ever removed.
+    The sizes come from the environment: CG_RM_RF_LEVELS (default 1,000) and CG_RM_RF_FILES
+    (default 10,000); ctest's unit_rm_rf_full runs 5,000 levels and 100,000 files. */
 #define _GNU_SOURCE
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
@@ -23,6 +25,21 @@
 static char s_dirs[MAX_DIRS][256]; /* every directory made by s_fresh, for the final sweep */
 static int s_ndirs = 0;
 static int s_skips = 0;
+static int s_levels = 1000; /* the deep case's depth (CG_RM_RF_LEVELS) */
+static int s_files = 10000; /* the wide case's files in one directory (CG_RM_RF_FILES) */
+
+/*  Reads VAR as a count between LOW and HIGH into *VALUE; leaves it when unset or bad. */
+static void
+s_size_from_env (const char *var, int low, int high, int *value)
+{
+    const char *text = getenv (var);
+    char *end = NULL;
+    long n = text ? strtol (text, &end, 10) : 0;
+    if (text && end != text && *end == '\0' && n >= low && n <= high)
+        *value = (int)n;
+    else if (text)
+        fprintf (stderr, "%s=%s ignored (a count from %d to %d)\n", var, text, low, high);
+}
 
 /*  Makes a new empty directory with mkdtemp under $TMPDIR (or /tmp) and copies its path
     to DIR. Returns false on failure. */
@@ -127,19 +144,20 @@ s_rm_rf_limited (const char *path, rlim_t limit, cg_error_t **err)
 static void
 s_deep (void)
 {
-    const char *name = "5,000 levels with RLIMIT_NOFILE 32";
+    char name[80];
+    snprintf (name, sizeof name, "%d levels with RLIMIT_NOFILE 32", s_levels);
     char top[256];
     CHECK (s_fresh (top), "mkdtemp: %s", strerror (errno));
-    CHECK (s_make_deep (top, 5000), "make the tree: %s", strerror (errno));
+    CHECK (s_make_deep (top, s_levels), "make the tree: %s", strerror (errno));
     cg_error_t *err = NULL;
     int rc = s_rm_rf_limited (top, 32, &err);
     CHECK (rc == 0, "cg_rm_rf: %s", cg_error_message (err));
     CHECK (s_gone (top), "the tree is gone");
     s_passes++;
 
-    name = "2,000 levels with only three fds to spare";
+    snprintf (name, sizeof name, "%d levels with only three fds to spare", s_levels * 2 / 5);
     CHECK (s_fresh (top), "mkdtemp: %s", strerror (errno));
-    CHECK (s_make_deep (top, 2000), "make the tree: %s", strerror (errno));
+    CHECK (s_make_deep (top, s_levels * 2 / 5), "make the tree: %s", strerror (errno));
     rc = s_rm_rf_limited (top, (rlim_t)s_highest_fd () + 1 + 3, &err);
     CHECK (rc == 0, "cg_rm_rf: %s", cg_error_message (err));
     CHECK (s_gone (top), "the tree is gone");
@@ -149,14 +167,15 @@ s_deep (void)
 static void
 s_wide (void)
 {
-    const char *name = "100,000 files in one directory, beside 100 full directories";
+    char name[80];
+    snprintf (name, sizeof name, "%d files in one directory, beside 100 full directories", s_files);
     char top[256];
     CHECK (s_fresh (top), "mkdtemp: %s", strerror (errno));
     int fd = open (top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     CHECK (fd >= 0, "open %s: %s", top, strerror (errno));
     bool made = true;
     char entry[32];
-    for (int i = 0; made && i < 100000; i++) {
+    for (int i = 0; made && i < s_files; i++) {
         snprintf (entry, sizeof entry, "file-%06d", i);
         made = s_make_file_at (fd, entry);
     }
@@ -172,7 +191,7 @@ s_wide (void)
     cg_error_t *err = NULL;
     int64_t start = cg_now_us ();
     int rc = cg_rm_rf (top, &err);
-    printf ("100,000 files removed in %.1f s\n", (cg_now_us () - start) / 1e6);
+    printf ("%d files removed in %.1f s\n", s_files, (cg_now_us () - start) / 1e6);
     CHECK (rc == 0, "cg_rm_rf: %s", cg_error_message (err));
     CHECK (s_gone (top), "the tree is gone");
     s_passes++;
@@ -453,6 +472,8 @@ int
 main (void)
 {
     int64_t start = cg_now_us ();
+    s_size_from_env ("CG_RM_RF_LEVELS", 100, 100000, &s_levels);
+    s_size_from_env ("CG_RM_RF_FILES", 1000, 1000000, &s_files);
     void (*cases[]) (void) = {s_refused,      s_missing, s_links, s_mount,
                               s_unsearchable, s_deep,    s_wide};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
