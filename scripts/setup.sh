@@ -2,8 +2,8 @@
 # Installs what cellgate needs on Debian 12 (run as root or with sudo). Safe to run again.
 #   scripts/setup.sh [--dry-run] [serve|test]
 # serve: what building and serving need: build tools and libraries, the sandbox runtime,
-#   the kernels' Debian packages (Python stack, Node.js) and the JavaScript kernel's npm
-#   modules (scripts/run.sh).
+#   the kernels' Debian packages (Python stack, Node.js), Jupyter Notebook for the gateway
+#   and the JavaScript kernel's npm modules (scripts/run.sh).
 # test (the default): serve, plus the test tooling: the MCP SDK client, the MCP
 #   conformance suite with its Node.js 22, jupyter_kernel_test, fuzzing and the format
 #   check (scripts/test.sh, .ci/run).
@@ -47,6 +47,9 @@ DEBS=(
   python3-pip
   # the JavaScript kernel (tslab) runs on Node.js; npm installs it
   nodejs npm
+  # a Jupyter front end for the gateway: the `jupyter notebook --gateway-url=...` command
+  # cellgate prints at start-up (jupyter-core is the `jupyter` command itself)
+  jupyter-core jupyter-notebook
 )
 TEST_DEBS=(
   # the wheels install_package's tests build and use
