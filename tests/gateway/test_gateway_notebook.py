@@ -7,7 +7,9 @@ The test checks that the line names the token's file and that the token itself i
 in the log, then runs the printed command through bash exactly as printed, with only the
 notebook's own listening and browser options appended (a free port, its own token, no
 browser), and checks that the notebook reached the gateway: a kernel started through the
-notebook's REST API is a kernel cellgate lists, and it runs code.
+notebook's REST API is a kernel cellgate lists, and it runs code. AsUserTest does the same
+with cellgate and the notebook run as the normal user scripts/setup.sh test makes: the
+token's file is under their own state dir ($XDG_STATE_HOME/cellgate), without --allow-root.
 
 The sandboxes are real (runc) and the notebook is Debian's jupyter-notebook (scripts/setup.sh
 serve installs it):
@@ -16,6 +18,7 @@ serve installs it):
 
 import json
 import os
+import pwd
 import re
 import secrets
 import shutil
@@ -50,12 +53,18 @@ class PrintedCommandTest(unittest.TestCase):
                 os.killpg(self.notebook.pid, signal.SIGKILL)
                 self.notebook.wait()
 
+    def gateway_port(self):
+        return self.cg.port
+
+    def gateway_tail(self):
+        return self.cg.stderr_tail()
+
     def printed_command(self):
         m = re.search(r"gateway: (.*)$", self.cg.gateway_line)
         self.assertTrue(m, self.cg.gateway_line)
         return m.group(1)
 
-    def start_notebook(self, command, home):
+    def start_notebook(self, command, home, prefix=()):
         port = free_port()
         token = secrets.token_hex(16)
         root = os.path.join(home, "root")
@@ -71,7 +80,7 @@ class PrintedCommandTest(unittest.TestCase):
         log_path = os.path.join(home, "notebook.log")
         log = open(log_path, "wb")
         self.addCleanup(log.close)
-        self.notebook = subprocess.Popen(["bash", "-c", line], stdin=subprocess.DEVNULL, stdout=log,
+        self.notebook = subprocess.Popen(list(prefix) + ["bash", "-c", line], stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=log, env=env, cwd=root, start_new_session=True)
         self.addCleanup(self.stop_notebook)
         self.notebook_log = log_path
@@ -106,13 +115,17 @@ class PrintedCommandTest(unittest.TestCase):
         home = tempfile.mkdtemp(prefix="cg-gw-notebook-")
         self.addCleanup(shutil.rmtree, home, True)
         port, token = self.start_notebook(command, home)
+        self.check_connected(port, token, gateway_token)
+
+    def check_connected(self, port, token, gateway_token):
+        """A kernel started through the notebook is one of cellgate's, and runs a cell."""
         auth = {"Authorization": "token " + token}
         status, _, data = request(port, "POST", "/api/kernels", {"name": "python3"}, auth, KERNEL_START_TIMEOUT)
         self.assertEqual(status, 201, "POST (notebook) /api/kernels: %d %r\n--- notebook ---\n%s\n--- cellgate ---\n%s"
-                         % (status, data[:500], self.log_tail(), self.cg.stderr_tail()))
+                         % (status, data[:500], self.log_tail(), self.gateway_tail()))
         kernel = json.loads(data)
         self.addCleanup(request, port, "DELETE", "/api/kernels/%s" % kernel["id"], None, auth)
-        status, _, data = request(self.cg.port, "GET", "/api/kernels",
+        status, _, data = request(self.gateway_port(), "GET", "/api/kernels",
                                   headers={"Authorization": "token " + gateway_token})
         self.assertEqual(status, 200, data)
         self.assertIn(kernel["id"], [k["id"] for k in json.loads(data)],
@@ -123,6 +136,81 @@ class PrintedCommandTest(unittest.TestCase):
         r = ks.execute("print(6 * 7)")
         self.assertEqual(r.status, "ok", r.summary())
         self.assertEqual(r.stdout(), "42\n", r.summary())
+
+
+class AsUserTest(PrintedCommandTest):
+    """The same as a normal user (rootless, their own state dir: $XDG_STATE_HOME/cellgate),
+    cellgate and the notebook both run as the user scripts/setup.sh test makes."""
+
+    def setUp(self):
+        self.user = os.environ.get("CELLGATE_TEST_USER", "cellgate-test")
+        if not os.access(cellgate_binary(), os.X_OK):
+            self.skipTest("no cellgate binary at %s" % cellgate_binary())
+        try:
+            self.pw = pwd.getpwnam(self.user)
+        except KeyError:
+            self.skipTest("no user %s (scripts/setup.sh test makes it)" % self.user)
+        if os.geteuid() != 0:
+            self.skipTest("not root: cannot run as %s" % self.user)
+        self.tmp = tempfile.mkdtemp(prefix="cg-gw-user-")
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.home = os.path.join(self.tmp, "home")
+        self.xdg = os.path.join(self.tmp, "xdg")
+        for d in (self.home, self.xdg):
+            os.makedirs(d)
+            os.chown(d, self.pw.pw_uid, self.pw.pw_gid)
+        self.prefix = ["setpriv", "--reuid=%s" % self.user, "--regid=%s" % self.user, "--clear-groups"]
+        self.notebook = None
+        log_path = os.path.join(self.tmp, "cellgate.log")
+        self.log = open(log_path, "wb")
+        self.addCleanup(self.log.close)
+        env = {"HOME": self.home, "XDG_STATE_HOME": self.xdg, "PATH": "/usr/bin:/bin", "CELLGATE_POOL": "0"}
+        self.cellgate = subprocess.Popen(self.prefix + [cellgate_binary(), "mcp", "--http-listen", "127.0.0.1:0"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log, env=env,
+                                         cwd="/", start_new_session=True)
+        self.addCleanup(self.stop_cellgate)
+        self.log_path = log_path
+        deadline = time.monotonic() + START_TIMEOUT
+        self.line = None
+        while time.monotonic() < deadline and self.cellgate.poll() is None and not self.line:
+            m = re.search(r"^.*gateway: (.*--gateway-url=http://127\.0\.0\.1:(\d+).*)$", self.stderr(), re.M)
+            if m:
+                self.line, self.port = m.group(1), int(m.group(2))
+            time.sleep(0.05)
+        self.assertTrue(self.line, "no gateway line from cellgate as %s:\n%s" % (self.user, self.stderr()))
+
+    def gateway_port(self):
+        return self.port
+
+    def gateway_tail(self):
+        return "\n".join(self.stderr().splitlines()[-40:])
+
+    def stderr(self):
+        self.log.flush()
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stop_cellgate(self):
+        if self.cellgate.poll() is None:
+            self.cellgate.stdin.close()
+            self.cellgate.send_signal(signal.SIGTERM)
+            try:
+                self.cellgate.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.cellgate.pid, signal.SIGKILL)
+                self.cellgate.wait()
+
+    def test_printed_command_opens_a_notebook_on_the_gateway(self):
+        token_file = os.path.join(self.xdg, "cellgate", "gateway-token")
+        with open(token_file) as f:
+            gateway_token = f.read().strip()
+        self.assertNotIn(gateway_token, self.stderr(), "the gateway token is in the log")
+        self.assertIn('--GatewayClient.auth_token="$(cat %s)"' % token_file, self.line)
+        self.assertNotIn("/var/lib/cellgate", self.line)
+        self.assertNotIn("--allow-root", self.line)
+        port, token = self.start_notebook(self.line, self.home, self.prefix)
+        self.check_connected(port, token, gateway_token)
 
 
 if __name__ == "__main__":
