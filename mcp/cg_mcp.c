@@ -178,8 +178,8 @@ s_http_listen (const cg_config_t *config, const char *listen, cg_error_t **err)
     }
     if (http)
         cg_log (1,
-                "http: %s; listening on %s instead (the default port's policy: 8081-8089, "
-                "else any free port)",
+                "http: %s; using a free port instead: %s (the default's policy: the first free "
+                "port of 8081-8089, else any)",
                 taken, cg_http_base_url (http));
     return http;
 }

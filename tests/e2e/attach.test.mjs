@@ -31,7 +31,8 @@ function hold(port) {
 
 before(async () => {
   held = await hold(8080);
-  server = await startServer(); // no --http-listen: the default, 127.0.0.1:8080
+  // No --http-listen and no CELLGATE_HTTP_LISTEN (lib.mjs sets port 0): the default, 8080.
+  server = await startServer({ env: { CELLGATE_HTTP_LISTEN: undefined } });
 });
 
 after(async () => {
@@ -80,8 +81,10 @@ test('a fixed --http-listen on a taken port stops the server and says why', () =
   const taken = `127.0.0.1:${listenedPort()}`; // the running server's own port
   const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-attach-'));
   try {
+    const env = { ...process.env };
+    delete env.CELLGATE_HTTP_LISTEN;
     const r = spawnSync(serverBinary(), ['mcp', '--state-dir', state, '--http-listen', taken], {
-      input: '', encoding: 'utf8', timeout: 60000,
+      input: '', encoding: 'utf8', timeout: 60000, env,
     });
     assert.notEqual(r.status, 0, r.stderr);
     assert.ok(r.stderr.includes(`cannot listen on ${taken}`), r.stderr);
