@@ -28,7 +28,7 @@ static const cg_alias_t s_aliases[] = {
     {"SANDBOX_LOG_FILE", "CELLGATE_LOG_FILE", CG_ALIAS_PATH, NULL},
     {"SANDBOX_LOG_FORMAT", "CELLGATE_LOG_FORMAT", CG_ALIAS_SAME, NULL},
     {"CODEXEC_SANDBOX_MODE", NULL, CG_ALIAS_SAME,
-     "code always runs in an OCI sandbox (seed 002's docker mode); there is no subprocess mode"},
+     "code always runs in a sandbox (CodeExec's docker mode); there is no subprocess mode"},
     {"CODEXEC_DOCKER_IMAGE", "CELLGATE_IMAGE", CG_ALIAS_SAME, NULL},
     {"CODEXEC_SANDBOX_DIR", NULL, CG_ALIAS_SAME,
      "code runs in its session's workspace, " CG_WORKSPACE_MOUNT ", kept under --state-dir"},

@@ -30,7 +30,7 @@ static const cg_config_option_t s_options[] = {
     {"--state-dir", "CELLGATE_STATE_DIR", CG_CONFIG_STRING, OFF (state_dir), "/var/lib/cellgate", 0,
      0, "where sandboxes, workspaces and runtime state live"},
     {"--scripts-dir", "CELLGATE_SCRIPTS_DIR", CG_CONFIG_STRING, OFF (scripts_dir), NULL, 0, 0,
-     "the saved-script library (save_script, run_script; default <state-dir>/scripts)"},
+     "the saved-script library (save_script, run_script)"},
     {"--script-versions", "CELLGATE_SCRIPT_VERSIONS", CG_CONFIG_INT, OFF (script_versions), "50", 0,
      100000, "earlier versions save_script keeps per script; past it the oldest are removed"},
     {"--max-scripts", "CELLGATE_MAX_SCRIPTS", CG_CONFIG_INT, OFF (max_scripts), "1000", 1, 1000000,
@@ -48,11 +48,10 @@ static const cg_config_option_t s_options[] = {
      "normal user), docker (the Docker Engine API, Podman's too, running --image) or auto "
      "(oci as root, rootless as a normal user, else docker when its socket answers)"},
     {"--image", "CELLGATE_IMAGE", CG_CONFIG_STRING, OFF (image), NULL, 0, 0,
-     "the sandbox image (SANDBOX_IMAGE): for docker an image name; for oci and rootless an "
+     "the sandbox image: for docker an image name; for oci and rootless an "
      "unpacked root file system used instead of the host's /usr (scripts/build-image.sh)"},
     {"--docker-host", "CELLGATE_DOCKER_HOST", CG_CONFIG_STRING, OFF (docker_host), NULL, 0, 0,
-     "the docker backend's engine: unix:///path (default $DOCKER_HOST, else "
-     "unix:///var/run/docker.sock) or tcp://host:port"},
+     "the docker backend's engine: unix:///path or tcp://host:port"},
     {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_BOOL, OFF (docker_tcp), "off", 0, 0,
      "on: allow a tcp:// docker host (plain HTTP, no TLS: whoever reaches it is root there)"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
@@ -137,8 +136,12 @@ static const cg_config_option_t s_options[] = {
     {"--oneshot-keep-mb", "CELLGATE_ONESHOT_KEEP_MB", CG_CONFIG_MB, OFF (oneshot_keep_bytes), "256",
      1, 1 << 20,
      "one-shot runs' kept files at most, all together, in MB; the oldest go first past it"},
-    {"--http-listen", "CELLGATE_HTTP_LISTEN", CG_CONFIG_STRING, OFF (http_listen), "127.0.0.1:8080",
-     0, 0, "download listener HOST:PORT, or off; when the default's port is taken, a free one"},
+    {"--http-listen", "CELLGATE_HTTP_LISTEN", CG_CONFIG_STRING, OFF (http_listen),
+     CG_HTTP_LISTEN_HOST ":" CG_STR (CG_HTTP_LISTEN_PORT), 0, 0,
+     "the listener of a stdio server (downloads, the Jupyter gateway, /metrics, /admin): "
+     "HOST:PORT, or off. Unless set, a taken 8080 moves it to the next free port of 8081-8089, "
+     "else to any free port (the log and start_session's gateway_url say which); set, a taken "
+     "port stops the server"},
     {"--max-mcp-sessions", "CELLGATE_MAX_MCP_SESSIONS", CG_CONFIG_INT, OFF (max_mcp_sessions),
      "1024", 1, 100000, "MCP sessions over HTTP at once (more initialize requests get 503)"},
     {"--max-mcp-sessions-per-client", "CELLGATE_MAX_MCP_SESSIONS_PER_CLIENT", CG_CONFIG_INT,
@@ -193,11 +196,13 @@ static const cg_config_option_t s_options[] = {
      "with it (HTTP sessions always do)"},
     {"--http", "CELLGATE_HTTP", CG_CONFIG_STRING, OFF (http), NULL, 0, 0,
      "serve MCP over Streamable HTTP at http://HOST:PORT/mcp (a bare PORT: 127.0.0.1:PORT; "
-     "downloads on the same listener) instead of stdio"},
+     "downloads, the Jupyter gateway, /metrics and /admin on the same listener) instead of "
+     "stdio"},
     {"--http-token", "CELLGATE_HTTP_TOKEN", CG_CONFIG_STRING, OFF (http_token), NULL, 0, 0,
-     "bearer token HTTP clients must send (required when --http is not a loopback address); "
-     "a comma-separated list gives each client its own (2026-07-28 clients are told apart by "
-     "it)"},
+     "the bearer token /mcp requires (required when --http is not a loopback address; "
+     "/files/ links carry their own token, /api/ takes --gateway-token, /admin and /metrics "
+     "--admin-token); a comma-separated list gives each client its own (2026-07-28 clients "
+     "are told apart by it)"},
     {"--http-connections-per-address", "CELLGATE_HTTP_CONNECTIONS_PER_ADDRESS", CG_CONFIG_INT,
      OFF (http_per_address), CG_STR (CG_HTTP_PER_ADDRESS_DEFAULT), 1, 256,
      "connections the listener takes from one peer address (of its 256)"},
@@ -211,17 +216,15 @@ static const cg_config_option_t s_options[] = {
      "its previous request's end, however slowly it trickles; then it is closed"},
     {"--admin-token", "CELLGATE_ADMIN_TOKEN", CG_CONFIG_STRING, OFF (admin_token), NULL, 0, 0,
      "the token of /admin/sessions and /metrics on every listener (16+ characters; not the "
-     "--http-token or the gateway's); default: one made at first start, kept 0600 in "
-     "<state dir>/admin-token"},
+     "--http-token or the gateway's)"},
     {"--gateway", "CELLGATE_GATEWAY", CG_CONFIG_BOOL, OFF (gateway), "on", 0, 0,
      "serve the Jupyter Kernel Gateway API (/api/kernels, /api/kernelspecs) on the listener, "
      "for jupyter server/notebook --gateway-url"},
     {"--gateway-token", "CELLGATE_GATEWAY_TOKEN", CG_CONFIG_STRING, OFF (gateway_token), NULL, 0, 0,
-     "the Jupyter gateway's token (16+ characters); default: one made at first start, kept "
-     "0600 in <state dir>/gateway-token and printed in the log"},
+     "the Jupyter gateway's token (16+ characters); the log says where it is, never what"},
     {"--public-url", "CELLGATE_PUBLIC_URL", CG_CONFIG_STRING, OFF (public_url), NULL, 0, 0,
      "base URL clients reach the listener at, used in every link (http[s]://HOST[:PORT][/PREFIX], "
-     "a proxy stripping PREFIX); default http://<listen address>"},
+     "a proxy stripping PREFIX)"},
     {"--cleanup-interval", "CELLGATE_CLEANUP_INTERVAL_M", CG_CONFIG_DOUBLE,
      OFF (cleanup_interval_m), "5", 0, 10080,
      "minutes between sweeps removing what stopped servers left in the state dir (sandboxes, "
@@ -231,18 +234,18 @@ static const cg_config_option_t s_options[] = {
      "specification's tool); conformance: plus the MCP conformance suite's fixture tools"},
     {"--wheelhouse", "CELLGATE_WHEELHOUSE", CG_CONFIG_STRING, OFF (wheelhouse), NULL, 0, 0,
      "directory of wheels and sdists install_package takes Python packages from (pip "
-     "--no-index --find-links), read-only in every sandbox; unset: no Python installs"},
+     "--no-index --find-links), read-only in every sandbox"},
     {"--npm-mirror", "CELLGATE_NPM_MIRROR", CG_CONFIG_STRING, OFF (npm_mirror), NULL, 0, 0,
      "directory of npm tarballs (<name>-<version>.tgz, as npm pack names them) install_package "
-     "takes Node packages from, read-only in every sandbox; unset: no Node installs"},
+     "takes Node packages from, read-only in every sandbox"},
     {"--log-level", "CELLGATE_LOG_LEVEL", CG_CONFIG_LOG_LEVEL, OFF (log_level), "info", 0, 3,
      "error, warn, info or debug"},
     {"--log-format", "CELLGATE_LOG_FORMAT", CG_CONFIG_ENUM, OFF (log_format), "console", 0, 0,
      "console (text lines) or json (one JSON object per line); both UTC-timestamped"},
     {"--log-file", "CELLGATE_LOG_FILE", CG_CONFIG_STRING, OFF (log_file), NULL, 0, 0,
-     "append the log to this file instead of stderr"},
+     "append the log to this file"},
     {"--log-dir", "CELLGATE_LOG_DIR", CG_CONFIG_STRING, OFF (log_dir), NULL, 0, 0,
-     "the execution log's directory (JSON lines and their index); default <state-dir>/logs"},
+     "the execution log's directory (JSON lines and their index)"},
     {"--execution-log", "CELLGATE_EXECUTION_LOG", CG_CONFIG_ENUM, OFF (execution_log), "full", 0, 0,
      "full; metadata: no code, stdin or output; off: nothing is logged"},
     {"--save-displays", "CELLGATE_SAVE_DISPLAYS", CG_CONFIG_ENUM, OFF (save_displays), "figures", 0,
@@ -324,6 +327,76 @@ cg_config_options (size_t *count)
 {
     *count = S_OPTION_COUNT;
     return s_options;
+}
+
+//  What the table's fallback does not say of a default: what an option left unset means,
+//  a normal user's default where cg_config_for_user changes it, and the docs' words for a
+//  default that names the machine that built it. unit_config checks that every option
+//  without a fallback has a row here.
+static const struct {
+    const char *flag;
+    const char *unset; /* what leaving it unset means (the fallback is NULL) */
+    const char *user;  /* a normal user's default (the rootless backend), or NULL: root's */
+    const char *docs;  /* the default as the docs say it, or NULL: the fallback */
+} s_defaults[] = {
+    {"--state-dir", NULL, "$XDG_STATE_HOME/cellgate, else ~/.local/state/cellgate", NULL},
+    {"--scripts-dir", "<state-dir>/scripts", NULL, NULL},
+    {"--image", "none: the host's /usr (oci, rootless); docker needs one", NULL, NULL},
+    {"--docker-host", "$DOCKER_HOST, else unix:///var/run/docker.sock", NULL, NULL},
+    {"--kernels-dir", NULL, NULL, "the source tree's kernels/ (compiled in)"},
+    {"--workspace-mb", NULL, "0: not enforced without root (plain directories)", NULL},
+    {"--sandbox-uid", NULL, "the user's own uid (mapped onto itself)", NULL},
+    {"--sandbox-gid", NULL, "the user's own gid (mapped onto itself)", NULL},
+    {"--http", "unset: MCP on stdio", NULL, NULL},
+    {"--http-token", "none: --http on a loopback address only", NULL, NULL},
+    {"--admin-token", "one made at first start, kept 0600 in <state-dir>/admin-token", NULL, NULL},
+    {"--gateway-token", "one made at first start, kept 0600 in <state-dir>/gateway-token", NULL,
+     NULL},
+    {"--public-url", "http://<the listener's address>", NULL, NULL},
+    {"--wheelhouse", "none: install_package installs no Python package", NULL, NULL},
+    {"--npm-mirror", "none: install_package installs no Node package", NULL, NULL},
+    {"--log-file", "stderr", NULL, NULL},
+    {"--log-dir", "<state-dir>/logs", NULL, NULL},
+};
+
+char *
+cg_config_user_state_dir (void)
+{
+    const char *xdg = getenv ("XDG_STATE_HOME");
+    const char *home = getenv ("HOME");
+    return xdg && xdg[0] == '/'     ? cg_strdupf ("%s/cellgate", xdg)
+           : home && home[0] == '/' ? cg_strdupf ("%s/.local/state/cellgate", home)
+                                    : NULL;
+}
+
+char *
+cg_config_default_text (const cg_config_option_t *option, cg_config_for_t who)
+{
+    const char *unset = NULL, *user = NULL, *docs = NULL;
+    for (size_t i = 0; i < sizeof s_defaults / sizeof s_defaults[0]; i++)
+        if (strcmp (s_defaults[i].flag, option->flag) == 0) {
+            unset = s_defaults[i].unset;
+            user = s_defaults[i].user;
+            docs = s_defaults[i].docs;
+        }
+    const char *root = who == CG_CONFIG_FOR_DOCS && docs ? docs
+                       : option->fallback                ? option->fallback
+                       : unset                           ? unset
+                                                         : "unset";
+    if (!user || who == CG_CONFIG_FOR_ROOT || (who == CG_CONFIG_FOR_THIS && geteuid () == 0))
+        return cg_xstrdup (root);
+    if (who == CG_CONFIG_FOR_DOCS)
+        return cg_strdupf ("%s; a normal user: %s", root, user);
+    if (option->offset == OFF (state_dir)) {
+        char *dir = cg_config_user_state_dir ();
+        if (dir)
+            return dir;
+    }
+    if (option->offset == OFF (sandbox_uid))
+        return cg_strdupf ("%u (your uid)", (unsigned)getuid ());
+    if (option->offset == OFF (sandbox_gid))
+        return cg_strdupf ("%u (your gid)", (unsigned)getgid ());
+    return cg_xstrdup (user);
 }
 
 //  The words an on/off setting takes, in any case: the even ones mean on.
@@ -723,12 +796,26 @@ cg_config_clear (cg_config_t *self)
 void
 cg_config_print_usage (FILE *out)
 {
-    fprintf (out, "options (each also read from its environment variable; an on/off option "
-                  "alone means on,\n and takes on/off, true/false, yes/no or 1/0):\n");
-    for (size_t i = 0; i < S_OPTION_COUNT; i++)
-        fprintf (out, "  %-26s %-34s %s (%s%s)\n", s_options[i].flag, s_options[i].env,
-                 s_options[i].help, s_options[i].fallback ? "default " : "unset by default",
-                 s_options[i].fallback ? s_options[i].fallback : "");
+    fprintf (out,
+             "options (each also read from its environment variable; an on/off option "
+             "alone means on,\n and takes on/off, true/false, yes/no or 1/0; defaults as "
+             "uid %u gets them):\n",
+             (unsigned)geteuid ());
+    size_t alias_count;
+    const cg_alias_t *aliases = cg_aliases (&alias_count);
+    for (size_t i = 0; i < S_OPTION_COUNT; i++) {
+        cleanup_free char *fallback = cg_config_default_text (&s_options[i], CG_CONFIG_FOR_THIS);
+        fprintf (out, "  %-26s %-34s %s (default %s)\n", s_options[i].flag, s_options[i].env,
+                 s_options[i].help, fallback);
+        const char *also = "      also";
+        for (size_t k = 0; k < alias_count; k++)
+            if (aliases[k].target && strcmp (aliases[k].target, s_options[i].env) == 0) {
+                fprintf (out, "%s %s", also, aliases[k].name);
+                also = ",";
+            }
+        if (also[0] == ',')
+            fputc ('\n', out);
+    }
 }
 
 void
@@ -745,11 +832,7 @@ cg_config_for_user (cg_config_t *self)
         return NULL;
     const char *default_state = s_options[0].fallback;
     if (strcmp (self->state_dir, default_state) == 0) {
-        const char *xdg = getenv ("XDG_STATE_HOME");
-        const char *home = getenv ("HOME");
-        char *dir = xdg && xdg[0] == '/'     ? cg_strdupf ("%s/cellgate", xdg)
-                    : home && home[0] == '/' ? cg_strdupf ("%s/.local/state/cellgate", home)
-                                             : NULL;
+        char *dir = cg_config_user_state_dir ();
         if (dir) {
             free (self->state_dir);
             self->state_dir = dir;

@@ -166,6 +166,25 @@ const char *const *cg_config_values (const cg_config_option_t *option);
     e.g. "rootless" for offsetof (cg_config_t, backend) and CG_BACKEND_ROOTLESS. */
 const char *cg_config_value_name (size_t offset, int value);
 
+/*  Whose default an option's default is said for. */
+typedef enum {
+    CG_CONFIG_FOR_ROOT, /* as root (the table's fallback) */
+    CG_CONFIG_FOR_THIS, /* the user running this process: a normal user's where it differs,
+                           with its paths written out */
+    CG_CONFIG_FOR_DOCS, /* both, for the generated docs: root's, then a normal user's where
+                           it differs; nothing that depends on the machine that built it */
+} cg_config_for_t;
+
+/*  Returns OPTION's default as FOR says it: the fallback, what leaving it unset means
+    ("<state-dir>/scripts"), or for a normal user what cg_config_for_user makes of it.
+    Caller owns the result. */
+char *cg_config_default_text (const cg_config_option_t *option, cg_config_for_t who);
+
+/*  Returns a normal user's state dir ($XDG_STATE_HOME/cellgate, else
+    $HOME/.local/state/cellgate), or NULL when neither variable is an absolute path.
+    Caller owns the result. */
+char *cg_config_user_state_dir (void);
+
 /*  Fills SELF with the table's defaults, then the seeds' SANDBOX_* and CODEXEC_* variables
     that stand for a setting (cg_aliases), then CELLGATE_* environment variables, then the
     flags in ARGV (ARGC entries, the subcommand already removed): a later source wins.
@@ -175,7 +194,6 @@ const char *cg_config_value_name (size_t offset, int value);
     flag or a bad value. Free with cg_config_clear, also after a failure. */
 int cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err);
 
-/*  Frees the strings SELF owns. */
 /*  For a normal user (EUID not 0) whose --backend is auto or rootless: the state dir,
     when left at its default, becomes the user's XDG state dir ($XDG_STATE_HOME/cellgate,
     else $HOME/.local/state/cellgate); sandboxes run as the user's own uid and gid (the
@@ -184,9 +202,11 @@ int cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err);
     (caller frees), or NULL when nothing did (root, or another backend). */
 char *cg_config_for_user (cg_config_t *self);
 
+/*  Frees the strings SELF owns. */
 void cg_config_clear (cg_config_t *self);
 
-/*  Writes the flags, their variables, help and defaults to OUT. */
+/*  Writes the flags, their variables (the seeds' names too, cg_aliases), help and
+    defaults (as the running user gets them: CG_CONFIG_FOR_THIS) to OUT. */
 void cg_config_print_usage (FILE *out);
 
 /*  cg_config_print_usage to stdout. */

@@ -32,6 +32,12 @@
 #define CG_HTTP_OWNER_RESERVE_DEFAULT 32
 #define CG_HTTP_REQUEST_TIMEOUT_S_DEFAULT 30
 
+/*  The download listener's default address (--http-listen) and, when its port is taken,
+    the ports tried after it in order (8081 to 8089), before any free one. */
+#define CG_HTTP_LISTEN_HOST "127.0.0.1"
+#define CG_HTTP_LISTEN_PORT 8080
+#define CG_HTTP_LISTEN_TRIES 10
+
 /*  A run's timeout in whole seconds: the tools' `timeout` argument, their `timeout_ms`
     (the same range in milliseconds) and --default-timeout. Plain decimal literals, so
     that CG_STR and CG_MS_STR can spell them in messages. */

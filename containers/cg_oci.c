@@ -254,11 +254,12 @@ s_init_runtime (cg_oci_t *self, cg_error_t **err)
     cg_log (2, "sandbox runtime: %s %s (%s)", self->runtime_name, version, self->runtime_path);
     const char *advisory = cg_runtime_advisory (self->runtime_name, version);
     if (advisory)
-        cg_log (1,
-                "%s %s has no fix for %s, unless its distribution backported them; see the "
-                "README's 'Runtime' section for what that means here, and --runtime PATH to use "
-                "a patched runc or crun",
-                self->runtime_name, version, advisory);
+        cg_log (
+            1,
+            "%s %s has no upstream fix for %s; no action needed: as far as we can tell none "
+            "is reachable the way cellgate runs it (docs/sandbox.md, 'Runtime'); for defence in "
+            "depth, --runtime PATH takes a patched runc or crun",
+            self->runtime_name, version, advisory);
     return 0;
 }
 

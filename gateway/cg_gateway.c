@@ -484,6 +484,46 @@ s_token (const cg_config_t *config)
     return token;
 }
 
+//  WORD as one shell word: as it is when it has only safe bytes, else in single quotes.
+//  Caller frees.
+static char *
+s_shell_word (const char *word)
+{
+    if (*word
+        && strspn (word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+=:@%,")
+               == strlen (word))
+        return cg_xstrdup (word);
+    size_t len = strlen (word), quotes = 0;
+    for (const char *c = word; *c; c++)
+        quotes += *c == '\'';
+    char *out = cg_xmalloc (len + quotes * 3 + 3), *o = out;
+    *o++ = '\'';
+    for (const char *c = word; *c; c++) {
+        if (*c == '\'') {
+            memcpy (o, "'\\''", 4);
+            o += 4;
+        }
+        else
+            *o++ = *c;
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return out;
+}
+
+char *
+cg_gateway_notebook_command (const char *url, const char *token_file, const char *kernel_id)
+{
+    cleanup_free char *file = token_file ? s_shell_word (token_file) : NULL;
+    cleanup_free char *token =
+        file ? cg_strdupf ("\"$(cat %s)\"", file) : cg_xstrdup ("'<the --gateway-token>'");
+    cleanup_free char *kernel = kernel_id ? s_shell_word (kernel_id) : NULL;
+    cleanup_free char *gateway = s_shell_word (url);
+    return cg_strdupf ("%s%s%sjupyter notebook --gateway-url=%s --GatewayClient.auth_token=%s%s",
+                       kernel ? "KERNEL_ID=" : "", kernel ? kernel : "", kernel ? " " : "", gateway,
+                       token, geteuid () == 0 ? " --allow-root" : "");
+}
+
 cg_gateway_t *
 cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http)
 {
@@ -502,9 +542,12 @@ cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *h
     cg_http_route (http, "/api", 0, S_BODY_MAX, s_api, self);
     cg_http_route (http, "/api/", CG_HTTP_PREFIX, S_BODY_MAX, s_api, self);
     cg_http_route (http, "/kernelspecs/", CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 0, s_resources, self);
-    //  As Jupyter prints its URL with its token: what a person runs to use the kernels.
-    cg_log (2, "gateway: jupyter notebook --gateway-url=%s --GatewayClient.auth_token=%s",
-            cg_http_base_url (http), self->token);
+    //  What a person runs to use the kernels: where the token is, never the token (it is
+    //  the operator's key, and the log may end up where others read it).
+    cleanup_free char *file =
+        config->gateway_token ? NULL : cg_strdupf ("%s/gateway-token", config->state_dir);
+    cleanup_free char *command = cg_gateway_notebook_command (cg_http_base_url (http), file, NULL);
+    cg_log (2, "gateway: %s", command);
     return self;
 }
 

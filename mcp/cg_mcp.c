@@ -19,6 +19,7 @@
 #include "mcp/tools/cg_tools.h"
 #include "mcp/tools/cg_tools_wait.h"
 #include "mcp/cg_admin.h"
+#include "base/cg_limits.h"
 #include "base/cg_util.h"
 #include "base/cg_utf8.h"
 
@@ -156,6 +157,33 @@ s_handle_runner (cg_server_t *self)
 //  --------------------------------------------------------------------------
 //  The event loop
 
+//  The port policy of a stdio server's listener left at its default (--http-listen): when
+//  8080 is taken (another cellgate, say), the next free port of 8081-8089, else any free
+//  port, said in the log (and in start_session's gateway_url). A listener that was asked
+//  for (--http, --http-listen) is that one or none. Returns the listener, or NULL with
+//  *err set.
+static cg_http_t *
+s_http_listen (const cg_config_t *config, const char *listen, cg_error_t **err)
+{
+    cg_http_t *http = cg_http_new (listen, err);
+    if (http || config->http || config->http_listen_set || (*err)->code != EADDRINUSE)
+        return http;
+    cleanup_free char *taken = cg_xstrdup (cg_error_message (*err));
+    for (int i = 1; !http && i <= CG_HTTP_LISTEN_TRIES && (*err)->code == EADDRINUSE; i++) {
+        cleanup_free char *next = i < CG_HTTP_LISTEN_TRIES ? cg_strdupf (CG_HTTP_LISTEN_HOST ":%d",
+                                                                         CG_HTTP_LISTEN_PORT + i)
+                                                           : cg_xstrdup (CG_HTTP_LISTEN_HOST ":0");
+        cg_error_destroy (err);
+        http = cg_http_new (next, err);
+    }
+    if (http)
+        cg_log (1,
+                "http: %s; using a free port instead: %s (the default's policy: the first free "
+                "port of 8081-8089, else any)",
+                taken, cg_http_base_url (http));
+    return http;
+}
+
 //  Starts the listener per the configuration. Returns 0 (self->http stays NULL when it
 //  is off), or -1 when it cannot listen.
 static int
@@ -166,14 +194,7 @@ s_http_start (cg_server_t *self)
     if (strcmp (listen, "off") == 0)
         return 0;
     cg_error_t *err = NULL;
-    self->http = cg_http_new (listen, &err);
-    if (!self->http && !config->http && !config->http_listen_set && err
-        && err->code == EADDRINUSE) {
-        //  The default port is taken (another cellgate, say): any free port will do.
-        cg_log (1, "downloads: %s; using a free port instead", cg_error_message (err));
-        cg_error_destroy (&err);
-        self->http = cg_http_new ("127.0.0.1:0", &err);
-    }
+    self->http = s_http_listen (config, listen, &err);
     if (!self->http) {
         cg_log (0, "http: cannot listen on %s: %s%s", listen, cg_error_message (err),
                 config->http ? "" : " (--http-listen off disables downloads)");

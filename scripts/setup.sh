@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what cellgate needs on Debian 12 (run as root or with sudo). Safe to run again.
-#   scripts/setup.sh [--dry-run] [serve|test]
+#   scripts/setup.sh [--dry-run] [serve|demo|test]
 # serve: what building and serving need: build tools and libraries, the sandbox runtime,
-#   the kernels' Debian packages (Python stack, Node.js) and the JavaScript kernel's npm
-#   modules (scripts/run.sh).
+#   the kernels' Debian packages (Python stack, Node.js), Jupyter Notebook for the gateway
+#   and the JavaScript kernel's npm modules (scripts/run.sh).
+# demo: serve, plus the MCP SDK client the demo talks through (scripts/demo.sh).
 # test (the default): serve, plus the test tooling: the MCP SDK client, the MCP
 #   conformance suite with its Node.js 22, jupyter_kernel_test, fuzzing and the format
 #   check (scripts/test.sh, .ci/run).
@@ -16,8 +17,8 @@ profile=test
 for arg in "$@"; do
   case "$arg" in
     --dry-run) dry_run=1 ;;
-    serve|test) profile=$arg ;;
-    *) echo "usage: scripts/setup.sh [--dry-run] [serve|test]" >&2; exit 2 ;;
+    serve|demo|test) profile=$arg ;;
+    *) echo "usage: scripts/setup.sh [--dry-run] [serve|demo|test]" >&2; exit 2 ;;
   esac
 done
 
@@ -47,6 +48,9 @@ DEBS=(
   python3-pip
   # the JavaScript kernel (tslab) runs on Node.js; npm installs it
   nodejs npm
+  # a Jupyter front end for the gateway: the `jupyter notebook --gateway-url=...` command
+  # cellgate prints at start-up (jupyter-core is the `jupyter` command itself)
+  jupyter-core jupyter-notebook
 )
 TEST_DEBS=(
   # the wheels install_package's tests build and use
@@ -74,10 +78,13 @@ TEST_DEBS=(
 # npm modules: directory and why, each pinned by its lock file.
 NPM_DIRS=(kernels/javascript)
 NPM_WHY=("the JavaScript kernel (tslab); sandboxes see it read-only at /opt/cellgate/kernels/javascript")
+if [ "$profile" = demo ] || [ "$profile" = test ]; then
+  NPM_DIRS+=(tests/e2e)
+  NPM_WHY+=("the demo's and the end-to-end tests' client: the official MCP TypeScript SDK")
+fi
 if [ "$profile" = test ]; then
-  NPM_DIRS+=(tests/e2e tests/conformance tests/gateway)
-  NPM_WHY+=("the end-to-end tests' client: the official MCP TypeScript SDK"
-            "the official MCP conformance suite, with the Node.js 22 it needs (a 30 MB download)"
+  NPM_DIRS+=(tests/conformance tests/gateway)
+  NPM_WHY+=("the official MCP conformance suite, with the Node.js 22 it needs (a 30 MB download)"
             "the Jupyter gateway's browser test: playwright-core driving Debian's chromium")
 fi
 
@@ -113,6 +120,10 @@ fi
 
 # npm packages, each pinned by its lock file; a stamp of the lock file skips a repeat.
 # npm shows what it fetches (--loglevel=http) and its progress bar on a terminal.
+# npm 11 runs no dependency's install script that package.json's allowScripts does not
+# name, and warns about each: kernels/javascript denies zeromq's (it would build the addon
+# from source; the prebuilt one in the package is what tslab loads), so nothing is left to
+# approve and npm has nothing to warn about.
 npm_install() {
   local dir=$1 why=$2 stamp="$1/node_modules/.cellgate-lock.sha256"
   [ -f "$dir/package-lock.json" ] || { echo "setup: $dir/package-lock.json is missing" >&2; exit 1; }

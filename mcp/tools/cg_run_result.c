@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <sodium.h>
 #include <string.h>
 
 //  --------------------------------------------------------------------------
@@ -322,6 +323,59 @@ s_artifact_line (json_t *content, json_t *item, size_t i, const cg_run_images_t 
     return made;
 }
 
+//  "image/png 640x480" for the base64 image B64 of MIME: its size read from the header of
+//  its first bytes (decoded up to 3 KB; the image itself never is), or the MIME alone when
+//  those do not say. Caller frees.
+static char *
+s_image_words (const char *b64, const char *mime)
+{
+    char prefix[4096];
+    size_t n = 0;
+    for (const char *c = b64; *c && n < sizeof prefix - 1; c++)
+        if (!isspace ((unsigned char)*c))
+            prefix[n++] = *c;
+    n -= n % 4;
+    unsigned char bytes[3072];
+    size_t len = 0;
+    int width, height;
+    if (sodium_base642bin (bytes, sizeof bytes, prefix, n, NULL, &len, NULL,
+                           sodium_base64_VARIANT_ORIGINAL)
+            == 0
+        && cg_image_size (bytes, len, mime, &width, &height, NULL) == 0)
+        return cg_strdupf ("%s %dx%d", mime, width, height);
+    return cg_xstrdup (mime);
+}
+
+//  The text block of a run that printed nothing: "(no output)", or when CONTENT carries
+//  images (a plt.show()), what they are: "(no text output; 1 image: image/png 640x480)".
+//  Caller frees.
+static char *
+s_no_text (const json_t *content)
+{
+    char *words = cg_xstrdup ("");
+    size_t count = 0, i;
+    json_t *block;
+    json_array_foreach (content, i, block)
+    {
+        const char *type = json_string_value (json_object_get (block, "type"));
+        const char *data = json_string_value (json_object_get (block, "data"));
+        const char *mime = json_string_value (json_object_get (block, "mimeType"));
+        if (!type || strcmp (type, "image") != 0 || !data || !mime)
+            continue;
+        cleanup_free char *one = s_image_words (data, mime);
+        s_append (&words, count++ ? ", " : "");
+        s_append (&words, one);
+    }
+    if (!count) {
+        free (words);
+        return cg_xstrdup ("(no output)");
+    }
+    char *text =
+        cg_strdupf ("(no text output; %zu image%s: %s)", count, count == 1 ? "" : "s", words);
+    free (words);
+    return text;
+}
+
 json_t *
 cg_run_result_call (json_t *structured, const cg_run_images_t *images)
 {
@@ -403,8 +457,10 @@ cg_run_result_call (json_t *structured, const cg_run_images_t *images)
         cleanup_free char *line = cg_strdupf ("%s[notice] %s", *text ? "\n" : "", notice);
         s_append (&text, line);
     }
-    if (!*text)
-        s_append (&text, "(no output)");
+    if (!*text) {
+        free (text);
+        text = s_no_text (content);
+    }
     json_array_insert_new (content, 0, json_pack ("{s:s, s:s}", "type", "text", "text", text));
     free (text);
     return json_pack ("{s:o, s:o, s:b}", "content", content, "structuredContent", structured,

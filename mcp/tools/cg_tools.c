@@ -572,12 +572,17 @@ cg_tools_object_result (json_t *structured, const char *text, bool is_error)
 }
 
 void
-cg_tools_kernel_id (json_t *structured, cg_registry_session_t *session, const char *language)
+cg_tools_kernel_id (json_t *structured, cg_server_t *server, cg_registry_session_t *session,
+                    const char *language)
 {
     const cg_registry_kernel_t *kernel =
         language ? cg_registry_session_kernel (session, language) : NULL;
-    if (json_is_object (structured) && kernel && kernel->pid)
-        json_object_set_new (structured, "kernel_id", json_string (kernel->id));
+    if (!json_is_object (structured) || !kernel || !kernel->pid)
+        return;
+    json_object_set_new (structured, "kernel_id", json_string (kernel->id));
+    cg_http_t *http = cg_server_http (server);
+    if (http && cg_server_config (server)->gateway)
+        json_object_set_new (structured, "gateway_url", json_string (cg_http_base_url (http)));
 }
 
 json_t *

@@ -302,8 +302,11 @@ json_t *cg_tools_object_result (json_t *structured, const char *text, bool is_er
 json_t *cg_tools_error_object (const char *error, const char *message, const char *session_id);
 
 /*  Sets STRUCTURED's "kernel_id" to the id under which the Jupyter gateway lists
-    SESSION's LANGUAGE kernel (GET /api/kernels), when that kernel runs. */
-void cg_tools_kernel_id (json_t *structured, cg_registry_session_t *session, const char *language);
+    SESSION's LANGUAGE kernel (GET /api/kernels), when that kernel runs, and with the
+    gateway on SERVER's listener "gateway_url", the listener's base URL (where that
+    kernel is reached: `--gateway-url=`, GET <gateway_url>/api/kernels). */
+void cg_tools_kernel_id (json_t *structured, cg_server_t *server, cg_registry_session_t *session,
+                         const char *language);
 
 /*  Checks SPEC, an install_package package: for pip (PYTHON) "name" or "name==version",
     for npm "name", "@scope/name", either with "@version". Only characters that need no

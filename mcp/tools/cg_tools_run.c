@@ -443,7 +443,7 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
     if (cg_tools_is (call->tool, CG_TOOL_SEED001))
         cg_run_result_seed001_status (json_object_get (result, "structuredContent"));
     else if (session)
-        cg_tools_kernel_id (json_object_get (result, "structuredContent"), session,
+        cg_tools_kernel_id (json_object_get (result, "structuredContent"), server, session,
                             outcome->language);
     //  resource_link blocks exist from revision 2025-06-18 on.
     if (images.links)

@@ -1,6 +1,7 @@
 /*  cg_tools_session — the session tools: start_session, list_sessions, close_session. */
 #include "mcp/tools/cg_tools.h"
 #include "mcp/cg_jsonrpc.h"
+#include "gateway/cg_gateway.h"
 #include "base/cg_util.h"
 #include "base/cg_utf8.h"
 
@@ -54,6 +55,32 @@ s_pid (cg_registry_session_t *session)
     return session->pid > 0 ? json_integer (session->pid) : json_null ();
 }
 
+//  start_session's text: the session, and where a person can open its kernel in Jupyter.
+//  A stdio client runs on the server's own machine, as its owner: its result also has
+//  "notebook_command", the command that opens this very kernel (the token's file named,
+//  never the token). Caller frees.
+static char *
+s_started_text (cg_server_t *server, cg_call_t *call, json_t *structured,
+                cg_registry_session_t *session)
+{
+    const char *url = json_string_value (json_object_get (structured, "gateway_url"));
+    const char *kernel = json_string_value (json_object_get (structured, "kernel_id"));
+    if (!url || !kernel)
+        return cg_strdupf ("Session %s started (%s).", session->id, session->language);
+    const cg_config_t *config = cg_server_config (server);
+    if (strcmp (call->channel->client->id, "stdio") == 0) {
+        cleanup_free char *file =
+            config->gateway_token ? NULL : cg_strdupf ("%s/gateway-token", config->state_dir);
+        cleanup_free char *command = cg_gateway_notebook_command (url, file, kernel);
+        json_t *text = json_string (command); /* NULL when the state dir is not UTF-8 */
+        if (text)
+            json_object_set_new (structured, "notebook_command", text);
+    }
+    return cg_strdupf ("Session %s started (%s). A person can open its kernel in Jupyter: "
+                       "gateway %s, kernel %s.",
+                       session->id, session->language, url, kernel);
+}
+
 void
 cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
 {
@@ -74,9 +101,8 @@ cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *s
             "{s:b, s:s, s:s, s:o, s:o, s:s}", "success", 1, "session_id", session->id, "language",
             session->language, "name", session->name ? json_string (session->name) : json_null (),
             "pid", s_pid (session), "started_at", session->started_at);
-        cg_tools_kernel_id (structured, session, session->language);
-        cleanup_free char *text =
-            cg_strdupf ("Session %s started (%s).", session->id, session->language);
+        cg_tools_kernel_id (structured, server, session, session->language);
+        cleanup_free char *text = s_started_text (server, call, structured, session);
         cg_server_call_answer (call, cg_tools_object_result (structured, text, false));
     }
     //  A session whose start failed is not kept: it would hold a sandbox slot.

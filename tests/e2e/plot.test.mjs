@@ -38,3 +38,18 @@ test('matplotlib plot → image/png content block and display_data output', asyn
   assert.ok(display, `no display_data with image/png in outputs: ${show(r, server)}`);
   assert.equal(r.content[display.content_index], image);
 });
+
+test('a one-shot plt.show() says what its image is, not "(no output)"', async () => {
+  const r = await callExec(server.client, {
+    language: 'python',
+    code: 'import matplotlib.pyplot as plt\nplt.plot([1,2,3],[3,1,2])\nplt.show()',
+    timeout: 120,
+  });
+  expectStatus(r, 'success', server);
+  const image = r.content.find((c) => c.type === 'image' && c.mimeType === 'image/png');
+  assert.ok(image, `no image/png content block: ${show(r, server)}`);
+  const png = Buffer.from(image.data, 'base64');
+  const width = png.readUInt32BE(16), height = png.readUInt32BE(20); // IHDR
+  assert.equal(r.content[0].type, 'text');
+  assert.equal(r.content[0].text, `(no text output; 1 image: image/png ${width}x${height})`, show(r, server));
+});

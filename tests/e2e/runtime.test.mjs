@@ -24,6 +24,8 @@ test('--runtime PATH runs sandboxes with that binary and says which version it i
     const fixed = major > 1 || minor >= 4 || (minor === 3 && patch >= 3) || (minor === 2 && patch >= 8);
     // Debian 12's runc 1.1.5 lacks the November 2025 fixes: the log says so and points to --runtime.
     assert.equal(/CVE-2025-31133.*--runtime PATH/.test(log), !fixed, `advisory for ${version}:\n${log}`);
+    // One line that says whether the operator must act (issue 25).
+    assert.equal(/CVE-2025-31133.*no action needed/.test(log), !fixed, `advisory for ${version}:\n${log}`);
   } finally {
     await server.close();
   }

@@ -332,7 +332,7 @@ test('cellgate prints the gateway line and answers the REST the notebook needs',
     const line = server.stderrText().match(/gateway: jupyter notebook --gateway-url=(\S+) --GatewayClient\.auth_token=(\S+)/);
     assert.ok(line, `no "gateway: jupyter notebook --gateway-url=..." line on cellgate's stderr`);
     assert.equal(line[1].replace(/\/$/, ''), server.origin);
-    assert.equal(line[2], gatewayToken);
+    assert.ok(!server.stderrText().includes(gatewayToken), 'the gateway token is in the log');
 
     const unauth = await fetch(`${server.origin}/api/kernelspecs`);
     assert.equal(unauth.status, 401, `GET /api/kernelspecs without the token: ${unauth.status} ${await unauth.text()}`);

@@ -8,7 +8,8 @@ and stops it at the end:
 - RefusalsTest: the REST and WebSocket refusals straight against cellgate (401, 403, 404,
   400), both Authorization schemes, the kernelspecs and a kernel's model, start to delete;
 - TokenFileTest: no --gateway-token: a random token written 0600 to <state>/gateway-token,
-  printed in the `gateway:` line and accepted; the stdio transport's --http-listen;
+  named (never printed) in the `gateway:` line and accepted; the stdio transport's
+  --http-listen;
 - JupyterServerTest: a real Jupyter Server (`python3 -m jupyter_server --gateway-url=...`)
   driven through its own REST and WebSocket API: print, an error, display_data, input()
   answered, interrupt, restart, the kernel in cellgate's own list, DELETE through it;
@@ -362,9 +363,10 @@ class RefusalsTest(GatewayCase):
         self.assertEqual(body.get("error"), "unauthorized", body)
         self.assertIsInstance(body.get("message"), str)
 
-    def test_gateway_line_names_url_and_token(self):
+    def test_gateway_line_names_url_not_token(self):
         self.assertIn("--gateway-url=http://127.0.0.1:%d" % self.cg.port, self.cg.gateway_line)
-        self.assertIn("--GatewayClient.auth_token=%s" % self.token, self.cg.gateway_line)
+        self.assertIn("--GatewayClient.auth_token='<the --gateway-token>'", self.cg.gateway_line)
+        self.assertNotIn(self.token, self.cg.stderr(), "the gateway token is in the log")
 
     def test_no_token_is_401(self):
         for path in ("/api/kernels", "/api/kernelspecs", "/api", "/kernelspecs/python3/logo-64x64.png"):
@@ -635,7 +637,7 @@ class ProtocolTest(GatewayCase):
 
 
 class TokenFileTest(unittest.TestCase):
-    """No --gateway-token: a random one, 0600 in the state dir, printed and accepted."""
+    """No --gateway-token: a random one, 0600 in the state dir, named in the log (never its value) and accepted."""
 
     def setUp(self):
         if not os.access(cellgate_binary(), os.X_OK):
@@ -650,7 +652,8 @@ class TokenFileTest(unittest.TestCase):
         with open(path) as f:
             token = f.read().strip()
         self.assertGreaterEqual(len(token), 16, "a short token: %r" % token)
-        self.assertIn("--GatewayClient.auth_token=%s" % token, cg.gateway_line)
+        self.assertIn('--GatewayClient.auth_token="$(cat %s)"' % path, cg.gateway_line)
+        self.assertNotIn(token, cg.stderr(), "the gateway token is in the log")
         status, _, data = request(cg.port, "GET", "/api/kernelspecs", headers={"Authorization": "token " + token})
         self.assertEqual(status, 200, show("GET", "/api/kernelspecs", status, data))
         status, _, data = request(cg.port, "GET", "/api/kernelspecs", headers={"Authorization": "token x" + token})
@@ -674,7 +677,7 @@ class TokenFileTest(unittest.TestCase):
         token = secrets.token_hex(16)
         cg = Cellgate(token=token, stdio=True)
         try:
-            self.assertIn("--GatewayClient.auth_token=%s" % token, cg.gateway_line)
+            self.assertNotIn(token, cg.stderr(), "the gateway token is in the log")
             status, _, data = request(cg.port, "GET", "/api/kernelspecs", headers={"Authorization": "Bearer " + token})
             self.assertEqual(status, 200, show("GET", "/api/kernelspecs", status, data))
             status, _, data = request(cg.port, "GET", "/api/kernelspecs")

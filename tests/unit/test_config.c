@@ -379,10 +379,21 @@ s_test_usage (void)
             continue;
         line++;
         size_t line_len = strcspn (line, "\n");
-        if (option->fallback)
-            snprintf (want, sizeof want, "%s (default %s)", option->help, option->fallback);
-        else
-            snprintf (want, sizeof want, "%s (unset by default)", option->help);
+        cleanup_free char *fallback = cg_config_default_text (option, CG_CONFIG_FOR_THIS);
+        snprintf (want, sizeof want, "%s (default %s)", option->help, fallback);
+        //  The default is said once, by the table (or what unset means, by its side table):
+        //  never also in the help text, and never the bare "unset" of an option that
+        //  means something when left unset.
+        const char *said[] = {
+            "(default", "; default", "default:", "default <", "default $", "unset"};
+        bool says = false;
+        for (size_t k = 0; k < sizeof said / sizeof said[0]; k++)
+            says = says || strstr (option->help, said[k]);
+        EXPECT (!says, "%s: its help text says a default of its own: %s", option->flag,
+                option->help);
+        cleanup_free char *docs = cg_config_default_text (option, CG_CONFIG_FOR_DOCS);
+        EXPECT (option->fallback || strcmp (docs, "unset") != 0,
+                "%s: no fallback, and nothing says what leaving it unset means", option->flag);
         char *env = strstr (line, option->env);
         char *tail = strstr (line, want);
         EXPECT (env && env < line + line_len, "%s: its variable %s is not on its line",
