@@ -126,7 +126,9 @@ test('a second run on a busy session gets session_busy with seed 004 message', a
 });
 
 test('max sessions and idle TTL', async () => {
-  const small = await startServer({ name: 'limits', args: ['--max-sessions', '2', '--idle-ttl', '3', '--oneshot-reserve', '0'] });
+  // The idle TTL must outlast making the second session's sandbox, or the first one is
+  // reaped before the third start is refused: 20 s holds on a machine under a parallel run.
+  const small = await startServer({ name: 'limits', args: ['--max-sessions', '2', '--idle-ttl', '20', '--oneshot-reserve', '0'] });
   try {
     const c = (name, args) => small.client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
     const a = sc(await c('start_session', { language: 'python' })).session_id;
@@ -140,9 +142,14 @@ test('max sessions and idle TTL', async () => {
     await c('close_session', { session_id: a });
     const fourth = await c('run_python', { code: 'print(2)' });
     assert.equal(sc(fourth).stdout, '2\n');
-    // Idle TTL 3 s: both sessions go without being closed by anyone.
-    await sleep(6000);
-    assert.deepEqual(sc(await c('list_sessions', {})).sessions, []);
+    // Idle TTL 20 s: both sessions go without being closed by anyone (polled, at most 90 s).
+    let left = null;
+    for (let i = 0; i < 90; i++) {
+      left = sc(await c('list_sessions', {})).sessions;
+      if (left.length === 0) break;
+      await sleep(1000);
+    }
+    assert.deepEqual(left, []);
     const late = await c('send_to_session', { session_id: b, code: 'print(x)' });
     assert.equal(sc(late).error, 'session_not_found');
   } finally {
