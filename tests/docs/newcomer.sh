@@ -188,8 +188,8 @@ run_as() {
   port=$(free_port)
   local http_pid="" script=""
   if readme_command "build/cellgate mcp --http"; then
-    # The lines of its block before it (the token's export), then the server, exec'd: its
-    # pid is the server's and /proc/PID/environ has its token.
+    # The export lines before it (the token's), the token kept for the client (cellgate
+    # wipes it from its own environment), then the server, exec'd: its pid is the server's.
     while IFS= read -r line; do
       [ "$line" = "$cmd" ] && break
       case $line in export\ *) script+="$line"$'\n' ;; esac
@@ -200,14 +200,17 @@ run_as() {
     cmd=""
   fi
   if [ -n "$cmd" ]; then
+    printf '$ %s\n' "$script$cmd"
+    : >"$tmp/token.$who"
+    [ "$who" = root ] || chown "$user" "$tmp/token.$who"
+    script+="printf %s \"\${CELLGATE_HTTP_TOKEN:-}\" >$tmp/token.$who"$'\n'
     case $cmd in build/*) script+="exec $cmd" ;; *) script+="$cmd" ;; esac
-    printf '$ %s\n' "$script"
     as_bg "$who" "$script" "$tmp/http.$who.out" "$tmp/http.$who.err"
     http_pid=$bg_pid
     local url=http://127.0.0.1:$port
     if wait_for "the HTTP server" "$http_pid" "curl -s -o /dev/null $url/mcp"; then
       local token
-      token=$(tr '\0' '\n' <"/proc/$http_pid/environ" | sed -n 's/^CELLGATE_HTTP_TOKEN=//p')
+      token=$(cat "$tmp/token.$who")
       [ -n "$token" ] || fail "the HTTP server has no CELLGATE_HTTP_TOKEN"
       local init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"newcomer","version":"1"}}}'
       local hdr=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
@@ -255,6 +258,12 @@ jupyter() {
   cmd=$(grep -F -- "--gateway-url=" "$tmp/commands" | grep -v '^sudo ' | grep -F -m1 -- "$want") \
     || cmd=$(grep -F -- "--gateway-url=" "$tmp/commands" | grep -v '^sudo ' | head -1)
   [ -n "$cmd" ] || { fail "README.md has no Jupyter command (--gateway-url=)"; return; }
+  # What the README installs first with apt: set-up is done here, so it must be installed.
+  local pkg
+  for pkg in $(sed -n -E 's/^sudo apt-get install (-y )?//p' "$tmp/commands"); do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
+      || fail "README.md's 'sudo apt-get install $pkg': $pkg is not an installed package after set-up"
+  done
   cmd=$(for_user "$who" "$cmd")
   echo "\$ $cmd"
   as_bg "$who" "exec $cmd" "$tmp/nb.$who.out" "$tmp/nb.$who.log"
