@@ -107,15 +107,15 @@ as_bg() {
 }
 
 # for_user WHO COMMAND: the README's command with the state dir of WHO (root's is
-# /var/lib/cellgate, a normal user's ~/.local/state/cellgate) and the listener's address.
+# /var/lib/cellgate, a normal user's ~/.local/state/cellgate) and our listener's address.
 for_user() {
   local who=$1 cmd=$2 state=/var/lib/cellgate
   [ "$who" = root ] || state=$user_home/.local/state/cellgate
   cmd=${cmd//\/var\/lib\/cellgate/$state}
   cmd=${cmd//\~\/.local\/state\/cellgate/$state}
   cmd=${cmd//\$HOME\/.local\/state\/cellgate/$state}
-  cmd=${cmd//http:\/\/127.0.0.1:8080/http://127.0.0.1:$port}
-  printf '%s\n' "$cmd"
+  # The listener the README names (stdio's default 127.0.0.1:8080, or HOST:PORT): ours.
+  printf '%s\n' "$cmd" | sed -E "s#http://(127\.0\.0\.1|localhost|HOST):[0-9A-Z]+#http://127.0.0.1:$port#g"
 }
 
 free_port() {
