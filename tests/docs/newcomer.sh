@@ -160,6 +160,10 @@ run_as() {
       echo "\$ $cmd"
       as root "$cmd" >"$tmp/build.log" 2>&1 || fail "the build exited $?: $(tail -20 "$tmp/build.log")"
       tail -1 "$tmp/build.log"
+    else
+      # Failed already; built anyway, to check the README's other commands.
+      as root "cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build -j2" \
+        >"$tmp/build.log" 2>&1
     fi
     if [ ! -x "$clone/build/cellgate" ]; then
       fail "no build/cellgate after the build line"
@@ -211,7 +215,7 @@ run_as() {
     if wait_for "the HTTP server" "$http_pid" "curl -s -o /dev/null $url/mcp"; then
       local token
       token=$(cat "$tmp/token.$who")
-      [ -n "$token" ] || fail "the HTTP server has no CELLGATE_HTTP_TOKEN"
+      [ -n "$token" ] || fail "the README's HTTP command sets no CELLGATE_HTTP_TOKEN"
       local init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"newcomer","version":"1"}}}'
       local hdr=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
       out=$(curl -sS "${hdr[@]}" -H "Authorization: Bearer $token" -d "$init" "$url/mcp" 2>&1)
