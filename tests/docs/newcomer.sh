@@ -225,6 +225,7 @@ run_as() {
       code=$(curl -s -o /dev/null -w '%{http_code}' "${hdr[@]}" -d "$init" "$url/mcp")
       [ "$code" = 401 ] || fail "POST /mcp without the bearer answered $code, not 401"
       jupyter "$who" "$url"
+      startup_jupyter "$who" "$url" "$tmp/http.$who.err"
       metrics "$who"
     fi
     stop "$http_pid"
@@ -251,8 +252,7 @@ run_as() {
   fi
 }
 
-# jupyter WHO URL: the README's notebook command against the listener, then the notebook's
-# /api/kernelspecs must be cellgate's (the gateway's) and not local ones.
+# jupyter WHO URL: the README's notebook command, for WHO, against the listener at URL.
 jupyter() {
   local who=$1 url=$2 cmd line
   step "$who" "the Jupyter command, against the gateway"
@@ -268,12 +268,29 @@ jupyter() {
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
       || fail "README.md's 'sudo apt-get install $pkg': $pkg is not an installed package after set-up"
   done
-  cmd=$(for_user "$who" "$cmd")
+  notebook "$who" "$url" "$(for_user "$who" "$cmd")" readme
+}
+
+# startup_jupyter WHO URL ERR: the Jupyter command the server printed at start-up (its log
+# line "gateway: ... --gateway-url=..."), run as printed.
+startup_jupyter() {
+  local who=$1 url=$2 cmd
+  step "$who" "the Jupyter command cellgate printed at start-up"
+  cmd=$(grep -m1 -E 'gateway: .*--gateway-url=' "$3" | sed -E 's/.*gateway: //')
+  [ -n "$cmd" ] || { fail "the server's log prints no Jupyter command: $(head -c 600 "$3")"; return; }
+  notebook "$who" "$url" "$cmd" startup
+}
+
+# notebook WHO URL COMMAND TAG: COMMAND serves a notebook whose /api/kernelspecs are the
+# gateway's at URL (cellgate's own, asked with WHO's gateway token), not local ones.
+notebook() {
+  local who=$1 url=$2 cmd=$3 tag=$4 line
   echo "\$ $cmd"
-  as_bg "$who" "exec $cmd" "$tmp/nb.$who.out" "$tmp/nb.$who.log"
-  local nb=$bg_pid
-  if wait_for "the notebook server" "$nb" "grep -q -E 'http://(localhost|127\.0\.0\.1):[0-9]+/\?token=' '$tmp/nb.$who.log'"; then
-    line=$(grep -o -m1 -E 'http://(localhost|127\.0\.0\.1):[0-9]+/\?token=[0-9a-f]+' "$tmp/nb.$who.log")
+  case $cmd in [A-Z_]*=*) ;; *) cmd="exec $cmd" ;; esac
+  as_bg "$who" "$cmd" "$tmp/nb.$who.$tag.out" "$tmp/nb.$who.$tag.log"
+  local nb=$bg_pid log=$tmp/nb.$who.$tag.log
+  if wait_for "the notebook server" "$nb" "grep -q -E 'http://(localhost|127\.0\.0\.1):[0-9]+/\?token=' '$log'"; then
+    line=$(grep -o -m1 -E 'http://(localhost|127\.0\.0\.1):[0-9]+/\?token=[0-9a-f]+' "$log")
     local base=${line%%/\?token=*} nbtoken=${line##*token=}
     local gwtoken state=/var/lib/cellgate
     [ "$who" = root ] || state=$user_home/.local/state/cellgate
@@ -288,10 +305,10 @@ jupyter() {
     if [ -z "$names_ours" ]; then
       fail "cellgate's /api/kernelspecs with $state/gateway-token: $ours"
     elif [ "$names_theirs" != "$names_ours" ]; then
-      fail "the notebook's kernelspecs ($names_theirs) are not the gateway's ($names_ours): $(tail -5 "$tmp/nb.$who.log")"
+      fail "the notebook's kernelspecs ($names_theirs) are not the gateway's ($names_ours): $(tail -5 "$log")"
     fi
   else
-    tail -15 "$tmp/nb.$who.log"
+    tail -15 "$log"
   fi
   stop "$nb"
 }
