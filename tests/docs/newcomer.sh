@@ -186,6 +186,7 @@ run_as() {
     cmd=${cmd//\/path\/to\/cellgate/$clone}
     echo "\$ $cmd   (initialize, tools/list, execute_code)"
     as "$who" "node tests/docs/newcomer-client.mjs $cmd" || fail "the stdio server ($cmd) did not serve"
+    startup_jupyter "$who" "$cmd"
   fi
 
   step "$who" "the HTTP command, on 127.0.0.1 and a free port"
@@ -225,7 +226,6 @@ run_as() {
       code=$(curl -s -o /dev/null -w '%{http_code}' "${hdr[@]}" -d "$init" "$url/mcp")
       [ "$code" = 401 ] || fail "POST /mcp without the bearer answered $code, not 401"
       jupyter "$who" "$url"
-      startup_jupyter "$who" "$url" "$tmp/http.$who.err"
       metrics "$who"
     fi
     stop "$http_pid"
@@ -271,14 +271,29 @@ jupyter() {
   notebook "$who" "$url" "$(for_user "$who" "$cmd")" readme
 }
 
-# startup_jupyter WHO URL ERR: the Jupyter command the server printed at start-up (its log
-# line "gateway: ... --gateway-url=..."), run as printed.
+# startup_jupyter WHO COMMAND: the stdio server of the README's Claude Code COMMAND, its
+# listener on a free loopback port (--http-listen; the README's 8080 may be another's), and
+# the Jupyter command it printed at start-up (its log line "gateway: ... --gateway-url=..."),
+# run as printed when it names that listener (never another host).
 startup_jupyter() {
-  local who=$1 url=$2 cmd
-  step "$who" "the Jupyter command cellgate printed at start-up"
-  cmd=$(grep -m1 -E 'gateway: .*--gateway-url=' "$3" | sed -E 's/.*gateway: //')
-  [ -n "$cmd" ] || { fail "the server's log prints no Jupyter command: $(head -c 600 "$3")"; return; }
-  notebook "$who" "$url" "$cmd" startup
+  local who=$1 server=$2 cmd pid
+  step "$who" "the Jupyter command a stdio server prints at start-up"
+  port=$(free_port)
+  local url=http://127.0.0.1:$port fifo=$tmp/stdin.$who err=$tmp/stdio.$who.err
+  mkfifo -m 666 "$fifo"
+  exec 9<>"$fifo"
+  echo "\$ $server --http-listen 127.0.0.1:$port"
+  as_bg "$who" "exec $server --http-listen 127.0.0.1:$port <$fifo" /dev/null "$err"
+  pid=$bg_pid
+  if wait_for "the stdio server's gateway line" "$pid" "grep -q -E 'gateway: .*--gateway-url=' '$err'"; then
+    cmd=$(grep -m1 -E 'gateway: .*--gateway-url=' "$err" | sed -E 's/.*gateway: //')
+    case $cmd in
+      *--gateway-url=$url\ *|*--gateway-url=\'$url\'\ *) notebook "$who" "$url" "$cmd" startup ;;
+      *) fail "the printed command does not name the listener $url (not run): $cmd" ;;
+    esac
+  fi
+  stop "$pid"
+  exec 9>&-
 }
 
 # notebook WHO URL COMMAND TAG: COMMAND serves a notebook whose /api/kernelspecs are the
