@@ -88,20 +88,25 @@ readme_says() { grep -q -F -- "$1" "$readme" || { fail "README.md does not say '
 
 # as WHO COMMAND: bash -c COMMAND in the clone, as root or as the user, with a clean
 # environment such as a login gives (and OMP_NUM_THREADS=2, which caps `nproc`).
-as() {
-  local who=$1; shift
+as_argv() {
   local home=/root name=root
-  [ "$who" = root ] || { home=$user_home; name=$user; }
-  local env_args=(HOME="$home" USER="$name" LOGNAME="$name" PATH=/usr/local/bin:/usr/bin:/bin
-                  TMPDIR=/tmp LANG=C.UTF-8 OMP_NUM_THREADS=2 BROWSER=true)
-  local switch=()
-  [ "$who" = root ] || switch=(setpriv --reuid "$user" --regid "$user" --init-groups)
-  (cd "$clone" && exec "${switch[@]}" env -i "${env_args[@]}" bash -c "$1")
+  [ "$1" = root ] || { home=$user_home; name=$user; }
+  argv=()
+  [ "$1" = root ] || argv=(setpriv --reuid "$user" --regid "$user" --init-groups)
+  argv+=(env -i HOME="$home" USER="$name" LOGNAME="$name" PATH=/usr/local/bin:/usr/bin:/bin
+         TMPDIR=/tmp LANG=C.UTF-8 OMP_NUM_THREADS=2 BROWSER=true bash -c)
+}
+as() {
+  local argv
+  as_argv "$1"
+  (cd "$clone" && exec "${argv[@]}" "$2")
 }
 # as_bg WHO COMMAND OUT ERR: the same in the background; bg_pid is the command's own pid
-# (every step execs the next: bash -c runs a last simple command in place).
+# (the subshell execs setpriv, env, bash, and bash -c runs a last simple command in place).
 as_bg() {
-  as "$1" "$2" >"$3" 2>"$4" &
+  local argv
+  as_argv "$1"
+  (cd "$clone" && exec "${argv[@]}" "$2") >"$3" 2>"$4" &
   bg_pid=$!
   pids+=("$bg_pid")
 }
