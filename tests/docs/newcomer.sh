@@ -249,7 +249,7 @@ run_as() {
       fail "scripts/test.sh has no --help"
     else
       out=$(as root "scripts/test.sh --help" 2>&1) || fail "scripts/test.sh --help exited $?: $out"
-      for mode in $(grep -o -E '^scripts/test\.sh [a-z]+' "$tmp/commands" | cut -d' ' -f2 | sort -u); do
+      for mode in $(grep -o -E '^scripts/test\.sh [a-z0-9]+' "$tmp/commands" | cut -d' ' -f2 | sort -u); do
         grep -q -w -- "$mode" <<<"$out" || fail "scripts/test.sh --help does not name '$mode', which README.md runs"
       done
       echo "$out" | head -3
