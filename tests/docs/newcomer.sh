@@ -58,6 +58,9 @@ step() { echo; echo "== newcomer ($1): $2"; }
 # --- the clone, readable by the user ---------------------------------------------------------
 git clone -q --no-hardlinks "$repo" "$tmp/cellgate" || { echo "newcomer: git clone failed"; exit 1; }
 clone=$tmp/cellgate
+head=$(git -C "$repo" rev-parse HEAD)
+git -C "$clone" checkout -q --detach "$head" || { echo "newcomer: no $head in the clone"; exit 1; }
+echo "newcomer: a fresh clone of $repo at $(git -C "$clone" log -1 --format='%h %s' | cut -c1-100)"
 cp -al "$repo/tests/e2e/node_modules" "$clone/tests/e2e/node_modules" 2>/dev/null \
   || cp -a "$repo/tests/e2e/node_modules" "$clone/tests/e2e/node_modules"
 cp -al "$repo/kernels/javascript/node_modules" "$clone/kernels/javascript/node_modules" 2>/dev/null \
