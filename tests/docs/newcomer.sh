@@ -295,6 +295,13 @@ startup_jupyter() {
   pid=$bg_pid
   if wait_for "the stdio server's gateway line" "$pid" "grep -q -E 'gateway: .*--gateway-url=' '$err'"; then
     cmd=$(grep -m1 -E 'gateway: .*--gateway-url=' "$err" | sed -E 's/.*gateway: //')
+    # The README: the log says where the token is, never the token.
+    local state=/var/lib/cellgate gwtoken
+    [ "$who" = root ] || state=$user_home/.local/state/cellgate
+    gwtoken=$(cat "$state/gateway-token" 2>/dev/null)
+    if [ -n "$gwtoken" ] && grep -q -F -- "$gwtoken" "$err"; then
+      fail "the stdio server's log holds the gateway token of $state/gateway-token"
+    fi
     case $cmd in
       *--gateway-url=$url\ *|*--gateway-url=\'$url\'\ *) notebook "$who" "$url" "$cmd" startup ;;
       *) fail "the printed command does not name the listener $url (not run): $cmd" ;;
