@@ -15,6 +15,7 @@
 #include "base/cg_config.h"
 #include "bridge/cg_instance.h"
 #include "bridge/cg_kept.h"
+#include "bridge/cg_outcome.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -164,6 +165,47 @@ void cg_registry_add_package (cg_registry_session_t *session, const char *packag
 /*  Records that a run in LANGUAGE (copied) used SESSION; a language already there is not
     added twice. */
 void cg_registry_add_language (cg_registry_session_t *session, const char *language);
+
+/*  A run that ended, as the front end that started it tells the registry
+    (cg_registry_run_ended). Everything is borrowed for the call. */
+typedef struct {
+    const char *front_end;   /* "mcp", "gateway" */
+    const char *tool;        /* the MCP tool that ran it, or "gateway" */
+    const char *client_id;   /* whose run it is (the execution log's owner): an MCP client's
+                                id; a gateway cell's is its session's owner */
+    const char *client_name; /* the front end's name for its client (an MCP clientInfo name,
+                                a Jupyter message header's username), or NULL */
+    const char *key;         /* the call that ran it (its session's busy key), or NULL */
+    json_t *request;       /* what the records keep of it: {code, stdin?, language, script?}; NULL:
+                         neither the execution log nor the notebook records it */
+    const char *run_id;    /* run_python's run id, or NULL */
+    const char *script;    /* run_script's script name, or NULL */
+    bool silent;           /* a Jupyter silent execute_request: not a notebook cell */
+    cg_outcome_t *outcome; /* how it ended, or NULL when the runner gave none */
+} cg_run_report_t;
+
+/*  Told of every run that ended (cg_registry_run_ended), with ARG as registered. SESSION
+    is NULL for a one-shot sandbox's run. Both are borrowed for the call; an observer reads
+    the outcome and never takes anything out of it. */
+typedef void (cg_run_observer_fn) (void *arg, const cg_registry_session_t *session,
+                                   const cg_run_report_t *run);
+
+/*  At most this many run observers. */
+#define CG_REGISTRY_RUN_OBSERVERS 8
+
+/*  Adds FN (with ARG, borrowed: it must outlive the registry) to the run observers, told
+    in the order they were added. At most CG_REGISTRY_RUN_OBSERVERS (a programmer's
+    limit, asserted). */
+void cg_registry_observe_runs (cg_registry_t *self, cg_run_observer_fn *fn, void *arg);
+
+/*  The one end of every run, whichever front end started it: SESSION's bookkeeping (NULL
+    for a one-shot sandbox: none), then every run observer, in order. The bookkeeping:
+    SESSION is no longer busy with RUN's key, counts one execution more, was active now
+    (its kernel for the run's language too), used the run's language when the code ran,
+    gives its notice (cg_registry_take_notice) to the outcome when there is one, and has
+    its record saved (cg_registry_save). The front end answers its client afterwards. */
+void cg_registry_run_ended (cg_registry_t *self, cg_registry_session_t *session,
+                            const cg_run_report_t *run);
 
 /*  Marks SESSION busy with call KEY (copied), or idle when KEY is NULL (a finished call
     also counts as activity). */
