@@ -135,8 +135,9 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
     self->closing = zlistx_new ();
     zlistx_set_destructor (self->closing, s_session_free);
     self->closed = cg_closed_new (S_CLOSED_MAX, (int64_t)config->idle_ttl_s * 1000000);
-    self->pool = cg_pool_new (config, backend, cg_instance_sessions_dir (instance),
-                              cg_instance_prefix (instance), self->results_endpoint);
+    if (instance)
+        self->pool = cg_pool_new (config, backend, cg_instance_sessions_dir (instance),
+                                  cg_instance_prefix (instance), self->results_endpoint);
     self->kept = cg_kept_new (config->oneshot_keep_s, config->oneshot_keep_bytes);
     return self;
 }
@@ -530,6 +531,8 @@ cg_registry_run_ended (cg_registry_t *self, cg_registry_session_t *session,
             cg_outcome_add_notice (outcome, notice);
         cg_registry_save (self, session);
     }
+    if (run->answer)
+        run->answer (run->answer_arg, session, outcome);
     for (size_t i = 0; i < self->observers_len; i++)
         self->observers[i].fn (self->observers[i].arg, session, run);
 }

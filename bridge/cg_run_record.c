@@ -61,8 +61,8 @@ s_log_context (json_t *entry, const cg_config_t *config, const cg_registry_sessi
     //  The agent is the front end's client; there is no trace id or chat id in MCP, and no
     //  Guardian scan (the sandbox is the control).
     json_t *packages = json_array ();
-    for (const char *p = session && session->packages ? zlistx_first (session->packages) : NULL;
-         p; p = zlistx_next (session->packages))
+    for (const char *p = session && session->packages ? zlistx_first (session->packages) : NULL; p;
+         p = zlistx_next (session->packages))
         json_array_append_new (packages, json_string (p));
     json_object_set_new (entry, "packages_installed", packages);
     json_object_set_new (entry, "context",
@@ -260,8 +260,6 @@ cg_run_record_new (cg_registry_t *registry, const cg_config_t *config, cg_execlo
 {
     cg_run_record_t *self = cg_xcalloc (1, sizeof *self);
     *self = (cg_run_record_t){.config = config, .log = log, .store = store};
-    //  The notebook cell first: later readers of the outcome (the front end's answer
-    //  takes its images out) come after every observer.
     cg_registry_observe_runs (registry, s_notebook_cb, self);
     cg_registry_observe_runs (registry, s_log_cb, self);
     cg_registry_observe_runs (registry, s_metrics_cb, NULL);

@@ -14,7 +14,7 @@
 typedef struct cg_run_record_t cg_run_record_t;
 
 /*  Registers the run observers on REGISTRY, once, at the process's start, in the order
-    they are told: the notebook cell, the execution-log entry (LOG; NULL: it could not be
+    they are told (after the front end's answer): the notebook cell, the execution-log entry (LOG; NULL: it could not be
     opened, nothing is logged), the metrics, the script's counters (recorded on STORE, the
     worker for slow disk work). All arguments are borrowed and must outlive the registry.
     Returns the observers' state, which the caller destroys after the registry. */

@@ -452,26 +452,21 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
     return result;
 }
 
-//  Answers CALL with OUTCOME (owned; NULL: the runner gave none) and ends it: the run ends
-//  in the registry (the session's state and the run observers: notebook record, execution
-//  log, metrics, script counters), the resource subscribers hear of it, then the answer.
+//  What the answer to a run's call needs (cg_run_report_t's answer_arg).
+typedef struct {
+    cg_server_t *server;
+    cg_call_t *call;
+} s_answer_t;
+
+//  The answer of a run's call (cg_run_report_t's answer): the resource subscribers hear of
+//  the run (before the answer, which ends an HTTP call's stream that carries their
+//  notifications), then the call is answered from OUTCOME (NULL: the runner gave none).
 static void
-s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-          cg_outcome_t *outcome)
+s_answer_cb (void *arg, cg_registry_session_t *session, cg_outcome_t *outcome)
 {
-    cg_client_t *client = call->channel->client;
-    cg_run_report_t run = {.front_end = "mcp",
-                           .tool = call->tool,
-                           .client_id = client->id,
-                           .client_name = client->name,
-                           .key = call->key,
-                           .request = call->request,
-                           .run_id = call->run_id,
-                           .script = call->script,
-                           .outcome = outcome};
-    //  Before the answer, which takes the images out of the outputs (and ends an HTTP
-    //  call's stream, which carries the subscribers' notifications).
-    cg_registry_run_ended (cg_server_registry (server), session, &run);
+    s_answer_t *self = arg;
+    cg_server_t *server = self->server;
+    cg_call_t *call = self->call;
     cg_resources_ran (server, call, session ? session->id : NULL, outcome);
     if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
@@ -481,6 +476,29 @@ s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
                                          ? row->finish (server, call, session, outcome)
                                          : s_run_response (server, call, session, outcome));
     }
+}
+
+//  Ends CALL's run with OUTCOME (owned; NULL: the runner gave none) through the registry:
+//  the session's state, the answer, then the run observers (notebook record, execution
+//  log, metrics, script counters); then the call.
+static void
+s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+          cg_outcome_t *outcome)
+{
+    cg_client_t *client = call->channel->client;
+    s_answer_t answer = {.server = server, .call = call};
+    cg_run_report_t run = {.front_end = "mcp",
+                           .tool = call->tool,
+                           .client_id = client->id,
+                           .client_name = client->name,
+                           .key = call->key,
+                           .request = call->request,
+                           .run_id = call->run_id,
+                           .script = call->script,
+                           .outcome = outcome,
+                           .answer = s_answer_cb,
+                           .answer_arg = &answer};
+    cg_registry_run_ended (cg_server_registry (server), session, &run);
     cg_outcome_destroy (&outcome);
     cg_server_call_end (server, call);
 }
