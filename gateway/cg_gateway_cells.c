@@ -105,7 +105,8 @@ bool
 cg_gateway_cells_sent (cg_gateway_cells_t *self, const cg_jmsg_t *msg,
                        const cg_registry_session_t *session, const cg_registry_kernel_t *kernel)
 {
-    if (zhashx_size (self->cells) >= CG_GATEWAY_CELLS_MAX || zhashx_lookup (self->cells, msg->msg_id))
+    if (zhashx_size (self->cells) >= CG_GATEWAY_CELLS_MAX
+        || zhashx_lookup (self->cells, msg->msg_id))
         return false;
     //  Untrusted: the front end's header and content, checked as JSON objects by cg_jmsg.
     json_t *header = json_loadb (msg->parts[0], msg->part_len[0], 0, NULL);
@@ -114,8 +115,7 @@ cg_gateway_cells_sent (cg_gateway_cells_t *self, const cg_jmsg_t *msg,
     const char *code = s_member (content, "code");
     s_append (self, &cell->code, code, strlen (code));
     const char *username = s_member (header, "username");
-    cell->client_name =
-        cg_strdupf ("%.*s", cg_utf8_prefix (username, S_CLIENT_NAME_MAX), username);
+    cell->client_name = cg_strdupf ("%.*s", cg_utf8_prefix (username, S_CLIENT_NAME_MAX), username);
     cell->silent = json_is_true (json_object_get (content, "silent"));
     cell->session_id = cg_xstrdup (session->id);
     cell->owner = cg_xstrdup (session->owner);
