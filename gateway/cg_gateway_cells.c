@@ -144,9 +144,10 @@ s_unhold (cg_gateway_cells_t *self, const s_cell_t *cell)
 static void
 s_stream (cg_outcome_stream_t *stream, const s_text_t *text)
 {
-    cg_outcome_stream_set (stream, text->text ? text->text : "", text->len);
+    const char *data = text->text ? text->text : "";
+    cg_outcome_stream_set (stream, data, text->len);
     if (text->cut)
-        cg_outcome_stream_set_full (stream, text->text, text->len, CG_LOG_STREAM_MAX, true);
+        cg_outcome_stream_set_full (stream, data, text->len, CG_LOG_STREAM_MAX, true);
 }
 
 //  Ends CELL (failed with WHY when not NULL) through REGISTRY, in SESSION (NULL: gone).
