@@ -1,6 +1,6 @@
 /*  Unit tests: cg_registry_run_ended — the one end of every run: the session's bookkeeping
     (busy, executions, last activity of the session and its kernel, languages, notice) done
-    before the run observers are told, and the observers told in the order they were added,
+    before the front end's answer and the run observers, and the observers told in the order they were added,
     a one-shot run (no session) and a run without an outcome included. No sandbox runs: the
     registry has no instance, and the sessions are made here. */
 #include "bridge/cg_registry.h"
@@ -22,6 +22,14 @@ s_observe (void *arg, const cg_registry_session_t *session, const cg_run_report_
     snprintf (s_seen + len, sizeof s_seen - len, "%s:%d:%s:%s;", (const char *)arg,
               session ? session->executions : -1, session && session->busy ? session->busy : "-",
               session ? session->id : "-");
+}
+
+//  The front end's answer (cg_run_report_t's answer), seen as an observer is.
+static void
+s_answer (void *arg, cg_registry_session_t *session, cg_outcome_t *outcome)
+{
+    (void)outcome;
+    s_observe (arg, session, NULL);
 }
 
 //  A session as the registry would hold it, busy with call KEY (NULL: idle).
@@ -59,12 +67,16 @@ s_bookkeeping (cg_registry_t *registry)
     session->notice = cg_xstrdup ("session s1 was closed before");
     cg_outcome_t *outcome = cg_outcome_new ("python", "exec_1", "s1");
     outcome->ran = true;
-    cg_run_report_t run = {.front_end = "mcp", .tool = "execute_code", .key = "k1",
-                           .outcome = outcome};
+    cg_run_report_t run = {.front_end = "mcp",
+                           .tool = "execute_code",
+                           .key = "k1",
+                           .outcome = outcome,
+                           .answer = s_answer,
+                           .answer_arg = "answer"};
     s_seen[0] = '\0';
     cg_registry_run_ended (registry, session, &run);
-    EXPECT (strcmp (s_seen, "first:3:-:s1;second:3:-:s1;third:3:-:s1;") == 0,
-            "the bookkeeping before the observers, in order: %s", s_seen);
+    EXPECT (strcmp (s_seen, "answer:3:-:s1;first:3:-:s1;second:3:-:s1;third:3:-:s1;") == 0,
+            "the bookkeeping, the answer, then the observers in order: %s", s_seen);
     EXPECT (!session->busy, "no longer busy");
     EXPECT (session->executions == 3, "executions %d", session->executions);
     EXPECT (session->last_activity_us > 0 && session->last_activity_at[0], "active now");
