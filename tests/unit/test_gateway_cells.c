@@ -33,8 +33,7 @@ s_observe (void *arg, const cg_registry_session_t *session, const cg_run_report_
     snprintf (s_last.code, sizeof s_last.code, "%s",
               json_string_value (json_object_get (run->request, "code")));
     snprintf (s_last.language, sizeof s_last.language, "%s", o->language);
-    snprintf (s_last.status, sizeof s_last.status, "%s",
-              o->end == CG_OUTCOME_OK ? "ok" : "failed");
+    snprintf (s_last.status, sizeof s_last.status, "%s", o->end == CG_OUTCOME_OK ? "ok" : "failed");
     free (s_last.out);
     free (s_last.message);
     s_last.out = cg_xstrdup (o->out.text);
@@ -69,8 +68,7 @@ static bool
 s_iopub (cg_gateway_cells_t *cells, cg_registry_t *registry, cg_registry_session_t *session,
          const char *parent, const char *type, json_t *content)
 {
-    cg_msg_t msg = {.msg_id = "k1", .msg_type = type, .parent_msg_id = parent,
-                    .content = content};
+    cg_msg_t msg = {.msg_id = "k1", .msg_type = type, .parent_msg_id = parent, .content = content};
     bool ended = cg_gateway_cells_iopub (cells, registry, session, &msg);
     json_decref (content);
     return ended;
@@ -149,8 +147,7 @@ s_cells (cg_registry_t *registry)
     cg_jmsg_clear (&msg);
     cg_gateway_cells_end_all (cells, registry, NULL, "the connection closed");
     EXPECT (s_last.count == 3 && strcmp (s_last.status, "failed") == 0 && s_last.message
-                && strcmp (s_last.message, "the connection closed") == 0
-                && s_last.executions == -1,
+                && strcmp (s_last.message, "the connection closed") == 0 && s_last.executions == -1,
             "ended failed, no session: %s", s_last.message ? s_last.message : "(none)");
     EXPECT (!cg_gateway_cells_has (cells, "m3"), "forgotten");
     cg_gateway_cells_destroy (&cells);

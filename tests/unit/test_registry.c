@@ -1,8 +1,9 @@
 /*  Unit tests: cg_registry_run_ended — the one end of every run: the session's bookkeeping
     (busy, executions, last activity of the session and its kernel, languages, notice) done
-    before the front end's answer and the run observers, and the observers told in the order they were added,
-    a one-shot run (no session) and a run without an outcome included. No sandbox runs: the
-    registry has no instance, and the sessions are made here. */
+    before the front end's answer and the run observers, and the observers told in the
+    order they were added, a one-shot run (no session) and a run without an outcome
+    included. No sandbox runs: the registry has no instance, and the sessions are made
+    here. */
 #include "bridge/cg_registry.h"
 #include "base/cg_config.h"
 #include "base/cg_util.h"
