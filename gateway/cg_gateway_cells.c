@@ -205,8 +205,7 @@ s_feed (cg_gateway_cells_t *self, s_cell_t *cell, const cg_msg_t *msg)
 }
 
 bool
-cg_gateway_cells_iopub (cg_gateway_cells_t *self, cg_registry_t *registry,
-                        cg_registry_session_t *session, const cg_msg_t *msg)
+cg_gateway_cells_iopub (cg_gateway_cells_t *self, const cg_msg_t *msg)
 {
     s_cell_t *cell = msg->parent_msg_id ? zhashx_lookup (self->cells, msg->parent_msg_id) : NULL;
     if (!cell)
@@ -218,12 +217,19 @@ cg_gateway_cells_iopub (cg_gateway_cells_t *self, cg_registry_t *registry,
     const char *state = s_member (msg->content, "execution_state");
     if (strcmp (state, "busy") == 0 && !cell->started_us)
         cell->started_us = cg_now_us ();
-    if (strcmp (state, "idle") != 0)
-        return false;
+    return strcmp (state, "idle") == 0;
+}
+
+void
+cg_gateway_cells_end (cg_gateway_cells_t *self, cg_registry_t *registry,
+                      cg_registry_session_t *session, const char *msg_id)
+{
+    s_cell_t *cell = msg_id ? zhashx_lookup (self->cells, msg_id) : NULL;
+    if (!cell)
+        return;
     s_end (registry, session, cell, NULL);
     s_unhold (self, cell);
-    zhashx_delete (self->cells, msg->parent_msg_id);
-    return true;
+    zhashx_delete (self->cells, msg_id);
 }
 
 void

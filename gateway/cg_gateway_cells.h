@@ -34,11 +34,16 @@ bool cg_gateway_cells_sent (cg_gateway_cells_t *self, const cg_jmsg_t *msg,
 bool cg_gateway_cells_has (cg_gateway_cells_t *self, const char *msg_id);
 
 /*  A kernel's iopub message MSG (verified; untrusted) whose parent is a followed cell:
-    its stream output, error, execution count, or status (busy: it started; idle: it
-    ended, and ends through REGISTRY, SESSION being its session, NULL when gone). Returns
-    true when the cell ended. */
-bool cg_gateway_cells_iopub (cg_gateway_cells_t *self, cg_registry_t *registry,
-                             cg_registry_session_t *session, const cg_msg_t *msg);
+    its stream output, error, execution count, or status (busy: it started). Returns true
+    when MSG is the cell's idle status: the cell is over, and waits for cg_gateway_cells_end
+    (the caller relays the status to its front end first, which need not wait for the
+    records). */
+bool cg_gateway_cells_iopub (cg_gateway_cells_t *self, const cg_msg_t *msg);
+
+/*  Ends the followed cell of the execute_request MSG_ID (nothing when there is none)
+    through REGISTRY (SESSION: its session, NULL when gone) and forgets it. */
+void cg_gateway_cells_end (cg_gateway_cells_t *self, cg_registry_t *registry,
+                           cg_registry_session_t *session, const char *msg_id);
 
 /*  Ends every followed cell as failed with WHY (the kernel restarted, the connection
     closed: no one will see them end) through REGISTRY (SESSION: theirs, NULL when gone). */

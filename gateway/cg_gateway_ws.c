@@ -262,9 +262,10 @@ s_nudge (s_socket_t *self)
 }
 
 //  Tracks the kernel's state from an iopub message (MSG): a status's execution_state, and
-//  whether a cell of this connection runs (frontend_busy, which MCP calls see); a cell of
-//  this connection that ended ends through the registry (cg_gateway_cells).
-static void
+//  whether a cell of this connection runs (frontend_busy, which MCP calls see). Returns
+//  true when MSG is the idle status of a cell of this connection (cg_gateway_cells), which
+//  s_cell_end then ends.
+static bool
 s_track_iopub (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *msg)
 {
     bool status = strcmp (msg->msg_type, "status") == 0;
@@ -272,14 +273,23 @@ s_track_iopub (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *m
     if (status && state)
         snprintf (kernel->execution_state, sizeof kernel->execution_state, "%s", state);
     if (!cg_gateway_cells_has (self->cells, msg->parent_msg_id) || (status && !state))
-        return;
+        return false;
     if (status && strcmp (state, "busy") == 0)
         kernel->frontend_busy = self->running = true;
+    if (!cg_gateway_cells_iopub (self->cells, msg))
+        return false;
+    kernel->frontend_busy = self->running = false;
+    return true;
+}
+
+//  Ends the cell of this connection whose execute_request was MSG_ID: its run ends
+//  through the registry (the execution log, the metrics, the session's count).
+static void
+s_cell_end (s_socket_t *self, const char *msg_id)
+{
     cg_registry_session_t *session = NULL;
-    if (status && strcmp (state, "idle") == 0)
-        s_kernel (self, &session);
-    if (cg_gateway_cells_iopub (self->cells, self->gateway->registry, session, msg))
-        kernel->frontend_busy = self->running = false;
+    s_kernel (self, &session);
+    cg_gateway_cells_end (self->cells, self->gateway->registry, session, msg_id);
 }
 
 //  Relays what channel C has for the front end (at most S_BATCH messages, and the first
@@ -296,8 +306,7 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
             continue;
         if (c == CH_IOPUB && !self->ready)
             s_ready (self);
-        if (c == CH_IOPUB)
-            s_track_iopub (self, kernel, raw->msg);
+        bool cell_over = c == CH_IOPUB && s_track_iopub (self, kernel, raw->msg);
         if (raw->msg->parent_msg_id && zhashx_lookup (self->nudges, raw->msg->parent_msg_id)) {
             if (c == CH_SHELL)
                 zhashx_delete (self->nudges, raw->msg->parent_msg_id);
@@ -312,6 +321,9 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
         if (cg_ws_send (self->ws, binary, out, len) < 0)
             s_set_over (self);
         free (out);
+        //  After the idle status went out: the front end never waits for the records.
+        if (cell_over)
+            s_cell_end (self, raw->msg->parent_msg_id);
         cg_wire_raw_destroy (&raw);
         //  Checked per message: a batch of large ones would pile up far past the cap.
         s_check_queue (self);

@@ -63,15 +63,24 @@ s_request (cg_jmsg_t *msg, const char *msg_id, const char *code, bool silent)
     }
 }
 
-//  A kernel's iopub message TYPE with CONTENT (taken) for the request PARENT.
+//  How many runs had ended when the last iopub message came.
+static int s_count_before;
+
+//  A kernel's iopub message TYPE with CONTENT (taken) for the request PARENT, relayed as
+//  cg_gateway_ws does: a cell whose idle status it is ends after it. Returns true then.
 static bool
 s_iopub (cg_gateway_cells_t *cells, cg_registry_t *registry, cg_registry_session_t *session,
          const char *parent, const char *type, json_t *content)
 {
     cg_msg_t msg = {.msg_id = "k1", .msg_type = type, .parent_msg_id = parent, .content = content};
-    bool ended = cg_gateway_cells_iopub (cells, registry, session, &msg);
+    s_count_before = s_last.count;
+    bool over = cg_gateway_cells_iopub (cells, &msg);
+    if (over) {
+        EXPECT (s_last.count == s_count_before, "not ended before its status is relayed");
+        cg_gateway_cells_end (cells, registry, session, parent);
+    }
     json_decref (content);
-    return ended;
+    return over;
 }
 
 static bool
