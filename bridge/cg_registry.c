@@ -9,6 +9,7 @@
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sodium.h>
@@ -33,6 +34,11 @@ struct cg_registry_t {
     cg_closed_t *closed; /* the ids close_session closed lately */
     cg_pool_t *pool;     /* the warm pool, or NULL */
     cg_kept_t *kept;     /* one-shot runs' files kept for download */
+    struct {
+        cg_run_observer_fn *fn;
+        void *arg;
+    } observers[CG_REGISTRY_RUN_OBSERVERS]; /* told of every run's end, in order */
+    size_t observers_len;
 };
 
 cg_kept_t *
@@ -129,8 +135,9 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
     self->closing = zlistx_new ();
     zlistx_set_destructor (self->closing, s_session_free);
     self->closed = cg_closed_new (S_CLOSED_MAX, (int64_t)config->idle_ttl_s * 1000000);
-    self->pool = cg_pool_new (config, backend, cg_instance_sessions_dir (instance),
-                              cg_instance_prefix (instance), self->results_endpoint);
+    if (instance)
+        self->pool = cg_pool_new (config, backend, cg_instance_sessions_dir (instance),
+                                  cg_instance_prefix (instance), self->results_endpoint);
     self->kept = cg_kept_new (config->oneshot_keep_s, config->oneshot_keep_bytes);
     return self;
 }
@@ -492,6 +499,42 @@ cg_registry_set_busy (cg_registry_session_t *session, const char *key)
     session->busy = key ? cg_xstrdup (key) : NULL;
     if (!key)
         cg_registry_touch (session);
+}
+
+void
+cg_registry_observe_runs (cg_registry_t *self, cg_run_observer_fn *fn, void *arg)
+{
+    assert (fn && self->observers_len < CG_REGISTRY_RUN_OBSERVERS);
+    self->observers[self->observers_len].fn = fn;
+    self->observers[self->observers_len++].arg = arg;
+}
+
+void
+cg_registry_run_ended (cg_registry_t *self, cg_registry_session_t *session,
+                       const cg_run_report_t *run)
+{
+    cg_outcome_t *outcome = run->outcome;
+    if (session) {
+        if (run->key && session->busy && strcmp (session->busy, run->key) == 0)
+            cg_registry_set_busy (session, NULL);
+        session->executions++;
+        cg_registry_touch (session);
+        const char *language = outcome ? outcome->language : NULL;
+        cg_registry_kernel_t *kernel =
+            language ? cg_registry_session_kernel (session, language) : NULL;
+        if (kernel)
+            kernel->last_activity_us = zclock_time () * 1000;
+        if (outcome && outcome->ran)
+            cg_registry_add_language (session, language);
+        cleanup_free char *notice = cg_registry_take_notice (session);
+        if (notice && outcome)
+            cg_outcome_add_notice (outcome, notice);
+        cg_registry_save (self, session);
+    }
+    if (run->answer)
+        run->answer (run->answer_arg, session, outcome);
+    for (size_t i = 0; i < self->observers_len; i++)
+        self->observers[i].fn (self->observers[i].arg, session, run);
 }
 
 void

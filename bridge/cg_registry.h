@@ -15,6 +15,7 @@
 #include "base/cg_config.h"
 #include "bridge/cg_instance.h"
 #include "bridge/cg_kept.h"
+#include "bridge/cg_outcome.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -84,7 +85,9 @@ cg_backend_t *cg_registry_backend (cg_registry_t *self);
 /*  The one-shot runs' kept files (borrowed). */
 cg_kept_t *cg_registry_kept (cg_registry_t *self);
 
-/*  Creates the registry. All arguments are borrowed and must outlive it. */
+/*  Creates the registry. All arguments are borrowed and must outlive it. Without an
+    INSTANCE (and BACKEND) it has no warm pool and must not create sessions: the unit
+    tests' registry, for what runs no sandbox (cg_registry_run_ended). */
 cg_registry_t *cg_registry_new (const cg_config_t *config, cg_backend_t *backend,
                                 cg_instance_t *instance);
 
@@ -164,6 +167,55 @@ void cg_registry_add_package (cg_registry_session_t *session, const char *packag
 /*  Records that a run in LANGUAGE (copied) used SESSION; a language already there is not
     added twice. */
 void cg_registry_add_language (cg_registry_session_t *session, const char *language);
+
+/*  A run that ended, as the front end that started it tells the registry
+    (cg_registry_run_ended). Everything is borrowed for the call. */
+typedef struct {
+    const char *front_end; /* "mcp", "gateway" */
+    const char *tool;      /* the MCP tool that ran it, or "gateway" */
+    /*  Whose run it is (the execution log's owner): an MCP client's id; a gateway cell's
+        is its session's owner. */
+    const char *client_id;
+    /*  The front end's name for its client (an MCP clientInfo name, a Jupyter message
+        header's username), or NULL. */
+    const char *client_name;
+    const char *key; /* the call that ran it (its session's busy key), or NULL */
+    /*  What the records keep of it, {code, stdin?, language, script?}; NULL: neither the
+        execution log nor the notebook records it. */
+    json_t *request;
+    const char *run_id;    /* run_python's run id, or NULL */
+    const char *script;    /* run_script's script name, or NULL */
+    bool silent;           /* a Jupyter silent execute_request: not a notebook cell */
+    cg_outcome_t *outcome; /* how it ended, or NULL when the runner gave none */
+    /*  The front end's answer to its client (NULL: none), called with ANSWER_ARG once the
+        bookkeeping is done and before the observers, which the client does not wait for. */
+    void (*answer) (void *answer_arg, cg_registry_session_t *session, cg_outcome_t *outcome);
+    void *answer_arg;
+} cg_run_report_t;
+
+/*  Told of every run that ended (cg_registry_run_ended), with ARG as registered, after
+    the front end's answer. SESSION is NULL for a one-shot sandbox's run. Both are borrowed
+    for the call; an observer reads the outcome and never takes anything out of it (nor
+    does the answer take out what observers read: outputs, streams, message, diff). */
+typedef void (cg_run_observer_fn) (void *arg, const cg_registry_session_t *session,
+                                   const cg_run_report_t *run);
+
+/*  At most this many run observers. */
+#define CG_REGISTRY_RUN_OBSERVERS 8
+
+/*  Adds FN (with ARG, borrowed: it must outlive the registry) to the run observers, told
+    in the order they were added. At most CG_REGISTRY_RUN_OBSERVERS (a programmer's
+    limit, asserted). */
+void cg_registry_observe_runs (cg_registry_t *self, cg_run_observer_fn *fn, void *arg);
+
+/*  The one end of every run, whichever front end started it: SESSION's bookkeeping (NULL
+    for a one-shot sandbox: none), then RUN's answer, then every run observer in order.
+    The bookkeeping: SESSION is no longer busy with RUN's key, counts one execution more,
+    was active now (its kernel for the run's language too), used the run's language when
+    the code ran, gives its notice (cg_registry_take_notice) to the outcome when there is
+    one, and has its record saved (cg_registry_save). */
+void cg_registry_run_ended (cg_registry_t *self, cg_registry_session_t *session,
+                            const cg_run_report_t *run);
 
 /*  Marks SESSION busy with call KEY (copied), or idle when KEY is NULL (a finished call
     also counts as activity). */

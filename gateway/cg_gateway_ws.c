@@ -2,6 +2,7 @@
     client of the kernel (its own shell, control and stdin DEALERs under one identity, its
     own iopub SUB), relaying messages both ways and re-signing the front end's. */
 #include "gateway/cg_gateway_int.h"
+#include "gateway/cg_gateway_cells.h"
 #include "gateway/cg_ws.h"
 #include "base/cg_log.h"
 #include "base/cg_util.h"
@@ -27,8 +28,8 @@ static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin",
 //  starves the rest of the loop (a megabyte costs a few ms to check and re-encode).
 #define S_BATCH 64
 #define S_BATCH_BYTES (1024 * 1024)
-//  The execute requests a connection remembers (to tell its cells from the agent's).
-#define S_EXECUTES_MAX 1024
+//  The kernel_info requests a connection remembers (to drop their answers).
+#define S_NUDGES_MAX 1024
 //  Until its iopub subscription works (a SUB misses what is published before it joins),
 //  a connection asks the kernel for its info this often and holds the front end's
 //  messages (at most S_HELD_MAX), as Jupyter Server's "nudge" does.
@@ -54,10 +55,11 @@ typedef struct {
     cg_ws_t *ws;
     cg_wire_t *wire;
     zsock_t *sockets[CH_COUNT];
-    int fds[CH_COUNT];  /* this connection's copies of the endpoint fds */
-    zhashx_t *executes; /* msg_ids of the execute_requests it sent */
-    bool ready;         /* an iopub message came: the subscription works */
-    bool running;       /* a cell it sent runs (its kernel's frontend_busy is its) */
+    int fds[CH_COUNT];         /* this connection's copies of the endpoint fds */
+    cg_gateway_cells_t *cells; /* the cells it sent (to tell them from the agent's), followed
+                                  to their end (cg_gateway_cells) */
+    bool ready;                /* an iopub message came: the subscription works */
+    bool running;              /* a cell it sent runs (its kernel's frontend_busy is its) */
     zhashx_t *nudges;   /* msg_ids of its own kernel_info_requests (their answers are dropped) */
     int64_t next_nudge; /* when to nudge again (zclock_mono) */
     zlistx_t *held;     /* zframe_t: the front end's messages until ready (more: binary) */
@@ -90,7 +92,11 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
     self->generation = kernel->generation;
     self->ready = false;
     self->next_nudge = 0;
-    zhashx_purge (self->executes); /* a new kernel process: none of its cells run */
+    //  A new kernel process: none of its cells run.
+    cg_registry_session_t *session = NULL;
+    cg_registry_kernel_find (self->gateway->registry, self->kernel_id, &session);
+    cg_gateway_cells_end_all (self->cells, self->gateway->registry, session,
+                              "the kernel restarted before the cell ended");
     self->running = false;
     if (kernel->pid == 0 || !kernel->key)
         return -1;
@@ -131,7 +137,7 @@ s_socket_free (s_socket_t **self_p)
     s_disconnect (self);
     cg_ws_destroy (&self->ws);
     cg_http_upgraded_close (self->upgraded);
-    zhashx_destroy (&self->executes);
+    cg_gateway_cells_destroy (&self->cells);
     zhashx_destroy (&self->nudges);
     zlistx_destroy (&self->held);
     free (self);
@@ -193,9 +199,8 @@ s_forward (s_socket_t *self, bool binary, const uint8_t *data, size_t len)
             : strcmp (msg.channel, "stdin") == 0 ? CH_STDIN
                                                  : CH_CONTROL;
     if (kernel && self->sockets[c]) {
-        if (c == CH_SHELL && strcmp (msg.msg_type, "execute_request") == 0
-            && zhashx_size (self->executes) < S_EXECUTES_MAX)
-            zhashx_insert (self->executes, msg.msg_id, (void *)1);
+        if (c == CH_SHELL && strcmp (msg.msg_type, "execute_request") == 0)
+            cg_gateway_cells_sent (self->cells, &msg, session, kernel);
         cg_frame_t parts[4];
         for (int i = 0; i < 4; i++)
             parts[i] = (cg_frame_t){msg.parts[i], msg.part_len[i]};
@@ -248,7 +253,7 @@ static void
 s_nudge (s_socket_t *self)
 {
     char msg_id[33];
-    if (self->sockets[CH_SHELL] && zhashx_size (self->nudges) < S_EXECUTES_MAX
+    if (self->sockets[CH_SHELL] && zhashx_size (self->nudges) < S_NUDGES_MAX
         && cg_wire_send (self->wire, self->sockets[CH_SHELL], "kernel_info_request", NULL, NULL,
                          msg_id)
                == 0)
@@ -256,23 +261,35 @@ s_nudge (s_socket_t *self)
     self->next_nudge = zclock_mono () + S_NUDGE_INTERVAL_MS;
 }
 
-//  Tracks the kernel's state from an iopub status message (MSG): its execution_state,
-//  and whether a cell of this connection runs (frontend_busy, which MCP calls see).
-static void
-s_track_status (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *msg)
+//  Tracks the kernel's state from an iopub message (MSG): a status's execution_state, and
+//  whether a cell of this connection runs (frontend_busy, which MCP calls see). Returns
+//  true when MSG is the idle status of a cell of this connection (cg_gateway_cells), which
+//  s_cell_end then ends.
+static bool
+s_track_iopub (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *msg)
 {
+    bool status = strcmp (msg->msg_type, "status") == 0;
     const char *state = json_string_value (json_object_get (msg->content, "execution_state"));
-    if (!state)
-        return;
-    snprintf (kernel->execution_state, sizeof kernel->execution_state, "%s", state);
-    if (!msg->parent_msg_id || !zhashx_lookup (self->executes, msg->parent_msg_id))
-        return;
-    if (strcmp (state, "busy") == 0)
+    if (status && state)
+        snprintf (kernel->execution_state, sizeof kernel->execution_state, "%s", state);
+    if (!cg_gateway_cells_has (self->cells, msg->parent_msg_id) || (status && !state))
+        return false;
+    if (status && strcmp (state, "busy") == 0)
         kernel->frontend_busy = self->running = true;
-    else if (strcmp (state, "idle") == 0) {
-        kernel->frontend_busy = self->running = false;
-        zhashx_delete (self->executes, msg->parent_msg_id);
-    }
+    if (!cg_gateway_cells_iopub (self->cells, msg))
+        return false;
+    kernel->frontend_busy = self->running = false;
+    return true;
+}
+
+//  Ends the cell of this connection whose execute_request was MSG_ID: its run ends
+//  through the registry (the execution log, the metrics, the session's count).
+static void
+s_cell_end (s_socket_t *self, const char *msg_id)
+{
+    cg_registry_session_t *session = NULL;
+    s_kernel (self, &session);
+    cg_gateway_cells_end (self->cells, self->gateway->registry, session, msg_id);
 }
 
 //  Relays what channel C has for the front end (at most S_BATCH messages, and the first
@@ -289,8 +306,7 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
             continue;
         if (c == CH_IOPUB && !self->ready)
             s_ready (self);
-        if (c == CH_IOPUB && strcmp (raw->msg->msg_type, "status") == 0)
-            s_track_status (self, kernel, raw->msg);
+        bool cell_over = c == CH_IOPUB && s_track_iopub (self, kernel, raw->msg);
         if (raw->msg->parent_msg_id && zhashx_lookup (self->nudges, raw->msg->parent_msg_id)) {
             if (c == CH_SHELL)
                 zhashx_delete (self->nudges, raw->msg->parent_msg_id);
@@ -305,6 +321,9 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
         if (cg_ws_send (self->ws, binary, out, len) < 0)
             s_set_over (self);
         free (out);
+        //  After the idle status went out: the front end never waits for the records.
+        if (cell_over)
+            s_cell_end (self, raw->msg->parent_msg_id);
         cg_wire_raw_destroy (&raw);
         //  Checked per message: a batch of large ones would pile up far past the cap.
         s_check_queue (self);
@@ -372,7 +391,7 @@ cg_gateway_ws_attach (cg_gateway_t *self, cg_http_exchange_t *exchange,
     socket->fd = -1;
     for (int c = 0; c < CH_COUNT; c++)
         socket->fds[c] = -1;
-    socket->executes = zhashx_new ();
+    socket->cells = cg_gateway_cells_new ();
     socket->nudges = zhashx_new ();
     socket->held = zlistx_new ();
     zlistx_set_destructor (socket->held, (zlistx_destructor_fn *)zframe_destroy);
@@ -399,6 +418,8 @@ s_release (s_socket_t *self, cg_registry_kernel_t *kernel, cg_registry_session_t
         return;
     self->released = true;
     s_disconnect (self);
+    cg_gateway_cells_end_all (self->cells, self->gateway->registry, session,
+                              "the front end's connection closed before the cell ended");
     if (kernel && self->counted && kernel->connections > 0)
         kernel->connections--;
     self->counted = false;

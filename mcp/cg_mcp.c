@@ -295,6 +295,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     self.execlog = cg_tools_log_open (config);
     self.store = cg_worker_new ("store", CG_TOOLS_JOBS_MAX);
     cg_registry_set_listener (self.registry, cg_tools_log_session, self.execlog);
+    self.records = cg_run_record_new (self.registry, config, self.execlog, self.store);
     cg_mcp_features (&self, extra);
     cg_log_set_hook (s_log_hook, &self);
     int rc = s_http_start (&self) < 0 ? 1 : 0;
@@ -320,6 +321,7 @@ cg_mcp_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *i
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self.calls); /* before the registry: the calls' one-shot runners */
     cg_registry_destroy (&self.registry);
+    cg_run_record_destroy (&self.records);
     cg_execlog_destroy (&self.execlog);
     cg_streamable_destroy (&self.streamable);
     cg_stdio_destroy (&self.stdio);

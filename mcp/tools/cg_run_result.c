@@ -114,7 +114,7 @@ s_structured (const cg_outcome_t *outcome, const char *error_code)
     const char *code = error_code ? error_code : s_error_code (outcome->error);
     double seconds = (double)outcome->duration_us / 1e6;
     json_t *structured = json_pack (
-        "{s:s%, s:s%, s:i, s:s, s:o, s:o, s:f, s:I, s:s, s:o, s:s, s:O, s:b, s:b, s:b, s:b, s:b, "
+        "{s:s%, s:s%, s:i, s:s, s:o, s:o, s:f, s:I, s:s, s:o, s:s, s:o, s:b, s:b, s:b, s:b, s:b, "
         "s:b}",
         "stdout", outcome->out.text, outcome->out.len, "stderr", outcome->err.text,
         outcome->err.len, "exit_code", outcome->exit_code, "status", s_status (outcome->end),
@@ -122,8 +122,8 @@ s_structured (const cg_outcome_t *outcome, const char *error_code)
         "execution_time", round (seconds * 1e6) / 1e6, "duration_ms",
         (json_int_t)(outcome->duration_us / 1000), "execution_id", outcome->execution_id,
         "session_id", s_string_or_null (outcome->session_id), "language", outcome->language,
-        "outputs", outcome->outputs, "success", outcome->end == CG_OUTCOME_OK, "timed_out",
-        outcome->timed_out, "kernel_restarted", outcome->kernel_restarted, "cancelled",
+        "outputs", json_deep_copy (outcome->outputs), "success", outcome->end == CG_OUTCOME_OK,
+        "timed_out", outcome->timed_out, "kernel_restarted", outcome->kernel_restarted, "cancelled",
         outcome->cancelled, "stdout_truncated", outcome->out.truncated, "stderr_truncated",
         outcome->err.truncated);
     if (!structured)

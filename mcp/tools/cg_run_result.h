@@ -19,9 +19,10 @@
     artifacts_created/_modified/_deleted, memoryUsedMB; notice when there is one; then
     the download URLs of FILES' session (cg_files_add_urls; none when FILES is NULL),
     truncated, artifacts ([] when it did not run) and run_id when RUN_ID is not NULL.
-    The result holds OUTCOME's JSON values (outputs, the workspace lists) themselves, not
-    copies (only the return value is copied): once the result is changed, they are
-    changed in OUTCOME too. Caller owns the result. */
+    The result holds OUTCOME's workspace lists and artifacts themselves, not copies: once
+    the result is changed, they are changed in OUTCOME too. The outputs and the return
+    value are copies (the answer takes their images out; the run observers, told after
+    the answer, read OUTCOME's). Caller owns the result. */
 json_t *cg_run_result_structured (const cg_outcome_t *outcome, const cg_files_t *files,
                                   const char *run_id);
 

@@ -213,16 +213,6 @@ void cg_tools_log_sweep (cg_execlog_t *log);
     writes session_start, or session_end with REASON, to the session's log. */
 void cg_tools_log_session (void *arg, const cg_registry_session_t *session, const char *reason);
 
-/*  Records CALL's run, OUTCOME (borrowed; NULL: nothing), in the server's execution log:
-    seed 002's entry plus status, tool, client_id and client_name. */
-void cg_tools_log_run (cg_server_t *server, cg_call_t *call, const cg_outcome_t *outcome);
-
-/*  Keeps CALL's run, OUTCOME (borrowed), as a cell of SESSION's notebook (cg_notebook;
-    export_notebook makes the notebook) of at most MAX bytes (--notebook-max-mb): nothing
-    for a one-shot run or a run that never started. A failure is logged. */
-void cg_tools_notebook_record (cg_call_t *call, const cg_registry_session_t *session,
-                               const cg_outcome_t *outcome, size_t max);
-
 /*  Validates the ARGUMENTS (borrowed, may be NULL; keys already checked) of TOOL, one of
     the running tools. On success returns a new request object (language canonical, code,
     stdin, timeout in seconds, session_id, execution_id, tool) and sets *error_result to
@@ -251,11 +241,10 @@ cg_tool_fn cg_tools_calculate;
 char *cg_tools_calc_refusal (const json_t *expression, const char **error);
 cg_tool_finish_fn cg_tools_calculate_finish;
 
-/*  The script library's handlers (cg_tools_scripts.c), and its hook for a finished run
-    of script NAME: records it in the library (failures are logged). */
+/*  The script library's handlers (cg_tools_scripts.c); a run_script run's end counts in
+    the library through the registry's run observers (bridge/cg_run_record). */
 cg_tool_fn cg_tools_save_script, cg_tools_get_script, cg_tools_list_scripts,
     cg_tools_search_scripts, cg_tools_run_script;
-void cg_tools_script_ran (cg_server_t *server, const char *name, bool success);
 
 /*  Returns true when NAME is one of the table's tools. */
 bool cg_tools_known (const char *name);

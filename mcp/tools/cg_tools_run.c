@@ -8,7 +8,6 @@
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/tools/cg_run_result.h"
 #include "base/cg_util.h"
-#include "artifacts/cg_metrics.h"
 #include "artifacts/cg_workspace.h"
 
 #include <sodium.h>
@@ -453,42 +452,21 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
     return result;
 }
 
-//  How OUTCOME (NULL: none came) ended, in the metrics' terms.
-static cg_metrics_run_status_t
-s_metrics_status (const cg_outcome_t *outcome)
-{
-    if (outcome && outcome->timed_out)
-        return CG_METRICS_RUN_TIMEOUT;
-    if (!outcome || outcome->end == CG_OUTCOME_SETUP_FAILURE)
-        return CG_METRICS_RUN_SETUP_ERROR;
-    return outcome->end == CG_OUTCOME_OK          ? CG_METRICS_RUN_SUCCESS
-           : outcome->end == CG_OUTCOME_CANCELLED ? CG_METRICS_RUN_CANCELLED
-                                                  : CG_METRICS_RUN_ERROR;
-}
+//  What the answer to a run's call needs (cg_run_report_t's answer_arg).
+typedef struct {
+    cg_server_t *server;
+    cg_call_t *call;
+} s_answer_t;
 
-//  Answers CALL with OUTCOME (owned; NULL: the runner gave none) and ends it: the session's
-//  state, the notebook record, the answer, the execution log and the metrics.
+//  The answer of a run's call (cg_run_report_t's answer): the resource subscribers hear of
+//  the run (before the answer, which ends an HTTP call's stream that carries their
+//  notifications), then the call is answered from OUTCOME (NULL: the runner gave none).
 static void
-s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-          cg_outcome_t *outcome)
+s_answer_cb (void *arg, cg_registry_session_t *session, cg_outcome_t *outcome)
 {
-    if (session && session->busy && strcmp (session->busy, call->key) == 0)
-        cg_registry_set_busy (session, NULL);
-    if (session)
-        session->executions++;
-    if (session && outcome && outcome->ran)
-        cg_registry_add_language (session, outcome->language);
-    cleanup_free char *notice = session ? cg_registry_take_notice (session) : NULL;
-    if (notice && outcome)
-        cg_outcome_add_notice (outcome, notice);
-    if (session)
-        cg_registry_save (cg_server_registry (server), session);
-    if (call->script)
-        cg_tools_script_ran (server, call->script, outcome && outcome->end == CG_OUTCOME_OK);
-    //  Before the answer, which takes the images out of the outputs (and ends an HTTP
-    //  call's stream, which carries the subscribers' notifications).
-    cg_tools_notebook_record (call, session, outcome,
-                              cg_server_config (server)->notebook_max_bytes);
+    s_answer_t *self = arg;
+    cg_server_t *server = self->server;
+    cg_call_t *call = self->call;
     cg_resources_ran (server, call, session ? session->id : NULL, outcome);
     if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
@@ -498,9 +476,29 @@ s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
                                          ? row->finish (server, call, session, outcome)
                                          : s_run_response (server, call, session, outcome));
     }
-    cg_tools_log_run (server, call, outcome);
-    cg_metrics_run (s_metrics_status (outcome), outcome && outcome->ran,
-                    outcome ? (double)outcome->duration_us / 1e6 : 0);
+}
+
+//  Ends CALL's run with OUTCOME (owned; NULL: the runner gave none) through the registry:
+//  the session's state, the answer, then the run observers (notebook record, execution
+//  log, metrics, script counters); then the call.
+static void
+s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+          cg_outcome_t *outcome)
+{
+    cg_client_t *client = call->channel->client;
+    s_answer_t answer = {.server = server, .call = call};
+    cg_run_report_t run = {.front_end = "mcp",
+                           .tool = call->tool,
+                           .client_id = client->id,
+                           .client_name = client->name,
+                           .key = call->key,
+                           .request = call->request,
+                           .run_id = call->run_id,
+                           .script = call->script,
+                           .outcome = outcome,
+                           .answer = s_answer_cb,
+                           .answer_arg = &answer};
+    cg_registry_run_ended (cg_server_registry (server), session, &run);
     cg_outcome_destroy (&outcome);
     cg_server_call_end (server, call);
 }

@@ -335,52 +335,6 @@ cg_tools_search_scripts (const cg_request_t *req, json_t *arguments)
     cg_tools_job_start (req, &job->job);
 }
 
-//  A finished run's record (cg_scripts_record_run), on the store worker.
-typedef struct {
-    cg_work_t work;
-    char *dir, *name;
-    bool success;
-} s_ran_t;
-
-static void
-s_ran_work (cg_work_t *work)
-{
-    s_ran_t *self = (s_ran_t *)work;
-    cg_error_t *err = NULL;
-    if (cg_scripts_record_run (self->dir, self->name, self->success, &err) < 0) {
-        cg_log (1, "run_script %s: its run was not recorded: %s", self->name,
-                cg_error_message (err));
-        cg_error_destroy (&err);
-    }
-}
-
-static void
-s_ran_after (cg_work_t *work, bool ran)
-{
-    s_ran_t *self = (s_ran_t *)work;
-    (void)ran;
-    free (self->dir);
-    free (self->name);
-    free (self);
-}
-
-void
-cg_tools_script_ran (cg_server_t *server, const char *name, bool success)
-{
-    s_ran_t *ran = cg_xcalloc (1, sizeof *ran);
-    *ran = (s_ran_t){.work = {.work_cb = s_ran_work, .after_cb = s_ran_after},
-                     .dir = s_dir (cg_server_config (server)),
-                     .name = cg_xstrdup (name),
-                     .success = success};
-    //  Forced: one per finished run, which the sessions bound.
-    cg_error_t *err = NULL;
-    if (cg_worker_queue (cg_server_store (server), &ran->work, true, &err) < 0) {
-        cg_log (1, "run_script %s: its run was not recorded: %s", name, cg_error_message (err));
-        cg_error_destroy (&err);
-        s_ran_after (&ran->work, false);
-    }
-}
-
 //  --------------------------------------------------------------------------
 //  run_script's cell: a one-line prologue, then the script
 

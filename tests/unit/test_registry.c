@@ -1,0 +1,144 @@
+/*  Unit tests: cg_registry_run_ended — the one end of every run: the session's bookkeeping
+    (busy, executions, last activity of the session and its kernel, languages, notice) done
+    before the front end's answer and the run observers, and the observers told in the
+    order they were added, a one-shot run (no session) and a run without an outcome
+    included. No sandbox runs: the registry has no instance, and the sessions are made
+    here. */
+#include "bridge/cg_registry.h"
+#include "base/cg_config.h"
+#include "base/cg_util.h"
+#include "cg_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+//  What the observers saw, in order: "<name>:<executions>:<busy or ->:<session or ->;".
+static char s_seen[1024];
+
+static void
+s_observe (void *arg, const cg_registry_session_t *session, const cg_run_report_t *run)
+{
+    (void)run;
+    size_t len = strlen (s_seen);
+    snprintf (s_seen + len, sizeof s_seen - len, "%s:%d:%s:%s;", (const char *)arg,
+              session ? session->executions : -1, session && session->busy ? session->busy : "-",
+              session ? session->id : "-");
+}
+
+//  The front end's answer (cg_run_report_t's answer), seen as an observer is.
+static void
+s_answer (void *arg, cg_registry_session_t *session, cg_outcome_t *outcome)
+{
+    (void)outcome;
+    s_observe (arg, session, NULL);
+}
+
+//  A session as the registry would hold it, busy with call KEY (NULL: idle).
+static cg_registry_session_t *
+s_session (const char *key)
+{
+    cg_registry_session_t *session = cg_xcalloc (1, sizeof *session);
+    session->id = cg_xstrdup ("s1");
+    session->owner = cg_xstrdup ("stdio");
+    session->language = cg_xstrdup ("python");
+    session->busy = key ? cg_xstrdup (key) : NULL;
+    session->executions = 2;
+    snprintf (session->kernels[0].language, sizeof session->kernels[0].language, "python");
+    return session;
+}
+
+static void
+s_session_free (cg_registry_session_t **session_p)
+{
+    cg_registry_session_t *session = *session_p;
+    free (session->id);
+    free (session->owner);
+    free (session->language);
+    free (session->busy);
+    free (session->notice);
+    zlistx_destroy (&session->languages);
+    free (session);
+    *session_p = NULL;
+}
+
+static void
+s_bookkeeping (cg_registry_t *registry)
+{
+    cg_registry_session_t *session = s_session ("k1");
+    session->notice = cg_xstrdup ("session s1 was closed before");
+    cg_outcome_t *outcome = cg_outcome_new ("python", "exec_1", "s1");
+    outcome->ran = true;
+    cg_run_report_t run = {.front_end = "mcp",
+                           .tool = "execute_code",
+                           .key = "k1",
+                           .outcome = outcome,
+                           .answer = s_answer,
+                           .answer_arg = "answer"};
+    s_seen[0] = '\0';
+    cg_registry_run_ended (registry, session, &run);
+    EXPECT (strcmp (s_seen, "answer:3:-:s1;first:3:-:s1;second:3:-:s1;third:3:-:s1;") == 0,
+            "the bookkeeping, the answer, then the observers in order: %s", s_seen);
+    EXPECT (!session->busy, "no longer busy");
+    EXPECT (session->executions == 3, "executions %d", session->executions);
+    EXPECT (session->last_activity_us > 0 && session->last_activity_at[0], "active now");
+    EXPECT (session->kernels[0].last_activity_us > 0, "its kernel active now");
+    EXPECT (session->languages && zlistx_size (session->languages) == 1
+                && strcmp (zlistx_first (session->languages), "python") == 0,
+            "the language is recorded");
+    EXPECT (!session->notice, "the notice is taken");
+    EXPECT (outcome->notice && strstr (outcome->notice, "was closed before"),
+            "the notice goes to the outcome: %s", outcome->notice ? outcome->notice : "(none)");
+    cg_outcome_destroy (&outcome);
+    s_session_free (&session);
+}
+
+static void
+s_other_call (cg_registry_t *registry)
+{
+    //  A run whose key is not the session's busy one leaves the busy call alone; a run with
+    //  no outcome (the runner gave none) still counts, and records no language.
+    cg_registry_session_t *session = s_session ("k1");
+    session->notice = cg_xstrdup ("dropped");
+    cg_run_report_t run = {.front_end = "gateway", .tool = "gateway"};
+    s_seen[0] = '\0';
+    cg_registry_run_ended (registry, session, &run);
+    EXPECT (strcmp (s_seen, "first:3:k1:s1;second:3:k1:s1;third:3:k1:s1;") == 0, "%s", s_seen);
+    EXPECT (session->busy && strcmp (session->busy, "k1") == 0, "still busy with k1");
+    EXPECT (!session->languages, "no language without an outcome");
+    EXPECT (!session->notice, "the notice is taken even so");
+    s_session_free (&session);
+}
+
+static void
+s_oneshot (cg_registry_t *registry)
+{
+    cg_outcome_t *outcome = cg_outcome_new ("bash", "exec_2", NULL);
+    cg_run_report_t run = {.front_end = "mcp", .tool = "calculate", .outcome = outcome};
+    s_seen[0] = '\0';
+    cg_registry_run_ended (registry, NULL, &run);
+    EXPECT (strcmp (s_seen, "first:-1:-:-;second:-1:-:-;third:-1:-:-;") == 0, "%s", s_seen);
+    cg_outcome_destroy (&outcome);
+}
+
+int
+main (void)
+{
+    cg_config_t config;
+    cg_error_t *err = NULL;
+    char *argv[] = {NULL};
+    if (cg_config_load (&config, 0, argv, &err) < 0) {
+        fprintf (stderr, "config: %s\n", cg_error_message (err));
+        return 1;
+    }
+    cg_registry_t *registry = cg_registry_new (&config, NULL, NULL);
+    cg_registry_observe_runs (registry, s_observe, "first");
+    cg_registry_observe_runs (registry, s_observe, "second");
+    cg_registry_observe_runs (registry, s_observe, "third");
+    s_bookkeeping (registry);
+    s_other_call (registry);
+    s_oneshot (registry);
+    cg_registry_destroy (&registry);
+    cg_config_clear (&config);
+    printf ("%d passed, %d failed\n", s_passes, s_failures);
+    return s_failures ? 1 : 0;
+}
