@@ -40,8 +40,8 @@ struct cg_loop_t {
     s_vec_t watches, timers, hooks;
     uint64_t next_seq;
     bool stopped;
-    bool in_round;           /* between the first hook and the last timer of a round */
-    zmq_pollitem_t *items;   /* the round's poll items, */
+    bool in_round;            /* between the first hook and the last timer of a round */
+    zmq_pollitem_t *items;    /* the round's poll items, */
     cg_loop_watch_t **polled; /* and the watch of each */
     size_t items_room;
 };
@@ -158,8 +158,10 @@ cg_loop_timer_t *
 cg_loop_timer (cg_loop_t *self, int ms, cg_loop_timer_fn *fn, void *arg)
 {
     cg_loop_timer_t *timer = cg_xcalloc (1, sizeof *timer);
-    *timer = (cg_loop_timer_t){
-        .due_ms = zclock_mono () + (ms < 0 ? 0 : ms), .seq = self->next_seq++, .fn = fn, .arg = arg};
+    *timer = (cg_loop_timer_t){.due_ms = zclock_mono () + (ms < 0 ? 0 : ms),
+                               .seq = self->next_seq++,
+                               .fn = fn,
+                               .arg = arg};
     s_vec_add (&self->timers, timer);
     return timer;
 }
@@ -190,6 +192,21 @@ cg_loop_hook_end (cg_loop_t *self, cg_loop_hook_t **hook_p)
         return;
     (*hook_p)->dead = true;
     *hook_p = NULL;
+    s_compact (self);
+}
+
+void
+cg_loop_forget (cg_loop_t *self, const void *arg)
+{
+    for (size_t i = 0; i < self->watches.size; i++)
+        if (((cg_loop_watch_t *)self->watches.items[i])->arg == arg)
+            ((cg_loop_watch_t *)self->watches.items[i])->dead = true;
+    for (size_t i = 0; i < self->timers.size; i++)
+        if (((cg_loop_timer_t *)self->timers.items[i])->arg == arg)
+            ((cg_loop_timer_t *)self->timers.items[i])->dead = true;
+    for (size_t i = 0; i < self->hooks.size; i++)
+        if (((cg_loop_hook_t *)self->hooks.items[i])->arg == arg)
+            ((cg_loop_hook_t *)self->hooks.items[i])->dead = true;
     s_compact (self);
 }
 
@@ -250,8 +267,8 @@ s_items (cg_loop_t *self)
         cg_loop_watch_t *watch = self->watches.items[i];
         if (watch->dead || !watch->events)
             continue;
-        self->items[count] = (zmq_pollitem_t){watch->socket, watch->socket ? 0 : watch->fd,
-                                              watch->events, 0};
+        self->items[count] =
+            (zmq_pollitem_t){watch->socket, watch->socket ? 0 : watch->fd, watch->events, 0};
         self->polled[count++] = watch;
     }
     return count;

@@ -69,6 +69,9 @@ cg_loop_hook_t *cg_loop_before_wait (cg_loop_t *self, cg_loop_hook_fn *fn, void 
 /*  Removes *HOOK_P and sets it to NULL. Safe on NULL. */
 void cg_loop_hook_end (cg_loop_t *self, cg_loop_hook_t **hook_p);
 
+/*  Ends every watch, timer and hook whose ARG is ARG (a module leaving the loop). */
+void cg_loop_forget (cg_loop_t *self, const void *arg);
+
 /*  Runs one round. Returns 1 when it waited and dispatched (an interrupted wait counts),
     0 when cg_loop_stop was called (by a hook or before: the round then did not wait), -1
     when the wait failed (errno says why). */

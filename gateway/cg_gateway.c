@@ -278,7 +278,7 @@ s_start_session (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *l
                                       "every sandbox is in use (--max-sessions); close one first");
     cleanup_free char *key = s_wait (self, exchange, id, language, NULL);
     cleanup_free char *env_text = json_dumps (env, JSON_COMPACT);
-    zsock_send (session->runner, "ssss", "START", key, language, env_text);
+    cg_runner_start (session->runner, key, language, env_text);
     cg_log (2, "gateway: starting a %s kernel in session %s", language, id);
 }
 
@@ -358,7 +358,7 @@ s_kernel_route (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *re
         cg_http_respond (exchange, 204, NULL, NULL, 0, NULL);
     }
     else if (action && strcmp (action, "interrupt") == 0 && post) {
-        zsock_send (session->runner, "ss", "INTERRUPT", kernel->language);
+        cg_runner_interrupt (session->runner, kernel->language);
         cg_http_respond (exchange, 204, NULL, NULL, 0, NULL);
     }
     else if (action && strcmp (action, "restart") == 0 && post) {
@@ -366,7 +366,7 @@ s_kernel_route (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *re
             return cg_http_respond_error (exchange, 409, "session_busy",
                                           "the session is running an MCP call; interrupt it first");
         cleanup_free char *key = s_wait (self, exchange, NULL, kernel->language, kernel->id);
-        zsock_send (session->runner, "sss", "RESTART", key, kernel->language);
+        cg_runner_restart (session->runner, key, kernel->language);
     }
     else if (action && strcmp (action, "channels") == 0 && get)
         cg_gateway_ws_attach (self, exchange, kernel);
@@ -429,25 +429,28 @@ s_resources (void *arg, cg_http_exchange_t *exchange)
 //  Runner answers
 
 bool
-cg_gateway_key (const char *key)
+cg_gateway_owns_key (cg_gateway_t *self, const char *key)
 {
-    return key && strncmp (key, S_KEY_PREFIX, strlen (S_KEY_PREFIX)) == 0;
+    return zhashx_lookup (self->waiting, key) != NULL;
 }
 
 void
-cg_gateway_runner (cg_gateway_t *self, const char *tag, const char *key, zmsg_t *msg)
+cg_gateway_runner_event (cg_gateway_t *self, const cg_runner_event_t *event)
 {
+    if (event->tag != CG_RUNNER_STARTED && event->tag != CG_RUNNER_RESTARTED)
+        return;
+    const char *key = event->key;
     s_waiting_t *waiting = zhashx_lookup (self->waiting, key);
     if (!waiting)
         return;
-    cleanup_free char *why = zmsg_popstr (msg);
+    const char *why = event->started.why;
     cg_registry_session_t *session = NULL;
     cg_registry_kernel_t *kernel = NULL;
-    if (strcmp (tag, "RESTARTED") == 0)
+    if (event->tag == CG_RUNNER_RESTARTED)
         kernel = cg_registry_kernel_find (self->registry, waiting->kernel_id, &session);
     else if ((session = cg_registry_find (self->registry, CG_GATEWAY_OWNER, waiting->session_id)))
         kernel = cg_registry_session_kernel (session, waiting->language);
-    bool started = strcmp (tag, "STARTED") == 0;
+    bool started = event->tag == CG_RUNNER_STARTED;
     if (!why || *why || !kernel || !kernel->pid) {
         cleanup_free char *message =
             cg_strdupf ("the kernel did not %s: %s", started ? "start" : "restart",
@@ -525,7 +528,8 @@ cg_gateway_notebook_command (const char *url, const char *token_file, const char
 }
 
 cg_gateway_t *
-cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http)
+cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http,
+                cg_loop_t *loop)
 {
     char *token = s_token (config);
     if (!token)
@@ -539,6 +543,8 @@ cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *h
     self->waiting = zhashx_new ();
     zhashx_set_destructor (self->waiting, s_waiting_free);
     self->sockets = zlistx_new ();
+    self->loop = loop;
+    cg_loop_before_wait (loop, cg_gateway_ws_before_wait, self);
     cg_http_route (http, "/api", 0, S_BODY_MAX, s_api, self);
     cg_http_route (http, "/api/", CG_HTTP_PREFIX, S_BODY_MAX, s_api, self);
     cg_http_route (http, "/kernelspecs/", CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 0, s_resources, self);
@@ -558,6 +564,7 @@ cg_gateway_destroy (cg_gateway_t **self_p)
         return;
     cg_gateway_t *self = *self_p;
     cg_gateway_ws_close_all (self);
+    cg_loop_forget (self->loop, self);
     zlistx_destroy (&self->sockets);
     zhashx_destroy (&self->waiting);
     json_decref (self->kernelspecs);

@@ -101,7 +101,8 @@ test_fds (void)
             s_trace);
     cg_loop_unwatch (loop, &wb);
     //  A ZeroMQ socket (a zsock_t) and an actor-like pair.
-    zsock_t *pull = zsock_new_pull ("inproc://test-loop"), *push = zsock_new_push (">inproc://test-loop");
+    zsock_t *pull = zsock_new_pull ("inproc://test-loop"),
+            *push = zsock_new_push (">inproc://test-loop");
     s_arg_t s = {.letter = 's', .fd = -1};
     cg_loop_watch_t *ws = cg_loop_watch_socket (loop, pull, ZMQ_POLLIN, s_watch_cb, &s);
     zstr_send (push, "hello");
@@ -169,8 +170,7 @@ test_removal (void)
     CHECK (write (fds[1], "x", 1) == 1, "write");
     s_trace[0] = '\0';
     CHECK (cg_loop_run_once (loop) == 1, "a round");
-    EXPECT (strcmp (s_trace, "a") == 0 && second == NULL, "the second was not called: %s",
-            s_trace);
+    EXPECT (strcmp (s_trace, "a") == 0 && second == NULL, "the second was not called: %s", s_trace);
     //  A watch that ends itself, and one added during a round (not called until the next).
     cg_loop_unwatch (loop, &first);
     cg_loop_watch_t *self_ending = NULL, *added = NULL;
@@ -205,6 +205,17 @@ test_removal (void)
     CHECK (cg_loop_run_once (loop) == 1, "a round");
     EXPECT (strcmp (s_trace, "hh") == 0 && h2 == NULL, "the ended hook never ran: %s", s_trace);
     cg_loop_hook_end (loop, &h1);
+    //  A module leaving: everything with its arg goes, the rest stays.
+    s_arg_t mine = {.letter = 'm', .fd = -1, .again = 0, .times = -1},
+            other = {.letter = 'o', .again = -1, .times = -1};
+    cg_loop_watch_fd (loop, fds[1], ZMQ_POLLOUT, s_watch_cb, &mine);
+    cg_loop_timer (loop, 0, s_timer_cb, &mine);
+    cg_loop_before_wait (loop, s_hook_cb, &mine);
+    cg_loop_timer (loop, 0, s_timer_cb, &other);
+    cg_loop_forget (loop, &mine);
+    s_trace[0] = '\0';
+    CHECK (cg_loop_run_once (loop) == 1, "a round");
+    EXPECT (strcmp (s_trace, "o") == 0, "only the other's timer ran: %s", s_trace);
     close (fds[0]);
     close (fds[1]);
     cg_loop_destroy (&loop);
@@ -222,7 +233,8 @@ test_before_wait (void)
     //  Hooks run in the order added, before the wait; a wish of 0 ms means no wait (this
     //  round ends with nothing to read); -1 is no wish. The third stops the loop on its
     //  third run.
-    s_arg_t p = {.letter = 'p', .again = -1, .times = -1}, q = {.letter = 'q', .again = 0, .times = -1};
+    s_arg_t p = {.letter = 'p', .again = -1, .times = -1},
+            q = {.letter = 'q', .again = 0, .times = -1};
     s_arg_t r = {.letter = 'r', .again = -1, .times = 2};
     cg_loop_before_wait (loop, s_hook_cb, &p);
     cg_loop_before_wait (loop, s_hook_cb, &q);
