@@ -660,6 +660,9 @@ cg_registry_on_loop (cg_registry_t *self, cg_loop_t *loop)
 {
     self->loop = loop;
     cg_loop_before_wait (loop, s_reap_idle_cb, self);
+    for (cg_registry_session_t *s = zlistx_first (self->closing); s;
+         s = zlistx_next (self->closing))
+        s->closing_watch = cg_loop_watch_socket (loop, s->runner, ZMQ_POLLIN, s_closed_cb, self);
 }
 
 cg_registry_session_t *
