@@ -165,7 +165,7 @@ s_socket_free (s_socket_t **self_p)
     *self_p = NULL;
 }
 
-//  Marks the connection ended: cg_gateway_items releases what it holds of the kernel and
+//  Marks the connection ended: the before-wait hook releases what it holds of the kernel and
 //  frees it once its queue went out, its peer is gone, or S_CLOSE_GRACE_MS passed.
 static void
 s_set_over (s_socket_t *self)
