@@ -22,20 +22,12 @@ typedef struct cg_gateway_t cg_gateway_t;
 
 /*  Serves the gateway on HTTP (routes /api/ and /kernelspecs/) with the configured token,
     or the one kept in <state dir>/gateway-token (made 0600 at first start), and logs the
-    command line a notebook server uses to reach it (cg_gateway_notebook_command: where the
+    command line a notebook server uses to reach it (cg_notebook_command: where the
     token is, never the token); its WebSockets and their kernels'
     channels are watched on LOOP. All arguments are borrowed and must outlive it. Returns
     NULL when the token file cannot be written (logged). */
 cg_gateway_t *cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http,
                               cg_loop_t *loop);
-
-/*  The command a person runs to open Jupyter Notebook against the gateway at URL (Debian's
-    jupyter-notebook, which scripts/setup.sh serve installs): its token read from TOKEN_FILE
-    ("$(cat FILE)"), or with TOKEN_FILE NULL a placeholder for the --gateway-token given;
-    --allow-root when this process runs as root (the notebook refuses root without it);
-    with KERNEL_ID (or NULL) every notebook opens that running kernel. Never the token
-    itself. Caller owns the result. */
-char *cg_gateway_notebook_command (const char *url, const char *token_file, const char *kernel_id);
 
 /*  Closes every WebSocket and frees the gateway; before cg_http_destroy. Safe on NULL. */
 void cg_gateway_destroy (cg_gateway_t **self_p);

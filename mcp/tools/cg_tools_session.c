@@ -1,7 +1,7 @@
 /*  cg_tools_session — the session tools: start_session, list_sessions, close_session. */
 #include "mcp/tools/cg_tools.h"
 #include "mcp/cg_jsonrpc.h"
-#include "gateway/cg_gateway.h"
+#include "bridge/cg_notebook_command.h"
 #include "base/cg_util.h"
 #include "base/cg_utf8.h"
 
@@ -71,7 +71,7 @@ s_started_text (cg_server_t *server, cg_call_t *call, json_t *structured,
     if (strcmp (call->channel->client->id, "stdio") == 0) {
         cleanup_free char *file =
             config->gateway_token ? NULL : cg_strdupf ("%s/gateway-token", config->state_dir);
-        cleanup_free char *command = cg_gateway_notebook_command (url, file, kernel);
+        cleanup_free char *command = cg_notebook_command (url, file, kernel);
         json_t *text = json_string (command); /* NULL when the state dir is not UTF-8 */
         if (text)
             json_object_set_new (structured, "notebook_command", text);
