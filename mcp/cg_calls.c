@@ -86,7 +86,7 @@ cg_server_call_interrupt (cg_server_t *self, cg_call_t *call)
         runner = session ? session->runner : NULL;
     }
     if (runner)
-        zstr_send (runner, "CANCEL");
+        cg_runner_cancel (runner);
 }
 
 zhashx_t *
