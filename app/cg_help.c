@@ -1,5 +1,6 @@
 /*  cg_help — what `cellgate help [TOPIC]`, `--help` and `help --markdown` print. */
 #include "app/cg_help.h"
+#include "bridge/cg_notebook_command.h"
 #include "base/cg_aliases.h"
 #include "base/cg_config.h"
 #include "base/cg_limits.h"
@@ -81,7 +82,7 @@ s_gateway_page (FILE *out)
     const cg_config_option_t *options = cg_config_options (&count);
     cleanup_free char *state = cg_config_default_text (&options[0], CG_CONFIG_FOR_THIS);
     cleanup_free char *file = cg_strdupf ("%s/gateway-token", state);
-    cleanup_free char *command = cg_gateway_notebook_command (
+    cleanup_free char *command = cg_notebook_command (
         "http://" CG_HTTP_LISTEN_HOST ":" CG_STR (CG_HTTP_LISTEN_PORT), file, NULL);
     fprintf (
         out,

@@ -6,6 +6,7 @@
 #include "artifacts/cg_preview.h"
 #include "mcp/cg_mcp.h"
 #include "mcp/conformance/cg_conformance.h"
+#include "server/cg_server.h"
 #include "base/cg_config.h"
 #include "base/cg_fault.h"
 #include "app/cg_help.h"
@@ -269,8 +270,8 @@ main (int argc, char **argv)
                 config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
                 config.state_dir);
         cg_sweep_t *sweep = cg_sweep_new (instance, config.cleanup_interval_m);
-        rc = cg_mcp_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO,
-                           s_providers (&config));
+        rc = cg_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO,
+                       s_providers (&config));
         cg_sweep_destroy (&sweep);
     }
     else

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <microhttpd.h>
+#include <zmq.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -818,4 +819,27 @@ int
 cg_http_port (cg_http_t *self)
 {
     return self->port;
+}
+
+static void
+s_fd_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop;
+    (void)revents;
+    cg_http_process (arg);
+}
+
+static int
+s_before_wait_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    cg_http_process (arg);
+    return cg_http_timeout_ms (arg);
+}
+
+void
+cg_http_on_loop (cg_http_t *self, cg_loop_t *loop)
+{
+    cg_loop_watch_fd (loop, cg_http_fd (self), ZMQ_POLLIN, s_fd_cb, self);
+    cg_loop_before_wait (loop, s_before_wait_cb, self);
 }

@@ -5,6 +5,7 @@
 #define CG_HTTP_H
 
 #include "base/cg_error.h"
+#include "base/cg_loop.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -191,6 +192,12 @@ int cg_http_timeout_ms (cg_http_t *self);
 /*  Accepts connections, reads requests, answers them and sends what the sockets take,
     without blocking (file reads aside). Calls the route handlers. */
 void cg_http_process (cg_http_t *self);
+
+/*  Puts the listener on LOOP (borrowed; it must outlive the listener's last use of it):
+    cg_http_process runs when cg_http_fd is readable and before every wait (what the last
+    round resumed, answers and stream writes, goes out then: a resumed connection does not
+    wake the loop by itself), and the wait is no longer than cg_http_timeout_ms. */
+void cg_http_on_loop (cg_http_t *self, cg_loop_t *loop);
 
 /*  Returns the port the listener is bound to (the chosen one when LISTEN asked for 0). */
 int cg_http_port (cg_http_t *self);

@@ -2,6 +2,7 @@
 #include "bridge/cg_pool.h"
 #include "base/cg_log.h"
 #include "bridge/cg_runner.h"
+#include "bridge/cg_runner_msg.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 #include "artifacts/cg_wsfs.h"
@@ -192,7 +193,7 @@ cg_pool_stop (cg_pool_t *self)
         return;
     for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries))
         if (e->state != S_STOPPING) {
-            zstr_send (e->runner, "$TERM");
+            cg_runner_term (e->runner);
             e->state = S_STOPPING;
         }
 }
@@ -249,12 +250,10 @@ s_fill (cg_pool_t *self, int language)
 static void
 s_take_word (cg_pool_t *self, s_entry_t *entry)
 {
-    zmsg_t *msg = zmsg_recv (entry->runner);
-    char *word = msg ? zmsg_popstr (msg) : NULL;
-    char *detail = msg ? zmsg_popstr (msg) : NULL;
-    if (word && strcmp (word, "READY") == 0) {
+    long kib = -1;
+    cleanup_free char *detail = NULL;
+    if (cg_runner_warm_recv (entry->runner, &kib, &detail)) {
         entry->state = S_READY;
-        long kib = detail ? atol (detail) : -1;
         entry->memory_mb = kib < 0 ? -1 : (double)kib / 1024;
         if (entry->memory_mb > 0)
             self->estimate_mb[entry->language] = entry->memory_mb;
@@ -268,12 +267,9 @@ s_take_word (cg_pool_t *self, s_entry_t *entry)
         if (self->failures < S_BACKOFF_MAX)
             self->failures++;
         self->next_fill_us = cg_now_us () + (int64_t)self->failures * S_BACKOFF_US;
-        zstr_send (entry->runner, "$TERM");
+        cg_runner_term (entry->runner);
         entry->state = S_STOPPING;
     }
-    zstr_free (&word);
-    zstr_free (&detail);
-    zmsg_destroy (&msg);
 }
 
 //  Returns the host's MemAvailable in MB, or -1 when it cannot be read.
@@ -303,7 +299,7 @@ s_check_memory (cg_pool_t *self, int64_t now)
     for (s_entry_t *e = zlistx_first (self->entries); e && pressured;
          e = zlistx_next (self->entries))
         if (e->state == S_READY) {
-            zstr_send (e->runner, "$TERM");
+            cg_runner_term (e->runner);
             e->state = S_STOPPING;
         }
 }
@@ -377,7 +373,7 @@ cg_pool_claim (cg_pool_t *self, const char *language, bool oneshot, char slot[13
         return NULL;
     zlistx_detach (self->entries, zlistx_find (self->entries, entry));
     zactor_t *runner = entry->runner;
-    zsock_send (runner, "ss", "CLAIM", oneshot ? "1" : "0");
+    cg_runner_claim (runner, oneshot);
     cleanup_free char *marker = cg_strdupf ("%s/%s", entry->dir, S_MARKER);
     unlink (marker);
     cg_log (3, "pool: %s sandbox %s claimed by a %s", language, entry->slot,

@@ -5,6 +5,7 @@
 #include "bridge/cg_outcome.h"
 #include "bridge/cg_pool.h"
 #include "bridge/cg_runner.h"
+#include "bridge/cg_runner_msg.h"
 #include "bridge/cg_session.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
@@ -39,6 +40,7 @@ struct cg_registry_t {
         void *arg;
     } observers[CG_REGISTRY_RUN_OBSERVERS]; /* told of every run's end, in order */
     size_t observers_len;
+    cg_loop_t *loop; /* the process's, or NULL (cg_registry_on_loop) */
 };
 
 cg_kept_t *
@@ -65,6 +67,7 @@ cg_registry_set_listener (cg_registry_t *self, cg_registry_event_fn *fn, void *a
 }
 
 static void s_retire (cg_registry_t *self, cg_registry_session_t *session, const char *reason);
+static void s_closing_add (cg_registry_t *self, cg_registry_session_t *session);
 
 //  Stops a runner and waits for it (and so its sandbox) to be gone. SIGINT and SIGTERM
 //  are blocked in this thread meanwhile: an interrupted wait would leave the runner's
@@ -149,6 +152,9 @@ cg_registry_destroy (cg_registry_t **self_p)
     if (!self)
         return;
     cg_registry_stop (self);
+    for (cg_registry_session_t *s = zlistx_first (self->closing); s;
+         s = zlistx_next (self->closing))
+        cg_loop_unwatch (self->loop, &s->closing_watch);
     zlistx_destroy (&self->closing);
     cg_pool_destroy (&self->pool);
     zhashx_destroy (&self->sessions);
@@ -156,13 +162,8 @@ cg_registry_destroy (cg_registry_t **self_p)
     cg_kept_destroy (&self->kept);
     //  What the runners sent that nobody reads any more: their outcomes are freed.
     while (zsock_events (self->results) & ZMQ_POLLIN) {
-        zmsg_t *msg = zmsg_recv (self->results);
-        char *tag = zmsg_popstr (msg);
-        zframe_t *frame = zmsg_size (msg) == 2 ? zmsg_last (msg) : NULL;
-        if (tag && strcmp (tag, "RESULT") == 0 && frame && zframe_size (frame) == sizeof (void *))
-            cg_outcome_destroy ((cg_outcome_t **)zframe_data (frame));
-        zstr_free (&tag);
-        zmsg_destroy (&msg);
+        cg_runner_event_t *event = cg_runner_event_recv (self->results);
+        cg_runner_event_destroy (&event);
     }
     zsock_destroy (&self->results);
     free (self->results_endpoint);
@@ -366,7 +367,7 @@ cg_registry_restore (cg_registry_t *self, cg_registry_session_t *fields, const c
         cg_runner_args_t *args = s_runner_args (self, session->slot, NULL, false);
         args->adopt = slot != NULL;
         session->runner = zactor_new (cg_runner_actor, args);
-        zstr_send (session->runner, "$TERM");
+        cg_runner_term (session->runner);
         void *item = session;
         s_session_free (&item);
         return NULL;
@@ -481,8 +482,8 @@ cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p)
     cg_registry_session_t *closing = cg_xcalloc (1, sizeof *closing);
     closing->runner = *runner_p;
     *runner_p = NULL;
-    zstr_send (closing->runner, "$TERM");
-    zlistx_add_end (self->closing, closing);
+    cg_runner_term (closing->runner);
+    s_closing_add (self, closing);
 }
 
 void
@@ -561,14 +562,14 @@ s_retire (cg_registry_t *self, cg_registry_session_t *session, const char *reaso
     session->kept = strcmp (reason, "shutdown") == 0 && cg_registry_keeps (self->config, session);
     if (session->kept) {
         cg_registry_keep_save (session);
-        zstr_send (session->runner, "KEEP");
+        cg_runner_keep (session->runner);
     }
     else if (session->dir)
         cg_registry_keep_forget (session->dir);
-    zstr_send (session->runner, "$TERM");
+    cg_runner_term (session->runner);
     cleanup_free char *key = cg_strdupf ("%s/%s", session->owner, session->id);
     zhashx_delete (self->sessions, key);
-    zlistx_add_end (self->closing, session);
+    s_closing_add (self, session);
 }
 
 zlistx_t *
@@ -620,29 +621,48 @@ cg_registry_reap_idle (cg_registry_t *self)
     return pool_ms >= 0 && (wait_ms < 0 || pool_ms < wait_ms) ? pool_ms : (int)wait_ms;
 }
 
-size_t
-cg_registry_closing_items (cg_registry_t *self, zmq_pollitem_t *items, size_t max)
+//  A closing runner signalled (its sandbox is gone): those that did are freed; their joins
+//  return at once.
+static void
+s_closed_cb (cg_loop_t *loop, short revents, void *arg)
 {
-    size_t count = 0;
-    for (cg_registry_session_t *s = zlistx_first (self->closing); s && count < max;
-         s = zlistx_next (self->closing))
-        items[count++] = (zmq_pollitem_t){zsock_resolve (s->runner), 0, ZMQ_POLLIN, 0};
-    return count;
+    (void)revents;
+    cg_registry_t *self = arg;
+    cg_registry_session_t *s = zlistx_first (self->closing);
+    while (s) {
+        cg_registry_session_t *next = zlistx_next (self->closing);
+        if (zsock_events (s->runner) & ZMQ_POLLIN) {
+            cg_loop_unwatch (loop, &s->closing_watch);
+            zlistx_delete (self->closing, zlistx_find (self->closing, s));
+        }
+        s = next;
+    }
+}
+
+static void
+s_closing_add (cg_registry_t *self, cg_registry_session_t *session)
+{
+    zlistx_add_end (self->closing, session);
+    if (self->loop)
+        session->closing_watch =
+            cg_loop_watch_socket (self->loop, session->runner, ZMQ_POLLIN, s_closed_cb, self);
+}
+
+static int
+s_reap_idle_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    return cg_registry_reap_idle (arg);
 }
 
 void
-cg_registry_reap_closed (cg_registry_t *self, zmq_pollitem_t *items, size_t count)
+cg_registry_on_loop (cg_registry_t *self, cg_loop_t *loop)
 {
-    //  The runners that signalled have finished: their joins return at once.
-    zlistx_t *done = zlistx_new ();
-    size_t i = 0;
-    for (cg_registry_session_t *s = zlistx_first (self->closing); s && i < count;
-         s = zlistx_next (self->closing), i++)
-        if (items[i].revents & ZMQ_POLLIN)
-            zlistx_add_end (done, s);
-    for (cg_registry_session_t *s = zlistx_first (done); s; s = zlistx_next (done))
-        zlistx_delete (self->closing, zlistx_find (self->closing, s));
-    zlistx_destroy (&done);
+    self->loop = loop;
+    cg_loop_before_wait (loop, s_reap_idle_cb, self);
+    for (cg_registry_session_t *s = zlistx_first (self->closing); s;
+         s = zlistx_next (self->closing))
+        s->closing_watch = cg_loop_watch_socket (loop, s->runner, ZMQ_POLLIN, s_closed_cb, self);
 }
 
 cg_registry_session_t *
@@ -664,20 +684,6 @@ cg_registry_counts (cg_registry_t *self, size_t *oneshots, size_t *closing)
 
 //  The channel fields of a KERNELS report, in cg_registry_kernel_t's fds order.
 static const char *const s_kernel_channels[] = {"shell", "iopub", "stdin", "control", "hb"};
-
-//  Closes the fds REPORT's items carry.
-static void
-s_report_close (json_t *report)
-{
-    size_t i;
-    json_t *item;
-    json_array_foreach (report, i, item) for (int c = 0; c < 5; c++)
-    {
-        json_int_t fd = json_integer_value (json_object_get (item, s_kernel_channels[c]));
-        if (fd > 0)
-            close ((int)fd);
-    }
-}
 
 //  Writes a new random (version 4) UUID into OUT.
 static void
@@ -743,7 +749,7 @@ s_kernels (cg_registry_t *self, const char *slot, json_t *report)
             continue;
         s_kernel_update (kernel, language, item);
     }
-    s_report_close (report);
+    cg_runner_kernels_close (report);
     json_decref (report);
 }
 
@@ -771,25 +777,20 @@ cg_registry_kernel_find (cg_registry_t *self, const char *id, cg_registry_sessio
 }
 
 bool
-cg_registry_runner_report (cg_registry_t *self, const char *tag, zmsg_t *msg)
+cg_registry_runner_report (cg_registry_t *self, cg_runner_event_t *event)
 {
-    bool report = strcmp (tag, "REPORT") == 0, kernels = strcmp (tag, "KERNELS") == 0;
-    if (!report && !kernels)
+    if (event->tag != CG_RUNNER_REPORT && event->tag != CG_RUNNER_KERNELS)
         return false;
-    cleanup_free char *slot = zmsg_popstr (msg);
-    cg_registry_session_t *s = slot ? cg_registry_find_slot (self, slot) : NULL;
-    if (report) {
-        cleanup_free char *pid = zmsg_popstr (msg), *kib = zmsg_popstr (msg);
-        if (s && pid && kib) {
-            s->pid = atol (pid);
-            s->memory_mb = atol (kib) < 0 ? -1 : atol (kib) / 1024.0;
+    cg_registry_session_t *s = cg_registry_find_slot (self, event->key);
+    if (event->tag == CG_RUNNER_REPORT) {
+        if (s) {
+            s->pid = event->report.pid;
+            s->memory_mb = event->report.kib < 0 ? -1 : event->report.kib / 1024.0;
         }
         return true;
     }
-    zframe_t *frame = zmsg_pop (msg);
-    if (frame && zframe_size (frame) == sizeof (void *))
-        s_kernels (self, slot ? slot : "", *(json_t **)zframe_data (frame));
-    zframe_destroy (&frame);
+    s_kernels (self, event->key, event->kernels.report);
+    event->kernels.report = NULL;
     return true;
 }
 

@@ -13,7 +13,9 @@
 #include "artifacts/cg_wsfs.h"
 #include "containers/cg_container.h"
 #include "base/cg_config.h"
+#include "base/cg_loop.h"
 #include "bridge/cg_instance.h"
+#include "bridge/cg_runner_msg.h"
 #include "bridge/cg_kept.h"
 #include "bridge/cg_outcome.h"
 
@@ -68,6 +70,7 @@ typedef struct {
     char *notice;        /* for its first result: its id had been closed before, or NULL */
     bool kept;           /* left running at stop for the next server (cg_keep) */
     cg_registry_kernel_t kernels[CG_REGISTRY_KERNELS];
+    cg_loop_watch_t *closing_watch; /* retired: its runner's pipe on the loop until it ends */
 } cg_registry_session_t;
 
 /*  What the registry tells its listener: SESSION was created (REASON NULL), or is being
@@ -225,7 +228,7 @@ void cg_registry_set_busy (cg_registry_session_t *session, const char *key);
 void cg_registry_touch (cg_registry_session_t *session);
 
 /*  Takes SESSION out of the registry and tells its runner to stop. It is freed once the
-    runner has destroyed the sandbox (cg_registry_reap_closed), so closing never holds
+    runner has destroyed the sandbox (its pipe signals on the loop), so closing never holds
     up the main loop. SESSION must not be used after this. */
 void cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session);
 
@@ -249,11 +252,11 @@ json_t *cg_registry_names (zlistx_t *list);
     wants to be called again (at most 60000), or -1 when nothing is due. */
 int cg_registry_reap_idle (cg_registry_t *self);
 
-/*  Fills ITEMS (room for MAX) with the pipes of the runners still closing, to poll;
-    returns how many. cg_registry_reap_closed then frees those that signalled (ITEMS,
-    COUNT as filled, after the poll). */
-size_t cg_registry_closing_items (cg_registry_t *self, zmq_pollitem_t *items, size_t max);
-void cg_registry_reap_closed (cg_registry_t *self, zmq_pollitem_t *items, size_t count);
+/*  Puts the registry on LOOP (borrowed; it must outlive the registry): cg_registry_reap_idle
+    runs before every wait, and the pipes of the runners closing are watched (each is freed
+    once its runner has destroyed its sandbox). Without it the closing runners are joined
+    at cg_registry_destroy. */
+void cg_registry_on_loop (cg_registry_t *self, cg_loop_t *loop);
 
 /*  Returns the session whose sandbox is in slot SLOT (of any owner), or NULL. */
 cg_registry_session_t *cg_registry_find_slot (cg_registry_t *self, const char *slot);
@@ -262,12 +265,11 @@ cg_registry_session_t *cg_registry_find_slot (cg_registry_t *self, const char *s
     sandboxes are being destroyed (neither is in cg_registry_sessions). */
 void cg_registry_counts (cg_registry_t *self, size_t *oneshots, size_t *closing);
 
-/*  A runner's message about its session (cg_runner.h) with TAG, the rest in MSG:
-    REPORT <slot> <pid> <KiB> (its kernel's host pid, the sandbox's memory) or
-    KERNELS <slot> <report> (each kernel's record updated: a new one gets its id; the
-    report and its fds are taken). Unknown slots are ignored. Returns true when TAG was
-    one of these. */
-bool cg_registry_runner_report (cg_registry_t *self, const char *tag, zmsg_t *msg);
+/*  A runner's event about its session (cg_runner_msg.h): REPORT (its kernel's host pid,
+    the sandbox's memory) or KERNELS (each kernel's record updated: a new one gets its id;
+    the report and its fds are taken from EVENT). Unknown slots are ignored. Returns true
+    when EVENT was one of these. */
+bool cg_registry_runner_report (cg_registry_t *self, cg_runner_event_t *event);
 
 /*  The kernel whose id is ID (of any owner's session), with its session in *SESSION_P;
     or NULL. */

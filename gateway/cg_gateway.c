@@ -1,5 +1,6 @@
 /*  cg_gateway — the Jupyter Kernel Gateway REST API: kernelspecs and kernels. */
 #include "gateway/cg_gateway_int.h"
+#include "bridge/cg_notebook_command.h"
 #include "artifacts/cg_http_guard.h"
 #include "base/cg_log.h"
 #include "base/cg_util.h"
@@ -278,7 +279,7 @@ s_start_session (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *l
                                       "every sandbox is in use (--max-sessions); close one first");
     cleanup_free char *key = s_wait (self, exchange, id, language, NULL);
     cleanup_free char *env_text = json_dumps (env, JSON_COMPACT);
-    zsock_send (session->runner, "ssss", "START", key, language, env_text);
+    cg_runner_start (session->runner, key, language, env_text);
     cg_log (2, "gateway: starting a %s kernel in session %s", language, id);
 }
 
@@ -358,7 +359,7 @@ s_kernel_route (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *re
         cg_http_respond (exchange, 204, NULL, NULL, 0, NULL);
     }
     else if (action && strcmp (action, "interrupt") == 0 && post) {
-        zsock_send (session->runner, "ss", "INTERRUPT", kernel->language);
+        cg_runner_interrupt (session->runner, kernel->language);
         cg_http_respond (exchange, 204, NULL, NULL, 0, NULL);
     }
     else if (action && strcmp (action, "restart") == 0 && post) {
@@ -366,7 +367,7 @@ s_kernel_route (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *re
             return cg_http_respond_error (exchange, 409, "session_busy",
                                           "the session is running an MCP call; interrupt it first");
         cleanup_free char *key = s_wait (self, exchange, NULL, kernel->language, kernel->id);
-        zsock_send (session->runner, "sss", "RESTART", key, kernel->language);
+        cg_runner_restart (session->runner, key, kernel->language);
     }
     else if (action && strcmp (action, "channels") == 0 && get)
         cg_gateway_ws_attach (self, exchange, kernel);
@@ -429,25 +430,28 @@ s_resources (void *arg, cg_http_exchange_t *exchange)
 //  Runner answers
 
 bool
-cg_gateway_key (const char *key)
+cg_gateway_owns_key (cg_gateway_t *self, const char *key)
 {
-    return key && strncmp (key, S_KEY_PREFIX, strlen (S_KEY_PREFIX)) == 0;
+    return zhashx_lookup (self->waiting, key) != NULL;
 }
 
 void
-cg_gateway_runner (cg_gateway_t *self, const char *tag, const char *key, zmsg_t *msg)
+cg_gateway_runner_event (cg_gateway_t *self, const cg_runner_event_t *event)
 {
+    if (event->tag != CG_RUNNER_STARTED && event->tag != CG_RUNNER_RESTARTED)
+        return;
+    const char *key = event->key;
     s_waiting_t *waiting = zhashx_lookup (self->waiting, key);
     if (!waiting)
         return;
-    cleanup_free char *why = zmsg_popstr (msg);
+    const char *why = event->started.why;
     cg_registry_session_t *session = NULL;
     cg_registry_kernel_t *kernel = NULL;
-    if (strcmp (tag, "RESTARTED") == 0)
+    if (event->tag == CG_RUNNER_RESTARTED)
         kernel = cg_registry_kernel_find (self->registry, waiting->kernel_id, &session);
     else if ((session = cg_registry_find (self->registry, CG_GATEWAY_OWNER, waiting->session_id)))
         kernel = cg_registry_session_kernel (session, waiting->language);
-    bool started = strcmp (tag, "STARTED") == 0;
+    bool started = event->tag == CG_RUNNER_STARTED;
     if (!why || *why || !kernel || !kernel->pid) {
         cleanup_free char *message =
             cg_strdupf ("the kernel did not %s: %s", started ? "start" : "restart",
@@ -484,48 +488,9 @@ s_token (const cg_config_t *config)
     return token;
 }
 
-//  WORD as one shell word: as it is when it has only safe bytes, else in single quotes.
-//  Caller frees.
-static char *
-s_shell_word (const char *word)
-{
-    if (*word
-        && strspn (word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+=:@%,")
-               == strlen (word))
-        return cg_xstrdup (word);
-    size_t len = strlen (word), quotes = 0;
-    for (const char *c = word; *c; c++)
-        quotes += *c == '\'';
-    char *out = cg_xmalloc (len + quotes * 3 + 3), *o = out;
-    *o++ = '\'';
-    for (const char *c = word; *c; c++) {
-        if (*c == '\'') {
-            memcpy (o, "'\\''", 4);
-            o += 4;
-        }
-        else
-            *o++ = *c;
-    }
-    *o++ = '\'';
-    *o = '\0';
-    return out;
-}
-
-char *
-cg_gateway_notebook_command (const char *url, const char *token_file, const char *kernel_id)
-{
-    cleanup_free char *file = token_file ? s_shell_word (token_file) : NULL;
-    cleanup_free char *token =
-        file ? cg_strdupf ("\"$(cat %s)\"", file) : cg_xstrdup ("'<the --gateway-token>'");
-    cleanup_free char *kernel = kernel_id ? s_shell_word (kernel_id) : NULL;
-    cleanup_free char *gateway = s_shell_word (url);
-    return cg_strdupf ("%s%s%sjupyter notebook --gateway-url=%s --GatewayClient.auth_token=%s%s",
-                       kernel ? "KERNEL_ID=" : "", kernel ? kernel : "", kernel ? " " : "", gateway,
-                       token, geteuid () == 0 ? " --allow-root" : "");
-}
-
 cg_gateway_t *
-cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http)
+cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http,
+                cg_loop_t *loop)
 {
     char *token = s_token (config);
     if (!token)
@@ -539,6 +504,8 @@ cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *h
     self->waiting = zhashx_new ();
     zhashx_set_destructor (self->waiting, s_waiting_free);
     self->sockets = zlistx_new ();
+    self->loop = loop;
+    cg_loop_before_wait (loop, cg_gateway_ws_before_wait, self);
     cg_http_route (http, "/api", 0, S_BODY_MAX, s_api, self);
     cg_http_route (http, "/api/", CG_HTTP_PREFIX, S_BODY_MAX, s_api, self);
     cg_http_route (http, "/kernelspecs/", CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 0, s_resources, self);
@@ -546,7 +513,7 @@ cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *h
     //  the operator's key, and the log may end up where others read it).
     cleanup_free char *file =
         config->gateway_token ? NULL : cg_strdupf ("%s/gateway-token", config->state_dir);
-    cleanup_free char *command = cg_gateway_notebook_command (cg_http_base_url (http), file, NULL);
+    cleanup_free char *command = cg_notebook_command (cg_http_base_url (http), file, NULL);
     cg_log (2, "gateway: %s", command);
     return self;
 }
@@ -558,6 +525,7 @@ cg_gateway_destroy (cg_gateway_t **self_p)
         return;
     cg_gateway_t *self = *self_p;
     cg_gateway_ws_close_all (self);
+    cg_loop_forget (self->loop, self);
     zlistx_destroy (&self->sockets);
     zhashx_destroy (&self->waiting);
     json_decref (self->kernelspecs);

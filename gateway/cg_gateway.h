@@ -3,13 +3,15 @@
     kernels (each one a kernel of a cellgate session: its own sandbox), and each kernel's
     channels over a WebSocket, re-signed toward the kernel so no key leaves the host.
     MCP sessions' kernels are listed too: the gateway token is the operator's key.
-    Single-threaded: the server's main loop calls everything here. */
+    Single-threaded: everything here runs on the process's loop. */
 #ifndef CG_GATEWAY_H
 #define CG_GATEWAY_H
 
 #include "artifacts/cg_http.h"
 #include "base/cg_config.h"
+#include "base/cg_loop.h"
 #include "bridge/cg_registry.h"
+#include "bridge/cg_runner_msg.h"
 
 #include <czmq.h>
 
@@ -20,35 +22,22 @@ typedef struct cg_gateway_t cg_gateway_t;
 
 /*  Serves the gateway on HTTP (routes /api/ and /kernelspecs/) with the configured token,
     or the one kept in <state dir>/gateway-token (made 0600 at first start), and logs the
-    command line a notebook server uses to reach it (cg_gateway_notebook_command: where the
-    token is, never the token). All arguments are borrowed and must
-    outlive it. Returns NULL when the token file cannot be written (logged). */
-cg_gateway_t *cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http);
-
-/*  The command a person runs to open Jupyter Notebook against the gateway at URL (Debian's
-    jupyter-notebook, which scripts/setup.sh serve installs): its token read from TOKEN_FILE
-    ("$(cat FILE)"), or with TOKEN_FILE NULL a placeholder for the --gateway-token given;
-    --allow-root when this process runs as root (the notebook refuses root without it);
-    with KERNEL_ID (or NULL) every notebook opens that running kernel. Never the token
-    itself. Caller owns the result. */
-char *cg_gateway_notebook_command (const char *url, const char *token_file, const char *kernel_id);
+    command line a notebook server uses to reach it (cg_notebook_command: where the
+    token is, never the token); its WebSockets and their kernels'
+    channels are watched on LOOP. All arguments are borrowed and must outlive it. Returns
+    NULL when the token file cannot be written (logged). */
+cg_gateway_t *cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http,
+                              cg_loop_t *loop);
 
 /*  Closes every WebSocket and frees the gateway; before cg_http_destroy. Safe on NULL. */
 void cg_gateway_destroy (cg_gateway_t **self_p);
 
-/*  Fills ITEMS (room for MAX) with what to poll for the WebSockets and their kernels'
-    channels (dropping connections whose kernel went, following restarts); returns how
-    many. cg_gateway_process then handles what the poll found (ITEMS, COUNT as filled). */
-int cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max);
-void cg_gateway_process (cg_gateway_t *self, zmq_pollitem_t *items, int count);
+/*  True when KEY (a runner event's) is one of the gateway's kernel starts or restarts
+    waiting for their answer. */
+bool cg_gateway_owns_key (cg_gateway_t *self, const char *key);
 
-/*  The ms until the gateway wants cg_gateway_items called again, or WAIT_MS when that
-    is sooner (-1: no limit). */
-int cg_gateway_timeout_ms (cg_gateway_t *self, int wait_ms);
-
-/*  True when KEY (a runner message's) is one of the gateway's requests; the message's
-    TAG ("STARTED", "RESTARTED") and the rest of MSG then go to cg_gateway_runner. */
-bool cg_gateway_key (const char *key);
-void cg_gateway_runner (cg_gateway_t *self, const char *tag, const char *key, zmsg_t *msg);
+/*  A runner's EVENT for one of its requests (STARTED, RESTARTED): the waiting exchange is
+    answered; other events are ignored. */
+void cg_gateway_runner_event (cg_gateway_t *self, const cg_runner_event_t *event);
 
 #endif

@@ -17,6 +17,7 @@ struct cg_gateway_t {
     zhashx_t *waiting;   /* key -> cg_http_exchange_t (kept): a start or restart */
     unsigned next_key;
     zlistx_t *sockets; /* s_socket_t (cg_gateway_ws.c) */
+    cg_loop_t *loop;   /* the process's: the WebSockets and their kernels' channels */
 };
 
 /*  The Jupyter kernel name of LANGUAGE ("python3", "javascript") and back (NULL when
@@ -33,6 +34,11 @@ json_t *cg_gateway_kernel_env (const json_t *env, const char **why);
 /*  Answers a WebSocket upgrade for KERNEL (of SESSION) on EXCHANGE, already authorized. */
 void cg_gateway_ws_attach (cg_gateway_t *self, cg_http_exchange_t *exchange,
                            cg_registry_kernel_t *kernel);
+
+/*  The loop's before-wait hook (ARG: the gateway): drops connections whose kernel went,
+    follows restarts, nudges, sends what waits, and watches each WebSocket for what it
+    wants. Returns the ms until it wants to run again (-1: no wish). */
+int cg_gateway_ws_before_wait (cg_loop_t *loop, void *arg);
 
 /*  Ends every WebSocket. */
 void cg_gateway_ws_close_all (cg_gateway_t *self);

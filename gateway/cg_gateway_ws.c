@@ -45,7 +45,16 @@ static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin",
 //  to a peer that still reads; a peer that does not is dropped after that.
 #define S_CLOSE_GRACE_MS 2000
 
+typedef struct s_socket_t s_socket_t;
+
+//  A channel's watch on the loop, and what it calls back with.
 typedef struct {
+    s_socket_t *socket;
+    int c;
+    cg_loop_watch_t *watch;
+} s_channel_t;
+
+struct s_socket_t {
     cg_gateway_t *gateway;
     char kernel_id[37];
     unsigned generation; /* of the kernel process the sockets reach */
@@ -64,18 +73,24 @@ typedef struct {
     int64_t next_nudge; /* when to nudge again (zclock_mono) */
     zlistx_t *held;     /* zframe_t: the front end's messages until ready (more: binary) */
     size_t held_bytes;
-    bool over;       /* ended: nothing more is relayed (s_set_over) */
-    int64_t over_at; /* when it ended (zclock_mono), for S_CLOSE_GRACE_MS */
-    bool released;   /* its kernel sockets and busy state given back (s_release) */
-    bool counted;    /* in its kernel's connections */
-    void *handle;    /* its place in the gateway's list */
-} s_socket_t;
+    bool over;                      /* ended: nothing more is relayed (s_set_over) */
+    int64_t over_at;                /* when it ended (zclock_mono), for S_CLOSE_GRACE_MS */
+    bool released;                  /* its kernel sockets and busy state given back (s_release) */
+    bool counted;                   /* in its kernel's connections */
+    void *handle;                   /* its place in the gateway's list */
+    cg_loop_watch_t *fd_watch;      /* the WebSocket's fd on the loop */
+    s_channel_t channels[CH_COUNT]; /* the kernel sockets' watches */
+};
+
+static void s_channel_cb (cg_loop_t *loop, short revents, void *arg);
+static void s_fd_cb (cg_loop_t *loop, short revents, void *arg);
 
 //  Closes the connection's kernel sockets (a restart reconnects them).
 static void
 s_disconnect (s_socket_t *self)
 {
     for (int c = 0; c < CH_COUNT; c++) {
+        cg_loop_unwatch (self->gateway->loop, &self->channels[c].watch);
         zsock_destroy (&self->sockets[c]);
         if (self->fds[c] >= 0)
             close (self->fds[c]);
@@ -125,6 +140,11 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
             zsock_set_subscribe (self->sockets[c], "");
         zsock_connect (self->sockets[c], "ipc:///proc/self/fd/%d", self->fds[c]);
     }
+    for (int c = 0; c < CH_COUNT; c++) {
+        self->channels[c] = (s_channel_t){self, c, NULL};
+        self->channels[c].watch = cg_loop_watch_socket (
+            self->gateway->loop, self->sockets[c], ZMQ_POLLIN, s_channel_cb, &self->channels[c]);
+    }
     return 0;
 }
 
@@ -135,6 +155,7 @@ s_socket_free (s_socket_t **self_p)
     if (!self)
         return;
     s_disconnect (self);
+    cg_loop_unwatch (self->gateway->loop, &self->fd_watch);
     cg_ws_destroy (&self->ws);
     cg_http_upgraded_close (self->upgraded);
     cg_gateway_cells_destroy (&self->cells);
@@ -144,7 +165,7 @@ s_socket_free (s_socket_t **self_p)
     *self_p = NULL;
 }
 
-//  Marks the connection ended: cg_gateway_items releases what it holds of the kernel and
+//  Marks the connection ended: the before-wait hook releases what it holds of the kernel and
 //  frees it once its queue went out, its peer is gone, or S_CLOSE_GRACE_MS passed.
 static void
 s_set_over (s_socket_t *self)
@@ -341,6 +362,8 @@ s_upgraded (void *arg, int fd, const char *extra, size_t extra_len, cg_http_upgr
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* a cell is a small message */
     self->ws = cg_ws_new (fd, extra, extra_len, self->gateway->config->max_message_bytes,
                           s_on_message, self);
+    self->fd_watch =
+        cg_loop_watch_fd (self->gateway->loop, fd, cg_ws_events (self->ws), s_fd_cb, self);
     cg_registry_session_t *session = NULL;
     cg_registry_kernel_t *kernel = s_kernel (self, &session);
     if (!kernel || s_connect (self, kernel) < 0)
@@ -439,10 +462,62 @@ s_done (s_socket_t *self)
            && (!cg_ws_flushing (self->ws) || zclock_mono () - self->over_at >= S_CLOSE_GRACE_MS);
 }
 
-int
-cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max)
+//  Processes the WebSocket with REVENTS (0: what it has pending, what waits to be sent);
+//  marks the connection over when neither side will read or write more.
+static void
+s_process (s_socket_t *socket, short revents)
 {
-    int count = 0;
+    if (cg_ws_process (socket->ws, revents) < 0 && !socket->over) {
+        s_set_over (socket);
+        cg_log (2, "gateway: a WebSocket of kernel %s closed", socket->kernel_id);
+    }
+    s_check_queue (socket); /* pongs to a peer that pings without reading */
+}
+
+static void
+s_fd_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop;
+    s_process (arg, revents);
+}
+
+static void
+s_channel_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop;
+    s_channel_t *channel = arg;
+    cg_registry_session_t *session = NULL;
+    cg_registry_kernel_t *kernel = s_kernel (channel->socket, &session);
+    if (kernel && (revents & ZMQ_POLLIN))
+        s_relay (channel->socket, channel->c, kernel);
+}
+
+//  The ms until the connections want looking at again (-1: none).
+static int
+s_timeout_ms (cg_gateway_t *self)
+{
+    int wait_ms = -1;
+    for (s_socket_t *socket = zlistx_first (self->sockets); socket;
+         socket = zlistx_next (self->sockets)) {
+        int64_t due = -1;
+        if (socket->over) /* to be freed then, if its peer has not read by then */
+            due = socket->over_at + S_CLOSE_GRACE_MS - zclock_mono ();
+        else if (!socket->ready && socket->wire)
+            due = socket->next_nudge - zclock_mono ();
+        else
+            continue;
+        int ms = due < 0 ? 0 : (int)due;
+        if (wait_ms < 0 || ms < wait_ms)
+            wait_ms = ms;
+    }
+    return wait_ms;
+}
+
+int
+cg_gateway_ws_before_wait (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    cg_gateway_t *self = arg;
     s_socket_t *socket = zlistx_first (self->sockets);
     while (socket) {
         s_socket_t *next = zlistx_next (self->sockets);
@@ -461,59 +536,13 @@ cg_gateway_items (cg_gateway_t *self, zmq_pollitem_t *items, int max)
             zlistx_delete (self->sockets, socket->handle);
             s_socket_free (&socket);
         }
-        else if (count + 1 + CH_COUNT <= max) {
-            items[count++] = (zmq_pollitem_t){NULL, socket->fd, cg_ws_events (socket->ws), 0};
-            for (int c = 0; c < CH_COUNT; c++)
-                items[count++] = (zmq_pollitem_t){
-                    socket->sockets[c] ? zsock_resolve (socket->sockets[c]) : NULL,
-                    socket->sockets[c] ? 0 : -1, socket->sockets[c] ? ZMQ_POLLIN : 0, 0};
+        else {
+            s_process (socket, 0);
+            cg_loop_watch_events (socket->fd_watch, cg_ws_events (socket->ws));
         }
         socket = next;
     }
-    return count;
-}
-
-void
-cg_gateway_process (cg_gateway_t *self, zmq_pollitem_t *items, int count)
-{
-    //  The sockets are in the order cg_gateway_items gave them (it dropped none since).
-    int at = 0;
-    for (s_socket_t *socket = zlistx_first (self->sockets); socket && at + 1 + CH_COUNT <= count;
-         socket = zlistx_next (self->sockets)) {
-        zmq_pollitem_t *item = items + at;
-        if (item[0].fd != socket->fd)
-            break;
-        at += 1 + CH_COUNT;
-        if (cg_ws_process (socket->ws, item[0].revents) < 0 && !socket->over) {
-            s_set_over (socket);
-            cg_log (2, "gateway: a WebSocket of kernel %s closed", socket->kernel_id);
-        }
-        s_check_queue (socket); /* pongs to a peer that pings without reading */
-        cg_registry_session_t *session = NULL;
-        cg_registry_kernel_t *kernel = s_kernel (socket, &session);
-        for (int c = 0; kernel && c < CH_COUNT; c++)
-            if (item[1 + c].revents & ZMQ_POLLIN)
-                s_relay (socket, c, kernel);
-    }
-}
-
-int
-cg_gateway_timeout_ms (cg_gateway_t *self, int wait_ms)
-{
-    for (s_socket_t *socket = zlistx_first (self->sockets); socket;
-         socket = zlistx_next (self->sockets)) {
-        int64_t due = -1;
-        if (socket->over) /* to be freed then, if its peer has not read by then */
-            due = socket->over_at + S_CLOSE_GRACE_MS - zclock_mono ();
-        else if (!socket->ready && socket->wire)
-            due = socket->next_nudge - zclock_mono ();
-        else
-            continue;
-        int ms = due < 0 ? 0 : (int)due;
-        if (wait_ms < 0 || ms < wait_ms)
-            wait_ms = ms;
-    }
-    return wait_ms;
+    return s_timeout_ms (self);
 }
 
 void

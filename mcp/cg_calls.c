@@ -86,7 +86,7 @@ cg_server_call_interrupt (cg_server_t *self, cg_call_t *call)
         runner = session ? session->runner : NULL;
     }
     if (runner)
-        zstr_send (runner, "CANCEL");
+        cg_runner_cancel (runner);
 }
 
 zhashx_t *
@@ -113,7 +113,7 @@ cg_server_call_end (cg_server_t *self, cg_call_t *call)
 }
 
 void
-cg_server_session_close (cg_server_t *self, cg_registry_session_t *session, const char *why)
+cg_server_session_closing (cg_server_t *self, cg_registry_session_t *session, const char *why)
 {
     cg_call_t *call = cg_server_call (self, session->busy);
     const cg_call_ops_t *ops = call && call->ops ? call->ops : self->call_ops;
@@ -124,6 +124,12 @@ cg_server_session_close (cg_server_t *self, cg_registry_session_t *session, cons
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, why);
     if (call)
         cg_server_call_end (self, call);
+}
+
+void
+cg_server_session_close (cg_server_t *self, cg_registry_session_t *session, const char *why)
+{
+    cg_server_session_closing (self, session, why);
     cg_registry_retire (self->registry, session);
 }
 
@@ -150,7 +156,7 @@ cg_server_client_end (cg_server_t *self, cg_client_t *client)
             zlistx_add_end (mine, c);
     for (cg_call_t *c = zlistx_first (mine); c; c = zlistx_next (mine)) {
         if (c->oneshot)
-            zstr_send (c->oneshot, "$TERM");
+            cg_runner_term (c->oneshot);
         cg_server_call_end (self, c);
     }
     zlistx_destroy (&mine);

@@ -187,6 +187,14 @@ cg_listen_client_end (cg_server_t *server, const cg_client_t *client)
     }
 }
 
+//  The loop's hook (when the server has a loop): cg_listen_tick before every wait.
+static int
+s_tick_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    return cg_listen_tick (arg, -1);
+}
+
 static bool
 s_cancelled (cg_server_t *server, cg_client_t *client, json_t *request_id)
 {
@@ -206,4 +214,6 @@ cg_listen_register (cg_server_t *server)
     server->listeners = cg_listen_new ();
     cg_server_add_hooks (server, &hooks);
     cg_server_add_method (server, "subscriptions/listen", cg_listen, 0);
+    if (cg_server_loop (server))
+        cg_loop_before_wait (cg_server_loop (server), s_tick_cb, server);
 }

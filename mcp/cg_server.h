@@ -10,6 +10,7 @@
 #include "artifacts/cg_http.h"
 #include "base/cg_config.h"
 #include "bridge/cg_registry.h"
+#include "base/cg_loop.h"
 #include "base/cg_worker.h"
 
 #include <czmq.h>
@@ -113,8 +114,12 @@ void cg_server_call_cancel (cg_server_t *self, cg_call_t *call);
 /*  The tasks (cg_tasks.h): id -> cg_task_t. */
 zhashx_t *cg_server_tasks (cg_server_t *self);
 
-/*  Ends SESSION: answers its call in flight (if any) with error WHY, then retires it
-    (its runner destroys the sandbox). */
+/*  SESSION is being closed: its call in flight (if any) is answered with error WHY (its
+    ops' refusal, session_closed) and ended. */
+void cg_server_session_closing (cg_server_t *self, cg_registry_session_t *session, const char *why);
+
+/*  Ends SESSION: cg_server_session_closing, then retires it (its runner destroys the
+    sandbox). */
 void cg_server_session_close (cg_server_t *self, cg_registry_session_t *session, const char *why);
 
 /*  The server's services. */
@@ -123,6 +128,7 @@ cg_registry_t *cg_server_registry (cg_server_t *self);
 cg_http_t *cg_server_http (cg_server_t *self);       /* the listener; NULL when off */
 cg_execlog_t *cg_server_execlog (cg_server_t *self); /* NULL when it could not open */
 cg_worker_t *cg_server_store (cg_server_t *self);    /* slow disk work off the loop */
+cg_loop_t *cg_server_loop (cg_server_t *self);       /* the process's loop */
 
 /*  Dispatches REQ (its method set) with PARAMS through the method table: the method's
     steps, then its handler, in either era (a 2026-07-28 request's _meta checked before);
@@ -209,6 +215,11 @@ struct cg_call_ops_t {
     void (*abandon) (cg_server_t *server, cg_call_t *call, const char *why);
     /*  The client's response MESSAGE (a JSON-RPC response) to CALL's CLIENT_REQUEST. */
     void (*response) (cg_server_t *server, cg_call_t *call, json_t *message);
+    /*  A runner's EVENT for CALL (PROGRESS, RESULT, STARTED, INPUT; cg_runner_msg.h; what
+        it holds may be taken), CALL's session being SESSION (NULL: a one-shot run's, or
+        gone). */
+    void (*runner_event) (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+                          cg_runner_event_t *event);
 };
 
 /*  OPS (static) for the calls that name none of their own (cg_call_t.ops): the tools'. */

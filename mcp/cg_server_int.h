@@ -8,9 +8,6 @@
 #include "mcp/cg_server.h"
 #include "mcp/cg_stdio.h"
 #include "mcp/cg_streamable.h"
-#include "artifacts/cg_downloads.h"
-#include "gateway/cg_gateway.h"
-#include "bridge/cg_run_record.h"
 
 #define CG_SERVER_HOOKS_MAX 8
 #define CG_SERVER_PROVIDERS_MAX 4
@@ -18,21 +15,20 @@
 struct cg_server_t {
     const cg_config_t *config;
     cg_registry_t *registry;
-    cg_http_t *http;             /* the listener, NULL when off */
-    cg_downloads_t *downloads;   /* its /files/ route */
-    cg_stdio_t *stdio;           /* the stdio transport, NULL when serving HTTP */
-    cg_streamable_t *streamable; /* the Streamable HTTP transport, or NULL */
-    zhashx_t *calls;             /* key -> cg_call_t */
+    cg_loop_t *loop;              /* the process's (borrowed) */
+    cg_http_t *http;              /* the process's listener (borrowed), NULL when off */
+    cg_stdio_t *stdio;            /* the stdio transport, NULL when serving HTTP */
+    cg_loop_watch_t *stdin_watch; /* its input on the loop */
+    cg_streamable_t *streamable;  /* the Streamable HTTP transport, or NULL */
+    zhashx_t *calls;              /* key -> cg_call_t */
     unsigned long next_key;
-    zlistx_t *logs;           /* "<level>\t<message>" logged on this thread */
-    cg_execlog_t *execlog;    /* the execution log, NULL when it could not open */
-    cg_worker_t *store;       /* the script library's and notebooks' disk work (cg_tools_jobs) */
-    cg_run_record_t *records; /* the registry's run observers (cg_run_record) */
-    cg_gateway_t *gateway;    /* the Jupyter gateway on the listener, or NULL */
-    char *admin_token;        /* /admin and /metrics' token (cg_admin), or NULL: they answer 503 */
-    zhashx_t *tasks;          /* id -> cg_task_t (cg_tasks) */
-    int64_t next_ping_us;     /* when cg_server_calls_tick looks at the streams next */
-    zlistx_t *listeners;      /* 2026-07-28's subscriptions/listen requests (cg_listen) */
+    zlistx_t *logs;        /* "<level>\t<message>" logged on this thread */
+    cg_execlog_t *execlog; /* the process's execution log (borrowed), NULL when it could
+                              not open */
+    cg_worker_t *store;    /* the script library's and notebooks' disk work (cg_tools_jobs) */
+    zhashx_t *tasks;       /* id -> cg_task_t (cg_tasks) */
+    int64_t next_ping_us;  /* when cg_server_calls_tick looks at the streams next */
+    zlistx_t *listeners;   /* 2026-07-28's subscriptions/listen requests (cg_listen) */
     int64_t next_listen_us;
     int drain_stage;        /* stdin has ended (cg_server_drain): 0 not yet, 1 the calls in
                                flight may finish, 2 they were interrupted */

@@ -30,8 +30,9 @@ typedef struct {
 struct cg_streamable_t {
     cg_server_t *server;
     cg_http_t *http;
-    zhashx_t *clients;    /* Mcp-Session-Id -> s_client_t */
-    int64_t next_reap_us; /* when cg_streamable_reap looks at the clients next */
+    zhashx_t *clients;         /* Mcp-Session-Id -> s_client_t */
+    int64_t next_reap_us;      /* when cg_streamable_reap looks at the clients next */
+    cg_loop_hook_t *reap_hook; /* on the server's loop */
 };
 
 //  True when MESSAGE is the response (result or error) to the request ID.
@@ -510,6 +511,13 @@ s_handle (void *arg, cg_http_exchange_t *ex)
             allow);
 }
 
+static int
+s_reap_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    return cg_streamable_reap (arg, -1);
+}
+
 cg_streamable_t *
 cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max)
 {
@@ -519,6 +527,7 @@ cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max)
     self->clients = zhashx_new ();
     zhashx_set_destructor (self->clients, s_client_free);
     cg_http_route (http, "/mcp", 0, message_max, s_handle, self);
+    self->reap_hook = cg_loop_before_wait (cg_server_loop (server), s_reap_cb, self);
     const cg_config_t *config = cg_server_config (server);
     cleanup_free char *host =
         cg_xstrndup (config->http, (size_t)(strrchr (config->http, ':') - config->http));
@@ -535,6 +544,7 @@ cg_streamable_destroy (cg_streamable_t **self_p)
     cg_streamable_t *self = *self_p;
     if (!self)
         return;
+    cg_loop_hook_end (cg_server_loop (self->server), &self->reap_hook);
     zhashx_destroy (&self->clients);
     free (self);
     *self_p = NULL;

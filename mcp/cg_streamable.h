@@ -8,7 +8,8 @@
 
 typedef struct cg_streamable_t cg_streamable_t;
 
-/*  Serves MCP at /mcp on HTTP (borrowed); request bodies over MESSAGE_MAX get 413. */
+/*  Serves MCP at /mcp on HTTP (borrowed); request bodies over MESSAGE_MAX get 413. Its
+    reaping (cg_streamable_reap) runs on SERVER's loop before every wait. */
 cg_streamable_t *cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max);
 void cg_streamable_destroy (cg_streamable_t **self_p);
 

@@ -758,6 +758,14 @@ s_call_end (cg_server_t *server, cg_call_t *call)
         cg_tasks_call_ended (call->task, call->key);
 }
 
+//  The loop's hook (when the server has a loop): cg_tasks_tick before every wait.
+static int
+s_tick_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    return cg_tasks_tick (arg, -1);
+}
+
 void
 cg_tasks_register (cg_server_t *server)
 {
@@ -773,4 +781,6 @@ cg_tasks_register (cg_server_t *server)
     cg_server_add_method (server, "tasks/cancel", cg_tasks_cancel, 0);
     cg_server_add_method (server, "tasks/update", cg_tasks_update, 0);
     cg_server_add_step (server, "tools/call", s_call_step, false);
+    if (cg_server_loop (server))
+        cg_loop_before_wait (cg_server_loop (server), s_tick_cb, server);
 }

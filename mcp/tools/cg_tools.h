@@ -8,6 +8,7 @@
 #include "base/cg_config.h"
 #include "base/cg_limits.h"
 #include "bridge/cg_outcome.h"
+#include "bridge/cg_runner_msg.h"
 #include "base/cg_worker.h"
 
 #include <jansson.h>
@@ -117,25 +118,25 @@ json_t *cg_tools_max_sessions (const cg_request_t *req, const char *language,
 #define CG_TOOLS_BUSY_MESSAGE \
     "A run is already in progress for this session. Wait for it to complete."
 
-/*  A runner's message MSG (the frames after the key) for CALL (NULL: unknown, ignored),
-    whose session is SESSION (NULL for a one-shot sandbox or a session gone):
-    PROGRESS <stream> <text>, RESULT <result pointer>, STARTED <why or "">. */
-void cg_tools_progress (cg_call_t *call, zmsg_t *msg);
+/*  A runner's EVENT (cg_runner_msg.h) for CALL (NULL: unknown, ignored), whose session is
+    SESSION (NULL for a one-shot sandbox or a session gone): PROGRESS, RESULT (its outcome
+    is taken from EVENT), STARTED. */
+void cg_tools_progress (cg_call_t *call, const cg_runner_event_t *event);
 void cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-                      zmsg_t *msg);
+                      cg_runner_event_t *event);
 void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-                       zmsg_t *msg);
+                       const cg_runner_event_t *event);
 
 /*  Ends CALL, which got no answer and will get none in time (the server stops), with WHY:
     a run is answered as cancelled and its execution logged as cg_tools_finish would;
     any other call gets a JSON-RPC error. CALL is gone after. */
 void cg_tools_abandon (cg_server_t *server, cg_call_t *call, const char *why);
 
-/*  A running cell asks for a line of input (the runner's INPUT <prompt> <password>, the
-    rest of MSG): asks CALL's client with elicitation/create, or answers EOF at once when
-    it cannot be asked (no call, no session runner, the client gone). */
+/*  A running cell asks for a line of input (the runner's INPUT EVENT): asks CALL's client
+    with elicitation/create, or answers EOF at once when it cannot be asked (no call, no
+    session runner, the client gone). */
 void cg_tools_input_ask (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-                         zmsg_t *msg);
+                         const cg_runner_event_t *event);
 
 /*  The client's answer MESSAGE (a JSON-RPC response) to CALL's elicitation: the line
     accepted goes to the cell; a decline, a cancel or an error is EOF. */
@@ -196,22 +197,6 @@ void cg_tools_job_hand_on (cg_server_t *server, cg_call_t *call);
 
 /*  The execution log's tools (cg_tools_logs.c) and what feeds it. */
 cg_tool_fn cg_tools_search_execution_logs, cg_tools_get_execution_log;
-
-/*  How often the server's loop runs the log's retention sweep, in seconds. */
-#define CG_TOOLS_LOG_SWEEP_S 300
-
-/*  Opens the execution log CONFIG names (--log-dir, --execution-log, retention). Returns
-    it, or NULL (logged) when it cannot be opened: the server runs on without it. */
-cg_execlog_t *cg_tools_log_open (const cg_config_t *config);
-
-/*  Runs LOG's retention sweep (NULL: nothing) when CG_TOOLS_LOG_SWEEP_S have passed since
-    the last one (the first call runs it), logging what it removed or why it failed. The
-    server's loop calls it on every turn; main thread only. */
-void cg_tools_log_sweep (cg_execlog_t *log);
-
-/*  The registry's listener (cg_registry_event_fn; ARG: the cg_execlog_t, may be NULL):
-    writes session_start, or session_end with REASON, to the session's log. */
-void cg_tools_log_session (void *arg, const cg_registry_session_t *session, const char *reason);
 
 /*  Validates the ARGUMENTS (borrowed, may be NULL; keys already checked) of TOOL, one of
     the running tools. On success returns a new request object (language canonical, code,

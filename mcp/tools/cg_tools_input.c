@@ -28,7 +28,7 @@ s_reply (cg_server_t *server, cg_call_t *call, const char *line)
                          : NULL;
     zactor_t *runner = s_runner (call, session);
     if (runner)
-        zstr_sendx (runner, "INPUT", line, NULL);
+        cg_runner_input (runner, line);
 }
 
 //  The one string field the user is asked for (a password when SECRET).
@@ -107,16 +107,15 @@ cg_tools_input_resume (const cg_request_t *req, json_t *params)
 
 void
 cg_tools_input_ask (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-                    zmsg_t *msg)
+                    const cg_runner_event_t *event)
 {
-    cleanup_free char *prompt = zmsg_popstr (msg);
-    cleanup_free char *password = zmsg_popstr (msg);
+    const char *prompt = event->input.prompt;
     if (!call || call->cancelled || call->client_request || !s_runner (call, session)) {
         if (call)
             s_reply (server, call, "\x04");
         return;
     }
-    bool secret = password && strcmp (password, "1") == 0;
+    bool secret = event->input.password;
     const char *asked = prompt && *prompt ? prompt : "";
     cleanup_free char *message =
         cg_strdupf ("The running %s code asks for %s%s%.*s%s", call->tool,

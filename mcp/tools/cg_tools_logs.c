@@ -1,6 +1,6 @@
-/*  cg_tools_logs — the execution log's tools (search_execution_logs, get_execution_log)
-    and what feeds it: every run's entry (cg_tools_finish) and each session's lifecycle
-    (the registry's listener), in seed 002's layout; the store is artifacts/cg_execlog. */
+/*  cg_tools_logs — the execution log's tools (search_execution_logs, get_execution_log);
+    the store is artifacts/cg_execlog, its handle the process's (server/cg_server.c, which
+    also writes each session's lifecycle; the runs' entries are bridge/cg_run_record's). */
 #include "mcp/tools/cg_tools.h"
 #include "artifacts/cg_notebook.h"
 #include "bridge/cg_outcome.h"
@@ -9,70 +9,6 @@
 
 #include <math.h>
 #include <string.h>
-
-cg_execlog_t *
-cg_tools_log_open (const cg_config_t *config)
-{
-    cleanup_free char *dir =
-        config->log_dir ? cg_xstrdup (config->log_dir) : cg_strdupf ("%s/logs", config->state_dir);
-    cg_execlog_options_t options = {
-        .mode = config->execution_log == CG_EXECUTION_LOG_OFF        ? CG_EXECLOG_OFF
-                : config->execution_log == CG_EXECUTION_LOG_METADATA ? CG_EXECLOG_METADATA
-                                                                     : CG_EXECLOG_FULL,
-        .success_days = config->log_success_days,
-        .failed_days = config->log_failed_days,
-        .session_days = config->log_session_days};
-    cg_error_t *err = NULL;
-    cg_execlog_t *log = cg_execlog_open (dir, &options, &err);
-    if (!log) {
-        cg_log (0, "execution log: %s (executions are not logged)", cg_error_message (err));
-        cg_error_destroy (&err);
-    }
-    return log;
-}
-
-void
-cg_tools_log_sweep (cg_execlog_t *log)
-{
-    //  At most every CG_TOOLS_LOG_SWEEP_S (the first call sweeps at once).
-    static int64_t next_us;
-    if (!log || cg_now_us () < next_us)
-        return;
-    next_us = cg_now_us () + (int64_t)CG_TOOLS_LOG_SWEEP_S * 1000000;
-    cg_error_t *err = NULL;
-    int removed = cg_execlog_sweep (log, time (NULL), &err);
-    if (removed < 0)
-        cg_log (1, "execution log retention: %s", cg_error_message (err));
-    else if (removed > 0)
-        cg_log (2, "execution log retention: %d entries and files removed", removed);
-    cg_error_destroy (&err);
-}
-
-void
-cg_tools_log_session (void *arg, const cg_registry_session_t *session, const char *reason)
-{
-    cg_execlog_t *log = arg;
-    if (!log)
-        return;
-    json_t *entry =
-        reason ? json_pack ("{s:s, s:s, s:s, s:I, s:i}", "type", "session_end", "session_id",
-                            session->id, "reason", reason, "total_duration_ms",
-                            (json_int_t)((cg_now_us () - session->started_us) / 1000),
-                            "executions_count", session->executions)
-               : json_pack ("{s:s, s:s, s:s, s:o, s:n, s:s}", "type", "session_start", "session_id",
-                            session->id, "language", session->language, "name",
-                            session->name ? json_string (session->name) : json_null (), "pid",
-                            "started_at", session->started_at);
-    cg_error_t *err = NULL;
-    if (cg_execlog_session_event (log, entry, &err) < 0)
-        cg_log (1, "execution log: %s", cg_error_message (err));
-    cg_error_destroy (&err);
-    json_decref (entry);
-}
-
-//  --------------------------------------------------------------------------
-//  The tools. Each client sees only its own executions (an HTTP client must not read
-//  another's code): the owner is the MCP client's id, "stdio" for the stdio peer.
 
 static bool
 s_unavailable (const cg_request_t *req)

@@ -1,8 +1,10 @@
 /*  cg_tools_register — the tools' place in the MCP core: tools/list and tools/call in the
     method table, tools/call's steps (another provider's names first, then 2026-07-28's
-    retry after input_required), how a tool's call ends (cg_call_ops_t), which tools may
-    run as tasks, and the instructions that describe them. */
+    retry after input_required), how a tool's call ends and takes its runner's events
+    (cg_call_ops_t), which tools may run as tasks, the instructions that describe them, and
+    the wait queue's hook on the loop. */
 #include "mcp/tools/cg_tools.h"
+#include "mcp/tools/cg_tools_wait.h"
 #include "mcp/cg_jsonrpc.h"
 
 //  tools/list: the table's tools, then the providers'.
@@ -53,6 +55,21 @@ s_response (cg_server_t *server, cg_call_t *call, json_t *message)
         cg_tools_input_answer (server, call, message);
 }
 
+//  A runner's event for one of the tools' calls.
+static void
+s_runner_event (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+                cg_runner_event_t *event)
+{
+    if (event->tag == CG_RUNNER_PROGRESS)
+        cg_tools_progress (call, event);
+    else if (event->tag == CG_RUNNER_RESULT)
+        cg_tools_finish (server, call, session, event);
+    else if (event->tag == CG_RUNNER_STARTED)
+        cg_tools_started (server, call, session, event);
+    else if (event->tag == CG_RUNNER_INPUT)
+        cg_tools_input_ask (server, call, session, event);
+}
+
 static unsigned
 s_traits (const char *name)
 {
@@ -62,8 +79,10 @@ s_traits (const char *name)
 void
 cg_tools_register (cg_server_t *server)
 {
-    static const cg_call_ops_t ops = {
-        .refusal = s_refusal, .abandon = cg_tools_abandon, .response = s_response};
+    static const cg_call_ops_t ops = {.refusal = s_refusal,
+                                      .abandon = cg_tools_abandon,
+                                      .response = s_response,
+                                      .runner_event = s_runner_event};
     cg_server_add_method (server, "tools/list", s_list, 0);
     cg_server_add_method (server, "tools/call", cg_tools_call, CG_METHOD_CALL);
     cg_server_add_step (server, "tools/call", s_provided, false);
@@ -71,4 +90,6 @@ cg_tools_register (cg_server_t *server)
     cg_server_set_call_ops (server, &ops);
     cg_server_set_tool_traits (server, s_traits);
     cg_server_set_instructions (server, CG_TOOLS_INSTRUCTIONS);
+    if (cg_server_loop (server)) /* the calls waiting for their session, before every wait */
+        cg_tools_wait_on_loop (server);
 }

@@ -334,18 +334,17 @@ cg_tools_dispatch (const cg_request_t *req, json_t *request, cg_registry_session
         json_object_set_new (copy, "elicit", json_true ());
     //  The request is handed over as a pointer: the runner takes a deep copy, so that no
     //  JSON value (the client's arguments share theirs) is held by two threads.
-    zsock_send (session ? session->runner : oneshot, "ssp", "EXEC", call->key, copy);
+    cg_runner_exec (session ? session->runner : oneshot, call->key, &copy);
     return call;
 }
 
 void
-cg_tools_progress (cg_call_t *call, zmsg_t *msg)
+cg_tools_progress (cg_call_t *call, const cg_runner_event_t *event)
 {
-    char *stream = zmsg_popstr (msg);
-    zframe_t *text = zmsg_pop (msg);
-    if (call && call->progress_token && !call->cancelled && stream && text) {
-        const char *chunk = (const char *)zframe_data (text);
-        int len = (int)zframe_size (text);
+    const char *stream = event->progress.stream;
+    if (call && call->progress_token && !call->cancelled && stream && event->progress.text) {
+        const char *chunk = event->progress.text;
+        int len = (int)event->progress.text_len;
         cleanup_free char *message =
             strcmp (stream, "display") == 0
                 ? cg_strdupf ("[display: %.*s]", len, chunk)
@@ -356,8 +355,6 @@ cg_tools_progress (cg_call_t *call, zmsg_t *msg)
         cg_channel_send (call->channel, json_pack ("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
                                                    "notifications/progress", "params", params));
     }
-    zstr_free (&stream);
-    zframe_destroy (&text);
 }
 
 //  The files of a one-shot run OUTCOME, copied out of its sandbox by its runner
@@ -504,17 +501,14 @@ s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
 }
 
 void
-cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
+cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+                 cg_runner_event_t *event)
 {
-    zframe_t *frame = zmsg_pop (msg);
-    cg_outcome_t *outcome = frame && zframe_size (frame) == sizeof (void *)
-                                ? *(cg_outcome_t **)zframe_data (frame)
-                                : NULL;
-    zframe_destroy (&frame);
-    if (call)
+    if (call) {
+        cg_outcome_t *outcome = event->result.outcome;
+        event->result.outcome = NULL;
         s_finish (server, call, session, outcome);
-    else
-        cg_outcome_destroy (&outcome);
+    }
 }
 
 void

@@ -1,7 +1,7 @@
 /*  cg_tools_session — the session tools: start_session, list_sessions, close_session. */
 #include "mcp/tools/cg_tools.h"
 #include "mcp/cg_jsonrpc.h"
-#include "gateway/cg_gateway.h"
+#include "bridge/cg_notebook_command.h"
 #include "base/cg_util.h"
 #include "base/cg_utf8.h"
 
@@ -45,7 +45,7 @@ cg_tools_start_session (const cg_request_t *req, json_t *arguments)
     }
     cg_call_t *call = cg_server_call_new (req, req->tool->name, session_id);
     cg_registry_set_busy (session, call->key);
-    zstr_sendx (session->runner, "START", call->key, canonical, NULL);
+    cg_runner_start (session->runner, call->key, canonical, NULL);
 }
 
 //  The kernel's pid as the runner reported it, or null.
@@ -71,7 +71,7 @@ s_started_text (cg_server_t *server, cg_call_t *call, json_t *structured,
     if (strcmp (call->channel->client->id, "stdio") == 0) {
         cleanup_free char *file =
             config->gateway_token ? NULL : cg_strdupf ("%s/gateway-token", config->state_dir);
-        cleanup_free char *command = cg_gateway_notebook_command (url, file, kernel);
+        cleanup_free char *command = cg_notebook_command (url, file, kernel);
         json_t *text = json_string (command); /* NULL when the state dir is not UTF-8 */
         if (text)
             json_object_set_new (structured, "notebook_command", text);
@@ -82,13 +82,12 @@ s_started_text (cg_server_t *server, cg_call_t *call, json_t *structured,
 }
 
 void
-cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session, zmsg_t *msg)
+cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
+                  const cg_runner_event_t *event)
 {
-    char *why = zmsg_popstr (msg);
-    if (!call) {
-        zstr_free (&why);
+    const char *why = event->started.why;
+    if (!call)
         return;
-    }
     if (session && session->busy && strcmp (session->busy, call->key) == 0)
         cg_registry_set_busy (session, NULL);
     if (!why)
@@ -108,7 +107,6 @@ cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *s
     //  A session whose start failed is not kept: it would hold a sandbox slot.
     if (session && (!why || *why))
         cg_registry_retire (cg_server_registry (server), session);
-    zstr_free (&why);
     cg_server_call_end (server, call);
 }
 

@@ -87,3 +87,16 @@ cg_tools_wait_tick (cg_server_t *server, int wait_ms)
     zlistx_destroy (&due);
     return wait_ms;
 }
+
+static int
+s_tick_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    return cg_tools_wait_tick (arg, -1);
+}
+
+void
+cg_tools_wait_on_loop (cg_server_t *server)
+{
+    cg_loop_before_wait (cg_server_loop (server), s_tick_cb, server);
+}

@@ -23,4 +23,7 @@ bool cg_tools_wait_defer (const cg_request_t *req, json_t **request_p);
     the next wait is over. Called by the event loop before every wait. */
 int cg_tools_wait_tick (cg_server_t *server, int wait_ms);
 
+/*  Has SERVER's loop run cg_tools_wait_tick before every wait. */
+void cg_tools_wait_on_loop (cg_server_t *server);
+
 #endif

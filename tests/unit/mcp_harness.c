@@ -287,7 +287,7 @@ h_start (h_t *self, const char **args, cg_server_setup_fn *extra)
         goto failed;
     cg_server_core_init (&self->server, &self->config,
                          cg_registry_new (&self->config, self->backend, self->instance));
-    cg_mcp_features (&self->server, extra);
+    cg_serve_mcp_features (&self->server, extra);
     return 0;
 failed:
     fprintf (stderr, "h_start: %s\n", cg_error_message (err));

@@ -1,5 +1,5 @@
 /*  mcp_harness — the MCP core in memory, for unit tests: the server's core and every
-    feature and tool registered as the process does (cg_mcp_features), without the event
+    feature and tool registered as the process does (cg_serve_mcp_features), without the event
     loop or a transport; a registry on a fake backend that makes no container (a session
     or a one-shot run fails to start); and a channel that keeps what the core sends. No
     root, no runc, no kernel: each request is handled and answered in the same call. */
@@ -7,6 +7,7 @@
 #define MCP_HARNESS_H
 
 #include "mcp/cg_mcp.h"
+#include "server/cg_server.h"
 #include "mcp/cg_server_int.h"
 
 /*  A test's channel: every message sent on it is kept, in order. */

@@ -1,6 +1,5 @@
 /*  cg_admin — /admin/sessions: list and close any sandbox. */
-#include "mcp/cg_admin.h"
-#include "mcp/cg_server_int.h"
+#include "server/cg_admin.h"
 #include "artifacts/cg_http_guard.h"
 #include "base/cg_util.h"
 
@@ -9,28 +8,37 @@
 
 #define S_PATH "/admin/sessions"
 
+struct cg_admin_t {
+    const cg_config_t *config;
+    cg_registry_t *registry;
+    cg_http_t *http;
+    cg_admin_close_fn *close;
+    void *close_arg;
+    char *token; /* or NULL: the routes answer 503 */
+};
+
 //  Returns true when EX may use the admin routes; else it was answered.
 static bool
-s_admit (cg_server_t *server, cg_http_exchange_t *ex)
+s_admit (cg_admin_t *admin, cg_http_exchange_t *ex)
 {
     //  Untrusted: every header is the client's. A browser's page (a downloaded HTML file
     //  included) must never reach these routes, whatever its origin. Loopback is no
     //  credential (any local user reaches it): the admin token is, on every listener.
-    if (!cg_http_guard_origin (cg_server_http (server), ex)
-        || cg_http_exchange_header (ex, "Origin") || cg_http_exchange_header (ex, "Sec-Fetch-Site"))
+    if (!cg_http_guard_origin (admin->http, ex) || cg_http_exchange_header (ex, "Origin")
+        || cg_http_exchange_header (ex, "Sec-Fetch-Site"))
         cg_http_respond_error (ex, 403, "forbidden", "the admin routes take no browser requests");
     else
-        return cg_http_guard_admin (ex, server->admin_token);
+        return cg_http_guard_admin (ex, admin->token);
     return false;
 }
 
 //  GET /admin/sessions: every client's sessions (owners cut to 8 characters: an
 //  Mcp-Session-Id is a client's credential) and the sandboxes that are not sessions.
 static void
-s_list (cg_server_t *server, cg_http_exchange_t *ex)
+s_list (cg_admin_t *admin, cg_http_exchange_t *ex)
 {
-    cg_registry_t *registry = cg_server_registry (server);
-    const cg_config_t *config = cg_server_config (server);
+    cg_registry_t *registry = admin->registry;
+    const cg_config_t *config = admin->config;
     json_t *list = json_array ();
     zlistx_t *all = cg_registry_sessions (registry, NULL);
     int64_t now = cg_now_us ();
@@ -57,9 +65,9 @@ s_list (cg_server_t *server, cg_http_exchange_t *ex)
 
 //  DELETE /admin/sessions/<slot>: closes that session, whoever owns it.
 static void
-s_close (cg_server_t *server, cg_http_exchange_t *ex, const char *slot)
+s_close (cg_admin_t *admin, cg_http_exchange_t *ex, const char *slot)
 {
-    cg_registry_session_t *session = cg_registry_find_slot (cg_server_registry (server), slot);
+    cg_registry_session_t *session = cg_registry_find_slot (admin->registry, slot);
     if (!session) {
         cg_http_respond_error (ex, 404, "not_found", "no session in that slot");
         return;
@@ -67,16 +75,16 @@ s_close (cg_server_t *server, cg_http_exchange_t *ex, const char *slot)
     json_t *body = json_pack ("{s:s, s:s}", "closed", session->slot, "session_id", session->id);
     cg_log (2, "admin: closing session %s (slot %s) of MCP client %.8s…", session->id,
             session->slot, session->owner);
-    cg_server_session_close (server, session, "An operator closed this session.");
+    admin->close (admin->close_arg, session, "An operator closed this session.");
     cg_http_respond_json (ex, 200, body, NULL);
 }
 
 static void
 s_handle (void *arg, cg_http_exchange_t *ex)
 {
-    cg_server_t *server = arg;
+    cg_admin_t *admin = arg;
     static const char *allow[] = {"Allow", "GET, DELETE", NULL};
-    if (!s_admit (server, ex))
+    if (!s_admit (admin, ex))
         return;
     const char *path = cg_http_exchange_path (ex) + strlen (S_PATH);
     const char *method = cg_http_exchange_method (ex);
@@ -86,7 +94,7 @@ s_handle (void *arg, cg_http_exchange_t *ex)
     if (!collection && !slot)
         cg_http_respond_error (ex, 404, "not_found", "no such route");
     else if (strcmp (method, collection ? "GET" : "DELETE") == 0)
-        collection ? s_list (server, ex) : s_close (server, ex, slot);
+        collection ? s_list (admin, ex) : s_close (admin, ex, slot);
     else {
         const char *body = "{\"error\":\"method_not_allowed\",\"message\":\"GET /admin/sessions "
                            "lists; DELETE /admin/sessions/<slot> closes\"}";
@@ -126,20 +134,32 @@ s_token (const cg_config_t *config, cg_http_t *http)
     return token;
 }
 
-void
-cg_admin_route (cg_server_t *server, cg_http_t *http)
+cg_admin_t *
+cg_admin_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *http,
+              cg_admin_close_fn *close, void *arg)
 {
-    cg_admin_token_free (&server->admin_token);
-    server->admin_token = s_token (server->config, http);
-    cg_http_route (http, S_PATH, CG_HTTP_PREFIX, 0, s_handle, server);
+    cg_admin_t *self = cg_xcalloc (1, sizeof *self);
+    *self = (cg_admin_t){config, registry, http, close, arg, s_token (config, http)};
+    cg_http_route (http, S_PATH, CG_HTTP_PREFIX, 0, s_handle, self);
+    return self;
+}
+
+const char *
+cg_admin_token (cg_admin_t *self)
+{
+    return self->token;
 }
 
 void
-cg_admin_token_free (char **token_p)
+cg_admin_destroy (cg_admin_t **self_p)
 {
-    if (!token_p || !*token_p)
+    cg_admin_t *self = *self_p;
+    if (!self)
         return;
-    sodium_memzero (*token_p, strlen (*token_p));
-    free (*token_p);
-    *token_p = NULL;
+    if (self->token) {
+        sodium_memzero (self->token, strlen (self->token));
+        free (self->token);
+    }
+    free (self);
+    *self_p = NULL;
 }

@@ -1,0 +1,346 @@
+/*  cg_loop — the process's event loop over zmq_poll: watches, timers, before-wait hooks. */
+#include "base/cg_loop.h"
+#include "base/cg_util.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+struct cg_loop_watch_t {
+    void *socket; /* a libzmq socket, or NULL for an fd */
+    int fd;
+    short events;
+    cg_loop_watch_fn *fn;
+    void *arg;
+    bool dead; /* removed: freed at the end of the round */
+};
+
+struct cg_loop_timer_t {
+    int64_t due_ms; /* zclock_mono */
+    uint64_t seq;   /* set order, for equal due times */
+    cg_loop_timer_fn *fn;
+    void *arg;
+    bool dead;
+};
+
+struct cg_loop_hook_t {
+    cg_loop_hook_fn *fn;
+    void *arg;
+    bool dead;
+};
+
+//  A growable array of pointers; dead entries are compacted away outside rounds.
+typedef struct {
+    void **items;
+    size_t size, room;
+} s_vec_t;
+
+struct cg_loop_t {
+    s_vec_t watches, timers, hooks;
+    uint64_t next_seq;
+    bool stopped;
+    bool in_round;            /* between the first hook and the last timer of a round */
+    zmq_pollitem_t *items;    /* the round's poll items, */
+    cg_loop_watch_t **polled; /* and the watch of each */
+    size_t items_room;
+};
+
+static void
+s_vec_add (s_vec_t *vec, void *item)
+{
+    if (vec->size == vec->room) {
+        vec->room = vec->room ? vec->room * 2 : 16;
+        vec->items = cg_xrealloc (vec->items, vec->room * sizeof *vec->items);
+    }
+    vec->items[vec->size++] = item;
+}
+
+//  Frees the entries of VEC that DEAD_OF says are dead, keeping the others in order.
+static void
+s_vec_compact (s_vec_t *vec, bool (*dead_of) (const void *))
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < vec->size; i++)
+        if (dead_of (vec->items[i]))
+            free (vec->items[i]);
+        else
+            vec->items[kept++] = vec->items[i];
+    vec->size = kept;
+}
+
+static bool
+s_watch_dead (const void *item)
+{
+    return ((const cg_loop_watch_t *)item)->dead;
+}
+
+static bool
+s_timer_dead (const void *item)
+{
+    return ((const cg_loop_timer_t *)item)->dead;
+}
+
+static bool
+s_hook_dead (const void *item)
+{
+    return ((const cg_loop_hook_t *)item)->dead;
+}
+
+static void
+s_compact (cg_loop_t *self)
+{
+    if (self->in_round)
+        return;
+    s_vec_compact (&self->watches, s_watch_dead);
+    s_vec_compact (&self->timers, s_timer_dead);
+    s_vec_compact (&self->hooks, s_hook_dead);
+}
+
+cg_loop_t *
+cg_loop_new (void)
+{
+    return cg_xcalloc (1, sizeof (cg_loop_t));
+}
+
+void
+cg_loop_destroy (cg_loop_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cg_loop_t *self = *self_p;
+    s_vec_t *all[] = {&self->watches, &self->timers, &self->hooks};
+    for (size_t v = 0; v < 3; v++) {
+        for (size_t i = 0; i < all[v]->size; i++)
+            free (all[v]->items[i]);
+        free (all[v]->items);
+    }
+    free (self->items);
+    free (self->polled);
+    free (self);
+    *self_p = NULL;
+}
+
+cg_loop_watch_t *
+cg_loop_watch_fd (cg_loop_t *self, int fd, short events, cg_loop_watch_fn *fn, void *arg)
+{
+    cg_loop_watch_t *watch = cg_xcalloc (1, sizeof *watch);
+    *watch = (cg_loop_watch_t){.fd = fd, .events = events, .fn = fn, .arg = arg};
+    s_vec_add (&self->watches, watch);
+    return watch;
+}
+
+cg_loop_watch_t *
+cg_loop_watch_socket (cg_loop_t *self, void *socket, short events, cg_loop_watch_fn *fn, void *arg)
+{
+    cg_loop_watch_t *watch = cg_loop_watch_fd (self, 0, events, fn, arg);
+    watch->socket = zsock_resolve (socket);
+    return watch;
+}
+
+void
+cg_loop_watch_events (cg_loop_watch_t *watch, short events)
+{
+    watch->events = events;
+}
+
+void
+cg_loop_unwatch (cg_loop_t *self, cg_loop_watch_t **watch_p)
+{
+    if (!watch_p || !*watch_p)
+        return;
+    (*watch_p)->dead = true;
+    *watch_p = NULL;
+    s_compact (self);
+}
+
+cg_loop_timer_t *
+cg_loop_timer (cg_loop_t *self, int ms, cg_loop_timer_fn *fn, void *arg)
+{
+    cg_loop_timer_t *timer = cg_xcalloc (1, sizeof *timer);
+    *timer = (cg_loop_timer_t){.due_ms = zclock_mono () + (ms < 0 ? 0 : ms),
+                               .seq = self->next_seq++,
+                               .fn = fn,
+                               .arg = arg};
+    s_vec_add (&self->timers, timer);
+    return timer;
+}
+
+void
+cg_loop_timer_end (cg_loop_t *self, cg_loop_timer_t **timer_p)
+{
+    if (!timer_p || !*timer_p)
+        return;
+    (*timer_p)->dead = true;
+    *timer_p = NULL;
+    s_compact (self);
+}
+
+cg_loop_hook_t *
+cg_loop_before_wait (cg_loop_t *self, cg_loop_hook_fn *fn, void *arg)
+{
+    cg_loop_hook_t *hook = cg_xcalloc (1, sizeof *hook);
+    *hook = (cg_loop_hook_t){.fn = fn, .arg = arg};
+    s_vec_add (&self->hooks, hook);
+    return hook;
+}
+
+void
+cg_loop_hook_end (cg_loop_t *self, cg_loop_hook_t **hook_p)
+{
+    if (!hook_p || !*hook_p)
+        return;
+    (*hook_p)->dead = true;
+    *hook_p = NULL;
+    s_compact (self);
+}
+
+void
+cg_loop_forget (cg_loop_t *self, const void *arg)
+{
+    for (size_t i = 0; i < self->watches.size; i++)
+        if (((cg_loop_watch_t *)self->watches.items[i])->arg == arg)
+            ((cg_loop_watch_t *)self->watches.items[i])->dead = true;
+    for (size_t i = 0; i < self->timers.size; i++)
+        if (((cg_loop_timer_t *)self->timers.items[i])->arg == arg)
+            ((cg_loop_timer_t *)self->timers.items[i])->dead = true;
+    for (size_t i = 0; i < self->hooks.size; i++)
+        if (((cg_loop_hook_t *)self->hooks.items[i])->arg == arg)
+            ((cg_loop_hook_t *)self->hooks.items[i])->dead = true;
+    s_compact (self);
+}
+
+void
+cg_loop_stop (cg_loop_t *self)
+{
+    self->stopped = true;
+}
+
+bool
+cg_loop_stopped (cg_loop_t *self)
+{
+    return self->stopped;
+}
+
+//  WAIT_MS lowered to MS when MS is a wish (0 and up) and sooner (-1: no limit yet).
+static int
+s_sooner (int wait_ms, int64_t ms)
+{
+    if (ms < 0)
+        return wait_ms;
+    if (ms > INT32_MAX)
+        ms = INT32_MAX;
+    return wait_ms < 0 || ms < wait_ms ? (int)ms : wait_ms;
+}
+
+//  Runs the hooks there are now; returns the wait their wishes and the timers allow.
+static int
+s_before_wait (cg_loop_t *self)
+{
+    int wait_ms = -1;
+    size_t count = self->hooks.size;
+    for (size_t i = 0; i < count; i++) {
+        cg_loop_hook_t *hook = self->hooks.items[i];
+        if (!hook->dead)
+            wait_ms = s_sooner (wait_ms, hook->fn (self, hook->arg));
+    }
+    int64_t now = zclock_mono ();
+    for (size_t i = 0; i < self->timers.size; i++) {
+        cg_loop_timer_t *timer = self->timers.items[i];
+        if (!timer->dead)
+            wait_ms = s_sooner (wait_ms, timer->due_ms > now ? timer->due_ms - now : 0);
+    }
+    return wait_ms;
+}
+
+//  The poll items of the live watches that wait for something; returns how many.
+static int
+s_items (cg_loop_t *self)
+{
+    if (self->items_room < self->watches.size) {
+        self->items_room = self->watches.size;
+        self->items = cg_xrealloc (self->items, self->items_room * sizeof *self->items);
+        self->polled = cg_xrealloc (self->polled, self->items_room * sizeof *self->polled);
+    }
+    int count = 0;
+    for (size_t i = 0; i < self->watches.size; i++) {
+        cg_loop_watch_t *watch = self->watches.items[i];
+        if (watch->dead || !watch->events)
+            continue;
+        self->items[count] =
+            (zmq_pollitem_t){watch->socket, watch->socket ? 0 : watch->fd, watch->events, 0};
+        self->polled[count++] = watch;
+    }
+    return count;
+}
+
+static int
+s_timer_order (const void *a, const void *b)
+{
+    const cg_loop_timer_t *x = *(cg_loop_timer_t *const *)a, *y = *(cg_loop_timer_t *const *)b;
+    if (x->due_ms != y->due_ms)
+        return x->due_ms < y->due_ms ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+//  Calls the timers that are due now, earliest first (not those set while this runs).
+static void
+s_fire_timers (cg_loop_t *self)
+{
+    int64_t now = zclock_mono ();
+    size_t count = 0, total = self->timers.size;
+    cg_loop_timer_t **due = cg_xcalloc (total ? total : 1, sizeof *due);
+    for (size_t i = 0; i < total; i++) {
+        cg_loop_timer_t *timer = self->timers.items[i];
+        if (!timer->dead && timer->due_ms <= now)
+            due[count++] = timer;
+    }
+    qsort (due, count, sizeof *due, s_timer_order);
+    for (size_t i = 0; i < count; i++) {
+        if (due[i]->dead)
+            continue;
+        int again = due[i]->fn (self, due[i]->arg);
+        if (due[i]->dead)
+            continue;
+        if (again < 0)
+            due[i]->dead = true;
+        else {
+            due[i]->due_ms = zclock_mono () + again;
+            due[i]->seq = self->next_seq++;
+        }
+    }
+    free (due);
+}
+
+int
+cg_loop_run_once (cg_loop_t *self)
+{
+    self->in_round = true;
+    int wait_ms = s_before_wait (self);
+    int rc = 0;
+    if (!self->stopped) {
+        int count = s_items (self);
+        rc = zmq_poll (self->items, count, wait_ms) < 0 && errno != EINTR ? -1 : 1;
+        for (int i = 0; rc == 1 && i < count; i++) {
+            cg_loop_watch_t *watch = self->polled[i];
+            if (self->items[i].revents && !watch->dead)
+                watch->fn (self, self->items[i].revents, watch->arg);
+        }
+        if (rc == 1)
+            s_fire_timers (self);
+    }
+    self->in_round = false;
+    s_compact (self);
+    return rc;
+}
+
+int
+cg_loop_run (cg_loop_t *self)
+{
+    while (!self->stopped && !zsys_interrupted) {
+        int rc = cg_loop_run_once (self);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}

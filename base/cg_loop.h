@@ -1,0 +1,91 @@
+/*  cg_loop — the process's event loop over zmq_poll, in the style of redis ae (file events,
+    time events, beforeSleep) and libuv handles: a module watches its own fd or ZeroMQ
+    socket, sets its own timers and adds its own before-wait hook; nobody edits a central
+    poll array or chains ticks by hand. Single-threaded: everything here runs on the thread
+    that calls cg_loop_run. One round: the before-wait hooks run (in the order they were
+    added), the loop waits for the first of a watched event, a due timer or the earliest
+    wish of a hook, then calls the watches that fired (in the order they were added) and
+    the timers that are due (earliest first; equal times in the order they were set). A
+    watch, timer or hook removed during a round is never called after its removal; one
+    added during a round takes part from the next. */
+#ifndef CG_LOOP_H
+#define CG_LOOP_H
+
+#include <stdbool.h>
+
+typedef struct cg_loop_t cg_loop_t;
+typedef struct cg_loop_watch_t cg_loop_watch_t;
+typedef struct cg_loop_timer_t cg_loop_timer_t;
+typedef struct cg_loop_hook_t cg_loop_hook_t;
+
+/*  A watch fired: REVENTS are the ZMQ_POLLIN/ZMQ_POLLOUT/ZMQ_POLLERR it found. */
+typedef void (cg_loop_watch_fn) (cg_loop_t *loop, short revents, void *arg);
+
+/*  A timer is due. Returns the ms until it is due again (0 and up), or -1 to end it (it is
+    freed then, and its handle must not be used again). */
+typedef int (cg_loop_timer_fn) (cg_loop_t *loop, void *arg);
+
+/*  Runs before each wait. Returns the ms within which it wants to run again (the wait is
+    no longer than the smallest wish), or -1 when it has no wish. */
+typedef int (cg_loop_hook_fn) (cg_loop_t *loop, void *arg);
+
+/*  A new loop with nothing watched. Caller owns it. */
+cg_loop_t *cg_loop_new (void);
+
+/*  Frees the loop and every watch, timer and hook still in it (their ARGs are borrowed and
+    untouched). Sets *SELF_P to NULL; safe on NULL. */
+void cg_loop_destroy (cg_loop_t **self_p);
+
+/*  Watches FD (a file descriptor) for EVENTS (ZMQ_POLLIN, ZMQ_POLLOUT; 0: watched for none
+    now) and calls FN with ARG when they come. Returns the watch (the loop's; valid until
+    cg_loop_unwatch). */
+cg_loop_watch_t *cg_loop_watch_fd (cg_loop_t *self, int fd, short events, cg_loop_watch_fn *fn,
+                                   void *arg);
+
+/*  As cg_loop_watch_fd, for a ZeroMQ socket: SOCKET is a zsock_t, a zactor_t (its pipe) or
+    a libzmq socket, borrowed; it must outlive the watch. */
+cg_loop_watch_t *cg_loop_watch_socket (cg_loop_t *self, void *socket, short events,
+                                       cg_loop_watch_fn *fn, void *arg);
+
+/*  Changes what WATCH waits for, from the next wait on. */
+void cg_loop_watch_events (cg_loop_watch_t *watch, short events);
+
+/*  Ends *WATCH_P (its fn is not called again, even later in this round) and sets *WATCH_P
+    to NULL. Safe on NULL. */
+void cg_loop_unwatch (cg_loop_t *self, cg_loop_watch_t **watch_p);
+
+/*  Calls FN with ARG in MS ms (0 and up), then as FN's return says. Returns the timer (the
+    loop's; valid until FN returns -1 or cg_loop_timer_end). */
+cg_loop_timer_t *cg_loop_timer (cg_loop_t *self, int ms, cg_loop_timer_fn *fn, void *arg);
+
+/*  Ends *TIMER_P before it is due and sets *TIMER_P to NULL. Safe on NULL. Not from its
+    own fn (that returns -1). */
+void cg_loop_timer_end (cg_loop_t *self, cg_loop_timer_t **timer_p);
+
+/*  Adds FN with ARG to the hooks run before each wait, after those added before it.
+    Returns the hook (the loop's; valid until cg_loop_hook_end). */
+cg_loop_hook_t *cg_loop_before_wait (cg_loop_t *self, cg_loop_hook_fn *fn, void *arg);
+
+/*  Removes *HOOK_P and sets it to NULL. Safe on NULL. */
+void cg_loop_hook_end (cg_loop_t *self, cg_loop_hook_t **hook_p);
+
+/*  Ends every watch, timer and hook whose ARG is ARG (a module leaving the loop). */
+void cg_loop_forget (cg_loop_t *self, const void *arg);
+
+/*  Runs one round. Returns 1 when it waited and dispatched (an interrupted wait counts),
+    0 when cg_loop_stop was called (by a hook or before: the round then did not wait), -1
+    when the wait failed (errno says why). */
+int cg_loop_run_once (cg_loop_t *self);
+
+/*  Runs rounds until cg_loop_stop, a failed wait or SIGINT/SIGTERM (czmq's
+    zsys_interrupted). Returns 0, or -1 when a wait failed. */
+int cg_loop_run (cg_loop_t *self);
+
+/*  Makes cg_loop_run return before its next wait (the current round's watches and timers
+    still run). */
+void cg_loop_stop (cg_loop_t *self);
+
+/*  True once cg_loop_stop was called. */
+bool cg_loop_stopped (cg_loop_t *self);
+
+#endif
