@@ -453,11 +453,18 @@ test('upload_file counts against max sessions; a stream over the kept limit is s
 
 test('the default download port 8080, when taken, falls back to a free port; an explicit taken port fails clearly', async () => {
   const net = await import('node:net');
-  const blocker = net.createServer();
-  const held = await new Promise((resolve) => {
-    blocker.once('error', () => resolve(false)); // already taken by someone else: taken either way
-    blocker.listen(8080, '127.0.0.1', () => resolve(true));
-  });
+  // This test holds 8080 itself, so that nobody frees it halfway: another process's server
+  // may have it for a while (waited for, 30 s at most; after that, taken either way).
+  let blocker;
+  let held = false;
+  for (let i = 0; i < 150 && !held; i++) {
+    blocker = net.createServer();
+    held = await new Promise((resolve) => {
+      blocker.once('error', () => resolve(false));
+      blocker.listen(8080, '127.0.0.1', () => resolve(true));
+    });
+    if (!held) await new Promise((r) => setTimeout(r, 200));
+  }
   try {
     const fallback = await startServer({ name: 'port-fallback', env: { CELLGATE_HTTP_LISTEN: undefined } });
     try {

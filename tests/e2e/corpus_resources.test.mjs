@@ -76,16 +76,18 @@ kase('fork bomb (bash and python)', `stopped by the pids limit (${PIDS}); call e
   const sid = 'sess_corpusfork001';
   const b = await run({ language: 'bash', session_id: sid, timeout: 5, code: 'bomb() { bomb | bomb & }; bomb' });
   assert.equal(b.isError, true, show(b, server));
-  const out = await runJson(server, { session_id: sid, timeout: 20, code: `
+  // Forks until the limit refuses one (15 s at most): a loaded machine forks slowly, so the
+  // children outlive the loop (30 s) and the loop is not bounded by a few seconds.
+  const out = await runJson(server, { session_id: sid, timeout: 40, code: `
 import json, os, time
 made, failed = 0, 0
 kids = []
 t0 = time.time()
-while time.time() - t0 < 4:
+while time.time() - t0 < 15 and not failed:
     try:
         pid = os.fork()
         if pid == 0:
-            time.sleep(5); os._exit(0)
+            time.sleep(30); os._exit(0)
         kids.append(pid); made += 1
     except OSError:
         failed += 1

@@ -117,7 +117,8 @@ test('a dropped HTTP connection is not a cancel: the call runs to its end', asyn
   await sleep(700);
   req.destroy(); // the client goes away mid-call
   let listed;
-  for (let i = 0; i < 40; i++) {
+  // Up to a minute: the call starts the session's sandbox and kernel first (slow on a loaded machine).
+  for (let i = 0; i < 240; i++) {
     await sleep(250);
     listed = await call(a.client, 'list_artifacts', { session_id: sid });
     if (!listed.isError && listed.structuredContent.artifacts.some((f) => f.filename === 'finished.txt')) break;

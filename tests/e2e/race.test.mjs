@@ -38,8 +38,9 @@ before(async () => {
     canaryServer.once('error', reject);
     canaryServer.listen(canarySock, resolve);
   });
-  // Failing kernel starts (their sockets swapped for links) give up quickly.
-  server = await startServer({ args: ['--kernel-start-timeout', '4', '--interrupt-grace-ms', '500'] });
+  // Failing kernel starts (their sockets swapped for links) give up quickly; 10 s, as a
+  // good start takes longer than 4 s on a loaded machine (a parallel run).
+  server = await startServer({ args: ['--kernel-start-timeout', '10', '--interrupt-grace-ms', '500'] });
   client = server.client;
 });
 
