@@ -21,7 +21,7 @@ test('cellgate help, cellgate help mcp and cellgate mcp --help describe both tra
   assert.equal(overview.status, 0, overview.stderr);
   assert.match(overview.stdout, /^usage: cellgate <command>/);
   assert.match(overview.stdout, /^ {2}mcp +serve MCP: on stdio \(default\), or on Streamable HTTP with --http$/m);
-  assert.match(overview.stdout, /^ {2}help \[COMMAND\]/m);
+  assert.match(overview.stdout, /^ {2}help \[TOPIC\]/m);
   for (const args of [['help', 'mcp'], ['mcp', '--help'], ['mcp', '-h']]) {
     const r = cellgate(args);
     assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
@@ -29,7 +29,7 @@ test('cellgate help, cellgate help mcp and cellgate mcp --help describe both tra
     assert.match(out, /^usage: cellgate mcp \[options\]/, args.join(' '));
     assert.match(out, /^stdio \(the default\)/m);
     assert.match(out, /^Streamable HTTP \(--http \[HOST:\]PORT\)/m);
-    assert.match(out, /claude mcp add cellgate -- \/path\/to\/cellgate\/build\/cellgate mcp/);
+    assert.match(out, /claude mcp add --scope user cellgate -- \/path\/to\/cellgate\/build\/cellgate mcp/);
     assert.match(out, /claude mcp add --transport http cellgate http:\/\/127\.0\.0\.1:8765\/mcp/);
     assert.match(out, /n8n's MCP Client node: URL http:\/\/HOST:8765\/mcp/);
     assert.match(out, /curl -sS http:\/\/127\.0\.0\.1:8765\/mcp .*\n.*Accept: application\/json, text\/event-stream/);
