@@ -310,3 +310,23 @@ h_stop (h_t *self)
     cg_config_clear (&self->config);
     cg_rm_rf (self->state_dir, NULL);
 }
+
+int
+h_error_code (json_t *message)
+{
+    return (int)json_integer_value (json_object_get (json_object_get (message, "error"), "code"));
+}
+
+const char *
+h_error_text (json_t *message)
+{
+    const char *text =
+        json_string_value (json_object_get (json_object_get (message, "error"), "message"));
+    return text ? text : "";
+}
+
+json_t *
+h_result (json_t *message)
+{
+    return json_object_get (message, "result");
+}

@@ -54,6 +54,12 @@ json_t *h_answer (json_t *sent, json_int_t id);
 /*  The first notification METHOD in SENT, or NULL. */
 json_t *h_note (json_t *sent, const char *method);
 
+/*  A response's parts: its error's code (0 when none), its error's message ("" when
+    none) and its result (borrowed; NULL when none). */
+int h_error_code (json_t *message);
+const char *h_error_text (json_t *message);
+json_t *h_result (json_t *message);
+
 /*  Initializes CHANNEL's client at protocol VERSION (its answer checked by the caller when
     it cares). */
 void h_initialize (h_t *self, h_channel_t *channel, const char *version);

@@ -11,27 +11,6 @@
 
 #include <string.h>
 
-//  The error code of MESSAGE (a response), or 0.
-static int
-s_code (json_t *message)
-{
-    return (int)json_integer_value (json_object_get (json_object_get (message, "error"), "code"));
-}
-
-static const char *
-s_error_text (json_t *message)
-{
-    const char *text =
-        json_string_value (json_object_get (json_object_get (message, "error"), "message"));
-    return text ? text : "";
-}
-
-static json_t *
-s_result (json_t *message)
-{
-    return json_object_get (message, "result");
-}
-
 //  True when the tools array TOOLS names NAME.
 static bool
 s_has_tool (json_t *tools, const char *name)
@@ -60,22 +39,22 @@ s_test_handshake (void)
     h_channel_t *channel = h_channel (client);
     json_t *sent =
         h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}");
-    EXPECT (s_code (h_answer (sent, 1)) == CG_JSONRPC_INVALID_REQUEST
-                && strstr (s_error_text (h_answer (sent, 1)), "not initialized"),
-            "tools/list before initialize: %s", s_error_text (h_answer (sent, 1)));
+    EXPECT (h_error_code (h_answer (sent, 1)) == CG_JSONRPC_INVALID_REQUEST
+                && strstr (h_error_text (h_answer (sent, 1)), "not initialized"),
+            "tools/list before initialize: %s", h_error_text (h_answer (sent, 1)));
     json_decref (sent);
     sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"ping\"}");
-    EXPECT (json_is_object (s_result (h_answer (sent, 2))), "ping before initialize");
+    EXPECT (json_is_object (h_result (h_answer (sent, 2))), "ping before initialize");
     json_decref (sent);
     sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"nope/nothing\"}");
-    EXPECT (s_code (h_answer (sent, 3)) == CG_JSONRPC_INVALID_REQUEST,
+    EXPECT (h_error_code (h_answer (sent, 3)) == CG_JSONRPC_INVALID_REQUEST,
             "an unknown method before initialize is refused as uninitialized");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"initialize\", \"params\": "
                    "{\"protocolVersion\": \"1999-01-01\", \"capabilities\": {\"elicitation\": {}},"
                    " \"clientInfo\": {\"name\": \"unit\", \"version\": \"2\"}}}");
-    json_t *result = s_result (h_answer (sent, 4));
+    json_t *result = h_result (h_answer (sent, 4));
     EXPECT (strcmp (json_string_value (json_object_get (result, "protocolVersion")), "2025-11-25")
                 == 0,
             "an unknown revision is offered our latest");
@@ -91,16 +70,17 @@ s_test_handshake (void)
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"initialize\", \"params\": {}}");
-    EXPECT (s_code (h_answer (sent, 5)) == CG_JSONRPC_INVALID_PARAMS, "initialize needs a version");
+    EXPECT (h_error_code (h_answer (sent, 5)) == CG_JSONRPC_INVALID_PARAMS,
+            "initialize needs a version");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 6, \"method\": \"logging/setLevel\", "
                    "\"params\": {\"level\": \"warning\"}}");
-    EXPECT (json_is_object (s_result (h_answer (sent, 6))) && client->log_level == 1,
+    EXPECT (json_is_object (h_result (h_answer (sent, 6))) && client->log_level == 1,
             "logging/setLevel");
     json_decref (sent);
     sent = h_send (&h, channel, "[1, 2]");
-    EXPECT (s_code (json_array_get (sent, 0)) == CG_JSONRPC_INVALID_REQUEST, "not a request");
+    EXPECT (h_error_code (json_array_get (sent, 0)) == CG_JSONRPC_INVALID_REQUEST, "not a request");
     json_decref (sent);
     h_channel_free (&channel);
     h_client_free (&client);
@@ -123,7 +103,7 @@ s_test_tools_and_refusals (void)
     h_initialize (&h, channel, "2025-11-25");
     json_t *sent =
         h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}");
-    json_t *tools = json_object_get (s_result (h_answer (sent, 1)), "tools");
+    json_t *tools = json_object_get (h_result (h_answer (sent, 1)), "tools");
     EXPECT (s_has_tool (tools, "execute_code") && s_has_tool (tools, "calculate")
                 && !s_has_tool (tools, "test_simple_text"),
             "tools/list: the table's tools, no fixture (%zu)", json_array_size (tools));
@@ -131,18 +111,19 @@ s_test_tools_and_refusals (void)
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", \"params\": "
                    "{\"name\": \"nope\", \"arguments\": {}}}");
-    EXPECT (s_code (h_answer (sent, 2)) == CG_JSONRPC_INVALID_PARAMS
-                && strcmp (s_error_text (h_answer (sent, 2)), "Unknown tool: nope") == 0,
-            "an unknown tool: %s", s_error_text (h_answer (sent, 2)));
+    EXPECT (h_error_code (h_answer (sent, 2)) == CG_JSONRPC_INVALID_PARAMS
+                && strcmp (h_error_text (h_answer (sent, 2)), "Unknown tool: nope") == 0,
+            "an unknown tool: %s", h_error_text (h_answer (sent, 2)));
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tools/call\", \"params\": {}}");
-    EXPECT (s_code (h_answer (sent, 3)) == CG_JSONRPC_INVALID_PARAMS, "a call without a name");
+    EXPECT (h_error_code (h_answer (sent, 3)) == CG_JSONRPC_INVALID_PARAMS,
+            "a call without a name");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/call\", \"params\": "
                    "{\"name\": \"execute_code\", \"arguments\": {\"code\": \"1\", \"bogus\": 1}}}");
-    json_t *result = s_result (h_answer (sent, 4));
+    json_t *result = h_result (h_answer (sent, 4));
     json_t *structured = json_object_get (result, "structuredContent");
     EXPECT (
         json_is_true (json_object_get (result, "isError"))
@@ -155,20 +136,20 @@ s_test_tools_and_refusals (void)
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"tools/call\", \"params\": "
                    "{\"name\": \"list_sessions\", \"arguments\": [1]}}");
-    result = s_result (h_answer (sent, 5));
+    result = h_result (h_answer (sent, 5));
     EXPECT (json_is_true (json_object_get (result, "isError")), "arguments not an object");
     json_decref (sent);
     sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 6, \"method\": \"foo/bar\"}");
-    EXPECT (s_code (h_answer (sent, 6)) == CG_JSONRPC_METHOD_NOT_FOUND
-                && strcmp (s_error_text (h_answer (sent, 6)), "Method not found: foo/bar") == 0
+    EXPECT (h_error_code (h_answer (sent, 6)) == CG_JSONRPC_METHOD_NOT_FOUND
+                && strcmp (h_error_text (h_answer (sent, 6)), "Method not found: foo/bar") == 0
                 && channel->base.status == 404,
-            "an unknown method: %s", s_error_text (h_answer (sent, 6)));
+            "an unknown method: %s", h_error_text (h_answer (sent, 6)));
     json_decref (sent);
     //  A tool that answers now: list_sessions, none yet.
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/call\", \"params\": "
                    "{\"name\": \"list_sessions\"}}");
-    result = s_result (h_answer (sent, 7));
+    result = h_result (h_answer (sent, 7));
     EXPECT (result && !json_is_true (json_object_get (result, "isError")), "list_sessions");
     json_decref (sent);
     h_channel_free (&channel);
@@ -191,7 +172,7 @@ s_test_modern (void)
     json_t *sent = h_send (&h, channel,
                            "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"server/discover\", "
                            "\"params\": {" H_MODERN_META ("{}") "}}");
-    json_t *result = s_result (h_answer (sent, 1));
+    json_t *result = h_result (h_answer (sent, 1));
     EXPECT (strcmp (json_string_value (
                         json_array_get (json_object_get (result, "supportedVersions"), 0)),
                     "2026-07-28")
@@ -212,7 +193,7 @@ s_test_modern (void)
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/list\", "
                    "\"params\": {" H_MODERN_META ("{}") "}}");
-    result = s_result (h_answer (sent, 2));
+    result = h_result (h_answer (sent, 2));
     EXPECT (json_array_size (json_object_get (result, "tools")) > 0
                 && json_object_get (result, "cacheScope"),
             "tools/list without initialize, cacheable");
@@ -220,7 +201,8 @@ s_test_modern (void)
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tools/list\", \"params\": "
                    "{\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\"}}}");
-    EXPECT (s_code (h_answer (sent, 3)) == CG_JSONRPC_INVALID_PARAMS && channel->base.status == 400,
+    EXPECT (h_error_code (h_answer (sent, 3)) == CG_JSONRPC_INVALID_PARAMS
+                && channel->base.status == 400,
             "no clientCapabilities: -32602, 400");
     json_decref (sent);
     sent = h_send (&h, channel,
@@ -228,7 +210,7 @@ s_test_modern (void)
                    "{\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2030-01-01\", "
                    "\"io.modelcontextprotocol/clientCapabilities\": {}}}}");
     json_t *error = json_object_get (h_answer (sent, 4), "error");
-    EXPECT (s_code (h_answer (sent, 4)) == CG_JSONRPC_UNSUPPORTED_VERSION
+    EXPECT (h_error_code (h_answer (sent, 4)) == CG_JSONRPC_UNSUPPORTED_VERSION
                 && json_object_get (json_object_get (error, "data"), "supported"),
             "an unknown revision: -32022 with what is supported");
     json_decref (sent);
@@ -237,7 +219,7 @@ s_test_modern (void)
                    "{\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\", "
                    "\"io.modelcontextprotocol/clientCapabilities\": {}, "
                    "\"io.modelcontextprotocol/logLevel\": \"loud\"}}}");
-    EXPECT (s_code (h_answer (sent, 5)) == CG_JSONRPC_INVALID_PARAMS, "a bad logLevel");
+    EXPECT (h_error_code (h_answer (sent, 5)) == CG_JSONRPC_INVALID_PARAMS, "a bad logLevel");
     json_decref (sent);
     const char *removed[] = {
         "initialize", "ping", "logging/setLevel", "resources/subscribe", "tasks/result",
@@ -249,17 +231,17 @@ s_test_modern (void)
                     "\"params\": {" H_MODERN_META ("{\"extensions\": "
                                                    "{\"io.modelcontextprotocol/tasks\": {}}}") "}}",
                     removed[i]);
-        EXPECT (s_code (h_answer (sent, 6)) == CG_JSONRPC_METHOD_NOT_FOUND
-                    && strstr (s_error_text (h_answer (sent, 6)), "is not a method of 2026-07-28")
+        EXPECT (h_error_code (h_answer (sent, 6)) == CG_JSONRPC_METHOD_NOT_FOUND
+                    && strstr (h_error_text (h_answer (sent, 6)), "is not a method of 2026-07-28")
                     && channel->base.status == 404,
-                "%s is not 2026-07-28's: %s", removed[i], s_error_text (h_answer (sent, 6)));
+                "%s is not 2026-07-28's: %s", removed[i], h_error_text (h_answer (sent, 6)));
         json_decref (sent);
     }
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tasks/get\", "
                    "\"params\": {\"taskId\": \"x\", " H_MODERN_META ("{}") "}}");
     error = json_object_get (h_answer (sent, 7), "error");
-    EXPECT (s_code (h_answer (sent, 7)) == CG_JSONRPC_MISSING_CAPABILITY
+    EXPECT (h_error_code (h_answer (sent, 7)) == CG_JSONRPC_MISSING_CAPABILITY
                 && json_object_get (json_object_get (error, "data"), "requiredCapabilities"),
             "the tasks methods need the extension");
     json_decref (sent);
@@ -267,13 +249,13 @@ s_test_modern (void)
         &h, channel,
         "{\"jsonrpc\": \"2.0\", \"id\": 8, \"method\": \"resources/read\", "
         "\"params\": {\"uri\": \"cellgate://sessions/none/files/a\", " H_MODERN_META ("{}") "}}");
-    EXPECT (s_code (h_answer (sent, 8)) == CG_JSONRPC_INVALID_PARAMS,
+    EXPECT (h_error_code (h_answer (sent, 8)) == CG_JSONRPC_INVALID_PARAMS,
             "2026-07-28: a resource not found is -32602 (-32002 is 2025's)");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"subscriptions/listen\", "
                    "\"params\": {\"notifications\": {}}}");
-    EXPECT (s_code (h_answer (sent, 9)) == CG_JSONRPC_INVALID_REQUEST,
+    EXPECT (h_error_code (h_answer (sent, 9)) == CG_JSONRPC_INVALID_REQUEST,
             "a handshake request of a client that did not initialize");
     json_decref (sent);
     h_channel_free (&channel);
@@ -296,19 +278,19 @@ s_test_conformance_provider (void)
     json_t *sent = h_send (&h, channel,
                            "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", "
                            "\"params\": {\"protocolVersion\": \"2025-11-25\"}}");
-    json_t *caps = json_object_get (s_result (h_answer (sent, 1)), "capabilities");
+    json_t *caps = json_object_get (h_result (h_answer (sent, 1)), "capabilities");
     EXPECT (json_object_get (caps, "prompts") && json_object_get (caps, "completions"),
             "prompts and completions with the fixtures");
     json_decref (sent);
     sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/list\"}");
-    json_t *tools = json_object_get (s_result (h_answer (sent, 2)), "tools");
+    json_t *tools = json_object_get (h_result (h_answer (sent, 2)), "tools");
     EXPECT (s_has_tool (tools, "execute_code") && s_has_tool (tools, "test_simple_text"),
             "tools/list: the table's, then the fixtures'");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tools/call\", \"params\": "
                    "{\"name\": \"test_simple_text\"}}");
-    json_t *content = json_object_get (s_result (h_answer (sent, 3)), "content");
+    json_t *content = json_object_get (h_result (h_answer (sent, 3)), "content");
     EXPECT (strstr (json_string_value (json_object_get (json_array_get (content, 0), "text")),
                     "simple text"),
             "a fixture's call");
@@ -327,7 +309,7 @@ s_test_conformance_provider (void)
                    "{\"jsonrpc\": \"2.0\", \"id\": \"%s\", \"result\": {\"content\": "
                    "{\"type\": \"text\", \"text\": \"hello\"}}}",
                    asked_id);
-    content = json_object_get (s_result (h_answer (sent, 4)), "content");
+    content = json_object_get (h_result (h_answer (sent, 4)), "content");
     EXPECT (strstr (json_string_value (json_object_get (json_array_get (content, 0), "text")),
                     "LLM response: hello"),
             "the client's response finishes the fixture's call");
@@ -336,13 +318,13 @@ s_test_conformance_provider (void)
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"resources/read\", "
                    "\"params\": {\"uri\": \"test://static-text\"}}");
-    EXPECT (json_array_size (json_object_get (s_result (h_answer (sent, 5)), "contents")) == 1,
+    EXPECT (json_array_size (json_object_get (h_result (h_answer (sent, 5)), "contents")) == 1,
             "a fixture resource");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 6, \"method\": \"prompts/get\", "
                    "\"params\": {\"name\": \"test_simple_prompt\"}}");
-    EXPECT (json_object_get (s_result (h_answer (sent, 6)), "messages"), "a fixture prompt");
+    EXPECT (json_object_get (h_result (h_answer (sent, 6)), "messages"), "a fixture prompt");
     json_decref (sent);
     h_channel_free (&channel);
     h_client_free (&client);
@@ -356,12 +338,14 @@ s_test_conformance_provider (void)
     channel = h_channel (client);
     h_initialize (&h, channel, "2025-11-25");
     sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"prompts/list\"}");
-    EXPECT (s_code (h_answer (sent, 7)) == CG_JSONRPC_METHOD_NOT_FOUND, "no prompts by default");
+    EXPECT (h_error_code (h_answer (sent, 7)) == CG_JSONRPC_METHOD_NOT_FOUND,
+            "no prompts by default");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 8, \"method\": \"tools/call\", \"params\": "
                    "{\"name\": \"test_simple_text\"}}");
-    EXPECT (s_code (h_answer (sent, 8)) == CG_JSONRPC_INVALID_PARAMS, "no fixture by default");
+    EXPECT (h_error_code (h_answer (sent, 8)) == CG_JSONRPC_INVALID_PARAMS,
+            "no fixture by default");
     json_decref (sent);
     h_channel_free (&channel);
     h_client_free (&client);

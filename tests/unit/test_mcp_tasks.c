@@ -12,26 +12,6 @@
 
 #include <string.h>
 
-static int
-s_code (json_t *message)
-{
-    return (int)json_integer_value (json_object_get (json_object_get (message, "error"), "code"));
-}
-
-static const char *
-s_error_text (json_t *message)
-{
-    const char *text =
-        json_string_value (json_object_get (json_object_get (message, "error"), "message"));
-    return text ? text : "";
-}
-
-static json_t *
-s_result (json_t *message)
-{
-    return json_object_get (message, "result");
-}
-
 //  --------------------------------------------------------------------------
 //  The test's provider: test_job ends by itself as a task (a fixture task: due at once,
 //  or after an hour with "later"; failing with "fail"); test_wait waits for the client's
@@ -85,7 +65,7 @@ static const char *
 s_task_id (json_t *sent, json_int_t id)
 {
     static char task_id[64];
-    json_t *result = s_result (h_answer (sent, id));
+    json_t *result = h_result (h_answer (sent, id));
     json_t *task = json_object_get (result, "task");
     const char *type = json_string_value (json_object_get (result, "resultType"));
     if (!task && type && strcmp (type, "task") == 0)
@@ -113,24 +93,24 @@ s_test_tasks (void)
         h_send (&h, channel,
                 "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\": "
                 "{\"name\": \"list_sessions\", \"task\": {}}}");
-    EXPECT (s_code (h_answer (sent, 1)) == CG_JSONRPC_METHOD_NOT_FOUND
-                && strstr (s_error_text (h_answer (sent, 1)), "does not run as a task"),
+    EXPECT (h_error_code (h_answer (sent, 1)) == CG_JSONRPC_METHOD_NOT_FOUND
+                && strstr (h_error_text (h_answer (sent, 1)), "does not run as a task"),
             "a tool that runs no code takes no task");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", \"params\": "
                    "{\"name\": \"execute_code\", \"task\": {\"ttl\": 60000}, "
                    "\"arguments\": {\"code\": \"1\", \"bogus\": true}}}");
-    EXPECT (s_code (h_answer (sent, 2)) == CG_JSONRPC_INVALID_PARAMS
-                && strstr (s_error_text (h_answer (sent, 2)), "unknown argument 'bogus'"),
-            "a call refused at once is answered as itself: %s", s_error_text (h_answer (sent, 2)));
+    EXPECT (h_error_code (h_answer (sent, 2)) == CG_JSONRPC_INVALID_PARAMS
+                && strstr (h_error_text (h_answer (sent, 2)), "unknown argument 'bogus'"),
+            "a call refused at once is answered as itself: %s", h_error_text (h_answer (sent, 2)));
     EXPECT (zhashx_size (h.server.tasks) == 0, "and makes no task");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tasks/get\", "
                    "\"params\": {\"taskId\": \"nosuchtask\"}}");
-    EXPECT (s_code (h_answer (sent, 3)) == CG_JSONRPC_INVALID_PARAMS
-                && strstr (s_error_text (h_answer (sent, 3)), "Unknown task"),
+    EXPECT (h_error_code (h_answer (sent, 3)) == CG_JSONRPC_INVALID_PARAMS
+                && strstr (h_error_text (h_answer (sent, 3)), "Unknown task"),
             "tasks/get of no task");
     json_decref (sent);
     //  A job as a task: working, then completed by the tick.
@@ -148,7 +128,7 @@ s_test_tasks (void)
                    "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"tasks/get\", "
                    "\"params\": {\"taskId\": \"%s\"}}",
                    done);
-    EXPECT (strcmp (json_string_value (json_object_get (s_result (h_answer (sent, 5)), "status")),
+    EXPECT (strcmp (json_string_value (json_object_get (h_result (h_answer (sent, 5)), "status")),
                     "completed")
                 == 0,
             "tasks/get: completed");
@@ -157,7 +137,7 @@ s_test_tasks (void)
                    "{\"jsonrpc\": \"2.0\", \"id\": 6, \"method\": \"tasks/result\", "
                    "\"params\": {\"taskId\": \"%s\"}}",
                    done);
-    json_t *result = s_result (h_answer (sent, 6));
+    json_t *result = h_result (h_answer (sent, 6));
     EXPECT (
         json_object_get (json_object_get (result, "_meta"), "io.modelcontextprotocol/related-task")
             && json_object_get (result, "content"),
@@ -167,8 +147,8 @@ s_test_tasks (void)
                    "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tasks/cancel\", "
                    "\"params\": {\"taskId\": \"%s\"}}",
                    done);
-    EXPECT (s_code (h_answer (sent, 7)) == CG_JSONRPC_INVALID_PARAMS
-                && strstr (s_error_text (h_answer (sent, 7)), "has ended (completed)"),
+    EXPECT (h_error_code (h_answer (sent, 7)) == CG_JSONRPC_INVALID_PARAMS
+                && strstr (h_error_text (h_answer (sent, 7)), "has ended (completed)"),
             "tasks/cancel of a finished task");
     json_decref (sent);
     //  A failing job, and a long one cancelled: cancelled stays cancelled.
@@ -188,20 +168,21 @@ s_test_tasks (void)
                    "{\"jsonrpc\": \"2.0\", \"id\": 10, \"method\": \"tasks/result\", "
                    "\"params\": {\"taskId\": \"%s\"}}",
                    failed);
-    EXPECT (s_code (h_answer (sent, 10)) == CG_JSONRPC_INTERNAL_ERROR, "a failed task's error");
+    EXPECT (h_error_code (h_answer (sent, 10)) == CG_JSONRPC_INTERNAL_ERROR,
+            "a failed task's error");
     json_decref (sent);
     sent = h_send (&h, channel,
                    "{\"jsonrpc\": \"2.0\", \"id\": 11, \"method\": \"tasks/cancel\", "
                    "\"params\": {\"taskId\": \"%s\"}}",
                    later);
-    EXPECT (strcmp (json_string_value (json_object_get (s_result (h_answer (sent, 11)), "status")),
+    EXPECT (strcmp (json_string_value (json_object_get (h_result (h_answer (sent, 11)), "status")),
                     "cancelled")
                     == 0
                 && h_note (sent, "notifications/tasks/status"),
             "tasks/cancel of a working task");
     json_decref (sent);
     sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": 12, \"method\": \"tasks/list\"}");
-    EXPECT (json_array_size (json_object_get (s_result (h_answer (sent, 12)), "tasks")) == 3,
+    EXPECT (json_array_size (json_object_get (h_result (h_answer (sent, 12)), "tasks")) == 3,
             "tasks/list: the three tasks, the refused call none");
     json_decref (sent);
     h_channel_free (&channel);
@@ -234,7 +215,7 @@ s_test_modern_tasks (void)
                    "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tasks/get\", "
                    "\"params\": {\"taskId\": \"%s\", " S_TASKS_META "}}",
                    id);
-    json_t *result = s_result (h_answer (sent, 2));
+    json_t *result = h_result (h_answer (sent, 2));
     EXPECT (json_object_get (result, "result") && json_object_get (result, "ttlMs")
                 && strcmp (json_string_value (json_object_get (result, "resultType")), "complete")
                        == 0,
@@ -244,7 +225,7 @@ s_test_modern_tasks (void)
                    "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tasks/cancel\", "
                    "\"params\": {\"taskId\": \"%s\", " S_TASKS_META "}}",
                    id);
-    EXPECT (json_is_object (s_result (h_answer (sent, 3))), "tasks/cancel of a finished task: ack");
+    EXPECT (json_is_object (h_result (h_answer (sent, 3))), "tasks/cancel of a finished task: ack");
     json_decref (sent);
     h_channel_free (&channel);
     h_client_free (&client);
@@ -301,7 +282,7 @@ s_test_cancellation (void)
     call = zhashx_first (h.server.calls);
     cleanup_free char *ask2 = cg_xstrdup (call->client_request);
     sent = h_send (&h, channel, "{\"jsonrpc\": \"2.0\", \"id\": \"%s\", \"result\": {}}", ask2);
-    EXPECT (s_result (h_answer (sent, 6)) && zhashx_size (h.server.calls) == 0,
+    EXPECT (h_result (h_answer (sent, 6)) && zhashx_size (h.server.calls) == 0,
             "not cancelled: answered");
     json_decref (sent);
     h_channel_free (&channel);
