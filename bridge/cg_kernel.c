@@ -70,23 +70,6 @@ struct cg_kernel_t {
 //  --------------------------------------------------------------------------
 //  Start and stop
 
-//  Reads the events waiting on MONITOR; returns how many were EVENT (a ZMQ_EVENT_* bit).
-static size_t
-s_read_monitor (zsock_t *monitor, unsigned event)
-{
-    size_t matched = 0;
-    while (monitor && (zsock_events (monitor) & ZMQ_POLLIN)) {
-        zmsg_t *msg = zmsg_recv (monitor);
-        zframe_t *head = msg ? zmsg_first (msg) : NULL;
-        uint16_t id = 0;
-        if (head && zframe_size (head) >= sizeof id)
-            memcpy (&id, zframe_data (head), sizeof id);
-        matched += (id & event) != 0;
-        zmsg_destroy (&msg);
-    }
-    return matched;
-}
-
 //  Connects channel I again after libzmq dropped its connection: the same socket inode,
 //  through the same O_PATH fd. What the kernel sent in between is lost.
 static void
@@ -109,7 +92,7 @@ s_service_monitors (cg_kernel_t *self)
 {
     size_t iopub_drops = 0;
     for (int i = 0; i < CH_COUNT; i++) {
-        size_t drops = s_read_monitor (self->monitors[i], ZMQ_EVENT_DISCONNECTED);
+        size_t drops = cg_wire_monitor_events (self->monitors[i], ZMQ_EVENT_DISCONNECTED);
         if (!drops)
             continue;
         if (i == CH_IOPUB)
@@ -443,7 +426,7 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
         if (self->log_fd >= 0 && items[4].revents)
             cg_kernel_drain_log (self);
         if (items[3].revents
-            && s_read_monitor (self->monitors[CH_STDIN], ZMQ_EVENT_HANDSHAKE_SUCCEEDED))
+            && cg_wire_monitor_events (self->monitors[CH_STDIN], ZMQ_EVENT_HANDSHAKE_SUCCEEDED))
             stdin_live = true;
         if (items[2].revents) {
             cg_kernel_drain_log (self);
@@ -570,6 +553,8 @@ s_reap (cg_kernel_t *self, int wait_ms)
     }
     struct pollfd pfd = {self->helper_pidfd, POLLIN, 0};
     if (self->helper_pidfd >= 0 && poll (&pfd, 1, wait_ms) == 0) {
+        //  Stopped while it starts, its pid may not be read yet: never leave it running.
+        s_read_kernel_pid (self);
         if (self->kernel_pid > 0)
             kill (self->kernel_pid, SIGKILL);
         kill (self->helper_pid, SIGKILL);

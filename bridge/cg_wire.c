@@ -398,3 +398,19 @@ cg_msg_destroy (cg_msg_t **self_p)
     free (self);
     *self_p = NULL;
 }
+
+size_t
+cg_wire_monitor_events (zsock_t *monitor, unsigned event)
+{
+    size_t matched = 0;
+    while (monitor && (zsock_events (monitor) & ZMQ_POLLIN)) {
+        zmsg_t *msg = zmsg_recv (monitor);
+        zframe_t *head = msg ? zmsg_first (msg) : NULL;
+        uint16_t id = 0;
+        if (head && zframe_size (head) >= sizeof id)
+            memcpy (&id, zframe_data (head), sizeof id);
+        matched += (id & event) != 0;
+        zmsg_destroy (&msg);
+    }
+    return matched;
+}

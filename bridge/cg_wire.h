@@ -113,4 +113,8 @@ const char *cg_wire_verdict_name (cg_wire_verdict_t verdict);
 /*  Frees *self_p and sets it to NULL. */
 void cg_msg_destroy (cg_msg_t **self_p);
 
+/*  Reads the events waiting on MONITOR (a zmq_socket_monitor PAIR socket, or NULL) and
+    returns how many of them were EVENT (a ZMQ_EVENT_* bit). */
+size_t cg_wire_monitor_events (zsock_t *monitor, unsigned event);
+
 #endif
