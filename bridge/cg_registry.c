@@ -38,6 +38,7 @@ struct cg_registry_t {
     struct {
         cg_run_observer_fn *fn;
         void *arg;
+        bool early; /* told before the answer (cg_registry_observe_runs_early) */
     } observers[CG_REGISTRY_RUN_OBSERVERS]; /* told of every run's end, in order */
     size_t observers_len;
     cg_loop_t *loop; /* the process's, or NULL (cg_registry_on_loop) */
@@ -507,7 +508,15 @@ cg_registry_observe_runs (cg_registry_t *self, cg_run_observer_fn *fn, void *arg
 {
     assert (fn && self->observers_len < CG_REGISTRY_RUN_OBSERVERS);
     self->observers[self->observers_len].fn = fn;
+    self->observers[self->observers_len].early = false;
     self->observers[self->observers_len++].arg = arg;
+}
+
+void
+cg_registry_observe_runs_early (cg_registry_t *self, cg_run_observer_fn *fn, void *arg)
+{
+    cg_registry_observe_runs (self, fn, arg);
+    self->observers[self->observers_len - 1].early = true;
 }
 
 void
@@ -532,10 +541,14 @@ cg_registry_run_ended (cg_registry_t *self, cg_registry_session_t *session,
             cg_outcome_add_notice (outcome, notice);
         cg_registry_save (self, session);
     }
+    for (size_t i = 0; i < self->observers_len; i++)
+        if (self->observers[i].early)
+            self->observers[i].fn (self->observers[i].arg, session, run);
     if (run->answer)
         run->answer (run->answer_arg, session, outcome);
     for (size_t i = 0; i < self->observers_len; i++)
-        self->observers[i].fn (self->observers[i].arg, session, run);
+        if (!self->observers[i].early)
+            self->observers[i].fn (self->observers[i].arg, session, run);
 }
 
 void

@@ -211,8 +211,14 @@ typedef void (cg_run_observer_fn) (void *arg, const cg_registry_session_t *sessi
     limit, asserted). */
 void cg_registry_observe_runs (cg_registry_t *self, cg_run_observer_fn *fn, void *arg);
 
+/*  As cg_registry_observe_runs, for an observer told before the answer (after the
+    bookkeeping): what the client may read as soon as it has its answer (the session's
+    notebook record, the script library's counters). Keep it cheap: the client waits. */
+void cg_registry_observe_runs_early (cg_registry_t *self, cg_run_observer_fn *fn, void *arg);
+
 /*  The one end of every run, whichever front end started it: SESSION's bookkeeping (NULL
-    for a one-shot sandbox: none), then RUN's answer, then every run observer in order.
+    for a one-shot sandbox: none), then the early observers, then RUN's answer, then the
+    other run observers, each group in the order they were added.
     The bookkeeping: SESSION is no longer busy with RUN's key, counts one execution more,
     was active now (its kernel for the run's language too), used the run's language when
     the code ran, gives its notice (cg_registry_take_notice) to the outcome when there is

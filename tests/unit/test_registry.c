@@ -120,6 +120,30 @@ s_oneshot (cg_registry_t *registry)
     cg_outcome_destroy (&outcome);
 }
 
+//  An early observer (the notebook record's kind) is told after the bookkeeping and before
+//  the answer, whatever order the observers were added in.
+static void
+s_early (const cg_config_t *config)
+{
+    cg_registry_t *registry = cg_registry_new (config, NULL, NULL);
+    cg_registry_observe_runs (registry, s_observe, "late");
+    cg_registry_observe_runs_early (registry, s_observe, "early");
+    cg_registry_session_t *session = s_session ("k1");
+    cg_outcome_t *outcome = cg_outcome_new ("python", "exec_1", "s1");
+    cg_run_report_t run = {.front_end = "mcp",
+                           .key = "k1",
+                           .outcome = outcome,
+                           .answer = s_answer,
+                           .answer_arg = "answer"};
+    s_seen[0] = '\0';
+    cg_registry_run_ended (registry, session, &run);
+    EXPECT (strcmp (s_seen, "early:3:-:s1;answer:3:-:s1;late:3:-:s1;") == 0,
+            "the bookkeeping, the early observer, the answer, then the others: %s", s_seen);
+    cg_outcome_destroy (&outcome);
+    s_session_free (&session);
+    cg_registry_destroy (&registry);
+}
+
 int
 main (void)
 {
@@ -138,6 +162,7 @@ main (void)
     s_other_call (registry);
     s_oneshot (registry);
     cg_registry_destroy (&registry);
+    s_early (&config);
     cg_config_clear (&config);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
