@@ -1,5 +1,6 @@
 /*  cg_loop — the process's event loop over zmq_poll: watches, timers, before-wait hooks. */
 #include "base/cg_loop.h"
+#include "base/cg_log.h"
 #include "base/cg_util.h"
 
 #include <czmq.h>
@@ -321,6 +322,8 @@ cg_loop_run_once (cg_loop_t *self)
     if (!self->stopped) {
         int count = s_items (self);
         rc = zmq_poll (self->items, count, wait_ms) < 0 && errno != EINTR ? -1 : 1;
+        if (rc < 0)
+            cg_log (0, "event loop: zmq_poll over %d items: %s", count, zmq_strerror (errno));
         for (int i = 0; rc == 1 && i < count; i++) {
             cg_loop_watch_t *watch = self->polled[i];
             if (self->items[i].revents && !watch->dead)

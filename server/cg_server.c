@@ -297,8 +297,10 @@ cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *insta
         s_observers (&self, cg_server_store (mcp));
         if (self.http)
             cg_http_on_loop (self.http, self.loop);
-        if (cg_loop_run (self.loop) < 0)
+        if (cg_loop_run (self.loop) < 0) {
+            cg_log (0, "the event loop failed: stopping (see the error above)");
             rc = 1;
+        }
     }
     s_end (&self);
     return rc;
