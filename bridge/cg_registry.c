@@ -641,15 +641,15 @@ s_closed_cb (cg_loop_t *loop, short revents, void *arg)
 {
     (void)revents;
     cg_registry_t *self = arg;
-    cg_registry_session_t *s = zlistx_first (self->closing);
-    while (s) {
-        cg_registry_session_t *next = zlistx_next (self->closing);
+    //  Deleted at the cursor, which then moves back one: two that signalled side by side
+    //  are both freed, and the walk never reads a freed one (zlistx_find moved the cursor
+    //  onto the item, so a "next" taken before it was the freed one's neighbour again).
+    for (cg_registry_session_t *s = zlistx_first (self->closing); s;
+         s = zlistx_next (self->closing))
         if (zsock_events (s->runner) & ZMQ_POLLIN) {
             cg_loop_unwatch (loop, &s->closing_watch);
-            zlistx_delete (self->closing, zlistx_find (self->closing, s));
+            zlistx_delete (self->closing, zlistx_cursor (self->closing));
         }
-        s = next;
-    }
 }
 
 static void

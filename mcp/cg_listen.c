@@ -161,15 +161,11 @@ cg_listen_tick (cg_server_t *server, int wait_ms)
     int64_t now = cg_now_us ();
     if (now >= server->next_listen_us) {
         server->next_listen_us = now + S_PING_MS * 1000LL;
-        s_listener_t *l = zlistx_first (server->listeners);
-        while (l) {
-            s_listener_t *next = zlistx_next (server->listeners);
-            if (l->channel->ops->ping && !l->channel->ops->ping (l->channel)) {
-                void *handle = zlistx_find (server->listeners, l);
-                zlistx_delete (server->listeners, handle);
-            }
-            l = next;
-        }
+        //  Deleted at the cursor, which moves back one: the walk goes on from there.
+        for (s_listener_t *l = zlistx_first (server->listeners); l;
+             l = zlistx_next (server->listeners))
+            if (l->channel->ops->ping && !l->channel->ops->ping (l->channel))
+                zlistx_delete (server->listeners, zlistx_cursor (server->listeners));
     }
     int ms = (int)((server->next_listen_us - now) / 1000) + 1;
     return wait_ms < 0 || ms < wait_ms ? ms : wait_ms;
@@ -178,13 +174,9 @@ cg_listen_tick (cg_server_t *server, int wait_ms)
 void
 cg_listen_client_end (cg_server_t *server, const cg_client_t *client)
 {
-    s_listener_t *l = zlistx_first (server->listeners);
-    while (l) {
-        s_listener_t *next = zlistx_next (server->listeners);
+    for (s_listener_t *l = zlistx_first (server->listeners); l; l = zlistx_next (server->listeners))
         if (l->client == client)
-            zlistx_delete (server->listeners, zlistx_find (server->listeners, l));
-        l = next;
-    }
+            zlistx_delete (server->listeners, zlistx_cursor (server->listeners));
 }
 
 //  The loop's hook (when the server has a loop): cg_listen_tick before every wait.

@@ -3,9 +3,10 @@
     before the front end's answer and the run observers, and the observers told in the
     order they were added, a one-shot run (no session) and a run without an outcome
     included. No sandbox runs: the registry has no instance, and the sessions are made
-    here. */
+    here. Also: closed sessions whose runners ended side by side are all freed. */
 #include "bridge/cg_registry.h"
 #include "base/cg_config.h"
+#include "base/cg_loop.h"
 #include "base/cg_util.h"
 #include "cg_test.h"
 
@@ -144,6 +145,52 @@ s_early (const cg_config_t *config)
     cg_registry_destroy (&registry);
 }
 
+//  A stand-in runner: ready at once, it ends at the first word it gets ($TERM), and the
+//  actor's pipe then signals, as a runner's does when its sandbox is gone.
+static void
+s_runner_actor (zsock_t *pipe, void *arg)
+{
+    (void)arg;
+    zsock_signal (pipe, 0);
+    char *word = zstr_recv (pipe);
+    zstr_free (&word);
+}
+
+//  Three closed sessions whose runners ended before the loop looked: one turn frees them
+//  all. The walk that deleted by zlistx_find read the second of two side by side after
+//  freeing it (the server aborted in zsock_events on a NULL runner, in parallel CI runs).
+static void
+s_closing_side_by_side (const cg_config_t *config)
+{
+    cg_registry_t *registry = cg_registry_new (config, NULL, NULL);
+    cg_loop_t *loop = cg_loop_new ();
+    cg_registry_on_loop (registry, loop);
+    cg_registry_session_t *sessions[3];
+    for (int i = 0; i < 3; i++) {
+        sessions[i] = s_session (NULL);
+        sessions[i]->runner = zactor_new (s_runner_actor, NULL);
+    }
+    for (int i = 0; i < 3; i++)
+        cg_registry_retire (registry, sessions[i]); /* sends $TERM; the registry owns it */
+    //  Until all three have ended (their pipes signal), at most 5 s.
+    for (int tries = 0; tries < 500; tries++) {
+        bool all = true;
+        for (int i = 0; i < 3; i++)
+            all &= (zsock_events (sessions[i]->runner) & ZMQ_POLLIN) != 0;
+        if (all)
+            break;
+        zclock_sleep (10);
+    }
+    size_t oneshots = 0, closing = 0;
+    cg_registry_counts (registry, &oneshots, &closing);
+    EXPECT (closing == 3, "three closing: %zu", closing);
+    cg_loop_run_once (loop);
+    cg_registry_counts (registry, &oneshots, &closing);
+    EXPECT (closing == 0, "all three freed in one turn: %zu left", closing);
+    cg_registry_destroy (&registry);
+    cg_loop_destroy (&loop);
+}
+
 int
 main (void)
 {
@@ -163,6 +210,7 @@ main (void)
     s_oneshot (registry);
     cg_registry_destroy (&registry);
     s_early (&config);
+    s_closing_side_by_side (&config);
     cg_config_clear (&config);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
