@@ -673,6 +673,26 @@ s_read_pongs (cg_kernel_t *self, unsigned *misses)
     }
 }
 
+//  A run's heartbeat turn: reads the replies (here too, so a backlog on iopub never reads
+//  as misses) and sends the next ping. Returns true when the kernel is gone: silent
+//  heartbeats end a run only when the kernel's process has exited, since a JavaScript
+//  kernel answers them on the event loop its cell keeps busy, and a busy kernel runs on
+//  to its deadline, as Jupyter lets a local kernel do.
+static bool
+s_heartbeat (cg_kernel_t *self, unsigned *misses)
+{
+    s_read_pongs (self, misses);
+    if (self->hb_sent != self->hb_received && ++*misses >= HB_MAX_MISSES) {
+        if (cg_kernel_exited (self))
+            return true;
+        *misses = 0;
+    }
+    char ping[16];
+    snprintf (ping, sizeof ping, "%u", ++self->hb_sent);
+    zstr_send (self->sockets[CH_HB], ping);
+    return false;
+}
+
 //  A run's poll items: each channel's socket (at its channel's index), then these, then
 //  each channel's monitor.
 enum { S_RUN_HELPER = CH_COUNT, S_RUN_CANCEL, S_RUN_LOG, S_RUN_ITEMS };
@@ -759,15 +779,10 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             break;
         }
         if (now >= next_hb) {
-            //  Pongs are read here too, so a backlog on iopub never reads as misses.
-            s_read_pongs (self, &hb_misses);
-            if (self->hb_sent != self->hb_received && ++hb_misses >= HB_MAX_MISSES) {
+            if (s_heartbeat (self, &hb_misses)) {
                 end = CG_EXEC_DIED;
                 break;
             }
-            char ping[16];
-            snprintf (ping, sizeof ping, "%u", ++self->hb_sent);
-            zstr_send (self->sockets[CH_HB], ping);
             next_hb = now + HB_INTERVAL_US;
         }
         int64_t wake = grace_end ? grace_end : deadline_us;

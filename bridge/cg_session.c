@@ -554,17 +554,18 @@ s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t
                cg_exec_end_t end, cg_run_t *run, cg_outcome_t *outcome)
 {
     cg_error_t *err = NULL;
-    //  Dead, or alive but silent (a JavaScript kernel's heartbeat shares its busy event loop).
+    //  Dead, or its helper gone while its process lives on (missed heartbeats alone never
+    //  end a run: cg_kernel_execute waits for the deadline while the process lives).
     bool exited = end != CG_EXEC_DIED || cg_kernel_exited (kernel);
     bool oom = end == CG_EXEC_DIED && s_oom_since (self);
     int grace = self->config->interrupt_grace_ms;
     int restarted = s_restart_kernel (self, request->language, &err);
     const char *then =
         restarted == 0 ? "The kernel was restarted: " S_STATE_LOST : cg_error_message (err);
-    cleanup_free char *what =
-        end == CG_EXEC_STUCK ? cg_strdupf ("did not stop within %d ms of the interrupt", grace)
-        : exited             ? cg_xstrdup ("exited after the interrupt")
-                             : cg_xstrdup ("stopped answering heartbeats after the interrupt");
+    cleanup_free char *what = end == CG_EXEC_STUCK
+                                  ? cg_strdupf ("did not stop within %d ms of the interrupt", grace)
+                              : exited ? cg_xstrdup ("exited after the interrupt")
+                                       : cg_xstrdup ("stopped answering after the interrupt");
     cleanup_free char *message = NULL;
     if (run->timed_out) {
         message = cg_strdupf ("Execution timed out after %g seconds and the kernel %s. %s",
@@ -586,8 +587,8 @@ s_kernel_lost (cg_session_t *self, const cg_exec_request_t *request, cg_kernel_t
     }
     else if (!exited) {
         message = cg_strdupf (
-            "The kernel stopped answering heartbeats while running the cell (its process was still "
-            "running; a busy JavaScript loop blocks them). %s",
+            "The kernel stopped answering while running the cell (its process was still running). "
+            "%s",
             then);
         cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 137, CG_OUTCOME_ERROR_RUNTIME, message);
     }

@@ -223,6 +223,20 @@ test('a kernel killed between calls is restarted and the next code runs, saying 
   assert.equal(calm.notice, undefined);
 });
 
+test('a JavaScript cell that blocks its event loop past the heartbeat misses runs to its end', async () => {
+  // Atomics.wait blocks tslab's event loop, heartbeats included, for 8 s without using a
+  // core: 5 missed heartbeats ended such a cell as "stopped answering heartbeats" before.
+  const r = await callExec(client, {
+    language: 'javascript',
+    code: "Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 8000);\nconsole.log('after the wait')",
+    session_id: 'sess_e2eresult009',
+    timeout: 60,
+  });
+  const s = expectStatus(r, 'success', server);
+  assert.equal(s.stdout, 'after the wait\n');
+  assert.equal(s.kernel_restarted ?? false, false);
+});
+
 test('a JavaScript loop after an await in an interrupted kernel is a timeout', async () => {
   const sid = 'sess_e2eresult006';
   const first = await callExec(client, { language: 'javascript', code: 'while (true) {}', session_id: sid, timeout: 2 });
