@@ -138,6 +138,21 @@ export async function startServer(opts = {}) {
   try {
     await client.connect(transport, { timeout: opts.connectTimeoutMs ?? 30000 });
     tools = (await client.listTools()).tools;
+    // A server that ends while the test still talks to it says how it ended (exit code or
+    // signal) and what it last logged, so a run that fails on "Connection closed" is
+    // diagnosable from the test's own output.
+    const sdkOnClose = transport.onclose;
+    const proc = transport._process; // the SDK forgets it before it calls onclose
+    transport.onclose = () => {
+      if (!closed) {
+        process.stderr.write(
+          `cellgate e2e: the server (pid ${transport.pid}) ended while the test still used it: ` +
+            `exit code ${proc?.exitCode ?? '?'}, signal ${proc?.signalCode ?? 'none'}\n` +
+            `--- server stderr (tail) ---\n${stderrBuf.slice(-6000)}\n`,
+        );
+      }
+      sdkOnClose?.();
+    };
   } catch (err) {
     const stderr = stderrText();
     await close();
