@@ -182,7 +182,10 @@ const REPLACEMENT = '\uFFFD';
 // the flood session's Python kernel may hold most of that sandbox's memory, and a JavaScript
 // kernel started beside it can be killed by the sandbox's limit before it answers (seen once:
 // "kernel exited during startup"), which says nothing about the bytes.
-const sessionFor = (language) => (language === 'javascript' ? JS_FLOOD : FLOOD);
+// JavaScript's byte cases run beside the flood's kernel, not in it: a kernel that printed its
+// 500 MB to success holds most of its sandbox's memory and may thrash past a case's timeout.
+const JS_BYTES = 'sess_corpusidle002';
+const sessionFor = (language) => (language === 'javascript' ? JS_BYTES : FLOOD);
 
 kase('invalid UTF-8 in output (python undecodable bytes and lone surrogate, javascript, bash)', 'each stream "a\\uFFFDb\\n": every valid character kept', async () => {
   const got = {};
