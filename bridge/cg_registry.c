@@ -1,6 +1,7 @@
 /*  cg_registry — the one owner of sandbox sessions: limits, busy flags, idle TTL,
     download tokens and the on-disk layout. */
 #include "bridge/cg_registry.h"
+#include "bridge/cg_registry_int.h"
 #include "bridge/cg_closed.h"
 #include "bridge/cg_outcome.h"
 #include "bridge/cg_pool.h"
@@ -19,30 +20,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-struct cg_registry_t {
-    const cg_config_t *config;
-    cg_backend_t *backend;
-    cg_instance_t *instance;
-    char *results_endpoint;
-    zsock_t *results;    /* what the runners send (PULL) */
-    zhashx_t *sessions;  /* owner + "/" + id -> cg_registry_session_t */
-    zlistx_t *closing;   /* sessions whose runners are destroying their sandboxes */
-    size_t oneshots;     /* one-shot runners alive */
-    zactor_t *installer; /* the one shared installer running (borrowed), or NULL */
-    cg_registry_event_fn *listener;
-    void *listener_arg;
-    cg_closed_t *closed; /* the ids close_session closed lately */
-    cg_pool_t *pool;     /* the warm pool, or NULL */
-    cg_kept_t *kept;     /* one-shot runs' files kept for download */
-    struct {
-        cg_run_observer_fn *fn;
-        void *arg;
-        bool early; /* told before the answer (cg_registry_observe_runs_early) */
-    } observers[CG_REGISTRY_RUN_OBSERVERS]; /* told of every run's end, in order */
-    size_t observers_len;
-    cg_loop_t *loop; /* the process's, or NULL (cg_registry_on_loop) */
-};
 
 cg_kept_t *
 cg_registry_kept (cg_registry_t *self)
@@ -143,6 +120,7 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
         self->pool = cg_pool_new (config, backend, cg_instance_sessions_dir (instance),
                                   cg_instance_prefix (instance), self->results_endpoint);
     self->kept = cg_kept_new (config->oneshot_keep_s, config->oneshot_keep_bytes);
+    self->runs = cg_registry_runs_new ();
     return self;
 }
 
@@ -153,6 +131,8 @@ cg_registry_destroy (cg_registry_t **self_p)
     if (!self)
         return;
     cg_registry_stop (self);
+    cg_loop_unwatch (self->loop, &self->results_watch);
+    cg_registry_runs_destroy (&self->runs);
     for (cg_registry_session_t *s = zlistx_first (self->closing); s;
          s = zlistx_next (self->closing))
         cg_loop_unwatch (self->loop, &s->closing_watch);
@@ -180,12 +160,6 @@ cg_registry_stop (cg_registry_t *self)
         s_retire (self, s, "shutdown");
     zlistx_destroy (&all);
     cg_pool_stop (self->pool);
-}
-
-zsock_t *
-cg_registry_results (cg_registry_t *self)
-{
-    return self->results;
 }
 
 cg_registry_session_t *
@@ -504,54 +478,6 @@ cg_registry_set_busy (cg_registry_session_t *session, const char *key)
 }
 
 void
-cg_registry_observe_runs (cg_registry_t *self, cg_run_observer_fn *fn, void *arg)
-{
-    assert (fn && self->observers_len < CG_REGISTRY_RUN_OBSERVERS);
-    self->observers[self->observers_len].fn = fn;
-    self->observers[self->observers_len].early = false;
-    self->observers[self->observers_len++].arg = arg;
-}
-
-void
-cg_registry_observe_runs_early (cg_registry_t *self, cg_run_observer_fn *fn, void *arg)
-{
-    cg_registry_observe_runs (self, fn, arg);
-    self->observers[self->observers_len - 1].early = true;
-}
-
-void
-cg_registry_run_ended (cg_registry_t *self, cg_registry_session_t *session,
-                       const cg_run_report_t *run)
-{
-    cg_outcome_t *outcome = run->outcome;
-    if (session) {
-        if (run->key && session->busy && strcmp (session->busy, run->key) == 0)
-            cg_registry_set_busy (session, NULL);
-        session->executions++;
-        cg_registry_touch (session);
-        const char *language = outcome ? outcome->language : NULL;
-        cg_registry_kernel_t *kernel =
-            language ? cg_registry_session_kernel (session, language) : NULL;
-        if (kernel)
-            kernel->last_activity_us = zclock_time () * 1000;
-        if (outcome && outcome->ran)
-            cg_registry_add_language (session, language);
-        cleanup_free char *notice = cg_registry_take_notice (session);
-        if (notice && outcome)
-            cg_outcome_add_notice (outcome, notice);
-        cg_registry_save (self, session);
-    }
-    for (size_t i = 0; i < self->observers_len; i++)
-        if (self->observers[i].early)
-            self->observers[i].fn (self->observers[i].arg, session, run);
-    if (run->answer)
-        run->answer (run->answer_arg, session, outcome);
-    for (size_t i = 0; i < self->observers_len; i++)
-        if (!self->observers[i].early)
-            self->observers[i].fn (self->observers[i].arg, session, run);
-}
-
-void
 cg_registry_retire (cg_registry_t *self, cg_registry_session_t *session)
 {
     cg_closed_add (self->closed, session->owner, session->id, cg_now_us ());
@@ -673,6 +599,8 @@ cg_registry_on_loop (cg_registry_t *self, cg_loop_t *loop)
 {
     self->loop = loop;
     cg_loop_before_wait (loop, s_reap_idle_cb, self);
+    self->results_watch =
+        cg_loop_watch_socket (loop, self->results, ZMQ_POLLIN, cg_registry_results_cb, self);
     for (cg_registry_session_t *s = zlistx_first (self->closing); s;
          s = zlistx_next (self->closing))
         s->closing_watch = cg_loop_watch_socket (loop, s->runner, ZMQ_POLLIN, s_closed_cb, self);

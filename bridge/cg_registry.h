@@ -102,10 +102,6 @@ void cg_registry_stop (cg_registry_t *self);
     outcome included) and frees the registry. Safe on NULL. */
 void cg_registry_destroy (cg_registry_t **self_p);
 
-/*  The socket (PULL) every runner, one-shot ones included, sends its messages to
-    (cg_runner.h): the caller polls it and reads them. Borrowed. */
-zsock_t *cg_registry_results (cg_registry_t *self);
-
 /*  Returns OWNER's session ID, or NULL. */
 cg_registry_session_t *cg_registry_find (cg_registry_t *self, const char *owner, const char *id);
 
@@ -171,9 +167,11 @@ void cg_registry_add_package (cg_registry_session_t *session, const char *packag
     added twice. */
 void cg_registry_add_language (cg_registry_session_t *session, const char *language);
 
-/*  A run that ended, as the front end that started it tells the registry
-    (cg_registry_run_ended). Everything is borrowed for the call. */
-typedef struct {
+/*  A run, as the front end that started it tells the registry: when it starts
+    (cg_registry_run_begin, which copies it) or when it ended (cg_registry_run_ended).
+    Everything is borrowed for the call. */
+typedef struct cg_run_report_t cg_run_report_t;
+struct cg_run_report_t {
     const char *front_end; /* "mcp", "gateway" */
     const char *tool;      /* the MCP tool that ran it, or "gateway" */
     /*  Whose run it is (the execution log's owner): an MCP client's id; a gateway cell's
@@ -191,10 +189,12 @@ typedef struct {
     bool silent;           /* a Jupyter silent execute_request: not a notebook cell */
     cg_outcome_t *outcome; /* how it ended, or NULL when the runner gave none */
     /*  The front end's answer to its client (NULL: none), called with ANSWER_ARG once the
-        bookkeeping is done and before the observers, which the client does not wait for. */
-    void (*answer) (void *answer_arg, cg_registry_session_t *session, cg_outcome_t *outcome);
+        bookkeeping is done and before the observers, which the client does not wait for;
+        RUN is this report, its outcome filled in. ANSWER_ARG must outlive the registry
+        (a front end's own object: the answer finds its call by RUN's key). */
+    void (*answer) (void *answer_arg, cg_registry_session_t *session, const cg_run_report_t *run);
     void *answer_arg;
-} cg_run_report_t;
+};
 
 /*  Told of every run that ended (cg_registry_run_ended), with ARG as registered, after
     the front end's answer. SESSION is NULL for a one-shot sandbox's run. Both are borrowed
@@ -225,6 +225,35 @@ void cg_registry_observe_runs_early (cg_registry_t *self, cg_run_observer_fn *fn
     one, and has its record saved (cg_registry_save). */
 void cg_registry_run_ended (cg_registry_t *self, cg_registry_session_t *session,
                             const cg_run_report_t *run);
+
+/*  Takes RUN's report (copied; its KEY set, no outcome yet) as its run starts in SESSION
+    (NULL: a one-shot sandbox). When the runner's RESULT for KEY comes, the registry ends
+    the run itself (cg_registry_run_ended, with the result's outcome and the session as it
+    is then), before any front end sees the event. Returns false, logged, when a run is
+    begun under KEY already or as many runs as runners can exist are begun (then no RESULT
+    is taken: it goes to the events' function). */
+bool cg_registry_run_begin (cg_registry_t *self, const cg_registry_session_t *session,
+                            const cg_run_report_t *run);
+
+/*  Ends the run begun under KEY now, with OUTCOME (taken) in place of its runner's: for a
+    front end that stops waiting (a cancelled call answered at once, a client gone). A
+    RESULT that comes later for KEY goes to the events' function. Returns false when no run
+    was begun under KEY (OUTCOME is freed). */
+bool cg_registry_run_end_now (cg_registry_t *self, const char *key, cg_outcome_t *outcome);
+
+/*  Whether a run is begun under KEY (and not yet ended). */
+bool cg_registry_run_begun (cg_registry_t *self, const char *key);
+
+/*  Forgets the run begun under KEY, if any, without ending it: its front end's request
+    ended otherwise (answered by someone else, or its client gone), and nothing is told. */
+void cg_registry_run_drop (cg_registry_t *self, const char *key);
+
+/*  The runners' events the registry does not handle itself, each given to FN with ARG
+    (the process routes them to the front end that owns their key): everything but REPORT,
+    KERNELS and the RESULT of a run begun. FN may take what the event holds
+    (cg_runner_msg.h); the registry frees the event after. */
+typedef void (cg_registry_events_fn) (void *arg, cg_runner_event_t *event);
+void cg_registry_on_events (cg_registry_t *self, cg_registry_events_fn *fn, void *arg);
 
 /*  Marks SESSION busy with call KEY (copied), or idle when KEY is NULL (a finished call
     also counts as activity). */
@@ -259,9 +288,10 @@ json_t *cg_registry_names (zlistx_t *list);
 int cg_registry_reap_idle (cg_registry_t *self);
 
 /*  Puts the registry on LOOP (borrowed; it must outlive the registry): cg_registry_reap_idle
-    runs before every wait, and the pipes of the runners closing are watched (each is freed
-    once its runner has destroyed its sandbox). Without it the closing runners are joined
-    at cg_registry_destroy. */
+    runs before every wait, the results socket every runner sends to is read (its events
+    handled, or handed to cg_registry_on_events' function), and the pipes of the runners
+    closing are watched (each is freed once its runner has destroyed its sandbox). Without
+    it the closing runners are joined at cg_registry_destroy. */
 void cg_registry_on_loop (cg_registry_t *self, cg_loop_t *loop);
 
 /*  Returns the session whose sandbox is in slot SLOT (of any owner), or NULL. */

@@ -136,18 +136,14 @@ s_frontend_add (s_process_t *self, const cg_frontend_ops_t *ops, void *frontend)
         self->frontends[self->frontends_len++] = (s_frontend_t){ops, frontend};
 }
 
-//  A runner's event: the registry's own (REPORT, KERNELS), a LOG line for every front end,
+//  A runner's event the registry did not handle itself (cg_registry_on_events: not its
+//  REPORT and KERNELS, not the RESULT of a run it ends): a LOG line for every front end,
 //  or what a front end asked, to that front end (nobody's: dropped, what it holds freed).
 static void
-s_runner_cb (cg_loop_t *loop, short revents, void *arg)
+s_runner_cb (void *arg, cg_runner_event_t *event)
 {
-    (void)loop;
-    (void)revents;
     s_process_t *self = arg;
-    cg_runner_event_t *event = cg_runner_event_recv (cg_registry_results (self->registry));
-    if (!event || cg_registry_runner_report (self->registry, event))
-        ;
-    else if (event->tag == CG_RUNNER_LOG)
+    if (event->tag == CG_RUNNER_LOG)
         for (size_t i = 0; i < self->frontends_len; i++)
             self->frontends[i].ops->runner_event (self->frontends[i].self, event);
     else
@@ -156,7 +152,6 @@ s_runner_cb (cg_loop_t *loop, short revents, void *arg)
                 self->frontends[i].ops->runner_event (self->frontends[i].self, event);
                 break;
             }
-    cg_runner_event_destroy (&event);
 }
 
 //  /admin/sessions' close: every front end answers what it has running in SESSION, then
@@ -285,8 +280,7 @@ cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *insta
     //  Before every wait, in this order: the registry (idle sessions, the pool), the
     //  gateway, MCP's own, then the listener.
     cg_registry_on_loop (self.registry, self.loop);
-    cg_loop_watch_socket (self.loop, cg_registry_results (self.registry), ZMQ_POLLIN, s_runner_cb,
-                          &self);
+    cg_registry_on_events (self.registry, s_runner_cb, &self);
     int rc = s_http_start (&self) < 0 ? 1 : 0;
     if (rc == 0) {
         cg_server_setup_fn *setup[] = {s_mcp_features, extra, NULL};

@@ -118,17 +118,20 @@ json_t *cg_tools_max_sessions (const cg_request_t *req, const char *language,
 #define CG_TOOLS_BUSY_MESSAGE \
     "A run is already in progress for this session. Wait for it to complete."
 
+/*  Hands CALL's run (dispatched, with everything the records keep set: request, run_id,
+    script) to the registry (cg_registry_run_begin): when its RESULT comes, the registry
+    ends it and calls the tools' answer, which answers CALL and ends it. NULL: nothing. */
+void cg_tools_begin (cg_server_t *server, cg_call_t *call);
+
 /*  A runner's EVENT (cg_runner_msg.h) for CALL (NULL: unknown, ignored), whose session is
-    SESSION (NULL for a one-shot sandbox or a session gone): PROGRESS, RESULT (its outcome
-    is taken from EVENT), STARTED. */
+    SESSION (NULL for a one-shot sandbox or a session gone): PROGRESS, STARTED. */
 void cg_tools_progress (cg_call_t *call, const cg_runner_event_t *event);
-void cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-                      cg_runner_event_t *event);
 void cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
                        const cg_runner_event_t *event);
 
 /*  Ends CALL, which got no answer and will get none in time (the server stops), with WHY:
-    a run is answered as cancelled and its execution logged as cg_tools_finish would;
+    a run is ended now through the registry (cg_registry_run_end_now), so it is answered
+    as cancelled and its execution logged as a finished run's;
     any other call gets a JSON-RPC error. CALL is gone after. */
 void cg_tools_abandon (cg_server_t *server, cg_call_t *call, const char *why);
 
@@ -209,8 +212,9 @@ json_t *cg_tools_execute_request (const cg_config_t *config, const char *tool, j
 
 /*  Runs the validated REQUEST (stolen; from cg_tools_execute_request) for REQ: in its
     session (found, or created on first use) or a one-shot sandbox, as execute_code does.
-    Returns the call registered for it (answered later, by cg_tools_finish, on the main
-    loop), or NULL when the run was refused and REQ already answered. */
+    Returns the call registered for it, its run dispatched but not yet begun (the caller
+    sets what the records keep, then cg_tools_begin), or NULL when the run was refused and
+    REQ already answered. */
 cg_call_t *cg_tools_run_request (const cg_request_t *req, json_t **request_p);
 
 /*  calculate (cg_tools_calc.c, seed 003): an expression of at most

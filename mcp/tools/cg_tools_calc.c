@@ -101,6 +101,7 @@ cg_tools_calculate (const cg_request_t *req, json_t *arguments)
     cg_call_t *call = cg_tools_dispatch (req, request, NULL, oneshot);
     call->context = json_pack ("{s:O}", "expression", expression);
     call->request = json_pack ("{s:s, s:O}", "code", S_COMMAND, "stdin", expression);
+    cg_tools_begin (req->server, call);
     json_decref (request);
 }
 

@@ -224,6 +224,7 @@ cg_tools_install_package (const cg_request_t *req, json_t *arguments)
     cg_call_t *call = cg_tools_dispatch (req, request, session, installer);
     call->context = json_pack ("{s:s, s:s, s:s}", "package", package, "name", name, "language",
                                python ? "python" : "node");
+    cg_tools_begin (req->server, call);
     json_decref (request);
 }
 

@@ -62,12 +62,25 @@ s_runner_event (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
 {
     if (event->tag == CG_RUNNER_PROGRESS)
         cg_tools_progress (call, event);
-    else if (event->tag == CG_RUNNER_RESULT)
-        cg_tools_finish (server, call, session, event);
+    else if (event->tag == CG_RUNNER_RESULT) {
+        //  The registry ends every run begun (cg_tools_begin); one it could not take has
+        //  no record to end with: the call says so.
+        cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR,
+                             "the run was not tracked by the registry; its result is lost");
+        cg_server_call_end (server, call);
+    }
     else if (event->tag == CG_RUNNER_STARTED)
         cg_tools_started (server, call, session, event);
     else if (event->tag == CG_RUNNER_INPUT)
         cg_tools_input_ask (server, call, session, event);
+}
+
+//  A call that ends before its run did (answered by someone else, its client gone): the
+//  registry forgets the run, whose RESULT, if it comes, finds neither.
+static void
+s_call_end (cg_server_t *server, cg_call_t *call)
+{
+    cg_registry_run_drop (cg_server_registry (server), call->key);
 }
 
 static unsigned
@@ -87,7 +100,9 @@ cg_tools_register (cg_server_t *server)
     cg_server_add_method (server, "tools/call", cg_tools_call, CG_METHOD_CALL);
     cg_server_add_step (server, "tools/call", s_provided, false);
     cg_server_add_step (server, "tools/call", s_resume, false);
+    static const cg_hooks_t hooks = {.call_end = s_call_end};
     cg_server_set_call_ops (server, &ops);
+    cg_server_add_hooks (server, &hooks);
     cg_server_set_tool_traits (server, s_traits);
     cg_server_set_instructions (server, CG_TOOLS_INSTRUCTIONS);
     if (cg_server_loop (server)) /* the calls waiting for their session, before every wait */

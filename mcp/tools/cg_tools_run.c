@@ -264,7 +264,7 @@ cg_tools_run (const cg_request_t *req, json_t *arguments)
         return;
     }
     if (!cg_tools_wait_defer (req, &request))
-        cg_tools_run_request (req, &request);
+        cg_tools_begin (req->server, cg_tools_run_request (req, &request));
 }
 
 cg_call_t *
@@ -449,21 +449,19 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
     return result;
 }
 
-//  What the answer to a run's call needs (cg_run_report_t's answer_arg).
-typedef struct {
-    cg_server_t *server;
-    cg_call_t *call;
-} s_answer_t;
-
-//  The answer of a run's call (cg_run_report_t's answer): the resource subscribers hear of
-//  the run (before the answer, which ends an HTTP call's stream that carries their
-//  notifications), then the call is answered from OUTCOME (NULL: the runner gave none).
+//  The answer of a run's call (cg_run_report_t's answer; ARG is the server), once the
+//  registry has ended the run: the resource subscribers hear of the run (before the
+//  answer, which ends an HTTP call's stream that carries their notifications), then the
+//  call is answered from the run's outcome (NULL: the runner gave none) and ends. A call
+//  already gone (its client ended) has nothing to answer.
 static void
-s_answer_cb (void *arg, cg_registry_session_t *session, cg_outcome_t *outcome)
+s_answer_cb (void *arg, cg_registry_session_t *session, const cg_run_report_t *run)
 {
-    s_answer_t *self = arg;
-    cg_server_t *server = self->server;
-    cg_call_t *call = self->call;
+    cg_server_t *server = arg;
+    cg_call_t *call = cg_server_call (server, run->key);
+    if (!call)
+        return;
+    cg_outcome_t *outcome = run->outcome;
     cg_resources_ran (server, call, session ? session->id : NULL, outcome);
     if (!outcome)
         cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
@@ -473,17 +471,16 @@ s_answer_cb (void *arg, cg_registry_session_t *session, cg_outcome_t *outcome)
                                          ? row->finish (server, call, session, outcome)
                                          : s_run_response (server, call, session, outcome));
     }
+    cg_server_call_end (server, call);
 }
 
-//  Ends CALL's run with OUTCOME (owned; NULL: the runner gave none) through the registry:
-//  the session's state, the answer, then the run observers (notebook record, execution
-//  log, metrics, script counters); then the call.
-static void
-s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-          cg_outcome_t *outcome)
+void
+cg_tools_begin (cg_server_t *server, cg_call_t *call)
 {
+    if (!call)
+        return;
+    cg_registry_t *registry = cg_server_registry (server);
     cg_client_t *client = call->channel->client;
-    s_answer_t answer = {.server = server, .call = call};
     cg_run_report_t run = {.front_end = "mcp",
                            .tool = call->tool,
                            .client_id = client->id,
@@ -492,23 +489,11 @@ s_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
                            .request = call->request,
                            .run_id = call->run_id,
                            .script = call->script,
-                           .outcome = outcome,
                            .answer = s_answer_cb,
-                           .answer_arg = &answer};
-    cg_registry_run_ended (cg_server_registry (server), session, &run);
-    cg_outcome_destroy (&outcome);
-    cg_server_call_end (server, call);
-}
-
-void
-cg_tools_finish (cg_server_t *server, cg_call_t *call, cg_registry_session_t *session,
-                 cg_runner_event_t *event)
-{
-    if (call) {
-        cg_outcome_t *outcome = event->result.outcome;
-        event->result.outcome = NULL;
-        s_finish (server, call, session, outcome);
-    }
+                           .answer_arg = server};
+    const cg_registry_session_t *session =
+        call->oneshot ? NULL : cg_registry_find (registry, client->id, call->session_id);
+    cg_registry_run_begin (registry, session, &run);
 }
 
 void
@@ -527,7 +512,10 @@ cg_tools_abandon (cg_server_t *server, cg_call_t *call, const char *why)
     cg_outcome_fail (outcome, CG_OUTCOME_CANCELLED, 130, CG_OUTCOME_ERROR_RUNTIME, why);
     outcome->cancelled = true;
     outcome->duration_us = cg_now_us () - call->started_us;
-    cg_registry_session_t *session =
-        cg_registry_find (cg_server_registry (server), call->channel->client->id, call->session_id);
-    s_finish (server, call, session, outcome);
+    //  The registry ends the run now, answered (s_answer_cb) and recorded as cancelled;
+    //  its RESULT, when it comes, finds no run and no call.
+    if (!cg_registry_run_end_now (cg_server_registry (server), call->key, outcome)) {
+        cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, why);
+        cg_server_call_end (server, call);
+    }
 }

@@ -531,6 +531,7 @@ s_run_read (const cg_request_t *req, json_t *arguments, json_t *metadata, const 
                          json_pack ("{s:s, s:i, s:o}", "name", name, "version",
                                     cg_scripts_version_of (metadata), "args",
                                     args ? json_incref (args) : json_array ()));
+    cg_tools_begin (req->server, call);
 }
 
 //  run_script's read of the script, on the store worker; the run starts back on the loop.

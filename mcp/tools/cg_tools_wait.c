@@ -61,7 +61,7 @@ s_resume (cg_server_t *server, cg_call_t *call)
                             .modern = call->modern,
                             .task = call->task};
         json_t *request = json_incref (s_waiting (call));
-        cg_tools_run_request (&req, &request);
+        cg_tools_begin (server, cg_tools_run_request (&req, &request));
     }
     cg_server_call_end (server, call);
 }

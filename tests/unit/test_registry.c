@@ -3,8 +3,12 @@
     before the front end's answer and the run observers, and the observers told in the
     order they were added, a one-shot run (no session) and a run without an outcome
     included. No sandbox runs: the registry has no instance, and the sessions are made
-    here. Also: closed sessions whose runners ended side by side are all freed. */
+    here. The runs begun (cg_registry_run_begin): a runner's RESULT for one is ended by the
+    registry before any front end sees it; one ended now, or dropped, leaves a late RESULT
+    to the events' function. Also: closed sessions whose runners ended side by side are all
+    freed. */
 #include "bridge/cg_registry.h"
+#include "bridge/cg_registry_int.h"
 #include "base/cg_config.h"
 #include "base/cg_loop.h"
 #include "base/cg_util.h"
@@ -28,10 +32,9 @@ s_observe (void *arg, const cg_registry_session_t *session, const cg_run_report_
 
 //  The front end's answer (cg_run_report_t's answer), seen as an observer is.
 static void
-s_answer (void *arg, cg_registry_session_t *session, cg_outcome_t *outcome)
+s_answer (void *arg, cg_registry_session_t *session, const cg_run_report_t *run)
 {
-    (void)outcome;
-    s_observe (arg, session, NULL);
+    s_observe (arg, session, run);
 }
 
 //  A session as the registry would hold it, busy with call KEY (NULL: idle).
@@ -191,6 +194,76 @@ s_closing_side_by_side (const cg_config_t *config)
     cg_loop_destroy (&loop);
 }
 
+//  The events' function (the process's router in the program): what reached it.
+static void
+s_events (void *arg, cg_runner_event_t *event)
+{
+    (void)arg;
+    size_t len = strlen (s_seen);
+    snprintf (s_seen + len, sizeof s_seen - len, "events:%s:%s;", event->name, event->key);
+}
+
+//  Sends a runner's RESULT for KEY (with an outcome) to REGISTRY's results socket, as a
+//  runner does, and lets LOOP take it.
+static void
+s_result (zsock_t *push, cg_loop_t *loop, const char *key)
+{
+    cg_outcome_t *outcome = cg_outcome_new ("python", "exec_2", NULL);
+    zsock_send (push, "ssp", "RESULT", key, outcome);
+    s_seen[0] = '\0';
+    cg_loop_run_once (loop);
+}
+
+static void
+s_begun_runs (const cg_config_t *config)
+{
+    cg_registry_t *registry = cg_registry_new (config, NULL, NULL);
+    cg_loop_t *loop = cg_loop_new ();
+    cg_registry_on_loop (registry, loop);
+    cg_registry_on_events (registry, s_events, NULL);
+    cg_registry_observe_runs (registry, s_observe, "late");
+    cg_registry_observe_runs_early (registry, s_observe, "early");
+    zsock_t *push = zsock_new_push (registry->results_endpoint);
+    cg_run_report_t run = {.front_end = "mcp",
+                           .tool = "execute_code",
+                           .client_id = "stdio",
+                           .key = "k9",
+                           .answer = s_answer,
+                           .answer_arg = "answer"};
+    EXPECT (cg_registry_run_begin (registry, NULL, &run), "a run begun");
+    EXPECT (!cg_registry_run_begin (registry, NULL, &run), "one run per key");
+    s_result (push, loop, "k9");
+    EXPECT (strcmp (s_seen, "early:-1:-:-;answer:-1:-:-;late:-1:-:-;") == 0,
+            "the registry ends a begun run's RESULT itself, before any front end: %s", s_seen);
+    EXPECT (!cg_registry_run_begun (registry, "k9"), "and forgets it");
+    s_result (push, loop, "k9");
+    EXPECT (strcmp (s_seen, "events:RESULT:k9;") == 0, "a second RESULT goes on: %s", s_seen);
+    //  Ended now (a cancelled call answered at once): answered and observed at once; its
+    //  runner's RESULT goes on to the front ends (which have no call for it any more).
+    run.key = "k10";
+    cg_registry_run_begin (registry, NULL, &run);
+    s_seen[0] = '\0';
+    EXPECT (cg_registry_run_end_now (registry, "k10", cg_outcome_new ("python", "exec_3", NULL)),
+            "ended now");
+    EXPECT (strcmp (s_seen, "early:-1:-:-;answer:-1:-:-;late:-1:-:-;") == 0, "ended now: %s",
+            s_seen);
+    s_result (push, loop, "k10");
+    EXPECT (strcmp (s_seen, "events:RESULT:k10;") == 0, "after an end now: %s", s_seen);
+    //  Dropped (its call ended otherwise): nothing told, its RESULT goes on.
+    run.key = "k11";
+    cg_registry_run_begin (registry, NULL, &run);
+    cg_registry_run_drop (registry, "k11");
+    s_result (push, loop, "k11");
+    EXPECT (strcmp (s_seen, "events:RESULT:k11;") == 0, "after a drop: %s", s_seen);
+    EXPECT (!cg_registry_run_end_now (registry, "k12", NULL), "no run under k12");
+    //  A run still begun when the registry ends is freed unanswered.
+    run.key = "k13";
+    cg_registry_run_begin (registry, NULL, &run);
+    zsock_destroy (&push);
+    cg_registry_destroy (&registry);
+    cg_loop_destroy (&loop);
+}
+
 int
 main (void)
 {
@@ -211,6 +284,7 @@ main (void)
     cg_registry_destroy (&registry);
     s_early (&config);
     s_closing_side_by_side (&config);
+    s_begun_runs (&config);
     cg_config_clear (&config);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
