@@ -1,5 +1,5 @@
-/*  cg_gateway_cells — a WebSocket's cells, from execute_request to idle, each ended through
-    the registry like any run. */
+/*  cg_gateway_cells — a WebSocket's cells, from execute_request to its reply and idle
+    status, each ended through the registry like any run. */
 #include "gateway/cg_gateway_cells.h"
 #include "base/cg_limits.h"
 #include "base/cg_utf8.h"
@@ -8,6 +8,8 @@
 #include <string.h>
 
 #define S_CLIENT_NAME_MAX 64 /* bytes of the header's username kept */
+#define S_OUTPUTS_MAX 1000   /* display outputs kept per cell (as a run keeps) */
+#define S_OUTPUT_COST 256    /* what one kept output costs of the byte budget besides its text */
 
 //  One stream's text as the kernel sent it, held up to CG_LOG_STREAM_MAX.
 typedef struct {
@@ -22,13 +24,23 @@ typedef struct {
     bool silent;
     int64_t sent_us, started_us; /* cg_now_us when sent, when its busy status came (0: not) */
     s_text_t out, err;
-    char *error; /* "ename: evalue" when it raised */
+    json_t *outputs;      /* the text/plain of its execute_result and display_data: [{type,
+                              data: {text/plain}, metadata}] (cg_outcome_t's outputs) */
+    size_t outputs_bytes; /* what they hold of the budget */
+    bool outputs_cut;     /* an output was left out (the caps) */
+    char *result;         /* the execute_result's text/plain (in OUTPUTS too), or NULL */
+    char *error;          /* "ename: evalue" when it raised */
+    char *reply_status;   /* the execute_reply's status ("ok", "error", "aborted"), or NULL */
+    char *reply_error;    /* the execute_reply's "ename: evalue", or NULL */
+    bool idle;            /* its idle status came */
+    int64_t last_us;      /* cg_now_us of the last message for it */
     int execution_count;
 } s_cell_t;
 
 struct cg_gateway_cells_t {
     zhashx_t *cells; /* msg_id -> s_cell_t */
-    size_t bytes;    /* held by all cells' texts */
+    size_t bytes;    /* held by all cells' texts and outputs */
+    size_t halves;   /* cells that had their reply or their idle status, not both */
 };
 
 static void
@@ -44,7 +56,11 @@ s_cell_free (void **item)
     free (cell->owner);
     free (cell->language);
     free (cell->client_name);
+    json_decref (cell->outputs);
+    free (cell->result);
     free (cell->error);
+    free (cell->reply_status);
+    free (cell->reply_error);
     free (cell);
     *item = NULL;
 }
@@ -101,6 +117,26 @@ s_member (const json_t *object, const char *name)
     return value ? value : "";
 }
 
+//  "ename: evalue" of CONTENT (an error, or an execute_reply that is one). Caller frees.
+static char *
+s_error_text (const json_t *content)
+{
+    const char *name = s_member (content, "ename");
+    const char *value = s_member (content, "evalue");
+    return cg_strdupf ("%.*s: %.*s", cg_utf8_prefix (name, 256), name, cg_utf8_prefix (value, 4096),
+                       value);
+}
+
+//  CELL's execution count from CONTENT's (an execute_input's or execute_reply's), when sane.
+static void
+s_count (s_cell_t *cell, const json_t *content)
+{
+    json_t *count = json_object_get (content, "execution_count");
+    if (json_is_integer (count) && json_integer_value (count) > 0
+        && json_integer_value (count) < 1000000000)
+        cell->execution_count = (int)json_integer_value (count);
+}
+
 bool
 cg_gateway_cells_sent (cg_gateway_cells_t *self, const cg_jmsg_t *msg,
                        const cg_registry_session_t *session, const cg_registry_kernel_t *kernel)
@@ -120,7 +156,8 @@ cg_gateway_cells_sent (cg_gateway_cells_t *self, const cg_jmsg_t *msg,
     cell->session_id = cg_xstrdup (session->id);
     cell->owner = cg_xstrdup (session->owner);
     cell->language = cg_xstrdup (kernel->language);
-    cell->sent_us = cg_now_us ();
+    cell->sent_us = cell->last_us = cg_now_us ();
+    cell->outputs = json_array ();
     zhashx_insert (self->cells, msg->msg_id, cell);
     json_decref (header);
     json_decref (content);
@@ -137,7 +174,24 @@ cg_gateway_cells_has (cg_gateway_cells_t *self, const char *msg_id)
 static void
 s_unhold (cg_gateway_cells_t *self, const s_cell_t *cell)
 {
-    self->bytes -= cell->code.len + cell->out.len + cell->err.len;
+    self->bytes -= cell->code.len + cell->out.len + cell->err.len + cell->outputs_bytes;
+}
+
+//  True when CELL had one of its execute_reply and its idle status, not both.
+static bool
+s_half (const s_cell_t *cell)
+{
+    return (cell->reply_status != NULL) != cell->idle;
+}
+
+//  Counts CELL, which just had its reply or its idle status: one more half, or one less.
+static void
+s_count_half (cg_gateway_cells_t *self, const s_cell_t *cell)
+{
+    if (s_half (cell))
+        self->halves++;
+    else
+        self->halves--;
 }
 
 //  Sets STREAM to TEXT, marking it cut for the log when it was.
@@ -148,6 +202,31 @@ s_stream (cg_outcome_stream_t *stream, const s_text_t *text)
     cg_outcome_stream_set (stream, data, text->len);
     if (text->cut)
         cg_outcome_stream_set_full (stream, data, text->len, CG_LOG_STREAM_MAX, true);
+}
+
+//  How CELL ended, into OUTCOME (run, its streams and outputs set): failed with WHY when not
+//  NULL (no one will see it end); not run when the kernel aborted it (an earlier cell
+//  failed: stop_on_error), as a run whose code never ran; failed when it raised (its iopub
+//  error, else its reply's).
+static void
+s_ending (cg_outcome_t *outcome, const s_cell_t *cell, const char *why)
+{
+    const char *status = cell->reply_status;
+    if (why)
+        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME, why);
+    else if (status && strcmp (status, "aborted") == 0) {
+        outcome->ran = false;
+        cg_outcome_fail (outcome, CG_OUTCOME_SETUP_FAILURE, -1, CG_OUTCOME_ERROR_RUNTIME,
+                         "The kernel aborted this cell without running it: a cell before it "
+                         "failed and its front end asked to stop on error (stop_on_error).");
+    }
+    else if (cell->error || cell->reply_error || (status && strcmp (status, "ok") != 0)) {
+        cleanup_free char *message =
+            cell->error || cell->reply_error ? NULL : cg_strdupf ("execution %.32s", status);
+        const char *text = cell->error ? cell->error : cell->reply_error;
+        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME,
+                         text ? text : message);
+    }
 }
 
 //  Ends CELL (failed with WHY when not NULL) through REGISTRY, in SESSION (NULL: gone).
@@ -161,11 +240,23 @@ s_end (cg_registry_t *registry, cg_registry_session_t *session, const s_cell_t *
     outcome->ran = true;
     s_stream (&outcome->out, &cell->out);
     s_stream (&outcome->err, &cell->err);
+    json_decref (outcome->outputs);
+    outcome->outputs = json_incref (cell->outputs);
+    if (cell->result) {
+        size_t i;
+        json_t *item;
+        json_array_foreach (cell->outputs, i, item)
+        {
+            if (strcmp (s_member (item, "type"), "execute_result") == 0)
+                outcome->return_value = json_incref (json_object_get (item, "data"));
+        }
+    }
+    if (cell->outputs_cut)
+        cg_outcome_add_notice (outcome, "Display outputs were left out of the record: only the "
+                                        "text/plain of a cell's outputs is kept, within caps.");
     outcome->execution_count = cell->execution_count;
     outcome->duration_us = cg_now_us () - (cell->started_us ? cell->started_us : cell->sent_us);
-    if (why || cell->error)
-        cg_outcome_fail (outcome, CG_OUTCOME_RUNTIME_ERROR, 1, CG_OUTCOME_ERROR_RUNTIME,
-                         why ? why : cell->error);
+    s_ending (outcome, cell, why);
     json_t *request = json_pack ("{s:s%, s:s}", "code", cell->code.text ? cell->code.text : "",
                                  cell->code.len, "language", cell->language);
     cg_run_report_t run = {.front_end = "gateway",
@@ -180,6 +271,37 @@ s_end (cg_registry_t *registry, cg_registry_session_t *session, const s_cell_t *
     cg_outcome_destroy (&outcome);
 }
 
+//  Keeps the text/plain of the display output MSG (an execute_result or display_data) in
+//  CELL, within CG_LOG_STREAM_MAX, S_OUTPUTS_MAX and the table's byte budget. Its other
+//  types (images, HTML: untrusted media) are never kept nor decoded.
+static void
+s_display (cg_gateway_cells_t *self, s_cell_t *cell, const cg_msg_t *msg)
+{
+    bool result = strcmp (msg->msg_type, "execute_result") == 0;
+    json_t *plain = json_object_get (json_object_get (msg->content, "data"), "text/plain");
+    const char *text = json_string_value (plain);
+    size_t left = CG_GATEWAY_CELLS_BYTES_MAX - self->bytes;
+    if (!text || (result && cell->result) || json_array_size (cell->outputs) >= S_OUTPUTS_MAX
+        || left < S_OUTPUT_COST) {
+        cell->outputs_cut = cell->outputs_cut || text;
+        return;
+    }
+    size_t room =
+        left - S_OUTPUT_COST < CG_LOG_STREAM_MAX ? left - S_OUTPUT_COST : CG_LOG_STREAM_MAX;
+    size_t len = strlen (text);
+    if (len > room) {
+        len = (size_t)cg_utf8_prefix (text, room);
+        cell->outputs_cut = true;
+    }
+    json_t *item = json_pack ("{s:s, s:{s:s%}, s:{}}", "type", msg->msg_type, "data", "text/plain",
+                              text, len, "metadata");
+    json_array_append_new (cell->outputs, item);
+    cell->outputs_bytes += len + S_OUTPUT_COST;
+    self->bytes += len + S_OUTPUT_COST;
+    if (result)
+        cell->result = cg_xstrndup (text, len);
+}
+
 //  What the iopub message MSG (not a status) adds to CELL.
 static void
 s_feed (cg_gateway_cells_t *self, s_cell_t *cell, const cg_msg_t *msg)
@@ -190,18 +312,12 @@ s_feed (cg_gateway_cells_t *self, s_cell_t *cell, const cg_msg_t *msg)
         bool err = strcmp (s_member (msg->content, "name"), "stderr") == 0;
         s_append (self, err ? &cell->err : &cell->out, text, strlen (text));
     }
-    else if (strcmp (type, "error") == 0 && !cell->error) {
-        const char *name = s_member (msg->content, "ename");
-        const char *value = s_member (msg->content, "evalue");
-        cell->error = cg_strdupf ("%.*s: %.*s", cg_utf8_prefix (name, 256), name,
-                                  cg_utf8_prefix (value, 4096), value);
-    }
-    else if (strcmp (type, "execute_input") == 0) {
-        json_t *count = json_object_get (msg->content, "execution_count");
-        if (json_is_integer (count) && json_integer_value (count) > 0
-            && json_integer_value (count) < 1000000000)
-            cell->execution_count = (int)json_integer_value (count);
-    }
+    else if (strcmp (type, "error") == 0 && !cell->error)
+        cell->error = s_error_text (msg->content);
+    else if (strcmp (type, "execute_result") == 0 || strcmp (type, "display_data") == 0)
+        s_display (self, cell, msg);
+    else if (strcmp (type, "execute_input") == 0)
+        s_count (cell, msg->content);
 }
 
 bool
@@ -210,26 +326,89 @@ cg_gateway_cells_iopub (cg_gateway_cells_t *self, const cg_msg_t *msg)
     s_cell_t *cell = msg->parent_msg_id ? zhashx_lookup (self->cells, msg->parent_msg_id) : NULL;
     if (!cell)
         return false;
+    cell->last_us = cg_now_us ();
     if (strcmp (msg->msg_type, "status") != 0) {
         s_feed (self, cell, msg);
         return false;
     }
     const char *state = s_member (msg->content, "execution_state");
     if (strcmp (state, "busy") == 0 && !cell->started_us)
-        cell->started_us = cg_now_us ();
-    return strcmp (state, "idle") == 0;
+        cell->started_us = cell->last_us;
+    if (strcmp (state, "idle") != 0 || cell->idle)
+        return false;
+    cell->idle = true;
+    s_count_half (self, cell);
+    return true;
 }
 
-void
+bool
+cg_gateway_cells_shell (cg_gateway_cells_t *self, const cg_msg_t *msg)
+{
+    s_cell_t *cell = msg->parent_msg_id ? zhashx_lookup (self->cells, msg->parent_msg_id) : NULL;
+    if (!cell || strcmp (msg->msg_type, "execute_reply") != 0 || cell->reply_status)
+        return false;
+    cell->last_us = cg_now_us ();
+    const char *status = s_member (msg->content, "status");
+    cell->reply_status =
+        cg_strdupf ("%.*s", cg_utf8_prefix (status, 32), *status ? status : "error");
+    if (json_is_string (json_object_get (msg->content, "ename")))
+        cell->reply_error = s_error_text (msg->content);
+    if (!cell->execution_count)
+        s_count (cell, msg->content);
+    s_count_half (self, cell);
+    return true;
+}
+
+//  Ends CELL, followed as MSG_ID, and forgets it.
+static void
+s_finish (cg_gateway_cells_t *self, cg_registry_t *registry, cg_registry_session_t *session,
+          s_cell_t *cell, const char *msg_id)
+{
+    if (s_half (cell))
+        self->halves--;
+    s_end (registry, session, cell, NULL);
+    s_unhold (self, cell);
+    zhashx_delete (self->cells, msg_id);
+}
+
+bool
 cg_gateway_cells_end (cg_gateway_cells_t *self, cg_registry_t *registry,
                       cg_registry_session_t *session, const char *msg_id)
 {
     s_cell_t *cell = msg_id ? zhashx_lookup (self->cells, msg_id) : NULL;
-    if (!cell)
-        return;
-    s_end (registry, session, cell, NULL);
-    s_unhold (self, cell);
-    zhashx_delete (self->cells, msg_id);
+    if (!cell || !cell->idle || !cell->reply_status)
+        return false;
+    s_finish (self, registry, session, cell, msg_id);
+    return true;
+}
+
+int64_t
+cg_gateway_cells_due (cg_gateway_cells_t *self)
+{
+    int64_t due = 0;
+    if (self->halves == 0)
+        return 0;
+    for (s_cell_t *cell = zhashx_first (self->cells); cell; cell = zhashx_next (self->cells))
+        if (s_half (cell) && (due == 0 || cell->last_us + CG_GATEWAY_CELLS_WAIT_US < due))
+            due = cell->last_us + CG_GATEWAY_CELLS_WAIT_US;
+    return due;
+}
+
+bool
+cg_gateway_cells_expire (cg_gateway_cells_t *self, cg_registry_t *registry,
+                         cg_registry_session_t *session, int64_t now_us)
+{
+    bool no_idle = false;
+    while (self->halves > 0) {
+        s_cell_t *cell = zhashx_first (self->cells);
+        while (cell && !(s_half (cell) && now_us - cell->last_us >= CG_GATEWAY_CELLS_WAIT_US))
+            cell = zhashx_next (self->cells);
+        if (!cell)
+            break;
+        no_idle = no_idle || !cell->idle;
+        s_finish (self, registry, session, cell, zhashx_cursor (self->cells));
+    }
+    return no_idle;
 }
 
 void
@@ -240,4 +419,5 @@ cg_gateway_cells_end_all (cg_gateway_cells_t *self, cg_registry_t *registry,
         s_end (registry, session, cell, why);
     zhashx_purge (self->cells);
     self->bytes = 0;
+    self->halves = 0;
 }

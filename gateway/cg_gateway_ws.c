@@ -285,7 +285,7 @@ s_nudge (s_socket_t *self)
 //  Tracks the kernel's state from an iopub message (MSG): a status's execution_state, and
 //  whether a cell of this connection runs (frontend_busy, which MCP calls see). Returns
 //  true when MSG is the idle status of a cell of this connection (cg_gateway_cells), which
-//  s_cell_end then ends.
+//  s_cell_end then ends (once its execute_reply came too).
 static bool
 s_track_iopub (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *msg)
 {
@@ -303,8 +303,9 @@ s_track_iopub (s_socket_t *self, cg_registry_kernel_t *kernel, const cg_msg_t *m
     return true;
 }
 
-//  Ends the cell of this connection whose execute_request was MSG_ID: its run ends
-//  through the registry (the execution log, the metrics, the session's count).
+//  Ends the cell of this connection whose execute_request was MSG_ID when both its reply
+//  and its idle status came: its run ends through the registry (the execution log, the
+//  metrics, the session's count).
 static void
 s_cell_end (s_socket_t *self, const char *msg_id)
 {
@@ -327,7 +328,11 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
             continue;
         if (c == CH_IOPUB && !self->ready)
             s_ready (self);
-        bool cell_over = c == CH_IOPUB && s_track_iopub (self, kernel, raw->msg);
+        //  A followed cell's idle status (iopub) or execute_reply (shell): either may come
+        //  first; the cell ends after the second.
+        bool cell_over = c == CH_IOPUB   ? s_track_iopub (self, kernel, raw->msg)
+                         : c == CH_SHELL ? cg_gateway_cells_shell (self->cells, raw->msg)
+                                         : false;
         if (raw->msg->parent_msg_id && zhashx_lookup (self->nudges, raw->msg->parent_msg_id)) {
             if (c == CH_SHELL)
                 zhashx_delete (self->nudges, raw->msg->parent_msg_id);
@@ -342,7 +347,8 @@ s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
         if (cg_ws_send (self->ws, binary, out, len) < 0)
             s_set_over (self);
         free (out);
-        //  After the idle status went out: the front end never waits for the records.
+        //  After the idle status or the reply went out: the front end never waits for
+        //  the records.
         if (cell_over)
             s_cell_end (self, raw->msg->parent_msg_id);
         cg_wire_raw_destroy (&raw);
@@ -492,6 +498,19 @@ s_channel_cb (cg_loop_t *loop, short revents, void *arg)
         s_relay (channel->socket, channel->c, kernel);
 }
 
+//  Ends the connection's cells that waited too long for their reply or their idle status
+//  (cg_gateway_cells_expire); one whose idle status never came is no longer busy.
+static void
+s_cells_expire (s_socket_t *self, cg_registry_kernel_t *kernel, cg_registry_session_t *session)
+{
+    if (cg_gateway_cells_due (self->cells) == 0
+        || !cg_gateway_cells_expire (self->cells, self->gateway->registry, session, cg_now_us ()))
+        return;
+    if (kernel && self->running)
+        kernel->frontend_busy = false;
+    self->running = false;
+}
+
 //  The ms until the connections want looking at again (-1: none).
 static int
 s_timeout_ms (cg_gateway_t *self)
@@ -500,10 +519,13 @@ s_timeout_ms (cg_gateway_t *self)
     for (s_socket_t *socket = zlistx_first (self->sockets); socket;
          socket = zlistx_next (self->sockets)) {
         int64_t due = -1;
+        int64_t cells_due = cg_gateway_cells_due (socket->cells);
         if (socket->over) /* to be freed then, if its peer has not read by then */
             due = socket->over_at + S_CLOSE_GRACE_MS - zclock_mono ();
         else if (!socket->ready && socket->wire)
             due = socket->next_nudge - zclock_mono ();
+        else if (cells_due > 0) /* a cell waiting for its reply or idle status gives up */
+            due = (cells_due - cg_now_us () + 999) / 1000;
         else
             continue;
         int ms = due < 0 ? 0 : (int)due;
@@ -530,6 +552,8 @@ cg_gateway_ws_before_wait (cg_loop_t *loop, void *arg)
             s_end (socket, 1011, "the kernel did not come back");
         if (!socket->over && !socket->ready && socket->wire && zclock_mono () >= socket->next_nudge)
             s_nudge (socket);
+        if (!socket->over)
+            s_cells_expire (socket, kernel, session);
         if (socket->over)
             s_release (socket, kernel, session);
         if (s_done (socket)) {
