@@ -501,7 +501,7 @@ cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
         return 0;
     json_t *copy = json_deep_copy (entry);
     json_object_set_new (copy, "type", json_string ("execution"));
-    static const char *texts[] = {"code", "stdin", "stdout", "stderr", NULL};
+    static const char *texts[] = {"code", "stdin", "stdout", "stderr", "result", NULL};
     for (int i = 0; texts[i]; i++)
         if (self->options.mode == CG_EXECLOG_METADATA)
             json_object_del (copy, texts[i]);

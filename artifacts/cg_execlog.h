@@ -31,7 +31,7 @@ typedef struct {
     int success_days;  /* successful executions are kept this long */
     int failed_days;   /* failed and timed-out ones */
     int session_days;  /* session files, counted from their last line */
-    size_t stream_cap; /* bytes of code, stdin, stdout, stderr kept per entry; 0: 1 MiB */
+    size_t stream_cap; /* bytes of code, stdin, stdout, stderr, result kept per entry; 0: 1 MiB */
 } cg_execlog_options_t;
 
 /*  Returns the mode named NAME (full, metadata, off), or -1. */

@@ -105,6 +105,10 @@ cg_run_record_log_entry (const cg_config_t *config, const cg_registry_session_t 
                          outcome->message ? json_string (outcome->message) : json_null ());
     if (run->run_id)
         json_object_set_new (entry, "run_id", json_string (run->run_id));
+    //  The value the code gave (its execute_result), as text: `2` for `1+1`.
+    json_t *result = json_object_get (outcome->return_value, "text/plain");
+    if (json_is_string (result))
+        json_object_set_new (entry, "result", json_copy (result));
     s_log_context (entry, config, session, run);
     s_log_stream (entry, "stdout", &outcome->out);
     s_log_stream (entry, "stderr", &outcome->err);

@@ -28,7 +28,7 @@ typedef struct {
                               data: {text/plain}, metadata}] (cg_outcome_t's outputs) */
     size_t outputs_bytes; /* what they hold of the budget */
     bool outputs_cut;     /* an output was left out (the caps) */
-    char *result;         /* the execute_result's text/plain (in OUTPUTS too), or NULL */
+    bool result;          /* OUTPUTS holds its execute_result */
     char *error;          /* "ename: evalue" when it raised */
     char *reply_status;   /* the execute_reply's status ("ok", "error", "aborted"), or NULL */
     char *reply_error;    /* the execute_reply's "ename: evalue", or NULL */
@@ -57,7 +57,6 @@ s_cell_free (void **item)
     free (cell->language);
     free (cell->client_name);
     json_decref (cell->outputs);
-    free (cell->result);
     free (cell->error);
     free (cell->reply_status);
     free (cell->reply_error);
@@ -252,8 +251,8 @@ s_end (cg_registry_t *registry, cg_registry_session_t *session, const s_cell_t *
         }
     }
     if (cell->outputs_cut)
-        cg_outcome_add_notice (outcome, "Display outputs were left out of the record: only the "
-                                        "text/plain of a cell's outputs is kept, within caps.");
+        cg_outcome_add_notice (outcome, "Display outputs were cut or left out of the record (the "
+                                        "text/plain of each is kept, within caps).");
     outcome->execution_count = cell->execution_count;
     outcome->duration_us = cg_now_us () - (cell->started_us ? cell->started_us : cell->sent_us);
     s_ending (outcome, cell, why);
@@ -298,8 +297,7 @@ s_display (cg_gateway_cells_t *self, s_cell_t *cell, const cg_msg_t *msg)
     json_array_append_new (cell->outputs, item);
     cell->outputs_bytes += len + S_OUTPUT_COST;
     self->bytes += len + S_OUTPUT_COST;
-    if (result)
-        cell->result = cg_xstrndup (text, len);
+    cell->result = cell->result || result;
 }
 
 //  What the iopub message MSG (not a status) adds to CELL.

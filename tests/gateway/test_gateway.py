@@ -13,7 +13,10 @@ and stops it at the end:
 - JupyterServerTest: a real Jupyter Server (`python3 -m jupyter_server --gateway-url=...`)
   driven through its own REST and WebSocket API: print, an error, display_data, input()
   answered, interrupt, restart, the kernel in cellgate's own list, DELETE through it;
-- NbclientTest: nbclient executes a notebook through jupyter_server's GatewayKernelManager.
+- NbclientTest: nbclient executes a notebook through jupyter_server's GatewayKernelManager;
+- ExecutionLogTest: jupyter_client's API through that manager's client: a failing cell and
+  one the kernel aborts behind it, then 1+1, as the execution log on disk and /metrics
+  record them (the aborted one not a success, 1+1's result 2).
 
 The sandboxes are real (runc), so this runs as root, like the e2e tests:
     cd tests/gateway && /usr/bin/python3 -m unittest -v test_gateway
@@ -928,6 +931,111 @@ class NbclientTest(GatewayCase):
         # nbclient shut its kernel down through the gateway (DELETE) when done.
         after = {k["id"] for k in self.gw_json("GET", "/api/kernels")}
         self.assertEqual(after - before, set(), "nbclient's kernel is still listed")
+
+
+class ExecutionLogTest(GatewayCase):
+    """Jupyter's own client (jupyter_server's GatewayKernelManager and GatewayKernelClient,
+    jupyter_client's API) runs cells through the gateway; the execution log on disk and
+    /metrics record them as they ended: a cell the kernel aborted because the one before it
+    failed (stop_on_error) is not a success, and `1+1`'s entry holds its result, 2."""
+
+    def admin_get(self, path):
+        with open(os.path.join(self.cg.state_dir, "admin-token")) as f:
+            admin = f.read().strip()
+        status, _, data = request(self.cg.port, "GET", path, headers={"Authorization": "Bearer %s" % admin})
+        self.assertEqual(status, 200, show("GET", path, status, data) + self.tail())
+        return data.decode("utf-8")
+
+    def runs(self, status):
+        """cellgate_runs_total{status="STATUS"} (0 when absent)."""
+        key = 'cellgate_runs_total{status="%s"} ' % status
+        for line in self.admin_get("/metrics").splitlines():
+            if line.startswith(key):
+                return float(line[len(key):])
+        return 0
+
+    def logged(self, code, timeout=60):
+        """The gateway entry of CODE in the day's executions file, once the server wrote it."""
+        logs = os.path.join(self.cg.state_dir, "logs")
+        deadline = time.monotonic() + timeout
+        while True:
+            for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+                if name.startswith("executions-") and name.endswith(".jsonl"):
+                    with open(os.path.join(logs, name)) as f:
+                        for line in f:
+                            entry = json.loads(line)
+                            if entry.get("tool") == "gateway" and entry.get("code") == code:
+                                return entry
+            if time.monotonic() > deadline:
+                raise AssertionError("no gateway entry for %r in %s%s" % (code, logs, self.tail()))
+            time.sleep(0.1)
+
+    async def run_cells(self):
+        from jupyter_server.gateway.managers import GatewayKernelManager
+
+        km = GatewayKernelManager()
+        await km.start_kernel(kernel_name="python3")
+        kc = km.client()
+        await kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=120)
+            # The failing cell and the one queued behind it go out at once, as a notebook's
+            # "run all" sends them; the kernel aborts the second.
+            failing = kc.execute("import time\ntime.sleep(1)\nraise ValueError('gateway log boom')", stop_on_error=True)
+            queued = kc.execute("print('queued behind the boom')", stop_on_error=True)
+            replies = await self.until_done(kc, [failing, queued])
+            value = kc.execute("1+1")
+            replies.update(await self.until_done(kc, [value]))
+            return replies[failing], replies[queued], replies[value]
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+
+    async def until_done(self, kc, msg_ids, timeout=120):
+        """The execute_reply content of each of MSG_IDS, once it and its idle status came."""
+        replies, idle = {}, set()
+        deadline = time.monotonic() + timeout
+        while len(replies) < len(msg_ids) or len(idle) < len(msg_ids):
+            left = deadline - time.monotonic()
+            self.assertGreater(left, 0, "replies %s, idle %s%s" % (replies, idle, self.tail()))
+            for get, channel in ((kc.get_shell_msg, "shell"), (kc.get_iopub_msg, "iopub")):
+                try:
+                    msg = await get(timeout=0.2)
+                except Exception:  # queue.Empty
+                    continue
+                parent = msg.get("parent_header", {}).get("msg_id")
+                if parent not in msg_ids:
+                    continue
+                if channel == "shell" and msg["msg_type"] == "execute_reply":
+                    replies[parent] = msg["content"]
+                elif msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
+                    idle.add(parent)
+        return replies
+
+    def test_aborted_cell_and_result_in_the_log(self):
+        import asyncio
+
+        use_gateway_client(self)
+        success, error, setup = self.runs("success"), self.runs("error"), self.runs("setup_error")
+        failing, queued, value = asyncio.run(self.run_cells())
+        self.assertEqual(failing["status"], "error", failing)
+        self.assertEqual(queued["status"], "aborted", "the kernel aborted the queued cell: %s" % queued)
+        self.assertEqual(value["status"], "ok", value)
+
+        entry = self.logged("import time\ntime.sleep(1)\nraise ValueError('gateway log boom')")
+        self.assertEqual(entry["status"], "failed", entry)
+        self.assertIn("ValueError: gateway log boom", entry.get("error_message") or "", entry)
+        entry = self.logged("print('queued behind the boom')")
+        self.assertNotEqual(entry["status"], "success", "an aborted cell is not a success: %s" % entry)
+        self.assertIn("aborted", entry.get("error_message") or "", entry)
+        self.assertEqual(entry["stdout"], "", entry)
+        entry = self.logged("1+1")
+        self.assertEqual(entry["status"], "success", entry)
+        self.assertEqual(entry.get("result"), "2", "1+1's entry holds its result: %s" % entry)
+
+        self.assertEqual(self.runs("success") - success, 1, "only 1+1 counts as a success")
+        self.assertEqual(self.runs("error") - error, 1, "the failing cell counts as an error")
+        self.assertEqual(self.runs("setup_error") - setup, 1, "the aborted cell did not run")
 
 
 if __name__ == "__main__":

@@ -154,11 +154,16 @@ test_cap (const char *dir)
     char big[1000];
     memset (big, 'y', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    s_record (log, s_entry ("exec_cap", "stdio", "python", "success", "print()", big, "", 0));
+    json_t *capped = s_entry ("exec_cap", "stdio", "python", "success", "print()", big, "", 0);
+    json_object_set_new (capped, "result", json_string (big));
+    s_record (log, capped);
     json_t *entry = cg_execlog_get (log, "exec_cap", NULL);
     EXPECT (entry && json_string_length (json_object_get (entry, "stdout")) == 100
                 && json_is_true (json_object_get (entry, "stdout_truncated_in_log")),
             "stdout cut at the cap");
+    EXPECT (entry && json_string_length (json_object_get (entry, "result")) == 100
+                && json_is_true (json_object_get (entry, "result_truncated_in_log")),
+            "the result cut at the cap");
     json_decref (entry);
     cg_execlog_destroy (&log);
 }
@@ -252,10 +257,12 @@ test_modes (const char *dir_metadata, const char *dir_off)
     options.mode = CG_EXECLOG_METADATA;
     cg_execlog_t *log = cg_execlog_open (dir_metadata, &options, &err);
     CHECK (log, "open: %s", cg_error_message (err));
-    s_record (log, s_entry ("exec_m", "stdio", "python", "success", "secret()", "out", "", 0));
+    json_t *secret = s_entry ("exec_m", "stdio", "python", "success", "secret()", "out", "", 0);
+    json_object_set_new (secret, "result", json_string ("'secret'"));
+    s_record (log, secret);
     json_t *entry = cg_execlog_get (log, "exec_m", NULL);
     EXPECT (entry && !json_object_get (entry, "code") && !json_object_get (entry, "stdout")
-                && json_object_get (entry, "duration_ms"),
+                && !json_object_get (entry, "result") && json_object_get (entry, "duration_ms"),
             "metadata keeps no code or output");
     json_decref (entry);
     EXPECT (s_count (log, (cg_execlog_query_t){.query = "secret"}) == 0, "nothing to find");

@@ -9,6 +9,7 @@
     display_data kept (nothing else of them), within the byte budget. No sandbox runs. */
 #include "gateway/cg_gateway_cells.h"
 #include "base/cg_config.h"
+#include "bridge/cg_run_record.h"
 #include "base/cg_limits.h"
 #include "base/cg_util.h"
 #include "cg_test.h"
@@ -16,11 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const cg_config_t *s_config;
+
 //  The last run the observer was told of (its values copied), and how many.
 static struct {
     int count;
     char tool[16], client_id[32], client_name[80], code[256], language[16], status[16];
     char *out, *message, *result;
+    char log_status[16], log_result[16]; /* its execution-log entry's status and result */
     bool silent, cut, ran;
     cg_outcome_end_t end;
     size_t outputs;
@@ -49,6 +53,12 @@ s_observe (void *arg, const cg_registry_session_t *session, const cg_run_report_
     s_last.result = result ? cg_xstrdup (result) : NULL;
     s_last.outputs = json_array_size (o->outputs);
     s_last.ran = o->ran;
+    json_t *entry = cg_run_record_log_entry (s_config, session, run);
+    const char *logged = json_string_value (json_object_get (entry, "result"));
+    snprintf (s_last.log_status, sizeof s_last.log_status, "%s",
+              json_string_value (json_object_get (entry, "status")));
+    snprintf (s_last.log_result, sizeof s_last.log_result, "%s", logged ? logged : "(none)");
+    json_decref (entry);
     s_last.end = o->end;
     s_last.silent = run->silent;
     s_last.cut = o->out.full_cut;
@@ -247,6 +257,7 @@ s_replies (cg_registry_t *registry)
             "aborted: not run, not a success (end %d, ran %d)", (int)s_last.end, s_last.ran);
     EXPECT (s_last.message && strstr (s_last.message, "aborted"), "says aborted: %s",
             s_last.message ? s_last.message : "(none)");
+    EXPECT (strcmp (s_last.log_status, "failed") == 0, "logged failed: %s", s_last.log_status);
     EXPECT (!cg_gateway_cells_has (cells, "a1"), "forgotten");
 
     //  The idle status before the reply (two sockets): ended at the reply, once, with it.
@@ -264,6 +275,8 @@ s_replies (cg_registry_t *registry)
     EXPECT (s_last.result && strcmp (s_last.result, "2") == 0, "its result: %s",
             s_last.result ? s_last.result : "(none)");
     EXPECT (s_last.outputs == 1, "one output: %zu", s_last.outputs);
+    EXPECT (strcmp (s_last.log_result, "2") == 0 && strcmp (s_last.log_status, "success") == 0,
+            "its log entry holds its result: %s (%s)", s_last.log_result, s_last.log_status);
     EXPECT (s_last.execution_count == 9, "the reply's execution count: %d", s_last.execution_count);
     EXPECT (cg_gateway_cells_due (cells) == 0, "none waits");
     EXPECT (!s_reply (cells, registry, &session, "a2", "ok", NULL)
@@ -375,6 +388,7 @@ main (void)
         fprintf (stderr, "config: %s\n", cg_error_message (err));
         return 1;
     }
+    s_config = &config;
     cg_registry_t *registry = cg_registry_new (&config, NULL, NULL);
     cg_registry_observe_runs (registry, s_observe, NULL);
     s_cells (registry);
