@@ -7,14 +7,8 @@
 #ifndef CG_MODERN_H
 #define CG_MODERN_H
 
+#include "mcp/cg_revision.h"
 #include "mcp/cg_server.h"
-
-#define CG_MODERN_VERSION "2026-07-28"
-#define CG_MODERN_META_VERSION "io.modelcontextprotocol/protocolVersion"
-#define CG_MODERN_TASKS "io.modelcontextprotocol/tasks"
-
-/*  True when MESSAGE (a request) carries 2026-07-28's per-request _meta. */
-bool cg_modern_request (json_t *message);
 
 /*  Serves REQ (its method set), a cg_modern_request, with PARAMS: checks its _meta, then
     dispatches it (cg_server_dispatch) as a 2026-07-28 request. */
@@ -33,9 +27,5 @@ json_t *cg_modern_discover (const cg_request_t *req);
 /*  Registers 2026-07-28 with SERVER: its requests served per request (their _meta checked,
     then dispatched), its answers marked, server/discover. */
 void cg_modern_register (cg_server_t *server);
-
-/*  The value of a 2026-07-28 HTTP header as sent: plain, or "=?base64?...?=" decoded.
-    Returns a new string, or NULL when the encoding is broken. */
-char *cg_modern_header_value (const char *value);
 
 #endif

@@ -1,7 +1,7 @@
 /*  cg_streamable — MCP's Streamable HTTP transport. */
 #include "mcp/cg_streamable.h"
 #include "mcp/cg_jsonrpc.h"
-#include "mcp/cg_modern.h"
+#include "mcp/cg_revision.h"
 #include "artifacts/cg_http_guard.h"
 #include "base/cg_util.h"
 
