@@ -25,12 +25,10 @@
 #define HB_INTERVAL_US 1000000
 #define HB_MAX_MISSES 5
 #define SHUTDOWN_WAIT_MS 1000
-//  Bounds on what a kernel can make the server hold, whatever it sends: messages queued
-//  per socket (libzmq stops reading past it; on iopub, a subscriber, it drops what does
-//  not fit: only when the kernel outruns the server, in the middle of a flood whose
-//  middle the cut output leaves out anyway; a lost idle status is covered by
-//  S_IDLE_WAIT_US), and messages taken from iopub in one turn of a run's loop before the
-//  heartbeat, the deadline and a cancel are looked at.
+//  Bounds on what a kernel can make the server hold: messages queued per socket (past it
+//  libzmq stops reading; iopub, a subscriber, drops what does not fit, only when the kernel
+//  outruns the server mid-flood, whose middle the cut output leaves out anyway; a lost idle
+//  is covered by S_IDLE_WAIT_US), and iopub messages taken per turn of a run's loop.
 #define S_QUEUE_MAX 2
 #define S_IOPUB_BURST 32
 //  Messages discarded per wake between cells, so the runner stays responsive.
@@ -404,8 +402,12 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
         if (zsys_interrupted)
             return cg_error_set (err, EINTR, "interrupted");
         if (now > deadline)
-            return cg_error_set (err, ETIMEDOUT, "no kernel_info_reply within %d s",
-                                 self->config->kernel_start_timeout_s);
+            return cg_error_set (err, ETIMEDOUT, "no kernel_info_reply within %d s (%s)",
+                                 self->config->kernel_start_timeout_s,
+                                 !connected    ? "sockets not all bound"
+                                 : !replied    ? "no reply"
+                                 : !iopub_live ? "iopub silent"
+                                               : "stdin not connected");
         //  Until iopub is known to be live, keep asking: each request makes the kernel
         //  publish busy/idle, and the first ones are lost while SUB connects.
         if (connected && now >= next_request) {
@@ -673,11 +675,9 @@ s_read_pongs (cg_kernel_t *self, unsigned *misses)
     }
 }
 
-//  A run's heartbeat turn: reads the replies (here too, so a backlog on iopub never reads
-//  as misses) and sends the next ping. Returns true when the kernel is gone: silent
-//  heartbeats end a run only when the kernel's process has exited, since a JavaScript
-//  kernel answers them on the event loop its cell keeps busy, and a busy kernel runs on
-//  to its deadline, as Jupyter lets a local kernel do.
+//  A run's heartbeat turn: reads the replies (here, so an iopub backlog is no miss), sends
+//  the next ping. True when the kernel is gone: missed beats alone end no run (tslab beats
+//  on the event loop a busy cell blocks; a busy kernel runs on to its deadline, as Jupyter's).
 static bool
 s_heartbeat (cg_kernel_t *self, unsigned *misses)
 {
