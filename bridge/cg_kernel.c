@@ -3,6 +3,7 @@
     heartbeat, shutdown. */
 #define _GNU_SOURCE
 #include "bridge/cg_kernel.h"
+#include "bridge/cg_kernel_int.h"
 #include "base/cg_fault.h"
 #include "containers/cg_cgroup.h"
 #include "base/cg_util.h"
@@ -21,49 +22,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define LOG_TAIL 4096
-#define HB_INTERVAL_US 1000000
-#define HB_MAX_MISSES 5
 #define SHUTDOWN_WAIT_MS 1000
-//  Bounds on what a kernel can make the server hold: messages queued per socket (past it
-//  libzmq stops reading; iopub, a subscriber, drops what does not fit, only when the kernel
-//  outruns the server mid-flood, whose middle the cut output leaves out anyway; a lost idle
-//  is covered by S_IDLE_WAIT_US), and iopub messages taken per turn of a run's loop.
+
+const char *const cg_kernel_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control", "hb"};
+//  Messages queued per socket, whatever the kernel sends: past it libzmq stops reading; on
+//  iopub, a subscriber, it drops what does not fit: only when the kernel outruns the
+//  server, in the middle of a flood whose middle the cut output leaves out anyway (a lost
+//  idle status is covered by cg_kernel_exec.c's wait).
 #define S_QUEUE_MAX 2
-#define S_IOPUB_BURST 32
 //  Messages discarded per wake between cells, so the runner stays responsive.
 #define S_DISCARD_BURST 256
-//  After the execute_reply, how long iopub may stay silent before the run ends without its
-//  idle status (lost with the connection when libzmq refused an oversized message).
-#define S_IDLE_WAIT_US 2000000
-typedef enum { CH_SHELL, CH_IOPUB, CH_STDIN, CH_CONTROL, CH_HB, CH_COUNT } s_channel_t;
-static const char *s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin", "control", "hb"};
-
-struct cg_kernel_t {
-    cg_backend_t *backend;        /* borrowed */
-    const cg_sandbox_t *sandbox;  /* borrowed */
-    const cg_kernel_spec_t *spec; /* borrowed */
-    const cg_config_t *config;    /* borrowed */
-    cg_wire_t *wire;
-    zsock_t *sockets[CH_COUNT];
-    int ipc_fd;                 /* the sandbox's ipc dir (sandbox-writable) */
-    int endpoint_fds[CH_COUNT]; /* O_PATH fds of the kernel's bound ipc sockets, -1 until
-                                       connected; connects go through /proc/self/fd/N */
-    json_t *connection;         /* what the connection file says, key included */
-    pid_t helper_pid;           /* the runtime's exec process, our child */
-    int helper_pidfd;           /* readable when it exits */
-    pid_t kernel_pid;           /* host pid of the kernel itself */
-    int log_fd;                 /* read end of the kernel's stdout+stderr */
-    char log_tail[LOG_TAIL + 1];
-    size_t log_len;
-    unsigned hb_sent, hb_received;
-    zsock_t *monitors[CH_COUNT]; /* each channel's disconnects (and stdin's handshake):
-                                       libzmq drops a connection whose peer sent a message
-                                       over max_message_bytes and, that being a protocol
-                                       error, never reconnects it; s_service_monitors does */
-    bool stdin_file_set;         /* the stdin file holds text (spec->stdin_file) */
-    bool kept;                   /* cg_kernel_keep: left running for the next server */
-};
 
 //  --------------------------------------------------------------------------
 //  Start and stop
@@ -80,13 +48,13 @@ s_reconnect (cg_kernel_t *self, int i)
     void *sock = zsock_resolve (self->sockets[i]);
     zmq_disconnect (sock, endpoint);
     if (zmq_connect (sock, endpoint) < 0)
-        cg_log (1, "reconnect %s socket: %s", s_channel_names[i], zmq_strerror (errno));
+        cg_log (1, "reconnect %s socket: %s", cg_kernel_channel_names[i], zmq_strerror (errno));
 }
 
 //  Reads every channel's monitor and reconnects what was dropped. Returns how many times
 //  iopub was dropped (a dying kernel's sockets too: the caller tells them apart).
-static size_t
-s_service_monitors (cg_kernel_t *self)
+size_t
+cg_kernel_service_monitors (cg_kernel_t *self)
 {
     size_t iopub_drops = 0;
     for (int i = 0; i < CH_COUNT; i++) {
@@ -98,15 +66,15 @@ s_service_monitors (cg_kernel_t *self)
         cg_log (2,
                 "the %s connection to the kernel was dropped (a message over %zu bytes, or "
                 "the kernel went away); reconnecting",
-                s_channel_names[i], self->config->max_message_bytes);
+                cg_kernel_channel_names[i], self->config->max_message_bytes);
         s_reconnect (self, i);
     }
     return iopub_drops;
 }
 
 //  Adds a poll item for each channel's monitor to ITEMS (room for CH_COUNT); returns how many.
-static int
-s_monitor_items (cg_kernel_t *self, zmq_pollitem_t *items)
+int
+cg_kernel_monitor_items (cg_kernel_t *self, zmq_pollitem_t *items)
 {
     int count = 0;
     for (int i = 0; i < CH_COUNT; i++)
@@ -145,7 +113,7 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
     for (int i = 0; i < CH_COUNT; i++) {
         zsock_t *sock = zsock_new (types[i]);
         if (!sock)
-            return cg_error_set (err, ENOMEM, "create %s socket", s_channel_names[i]);
+            return cg_error_set (err, ENOMEM, "create %s socket", cg_kernel_channel_names[i]);
         self->sockets[i] = sock;
         zsock_set_linger (sock, 0);
         zsock_set_maxmsgsize (sock, (int64_t)self->config->max_message_bytes);
@@ -160,26 +128,24 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
         //  ROUTER drops an input_request for an identity it has not seen connect, so the
         //  handshake waits until that socket is connected.
         char endpoint[64];
-        snprintf (endpoint, sizeof endpoint, "inproc://cg-%s-monitor-%p", s_channel_names[i],
-                  (void *)self);
+        snprintf (endpoint, sizeof endpoint, "inproc://cg-%s-monitor-%p",
+                  cg_kernel_channel_names[i], (void *)self);
         int events = ZMQ_EVENT_DISCONNECTED | (i == CH_STDIN ? ZMQ_EVENT_HANDSHAKE_SUCCEEDED : 0);
         if (zmq_socket_monitor (zsock_resolve (sock), endpoint, events) < 0)
-            return cg_error_set (err, errno, "monitor %s socket: %s", s_channel_names[i],
+            return cg_error_set (err, errno, "monitor %s socket: %s", cg_kernel_channel_names[i],
                                  zmq_strerror (errno));
         if (!(self->monitors[i] = zsock_new_pair (endpoint)))
-            return cg_error_set (err, EIO, "monitor %s socket", s_channel_names[i]);
+            return cg_error_set (err, EIO, "monitor %s socket", cg_kernel_channel_names[i]);
     }
     return 0;
 }
 
-//  Connects every channel whose socket the kernel has bound by now. Untrusted: the ipc
-//  dir is the sandbox's to write, so a name there may be a link (to a host socket, say)
-//  or anything else. Each name is opened without following a link (O_PATH|O_NOFOLLOW,
-//  one component below a directory fd) and must be a socket; the connect then goes to
-//  that very inode through /proc/self/fd/N, whatever the name points to later. The path
-//  is short whatever the state dir's length. Something else at a name (the kernel
-//  replaces it when it binds) counts as not bound yet; the start deadline bounds the
-//  wait. Returns 1 once all are connected, 0 while some are not, -1 with *err set.
+//  Connects every channel whose socket the kernel has bound by now. Untrusted: the ipc dir
+//  is the sandbox's, so a name may be a link or anything. Each name is opened without
+//  following a link (O_PATH|O_NOFOLLOW below a dir fd) and must be a socket; the connect
+//  goes to that inode through /proc/self/fd/N (a short path), whatever the name is later.
+//  Anything else counts as not bound yet (the start deadline bounds the wait). Returns 1
+//  once all are connected, 0 while some are not, -1 with *err set.
 static int
 s_connect_ready (cg_kernel_t *self, cg_error_t **err)
 {
@@ -201,7 +167,7 @@ s_connect_ready (cg_kernel_t *self, cg_error_t **err)
         }
         if (zsock_connect (self->sockets[i], "ipc:///proc/self/fd/%d", fd) < 0) {
             close (fd);
-            return cg_error_set (err, EIO, "connect %s socket", s_channel_names[i]);
+            return cg_error_set (err, EIO, "connect %s socket", cg_kernel_channel_names[i]);
         }
         self->endpoint_fds[i] = fd;
     }
@@ -358,7 +324,7 @@ size_t
 cg_kernel_discard (cg_kernel_t *self)
 {
     cg_kernel_drain_log (self);
-    s_service_monitors (self);
+    cg_kernel_service_monitors (self);
     size_t discarded = 0;
     for (int i = 0; i < CH_COUNT; i++) {
         if (i == CH_HB)
@@ -659,230 +625,6 @@ cg_kernel_interrupt (cg_kernel_t *self)
     if (self->kernel_pid <= 0)
         return -1;
     return kill (self->kernel_pid, SIGINT);
-}
-
-//  Reads every heartbeat reply waiting; the latest one resets the misses.
-static void
-s_read_pongs (cg_kernel_t *self, unsigned *misses)
-{
-    while (zsock_events (self->sockets[CH_HB]) & ZMQ_POLLIN) {
-        char *pong = zstr_recv (self->sockets[CH_HB]);
-        if (pong && (unsigned)atol (pong) == self->hb_sent) {
-            self->hb_received = self->hb_sent;
-            *misses = 0;
-        }
-        zstr_free (&pong);
-    }
-}
-
-//  A run's heartbeat turn: reads the replies (here, so an iopub backlog is no miss), sends
-//  the next ping. True when the kernel is gone: missed beats alone end no run (tslab beats
-//  on the event loop a busy cell blocks; a busy kernel runs on to its deadline, as Jupyter's).
-static bool
-s_heartbeat (cg_kernel_t *self, unsigned *misses)
-{
-    s_read_pongs (self, misses);
-    if (self->hb_sent != self->hb_received && ++*misses >= HB_MAX_MISSES) {
-        if (cg_kernel_exited (self))
-            return true;
-        *misses = 0;
-    }
-    char ping[16];
-    snprintf (ping, sizeof ping, "%u", ++self->hb_sent);
-    zstr_send (self->sockets[CH_HB], ping);
-    return false;
-}
-
-//  A run's poll items: each channel's socket (at its channel's index), then these, then
-//  each channel's monitor.
-enum { S_RUN_HELPER = CH_COUNT, S_RUN_CANCEL, S_RUN_LOG, S_RUN_ITEMS };
-
-//  Fills ITEMS (room for S_RUN_ITEMS + CH_COUNT) with what a run waits on; returns how many
-//  monitors follow the fixed items. An item with nothing to watch (no CONTROL, no log)
-//  polls the helper's pidfd for no events.
-static int
-s_run_items (cg_kernel_t *self, zsock_t *control, zmq_pollitem_t *items)
-{
-    for (int i = 0; i < CH_COUNT; i++)
-        items[i] = (zmq_pollitem_t){zsock_resolve (self->sockets[i]), 0, ZMQ_POLLIN, 0};
-    items[S_RUN_HELPER] = (zmq_pollitem_t){NULL, self->helper_pidfd, ZMQ_POLLIN, 0};
-    items[S_RUN_CANCEL] = control ? (zmq_pollitem_t){zsock_resolve (control), 0, ZMQ_POLLIN, 0}
-                                  : (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0};
-    items[S_RUN_LOG] = self->log_fd >= 0 ? (zmq_pollitem_t){NULL, self->log_fd, ZMQ_POLLIN, 0}
-                                         : (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0};
-    return s_monitor_items (self, items + S_RUN_ITEMS);
-}
-
-//  Takes one message from channel CH: the message when it answers PARENT_ID, else NULL
-//  (what is not for this run, or did not decode, is dropped).
-static cg_msg_t *
-s_recv_reply_to (cg_kernel_t *self, int ch, const char *parent_id)
-{
-    cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[ch]);
-    if (msg && (!msg->parent_msg_id || strcmp (msg->parent_msg_id, parent_id) != 0))
-        cg_msg_destroy (&msg);
-    return msg;
-}
-
-//  Takes one message from channel CH and applies it to RUN when it answers PARENT_ID
-//  (what is not for this run, or did not decode, is dropped); answers an input request.
-static void
-s_take (cg_kernel_t *self, int ch, const char *parent_id, cg_run_t *run, cg_feed_t *feed)
-{
-    cg_msg_t *msg = s_recv_reply_to (self, ch, parent_id);
-    cleanup_free char *value = msg ? cg_run_feed (run, feed, s_channel_names[ch], msg) : NULL;
-    if (value)
-        cg_wire_send (self->wire, self->sockets[CH_STDIN], "input_reply",
-                      json_pack ("{s:s}", "value", value), msg->header, NULL);
-    cg_msg_destroy (&msg);
-}
-
-//  Runs CODE as cg_kernel_execute does; SILENT runs it without history, without
-//  execute_input/execute_result and without input().
-static cg_exec_end_t
-s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_text,
-           int64_t deadline_us, zsock_t *control, cg_control_cb *control_cb, void *arg,
-           cg_run_t *run)
-{
-    char parent_id[33];
-    run->started_us = cg_now_us ();
-    //  stop_on_error off: no cell is queued behind a call, and with it ipykernel aborted a
-    //  call that came a few ms after an error. Marked as an MCP tool's (agent behaviour).
-    json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", silent,
-                                 "store_history", !silent, "user_expressions", "allow_stdin",
-                                 !silent && (stdin_text || run->ask), "stop_on_error", 0);
-    if (cg_wire_send_with_metadata (self->wire, self->sockets[CH_SHELL], "execute_request", content,
-                                    NULL, CG_WIRE_AGENT_METADATA, parent_id)
-        < 0) {
-        run->ended_us = cg_now_us ();
-        return CG_EXEC_FAILED;
-    }
-    cg_feed_t feed = {.stdin_next = stdin_text};
-    int64_t grace_end = 0; /* set once interrupted */
-    int64_t next_hb = run->started_us + HB_INTERVAL_US;
-    unsigned hb_misses = 0;
-    cg_exec_end_t end = CG_EXEC_DONE;
-
-    int64_t last_iopub = run->started_us;
-    while (!(feed.idle && feed.replied)) {
-        int64_t now = cg_now_us ();
-        if (feed.replied && now - last_iopub > S_IDLE_WAIT_US
-            && now - feed.replied_us > S_IDLE_WAIT_US)
-            break;
-        if (!grace_end && now >= deadline_us) {
-            run->timed_out = true;
-            cg_kernel_interrupt (self);
-            grace_end = now + (int64_t)self->config->interrupt_grace_ms * 1000;
-        }
-        if (grace_end && now >= grace_end) {
-            end = CG_EXEC_STUCK;
-            break;
-        }
-        if (now >= next_hb) {
-            if (s_heartbeat (self, &hb_misses)) {
-                end = CG_EXEC_DIED;
-                break;
-            }
-            next_hb = now + HB_INTERVAL_US;
-        }
-        int64_t wake = grace_end ? grace_end : deadline_us;
-        if (next_hb < wake)
-            wake = next_hb;
-        zmq_pollitem_t items[S_RUN_ITEMS + CH_COUNT];
-        int monitors = s_run_items (self, control, items);
-        long wait_ms = (long)((wake - now) / 1000) + 1;
-        if (zmq_poll (items, S_RUN_ITEMS + monitors, wait_ms) < 0 && errno != EINTR)
-            break;
-        //  iopub first, a bounded burst per turn: the run ends on iopub's idle, which
-        //  follows every output, so nothing is lost by also reading the reply, the
-        //  heartbeat and a cancel in the same turn.
-        for (int burst = 0; items[CH_IOPUB].revents && burst < S_IOPUB_BURST; burst++) {
-            last_iopub = cg_now_us ();
-            s_take (self, CH_IOPUB, parent_id, run, &feed);
-            if (!(zsock_events (self->sockets[CH_IOPUB]) & ZMQ_POLLIN))
-                break;
-        }
-        if (items[CH_SHELL].revents)
-            s_take (self, CH_SHELL, parent_id, run, &feed);
-        if (items[CH_STDIN].revents)
-            s_take (self, CH_STDIN, parent_id, run, &feed);
-        if (items[CH_CONTROL].revents) {
-            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_CONTROL]);
-            cg_msg_destroy (&msg);
-        }
-        if (items[CH_HB].revents)
-            s_read_pongs (self, &hb_misses);
-        if (items[S_RUN_LOG].revents)
-            cg_kernel_drain_log (self);
-        for (int m = 0; m < monitors; m++)
-            if (items[S_RUN_ITEMS + m].revents) {
-                run->messages_refused += s_service_monitors (self);
-                break;
-            }
-        if (items[S_RUN_HELPER].revents) {
-            end = CG_EXEC_DIED;
-            break;
-        }
-        if (control && items[S_RUN_CANCEL].revents) {
-            cleanup_free char *input = NULL;
-            cg_control_t action = control_cb (control, arg, &input);
-            if (action == CG_CONTROL_INPUT && feed.asking && input) { /* the user's line */
-                run->stdin_exhausted |= strcmp (input, "\x04") == 0;
-                cg_wire_send (self->wire, self->sockets[CH_STDIN], "input_reply",
-                              json_pack ("{s:s}", "value", input), feed.asking, NULL);
-                json_decref (feed.asking);
-                feed.asking = NULL;
-            }
-            if (action == CG_CONTROL_ABORT) {
-                end = CG_EXEC_ABORTED;
-                break;
-            }
-            if (action == CG_CONTROL_CANCEL && !grace_end) {
-                run->cancelled = true;
-                cg_kernel_interrupt (self);
-                grace_end = cg_now_us () + (int64_t)self->config->interrupt_grace_ms * 1000;
-            }
-        }
-    }
-    //  A dying kernel disconnects its sockets too: that is no refused message.
-    if (end == CG_EXEC_DIED)
-        run->messages_refused = 0;
-    json_decref (feed.asking);
-    run->ended_us = cg_now_us ();
-    return end;
-}
-
-cg_exec_end_t
-cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text, int64_t deadline_us,
-                   zsock_t *control, cg_control_cb *control_cb, void *arg, cg_run_t *run)
-{
-    if (self->spec->stdin_file && (stdin_text || self->stdin_file_set)) {
-        //  Written by us (a new file renamed into place, never through a link the sandbox
-        //  planted); the kernel reads it as the cell's standard input.
-        cleanup_free char *path =
-            cg_strdupf ("%s/stdin-%s", self->sandbox->run_dir, self->spec->language);
-        cg_error_t *err = NULL;
-        if (cg_write_file (path, stdin_text ? stdin_text : "", stdin_text ? strlen (stdin_text) : 0,
-                           0644, &err)
-            < 0)
-            cg_log (1, "%s", cg_error_message (err));
-        cg_error_destroy (&err);
-        self->stdin_file_set = stdin_text != NULL;
-    }
-    return s_execute (self, code, false, stdin_text, deadline_us, control, control_cb, arg, run);
-}
-
-int
-cg_kernel_run_silent (cg_kernel_t *self, const char *code, int timeout_ms)
-{
-    cg_run_t run;
-    cg_run_init (&run, 4096);
-    cg_exec_end_t end = s_execute (
-        self, code, true, NULL, cg_now_us () + (int64_t)timeout_ms * 1000, NULL, NULL, NULL, &run);
-    int rc =
-        end == CG_EXEC_DONE && run.reply_status && strcmp (run.reply_status, "ok") == 0 ? 0 : -1;
-    cg_run_clear (&run);
-    return rc;
 }
 
 int
