@@ -223,6 +223,27 @@ test('a kernel killed between calls is restarted and the next code runs, saying 
   assert.equal(calm.notice, undefined);
 });
 
+test('outputs that the IOPub thread of ipykernel sends seconds after the execute_reply are in the result', async () => {
+  // A loaded machine delays ipykernel's IOPub thread behind its shell reply. Here it is made
+  // to: the thread sleeps 4 s, and the end-of-cell flush does not wait for it, so the reply
+  // comes 4 s before the display and the idle status. The run ended 2 s after the reply
+  // before, and the display was lost.
+  const r = await callExec(client, {
+    language: 'python',
+    session_id: 'sess_e2eresult010',
+    code: [
+      'import sys, time',
+      'from IPython.display import display, HTML',
+      'sys.stdout.flush_timeout = sys.stderr.flush_timeout = 0.01',
+      'get_ipython().kernel.iopub_thread.io_loop.add_callback(time.sleep, 4)',
+      "display(HTML('<b>late</b>'))",
+    ].join('\n'),
+    timeout: 60,
+  });
+  const s = expectStatus(r, 'success', server);
+  assert.ok(JSON.stringify(s.outputs ?? []).includes('<b>late</b>'), `the display is in the result: ${show(r, server)}`);
+});
+
 test('a JavaScript cell that blocks its event loop past the heartbeat misses runs to its end', async () => {
   // Atomics.wait blocks tslab's event loop, heartbeats included, for 8 s without using a
   // core: 5 missed heartbeats ended such a cell as "stopped answering heartbeats" before.
