@@ -38,9 +38,9 @@ before(async () => {
     canaryServer.once('error', reject);
     canaryServer.listen(canarySock, resolve);
   });
-  // Failing kernel starts (their sockets swapped for links) give up quickly; 10 s, as a
-  // good start takes longer than 4 s on a loaded machine (a parallel run).
-  server = await startServer({ args: ['--kernel-start-timeout', '10', '--interrupt-grace-ms', '500'] });
+  // A start the attacker breaks (its sockets swapped for links) gives up at 30 s: a good
+  // JavaScript start on a loaded machine took 8-13 s (10 s failed a parallel CI run).
+  server = await startServer({ args: ['--kernel-start-timeout', '30', '--interrupt-grace-ms', '500'] });
   client = server.client;
 });
 
@@ -160,6 +160,10 @@ test('symlink swaps against every host-side write and connect leave the host can
   // Second half: the JavaScript kernel's stdin file, bash scripts, display outputs,
   // full-output files and uploads, under an attacker that leaves the ipc dir alone.
   const sid = 'race';
+  // Its kernels start before the attack (starts are the first half's subject), so each
+  // step below is the host's writes under attack, not a start that the load may slow.
+  for (const language of ['python', 'javascript'])
+    expectStatus(await callExec(client, { session_id: sid, language, code: '1', timeout: 60 }), 'success', server);
   await startAttacker(sid, RACE_SECONDS / 2, 'workspace');
   const png =
     'import base64\nfrom IPython.display import Image, display\n' +
