@@ -367,13 +367,17 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
         int64_t now = cg_now_us ();
         if (zsys_interrupted)
             return cg_error_set (err, EINTR, "interrupted");
-        if (now > deadline)
-            return cg_error_set (err, ETIMEDOUT, "no kernel_info_reply within %d s (%s)",
+        if (now > deadline) {
+            cg_kernel_drain_log (self);
+            const char *last = s_log_last_line (self);
+            return cg_error_set (err, ETIMEDOUT, "no kernel_info_reply within %d s (%s; %s%s)",
                                  self->config->kernel_start_timeout_s,
                                  !connected    ? "sockets not all bound"
                                  : !replied    ? "no reply"
                                  : !iopub_live ? "iopub silent"
-                                               : "stdin not connected");
+                                               : "stdin not connected",
+                                 *last ? "its last output: " : "no output", last);
+        }
         //  Until iopub is known to be live, keep asking: each request makes the kernel
         //  publish busy/idle, and the first ones are lost while SUB connects.
         if (connected && now >= next_request) {

@@ -27,9 +27,13 @@ export const SANDBOX_UID = ROOTLESS ? 0 : 65532;
 // Their downloads listen on a free port, not on the default 8080 (which the first server
 // would take, and a parallel test run would then share by chance): artifacts.test.mjs
 // tests the default and its fall-back by clearing CELLGATE_HTTP_LISTEN for its servers.
-const TEST_ENV = { CELLGATE_POOL: '0', CELLGATE_HTTP_LISTEN: '127.0.0.1:0' };
+// The kernel start timeout is 100 s (the product's default is 60): on the 2-core CI machine
+// running four e2e files at once, a JavaScript start took up to 34 s with eight starting
+// together, and two parallel runs saw one pass 60 s. A test of the timeout sets its own.
+const TEST_ENV = { CELLGATE_POOL: '0', CELLGATE_HTTP_LISTEN: '127.0.0.1:0', CELLGATE_KERNEL_START_TIMEOUT: '100' };
 process.env.CELLGATE_POOL ??= TEST_ENV.CELLGATE_POOL;
 process.env.CELLGATE_HTTP_LISTEN ??= TEST_ENV.CELLGATE_HTTP_LISTEN;
+process.env.CELLGATE_KERNEL_START_TIMEOUT ??= TEST_ENV.CELLGATE_KERNEL_START_TIMEOUT;
 
 const STDERR_KEEP = 64 * 1024;
 
