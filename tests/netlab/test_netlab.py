@@ -8,7 +8,8 @@ the PEP 503 index with Debian's pip (`pip download` and `pip install --target`),
 registry layout with npm (`npm view`, `npm install` of the mirrored left-pad and of the lab's
 own tarball), the decoy's link-local and ULA addresses. Then two more labs come up at once
 (one through the API, one through the command line) and must not collide, and `down` must
-leave no namespace, veth or process. Root only (exit 77 otherwise):
+leave no namespace, veth or process; `netlab.py gc` takes down a lab whose state dir is gone
+and only that one. Root only (exit 77 otherwise):
     cd tests/netlab && /usr/bin/python3 test_netlab.py
 """
 
@@ -359,6 +360,30 @@ class TwoLabsTest(unittest.TestCase):
         a.down()  # idempotent
         subprocess.run([sys.executable, NETLAB, "down", b.state], check=True, timeout=60)
         self.assertEqual({p: sha256_file(p) for p in watched if os.path.exists(p)}, before)
+
+
+class GcTest(unittest.TestCase):
+    def test_gc_takes_down_a_lab_whose_state_dir_is_gone(self):
+        tmp = tempfile.mkdtemp(prefix="netlab-gc-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        kept, lost = netlab.Lab(os.path.join(tmp, "kept")), netlab.Lab(os.path.join(tmp, "lost"))
+        self.addCleanup(kept.down)
+        self.addCleanup(lost.down)
+        kept.up()
+        info = lost.up()
+        pids = lost.processes()
+        shutil.rmtree(lost.state)  # a test killed before its clean-up, its temp dir removed
+        out = subprocess.run([sys.executable, NETLAB, "gc"], capture_output=True, text=True, check=True,
+                             timeout=60).stdout
+        self.assertIn("took down %s" % info["netns"], out)
+        self.assertNotIn(info["netns"], netlab.netns_list())
+        self.assertFalse(netlab.link_exists(info["veth"]["host"]))
+        self.assertEqual([p for p in pids if netlab._alive(p)], [])
+        # The lab whose state dir is there is left alone.
+        self.assertNotIn(kept.netns, out)
+        self.assertEqual(len(kept.processes()), len(netlab.HOSTS))
+        with kept.opener().open("http://api.lab.test/", timeout=60) as r:
+            self.assertEqual(r.read(), kept.info()["hosts"]["api.lab.test"]["body"].encode())
 
 
 def main():
