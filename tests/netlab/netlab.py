@@ -632,6 +632,9 @@ def main(argv):
         netlab_servers.serve(os.path.realpath(state), argv[3])
         return 0
     lab = Lab(state)
+    if command in ("info", "check") and not os.path.exists(lab.lab_json):
+        print("netlab: no lab at %s (netlab.py up %s first)" % (lab.state, state), file=sys.stderr)
+        return 1
     if command == "up":
         print(json.dumps(lab.up(), indent=2))
     elif command == "down":

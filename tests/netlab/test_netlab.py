@@ -366,24 +366,26 @@ class GcTest(unittest.TestCase):
     def test_gc_takes_down_a_lab_whose_state_dir_is_gone(self):
         tmp = tempfile.mkdtemp(prefix="netlab-gc-")
         self.addCleanup(shutil.rmtree, tmp, True)
-        kept, lost = netlab.Lab(os.path.join(tmp, "kept")), netlab.Lab(os.path.join(tmp, "lost"))
-        self.addCleanup(kept.down)
+        lost = netlab.Lab(os.path.join(tmp, "lost"))
         self.addCleanup(lost.down)
-        kept.up()
-        info = lost.up()
-        pids = lost.processes()
-        shutil.rmtree(lost.state)  # a test killed before its clean-up, its temp dir removed
-        out = subprocess.run([sys.executable, NETLAB, "gc"], capture_output=True, text=True, check=True,
-                             timeout=60).stdout
-        self.assertIn("took down %s" % info["netns"], out)
-        self.assertNotIn(info["netns"], netlab.netns_list())
-        self.assertFalse(netlab.link_exists(info["veth"]["host"]))
-        self.assertEqual([p for p in pids if netlab._alive(p)], [])
-        # The lab whose state dir is there is left alone.
-        self.assertNotIn(kept.netns, out)
-        self.assertEqual(len(kept.processes()), len(netlab.HOSTS))
-        with kept.opener().open("http://api.lab.test/", timeout=60) as r:
-            self.assertEqual(r.read(), kept.info()["hosts"]["api.lab.test"]["body"].encode())
+        with netlab.Lab(os.path.join(tmp, "kept")) as kept:
+            info = lost.up()
+            pids = lost.processes()
+            shutil.rmtree(lost.state)  # a test killed before its clean-up, its temp dir removed
+            out = subprocess.run([sys.executable, NETLAB, "gc"], capture_output=True, text=True, check=True,
+                                 timeout=60).stdout
+            self.assertIn("took down %s" % info["netns"], out)
+            self.assertNotIn(info["netns"], netlab.netns_list())
+            self.assertFalse(netlab.link_exists(info["veth"]["host"]))
+            self.assertEqual([p for p in pids if netlab._alive(p)], [])
+            # The lab whose state dir is there is left alone.
+            self.assertNotIn(kept.netns, out)
+            self.assertEqual(len(kept.processes()), len(netlab.HOSTS))
+            with kept.opener().open("http://api.lab.test/", timeout=60) as r:
+                self.assertEqual(r.read(), kept.info()["hosts"]["api.lab.test"]["body"].encode())
+        # Leaving the with block took the kept lab down.
+        self.assertNotIn(kept.netns, netlab.netns_list())
+        self.assertEqual(kept.processes(), set())
 
 
 def main():
