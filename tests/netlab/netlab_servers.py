@@ -6,8 +6,9 @@ and HTTPS (443, the lab's certificate) on the host's addresses, from what lab.js
     every host     GET /            its known body
                    GET /bytes/N     N bytes of pattern(N)
                    GET /slow        ?bytes=16&delay_ms=250: one "." per delay
-                   GET|POST /headers  the request's headers as JSON (a POST: body length, sha256)
-                   anything else    404; PUT, DELETE, PATCH, OPTIONS, CONNECT: 405
+                   GET|POST /headers  the request's headers as JSON (a POST: body length, sha256;
+                                    Content-Length or chunked)
+                   anything else    404; PUT, DELETE, PATCH, OPTIONS, CONNECT: 405; malformed: 400
     pypi           /simple/, /simple/<project>/ (PEP 503, #sha256= links), /packages/<wheel>
     registry       /<name> (the packument), /<name>/-/<file>.tgz (the tarball)
 
@@ -69,25 +70,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _body(self):
+        """The request's body, by Content-Length or chunked; ValueError when malformed."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            body = b""
+            while True:
+                size = int(self.rfile.readline(1024).split(b";")[0].strip() or b"x", 16)
+                if size == 0:
+                    while self.rfile.readline(8192).strip():  # trailers
+                        pass
+                    return body
+                body += self.rfile.read(size)
+                if self.rfile.readline(3).strip():
+                    raise ValueError("chunk longer than its size")
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def do_GET(self):
+    def _answer(self, route):
+        """Logs the request, then answers it; a malformed one gets a 400."""
         self._log()
-        self._route(b"")
+        try:
+            route()
+        except ValueError as e:
+            self.close_connection = True
+            self._send(400, ("bad request: %s\n" % e).encode())
 
-    def do_HEAD(self):
-        self._log()
-        self._route(b"")
+    def do_GET(self):
+        self._answer(lambda: self._route(b""))
+
+    do_HEAD = do_GET
 
     def do_POST(self):
-        self._log()
-        self._route(self._body())
+        self._answer(lambda: self._route(self._body()))
 
     def _refuse(self):
-        self._log()
-        self._body()
-        self._send(405, b"method not allowed\n", headers=[("Allow", "GET, HEAD, POST")])
+        def refuse():
+            self._body()
+            self._send(405, b"method not allowed\n", headers=[("Allow", "GET, HEAD, POST")])
+        self._answer(refuse)
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_CONNECT = _refuse
 

@@ -153,6 +153,12 @@ class LabTest(unittest.TestCase):
                     self.assertIn(["x-cglab", "1"], [[k.lower(), v] for k, v in echo["header_list"]])
                     status, _, body = self.fetch(base + "/headers", data=b"abc")
                     self.assertEqual(json.loads(body)["body_length"], 3)
+                    # A chunked body (as a streaming client sends) is read whole.
+                    status, _, body = self.fetch(base + "/headers", data=iter([b"ab", b"cde"]),
+                                                 headers={"Transfer-Encoding": "chunked"})
+                    echo = json.loads(body)
+                    self.assertEqual((echo["body_length"], echo["body_sha256"]), (5, hashlib.sha256(b"abcde").hexdigest()))
+                    self.assertEqual(self.fetch(base + "/slow?bytes=x")[0], 400)
                     self.assertEqual(self.fetch(base + "/no-such-path")[0], 404)
                     self.assertEqual(self.fetch(base + "/bytes/x")[0], 404)
                     self.assertEqual(self.fetch(base + "/", data=b"", method="PUT")[0], 405)
