@@ -272,11 +272,19 @@ def after_cell():                            # 25 x 20 MB after the cell returne
         sess.send(sock, 'stream', {'name': 'stdout', 'text': big}, parent=other())
         sess.send(sock, 'display_data', {'data': {'text/plain': big}, 'metadata': {}}, parent=parent)
         time.sleep(0.1)
+    open('/mnt/data/forge-done', 'w').write('1')
 threading.Thread(target=after_cell, daemon=True).start()
 print('forged')
 ` }, 240000);
-    // Let the after-cell flood arrive while no cell runs.
-    await new Promise((res) => setTimeout(res, 12000));
+    // Let the after-cell flood arrive while no cell runs: until its thread says it is done
+    // (read from the host's side of the workspace, no cell run), at most 2 minutes. Under a
+    // loaded parallel run it outlasted a fixed 12 s, and its forged oversized messages then
+    // dropped the next cell's output with the connection.
+    for (let end = Date.now() + 120000; Date.now() < end;) {
+      const listed = sc(await server.call('list_artifacts', { session_id: sid })).artifacts ?? [];
+      if (listed.some((a) => a.filename === 'forge-done')) break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
     const mem = watch.stop();
     const s = sc(r);
     const bytes = Buffer.byteLength(JSON.stringify(r));
