@@ -72,6 +72,8 @@ TEST_DEBS=(
   # the sandbox image's base: a Debian 12 minbase made from the Debian mirror
   # (scripts/build-image.sh)
   debootstrap
+  # tests/netlab: network namespaces and veth pairs (ip), the lab's test CA (openssl)
+  iproute2 openssl
 )
 [ "$profile" = test ] && DEBS+=("${TEST_DEBS[@]}")
 
