@@ -160,29 +160,28 @@ cg_registry_run_begin (cg_registry_t *self, const cg_registry_session_t *session
     return true;
 }
 
-//  Ends the run begun under KEY with OUTCOME (taken; NULL: none), in its session as it is
-//  now (gone: NULL). Returns false when no run was begun under KEY.
-static bool
-s_end (cg_registry_t *self, const char *key, cg_outcome_t *outcome)
+//  Ends RUN (taken out of the table: a late RESULT finds nothing) with OUTCOME (taken;
+//  NULL: none), in its session as it is now (gone: NULL), and frees it.
+static void
+s_end (cg_registry_t *self, s_run_t *run, cg_outcome_t *outcome)
 {
-    s_run_t *run = s_take (self->runs, key); /* a late RESULT finds nothing */
-    if (!run) {
-        cg_outcome_destroy (&outcome);
-        return false;
-    }
     run->report.outcome = outcome;
     cg_registry_session_t *session =
         run->session_id ? cg_registry_find (self, run->owner, run->session_id) : NULL;
     cg_registry_run_ended (self, session, &run->report);
     void *item = run;
     s_run_free (&item);
-    return true;
 }
 
 bool
 cg_registry_run_end_now (cg_registry_t *self, const char *key, cg_outcome_t *outcome)
 {
-    return s_end (self, key, outcome);
+    s_run_t *run = s_take (self->runs, key);
+    if (run)
+        s_end (self, run, outcome);
+    else
+        cg_outcome_destroy (&outcome);
+    return run != NULL;
 }
 
 bool
@@ -198,12 +197,12 @@ cg_registry_results_cb (cg_loop_t *loop, short revents, void *arg)
     (void)revents;
     cg_registry_t *self = arg;
     cg_runner_event_t *event = cg_runner_event_recv (self->results);
+    s_run_t *run = NULL;
     if (!event || cg_registry_runner_report (self, event))
         ;
-    else if (event->tag == CG_RUNNER_RESULT && cg_registry_run_begun (self, event->key)) {
-        cg_outcome_t *outcome = event->result.outcome;
+    else if (event->tag == CG_RUNNER_RESULT && (run = s_take (self->runs, event->key))) {
+        s_end (self, run, event->result.outcome);
         event->result.outcome = NULL;
-        s_end (self, event->key, outcome);
     }
     else if (self->events)
         self->events (self->events_arg, event);
