@@ -127,7 +127,8 @@ test('a wheel installed into a running Python session imports at once, state kep
 
 test('an npm tarball installed into a running JavaScript session requires at once, state kept', async () => {
   const sid = await start('javascript');
-  assert.equal((await send(sid, 'let y = 5; y')).status, 'success');
+  const first = await send(sid, 'let y = 5; y');
+  assert.equal(first.status, 'success', JSON.stringify(first)); // says why when it is not
   const r = await call(server.client, 'install_package', { session_id: sid, package: 'cg-tiny-npm', language: 'node' });
   assert.equal(r.isError, false, JSON.stringify(r));
   assert.equal(sc(r).version, '1.2.3');
