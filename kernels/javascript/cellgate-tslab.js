@@ -95,20 +95,77 @@ function parseArgs(argv) {
 
 const { configPath, jsKernel } = parseArgs(process.argv.slice(2));
 
+// tslab's converter drives TypeScript's watch program with a timer slot of its
+// own that holds one timer and throws "Unexpected pending rebuildTimer" when
+// TypeScript asks for a second. TypeScript asks for two kinds: the program's
+// update, and the re-resolution of imports that failed when a watched folder
+// changes (a module installed into node_modules after an import of it failed).
+// The second one, left pending between cells, made every later cell fail with
+// that error. serialTimers gives TypeScript any number of timers on tslab's one
+// slot: they run in order when tslab runs its timer.
+function serialTimers(system) {
+  const slotSet = system.setTimeout;
+  const slotClear = system.clearTimeout;
+  let queue = null; // timers waiting for tslab's slot
+  let slot = null; // tslab's timer, which runs the queue
+  let running = null; // the queue being run (timers set meanwhile join it)
+  function runQueue() {
+    running = queue;
+    queue = null;
+    slot = null;
+    try {
+      while (running.length) running.shift().run();
+    } finally {
+      running = null;
+    }
+  }
+  system.setTimeout = (callback, ms, ...args) => {
+    const timer = { run: () => callback(...args) };
+    if (running) {
+      running.push(timer);
+    } else {
+      if (!queue) {
+        queue = [];
+        slot = slotSet(runQueue);
+      }
+      queue.push(timer);
+    }
+    return timer;
+  };
+  system.clearTimeout = (timer) => {
+    for (const list of [queue, running]) {
+      const i = list ? list.indexOf(timer) : -1;
+      if (i >= 0) list.splice(i, 1);
+    }
+    if (queue && queue.length === 0) {
+      slotClear(slot);
+      queue = null;
+      slot = null;
+    }
+  };
+  return system;
+}
+
+// TypeScript's exports are read-only, so the converter is handed a copy of them
+// with the functions cellgate changes.
+const replaced = {
+  createWatchCompilerHost(rootFiles, options, system, ...rest) {
+    return ts.createWatchCompilerHost(rootFiles, options, serialTimers(system), ...rest);
+  },
+};
 if (jsKernel) {
   // tslab's converter gets its diagnostics from TypeScript's
-  // getPreEmitDiagnostics[OfFiles]; TypeScript's exports are read-only, so
-  // the converter is handed a copy of them whose two functions keep syntax
-  // errors (TS1xxx, including 1308 from which tslab learns of a top-level
-  // await) and drop type and declaration-emit errors.
+  // getPreEmitDiagnostics[OfFiles]; its copy of them keeps syntax errors
+  // (TS1xxx, including 1308 from which tslab learns of a top-level await) and
+  // drops type and declaration-emit errors.
   const syntaxOnly = (f) =>
     function (...args) {
       return f.apply(this, args).filter((d) => d.code < 2000);
     };
-  const replaced = {
-    getPreEmitDiagnostics: syntaxOnly(ts.getPreEmitDiagnostics),
-    getPreEmitDiagnosticsOfFiles: syntaxOnly(ts.getPreEmitDiagnosticsOfFiles),
-  };
+  replaced.getPreEmitDiagnostics = syntaxOnly(ts.getPreEmitDiagnostics);
+  replaced.getPreEmitDiagnosticsOfFiles = syntaxOnly(ts.getPreEmitDiagnosticsOfFiles);
+}
+{
   const shim = {};
   for (const k of Object.getOwnPropertyNames(ts)) {
     const get = k in replaced ? () => replaced[k] : () => ts[k];

@@ -183,6 +183,24 @@ class JavaScriptKernelTests(jupyter_kernel_test.KernelTests):
         results = [m for m in out if m["msg_type"] == "execute_result"]
         self.assertEqual(results[0]["content"]["data"]["text/plain"], "'function'")
 
+    def test_module_installed_after_a_failed_import(self):
+        # The import fails, then the module appears in node_modules (as `npm install`
+        # puts it there): TypeScript's watch re-resolves the failed import on a second
+        # timer, which tslab's one-timer slot refused ("Unexpected pending
+        # rebuildTimer") on every later cell, for good.
+        reply, out = self.run_cell("import * as late from 'cg_late_module'")
+        self.assertEqual(reply["content"]["status"], "error")
+        module = os.path.join(SPEC.tmp, "work", "node_modules", "cg_late_module")
+        os.makedirs(module)
+        with open(os.path.join(module, "index.js"), "w") as f:
+            f.write("exports.answer = 42;\n")
+        time.sleep(3)  # the folder watch reports the change on a timer of its own
+        for code, want in (("1 + 1", "2"), ("import * as late2 from 'cg_late_module'; late2.answer", "42")):
+            reply, out = self.run_cell(code)
+            self.assertEqual(reply["content"]["status"], "ok", (code, reply["content"], out))
+            results = [m for m in out if m["msg_type"] == "execute_result"]
+            self.assertEqual(results[0]["content"]["data"]["text/plain"], want)
+
     def test_png_is_base64(self):
         code = "require('tslab').display.png(new Uint8Array([%s]))" % ", ".join(str(b) for b in PNG)
         reply, out = self.run_cell(code)
