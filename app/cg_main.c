@@ -14,6 +14,7 @@
 #include "bridge/cg_pool.h"
 #include "bridge/cg_session.h"
 #include "bridge/cg_sweep.h"
+#include "egress/cg_egress_relay.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 
@@ -161,6 +162,26 @@ s_for_user (cg_config_t *config, const char *command, char **note)
     return -1;
 }
 
+static int
+s_preview_main (int argc, char **argv)
+{
+    cg_preview_main (argc, argv);
+}
+
+//  The helper programs the server starts itself (this same binary), one row each.
+static const struct {
+    const char *name;
+    int (*main) (int argc, char **argv);
+} s_helpers[] = {
+    //  The Docker backend's exec helper (cg_docker.h).
+    {"docker-exec", cg_docker_exec_main},
+    //  The egress relay (cg_egress_relay.h), started once by the server.
+    {"egress-relay", cg_egress_relay_main},
+    //  The image preview helper (cg_preview.h), started by a runner thread; it locks
+    //  itself down before it reads the untrusted image.
+    {"preview", s_preview_main},
+};
+
 int
 main (int argc, char **argv)
 {
@@ -179,13 +200,9 @@ main (int argc, char **argv)
         return 0;
     }
     const char *command = argv[1];
-    //  The Docker backend's exec helper (cg_docker.h), started by the server itself.
-    if (strcmp (command, "docker-exec") == 0)
-        return cg_docker_exec_main (argc, argv);
-    //  The image preview helper (cg_preview.h), started by a runner thread; it locks
-    //  itself down before it reads the untrusted image.
-    if (strcmp (command, "preview") == 0)
-        cg_preview_main (argc, argv);
+    for (size_t i = 0; i < sizeof s_helpers / sizeof s_helpers[0]; i++)
+        if (strcmp (command, s_helpers[i].name) == 0)
+            return s_helpers[i].main (argc, argv);
     if (strcmp (command, "mcp") != 0 && strcmp (command, "kernel") != 0) {
         fprintf (stderr, "cellgate: unknown command '%s' (try cellgate help)\n", command);
         return 2;
