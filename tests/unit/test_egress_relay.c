@@ -1,5 +1,6 @@
 /*  Unit tests for the egress relay (egress/cg_egress_relay.h): the real relay process, started
-    with cg_egress_relay_spawn (this program runs it when called as `egress-relay`), between
+    with cg_egress_relay_spawn (`$CELLGATE_BIN egress-relay`, or this program, which runs it
+    when called so), between
     a client and a plain TCP upstream of the test's own, through listeners the test makes and
     passes: the PROXY line, bytes both ways byte-exact, half-close, backpressure with slow
     readers on either side (the relay's memory bounded, nothing lost), the connection, byte
@@ -40,8 +41,7 @@ s_listener (int *port, bool listen_now)
     int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
     socklen_t len = sizeof addr;
-    if (bind (fd, (struct sockaddr *)&addr, sizeof addr) < 0
-        || (listen_now && listen (fd, 64) < 0)
+    if (bind (fd, (struct sockaddr *)&addr, sizeof addr) < 0 || (listen_now && listen (fd, 64) < 0)
         || getsockname (fd, (struct sockaddr *)&addr, &len) < 0) {
         close (fd);
         return -1;
@@ -160,7 +160,9 @@ s_relay_start (s_relay_t *relay, bool upstream_listening)
 {
     relay->upstream = s_listener (&relay->port, upstream_listening);
     cg_error_t *err = NULL;
-    relay->pid = cg_egress_relay_spawn ("/proc/self/exe", relay->port, &relay->control, &err);
+    const char *exe = getenv ("CELLGATE_BIN");
+    relay->pid =
+        cg_egress_relay_spawn (exe ? exe : "/proc/self/exe", relay->port, &relay->control, &err);
     EXPECT (relay->pid > 0, "spawn: %s", cg_error_message (err));
     cg_error_destroy (&err);
     return relay->pid > 0;
@@ -257,8 +259,7 @@ s_exchange (int client, int upstream, size_t up, size_t down, unsigned seed)
     }
     bool ok = got[0] == up && got[1] == down && memcmp (in[0], out[0], up) == 0
               && memcmp (in[1], out[1], down) == 0;
-    EXPECT (ok, "%zu bytes up and %zu down byte-exact, got %zu and %zu", up, down, got[0],
-            got[1]);
+    EXPECT (ok, "%zu bytes up and %zu down byte-exact, got %zu and %zu", up, down, got[0], got[1]);
     for (int d = 0; d < 2; d++) {
         free (out[d]);
         free (in[d]);
@@ -373,6 +374,8 @@ s_backpressure (s_relay_t *relay, int writer, int reader, unsigned seed)
     long rss_before = s_rss_kb (relay->pid);
     size_t stalled = s_fill (writer, data, total);
     long rss_stalled = s_rss_kb (relay->pid);
+    fprintf (stderr, "backpressure: the writer stalled after %zu bytes; relay RSS %ld -> %ld kB\n",
+             stalled, rss_before, rss_stalled);
     EXPECT (stalled < total, "the writer stalls while nobody reads (%zu bytes taken)", stalled);
     EXPECT (rss_stalled - rss_before < 8 * 1024, "the relay's memory stays bounded: %ld kB more",
             rss_stalled - rss_before);
@@ -434,10 +437,8 @@ s_test_connection_cap (void)
         clients[i] = s_open (&relay, port, "127.64.0.3", &upstreams[i]);
         CHECK (clients[i] >= 0, "connection %d relayed", i + 1);
     }
-    s_expect_refused (&relay, port, "00000000000c", "connection limit reached (8 at once)",
-                      false);
-    s_expect_refused (&relay, port, "00000000000c", "connection limit reached (8 at once)",
-                      true);
+    s_expect_refused (&relay, port, "00000000000c", "connection limit reached (8 at once)", false);
+    s_expect_refused (&relay, port, "00000000000c", "connection limit reached (8 at once)", true);
     //  One ends: the client's EOF, then the upstream's; the client sees its EOF once the relay
     //  has closed both sides.
     shutdown (clients[0], SHUT_WR);
@@ -490,8 +491,8 @@ s_test_byte_cap (void)
     CHECK (client >= 0, "relayed");
     s_fill (client, data, 10000);
     received = s_read_all (upstream, got, S_MB);
-    EXPECT (received <= 5000 && memcmp (got, data, received) == 0,
-            "at most 5000 bytes up, got %zu", received);
+    EXPECT (received <= 5000 && memcmp (got, data, received) == 0, "at most 5000 bytes up, got %zu",
+            received);
     s_expect_event (relay.control, "denied", "00000000000e", "reason",
                     "byte limit reached (5000 up)");
     close (client);
@@ -546,8 +547,8 @@ s_test_retry (void)
     CHECK (listen (relay.upstream, 64) == 0, "listen");
     int upstream = s_accept (relay.upstream);
     char line[128], want[128], buf[8];
-    snprintf (want, sizeof want, "PROXY TCP4 127.64.0.7 127.0.0.1 %d %d\r\n",
-              s_local_port (client), relay.port);
+    snprintf (want, sizeof want, "PROXY TCP4 127.64.0.7 127.0.0.1 %d %d\r\n", s_local_port (client),
+              relay.port);
     EXPECT (upstream >= 0 && s_read_line (upstream, line, sizeof line) && strcmp (line, want) == 0,
             "the PROXY line after the retries");
     EXPECT (upstream >= 0 && recv (upstream, buf, 5, MSG_WAITALL) == 5
@@ -689,8 +690,7 @@ s_test_relay_gone (void)
     for (int i = 0; i < 2; i++)
         s_expect_event (relay.control, "closed", NULL, NULL, NULL);
     cg_error_t *err = NULL;
-    EXPECT (cg_egress_relay_remove (relay.control, "000000000001", &err) < 0
-                && err->code == EPIPE,
+    EXPECT (cg_egress_relay_remove (relay.control, "000000000001", &err) < 0 && err->code == EPIPE,
             "a message to a relay that is gone fails: %s", cg_error_message (err));
     cg_error_destroy (&err);
     close (relay.control);
