@@ -114,10 +114,10 @@ cg_relay_reap (cg_relay_t *relay)
 static void
 s_denied (cg_relay_t *relay, cg_relay_session_t *session, const char *reason)
 {
-    cg_relay_emit (relay,
-                   json_pack ("{s:s, s:s, s:s}", "event", "denied", "session", session->id,
-                              "reason", reason),
-                   true);
+    cg_relay_emit (
+        relay,
+        json_pack ("{s:s, s:s, s:s}", "event", "denied", "session", session->id, "reason", reason),
+        true);
 }
 
 //  Answers FD the 403 that gives REASON, before reading anything, and closes it.
@@ -144,10 +144,10 @@ s_refusal (cg_relay_t *relay, cg_relay_session_t *session, char reason[128])
 {
     const cg_egress_limits_t *limits = &session->limits;
     if (session->over) {
-        snprintf (reason, 128, "byte limit reached (%lld %s)",
-                  (long long)(strcmp (session->over, "up") == 0 ? limits->max_up
-                                                                : limits->max_down),
-                  session->over);
+        snprintf (
+            reason, 128, "byte limit reached (%lld %s)",
+            (long long)(strcmp (session->over, "up") == 0 ? limits->max_up : limits->max_down),
+            session->over);
         return true;
     }
     if (session->conns >= limits->max_conns) {
@@ -165,8 +165,7 @@ s_refusal (cg_relay_t *relay, cg_relay_session_t *session, char reason[128])
         session->tokens = limits->per_minute;
     session->refilled_us = now;
     if (session->tokens < 1) {
-        snprintf (reason, 128, "rate limit reached (%d connections a minute)",
-                  limits->per_minute);
+        snprintf (reason, 128, "rate limit reached (%d connections a minute)", limits->per_minute);
         return true;
     }
     session->tokens -= 1;
@@ -221,10 +220,8 @@ cg_relay_accept (cg_relay_t *relay, cg_relay_session_t *session)
         if (fd < 0) {
             if ((errno == EMFILE || errno == ENFILE) && s_accept_spare (relay, session) >= 0)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR
-                && errno != ECONNABORTED)
-                cg_log (1, "egress relay: session %s: accept: %s", session->id,
-                        strerror (errno));
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+                cg_log (1, "egress relay: session %s: accept: %s", session->id, strerror (errno));
             return;
         }
         int port = 0;
@@ -281,11 +278,10 @@ s_wait (cg_relay_t *relay, cg_relay_conn_t *conn)
     int64_t now = cg_now_us ();
     if (now + CG_EGRESS_RETRY_US > conn->give_up_us) {
         cleanup_free char *message = cg_strdupf (
-            "proxy not reachable on 127.0.0.1:%d for 5 s: connection closed",
-            relay->upstream_port);
+            "proxy not reachable on 127.0.0.1:%d for 5 s: connection closed", relay->upstream_port);
         cg_relay_emit (relay,
-                       json_pack ("{s:s, s:s, s:s}", "event", "error", "session",
-                                  conn->session->id, "message", message),
+                       json_pack ("{s:s, s:s, s:s}", "event", "error", "session", conn->session->id,
+                                  "message", message),
                        true);
         s_close (relay, conn);
         return;
@@ -466,7 +462,8 @@ cg_relay_conn_ready (cg_relay_t *relay, cg_watch_t *watch, uint32_t events)
             error = errno;
         if (error == 0) {
             s_relaying (relay, conn);
-            s_pump (relay, conn);
+            if (!conn->dead)
+                s_pump (relay, conn);
         }
         else
             s_connect_failed (relay, conn, error);

@@ -32,8 +32,8 @@ cg_egress_relay_spawn (const char *exe, int upstream_port, int *control_fd, cg_e
         close (null_fd);
     char port[16];
     snprintf (port, sizeof port, "%d", upstream_port);
-    char *argv[] = {CG_UNCONST (exe), "egress-relay", "--control-fd", "3", "--upstream-port",
-                    port, NULL};
+    char *argv[] = {
+        CG_UNCONST (exe), "egress-relay", "--control-fd", "3", "--upstream-port", port, NULL};
     pid_t pid = child_end < 0 || null_high < 0 ? -1 : fork ();
     if (pid == 0) {
         //  Only async-signal-safe calls from here: the server has threads.
@@ -96,12 +96,13 @@ cg_egress_relay_add (int control_fd, const char *session, const char *src,
                      const cg_egress_limits_t *limits, int listen_fd, cg_error_t **err)
 {
     if (!session || !src || !limits || listen_fd < 0)
-        return cg_error_set (err, EINVAL, "egress relay: add: session, src, limits and a "
-                                          "listener expected");
-    json_t *msg = json_pack ("{s:s, s:s, s:s, s:i, s:I, s:I, s:i}", "op", "add", "session",
-                             session, "src", src, "max_conns", limits->max_conns, "max_up",
-                             (json_int_t)limits->max_up, "max_down", (json_int_t)limits->max_down,
-                             "per_minute", limits->per_minute);
+        return cg_error_set (err, EINVAL,
+                             "egress relay: add: session, src, limits and a "
+                             "listener expected");
+    json_t *msg =
+        json_pack ("{s:s, s:s, s:s, s:i, s:I, s:I, s:i}", "op", "add", "session", session, "src",
+                   src, "max_conns", limits->max_conns, "max_up", (json_int_t)limits->max_up,
+                   "max_down", (json_int_t)limits->max_down, "per_minute", limits->per_minute);
     return s_send (control_fd, msg, listen_fd, err);
 }
 

@@ -116,10 +116,10 @@ static void
 s_error (cg_relay_t *relay, const char *session, const char *message)
 {
     cg_log (1, "egress relay: session %s: %s", session ? session : "?", message);
-    cg_relay_emit (relay,
-                   json_pack ("{s:s, s:s*, s:s}", "event", "error", "session", session,
-                              "message", message),
-                   false);
+    cg_relay_emit (
+        relay,
+        json_pack ("{s:s, s:s*, s:s}", "event", "error", "session", session, "message", message),
+        false);
 }
 
 static cg_relay_session_t **
@@ -184,8 +184,7 @@ s_add_checks (cg_relay_t *relay, const json_t *msg, int fd, cg_relay_session_t *
         return "one listening socket expected with the message";
     if (getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) < 0 || !accepting
         || getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM
-        || getsockopt (fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) < 0
-        || protocol != IPPROTO_TCP)
+        || getsockopt (fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) < 0 || protocol != IPPROTO_TCP)
         return "the fd is not a listening TCP socket";
     if (s_find (relay, id))
         return "session already added";

@@ -677,6 +677,39 @@ s_test_refused_adds (void)
     }
 }
 
+//  4096 sessions are held, the next add is refused; removing one makes room again.
+static void
+s_test_session_cap (void)
+{
+    const char *name = "session cap";
+    s_relay_t relay;
+    CHECK (s_relay_start (&relay, true), "relay");
+    for (int i = 0; i <= CG_EGRESS_MAX_SESSIONS; i++) {
+        char id[16];
+        snprintf (id, sizeof id, "%012x", i);
+        int port, listener = s_listener (&port, true);
+        cg_error_t *err = NULL;
+        while (cg_egress_relay_add (relay.control, id, "127.64.1.1", &s_wide, listener, &err) < 0
+               && err->code == EAGAIN) {
+            cg_error_destroy (&err);
+            s_ready (relay.control, POLLOUT, S_WAIT_MS);
+        }
+        EXPECT (err == NULL, "add %d: %s", i, cg_error_message (err));
+        cg_error_destroy (&err);
+        close (listener);
+    }
+    //  The first event: no add before the last was refused.
+    s_expect_event (relay.control, "error", "000000001000", "message",
+                    "session limit reached (4096)");
+    cg_error_t *err = NULL;
+    cg_egress_relay_remove (relay.control, "000000000000", &err);
+    s_expect_event (relay.control, "removed", "000000000000", NULL, NULL);
+    EXPECT (s_session (&relay, "000000001000", "127.64.1.1", s_wide) > 0, "add once one left");
+    cg_egress_relay_remove (relay.control, "000000001000", &err);
+    s_expect_event (relay.control, "removed", "000000001000", NULL, NULL);
+    EXPECT (s_relay_stop (&relay) == 0, "exit 0");
+}
+
 //  A relay that died: the server's read says so ("closed"), and again on the next call.
 static void
 s_test_relay_gone (void)
@@ -712,6 +745,7 @@ main (int argc, char **argv)
     s_test_remove ();
     s_test_two_sessions ();
     s_test_refused_adds ();
+    s_test_session_cap ();
     s_test_relay_gone ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
