@@ -1,6 +1,7 @@
 /*  cellgate — the server program: `cellgate mcp` serves MCP (stdio or Streamable HTTP);
     `cellgate kernel` starts one sandboxed kernel and prints its connection file (for
     benchmarks and Jupyter clients); `cellgate help` says so (cg_help). */
+#include "egress/cg_egress.h"
 #include "containers/cg_container.h"
 #include "containers/cg_docker.h"
 #include "artifacts/cg_preview.h"
@@ -182,6 +183,34 @@ static const struct {
     {"preview", s_preview_main},
 };
 
+//  cellgate mcp: the orphan sweep, the egress proxy when --egress proxy, then the server.
+//  Returns the exit code.
+static int
+s_mcp_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
+               const cg_egress_test_t *egress_test)
+{
+    cg_log (2, "serving MCP on %s (runtime %s, state %s)",
+            config->http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
+            config->state_dir);
+    cg_sweep_t *sweep = cg_sweep_new (instance, config->cleanup_interval_m);
+    //  Started here, on the main thread: squid and the relay die with it.
+    cg_error_t *err = NULL;
+    cg_egress_t *egress =
+        config->egress == CG_EGRESS_PROXY
+            ? cg_egress_new (config, config->state_dir, "/proc/self/exe", egress_test, &err)
+            : NULL;
+    int rc = 1;
+    if (config->egress == CG_EGRESS_PROXY && !egress)
+        cg_log (0, "%s", cg_error_message (err));
+    else
+        rc = cg_serve (config, backend, instance, egress, STDIN_FILENO, STDOUT_FILENO,
+                       s_providers (config));
+    cg_error_destroy (&err);
+    cg_egress_destroy (&egress);
+    cg_sweep_destroy (&sweep);
+    return rc;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -216,7 +245,9 @@ main (int argc, char **argv)
     cg_error_t *err = NULL;
     //  Hidden from --help, never read from the environment: tests only (cg_fault.h).
     int args = argc - 2;
-    if (cg_fault_take_args (&args, argv + 2, &err) < 0) {
+    cg_egress_test_t egress_test = {0};
+    if (cg_fault_take_args (&args, argv + 2, &err) < 0
+        || cg_egress_take_test_args (&args, argv + 2, &egress_test, &err) < 0) {
         fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
         cg_error_destroy (&err);
         return 2;
@@ -235,7 +266,8 @@ main (int argc, char **argv)
     int pool_sizes[CG_POOL_LANGUAGES];
     char *preload = NULL;
     if (cg_pool_parse (config.pool, pool_sizes, &err) < 0
-        || (!(preload = cg_pool_preload_code (config.pool_preload, &err)) && err)) {
+        || (!(preload = cg_pool_preload_code (config.pool_preload, &err)) && err)
+        || cg_egress_check (&config, &err) < 0) {
         fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
         cg_error_destroy (&err);
         cg_config_clear (&config);
@@ -282,15 +314,8 @@ main (int argc, char **argv)
     cg_instance_t *instance = backend ? cg_instance_new (backend, &config, &err) : NULL;
     if (!instance)
         cg_log (0, "%s", cg_error_message (err));
-    else if (strcmp (command, "mcp") == 0) {
-        cg_log (2, "serving MCP on %s (runtime %s, state %s)",
-                config.http ? "Streamable HTTP" : "stdio", cg_backend_name (backend),
-                config.state_dir);
-        cg_sweep_t *sweep = cg_sweep_new (instance, config.cleanup_interval_m);
-        rc = cg_serve (&config, backend, instance, STDIN_FILENO, STDOUT_FILENO,
-                       s_providers (&config));
-        cg_sweep_destroy (&sweep);
-    }
+    else if (strcmp (command, "mcp") == 0)
+        rc = s_mcp_command (&config, backend, instance, &egress_test);
     else
         rc = s_kernel_command (&config, backend, instance);
     cg_error_destroy (&err);

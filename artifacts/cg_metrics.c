@@ -173,7 +173,7 @@ s_gauges (FILE *out, const cg_metrics_gauges_t *g)
 }
 
 static void
-s_counters (FILE *out)
+s_counters (FILE *out, const cg_metrics_gauges_t *gauges)
 {
     s_head (out, "cellgate_runs_total", "counter", "Finished runs by how they ended.");
     for (int i = 0; i < CG_METRICS_RUN_STATUSES; i++)
@@ -210,6 +210,20 @@ s_counters (FILE *out)
     for (int i = 0; i < CG_METRICS_CONNECTION_REASONS; i++)
         fprintf (out, "cellgate_http_connections_closed_total{reason=\"%s\"} %" PRIu64 "\n",
                  s_connection_reasons[i], s_get (&s_counts.connections_closed[i]));
+    if (gauges->egress) {
+        s_head (out, "cellgate_egress_requests_total", "counter",
+                "Requests through the egress proxy (--egress proxy), by decision.");
+        fprintf (out, "cellgate_egress_requests_total{decision=\"allowed\"} %" PRIu64 "\n",
+                 gauges->egress_allowed);
+        fprintf (out, "cellgate_egress_requests_total{decision=\"denied\"} %" PRIu64 "\n",
+                 gauges->egress_denied);
+        s_head (out, "cellgate_egress_bytes_total", "counter",
+                "Bytes through the egress proxy, up (from sandboxes) and down.");
+        fprintf (out, "cellgate_egress_bytes_total{direction=\"up\"} %" PRIu64 "\n",
+                 gauges->egress_bytes_up);
+        fprintf (out, "cellgate_egress_bytes_total{direction=\"down\"} %" PRIu64 "\n",
+                 gauges->egress_bytes_down);
+    }
     s_head (out, "cellgate_http_requests_total", "counter",
             "HTTP responses by route and status code.");
     for (size_t i = 0; i <= S_HTTP_PAIRS_MAX && (i < s_counts.http_len || s_counts.http[i].count);
@@ -227,7 +241,7 @@ cg_metrics_render (const cg_metrics_gauges_t *gauges)
     if (!out)
         abort ();
     s_gauges (out, gauges);
-    s_counters (out);
+    s_counters (out, gauges);
     if (fclose (out) != 0)
         abort ();
     return text;

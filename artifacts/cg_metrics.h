@@ -36,6 +36,9 @@ typedef struct {
     size_t closing;       /* sandboxes being torn down */
     size_t sandboxes_max; /* --max-sessions */
     size_t pool;          /* warm sandboxes waiting in a pool (0: there is no pool) */
+    bool egress;          /* --egress proxy: the proxy's counters below are rendered */
+    uint64_t egress_allowed, egress_denied;      /* proxy requests since the start */
+    uint64_t egress_bytes_up, egress_bytes_down; /* their bytes, each way */
 } cg_metrics_gauges_t;
 
 /*  Fills GAUGES (zeroed by the caller) on the cg_http_process thread. */

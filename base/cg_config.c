@@ -238,6 +238,24 @@ static const cg_config_option_t s_options[] = {
     {"--npm-mirror", "CELLGATE_NPM_MIRROR", CG_CONFIG_STRING, OFF (npm_mirror), NULL, 0, 0,
      "directory of npm tarballs (<name>-<version>.tgz, as npm pack names them) install_package "
      "takes Node packages from, read-only in every sandbox"},
+    {"--egress", "CELLGATE_EGRESS", CG_CONFIG_ENUM, OFF (egress), "off", 0, 0,
+     "off (sandboxes reach no network) or proxy (HTTP and HTTPS to the --egress-allow hosts "
+     "only, through an audited proxy the server runs: docs/egress.md)"},
+    {"--egress-allow", "CELLGATE_EGRESS_ALLOW", CG_CONFIG_STRING, OFF (egress_allow), NULL, 0, 0,
+     "the hosts --egress proxy reaches: host, *.suffix (its subdomains) or an IP literal, each "
+     "with an optional :port (else 80 and 443), comma-separated, or @FILE (one per line)"},
+    {"--pip-index-url", "CELLGATE_PIP_INDEX_URL", CG_CONFIG_STRING, OFF (pip_index_url), NULL, 0, 0,
+     "the Python package index pip uses in proxy mode (its host must be allowed)"},
+    {"--npm-registry", "CELLGATE_NPM_REGISTRY", CG_CONFIG_STRING, OFF (npm_registry), NULL, 0, 0,
+     "the npm registry npm uses in proxy mode (its host must be allowed)"},
+    {"--egress-max-conns", "CELLGATE_EGRESS_MAX_CONNS", CG_CONFIG_INT, OFF (egress_max_conns), "8",
+     1, 1024, "proxy connections a session may have open at once"},
+    {"--egress-max-mb-up", "CELLGATE_EGRESS_MAX_MB_UP", CG_CONFIG_INT, OFF (egress_max_mb_up),
+     "100", 1, 1 << 20, "MB a session may send through the proxy in all"},
+    {"--egress-max-mb-down", "CELLGATE_EGRESS_MAX_MB_DOWN", CG_CONFIG_INT, OFF (egress_max_mb_down),
+     "1024", 1, 1 << 20, "MB a session may receive through the proxy in all"},
+    {"--egress-per-minute", "CELLGATE_EGRESS_PER_MINUTE", CG_CONFIG_INT, OFF (egress_per_minute),
+     "600", 1, 1000000, "new proxy connections a session may open a minute"},
     {"--log-level", "CELLGATE_LOG_LEVEL", CG_CONFIG_LOG_LEVEL, OFF (log_level), "info", 0, 3,
      "error, warn, info or debug"},
     {"--log-format", "CELLGATE_LOG_FORMAT", CG_CONFIG_ENUM, OFF (log_format), "console", 0, 0,
@@ -272,6 +290,7 @@ static const struct {
     {OFF (log_format), {"console", "json", NULL}},
     {OFF (execution_log), {"full", "metadata", "off", NULL}},
     {OFF (save_displays), {"figures", "all", "none", NULL}},
+    {OFF (egress), {"off", "proxy", NULL}},
 };
 
 static const char *const *
@@ -355,6 +374,9 @@ static const struct {
     {"--public-url", "http://<the listener's address>", NULL, NULL},
     {"--wheelhouse", "none: install_package installs no Python package", NULL, NULL},
     {"--npm-mirror", "none: install_package installs no Node package", NULL, NULL},
+    {"--egress-allow", "none (proxy mode needs at least one host)", NULL, NULL},
+    {"--pip-index-url", "pip's own (https://pypi.org/simple)", NULL, NULL},
+    {"--npm-registry", "npm's own (https://registry.npmjs.org/)", NULL, NULL},
     {"--log-file", "stderr", NULL, NULL},
     {"--log-dir", "<state-dir>/logs", NULL, NULL},
 };
@@ -779,6 +801,9 @@ cg_config_clear (cg_config_t *self)
     free (self->log_dir);
     free (self->wheelhouse);
     free (self->npm_mirror);
+    free (self->egress_allow);
+    free (self->pip_index_url);
+    free (self->npm_registry);
     free (self->log_file);
     cg_strv_free (self->warnings);
     cg_strv_free (self->notes);
@@ -790,6 +815,7 @@ cg_config_clear (cg_config_t *self)
     self->pool = self->pool_preload = NULL;
     self->http = self->http_token = self->log_dir = self->scripts_dir = NULL;
     self->wheelhouse = self->npm_mirror = self->public_url = NULL;
+    self->egress_allow = self->pip_index_url = self->npm_registry = NULL;
     self->state_dir = self->runtime = self->kernels_dir = self->http_listen = NULL;
 }
 

@@ -40,6 +40,12 @@ typedef enum {
     CG_SAVE_DISPLAYS_NONE,
 } cg_save_displays_t;
 
+/*  --egress: what leaves a sandbox (egress/cg_egress.h). */
+typedef enum {
+    CG_EGRESS_OFF,   /* nothing: the sandbox's network namespace has lo only */
+    CG_EGRESS_PROXY, /* HTTP and HTTPS to --egress-allow's hosts, through the audited proxy */
+} cg_egress_mode_t;
+
 typedef struct {
     char *state_dir;             /* containers' bundles, workspaces, runtime dirs */
     char *scripts_dir;           /* the saved-script library; NULL: <state_dir>/scripts */
@@ -98,6 +104,14 @@ typedef struct {
     cg_tool_profile_t tool_profile; /* which tools tools/list shows */
     char *wheelhouse;               /* install_package's pip source directory, or NULL */
     char *npm_mirror;               /* install_package's npm tarball directory, or NULL */
+    cg_egress_mode_t egress;        /* --egress */
+    char *egress_allow;             /* the hosts proxy mode reaches ("a.b,*.c:8443", @file) */
+    char *pip_index_url;            /* pip's index in proxy mode, or NULL: pip's own default */
+    char *npm_registry;             /* npm's registry in proxy mode, or NULL: npm's own */
+    int egress_max_conns;           /* a session's proxy connections at once */
+    int egress_max_mb_up;           /* bytes a session may send through the proxy, in MB */
+    int egress_max_mb_down;         /* bytes it may receive */
+    int egress_per_minute;          /* new proxy connections a session may open a minute */
     bool http_listen_set;           /* given by flag or variable (no fallback port then) */
     int max_mcp_sessions;           /* Streamable HTTP MCP sessions at once */
     int max_mcp_sessions_per_client; /* of them, one client's (cg_client_same_owner) */

@@ -61,6 +61,7 @@ cg_outcome_destroy (cg_outcome_t **self_p)
     s_stream_clear (&self->out);
     s_stream_clear (&self->err);
     json_decref (self->outputs);
+    json_decref (self->egress);
     json_decref (self->return_value);
     json_decref (self->created);
     json_decref (self->modified);

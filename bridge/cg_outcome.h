@@ -60,6 +60,8 @@ typedef struct {
                                    execution count, the files and the workspace diff are set */
     cg_outcome_stream_t out;
     cg_outcome_stream_t err;
+    json_t *egress;       /* --egress proxy: the session's requests since its last run
+                             (cg_egress_take), or NULL */
     json_t *outputs;      /* the Jupyter outputs [{type, data, metadata, display_id?,
                                    path?}] in order; never NULL */
     json_t *return_value; /* the execute_result's MIME bundle (the same object as that

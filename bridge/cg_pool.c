@@ -49,6 +49,7 @@ struct cg_pool_t {
     const char *sessions_dir;
     const char *container_prefix;
     const char *results_endpoint;
+    cg_egress_t *egress; /* --egress proxy's service, or NULL */
     int sizes[CG_POOL_LANGUAGES];
     double estimate_mb[CG_POOL_LANGUAGES]; /* the last measured sandbox of each language */
     char *preload;                         /* Python code, or NULL */
@@ -153,7 +154,7 @@ s_entry_free (void **item)
 
 cg_pool_t *
 cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessions_dir,
-             const char *container_prefix, const char *results_endpoint)
+             const char *container_prefix, const char *results_endpoint, cg_egress_t *egress)
 {
     int sizes[CG_POOL_LANGUAGES];
     cg_error_t *err = NULL;
@@ -177,6 +178,7 @@ cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessi
                         .sessions_dir = sessions_dir,
                         .container_prefix = container_prefix,
                         .results_endpoint = results_endpoint,
+                        .egress = egress,
                         .preload = preload};
     memcpy (self->sizes, sizes, sizeof sizes);
     for (int i = 0; i < CG_POOL_LANGUAGES; i++)
@@ -238,6 +240,7 @@ s_fill (cg_pool_t *self, int language)
                                .container_prefix = self->container_prefix,
                                .results_endpoint = self->results_endpoint,
                                .pooled = true,
+                               .egress = self->egress,
                                .preload = language == 0 ? self->preload : NULL};
     memcpy (args->slot, entry->slot, sizeof entry->slot);
     snprintf (args->language, sizeof args->language, "%s", s_languages[language]);

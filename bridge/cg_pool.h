@@ -8,6 +8,7 @@
 
 #include "artifacts/cg_workspace.h"
 #include "containers/cg_container.h"
+#include "egress/cg_egress.h"
 #include "base/cg_config.h"
 #include "base/cg_error.h"
 
@@ -36,9 +37,10 @@ char *cg_pool_preload_code (const char *text, cg_error_t **err);
 /*  Creates the pool of CONFIG's --pool sizes (NULL when they are all 0 or do not parse:
     no pool). Its runners make their sandboxes in SESSIONS_DIR with container ids
     CONTAINER_PREFIX + slot and send their messages to RESULTS_ENDPOINT, as the
-    registry's do. All arguments are borrowed and must outlive the pool. */
+    registry's do, with EGRESS's way out when it is not NULL. All arguments are borrowed and must outlive the pool. */
 cg_pool_t *cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessions_dir,
-                        const char *container_prefix, const char *results_endpoint);
+                        const char *container_prefix, const char *results_endpoint,
+                        cg_egress_t *egress);
 
 /*  Tells every pooled runner to stop (their sandboxes are destroyed in parallel). */
 void cg_pool_stop (cg_pool_t *self);

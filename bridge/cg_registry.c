@@ -33,6 +33,12 @@ cg_registry_backend (cg_registry_t *self)
     return self->backend;
 }
 
+cg_egress_t *
+cg_registry_egress (cg_registry_t *self)
+{
+    return self->egress;
+}
+
 //  How many closed ids are remembered: each for the idle TTL (after which it would have
 //  expired anyway), the oldest forgotten first past this many.
 #define S_CLOSED_MAX 1024
@@ -97,6 +103,7 @@ s_session_free (void **item)
     free (session->language);
     free (session->name);
     free (session->notice);
+    json_decref (session->egress_allow);
     zlistx_destroy (&session->packages);
     zlistx_destroy (&session->languages);
     for (int i = 0; i < CG_REGISTRY_KERNELS; i++)
@@ -106,10 +113,12 @@ s_session_free (void **item)
 }
 
 cg_registry_t *
-cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance)
+cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
+                 cg_egress_t *egress)
 {
     cg_registry_t *self = cg_xcalloc (1, sizeof *self);
-    *self = (cg_registry_t){.config = config, .backend = backend, .instance = instance};
+    *self = (cg_registry_t){
+        .config = config, .backend = backend, .instance = instance, .egress = egress};
     self->results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *)self);
     self->results = zsock_new_pull (self->results_endpoint);
     self->sessions = zhashx_new ();
@@ -118,7 +127,7 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
     self->closed = cg_closed_new (S_CLOSED_MAX, (int64_t)config->idle_ttl_s * 1000000);
     if (instance)
         self->pool = cg_pool_new (config, backend, cg_instance_sessions_dir (instance),
-                                  cg_instance_prefix (instance), self->results_endpoint);
+                                  cg_instance_prefix (instance), self->results_endpoint, egress);
     self->kept = cg_kept_new (config->oneshot_keep_s, config->oneshot_keep_bytes);
     self->runs = cg_registry_runs_new ();
     return self;
@@ -237,7 +246,8 @@ s_runner_args (cg_registry_t *self, const char *slot, const char *language, bool
                                .sessions_dir = cg_instance_sessions_dir (self->instance),
                                .container_prefix = cg_instance_prefix (self->instance),
                                .results_endpoint = self->results_endpoint,
-                               .oneshot = oneshot};
+                               .oneshot = oneshot,
+                               .egress = self->egress};
     if (slot)
         snprintf (args->slot, sizeof args->slot, "%s", slot);
     if (language)
@@ -270,6 +280,7 @@ s_session_prepare (cg_registry_t *self, cg_registry_session_t *session, bool ado
     cg_error_destroy (&err);
     cg_runner_args_t *args = s_runner_args (self, session->slot, session->language, false);
     args->adopt = adopt;
+    args->egress_allow = session->egress_allow ? json_deep_copy (session->egress_allow) : NULL;
     if (note)
         snprintf (args->note, sizeof args->note, "%s", note);
     session->runner = zactor_new (cg_runner_actor, args);
@@ -288,7 +299,7 @@ s_insert (cg_registry_t *self, cg_registry_session_t *session)
 
 cg_registry_session_t *
 cg_registry_create (cg_registry_t *self, const char *owner, const char *id, const char *language,
-                    const char *name)
+                    const char *name, json_t *egress_allow)
 {
     if (cg_registry_full (self))
         return NULL;
@@ -309,10 +320,13 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
     session->started_us = session->last_activity_us = cg_now_us ();
     session->memory_mb = -1;
     cg_random_hex (session->token, 16);
+    session->egress_allow = egress_allow ? json_deep_copy (egress_allow) : NULL;
     //  A warm sandbox from the pool, made fresh for whoever claims it first, when one is
-    //  ready; else a cold one.
-    session->runner =
-        cg_pool_claim (self->pool, language, false, session->slot, &session->dir, &session->ws);
+    //  ready; else a cold one. The pool's have the server's egress list: a session with a
+    //  list of its own starts cold.
+    session->runner = egress_allow ? NULL
+                                   : cg_pool_claim (self->pool, language, false, session->slot,
+                                                    &session->dir, &session->ws);
     if (!session->runner) {
         cg_random_hex (session->slot, 6);
         s_session_prepare (self, session, false, NULL);
@@ -369,10 +383,16 @@ cg_registry_oneshot_start (cg_registry_t *self)
 }
 
 zactor_t *
-cg_registry_oneshot_claim (cg_registry_t *self, const char *language)
+cg_registry_oneshot_claim (cg_registry_t *self, const char *language, json_t *egress_allow)
 {
     if (cg_registry_oneshot_full (self))
         return NULL;
+    if (egress_allow) {
+        self->oneshots++;
+        cg_runner_args_t *args = s_runner_args (self, NULL, NULL, true);
+        args->egress_allow = json_deep_copy (egress_allow);
+        return zactor_new (cg_runner_actor, args);
+    }
     zactor_t *runner = cg_pool_claim (self->pool, language, true, NULL, NULL, NULL);
     if (!runner)
         return cg_registry_oneshot_start (self);
@@ -762,6 +782,15 @@ cg_registry_metrics_cb (void *arg, cg_metrics_gauges_t *gauges)
     gauges->closing = zlistx_size (self->closing);
     gauges->sandboxes_max = (size_t)self->config->max_sessions;
     gauges->pool = cg_pool_ready (self->pool);
+    if (self->egress) {
+        cg_egress_totals_t totals;
+        cg_egress_totals (self->egress, &totals);
+        gauges->egress = true;
+        gauges->egress_allowed = totals.allowed;
+        gauges->egress_denied = totals.denied;
+        gauges->egress_bytes_up = totals.bytes_up;
+        gauges->egress_bytes_down = totals.bytes_down;
+    }
     for (cg_registry_session_t *s = zhashx_first (self->sessions); s;
          s = zhashx_next (self->sessions)) {
         size_t i = 0;

@@ -19,6 +19,8 @@
 #include "bridge/cg_kept.h"
 #include "bridge/cg_outcome.h"
 
+#include "egress/cg_egress.h"
+
 #include <czmq.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -63,12 +65,13 @@ typedef struct {
     int64_t started_us; /* monotonic */
     int64_t last_activity_us;
     int executions;
-    long pid;            /* the kernel's host pid as its runner last reported, or 0 */
-    double memory_mb;    /* the sandbox's memory as its runner last reported; < 0: unknown */
-    zlistx_t *packages;  /* names install_package installed in it (strings), or NULL */
-    zlistx_t *languages; /* the languages its runs used, first use first (strings), or NULL */
-    char *notice;        /* for its first result: its id had been closed before, or NULL */
-    bool kept;           /* left running at stop for the next server (cg_keep) */
+    long pid;             /* the kernel's host pid as its runner last reported, or 0 */
+    double memory_mb;     /* the sandbox's memory as its runner last reported; < 0: unknown */
+    zlistx_t *packages;   /* names install_package installed in it (strings), or NULL */
+    zlistx_t *languages;  /* the languages its runs used, first use first (strings), or NULL */
+    json_t *egress_allow; /* its own --egress proxy list, or NULL: the server's */
+    char *notice;         /* for its first result: its id had been closed before, or NULL */
+    bool kept;            /* left running at stop for the next server (cg_keep) */
     cg_registry_kernel_t kernels[CG_REGISTRY_KERNELS];
     cg_loop_watch_t *closing_watch; /* retired: its runner's pipe on the loop until it ends */
 } cg_registry_session_t;
@@ -92,7 +95,10 @@ cg_kept_t *cg_registry_kept (cg_registry_t *self);
     INSTANCE (and BACKEND) it has no warm pool and must not create sessions: the unit
     tests' registry, for what runs no sandbox (cg_registry_run_ended). */
 cg_registry_t *cg_registry_new (const cg_config_t *config, cg_backend_t *backend,
-                                cg_instance_t *instance);
+                                cg_instance_t *instance, cg_egress_t *egress);
+
+/*  --egress proxy's service the sandboxes get their way out from (borrowed), or NULL. */
+cg_egress_t *cg_registry_egress (cg_registry_t *self);
 
 /*  Asks every session's runner to stop (their sandboxes are destroyed in parallel);
     cg_registry_destroy then waits for them. */
@@ -107,10 +113,13 @@ cg_registry_session_t *cg_registry_find (cg_registry_t *self, const char *owner,
 
 /*  Registers OWNER's new session ID (LANGUAGE canonical, NAME may be NULL), makes its
     directory and workspace (files can be uploaded before its sandbox runs) and starts its
-    runner. Returns it, or NULL when --max-sessions sandboxes exist already. A workspace
+    runner. EGRESS_ALLOW: its own --egress proxy list (a JSON array already within the
+    server's, cg_egress_narrow; copied; its sandbox is made cold, never the pool's), or NULL.
+    Returns it, or NULL when --max-sessions sandboxes exist already. A workspace
     that cannot be made is logged and leaves ws NULL. */
 cg_registry_session_t *cg_registry_create (cg_registry_t *self, const char *owner, const char *id,
-                                           const char *language, const char *name);
+                                           const char *language, const char *name,
+                                           json_t *egress_allow);
 
 /*  Registers a session the previous server kept (cg_keep): FIELDS (as cg_keep_restore
     fills them; their strings are taken over and FIELDS is zeroed) in directory SLOT of
@@ -145,8 +154,10 @@ char *cg_registry_holders (cg_registry_t *self, const char *owner);
 zactor_t *cg_registry_oneshot_start (cg_registry_t *self);
 
 /*  As cg_registry_oneshot_start, for a run in LANGUAGE: a ready sandbox of the warm pool
-    when there is one (its kernel already started), else a cold one. */
-zactor_t *cg_registry_oneshot_claim (cg_registry_t *self, const char *language);
+    when there is one (its kernel already started), else a cold one; always a cold one
+    with EGRESS_ALLOW (its own list, as cg_registry_create takes it; copied), else NULL. */
+zactor_t *cg_registry_oneshot_claim (cg_registry_t *self, const char *language,
+                                     json_t *egress_allow);
 void cg_registry_oneshot_end (cg_registry_t *self, zactor_t **runner_p);
 
 /*  Starts a one-shot runner (as cg_registry_oneshot_start) whose sandbox installs into

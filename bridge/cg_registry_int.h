@@ -11,6 +11,7 @@ struct cg_registry_t {
     const cg_config_t *config;
     cg_backend_t *backend;
     cg_instance_t *instance;
+    cg_egress_t *egress; /* --egress proxy's service, or NULL */
     char *results_endpoint;
     zsock_t *results;    /* what the runners send (PULL) */
     zhashx_t *sessions;  /* owner + "/" + id -> cg_registry_session_t */

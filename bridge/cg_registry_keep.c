@@ -32,6 +32,9 @@ cg_registry_keep_save (const cg_registry_session_t *session)
         "executions", session->executions, "last_activity", (double)time (NULL) - idle_s,
         "packages", cg_registry_names (session->packages), "languages",
         cg_registry_names (session->languages));
+    //  A session's own egress list stays its own in the next server: never the wider one.
+    if (session->egress_allow)
+        json_object_set (record, "egress_allow", session->egress_allow);
     cg_error_t *err = NULL;
     if (cg_write_json (session->dir, CG_KEEP_RECORD, record, 0600, &err) < 0)
         cg_log (1, "keep session %s: %s", session->id, cg_error_message (err));
@@ -77,6 +80,9 @@ cg_registry_keep_restore_json (json_t *record, cg_registry_session_t *session)
     else
         cg_utc_now (session->last_activity_at, false);
     session->memory_mb = -1;
+    json_t *egress_allow = json_object_get (record, "egress_allow");
+    if (json_is_array (egress_allow))
+        session->egress_allow = json_deep_copy (egress_allow);
     size_t i;
     json_t *item;
     json_array_foreach (json_object_get (record, "packages"), i, item) if (json_is_string (item))

@@ -109,6 +109,8 @@ cg_run_record_log_entry (const cg_config_t *config, const cg_registry_session_t 
     json_t *result = json_object_get (outcome->return_value, "text/plain");
     if (json_is_string (result))
         json_object_set_new (entry, "result", json_copy (result));
+    if (outcome->egress && json_array_size (outcome->egress) > 0)
+        json_object_set (entry, "egress", outcome->egress);
     s_log_context (entry, config, session, run);
     s_log_stream (entry, "stdout", &outcome->out);
     s_log_stream (entry, "stderr", &outcome->err);
@@ -128,6 +130,20 @@ s_log_cb (void *arg, const cg_registry_session_t *session, const cg_run_report_t
         cg_log (1, "execution log: %s", cg_error_message (err));
     cg_error_destroy (&err);
     json_decref (entry);
+    //  Each proxy request (--egress proxy) also goes to the session's own log.
+    size_t i;
+    json_t *request;
+    json_array_foreach (session && run->outcome ? run->outcome->egress : NULL, i, request)
+    {
+        json_t *event = json_deep_copy (request);
+        json_object_set_new (event, "type", json_string ("egress"));
+        json_object_set_new (event, "session_id", json_string (session->id));
+        json_object_set_new (event, "execution_id", json_string (run->outcome->execution_id));
+        if (cg_execlog_session_event (self->log, event, &err) < 0)
+            cg_log (1, "execution log: %s", cg_error_message (err));
+        cg_error_destroy (&err);
+        json_decref (event);
+    }
 }
 
 //  --------------------------------------------------------------------------

@@ -30,6 +30,7 @@ typedef struct {
     /*  The languages whose kernel a Jupyter front end restarted since this runner's last
         run in them ("" for none): the next run there says its state is gone. */
     char frontend_restarts[CG_SESSION_KERNELS][16];
+    bool egress_given; /* the session has its way out (cg_session_egress) */
 } s_runner_t;
 
 //  Live output of a request that asked for progress: PROGRESS <key> <stream> <text>.
@@ -259,7 +260,17 @@ s_ensure_session (s_runner_t *self, cg_error_t **err)
                                            : self->args.slot[0] ? CG_SANDBOX_SESSION
                                                                 : CG_SANDBOX_ONESHOT,
                                            err);
-    return self->session ? 0 : -1;
+    if (!self->session)
+        return -1;
+    if (self->args.egress && !self->egress_given) {
+        self->egress_given = true;
+        if (cg_session_egress (self->session, self->args.egress, self->args.egress_allow, err)
+            < 0) {
+            cg_session_destroy (&self->session);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 //  Starts the sandbox and LANGUAGE's kernel now, with ENV (KEY=VALUE strings, or NULL)
@@ -384,6 +395,8 @@ s_exec (s_runner_t *self, zmsg_t *msg)
         self->key = key;
         cg_outcome_t *outcome = s_run (self, request);
         self->key = NULL;
+        if (outcome && self->session)
+            outcome->egress = cg_session_egress_take (self->session);
         s_report (self);
         //  A one-shot sandbox goes next, its workspace too: its files are copied out first
         //  so that the downloads its result lists outlive it (cg_kept).
@@ -445,6 +458,17 @@ cg_runner_actor (zsock_t *pipe, void *args)
         self.session = cg_session_adopt (self.args.backend, self.args.config,
                                          self.args.sessions_dir, self.args.container_prefix,
                                          self.args.slot, self.args.note, sizeof self.args.note);
+        cg_error_t *err = NULL;
+        if (self.session && self.args.egress) {
+            self.egress_given = true;
+            if (cg_session_egress (self.session, self.args.egress, self.args.egress_allow, &err)
+                < 0) {
+                cg_log (1, "%s: the kept sandbox gets no way out: %s", self.args.slot,
+                        cg_error_message (err));
+                cg_session_destroy (&self.session);
+            }
+        }
+        cg_error_destroy (&err);
         s_report (&self);
     }
 
@@ -486,4 +510,5 @@ cg_runner_actor (zsock_t *pipe, void *args)
         cg_session_destroy (&self.session);
     cg_log_set_hook (NULL, NULL);
     zsock_destroy (&self.results);
+    json_decref (self.args.egress_allow);
 }

@@ -5,6 +5,7 @@
 
 #include "containers/cg_container.h"
 #include "base/cg_config.h"
+#include "egress/cg_egress.h"
 
 #include <czmq.h>
 #include <stdbool.h>
@@ -26,6 +27,8 @@ typedef struct {
     const char *preload;          /* Python code a pooled kernel runs silently, or NULL */
     bool adopt;                   /* re-adopt the sandbox a previous server kept in the slot */
     char note[512];               /* said by the first run's result when set (state lost) */
+    cg_egress_t *egress;          /* --egress proxy's service, or NULL */
+    json_t *egress_allow;         /* the session's own list (taken over), or NULL */
 } cg_runner_args_t;
 
 /*  The actor (zactor_fn). Its pipe's commands (EXEC, START, CANCEL, INPUT, INTERRUPT,

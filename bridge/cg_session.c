@@ -44,7 +44,7 @@ s_start_container (cg_session_t *self, cg_error_t **err)
     if (cg_container_create (self->backend, &self->sandbox, err) < 0)
         return -1;
     self->container_running = true;
-    if (cg_fault_at ("container_start", err) < 0)
+    if (cg_fault_at ("container_start", err) < 0 || cg_session_egress_attach_ (self, err) < 0)
         return -1;
     cg_container_stats_t stats = {.oom_kills = -1};
     cg_container_stats (self->backend, &self->sandbox, &stats, NULL);
@@ -189,6 +189,7 @@ cg_session_destroy (cg_session_t **self_p)
         cg_kernel_destroy (&self->kernels[i]);
         cg_kernel_spec_destroy (&self->specs[i]);
     }
+    cg_session_egress_detach_ (self);
     cg_error_t *err = NULL;
     if (self->container_running && cg_container_destroy (self->backend, &self->sandbox, &err) < 0)
         cg_log (1, "%s", cg_error_message (err));
@@ -208,6 +209,7 @@ cg_session_free_ (cg_session_t **self_p)
         cg_kernel_spec_destroy (&self->specs[i]);
     }
     cg_workspace_destroy (&self->ws);
+    json_decref (self->egress_allow);
     free (self->dir);
     free (self->bundle_dir);
     free (self->workspace);

@@ -8,6 +8,7 @@
 #include "base/cg_error.h"
 #include "bridge/cg_kernel.h"
 #include "bridge/cg_outcome.h"
+#include "egress/cg_egress.h"
 #include "artifacts/cg_workspace.h"
 
 #include <czmq.h>
@@ -63,6 +64,18 @@ cg_session_t *cg_session_new_shared_installer (cg_backend_t *backend, const cg_c
 cg_session_t *cg_session_adopt (cg_backend_t *backend, const cg_config_t *config,
                                 const char *sessions_dir, const char *container_prefix,
                                 const char *slot, char *note, size_t note_size);
+
+/*  Gives the session's sandbox --egress proxy's way out (egress/cg_egress): a listener in
+    its network namespace, now when its container runs and again each time it restarts,
+    and the proxy settings in every process it starts. EGRESS_ALLOW is the session's own
+    list (a JSON array within the server's; copied; NULL: the server's list). Returns 0,
+    or -1 with *err set (the caller ends the session: it must not run without its list). */
+int cg_session_egress (cg_session_t *self, cg_egress_t *egress, json_t *egress_allow,
+                       cg_error_t **err);
+
+/*  The sandbox's proxy requests since the last take (cg_egress_take), or NULL when it has
+    no way out. Caller owns the result. */
+json_t *cg_session_egress_take (cg_session_t *self);
 
 /*  Frees *SELF_P (sets it to NULL), leaving its container, kernels and directories
     running for the next server (cg_session_adopt). Safe on NULL. */

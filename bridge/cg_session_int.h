@@ -9,6 +9,7 @@
 #include "bridge/cg_kernelspec.h"
 #include "bridge/cg_session.h"
 #include "artifacts/cg_workspace.h"
+#include "egress/cg_egress.h"
 
 #define MAX_KERNELS 4
 #define S_STATE_LOST \
@@ -33,7 +34,17 @@ struct cg_session_t {
     cg_kernel_spec_t *specs[MAX_KERNELS];
     cg_kernel_t *kernels[MAX_KERNELS];
     cg_command_waiter_t *waiter; /* a bash waiting for the first command, or NULL */
+    cg_egress_t *egress;         /* --egress proxy's service, or NULL: no way out */
+    json_t *egress_allow;        /* the session's own list, or NULL: the server's */
+    bool egress_attached;        /* its sandbox has its listener now */
 };
+
+/*  Gives the running sandbox its way out (cg_session_egress), when the session has one.
+    Returns 0, or -1 with *err set. */
+int cg_session_egress_attach_ (cg_session_t *self, cg_error_t **err);
+
+/*  Takes the sandbox's way out away (its connections close). */
+void cg_session_egress_detach_ (cg_session_t *self);
 
 /*  A session's paths in SESSIONS_DIR/SLOT (NULL: a new random slot) and its sandbox's
     labels (instance, slot, KIND), nothing made yet. */

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -240,7 +241,36 @@ pid_t
 cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
                    cg_error_t **err)
 {
-    return self->ops->exec (self->impl, sandbox, spec, err);
+    if (!sandbox->env)
+        return self->ops->exec (self->impl, sandbox, spec, err);
+    size_t extra = cg_strv_count (sandbox->env), own = cg_strv_count (spec->env);
+    const char **env = cg_xcalloc (extra + own + 1, sizeof *env);
+    size_t n = 0;
+    for (size_t i = 0; i < extra; i++)
+        env[n++] = sandbox->env[i];
+    for (size_t i = 0; i < own; i++) {
+        const char *eq = strchr (spec->env[i], '=');
+        size_t len = eq ? (size_t)(eq - spec->env[i]) + 1 : strlen (spec->env[i]);
+        bool set = false;
+        for (size_t k = 0; k < extra && !set; k++)
+            set = strncmp (sandbox->env[k], spec->env[i], len) == 0;
+        if (!set)
+            env[n++] = spec->env[i];
+    }
+    cg_exec_spec_t merged = *spec;
+    merged.env = env;
+    pid_t pid = self->ops->exec (self->impl, sandbox, &merged, err);
+    free (env);
+    return pid;
+}
+
+pid_t
+cg_container_init_pid (const cg_sandbox_t *sandbox)
+{
+    cleanup_free char *pid_file = cg_strdupf ("%s/init.pid", sandbox->bundle_dir);
+    cleanup_free char *text = cg_read_file (pid_file, 64, NULL, NULL);
+    long pid = text ? atol (text) : 0;
+    return pid > 1 ? (pid_t)pid : 0;
 }
 
 int

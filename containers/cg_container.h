@@ -67,6 +67,8 @@ typedef struct {
     const char *session;    /* the registry slot it was made for (annotation; not a
                                client's session id or any credential) */
     cg_sandbox_kind_t kind;
+    const char *const *env; /* KEY=VALUE strings every process started in it gets before
+                               its own (--egress proxy's settings), or NULL; borrowed */
 } cg_sandbox_t;
 
 /*  A process to start inside a running sandbox. */
@@ -161,11 +163,16 @@ int cg_container_site_prepare (const char *dir, int uid, int gid, cg_error_t **e
     init as its first process. Returns 0, or -1 with *err set. */
 int cg_container_create (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_error_t **err);
 
-/*  Starts SPEC inside SANDBOX as the unprivileged sandbox user. Returns the host pid of
+/*  Starts SPEC inside SANDBOX as the unprivileged sandbox user, with SANDBOX->env before
+    SPEC's environment (a variable SPEC sets that SANDBOX->env sets too is left out). Returns the host pid of
     the local helper process whose exit means the sandboxed process exited (its exit
     status is the process's), or -1 with *err set. The caller reaps it. */
 pid_t cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox,
                          const cg_exec_spec_t *spec, cg_error_t **err);
+
+/*  SANDBOX's init as a host pid (every backend notes it in its bundle dir when it starts
+    the sandbox), or 0 when it is not running or not known. */
+pid_t cg_container_init_pid (const cg_sandbox_t *sandbox);
 
 /*  Sends SIGNAL to every process in SANDBOX except its init and the host pids in KEEP
     (KEEP_COUNT entries). Returns how many were signalled, or -1 with *err set. */

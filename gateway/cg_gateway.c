@@ -273,7 +273,7 @@ s_start_session (cg_gateway_t *self, cg_http_exchange_t *exchange, const char *l
     cg_random_hex (id + 3, 6);
     memcpy (id, "nb_", 3);
     cg_registry_session_t *session =
-        cg_registry_create (self->registry, CG_GATEWAY_OWNER, id, language, NULL);
+        cg_registry_create (self->registry, CG_GATEWAY_OWNER, id, language, NULL, NULL);
     if (!session)
         return cg_http_respond_error (exchange, 503, "max_sessions",
                                       "every sandbox is in use (--max-sessions); close one first");

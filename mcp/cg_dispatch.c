@@ -179,7 +179,8 @@ cg_server_provider (cg_server_t *self, size_t i)
 void
 cg_server_set_instructions (cg_server_t *self, const char *text)
 {
-    self->instructions = text;
+    free (self->instructions);
+    self->instructions = text ? cg_xstrdup (text) : NULL;
 }
 
 const char *

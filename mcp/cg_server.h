@@ -253,7 +253,7 @@ const cg_provider_t *cg_server_provider (cg_server_t *self, size_t i);
 
 /*  What initialize and server/discover say of the server to the LLM (static text; the
     tools set it), or NULL. */
-void cg_server_set_instructions (cg_server_t *self, const char *text);
+void cg_server_set_instructions (cg_server_t *self, const char *text); /* copied */
 const char *cg_server_instructions (cg_server_t *self);
 
 /*  A feature's registration at start (cg_tasks_register, ...). */

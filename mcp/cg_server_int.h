@@ -40,7 +40,7 @@ struct cg_server_t {
     cg_tool_traits_fn *tool_traits;
     const cg_provider_t *providers[CG_SERVER_PROVIDERS_MAX];
     size_t provider_count;
-    const char *instructions;
+    char *instructions; /* owned */
 };
 
 /*  Sets up SELF's core (calls, logs, the method table) with CONFIG and REGISTRY (both

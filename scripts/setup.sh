@@ -51,6 +51,8 @@ DEBS=(
   # a Jupyter front end for the gateway: the `jupyter notebook --gateway-url=...` command
   # cellgate prints at start-up (jupyter-core is the `jupyter` command itself)
   jupyter-core jupyter-notebook
+  # --egress proxy: squid, the audited proxy each server runs for itself (docs/egress.md)
+  squid
 )
 TEST_DEBS=(
   # the wheels install_package's tests build and use
@@ -118,6 +120,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${#missing[@]} Debian package(s): ${missing[*]}"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # Debian starts squid as a system service on port 3128; cellgate runs its own squid per
+  # server and needs no proxy listening for the whole machine.
+  if printf '%s\n' "${missing[@]}" | grep -qx squid && command -v systemctl >/dev/null; then
+    $SUDO systemctl disable --now squid >/dev/null 2>&1 || true
+  fi
 fi
 
 # npm packages, each pinned by its lock file; a stamp of the lock file skips a repeat.

@@ -47,6 +47,8 @@ typedef struct {
     cg_http_t *http;          /* the listener, NULL when off */
     cg_downloads_t *downloads;
     cg_admin_t *admin;
+    cg_egress_t *egress; /* --egress proxy's service (borrowed), or NULL */
+    cg_loop_watch_t *egress_watch[2];
     s_frontend_t frontends[S_FRONTENDS_MAX];
     size_t frontends_len;
 } s_process_t;
@@ -235,6 +237,8 @@ s_http_start (s_process_t *self)
 static void
 s_end (s_process_t *self)
 {
+    for (int i = 0; i < 2; i++)
+        cg_loop_unwatch (self->loop, &self->egress_watch[i]);
     cg_registry_stop (self->registry);
     //  MCP (added last) first: its one-shot runs end before the gateway's WebSockets close.
     for (size_t i = self->frontends_len; i-- > 0;)
@@ -269,12 +273,30 @@ cg_serve_mcp_features (cg_server_t *server, cg_server_setup_fn *extra)
         extra (server);
 }
 
-int
-cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance, int in_fd,
-          int out_fd, cg_server_setup_fn *extra)
+//  The egress proxy's access log or relay has something: it becomes records and counts.
+static void
+s_egress_cb (cg_loop_t *loop, short revents, void *arg)
 {
-    s_process_t self = {.config = config, .loop = cg_loop_new ()};
-    self.registry = cg_registry_new (config, backend, instance);
+    (void)revents;
+    s_process_t *self = arg;
+    cg_egress_read (self->egress);
+    //  The relay ended (logged): its socket is closed, and no longer watched.
+    if (cg_egress_relay_fd (self->egress) < 0)
+        cg_loop_unwatch (loop, &self->egress_watch[1]);
+}
+
+int
+cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
+          cg_egress_t *egress, int in_fd, int out_fd, cg_server_setup_fn *extra)
+{
+    s_process_t self = {.config = config, .loop = cg_loop_new (), .egress = egress};
+    self.registry = cg_registry_new (config, backend, instance, egress);
+    if (egress) {
+        self.egress_watch[0] =
+            cg_loop_watch_fd (self.loop, cg_egress_log_fd (egress), ZMQ_POLLIN, s_egress_cb, &self);
+        self.egress_watch[1] = cg_loop_watch_fd (self.loop, cg_egress_relay_fd (egress), ZMQ_POLLIN,
+                                                 s_egress_cb, &self);
+    }
     cg_adopt (self.registry, backend, instance, config);
     self.execlog = s_execlog_open (config);
     //  Before every wait, in this order: the registry (idle sessions, the pool), the

@@ -53,6 +53,9 @@ cg_tools_supported_languages (void)
     "'integer'}, 'files': {'type': "                                                       \
     "'object'" docs_files "}"
 
+//  A new sandbox's own --egress proxy list (start_session, a one-shot execute_code).
+#define S_EGRESS_ALLOW "'egress_allow': {'type': 'array', 'items': {'type': 'string'}}"
+
 //  execute_code's, with the descriptions the other running tools refer to.
 #define S_DOCUMENTED_RUN_ARGUMENTS                                                       \
     S_RUN_ARGUMENTS (", 'description': 'A last expression${apos}s value is returned.'",  \
@@ -94,7 +97,7 @@ static const cg_tool_t s_tools[] = {
      .input_schema =
          "{'type': 'object', 'required': ['language', 'code'], 'properties': {" S_LANGUAGE
          ", " S_DOCUMENTED_RUN_ARGUMENTS ", 'session_id': {'type': 'string', "
-         "'description': 'Reuse this sandbox and its state. Omitted: a fresh one.'}}}",
+         "'description': 'Reuse a sandbox and its state.'}, " S_EGRESS_ALLOW "}}",
      .output_schema = S_RUN_RESULT,
      .handler = cg_tools_run,
      .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_NOT_SEED001},
@@ -136,7 +139,7 @@ static const cg_tool_t s_tools[] = {
      .description = "Start a persistent session for send_to_session; returns its session_id.",
      .input_schema = "{'type': 'object', 'required': ['language'], 'properties': {" S_LANGUAGE
                      ", 'name': " S_STRING ", 'working_dir': {'type': 'string', 'description': "
-                     "'Only ${workspace}.'}}}",
+                     "'Only ${workspace}.'}, " S_EGRESS_ALLOW "}}",
      .output_schema = S_OBJECT ("'success': {}, 'session_id': {}, 'language': {}, 'name': {}, "
                                 "'pid': {}, 'started_at': {}, 'kernel_id': {}"),
      .handler = cg_tools_start_session},
@@ -276,12 +279,12 @@ static const cg_tool_t s_tools[] = {
      .handler = cg_tools_get_execution_log,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "install_package",
-     .description = "Install a pip or npm package from the operator's local mirror into a "
-                    "session, or without session_id into every new session.",
+     .description = "Install a pip or npm package into a session, or without session_id into "
+                    "every new session.",
      .input_schema = "{'type': 'object', 'required': ['package', 'language'], 'properties': {"
                      "'session_id': " S_STRING ", 'package': {'type': 'string', 'description': "
                      "'e.g. pandas==2.2.1'}, 'language': {'type': 'string', 'enum': ['python', "
-                     "'node']}}}",
+                     "'node']}, 'hashes': {'type': 'object'}}}",
      .output_schema = S_OBJECT ("'success': {}, 'package': {}, 'version': {}, "
                                 "'install_output': {}"),
      .handler = cg_tools_install_package,

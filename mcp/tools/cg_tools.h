@@ -18,9 +18,22 @@
 
 /*  What the sandbox offers, said in the tool descriptions and initialize's instructions
     (the packages are the ones scripts/setup.sh installs). */
-#define CG_TOOLS_SANDBOX_NOTE                                                               \
-    "Python has numpy, pandas, matplotlib, seaborn, scipy, openpyxl, reportlab and sympy. " \
-    "There is no network, so pip and npm cannot download: use install_package for more."
+#define CG_TOOLS_SANDBOX_NOTE \
+    "Python has numpy, pandas, matplotlib, seaborn, scipy, openpyxl, reportlab and sympy."
+
+/*  What the sandboxes reach, for the instructions and the descriptions of the tools that
+    make or run them: no network (--egress off), or the hosts of --egress proxy's list
+    (REGISTRY's egress service). Caller frees. */
+char *cg_tools_network_note (cg_registry_t *registry);
+
+/*  Checks a tool's EGRESS_ALLOW argument (a session's own list within the server's):
+    returns 0 with *ALLOW a new normalized list (or NULL when EGRESS_ALLOW is NULL), or -1
+    with *ERROR a new message for invalid_params. */
+int cg_tools_egress_allow (cg_registry_t *registry, json_t *egress_allow, json_t **allow,
+                           char **error);
+
+/*  list_sessions' "egress" of SESSION: "off", or {mode, allow, own_list}. */
+json_t *cg_tools_egress_describe (cg_registry_t *registry, const cg_registry_session_t *session);
 
 /*  What initialize and server/discover say of the server to the LLM. */
 #define CG_TOOLS_INSTRUCTIONS                                                               \

@@ -286,7 +286,8 @@ cg_tools_upload_file (const cg_request_t *req, json_t *arguments)
     else if (session && session->busy)
         result = cg_tools_error_object ("session_busy", CG_TOOLS_BUSY_MESSAGE, name);
     else if (!session
-             && !(session = cg_registry_create (registry, req->client->id, name, "python", NULL)))
+             && !(session =
+                      cg_registry_create (registry, req->client->id, name, "python", NULL, NULL)))
         result = cg_tools_max_sessions (req, NULL, given);
     else if (!session->ws)
         result = cg_tools_error_object ("sandbox_setup_failed", s_no_workspace, given);

@@ -96,31 +96,58 @@ cg_tools_package_spec (bool python, const char *spec, char **name, char **versio
 //  --------------------------------------------------------------------------
 //  The install command
 
+//  Where install_package takes packages from: the operator's local sources, the index or
+//  registry through the egress proxy (--egress proxy), or both (the local one first).
+typedef struct {
+    bool local;       /* --wheelhouse (pip) or --npm-mirror (npm) */
+    bool online;      /* --egress proxy: the index the sandbox's environment names */
+    const char *hash; /* pip's hash-checked mode: "name==version --hash=sha256:..." lines */
+} s_sources_t;
+
 //  The bash command installing NAME (VERSION may be NULL) with pip into the sandbox's
-//  own layer. Caller frees.
+//  own layer, from SOURCES: the wheelhouse first (--no-index), then the index through the
+//  proxy when the wheelhouse has no match. Caller frees.
 static char *
-s_pip_command (const char *name, const char *version)
+s_pip_command (const char *name, const char *version, const s_sources_t *sources)
 {
-    return cg_strdupf ("cd /tmp || exit 1\n"
-                       "out=$(python3 -m pip install --no-index --find-links " CG_WHEELHOUSE_MOUNT
-                       " --target " CG_SITE_MOUNT
-                       "/python --upgrade --no-cache-dir --disable-pip-version-check "
-                       "--no-warn-script-location --progress-bar off '%s%s%s' 2>&1)\n"
-                       "rc=$?\n"
-                       "printf '%%s\\n' \"$out\"\n"
-                       "if [ $rc -ne 0 ]; then\n"
-                       "  case \"$out\" in *'No matching distribution found'*) exit %d ;; esac\n"
-                       "  exit $rc\n"
-                       "fi\n"
-                       "python3 -c 'import importlib.metadata as m, sys; print(\"" S_VERSION_MARK
-                       "\" + m.version(sys.argv[1]))' '%s'\n",
-                       name, version ? "==" : "", version ? version : "", S_NOT_FOUND_EXIT, name);
+    //  pip's own requirements file in hash mode: every line pinned, with its hash.
+    cleanup_free char *target =
+        sources->hash ? cg_strdupf ("--require-hashes -r /tmp/cellgate-hashes.txt")
+                      : cg_strdupf ("'%s%s%s'", name, version ? "==" : "", version ? version : "");
+    return cg_strdupf (
+        "cd /tmp || exit 1\n"
+        "%s%s%s"
+        "pip_install() { python3 -m pip install \"$@\" --target " CG_SITE_MOUNT
+        "/python --upgrade --no-cache-dir --disable-pip-version-check "
+        "--no-warn-script-location --progress-bar off %s 2>&1; }\n"
+        "rc=1; out=''\n"
+        "%s"
+        "%s"
+        "printf '%%s\\n' \"$out\"\n"
+        "if [ $rc -ne 0 ]; then\n"
+        "  case \"$out\" in *'No matching distribution found'*) exit %d ;; esac\n"
+        "  exit $rc\n"
+        "fi\n"
+        "python3 -c 'import importlib.metadata as m, sys; print(\"" S_VERSION_MARK
+        "\" + m.version(sys.argv[1]))' '%s'\n",
+        sources->hash ? "printf '%s\\n' '" : "", sources->hash ? sources->hash : "",
+        sources->hash ? "' > /tmp/cellgate-hashes.txt || exit 1\n" : "", target,
+        sources->local ? "out=$(pip_install --no-index --find-links " CG_WHEELHOUSE_MOUNT
+                         "); rc=$?\n"
+                       : "",
+        sources->online ? "if [ $rc -ne 0 ] && { [ -z \"$out\" ] || case \"$out\" in *'No "
+                          "matching distribution found'*) true ;; *) false ;; esac; }; then "
+                          "out=$(pip_install); rc=$?; fi\n"
+                        : "",
+        S_NOT_FOUND_EXIT, name);
 }
 
-//  The bash command installing NAME (VERSION may be NULL: the mirror's newest) with npm
-//  into the sandbox's own layer, from its tarball as npm pack names it. Caller frees.
+//  The bash command installing NAME (VERSION may be NULL: the newest) with npm into the
+//  sandbox's own layer: from its tarball in the mirror (as npm pack names it) when SOURCES
+//  has one and it is there, else from the registry through the proxy when SOURCES is
+//  online. Caller frees.
 static char *
-s_npm_command (const char *name, const char *version)
+s_npm_command (const char *name, const char *version, const s_sources_t *sources)
 {
     //  npm pack names @scope/name's tarball scope-name-<version>.tgz.
     cleanup_free char *base = cg_xstrdup (name[0] == '@' ? name + 1 : name);
@@ -134,17 +161,70 @@ s_npm_command (const char *name, const char *version)
         "if [ -n '%s' ]; then found=(\"$mirror/%s-%s.tgz\"); [ -f \"${found[0]}\" ] || found=()\n"
         "else found=(\"$mirror\"/%s-[0-9]*.tgz); fi\n"
         "tgz=$(printf '%%s\\n' \"${found[@]}\" | sort -V | tail -n 1)\n"
-        "if [ -z \"$tgz\" ]; then echo \"no %s-%s.tgz in the npm mirror\"; exit %d; fi\n"
-        "npm install --offline --no-audit --no-fund --no-update-notifier --loglevel=warn "
+        "if [ -n \"$tgz\" ]; then\n"
+        "  npm install --offline --no-audit --no-fund --no-update-notifier --loglevel=warn "
         "--prefix " CG_SITE_MOUNT "/node \"$tgz\" 2>&1 || exit $?\n"
+        "elif %s; then\n"
+        "  out=$(npm install --no-audit --no-fund --no-update-notifier --loglevel=warn "
+        "--prefix " CG_SITE_MOUNT "/node '%s%s%s' 2>&1); rc=$?\n"
+        "  printf '%%s\\n' \"$out\"\n"
+        "  case \"$out\" in *E404*|*'No matching version'*) exit %d ;; esac\n"
+        "  [ $rc -eq 0 ] || exit $rc\n"
+        "else echo \"no %s-%s.tgz in the npm mirror\"; exit %d; fi\n"
         "node -p '\"" S_VERSION_MARK "\" + require(\"" CG_SITE_MOUNT
         "/node/node_modules/%s/package.json\").version'\n",
-        version ? version : "", base, version ? version : "", base, base,
-        version ? version : "<version>", S_NOT_FOUND_EXIT, name);
+        version ? version : "", base, version ? version : "", base,
+        sources->online ? "true" : "false", name, version ? "@" : "", version ? version : "",
+        S_NOT_FOUND_EXIT, base, version ? version : "<version>", S_NOT_FOUND_EXIT, name);
 }
 
 //  --------------------------------------------------------------------------
 //  The tool
+
+#define S_HASHES_MAX 64
+
+//  install_package's HASHES (pip's hash-checked mode): {"name==version": "<sha256 hex>"}
+//  for the package and each dependency, PACKAGE among them. Returns the requirement lines
+//  ("name==version --hash=sha256:...", newline-separated; safe inside single quotes: names,
+//  versions and hex only), or NULL with *ERROR set. Caller frees.
+static char *
+s_hash_lines (json_t *hashes, const char *package, const char **error)
+{
+    if (!json_is_object (hashes) || json_object_size (hashes) == 0
+        || json_object_size (hashes) > S_HASHES_MAX) {
+        *error = "'hashes' must be an object of 1 to " CG_STR (
+            S_HASHES_MAX) " entries: \"name==version\": \"<sha256 in hex>\"";
+        return NULL;
+    }
+    if (!json_object_get (hashes, package)) {
+        *error = "with 'hashes', 'package' must be name==version and one of its keys";
+        return NULL;
+    }
+    size_t cap = 256, len = 0;
+    char *lines = cg_xcalloc (1, cap);
+    const char *key;
+    json_t *value;
+    json_object_foreach (hashes, key, value)
+    {
+        cleanup_free char *name = NULL, *version = NULL;
+        const char *hex = json_string_value (value);
+        bool ok = s_pip_spec (key, &name, &version) && version && hex && strlen (hex) == 64;
+        for (size_t i = 0; ok && i < 64; i++)
+            ok = isxdigit ((unsigned char)hex[i]) && !isupper ((unsigned char)hex[i]);
+        if (!ok) {
+            free (lines);
+            *error = "each 'hashes' key must be name==version and each value a sha256 in "
+                     "lower-case hex (64 characters)";
+            return NULL;
+        }
+        size_t need = strlen (key) + 64 + 32;
+        if (len + need > cap)
+            lines = cg_xrealloc (lines, cap = (len + need) * 2);
+        len += (size_t)snprintf (lines + len, cap - len, "%s%s --hash=sha256:%s", len ? "\n" : "",
+                                 key, hex);
+    }
+    return lines;
+}
 
 void
 cg_tools_install_package (const cg_request_t *req, json_t *arguments)
@@ -182,14 +262,30 @@ cg_tools_install_package (const cg_request_t *req, json_t *arguments)
         cg_request_result (req, cg_tools_error_object ("invalid_params", error, session_id));
         return;
     }
-    if (!(python ? config->wheelhouse : config->npm_mirror)) {
+    json_t *hashes = json_object_get (arguments, "hashes");
+    cleanup_free char *hash_lines = NULL;
+    if (hashes && !python)
+        error = "'hashes' is pip's hash-checked mode (npm checks each package's integrity "
+                "from the registry itself)";
+    else if (hashes)
+        hash_lines = s_hash_lines (hashes, package, &error);
+    if (error) {
+        cg_request_result (req, cg_tools_error_object ("invalid_params", error, session_id));
+        return;
+    }
+    s_sources_t sources = {.local = (python ? config->wheelhouse : config->npm_mirror) != NULL,
+                           .online = cg_registry_egress (registry) != NULL,
+                           .hash = hash_lines};
+    if (!sources.local && !sources.online) {
         const char *message =
             python ? "No Python package source is configured: start cellgate with --wheelhouse "
                      "DIR (or CELLGATE_WHEELHOUSE), a directory of wheels (pip download -d DIR "
-                     "pkg on a connected machine). Sandboxes have no network."
+                     "pkg on a connected machine), or with --egress proxy and the index's host "
+                     "allowed. Sandboxes have no network."
                    : "No npm package source is configured: start cellgate with --npm-mirror DIR "
                      "(or CELLGATE_NPM_MIRROR), a directory of npm tarballs (npm pack pkg on a "
-                     "connected machine). Sandboxes have no network.";
+                     "connected machine), or with --egress proxy and the registry's host "
+                     "allowed. Sandboxes have no network.";
         cg_request_result (req, cg_tools_error_object ("no_package_source", message, session_id));
         return;
     }
@@ -213,7 +309,7 @@ cg_tools_install_package (const cg_request_t *req, json_t *arguments)
         return;
     }
     cleanup_free char *command =
-        python ? s_pip_command (name, version) : s_npm_command (name, version);
+        python ? s_pip_command (name, version, &sources) : s_npm_command (name, version, &sources);
     char execution_id[18] = "exec_";
     cg_random_hex (execution_id + 5, 6);
     json_t *request = json_pack ("{s:s, s:s, s:f, s:s, s:s}", "language", "bash", "code", command,
@@ -311,13 +407,23 @@ cg_tools_install_finish (cg_server_t *server, cg_call_t *call, cg_registry_sessi
     const char *error = "install_failed";
     bool exited =
         outcome->ran && (outcome->end == CG_OUTCOME_OK || outcome->end == CG_OUTCOME_RUNTIME_ERROR);
-    if (exited && outcome->exit_code == S_NOT_FOUND_EXIT) {
+    const cg_config_t *config = cg_server_config (server);
+    const char *local = python ? config->wheelhouse : config->npm_mirror;
+    if (exited && outcome->exit_code == S_NOT_FOUND_EXIT && !local) {
+        error = "package_not_found";
+        message = cg_strdupf ("%s was not found in the %s the proxy reaches (%s); see "
+                              "install_output for what %s said.",
+                              package, python ? "package index" : "npm registry",
+                              python ? config->pip_index_url ?: "pip's default"
+                                     : config->npm_registry ?: "npm's default",
+                              python ? "pip" : "npm");
+    }
+    else if (exited && outcome->exit_code == S_NOT_FOUND_EXIT) {
         error = "package_not_found";
         message = cg_strdupf (
             "%s is not in the %s: cellgate looked in %s (%s, seen in the sandbox as %s). Add it "
             "there on a connected machine (%s) and try again.",
-            package, python ? "wheelhouse" : "npm mirror",
-            python ? cg_server_config (server)->wheelhouse : cg_server_config (server)->npm_mirror,
+            package, python ? "wheelhouse" : "npm mirror", local,
             python ? "--wheelhouse" : "--npm-mirror",
             python ? CG_WHEELHOUSE_MOUNT : CG_NPM_MIRROR_MOUNT,
             python ? "pip download -d DIR <package>" : "npm pack <package>, in DIR");

@@ -6,6 +6,9 @@
 #include "mcp/tools/cg_tools.h"
 #include "mcp/tools/cg_tools_wait.h"
 #include "mcp/cg_jsonrpc.h"
+#include "base/cg_util.h"
+
+#include <string.h>
 
 //  tools/list: the table's tools, then the providers'.
 static void
@@ -13,8 +16,20 @@ s_list (const cg_request_t *req, json_t *params)
 {
     (void)params;
     json_t *tools = cg_tools_list (cg_server_config (req->server));
+    //  The tools that run code or fetch packages say what the network is.
+    cleanup_free char *note = cg_tools_network_note (cg_server_registry (req->server));
+    size_t i;
+    json_t *tool;
+    json_array_foreach (tools, i, tool)
+    {
+        const char *name = json_string_value (json_object_get (tool, "name"));
+        if (strcmp (name, "execute_code") == 0 || strcmp (name, "install_package") == 0) {
+            const char *text = json_string_value (json_object_get (tool, "description"));
+            json_object_set_new (tool, "description", json_sprintf ("%s %s", text, note));
+        }
+    }
     const cg_provider_t *p;
-    for (size_t i = 0; (p = cg_server_provider (req->server, i)); i++) {
+    for (i = 0; (p = cg_server_provider (req->server, i)); i++) {
         json_t *more = p->tools ? p->tools () : NULL;
         json_array_extend (tools, more);
         json_decref (more);
@@ -104,7 +119,9 @@ cg_tools_register (cg_server_t *server)
     cg_server_set_call_ops (server, &ops);
     cg_server_add_hooks (server, &hooks);
     cg_server_set_tool_traits (server, s_traits);
-    cg_server_set_instructions (server, CG_TOOLS_INSTRUCTIONS);
+    cleanup_free char *note = cg_tools_network_note (cg_server_registry (server));
+    cleanup_free char *instructions = cg_strdupf ("%s %s", CG_TOOLS_INSTRUCTIONS, note);
+    cg_server_set_instructions (server, instructions);
     if (cg_server_loop (server)) /* the calls waiting for their session, before every wait */
         cg_tools_wait_on_loop (server);
 }

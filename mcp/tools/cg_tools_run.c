@@ -202,6 +202,9 @@ cg_tools_execute_request (const cg_config_t *config, const char *tool, json_t *a
         json_object_set (request, "stdin", stdin_value);
     if (json_is_string (session_id))
         json_object_set (request, "session_id", session_id);
+    json_t *egress_allow = json_object_get (arguments, "egress_allow");
+    if (egress_allow)
+        json_object_set (request, "egress_allow", egress_allow);
     return request;
 }
 
@@ -229,7 +232,13 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
     const char *language = json_string_value (json_object_get (request, "language"));
     cg_registry_session_t *session = cg_registry_find (registry, req->client->id, session_id);
     const char *tool = req->tool->name;
-    if (req->tool->flags & CG_TOOL_SESSION_GIVEN && !session) {
+    json_t *egress_allow = json_object_get (request, "egress_allow");
+    if (egress_allow && session)
+        *refusal = s_invalid ("INVALID_PARAMS",
+                              "egress_allow applies to a new sandbox (a one-shot run or a new "
+                              "session); this session has its list already",
+                              language);
+    else if (req->tool->flags & CG_TOOL_SESSION_GIVEN && !session) {
         cleanup_free char *message = cg_strdupf ("No active session with id %s", session_id);
         *refusal = cg_tools_refusal (tool, language, session_id, "session_not_found", message);
     }
@@ -242,7 +251,8 @@ s_run_session (const cg_request_t *req, json_t *request, json_t **refusal)
                                      "a cell in this session's kernel (one run at a time); call "
                                      "again once it has finished.");
     else if (session_id && !session) {
-        session = cg_registry_create (registry, req->client->id, session_id, language, NULL);
+        session = cg_registry_create (registry, req->client->id, session_id, language, NULL,
+                                      egress_allow);
         if (!session)
             *refusal = cg_tools_max_sessions (req, language, session_id);
     }
@@ -282,6 +292,20 @@ cg_tools_run_request (const cg_request_t *req, json_t **request_p)
         cg_random_hex (generated + 5, 6);
         json_object_set_new (request, "session_id", json_string (generated));
     }
+    //  A new sandbox's own egress list, checked against the server's and normalized.
+    json_t *egress_allow = NULL;
+    cleanup_free char *egress_error = NULL;
+    if (cg_tools_egress_allow (registry, json_object_get (request, "egress_allow"), &egress_allow,
+                               &egress_error)
+        < 0) {
+        cg_request_result (req,
+                           s_invalid ("INVALID_PARAMS", egress_error,
+                                      json_string_value (json_object_get (request, "language"))));
+        json_decref (request);
+        return NULL;
+    }
+    if (egress_allow)
+        json_object_set_new (request, "egress_allow", egress_allow);
     const char *session_id = json_string_value (json_object_get (request, "session_id"));
     cg_registry_session_t *existing = cg_registry_find (registry, req->client->id, session_id);
     if (existing && flags & CG_TOOL_SESSION_GIVEN)
@@ -290,7 +314,8 @@ cg_tools_run_request (const cg_request_t *req, json_t **request_p)
     zactor_t *oneshot = NULL;
     if (!refusal && !session
         && !(oneshot = cg_registry_oneshot_claim (
-                 registry, json_string_value (json_object_get (request, "language")))))
+                 registry, json_string_value (json_object_get (request, "language")),
+                 json_object_get (request, "egress_allow"))))
         refusal = cg_tools_max_sessions (
             req, json_string_value (json_object_get (request, "language")), NULL);
     if (refusal) {

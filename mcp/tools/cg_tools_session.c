@@ -34,11 +34,20 @@ cg_tools_start_session (const cg_request_t *req, json_t *arguments)
         cg_request_result (req, cg_tools_error_object ("invalid_params", error, NULL));
         return;
     }
+    cg_registry_t *registry = cg_server_registry (req->server);
+    json_t *egress_allow = NULL;
+    cleanup_free char *egress_error = NULL;
+    if (cg_tools_egress_allow (registry, json_object_get (arguments, "egress_allow"), &egress_allow,
+                               &egress_error)
+        < 0) {
+        cg_request_result (req, cg_tools_error_object ("invalid_params", egress_error, NULL));
+        return;
+    }
     char session_id[18] = "sess_";
     cg_random_hex (session_id + 5, 6);
-    cg_registry_session_t *session =
-        cg_registry_create (cg_server_registry (req->server), req->client->id, session_id,
-                            canonical, json_string_value (name));
+    cg_registry_session_t *session = cg_registry_create (
+        registry, req->client->id, session_id, canonical, json_string_value (name), egress_allow);
+    json_decref (egress_allow);
     if (!session) {
         cg_request_result (req, cg_tools_max_sessions (req, NULL, NULL));
         return;
@@ -112,7 +121,7 @@ cg_tools_started (cg_server_t *server, cg_call_t *call, cg_registry_session_t *s
 
 //  One entry of list_sessions: seed 002's fields, memory_mb to 0.1 MB, and languages.
 static json_t *
-s_list_entry (cg_registry_session_t *s)
+s_list_entry (cg_registry_t *registry, cg_registry_session_t *s)
 {
     json_t *packages = cg_registry_names (s->packages);
     json_t *entry =
@@ -123,6 +132,7 @@ s_list_entry (cg_registry_session_t *s)
                    s->memory_mb >= 0 ? json_real (round (s->memory_mb * 10) / 10) : json_null (),
                    "packages_installed", packages, "busy", s->busy != NULL);
     json_object_set_new (entry, "languages", cg_registry_names (s->languages));
+    json_object_set_new (entry, "egress", cg_tools_egress_describe (registry, s));
     //  The workspace's own file system, as the kernel counts it; null: no limit.
     cg_wsfs_usage_t usage;
     if (cg_registry_usage (s, &usage) == 1)
@@ -145,7 +155,7 @@ cg_tools_list_sessions (const cg_request_t *req, json_t *arguments)
     json_t *list = json_array ();
     zlistx_t *mine = cg_registry_sessions (cg_server_registry (req->server), req->client->id);
     for (cg_registry_session_t *s = zlistx_first (mine); s; s = zlistx_next (mine))
-        json_array_append_new (list, s_list_entry (s));
+        json_array_append_new (list, s_list_entry (cg_server_registry (req->server), s));
     zlistx_destroy (&mine);
     json_t *structured =
         json_pack ("{s:o, s:o}", "sessions", list, "limits",

@@ -286,7 +286,7 @@ h_start (h_t *self, const char **args, cg_server_setup_fn *extra)
     if (!self->instance)
         goto failed;
     cg_server_core_init (&self->server, &self->config,
-                         cg_registry_new (&self->config, self->backend, self->instance));
+                         cg_registry_new (&self->config, self->backend, self->instance, NULL));
     cg_serve_mcp_features (&self->server, extra);
     return 0;
 failed:

@@ -389,7 +389,7 @@ main (void)
         return 1;
     }
     s_config = &config;
-    cg_registry_t *registry = cg_registry_new (&config, NULL, NULL);
+    cg_registry_t *registry = cg_registry_new (&config, NULL, NULL, NULL);
     cg_registry_observe_runs (registry, s_observe, NULL);
     s_cells (registry);
     s_replies (registry);

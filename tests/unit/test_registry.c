@@ -129,7 +129,7 @@ s_oneshot (cg_registry_t *registry)
 static void
 s_early (const cg_config_t *config)
 {
-    cg_registry_t *registry = cg_registry_new (config, NULL, NULL);
+    cg_registry_t *registry = cg_registry_new (config, NULL, NULL, NULL);
     cg_registry_observe_runs (registry, s_observe, "late");
     cg_registry_observe_runs_early (registry, s_observe, "early");
     cg_registry_session_t *session = s_session ("k1");
@@ -165,7 +165,7 @@ s_runner_actor (zsock_t *pipe, void *arg)
 static void
 s_closing_side_by_side (const cg_config_t *config)
 {
-    cg_registry_t *registry = cg_registry_new (config, NULL, NULL);
+    cg_registry_t *registry = cg_registry_new (config, NULL, NULL, NULL);
     cg_loop_t *loop = cg_loop_new ();
     cg_registry_on_loop (registry, loop);
     cg_registry_session_t *sessions[3];
@@ -217,7 +217,7 @@ s_result (zsock_t *push, cg_loop_t *loop, const char *key)
 static void
 s_begun_runs (const cg_config_t *config)
 {
-    cg_registry_t *registry = cg_registry_new (config, NULL, NULL);
+    cg_registry_t *registry = cg_registry_new (config, NULL, NULL, NULL);
     cg_loop_t *loop = cg_loop_new ();
     cg_registry_on_loop (registry, loop);
     cg_registry_on_events (registry, s_events, NULL);
@@ -274,7 +274,7 @@ main (void)
         fprintf (stderr, "config: %s\n", cg_error_message (err));
         return 1;
     }
-    cg_registry_t *registry = cg_registry_new (&config, NULL, NULL);
+    cg_registry_t *registry = cg_registry_new (&config, NULL, NULL, NULL);
     cg_registry_observe_runs (registry, s_observe, "first");
     cg_registry_observe_runs (registry, s_observe, "second");
     cg_registry_observe_runs (registry, s_observe, "third");

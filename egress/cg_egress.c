@@ -1,0 +1,499 @@
+/*  cg_egress — --egress proxy: squid, the relay and each sandbox's listener. */
+#define _GNU_SOURCE
+#include "egress/cg_egress.h"
+#include "egress/cg_egress_int.h"
+#include "egress/cg_egress_netns.h"
+#include "egress/cg_egress_relay.h"
+#include "egress/cg_egress_squid.h"
+#include "base/cg_fs.h"
+#include "base/cg_limits.h"
+#include "base/cg_log.h"
+#include "base/cg_util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int
+cg_egress_take_test_args (int *argc, char **argv, cg_egress_test_t *test, cg_error_t **err)
+{
+    int kept = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char **field = strcmp (argv[i], "--test-egress-hosts-file") == 0 ? &test->hosts_file
+                             : strcmp (argv[i], "--test-egress-allow-net") == 0 ? &test->allow_net
+                                                                                 : NULL;
+        if (!field) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= *argc)
+            return cg_error_set (err, EINVAL, "%s needs a value", argv[i]);
+        *field = argv[++i];
+    }
+    *argc = kept;
+    argv[kept] = NULL;
+    if (test->hosts_file || test->allow_net)
+        cg_log (1, "egress test settings in use (--test-egress-*): not for production");
+    return 0;
+}
+
+//  The squid program, or NULL. Static.
+static const char *
+s_squid_path (void)
+{
+    static const char *const paths[] = {"/usr/sbin/squid", "/usr/local/sbin/squid", NULL};
+    for (int i = 0; paths[i]; i++)
+        if (access (paths[i], X_OK) == 0)
+            return paths[i];
+    return NULL;
+}
+
+//  The server's list from CONFIG (a list, or @FILE). Returns it, or NULL with *err set.
+static cg_egress_policy_t *
+s_policy (const cg_config_t *config, cg_error_t **err)
+{
+    const char *text = config->egress_allow;
+    if (!text || !*text) {
+        cg_error_set (err, EINVAL,
+                      "--egress proxy needs --egress-allow: the hosts sandboxes may reach "
+                      "(e.g. --egress-allow pypi.org,files.pythonhosted.org)");
+        return NULL;
+    }
+    cleanup_free char *file_text = NULL;
+    if (text[0] == '@') {
+        file_text = cg_read_file (text + 1, 1024 * 1024, NULL, err);
+        if (!file_text) {
+            cg_error_wrap (err, "--egress-allow %s", text);
+            return NULL;
+        }
+        text = file_text;
+    }
+    cg_egress_policy_t *policy = cg_egress_policy_new ();
+    if (cg_egress_policy_add (policy, text, err) < 0) {
+        cg_error_wrap (err, "--egress-allow");
+        cg_egress_policy_destroy (&policy);
+        return NULL;
+    }
+    if (cg_egress_policy_count (policy) == 0) {
+        cg_error_set (err, EINVAL, "--egress-allow names no host");
+        cg_egress_policy_destroy (&policy);
+    }
+    return policy;
+}
+
+int
+cg_egress_check (const cg_config_t *config, cg_error_t **err)
+{
+    if (config->egress == CG_EGRESS_OFF)
+        return 0;
+    cg_egress_policy_t *policy = s_policy (config, err);
+    if (!policy)
+        return -1;
+    cg_egress_policy_destroy (&policy);
+    if (!s_squid_path ())
+        return cg_error_set (err, ENOENT,
+                             "--egress proxy runs squid, which is not installed (apt install "
+                             "squid, or scripts/setup.sh)");
+    return 0;
+}
+
+//  --------------------------------------------------------------------------
+//  squid
+
+//  A free TCP port on 127.0.0.1 (the kernel's pick). Returns it, or -1.
+static int
+s_free_port (void)
+{
+    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    int port = -1;
+    if (fd >= 0 && bind (fd, (struct sockaddr *)&addr, sizeof addr) == 0
+        && getsockname (fd, (struct sockaddr *)&addr, &len) == 0)
+        port = ntohs (addr.sin_port);
+    if (fd >= 0)
+        close (fd);
+    return port;
+}
+
+//  Whether something listens on 127.0.0.1:PORT.
+static bool
+s_answers (int port)
+{
+    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons ((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    bool ok = fd >= 0 && connect (fd, (struct sockaddr *)&addr, sizeof addr) == 0;
+    if (fd >= 0)
+        close (fd);
+    return ok;
+}
+
+//  Starts squid in the foreground on SELF's configuration. Returns 0, or -1 with *err set.
+static int
+s_squid_start (cg_egress_t *self, cg_error_t **err)
+{
+    const char *squid = s_squid_path ();
+    cleanup_free char *conf = cg_strdupf ("%s/squid.conf", self->dir);
+    cleanup_free char *out = cg_strdupf ("%s/squid.out", self->dir);
+    pid_t parent = getpid ();
+    pid_t pid = fork ();
+    if (pid == 0) {
+        //  squid dies with the server; it must not keep a port and a pipe of a dead one.
+        prctl (PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid () != parent)
+            _exit (1);
+        int null = open ("/dev/null", O_RDONLY);
+        int log = open (out, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (null < 0 || log < 0)
+            _exit (1);
+        dup2 (null, 0);
+        dup2 (log, 1);
+        dup2 (log, 2);
+        setpgid (0, 0);
+        sigset_t none;
+        sigemptyset (&none);
+        sigprocmask (SIG_SETMASK, &none, NULL);
+        execl (squid, squid, "-N", "-f", conf, (char *)NULL);
+        _exit (127);
+    }
+    if (pid < 0)
+        return cg_error_set (err, errno, "start squid: %s", strerror (errno));
+    self->squid_pid = pid;
+    for (int i = 0; i < 200; i++) {
+        if (s_answers (self->squid_port))
+            return 0;
+        int status;
+        if (waitpid (pid, &status, WNOHANG) == pid) {
+            self->squid_pid = 0;
+            cleanup_free char *tail = cg_read_file (out, 4096, NULL, NULL);
+            return cg_error_set (err, EIO, "squid ended at start (see %s): %s", out,
+                                 tail ? tail : "");
+        }
+        usleep (50 * 1000);
+    }
+    return cg_error_set (err, ETIMEDOUT, "squid did not listen on 127.0.0.1:%d within 10 s (%s)",
+                         self->squid_port, out);
+}
+
+//  Writes squid's per-session rules (the narrowed sessions) and, when RELOAD, tells squid to
+//  read them again. Returns 0, or -1 with *err set. Called with the lock held.
+static int
+s_write_sessions (cg_egress_t *self, bool reload, cg_error_t **err)
+{
+    cg_egress_session_rule_t rules[CG_EGRESS_SLOTS];
+    size_t count = 0;
+    for (size_t i = 0; i < CG_EGRESS_SLOTS; i++)
+        if (self->slots[i].used && self->slots[i].narrow)
+            rules[count++] = (cg_egress_session_rule_t){.src = self->slots[i].src,
+                                                        .policy = self->slots[i].narrow};
+    cleanup_free char *text = cg_egress_squid_sessions (rules, count);
+    cleanup_free char *path = cg_strdupf ("%s/sessions.conf", self->dir);
+    if (cg_write_file (path, text, strlen (text), 0644, err) < 0)
+        return -1;
+    if (reload && self->squid_pid > 0)
+        kill (self->squid_pid, SIGHUP);
+    return 0;
+}
+
+//  The environment of sandboxes in proxy mode.
+static void
+s_make_env (cg_egress_t *self, const cg_config_t *config)
+{
+    char **env = cg_strv_new (16);
+    size_t n = 0;
+    const char *proxy = "http://127.0.0.1:" CG_STR (CG_EGRESS_PORT);
+    static const char *const names[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+                                        "npm_config_proxy", "npm_config_https_proxy", NULL};
+    for (int i = 0; names[i]; i++)
+        env[n++] = cg_strdupf ("%s=%s", names[i], proxy);
+    env[n++] = cg_xstrdup ("NO_PROXY=localhost,127.0.0.1");
+    env[n++] = cg_xstrdup ("no_proxy=localhost,127.0.0.1");
+    if (config->pip_index_url) {
+        env[n++] = cg_strdupf ("PIP_INDEX_URL=%s", config->pip_index_url);
+        //  An index the operator gave as plain http:// is meant: pip ignores one unless
+        //  its host is trusted.
+        const char *url = config->pip_index_url;
+        if (strncmp (url, "http://", 7) == 0) {
+            size_t len = strcspn (url + 7, "/:?#");
+            env[n++] = cg_strdupf ("PIP_TRUSTED_HOST=%.*s", (int)len, url + 7);
+        }
+    }
+    if (config->npm_registry)
+        env[n++] = cg_strdupf ("npm_config_registry=%s", config->npm_registry);
+    //  Node's fetch ignores the proxy variables: this preload routes it through undici's
+    //  EnvHttpProxyAgent (kernels/javascript/cellgate-proxy.js).
+    env[n++] = cg_xstrdup ("NODE_OPTIONS=--require " CG_EGRESS_NODE_PRELOAD);
+    env[n] = NULL;
+    self->env = env;
+}
+
+cg_egress_t *
+cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe,
+               const cg_egress_test_t *test, cg_error_t **err)
+{
+    cg_egress_t *self = cg_xcalloc (1, sizeof *self);
+    pthread_mutex_init (&self->lock, NULL);
+    self->config = config;
+    self->log_fd = self->log_hold_fd = self->relay_fd = -1;
+    //  squid's files: as root it runs as another user (proxy), which must reach them, so they
+    //  live under /run rather than in a state dir that may be private.
+    self->dir = geteuid () == 0 ? cg_strdupf ("/run/cellgate/egress-%d", (int)getpid ())
+                                : cg_strdupf ("%s/egress", state_dir);
+    if (geteuid () == 0 && cg_mkdir_p ("/run/cellgate", 0755, err) < 0)
+        goto failed;
+    if (!(self->policy = s_policy (config, err)))
+        goto failed;
+    if (cg_mkdir_p (self->dir, 0755, err) < 0)
+        goto failed;
+    self->dir_made = true;
+    self->squid_port = s_free_port ();
+    cleanup_free char *fifo = cg_strdupf ("%s/access.fifo", self->dir);
+    unlink (fifo);
+    if (mkfifo (fifo, 0600) < 0) {
+        cg_error_set (err, errno, "%s: %s", fifo, strerror (errno));
+        goto failed;
+    }
+    //  Read end first (squid's open for writing waits for a reader), and a write end held
+    //  here so that squid's restart is never an end of file.
+    self->log_fd = open (fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    self->log_hold_fd = open (fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (self->log_fd < 0 || self->log_hold_fd < 0) {
+        cg_error_set (err, errno, "%s: %s", fifo, strerror (errno));
+        goto failed;
+    }
+    if (cg_egress_squid_prepare (self, test, fifo, err) < 0 || s_write_sessions (self, false, err) < 0
+        || s_squid_start (self, err) < 0)
+        goto failed;
+    self->relay_pid = cg_egress_relay_spawn (exe, self->squid_port, &self->relay_fd, err);
+    if (self->relay_pid < 0)
+        goto failed;
+    s_make_env (self, config);
+    cg_log (2, "egress: proxy mode, squid on 127.0.0.1:%d (pid %d), relay pid %d; allowed: %s",
+            self->squid_port, (int)self->squid_pid, (int)self->relay_pid,
+            config->egress_allow);
+    return self;
+failed:
+    cg_error_wrap (err, "--egress proxy");
+    cg_egress_destroy (&self);
+    return NULL;
+}
+
+//  Ends process *PID (SIGTERM, then SIGKILL after 2 s) and reaps it.
+static void
+s_end (pid_t *pid)
+{
+    if (*pid <= 0)
+        return;
+    kill (*pid, SIGTERM);
+    for (int i = 0; i < 40; i++) {
+        if (waitpid (*pid, NULL, WNOHANG) == *pid) {
+            *pid = 0;
+            return;
+        }
+        usleep (50 * 1000);
+    }
+    kill (*pid, SIGKILL);
+    waitpid (*pid, NULL, 0);
+    *pid = 0;
+}
+
+void
+cg_egress_destroy (cg_egress_t **self_p)
+{
+    cg_egress_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->relay_fd >= 0)
+        close (self->relay_fd); //  the relay ends when its control socket closes
+    s_end (&self->relay_pid);
+    s_end (&self->squid_pid);
+    if (self->log_fd >= 0)
+        close (self->log_fd);
+    if (self->log_hold_fd >= 0)
+        close (self->log_hold_fd);
+    for (size_t i = 0; i < CG_EGRESS_SLOTS; i++)
+        cg_egress_slot_clear (&self->slots[i]);
+    cg_egress_policy_destroy (&self->policy);
+    cg_strv_free (self->env);
+    if (self->dir_made)
+        cg_rm_rf (self->dir, NULL);
+    free (self->dir);
+    pthread_mutex_destroy (&self->lock);
+    free (self);
+    *self_p = NULL;
+}
+
+const cg_egress_policy_t *
+cg_egress_policy (cg_egress_t *self)
+{
+    return self->policy;
+}
+
+const char *const *
+cg_egress_env (cg_egress_t *self)
+{
+    return (const char *const *)self->env;
+}
+
+cg_egress_policy_t *
+cg_egress_narrow (cg_egress_t *self, json_t *egress_allow, cg_error_t **err)
+{
+    cg_egress_policy_t *narrow = NULL;
+    if (cg_egress_policy_narrow_json (self->policy, egress_allow, &narrow, err) < 0) {
+        cg_error_wrap (err, "egress_allow");
+        return NULL;
+    }
+    return narrow;
+}
+
+//  --------------------------------------------------------------------------
+//  Sessions
+
+int
+cg_egress_attach (cg_egress_t *self, const char *slot, pid_t init_pid,
+                  cg_egress_policy_t *narrow, cg_error_t **err)
+{
+    int listen_fd = cg_egress_netns_listen (init_pid, CG_EGRESS_PORT, err);
+    if (listen_fd < 0) {
+        cg_egress_policy_destroy (&narrow);
+        return -1;
+    }
+    pthread_mutex_lock (&self->lock);
+    int rc = -1;
+    cg_egress_slot_t *entry = cg_egress_slot_new (self, slot, err);
+    if (entry) {
+        entry->narrow = narrow;
+        narrow = NULL;
+        const cg_config_t *config = self->config;
+        cg_egress_limits_t limits = {
+            .max_conns = config->egress_max_conns,
+            .max_up = (long long)config->egress_max_mb_up * 1024 * 1024,
+            .max_down = (long long)config->egress_max_mb_down * 1024 * 1024,
+            .per_minute = config->egress_per_minute,
+        };
+        rc = cg_egress_relay_add (self->relay_fd, slot, entry->src, &limits, listen_fd, err);
+        if (rc == 0 && entry->narrow)
+            rc = s_write_sessions (self, true, err);
+        if (rc < 0)
+            cg_egress_slot_clear (entry);
+    }
+    pthread_mutex_unlock (&self->lock);
+    cg_egress_policy_destroy (&narrow);
+    close (listen_fd);
+    return rc;
+}
+
+void
+cg_egress_detach (cg_egress_t *self, const char *slot)
+{
+    pthread_mutex_lock (&self->lock);
+    cg_egress_slot_t *entry = cg_egress_slot_find (self, slot);
+    if (entry) {
+        cg_error_t *err = NULL;
+        if (cg_egress_relay_remove (self->relay_fd, slot, &err) < 0)
+            cg_log (1, "egress: %s", cg_error_message (err));
+        cg_error_destroy (&err);
+        bool narrowed = entry->narrow != NULL;
+        cg_egress_slot_clear (entry);
+        if (narrowed && s_write_sessions (self, true, &err) < 0)
+            cg_log (1, "egress: %s", cg_error_message (err));
+        cg_error_destroy (&err);
+    }
+    pthread_mutex_unlock (&self->lock);
+}
+
+json_t *
+cg_egress_describe (cg_egress_t *self, const char *slot)
+{
+    pthread_mutex_lock (&self->lock);
+    cg_egress_slot_t *entry = cg_egress_slot_find (self, slot);
+    json_t *out = NULL;
+    if (entry)
+        out = json_pack ("{s:s, s:o, s:b}", "mode", "proxy", "allow",
+                         cg_egress_policy_json (entry->narrow ? entry->narrow : self->policy),
+                         "narrowed", entry->narrow != NULL);
+    pthread_mutex_unlock (&self->lock);
+    return out;
+}
+
+//  --------------------------------------------------------------------------
+//  squid's files
+
+//  The user squid runs as when root starts it, and its ids.
+static int
+s_squid_user (const char **name, uid_t *uid, gid_t *gid)
+{
+    static const char *const users[] = {"proxy", "nobody", NULL};
+    for (int i = 0; users[i]; i++) {
+        struct passwd *pw = getpwnam (users[i]);
+        if (pw) {
+            *name = users[i];
+            *uid = pw->pw_uid;
+            *gid = pw->pw_gid;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int
+cg_egress_squid_prepare (cg_egress_t *self, const cg_egress_test_t *test, const char *fifo,
+                         cg_error_t **err)
+{
+    cleanup_free char *conf_path = cg_strdupf ("%s/squid.conf", self->dir);
+    cleanup_free char *cache_log = cg_strdupf ("%s/cache.log", self->dir);
+    cleanup_free char *pid_file = cg_strdupf ("%s/squid.pid", self->dir);
+    cleanup_free char *error_dir = cg_strdupf ("%s/errors", self->dir);
+    cleanup_free char *sessions = cg_strdupf ("%s/sessions.conf", self->dir);
+    const char *user = NULL;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    if (geteuid () == 0) {
+        //  squid drops to USER; it opens its logs and reads its pages as that user.
+        if (s_squid_user (&user, &uid, &gid) < 0)
+            return cg_error_set (err, ENOENT, "no 'proxy' or 'nobody' user for squid to run as");
+        int fd = open (cache_log, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0 || fchown (fd, uid, gid) < 0 || chown (fifo, uid, gid) < 0) {
+            int e = errno;
+            if (fd >= 0)
+                close (fd);
+            return cg_error_set (err, e, "squid's files in %s: %s", self->dir, strerror (e));
+        }
+        close (fd);
+    }
+    if (cg_egress_squid_write_pages (error_dir, err) < 0)
+        return -1;
+    const char *networks[] = {test ? test->allow_net : NULL, NULL};
+    cg_egress_squid_t conf = {
+        .policy = self->policy,
+        .port = self->squid_port,
+        .access_log = fifo,
+        .cache_log = cache_log,
+        .pid_file = pid_file,
+        .error_dir = error_dir,
+        .coredump_dir = self->dir,
+        .sessions_file = sessions,
+        .hosts_file = test ? test->hosts_file : NULL,
+        //  With a test hosts file nothing is looked up elsewhere: no packet leaves.
+        .dns_nameservers = test && test->hosts_file ? "127.0.0.1" : NULL,
+        .test_networks = networks[0] ? networks : NULL,
+        .effective_user = user,
+    };
+    cleanup_free char *text = cg_egress_squid_config (&conf, err);
+    if (!text)
+        return -1;
+    return cg_write_file (conf_path, text, strlen (text), 0600, err);
+}
