@@ -30,9 +30,9 @@ cg_egress_take_test_args (int *argc, char **argv, cg_egress_test_t *test, cg_err
 {
     int kept = 0;
     for (int i = 0; i < *argc; i++) {
-        const char **field = strcmp (argv[i], "--test-egress-hosts-file") == 0 ? &test->hosts_file
+        const char **field = strcmp (argv[i], "--test-egress-hosts-file") == 0  ? &test->hosts_file
                              : strcmp (argv[i], "--test-egress-allow-net") == 0 ? &test->allow_net
-                                                                                 : NULL;
+                                                                                : NULL;
         if (!field) {
             argv[kept++] = argv[i];
             continue;
@@ -215,8 +215,9 @@ s_make_env (cg_egress_t *self, const cg_config_t *config)
     char **env = cg_strv_new (16);
     size_t n = 0;
     const char *proxy = "http://127.0.0.1:" CG_STR (CG_EGRESS_PORT);
-    static const char *const names[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
-                                        "npm_config_proxy", "npm_config_https_proxy", NULL};
+    static const char *const names[] = {"HTTP_PROXY",  "HTTPS_PROXY",      "http_proxy",
+                                        "https_proxy", "npm_config_proxy", "npm_config_https_proxy",
+                                        NULL};
     for (int i = 0; names[i]; i++)
         env[n++] = cg_strdupf ("%s=%s", names[i], proxy);
     env[n++] = cg_xstrdup ("NO_PROXY=localhost,127.0.0.1");
@@ -274,16 +275,15 @@ cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe
         cg_error_set (err, errno, "%s: %s", fifo, strerror (errno));
         goto failed;
     }
-    if (cg_egress_squid_prepare (self, test, fifo, err) < 0 || s_write_sessions (self, false, err) < 0
-        || s_squid_start (self, err) < 0)
+    if (cg_egress_squid_prepare (self, test, fifo, err) < 0
+        || s_write_sessions (self, false, err) < 0 || s_squid_start (self, err) < 0)
         goto failed;
     self->relay_pid = cg_egress_relay_spawn (exe, self->squid_port, &self->relay_fd, err);
     if (self->relay_pid < 0)
         goto failed;
     s_make_env (self, config);
     cg_log (2, "egress: proxy mode, squid on 127.0.0.1:%d (pid %d), relay pid %d; allowed: %s",
-            self->squid_port, (int)self->squid_pid, (int)self->relay_pid,
-            config->egress_allow);
+            self->squid_port, (int)self->squid_pid, (int)self->relay_pid, config->egress_allow);
     return self;
 failed:
     cg_error_wrap (err, "--egress proxy");
@@ -363,8 +363,8 @@ cg_egress_narrow (cg_egress_t *self, json_t *egress_allow, cg_error_t **err)
 //  Sessions
 
 int
-cg_egress_attach (cg_egress_t *self, const char *slot, pid_t init_pid,
-                  cg_egress_policy_t *narrow, cg_error_t **err)
+cg_egress_attach (cg_egress_t *self, const char *slot, pid_t init_pid, cg_egress_policy_t *narrow,
+                  cg_error_t **err)
 {
     int listen_fd = cg_egress_netns_listen (init_pid, CG_EGRESS_PORT, err);
     if (listen_fd < 0) {

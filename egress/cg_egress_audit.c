@@ -8,9 +8,15 @@
 #include "base/cg_util.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+//  How long a run's end waits at most for its session's proxy connections to close, and
+//  how long after the last one closed squid's log line may take to arrive.
+#define S_TAKE_WAIT_US (250 * 1000)
+#define S_LOG_LAG_US (30 * 1000)
 
 //  --------------------------------------------------------------------------
 //  Slots
@@ -108,8 +114,8 @@ s_log_line (cg_egress_t *self, const char *line, size_t len)
         return;
     char at[32];
     cg_utc_now (at, false);
-    s_keep (entry, json_pack ("{s:s, s:s, s:i, s:s, s:i, s:s, s:s, s:I, s:I, s:I}", "at", at, "host",
-                              rec.host, "port", rec.port, "method", rec.method, "status",
+    s_keep (entry, json_pack ("{s:s, s:s, s:i, s:s, s:i, s:s, s:s, s:I, s:I, s:I}", "at", at,
+                              "host", rec.host, "port", rec.port, "method", rec.method, "status",
                               rec.status, "decision", allowed ? "allowed" : "denied", "reason",
                               rec.reason, "bytes_up", (json_int_t)rec.bytes_up, "bytes_down",
                               (json_int_t)rec.bytes_down, "ms", (json_int_t)rec.ms));
@@ -160,6 +166,12 @@ s_read_relay (cg_egress_t *self)
                                           "decision", "denied", "reason", reason ? reason : "limit",
                                           "bytes_up", 0, "bytes_down", 0, "ms", 0));
         }
+        else if (entry && kind && strcmp (kind, "busy") == 0)
+            entry->busy = true;
+        else if (entry && kind && strcmp (kind, "idle") == 0) {
+            entry->busy = false;
+            entry->idle_us = cg_now_us ();
+        }
         else if (kind && strcmp (kind, "error") == 0)
             cg_log (1, "egress relay: %s",
                     json_string_value (json_object_get (event, "message")) ?: "error");
@@ -195,13 +207,39 @@ cg_egress_read (cg_egress_t *self)
     pthread_mutex_unlock (&self->lock);
 }
 
+//  Whether SLOT's records may still be coming: a connection of it is open (squid logs a
+//  request at its end), or its last one closed under S_LOG_LAG_US ago (squid's line follows).
+//  Called with the lock held.
+static bool
+s_pending (cg_egress_t *self, const char *slot)
+{
+    cg_egress_slot_t *entry = cg_egress_slot_find (self, slot);
+    return entry
+           && (entry->busy || (entry->idle_us && cg_now_us () - entry->idle_us < S_LOG_LAG_US));
+}
+
 json_t *
 cg_egress_take (cg_egress_t *self, const char *slot)
 {
+    //  A run that ends waits a little for its session's requests to end and be logged, so that
+    //  they are in its own execution-log entry; a connection left open (a keep-alive pool) is
+    //  not waited for past S_TAKE_WAIT_US: its requests go to the next run's entry.
+    int64_t deadline = cg_now_us () + S_TAKE_WAIT_US;
+    for (;;) {
+        pthread_mutex_lock (&self->lock);
+        s_read_log (self);
+        if (self->relay_fd >= 0)
+            s_read_relay (self);
+        bool pending = s_pending (self, slot);
+        int relay_fd = self->relay_fd;
+        pthread_mutex_unlock (&self->lock);
+        if (!pending || cg_now_us () >= deadline)
+            break;
+        struct pollfd fds[2] = {{.fd = self->log_fd, .events = POLLIN},
+                                {.fd = relay_fd, .events = POLLIN}};
+        poll (fds, relay_fd >= 0 ? 2 : 1, 10);
+    }
     pthread_mutex_lock (&self->lock);
-    s_read_log (self);
-    if (self->relay_fd >= 0)
-        s_read_relay (self);
     cg_egress_slot_t *entry = cg_egress_slot_find (self, slot);
     json_t *out = json_array ();
     if (entry) {
@@ -211,6 +249,7 @@ cg_egress_take (cg_egress_t *self, const char *slot)
         if (entry->omitted)
             json_array_append_new (out, json_pack ("{s:I}", "omitted", (json_int_t)entry->omitted));
         entry->omitted = 0;
+        entry->idle_us = 0;
     }
     pthread_mutex_unlock (&self->lock);
     return out;

@@ -64,6 +64,15 @@ s_unwait (cg_relay_t *relay, cg_relay_conn_t *conn)
     conn->wait_prev = conn->wait_next = NULL;
 }
 
+//  Tells the server that SESSION has a connection open now ("busy") or none ("idle"): a run
+//  that ends waits for its session's connections to close, whose requests squid logs at
+//  their end.
+static void
+s_activity (cg_relay_t *relay, cg_relay_session_t *session, const char *what)
+{
+    cg_relay_emit (relay, json_pack ("{s:s, s:s}", "event", what, "session", session->id), true);
+}
+
 //  Closes CONN's fds and takes it out of its session; it is freed by cg_relay_reap.
 static void
 s_close (cg_relay_t *relay, cg_relay_conn_t *conn)
@@ -82,6 +91,8 @@ s_close (cg_relay_t *relay, cg_relay_conn_t *conn)
         conn->next->prev = conn->prev;
     session->conns--;
     relay->conns--;
+    if (session->conns == 0)
+        s_activity (relay, session, "idle");
     conn->dead = true;
     conn->next = relay->dead_conns;
     relay->dead_conns = conn;
@@ -189,6 +200,8 @@ s_admit (cg_relay_t *relay, cg_relay_session_t *session, int fd, int client_port
     session->head = conn;
     session->conns++;
     relay->conns++;
+    if (session->conns == 1)
+        s_activity (relay, session, "busy");
     s_connect (relay, conn);
 }
 

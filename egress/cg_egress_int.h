@@ -19,6 +19,8 @@ typedef struct {
     cg_egress_policy_t *narrow; /* its own list, or NULL: the server's */
     json_t *records;            /* since the last take */
     size_t omitted;             /* records past CG_EGRESS_RECORDS_MAX since then */
+    bool busy;                  /* the relay has a connection of it open */
+    int64_t idle_us;            /* when its last connection closed, since the last take; 0 */
 } cg_egress_slot_t;
 
 struct cg_egress_t {

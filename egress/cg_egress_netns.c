@@ -23,13 +23,20 @@ static const char *
 s_step (int step)
 {
     switch (step) {
-    case S_NET: return "enter its network namespace";
-    case S_USER: return "enter its user namespace";
-    case S_SOCKET: return "make a socket";
-    case S_BIND: return "bind 127.0.0.1 (is lo up?)";
-    case S_LISTEN: return "listen";
-    case S_SEND: return "hand the socket over";
-    default: return "make the listener";
+        case S_NET:
+            return "enter its network namespace";
+        case S_USER:
+            return "enter its user namespace";
+        case S_SOCKET:
+            return "make a socket";
+        case S_BIND:
+            return "bind 127.0.0.1 (is lo up?)";
+        case S_LISTEN:
+            return "listen";
+        case S_SEND:
+            return "hand the socket over";
+        default:
+            return "make the listener";
     }
 }
 

@@ -59,7 +59,9 @@ int cg_egress_relay_remove (int control_fd, const char *session, cg_error_t **er
     Events: {"event":"denied","session","reason"} (a connection refused with a 403, or a
     session's byte limit reached: its connections closed), {"event":"removed","session","up",
     "down"}, {"event":"error","session","message"} (an add refused, a remove of an unknown
-    session, the proxy unreachable for 5 s); and {"event":"closed"} when the relay closed its
+    session, the proxy unreachable for 5 s), {"event":"busy"|"idle","session"} when the
+    session's first connection opens and its last one closes; and {"event":"closed"} when
+    the relay closed its
     end (it exited; every later call returns it again). */
 json_t *cg_egress_relay_read (int control_fd);
 

@@ -40,8 +40,7 @@ cg_tools_network_note (cg_registry_t *registry)
 }
 
 int
-cg_tools_egress_allow (cg_registry_t *registry, json_t *egress_allow, json_t **allow,
-                       char **error)
+cg_tools_egress_allow (cg_registry_t *registry, json_t *egress_allow, json_t **allow, char **error)
 {
     *allow = NULL;
     if (!egress_allow)

@@ -125,16 +125,46 @@ s_pattern (char *buf, size_t len, unsigned seed)
         buf[i] = (char)((i * 7919 + seed * 104729 + (i >> 12)) & 0xff);
 }
 
+//  The busy and idle events seen last (a session's first connection opened, its last one
+//  closed): "<event> <session>", or "".
+static char s_activity[64];
+
+//  The next event, busy and idle ones aside (noted in s_activity), or NULL.
 static json_t *
 s_event (int control)
 {
     for (int i = 0; i < S_WAIT_MS / 10; i++) {
         json_t *event = cg_egress_relay_read (control);
+        const char *name = json_string_value (json_object_get (event, "event"));
+        if (name && (strcmp (name, "busy") == 0 || strcmp (name, "idle") == 0)) {
+            snprintf (s_activity, sizeof s_activity, "%s %s", name,
+                      json_string_value (json_object_get (event, "session")));
+            json_decref (event);
+            i--;
+            continue;
+        }
         if (event)
             return event;
         s_ready (control, POLLIN, 10);
     }
     return NULL;
+}
+
+//  Waits for the busy or idle event WANT ("busy <session>"); other events are dropped.
+static bool
+s_activity_is (int control, const char *want)
+{
+    for (int i = 0; i < S_WAIT_MS / 10 && strcmp (s_activity, want) != 0; i++) {
+        json_t *event = cg_egress_relay_read (control);
+        const char *name = json_string_value (json_object_get (event, "event"));
+        if (name && (strcmp (name, "busy") == 0 || strcmp (name, "idle") == 0))
+            snprintf (s_activity, sizeof s_activity, "%s %s", name,
+                      json_string_value (json_object_get (event, "session")));
+        if (!event)
+            s_ready (control, POLLIN, 10);
+        json_decref (event);
+    }
+    return strcmp (s_activity, want) == 0;
 }
 
 //  The next event is EVENT for SESSION, with FIELD equal to VALUE when FIELD is not NULL.
@@ -308,6 +338,9 @@ s_test_bytes (void)
     int port = s_session (&relay, "0123456789ab", "127.64.0.1", s_wide);
     int upstream, client = s_open (&relay, port, "127.64.0.1", &upstream);
     CHECK (client >= 0, "relayed");
+    //  The session's first connection makes it busy (the server waits for its end).
+    EXPECT (s_activity_is (relay.control, "busy 0123456789ab"),
+            "busy when its first connection opened: '%s'", s_activity);
     s_exchange (client, upstream, S_MB, S_MB, 1);
     shutdown (client, SHUT_WR);
     char buf[64];
@@ -317,6 +350,8 @@ s_test_bytes (void)
     size_t got = s_read_all (client, buf, sizeof buf);
     EXPECT (got == 5 && memcmp (buf, "after", 5) == 0, "the answer after the half-close");
     close (client);
+    EXPECT (s_activity_is (relay.control, "idle 0123456789ab"),
+            "idle when its last one closed: '%s'", s_activity);
     cg_error_t *err = NULL;
     EXPECT (cg_egress_relay_remove (relay.control, "0123456789ab", &err) == 0, "remove");
     json_t *event = s_event (relay.control);
