@@ -109,7 +109,8 @@ s_sandbox_limits (const cg_config_t *config)
         .sandbox_uid = config->sandbox_uid,
         .sandbox_gid = config->sandbox_gid,
         .wheelhouse = config->wheelhouse,
-        .npm_mirror = config->npm_mirror};
+        .npm_mirror = config->npm_mirror,
+        .egress_proxy = config->egress == CG_EGRESS_PROXY};
 }
 
 //  What the MCP server registers beside its features and tools: the conformance suite's

@@ -363,7 +363,7 @@ cg_backend_limits (cg_backend_t *self)
             cg_strdupf ("file size: %d MB per file (RLIMIT_FSIZE)", c->fsize_mb);
         cleanup_free char *writable = cg_sandbox_writable (c, self->ops->kind);
         report = json_pack ("{s:[s, s, s, s, s, s, s], s:[]}", "enforced", memory, pids, cpu, fsize,
-                            "no network (an empty network namespace)", writable,
+                            CG_SANDBOX_NETWORK (c), writable,
                             "no capabilities, no_new_privs, seccomp", "not_enforced");
         if (c->workspace_mb == 0)
             json_array_append_new (json_object_get (report, "not_enforced"),

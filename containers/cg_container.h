@@ -111,7 +111,15 @@ typedef struct {
     const char *docker_host; /* docker: unix://PATH or tcp://HOST:PORT, or NULL: DOCKER_HOST,
                                 else unix:///var/run/docker.sock */
     bool docker_tcp;         /* docker: a tcp:// host is allowed (no TLS: root on it) */
+    bool egress_proxy;       /* --egress proxy: the limits report says what the network is */
 } cg_sandbox_limits_t;
+
+/*  The limits report's words for LIMITS' network. Static. */
+#define CG_SANDBOX_NETWORK(limits)                                                           \
+    ((limits)->egress_proxy ? "network: HTTP and HTTPS to the --egress-allow hosts only, "   \
+                              "through the audited proxy (a listener in an otherwise empty " \
+                              "network namespace)"                                           \
+                            : "no network (an empty network namespace)")
 
 /*  What a sandbox of backend KIND ("oci", "rootless", "docker") under LIMITS may write and
     how much, for the limits report (rootless: its user is root in its user namespace, so

@@ -85,13 +85,12 @@ cg_rootless_limits_report (const cg_sandbox_limits_t *limits)
     cleanup_free char *share =
         cg_strdupf ("CPU share: --cpus %g (no cgroup is delegated to this user)", limits->cpus);
     cleanup_free char *writable = cg_sandbox_writable (limits, "rootless");
-    return json_pack ("{s:[s, s, s, s, s, s, s, s], s:[s, s, s, s]}", "enforced", memory, pids,
-                      fsize, cpu, "no network (an empty network namespace)", writable,
-                      "no capabilities, no_new_privs, seccomp",
-                      "timeouts, idle culling, max sessions", "not_enforced", share,
-                      "memory for the sandbox as a whole (a cgroup's limit, swap off)",
-                      CG_SANDBOX_DISK_UNLIMITED,
-                      "memory peaks and OOM counts in results (no cgroup to read them)");
+    return json_pack (
+        "{s:[s, s, s, s, s, s, s, s], s:[s, s, s, s]}", "enforced", memory, pids, fsize, cpu,
+        CG_SANDBOX_NETWORK (limits), writable, "no capabilities, no_new_privs, seccomp",
+        "timeouts, idle culling, max sessions", "not_enforced", share,
+        "memory for the sandbox as a whole (a cgroup's limit, swap off)", CG_SANDBOX_DISK_UNLIMITED,
+        "memory peaks and OOM counts in results (no cgroup to read them)");
 }
 
 //  The pid namespace of host process PID ("pid:[N]"), into OUT. Returns 0 or -1.

@@ -43,6 +43,9 @@ cg_egress_relay_spawn (const char *exe, int upstream_port, int *control_fd, cg_e
         if (dup2 (null_high, 0) < 0 || dup2 (2, 1) < 0 || dup2 (child_end, 3) < 0)
             _exit (127);
         close_range (4, ~0U, 0);
+        //  A process group of its own: a terminal's ^C or a signal to the server's group is
+        //  the server's to handle; the relay ends when the server closes its control socket.
+        setpgid (0, 0);
         execv (exe, argv);
         _exit (127);
     }

@@ -68,7 +68,9 @@ s_flush (cg_relay_t *relay)
         if (send (control->watch.fd, out->text, out->len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 break;
-            cg_log (0, "egress relay: control socket: %s", strerror (errno));
+            //  The server's end closed (ECONNRESET, EPIPE: it stopped): no error of ours.
+            if (errno != ECONNRESET && errno != EPIPE)
+                cg_log (0, "egress relay: control socket: %s", strerror (errno));
             control->closed = true;
             break;
         }
@@ -297,7 +299,7 @@ s_control_read (cg_relay_t *relay)
             return;
         if (n <= 0) {
             //  A SOCK_SEQPACKET read of 0 is the server's end closed (it sends no empty one).
-            if (n < 0)
+            if (n < 0 && errno != ECONNRESET)
                 cg_log (0, "egress relay: control socket: %s", strerror (errno));
             control->closed = true;
             return;
