@@ -243,7 +243,8 @@ static const cg_config_option_t s_options[] = {
      "only, through an audited proxy the server runs: docs/egress.md)"},
     {"--egress-allow", "CELLGATE_EGRESS_ALLOW", CG_CONFIG_STRING, OFF (egress_allow), NULL, 0, 0,
      "the hosts --egress proxy reaches: host, *.suffix (its subdomains) or an IP literal, each "
-     "with an optional :port (else 80 and 443), comma-separated, or @FILE (one per line)"},
+     "with an optional :port (else 80 and 443), comma-separated, or @FILE (one per line); "
+     "given again, it adds to the list"},
     {"--pip-index-url", "CELLGATE_PIP_INDEX_URL", CG_CONFIG_STRING, OFF (pip_index_url), NULL, 0, 0,
      "the Python package index pip uses in proxy mode (its host must be allowed)"},
     {"--npm-registry", "CELLGATE_NPM_REGISTRY", CG_CONFIG_STRING, OFF (npm_registry), NULL, 0, 0,
@@ -707,6 +708,7 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         if (value && s_give (self, &s_options[i], value, s_options[i].env, err) < 0)
             return -1;
     }
+    bool allow_given = false; /* --egress-allow given once already: a second one adds to it */
     for (int arg = 0; arg < argc; arg++) {
         const char *name = argv[arg];
         const char *value = NULL;
@@ -728,6 +730,10 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
             value = argv[++arg];
         else
             return cg_error_set (err, EINVAL, "%s needs a value", option->flag);
+        cleanup_free char *joined = NULL;
+        if (option->offset == OFF (egress_allow) && allow_given && *value)
+            value = joined = cg_strdupf ("%s,%s", self->egress_allow, value);
+        allow_given |= option->offset == OFF (egress_allow);
         if (s_give (self, option, value, option->flag, err) < 0)
             return -1;
     }

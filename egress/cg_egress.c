@@ -70,20 +70,21 @@ s_policy (const cg_config_t *config, cg_error_t **err)
                       "(e.g. --egress-allow pypi.org,files.pythonhosted.org)");
         return NULL;
     }
-    cleanup_free char *file_text = NULL;
-    if (text[0] == '@') {
-        file_text = cg_read_file (text + 1, 1024 * 1024, NULL, err);
-        if (!file_text) {
-            cg_error_wrap (err, "--egress-allow %s", text);
+    //  Comma-separated pieces, each entries or @FILE (the flag given more than once is
+    //  joined with commas: cg_config).
+    cg_egress_policy_t *policy = cg_egress_policy_new ();
+    cleanup_free char *copy = cg_xstrdup (text);
+    char *save = NULL;
+    for (char *piece = strtok_r (copy, ",", &save); piece; piece = strtok_r (NULL, ",", &save)) {
+        piece += strspn (piece, " \t\n");
+        cleanup_free char *file_text =
+            piece[0] == '@' ? cg_read_file (piece + 1, 1024 * 1024, NULL, err) : NULL;
+        if ((piece[0] == '@' && !file_text)
+            || cg_egress_policy_add (policy, file_text ? file_text : piece, err) < 0) {
+            cg_error_wrap (err, "--egress-allow %s", piece);
+            cg_egress_policy_destroy (&policy);
             return NULL;
         }
-        text = file_text;
-    }
-    cg_egress_policy_t *policy = cg_egress_policy_new ();
-    if (cg_egress_policy_add (policy, text, err) < 0) {
-        cg_error_wrap (err, "--egress-allow");
-        cg_egress_policy_destroy (&policy);
-        return NULL;
     }
     if (cg_egress_policy_count (policy) == 0) {
         cg_error_set (err, EINVAL, "--egress-allow names no host");

@@ -166,6 +166,19 @@ s_test_environment_then_flags (void)
     EXPECT (rc == 0 && config.http && strcmp (config.http, "127.0.0.1:8123") == 0,
             "a bare --http port is loopback");
     cg_config_clear (&config);
+
+    //  --egress-allow given twice adds to the list (a host silently dropped would be a
+    //  surprise); its variable is replaced by the flags, as every variable is.
+    setenv ("CELLGATE_EGRESS_ALLOW", "env.example.com", 1);
+    const char *allow[] = {"--egress-allow", "a.example.com,b.example.com",
+                           "--egress-allow=@/etc/cellgate/allow", NULL};
+    rc = s_load (&config, allow, message, sizeof message);
+    EXPECT (rc == 0 && config.egress_allow
+                && strcmp (config.egress_allow, "a.example.com,b.example.com,@/etc/cellgate/allow")
+                       == 0,
+            "--egress-allow twice: '%s'", config.egress_allow ? config.egress_allow : "(null)");
+    cg_config_clear (&config);
+    s_clear_environment ();
 }
 
 //  Loads ARGS (or, with ENV, the variable set to VALUE) and expects an error containing WANT.
