@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define S_NAME_MAX 253      /* a DNS name's text, without a trailing dot */
-#define S_LABEL_MAX 63      /* one label */
+#define S_NAME_MAX 253       /* a DNS name's text, without a trailing dot */
+#define S_LABEL_MAX 63       /* one label */
 #define S_ENTRY_TEXT_MAX 270 /* "*." + name + ":65535", and an IPv6 literal in brackets */
 #define S_SEPARATORS " \t\r\n\v\f,"
 
@@ -87,7 +87,8 @@ s_check_name (char *name)
             if (name[i - 1] == '-')
                 return "a label does not end with '-'";
             if (c == '\0' && digits_only)
-                return "a host name's last label is not all digits (an IPv4 address is a dotted quad)";
+                return "a host name's last label is not all digits (an IPv4 address is a dotted "
+                       "quad)";
             label = 0;
             digits_only = true;
             continue;
@@ -104,7 +105,8 @@ s_check_name (char *name)
     }
     if (!strchr (name, '.'))
         return "a host name needs at least one dot";
-    if (strcmp (name, "localhost") == 0 || (len > 10 && strcmp (name + len - 10, ".localhost") == 0))
+    if (strcmp (name, "localhost") == 0
+        || (len > 10 && strcmp (name + len - 10, ".localhost") == 0))
         return "localhost is never allowed";
     return NULL;
 }
@@ -185,7 +187,8 @@ s_parse_entry (const char *raw, size_t len, s_entry_t *entry, cg_error_t **err)
     else if (memchr (raw, '\0', len))
         why = "a NUL byte";
     if (why)
-        return cg_error_set (err, EINVAL, "egress entry \"%s\": %s", s_quote (raw, len, quoted), why);
+        return cg_error_set (err, EINVAL, "egress entry \"%s\": %s", s_quote (raw, len, quoted),
+                             why);
     memcpy (buf, raw, len);
     buf[len] = '\0';
     if (strstr (buf, "://"))
@@ -215,8 +218,11 @@ s_parse_entry (const char *raw, size_t len, s_entry_t *entry, cg_error_t **err)
     if (!why && port)
         why = s_parse_port (port, &entry->port);
     if (why)
-        return cg_error_set (err, EINVAL, "egress entry \"%s\": %s", s_quote (raw, len, quoted), why);
-    const char *open = entry->kind == CG_EGRESS_IPV6 ? "[" : entry->kind == CG_EGRESS_SUFFIX ? "*." : "";
+        return cg_error_set (err, EINVAL, "egress entry \"%s\": %s", s_quote (raw, len, quoted),
+                             why);
+    const char *open = entry->kind == CG_EGRESS_IPV6     ? "["
+                       : entry->kind == CG_EGRESS_SUFFIX ? "*."
+                                                         : "";
     const char *close = entry->kind == CG_EGRESS_IPV6 ? "]" : "";
     int n = snprintf (entry->text, sizeof entry->text, "%s%s%s", open, entry->name, close);
     if (entry->port)
@@ -380,7 +386,8 @@ cg_egress_policy_allows (const cg_egress_policy_t *self, const char *host, int p
             continue;
         if (entry->kind == kind && strcmp (entry->name, name) == 0)
             return true;
-        if (entry->kind == CG_EGRESS_SUFFIX && kind == CG_EGRESS_HOST && s_below (name, entry->name))
+        if (entry->kind == CG_EGRESS_SUFFIX && kind == CG_EGRESS_HOST
+            && s_below (name, entry->name))
             return true;
     }
     return false;
@@ -426,7 +433,8 @@ s_narrow_check (const cg_egress_policy_t *server, cg_egress_policy_t **session,
 {
     for (int i = 0; i < (*session)->count; i++)
         if (!s_covered (server, &(*session)->entries[i])) {
-            cg_error_set (err, EPERM, "egress entry \"%s\" is not covered by the server's egress list",
+            cg_error_set (err, EPERM,
+                          "egress entry \"%s\" is not covered by the server's egress list",
                           (*session)->entries[i].text);
             cg_egress_policy_destroy (session);
             return -1;

@@ -15,11 +15,11 @@
     "this network", private, shared (CGN, also Alibaba's metadata 100.100.100.200), loopback,
     link-local (169.254.169.254, the clouds' metadata), IETF protocol assignments, the
     documentation and benchmarking blocks, 6to4 relays, multicast, reserved and broadcast. */
-static const char *const s_private_v4[]
-    = {"0.0.0.0/8",      "10.0.0.0/8",      "100.64.0.0/10",    "127.0.0.0/8",
-       "169.254.0.0/16", "172.16.0.0/12",   "192.0.0.0/24",     "192.0.2.0/24",
-       "192.88.99.0/24", "192.168.0.0/16",  "198.18.0.0/15",    "198.51.100.0/24",
-       "203.0.113.0/24", "224.0.0.0/4",     "240.0.0.0/4",      NULL};
+static const char *const s_private_v4[] = {
+    "0.0.0.0/8",      "10.0.0.0/8",     "100.64.0.0/10", "127.0.0.0/8",
+    "169.254.0.0/16", "172.16.0.0/12",  "192.0.0.0/24",  "192.0.2.0/24",
+    "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+    "203.0.113.0/24", "224.0.0.0/4",    "240.0.0.0/4",   NULL};
 
 /*  The same for IPv6: ::/96 (unspecified, loopback and IPv4-compatible), IPv4-translated,
     NAT64 (both prefixes embed an IPv4 address), discard, IETF assignments (Teredo,
@@ -27,10 +27,11 @@ static const char *const s_private_v4[]
     link-local, site-local, multicast. No two overlap: of two overlapping networks squid keeps
     the narrower and ignores the wider. IPv4-mapped addresses are not listed: squid holds them
     as IPv4, which the list above covers, and to squid ::ffff:0:0/96 is every IPv4 address. */
-static const char *const s_private_v6[]
-    = {"::/96",    "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
-       "2001::/23", "2001:db8::/32",  "2002::/16",    "fc00::/7",       "fe80::/10",
-       "fec0::/10", "ff00::/8",       NULL};
+static const char *const s_private_v6[] = {
+    "::/96",    "::ffff:0:0:0/96", "64:ff9b::/96",  "64:ff9b:1::/48",
+    "100::/64", "2001::/23",       "2001:db8::/32", "2002::/16",
+    "fc00::/7", "fe80::/10",       "fec0::/10",     "ff00::/8",
+    NULL};
 
 /*  One line for each error page: the four denials, then squid's own errors. */
 static const struct {
@@ -168,34 +169,43 @@ s_check (const cg_egress_squid_t *conf, cg_error_t **err)
     } paths[] = {{"access_log", conf->access_log},     {"cache_log", conf->cache_log},
                  {"pid_file", conf->pid_file},         {"error_dir", conf->error_dir},
                  {"coredump_dir", conf->coredump_dir}, {"sessions_file", conf->sessions_file}};
-    const int timeouts[] = {conf->connect_timeout_s, conf->read_timeout_s,
-                            conf->request_timeout_s, conf->client_lifetime_s};
+    const int timeouts[] = {conf->connect_timeout_s, conf->read_timeout_s, conf->request_timeout_s,
+                            conf->client_lifetime_s};
     if (!conf->policy)
         return cg_error_set (err, EINVAL, "egress proxy configuration: no policy");
     if (conf->port < 1 || conf->port > 65535)
         return cg_error_set (err, EINVAL, "egress proxy configuration: port %d", conf->port);
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (!s_path_ok (paths[i].value))
-            return cg_error_set (err, EINVAL, "egress proxy configuration: %s is not an absolute "
+            return cg_error_set (err, EINVAL,
+                                 "egress proxy configuration: %s is not an absolute "
                                  "path of printable characters without spaces, quotes, '#', "
-                                 "'$', '%%' or '\\'", paths[i].name);
+                                 "'$', '%%' or '\\'",
+                                 paths[i].name);
     if (conf->hosts_file && !s_path_ok (conf->hosts_file))
-        return cg_error_set (err, EINVAL, "egress proxy configuration: hosts_file is not a plain "
+        return cg_error_set (err, EINVAL,
+                             "egress proxy configuration: hosts_file is not a plain "
                              "absolute path");
     if (conf->dns_nameservers && !s_nameservers_ok (conf->dns_nameservers))
-        return cg_error_set (err, EINVAL, "egress proxy configuration: dns_nameservers is not a "
+        return cg_error_set (err, EINVAL,
+                             "egress proxy configuration: dns_nameservers is not a "
                              "list of IP addresses");
     for (const char *const *net = conf->test_networks; net && *net; net++)
         if (!s_address_ok (*net, true))
-            return cg_error_set (err, EINVAL, "egress proxy configuration: test network \"%.64s\" "
-                                 "is not a CIDR (nor an IPv4-mapped one)", *net);
+            return cg_error_set (err, EINVAL,
+                                 "egress proxy configuration: test network \"%.64s\" "
+                                 "is not a CIDR (nor an IPv4-mapped one)",
+                                 *net);
     if (conf->effective_user && !s_user_ok (conf->effective_user))
-        return cg_error_set (err, EINVAL, "egress proxy configuration: effective_user is not a "
+        return cg_error_set (err, EINVAL,
+                             "egress proxy configuration: effective_user is not a "
                              "user name");
     for (size_t i = 0; i < 4; i++)
         if (timeouts[i] < 0 || timeouts[i] > 86400)
-            return cg_error_set (err, EINVAL, "egress proxy configuration: a timeout of %d s "
-                                 "(0, the default, or 1 to 86400)", timeouts[i]);
+            return cg_error_set (err, EINVAL,
+                                 "egress proxy configuration: a timeout of %d s "
+                                 "(0, the default, or 1 to 86400)",
+                                 timeouts[i]);
     return 0;
 }
 
@@ -247,7 +257,8 @@ s_policy_acls (FILE *out, const char *prefix, const cg_egress_policy_t *policy)
         web_ports = web_ports || !port;
         fprintf (out, "acl %s_names any-of %s_e%d\n", prefix, prefix, i);
         if (port)
-            fprintf (out, "acl %s_pairs all-of %s_e%d %s_port%d\n", prefix, prefix, i, prefix, port);
+            fprintf (out, "acl %s_pairs all-of %s_e%d %s_port%d\n", prefix, prefix, i, prefix,
+                     port);
         else
             fprintf (out, "acl %s_pairs all-of %s_e%d %s_web\n", prefix, prefix, i, prefix);
     }
@@ -498,11 +509,16 @@ s_decide (cg_egress_record_t *record, const char *squid_status, const char *err_
             return;
         }
     bool denied = strstr (squid_status, "DENIED") != NULL;
-    //  NONE: squid handled no request (it could not read one, or the client left first).
-    bool unread = strncmp (squid_status, "NONE", 4) == 0 && record->status >= 400;
+    //  NONE: squid forwarded nothing: it could not read a request (a 4xx answer), or closed
+    //  the connection without one (no PROXY line: status 000).
+    bool unread = strncmp (squid_status, "NONE", 4) == 0;
     record->decision = denied || unread ? CG_EGRESS_DENIED : CG_EGRESS_ALLOWED;
     snprintf (record->reason, sizeof record->reason, "%s",
-              *err_code ? err_code : denied ? "denied" : unread ? "invalid request" : "");
+              *err_code                       ? err_code
+              : denied                        ? "denied"
+              : unread && record->status == 0 ? "no request"
+              : unread                        ? "invalid request"
+                                              : "");
 }
 
 int

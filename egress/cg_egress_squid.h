@@ -45,18 +45,18 @@ typedef struct {
     const char *access_log;           /* squid writes its access log here (a file or a FIFO) */
     const char *cache_log;
     const char *pid_file;
-    const char *error_dir;      /* cg_egress_squid_write_pages fills it */
-    const char *coredump_dir;   /* squid's working directory */
-    const char *sessions_file;  /* included; must exist (cg_egress_squid_sessions's text) */
-    const char *hosts_file;     /* NULL: squid's default (/etc/hosts); tests: the lab's */
+    const char *error_dir;       /* cg_egress_squid_write_pages fills it */
+    const char *coredump_dir;    /* squid's working directory */
+    const char *sessions_file;   /* included; must exist (cg_egress_squid_sessions's text) */
+    const char *hosts_file;      /* NULL: squid's default (/etc/hosts); tests: the lab's */
     const char *dns_nameservers; /* NULL: /etc/resolv.conf's; else IP addresses, space-separated */
     const char *const *test_networks; /* NULL-terminated CIDRs let through the address deny
                                          (tests: "198.18.0.0/15"); NULL: none */
-    const char *effective_user; /* NULL: squid's default when started as root */
-    int connect_timeout_s;      /* towards servers; 0: 30 */
-    int read_timeout_s;         /* idle time on either side; 0: 60 */
-    int request_timeout_s;      /* for a client's request headers; 0: 30 */
-    int client_lifetime_s;      /* any client connection at most; 0: 3600 */
+    const char *effective_user;       /* NULL: squid's default when started as root */
+    int connect_timeout_s;            /* towards servers; 0: 30 */
+    int read_timeout_s;               /* idle time on either side; 0: 60 */
+    int request_timeout_s;            /* for a client's request headers; 0: 30 */
+    int client_lifetime_s;            /* any client connection at most; 0: 3600 */
 } cg_egress_squid_t;
 
 /*  A narrowed session: its PROXY source address and its own list. */
@@ -90,7 +90,7 @@ int cg_egress_squid_write_pages (const char *error_dir, cg_error_t **err);
 char *cg_egress_squid_sessions (const cg_egress_session_rule_t *rules, size_t n);
 
 /*  The access log's format: one line per request, tab-separated, first field "cg1". */
-#define CG_EGRESS_LOGFORMAT                                                     \
+#define CG_EGRESS_LOGFORMAT                                                   \
     "cg1\t%ts.%03tu\t%>a\t%rm\t%>rd\t%>rP\t%>Hs\t%>st\t%<st\t%tr\t%<a\t%Ss\t" \
     "%err_code"
 
@@ -99,21 +99,22 @@ typedef enum { CG_EGRESS_ALLOWED, CG_EGRESS_DENIED } cg_egress_decision_t;
 /*  One access log line. Strings are NUL-terminated and bounded; a field squid logs as "-"
     is "" or 0. */
 typedef struct {
-    int64_t time_ms;       /* Unix time in milliseconds */
-    char src[46];          /* the PROXY source address: the session */
-    char method[32];       /* as squid logs it (URL-escaped) */
-    char host[256];        /* as squid logs it (URL-escaped), an IPv6 literal in brackets */
-    int port;              /* the request's port */
-    int status;            /* the HTTP status sent to the client */
-    int64_t bytes_up;      /* bytes from the client, headers included */
-    int64_t bytes_down;    /* bytes to the client, headers included */
-    int64_t ms;            /* duration in milliseconds */
-    char server_addr[46];  /* the server's address connected to; "" when none */
-    cg_egress_decision_t decision; /* denied: a deny rule, or a request squid could not read */
+    int64_t time_ms;               /* Unix time in milliseconds */
+    char src[46];                  /* the PROXY source address: the session */
+    char method[32];               /* as squid logs it (URL-escaped) */
+    char host[256];                /* as squid logs it (URL-escaped), an IPv6 literal in brackets */
+    int port;                      /* the request's port */
+    int status;                    /* the HTTP status sent to the client */
+    int64_t bytes_up;              /* bytes from the client, headers included */
+    int64_t bytes_down;            /* bytes to the client, headers included */
+    int64_t ms;                    /* duration in milliseconds */
+    char server_addr[46];          /* the server's address connected to; "" when none */
+    cg_egress_decision_t decision; /* denied: a deny rule, or nothing forwarded (squid could
+                                      not read a request, or got none: no PROXY line) */
     char reason[64]; /* a denial's reason ("host not allowed", "address not allowed", "port not
-                        allowed", "not allowed for this session", "invalid request", or
-                        squid's error name); for an allowed request squid's error name
-                        ("ERR_CONNECT_FAIL") or "" */
+                        allowed", "not allowed for this session", "invalid request", "no
+                        request", or squid's error name); for an allowed request squid's
+                        error name ("ERR_CONNECT_FAIL") or "" */
 } cg_egress_record_t;
 
 /*  Parses one access log line, the LEN bytes at LINE (untrusted in part: the host and method

@@ -38,14 +38,15 @@ s_test_syntax (void)
                                            "# a comment, then entries\n"
                                            "192.0.2.7\t[2001:DB8:0::7]:443 # trailing comment\n"
                                            "[::ffff:192.0.2.9],api.example.com,,A.example.com:080");
-    const char *expected[] = {"api.example.com", "*.example.org:8443", "192.0.2.7",
-                              "[2001:db8::7]:443", "192.0.2.9", "a.example.com:80"};
+    const char *expected[] = {"api.example.com",   "*.example.org:8443", "192.0.2.7",
+                              "[2001:db8::7]:443", "192.0.2.9",          "a.example.com:80"};
     EXPECT (cg_egress_policy_count (policy) == 6, "six entries, the duplicate collapsed: %d",
             cg_egress_policy_count (policy));
     for (int i = 0; i < 6 && i < cg_egress_policy_count (policy); i++)
         EXPECT (strcmp (cg_egress_policy_entry (policy, i), expected[i]) == 0,
                 "entry %d is %s, not %s", i, cg_egress_policy_entry (policy, i), expected[i]);
-    EXPECT (cg_egress_policy_entry (policy, 6) == NULL && cg_egress_policy_entry (policy, -1) == NULL,
+    EXPECT (cg_egress_policy_entry (policy, 6) == NULL
+                && cg_egress_policy_entry (policy, -1) == NULL,
             "out of range: NULL");
     cg_egress_kind_t kind;
     const char *entry_name;
@@ -64,7 +65,8 @@ s_test_syntax (void)
             "the JSON list: %s", text);
     json_decref (json);
     cg_error_t *err = NULL;
-    EXPECT (cg_egress_policy_add (policy, "", &err) == 0 && cg_egress_policy_add (policy, NULL, &err) == 0
+    EXPECT (cg_egress_policy_add (policy, "", &err) == 0
+                && cg_egress_policy_add (policy, NULL, &err) == 0
                 && cg_egress_policy_add (policy, " # only a comment\n,, \n", &err) == 0,
             "nothing to add is fine");
     EXPECT (cg_egress_policy_count (policy) == 6, "and adds nothing");
@@ -117,13 +119,16 @@ s_test_refusals (void)
         int rc = cg_egress_policy_add (policy, text, &err);
         cleanup_free char *quoted = cg_strdupf ("\"%s\"", cases[i].entry);
         bool named = err && (strstr (err->message, quoted) || !(cases[i].entry[0] & 0x80));
-        EXPECT (rc == -1 && err && err->code == EINVAL && strstr (err->message, cases[i].why) && named,
+        EXPECT (rc == -1 && err && err->code == EINVAL && strstr (err->message, cases[i].why)
+                    && named,
                 "%s: refused naming it and why (%s): %s", cases[i].entry, cases[i].why,
                 cg_error_message (err));
         cg_error_destroy (&err);
     }
-    EXPECT (cg_egress_policy_count (policy) == 1, "a refused text adds nothing, not even its "
-            "good entries: %d", cg_egress_policy_count (policy));
+    EXPECT (cg_egress_policy_count (policy) == 1,
+            "a refused text adds nothing, not even its "
+            "good entries: %d",
+            cg_egress_policy_count (policy));
     //  A label of 63 is fine, 64 is not; a name of 253 is fine, 254 is not.
     char label[80], long_name[300];
     memset (label, 'a', 64);
@@ -167,7 +172,8 @@ s_test_cap (void)
             "257 entries at once: refused, the cap named, none added: %s", cg_error_message (err));
     cg_error_destroy (&err);
     *strrchr (text, 'h') = '\0'; /* the first 256 */
-    EXPECT (cg_egress_policy_add (policy, text, &err) == 0 && cg_egress_policy_count (policy) == 256,
+    EXPECT (cg_egress_policy_add (policy, text, &err) == 0
+                && cg_egress_policy_count (policy) == 256,
             "256 entries fit");
     EXPECT (cg_egress_policy_add (policy, "h0.example.com h255.example.com", &err) == 0,
             "a duplicate at the cap is no new entry");
@@ -188,21 +194,36 @@ s_test_allows (void)
         int port;
         bool allowed;
     } cases[] = {
-        {"api.example.com", 80, true},       {"api.example.com", 443, true},
-        {"API.Example.Com", 443, true},      {"api.example.com.", 80, true},
-        {"api.example.com", 8080, false},    {"api.example.com", 0, false},
-        {"api.example.com", 65616, false},   {"x.api.example.com", 80, false},
-        {"example.com", 80, false},          {"x.example.org", 8443, true},
-        {"a.b.c.example.org", 8443, true},   {"x.example.org", 443, false},
-        {"example.org", 8443, false},        {".example.org", 8443, false},
-        {"a_b.example.org", 8443, false},    {"badexample.org", 8443, false},
-        {"192.0.2.7", 80, true},             {"192.0.2.7", 443, true},
-        {"192.0.2.8", 80, false},            {"[::ffff:192.0.2.7]", 80, true},
-        {"::ffff:c000:207", 443, true},      {"[2001:db8:0:0::7]", 443, true},
-        {"2001:DB8::7", 443, true},          {"[2001:db8::7]", 80, false},
-        {"[2001:db8::7", 443, false},        {"x.b.example.net", 443, true},
-        {"b.example.net", 443, false},       {"", 80, false},
-        {NULL, 80, false},                   {"0300.0.2.7", 80, false},
+        {"api.example.com", 80, true},
+        {"api.example.com", 443, true},
+        {"API.Example.Com", 443, true},
+        {"api.example.com.", 80, true},
+        {"api.example.com", 8080, false},
+        {"api.example.com", 0, false},
+        {"api.example.com", 65616, false},
+        {"x.api.example.com", 80, false},
+        {"example.com", 80, false},
+        {"x.example.org", 8443, true},
+        {"a.b.c.example.org", 8443, true},
+        {"x.example.org", 443, false},
+        {"example.org", 8443, false},
+        {".example.org", 8443, false},
+        {"a_b.example.org", 8443, false},
+        {"badexample.org", 8443, false},
+        {"192.0.2.7", 80, true},
+        {"192.0.2.7", 443, true},
+        {"192.0.2.8", 80, false},
+        {"[::ffff:192.0.2.7]", 80, true},
+        {"::ffff:c000:207", 443, true},
+        {"[2001:db8:0:0::7]", 443, true},
+        {"2001:DB8::7", 443, true},
+        {"[2001:db8::7]", 80, false},
+        {"[2001:db8::7", 443, false},
+        {"x.b.example.net", 443, true},
+        {"b.example.net", 443, false},
+        {"", 80, false},
+        {NULL, 80, false},
+        {"0300.0.2.7", 80, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         EXPECT (cg_egress_policy_allows (policy, cases[i].host, cases[i].port) == cases[i].allowed,
@@ -254,8 +275,8 @@ s_test_narrow (void)
     }
     cg_egress_policy_t *session = NULL;
     cg_error_t *err = NULL;
-    CHECK (cg_egress_policy_narrow (server, "x.example.org api.example.com:22 a.example.org", &session,
-                                    &err)
+    CHECK (cg_egress_policy_narrow (server, "x.example.org api.example.com:22 a.example.org",
+                                    &session, &err)
                == -1,
            "a wider entry");
     EXPECT (strstr (err->message, "\"api.example.com:22\"") && strstr (err->message, "not covered"),
@@ -321,7 +342,8 @@ s_test_narrow_json (void)
         json_array_append_new (many, json_string ("api.example.com"));
     cg_egress_policy_t *session = NULL;
     cg_error_t *err = NULL;
-    EXPECT (cg_egress_policy_narrow_json (server, many, &session, &err) == -1 && err->code == ENOSPC,
+    EXPECT (cg_egress_policy_narrow_json (server, many, &session, &err) == -1
+                && err->code == ENOSPC,
             "65 elements: ENOSPC before parsing");
     cg_error_destroy (&err);
     json_decref (many);
@@ -411,7 +433,8 @@ s_test_config (void)
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         EXPECT (strstr (text, lines[i]), "the configuration has %s", lines[i]);
-    EXPECT (!strstr (text, "::ffff:0:0/96\n"), "no IPv4-mapped network (every IPv4 address to squid)");
+    EXPECT (!strstr (text, "::ffff:0:0/96\n"),
+            "no IPv4-mapped network (every IPv4 address to squid)");
     EXPECT (s_count (text, "port 8080\n") == 1, "a port's ACL is defined once");
     EXPECT (!strstr (text, "cache_effective_user"), "squid's own user unless one is set");
     long host = s_at (text, "http_access deny !cg_all_names cg_why_host\n");
@@ -448,19 +471,45 @@ s_test_config_refusals (void)
         s_conf (&conf, s_root, policy);
         const char *field = "";
         switch (i) {
-            case 0: conf.port = 0, field = "port"; break;
-            case 1: conf.port = 65536, field = "port"; break;
-            case 2: conf.access_log = "access.log", field = "access_log"; break;
-            case 3: conf.cache_log = "/tmp/a b", field = "cache_log"; break;
-            case 4: conf.pid_file = "/tmp/a\nhttp_access allow all", field = "pid_file"; break;
-            case 5: conf.error_dir = "/tmp/${service_name}", field = "error_dir"; break;
-            case 6: conf.sessions_file = NULL, field = "sessions_file"; break;
-            case 7: conf.test_networks = wide, field = "test network"; break;
-            case 8: conf.test_networks = bad_bits, field = "test network"; break;
-            case 9: conf.test_networks = bad_net, field = "test network"; break;
-            case 10: conf.dns_nameservers = "8.8.8.8 dns.example", field = "dns_nameservers"; break;
-            case 11: conf.effective_user = "root all", field = "effective_user"; break;
-            default: conf.read_timeout_s = 86401, field = "timeout"; break;
+            case 0:
+                conf.port = 0, field = "port";
+                break;
+            case 1:
+                conf.port = 65536, field = "port";
+                break;
+            case 2:
+                conf.access_log = "access.log", field = "access_log";
+                break;
+            case 3:
+                conf.cache_log = "/tmp/a b", field = "cache_log";
+                break;
+            case 4:
+                conf.pid_file = "/tmp/a\nhttp_access allow all", field = "pid_file";
+                break;
+            case 5:
+                conf.error_dir = "/tmp/${service_name}", field = "error_dir";
+                break;
+            case 6:
+                conf.sessions_file = NULL, field = "sessions_file";
+                break;
+            case 7:
+                conf.test_networks = wide, field = "test network";
+                break;
+            case 8:
+                conf.test_networks = bad_bits, field = "test network";
+                break;
+            case 9:
+                conf.test_networks = bad_net, field = "test network";
+                break;
+            case 10:
+                conf.dns_nameservers = "8.8.8.8 dns.example", field = "dns_nameservers";
+                break;
+            case 11:
+                conf.effective_user = "root all", field = "effective_user";
+                break;
+            default:
+                conf.read_timeout_s = 86401, field = "timeout";
+                break;
         }
         cg_error_t *err = NULL;
         char *text = cg_egress_squid_config (&conf, &err);
@@ -545,7 +594,8 @@ s_squid_parse (const cg_egress_squid_t *conf, const char *sessions_text, const c
     cleanup_free char *text = cg_egress_squid_config (conf, &err);
     cleanup_free char *path = cg_strdupf ("%s/squid.conf", dir);
     if (!text || cg_write_file (path, text, strlen (text), 0600, &err) < 0
-        || cg_write_file (conf->sessions_file, sessions_text, strlen (sessions_text), 0600, &err) < 0
+        || cg_write_file (conf->sessions_file, sessions_text, strlen (sessions_text), 0600, &err)
+               < 0
         || cg_egress_squid_write_pages (conf->error_dir, &err) < 0) {
         fprintf (stderr, "squid -k parse: %s\n", cg_error_message (err));
         cg_error_destroy (&err);
@@ -581,7 +631,8 @@ s_test_squid_parse (void)
         CHECK (cg_egress_policy_add (server, more, &err) == 0, "%s", cg_error_message (err));
     }
     cg_egress_policy_t *session = NULL;
-    CHECK (cg_egress_policy_narrow (server, "api.example.com:443 x.example.org", &session, &err) == 0,
+    CHECK (cg_egress_policy_narrow (server, "api.example.com:443 x.example.org", &session, &err)
+               == 0,
            "narrow: %s", cg_error_message (err));
     cg_egress_policy_t *empty = cg_egress_policy_new ();
     cg_egress_session_rule_t rules[] = {{"127.64.0.6", session}, {"127.64.0.7", empty}};
@@ -608,7 +659,8 @@ s_test_squid_parse (void)
 static void
 s_test_log (void)
 {
-    //  Lines squid 5.7 wrote with CG_EGRESS_LOGFORMAT (tests/netlab, 2026-11-27).
+    //  Lines squid 5.7 wrote with CG_EGRESS_LOGFORMAT (tests/netlab, 2026-11-27; the one from
+    //  127.0.0.1 is a connection without a PROXY line).
     const struct {
         const char *line;
         const char *host, *server, *reason;
@@ -628,7 +680,8 @@ s_test_log (void)
         {"cg1\t1795763401.010\t127.64.0.5\tGET\t%5Bfd63:676c:6162:b::2%5D\t80\t403\t94\t325\t0\t-\t"
          "TCP_DENIED\tCG_ADDRESS_NOT_ALLOWED\n",
          "[fd63:676c:6162:b::2]", "", "address not allowed", 80, 403, 94, 325, 0, CG_EGRESS_DENIED},
-        {"cg1\t1795763401.063\t127.64.0.5\tCONNECT\tapi.lab.test\t22\t403\t59\t324\t0\t-\tTCP_DENIED\t"
+        {"cg1\t1795763401.063\t127.64.0.5\tCONNECT\tapi.lab.test\t22\t403\t59\t324\t0\t-\tTCP_"
+         "DENIED\t"
          "CG_PORT_NOT_ALLOWED\n",
          "api.lab.test", "", "port not allowed", 22, 403, 59, 324, 0, CG_EGRESS_DENIED},
         {"cg1\t1795763421.083\t127.64.0.5\tCONNECT\tapi.lab.test\t443\t200\t61\t39\t10011\t"
@@ -636,10 +689,14 @@ s_test_log (void)
          "api.lab.test", "198.18.11.2", "", 443, 200, 61, 39, 10011, CG_EGRESS_ALLOWED},
         {"cg1\t1795763463.379\t127.64.0.5\tGET\t-\t-\t400\t46\t4036\t0\t-\tNONE_NONE\t-\n", "", "",
          "invalid request", 0, 400, 46, 4036, 0, CG_EGRESS_DENIED},
-        {"cg1\t1795763473.391\t127.64.0.5\tGET\t%C3%A9.lab.test\t80\t403\t45\t347\t0\t-\tTCP_DENIED\t"
+        {"cg1\t1795764893.149\t127.0.0.1\t-\t-\t-\t0\t76\t0\t0\t-\tNONE_NONE\t-\n", "", "",
+         "no request", 0, 0, 76, 0, 0, CG_EGRESS_DENIED},
+        {"cg1\t1795763473.391\t127.64.0.5\tGET\t%C3%A9.lab.test\t80\t403\t45\t347\t0\t-\tTCP_"
+         "DENIED\t"
          "CG_HOST_NOT_ALLOWED\n",
          "%C3%A9.lab.test", "", "host not allowed", 80, 403, 45, 347, 0, CG_EGRESS_DENIED},
-        {"cg1\t1795763473.391\t127.64.0.5\tGET\tapi.lab.test\t80\t503\t45\t347\t30001\t-\tTCP_MISS\t"
+        {"cg1\t1795763473.391\t127.64.0.5\tGET\tapi.lab.test\t80\t503\t45\t347\t30001\t-\tTCP_"
+         "MISS\t"
          "ERR_CONNECT_FAIL\n",
          "api.lab.test", "", "ERR_CONNECT_FAIL", 80, 503, 45, 347, 30001, CG_EGRESS_ALLOWED},
         {"cg1\t1795763473.391\t::1\tGET\tapi.lab.test\t80\t403\t45\t347\t1\tfd63::2\tTCP_DENIED\t"
@@ -670,43 +727,56 @@ s_test_log (void)
         "cg2\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-",
         "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS",
         "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-\t",
-        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-\tx",
+        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-"
+        "\tx",
         "cg1\t1795763400.95\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-",
         "cg1\t1795763400.953\t127.64.0.500\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-",
         "cg1\t1795763400.953\t-\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-",
         "cg1\t1795763400.953\t127.64.0.5\tGET\tapi lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-",
-        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t65536\t200\t76\t270\t2\t-\tTCP_MISS\t-",
+        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t65536\t200\t76\t270\t2\t-\tTCP_"
+        "MISS\t-",
         "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t1000\t76\t270\t2\t-\tTCP_MISS\t-",
         "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t-7\t270\t2\t-\tTCP_MISS\t-",
-        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t1234567890123456789\t2\t-\t"
+        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t1234567890123456789\t2\t-"
+        "\t"
         "TCP_MISS\t-",
-        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\tnowhere\tTCP_MISS\t-",
+        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\tnowhere\tTCP_"
+        "MISS\t-",
         "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\ttcp_miss\t-",
         "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\tE R",
         "cg1\t1795763400.953\t127.64.0.5\t\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-",
-        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-\r\n",
+        "cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t-\tTCP_MISS\t-"
+        "\r\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         EXPECT (cg_egress_log_parse (bad[i], strlen (bad[i]), &record) == -1, "bad line %zu", i);
     //  A NUL, a control byte, a host past 255 bytes, a method past 31, a line past 8 KiB.
     char line[10000];
-    int n = snprintf (line, sizeof line, "cg1\t1.000\t127.64.0.5\tGET\ta%cb\t80\t200\t1\t1\t1\t-\t"
-                                         "TCP_MISS\t-", 0);
+    int n = snprintf (line, sizeof line,
+                      "cg1\t1.000\t127.64.0.5\tGET\ta%cb\t80\t200\t1\t1\t1\t-\t"
+                      "TCP_MISS\t-",
+                      0);
     EXPECT (cg_egress_log_parse (line, (size_t)n, &record) == -1, "a NUL in the host");
     line[26] = '\x01';
     EXPECT (cg_egress_log_parse (line, (size_t)n, &record) == -1, "a control byte in the host");
     char host[300];
     memset (host, 'h', sizeof host - 1);
     host[sizeof host - 1] = '\0';
-    n = snprintf (line, sizeof line, "cg1\t1.000\t127.64.0.5\tGET\t%.255s\t80\t200\t1\t1\t1\t-\t"
-                                     "TCP_MISS\t-", host);
+    n = snprintf (line, sizeof line,
+                  "cg1\t1.000\t127.64.0.5\tGET\t%.255s\t80\t200\t1\t1\t1\t-\t"
+                  "TCP_MISS\t-",
+                  host);
     EXPECT (cg_egress_log_parse (line, (size_t)n, &record) == 0 && strlen (record.host) == 255,
             "a host of 255 bytes");
-    n = snprintf (line, sizeof line, "cg1\t1.000\t127.64.0.5\tGET\t%.256s\t80\t200\t1\t1\t1\t-\t"
-                                     "TCP_MISS\t-", host);
+    n = snprintf (line, sizeof line,
+                  "cg1\t1.000\t127.64.0.5\tGET\t%.256s\t80\t200\t1\t1\t1\t-\t"
+                  "TCP_MISS\t-",
+                  host);
     EXPECT (cg_egress_log_parse (line, (size_t)n, &record) == -1, "a host of 256 bytes");
-    n = snprintf (line, sizeof line, "cg1\t1.000\t127.64.0.5\t%.32s\th\t80\t200\t1\t1\t1\t-\t"
-                                     "TCP_MISS\t-", host);
+    n = snprintf (line, sizeof line,
+                  "cg1\t1.000\t127.64.0.5\t%.32s\th\t80\t200\t1\t1\t1\t-\t"
+                  "TCP_MISS\t-",
+                  host);
     EXPECT (cg_egress_log_parse (line, (size_t)n, &record) == -1, "a method of 32 bytes");
     memset (line, 'x', sizeof line);
     EXPECT (cg_egress_log_parse (line, sizeof line, &record) == -1, "10,000 bytes, no tab");
