@@ -509,14 +509,16 @@ s_decide (cg_egress_record_t *record, const char *squid_status, const char *err_
             return;
         }
     bool denied = strstr (squid_status, "DENIED") != NULL;
-    //  NONE: squid handled no request (it could not read one, or the client left first).
-    bool unread = strncmp (squid_status, "NONE", 4) == 0 && record->status >= 400;
+    //  NONE: squid forwarded nothing: it could not read a request (a 4xx answer), or closed
+    //  the connection without one (no PROXY line: status 000).
+    bool unread = strncmp (squid_status, "NONE", 4) == 0;
     record->decision = denied || unread ? CG_EGRESS_DENIED : CG_EGRESS_ALLOWED;
     snprintf (record->reason, sizeof record->reason, "%s",
-              *err_code ? err_code
-              : denied  ? "denied"
-              : unread  ? "invalid request"
-                        : "");
+              *err_code                       ? err_code
+              : denied                        ? "denied"
+              : unread && record->status == 0 ? "no request"
+              : unread                        ? "invalid request"
+                                              : "");
 }
 
 int

@@ -109,11 +109,12 @@ typedef struct {
     int64_t bytes_down;            /* bytes to the client, headers included */
     int64_t ms;                    /* duration in milliseconds */
     char server_addr[46];          /* the server's address connected to; "" when none */
-    cg_egress_decision_t decision; /* denied: a deny rule, or a request squid could not read */
+    cg_egress_decision_t decision; /* denied: a deny rule, or nothing forwarded (squid could
+                                      not read a request, or got none: no PROXY line) */
     char reason[64]; /* a denial's reason ("host not allowed", "address not allowed", "port not
-                        allowed", "not allowed for this session", "invalid request", or
-                        squid's error name); for an allowed request squid's error name
-                        ("ERR_CONNECT_FAIL") or "" */
+                        allowed", "not allowed for this session", "invalid request", "no
+                        request", or squid's error name); for an allowed request squid's
+                        error name ("ERR_CONNECT_FAIL") or "" */
 } cg_egress_record_t;
 
 /*  Parses one access log line, the LEN bytes at LINE (untrusted in part: the host and method

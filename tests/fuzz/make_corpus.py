@@ -201,6 +201,37 @@ def workspace_seeds():
         write('workspace', '%02d' % i, data)
     write('workspace', 'nul', b'a\x00b')
 
+def egress_seeds():
+    policies = {
+        'hosts': 'api.example.com, *.example.org:8443\n# a comment\n192.0.2.7 [2001:db8::7]:443\n',
+        'mapped': '[::ffff:192.0.2.9] A.Example.COM:080 a.example.com',
+        'refused_localhost': 'ok.example.com localhost',
+        'refused_bad': 'a_b.example.com *.com a.*.example.com [fe80::1%eth0] http://x.example.com/',
+        'ports': 'a.example.com:1 a.example.com:65535 a.example.com:65536 a.example.com:0',
+        'long_label': 'a' * 63 + '.example.com ' + 'b' * 64 + '.example.com',
+        'many': ' '.join('h%d.example.com' % i for i in range(70)),
+        'decide': 'api.example.com *.example.org\0x.EXAMPLE.org.',
+        'decide_v6': '[2001:db8::7]\0\x01\xbb[2001:DB8:0::7]',
+    }
+    for name, text in policies.items():
+        write('egress_policy', name, text.encode('latin-1'))
+    logs = {
+        'allowed': 'cg1\t1795763400.953\t127.64.0.5\tGET\tapi.lab.test\t80\t200\t76\t270\t2\t198.18.11.2\tTCP_MISS\t-\n',
+        'host': 'cg1\t1795763401.000\t127.64.0.5\tGET\tpypi.org\t80\t403\t68\t329\t0\t-\tTCP_DENIED\tCG_HOST_NOT_ALLOWED',
+        'ipv6': 'cg1\t1795763401.010\t127.64.0.5\tGET\t%5Bfd63:676c:6162:b::2%5D\t80\t403\t94\t325\t0\t-\tTCP_DENIED\tCG_ADDRESS_NOT_ALLOWED\n',
+        'tunnel': 'cg1\t1795763421.083\t127.64.0.5\tCONNECT\tapi.lab.test\t443\t200\t61\t39\t10011\t198.18.11.2\tTCP_TUNNEL\t-\n',
+        'session': 'cg1\t1795763401.005\t127.64.0.6\tGET\tapi.lab.test\t80\t403\t76\t334\t0\t-\tTCP_DENIED\tCG_SESSION_NOT_ALLOWED\n',
+        'no_proxy_line': 'cg1\t1795764893.149\t127.0.0.1\t-\t-\t-\t0\t76\t0\t0\t-\tNONE_NONE\t-\n',
+        'invalid': 'cg1\t1795763463.379\t127.64.0.5\tGET\t-\t-\t400\t46\t4036\t0\t-\tNONE_NONE\t-\n',
+        'v6_src': 'cg1\t1.000\t::1\tGET\tapi.lab.test\t80\t503\t45\t347\t30001\tfd63::2\tTCP_MISS\tERR_CONNECT_FAIL\n',
+        'short': 'cg1\t1.000\t127.64.0.5\tGET',
+        'extra_tab': 'cg1\t1.000\t127.64.0.5\tGET\th\t80\t200\t1\t1\t1\t-\tTCP_MISS\t-\t\n',
+        'nul': 'cg1\t1.000\t127.64.0.5\tGET\ta\x00b\t80\t200\t1\t1\t1\t-\tTCP_MISS\t-',
+        'long_host': 'cg1\t1.000\t127.64.0.5\tGET\t' + 'h' * 300 + '\t80\t200\t1\t1\t1\t-\tTCP_MISS\t-',
+    }
+    for name, text in logs.items():
+        write('egress_log', name, text.encode('latin-1'))
+
 if __name__ == '__main__':
     clean()
     contents = wire_and_kernel_seeds()
@@ -209,5 +240,6 @@ if __name__ == '__main__':
     jsonrpc_seeds()
     http_seeds()
     workspace_seeds()
+    egress_seeds()
     for target in sorted(os.listdir(CORPUS)):
         print('%s: %d files' % (target, len(os.listdir(os.path.join(CORPUS, target)))))

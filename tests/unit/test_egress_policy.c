@@ -659,7 +659,8 @@ s_test_squid_parse (void)
 static void
 s_test_log (void)
 {
-    //  Lines squid 5.7 wrote with CG_EGRESS_LOGFORMAT (tests/netlab, 2026-11-27).
+    //  Lines squid 5.7 wrote with CG_EGRESS_LOGFORMAT (tests/netlab, 2026-11-27; the one from
+    //  127.0.0.1 is a connection without a PROXY line).
     const struct {
         const char *line;
         const char *host, *server, *reason;
@@ -688,6 +689,8 @@ s_test_log (void)
          "api.lab.test", "198.18.11.2", "", 443, 200, 61, 39, 10011, CG_EGRESS_ALLOWED},
         {"cg1\t1795763463.379\t127.64.0.5\tGET\t-\t-\t400\t46\t4036\t0\t-\tNONE_NONE\t-\n", "", "",
          "invalid request", 0, 400, 46, 4036, 0, CG_EGRESS_DENIED},
+        {"cg1\t1795764893.149\t127.0.0.1\t-\t-\t-\t0\t76\t0\t0\t-\tNONE_NONE\t-\n", "", "",
+         "no request", 0, 0, 76, 0, 0, CG_EGRESS_DENIED},
         {"cg1\t1795763473.391\t127.64.0.5\tGET\t%C3%A9.lab.test\t80\t403\t45\t347\t0\t-\tTCP_"
          "DENIED\t"
          "CG_HOST_NOT_ALLOWED\n",
