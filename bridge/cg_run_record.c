@@ -139,6 +139,7 @@ s_log_cb (void *arg, const cg_registry_session_t *session, const cg_run_report_t
         json_object_set_new (event, "type", json_string ("egress"));
         json_object_set_new (event, "session_id", json_string (session->id));
         json_object_set_new (event, "execution_id", json_string (run->outcome->execution_id));
+        json_object_set_new (event, "client_id", json_string (run->client_id));
         if (cg_execlog_session_event (self->log, event, &err) < 0)
             cg_log (1, "execution log: %s", cg_error_message (err));
         cg_error_destroy (&err);
