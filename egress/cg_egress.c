@@ -10,14 +10,9 @@
 #include "base/cg_log.h"
 #include "base/cg_util.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <pwd.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,17 +41,6 @@ cg_egress_take_test_args (int *argc, char **argv, cg_egress_test_t *test, cg_err
     if (test->hosts_file || test->allow_net)
         cg_log (1, "egress test settings in use (--test-egress-*): not for production");
     return 0;
-}
-
-//  The squid program, or NULL. Static.
-static const char *
-s_squid_path (void)
-{
-    static const char *const paths[] = {"/usr/sbin/squid", "/usr/local/sbin/squid", NULL};
-    for (int i = 0; paths[i]; i++)
-        if (access (paths[i], X_OK) == 0)
-            return paths[i];
-    return NULL;
 }
 
 //  The server's list from CONFIG (a list, or @FILE). Returns it, or NULL with *err set.
@@ -102,7 +86,7 @@ cg_egress_check (const cg_config_t *config, cg_error_t **err)
     if (!policy)
         return -1;
     cg_egress_policy_destroy (&policy);
-    if (!s_squid_path ())
+    if (!cg_egress_squid_path ())
         return cg_error_set (err, ENOENT,
                              "--egress proxy runs squid, which is not installed (apt install "
                              "squid, or scripts/setup.sh)");
@@ -111,83 +95,6 @@ cg_egress_check (const cg_config_t *config, cg_error_t **err)
 
 //  --------------------------------------------------------------------------
 //  squid
-
-//  A free TCP port on 127.0.0.1 (the kernel's pick). Returns it, or -1.
-static int
-s_free_port (void)
-{
-    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET};
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    int port = -1;
-    if (fd >= 0 && bind (fd, (struct sockaddr *)&addr, sizeof addr) == 0
-        && getsockname (fd, (struct sockaddr *)&addr, &len) == 0)
-        port = ntohs (addr.sin_port);
-    if (fd >= 0)
-        close (fd);
-    return port;
-}
-
-//  Whether something listens on 127.0.0.1:PORT.
-static bool
-s_answers (int port)
-{
-    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons ((uint16_t)port)};
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    bool ok = fd >= 0 && connect (fd, (struct sockaddr *)&addr, sizeof addr) == 0;
-    if (fd >= 0)
-        close (fd);
-    return ok;
-}
-
-//  Starts squid in the foreground on SELF's configuration. Returns 0, or -1 with *err set.
-static int
-s_squid_start (cg_egress_t *self, cg_error_t **err)
-{
-    const char *squid = s_squid_path ();
-    cleanup_free char *conf = cg_strdupf ("%s/squid.conf", self->dir);
-    cleanup_free char *out = cg_strdupf ("%s/squid.out", self->dir);
-    pid_t parent = getpid ();
-    pid_t pid = fork ();
-    if (pid == 0) {
-        //  squid dies with the server; it must not keep a port and a pipe of a dead one.
-        prctl (PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid () != parent)
-            _exit (1);
-        int null = open ("/dev/null", O_RDONLY);
-        int log = open (out, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (null < 0 || log < 0)
-            _exit (1);
-        dup2 (null, 0);
-        dup2 (log, 1);
-        dup2 (log, 2);
-        setpgid (0, 0);
-        sigset_t none;
-        sigemptyset (&none);
-        sigprocmask (SIG_SETMASK, &none, NULL);
-        execl (squid, squid, "-N", "-f", conf, (char *)NULL);
-        _exit (127);
-    }
-    if (pid < 0)
-        return cg_error_set (err, errno, "start squid: %s", strerror (errno));
-    self->squid_pid = pid;
-    for (int i = 0; i < 200; i++) {
-        if (s_answers (self->squid_port))
-            return 0;
-        int status;
-        if (waitpid (pid, &status, WNOHANG) == pid) {
-            self->squid_pid = 0;
-            cleanup_free char *tail = cg_read_file (out, 4096, NULL, NULL);
-            return cg_error_set (err, EIO, "squid ended at start (see %s): %s", out,
-                                 tail ? tail : "");
-        }
-        usleep (50 * 1000);
-    }
-    return cg_error_set (err, ETIMEDOUT, "squid did not listen on 127.0.0.1:%d within 10 s (%s)",
-                         self->squid_port, out);
-}
 
 //  Writes squid's per-session rules (the narrowed sessions) and, when RELOAD, tells squid to
 //  read them again. Returns 0, or -1 with *err set. Called with the lock held.
@@ -261,7 +168,6 @@ cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe
     if (cg_mkdir_p (self->dir, 0755, err) < 0)
         goto failed;
     self->dir_made = true;
-    self->squid_port = s_free_port ();
     cleanup_free char *fifo = cg_strdupf ("%s/access.fifo", self->dir);
     unlink (fifo);
     if (mkfifo (fifo, 0600) < 0) {
@@ -277,7 +183,7 @@ cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe
         goto failed;
     }
     if (cg_egress_squid_prepare (self, test, fifo, err) < 0
-        || s_write_sessions (self, false, err) < 0 || s_squid_start (self, err) < 0)
+        || s_write_sessions (self, false, err) < 0 || cg_egress_squid_start (self, err) < 0)
         goto failed;
     self->relay_pid = cg_egress_relay_spawn (exe, self->squid_port, &self->relay_fd, err);
     if (self->relay_pid < 0)
@@ -292,9 +198,8 @@ failed:
     return NULL;
 }
 
-//  Ends process *PID (SIGTERM, then SIGKILL after 2 s) and reaps it.
-static void
-s_end (pid_t *pid)
+void
+cg_egress_end_process (pid_t *pid)
 {
     if (*pid <= 0)
         return;
@@ -319,8 +224,8 @@ cg_egress_destroy (cg_egress_t **self_p)
         return;
     if (self->relay_fd >= 0)
         close (self->relay_fd); //  the relay ends when its control socket closes
-    s_end (&self->relay_pid);
-    s_end (&self->squid_pid);
+    cg_egress_end_process (&self->relay_pid);
+    cg_egress_squid_stop (self);
     if (self->log_fd >= 0)
         close (self->log_fd);
     if (self->log_hold_fd >= 0)
@@ -428,73 +333,4 @@ cg_egress_describe (cg_egress_t *self, const char *slot)
                          "narrowed", entry->narrow != NULL);
     pthread_mutex_unlock (&self->lock);
     return out;
-}
-
-//  --------------------------------------------------------------------------
-//  squid's files
-
-//  The user squid runs as when root starts it, and its ids.
-static int
-s_squid_user (const char **name, uid_t *uid, gid_t *gid)
-{
-    static const char *const users[] = {"proxy", "nobody", NULL};
-    for (int i = 0; users[i]; i++) {
-        struct passwd *pw = getpwnam (users[i]);
-        if (pw) {
-            *name = users[i];
-            *uid = pw->pw_uid;
-            *gid = pw->pw_gid;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-int
-cg_egress_squid_prepare (cg_egress_t *self, const cg_egress_test_t *test, const char *fifo,
-                         cg_error_t **err)
-{
-    cleanup_free char *conf_path = cg_strdupf ("%s/squid.conf", self->dir);
-    cleanup_free char *cache_log = cg_strdupf ("%s/cache.log", self->dir);
-    cleanup_free char *pid_file = cg_strdupf ("%s/squid.pid", self->dir);
-    cleanup_free char *error_dir = cg_strdupf ("%s/errors", self->dir);
-    cleanup_free char *sessions = cg_strdupf ("%s/sessions.conf", self->dir);
-    const char *user = NULL;
-    uid_t uid = 0;
-    gid_t gid = 0;
-    if (geteuid () == 0) {
-        //  squid drops to USER; it opens its logs and reads its pages as that user.
-        if (s_squid_user (&user, &uid, &gid) < 0)
-            return cg_error_set (err, ENOENT, "no 'proxy' or 'nobody' user for squid to run as");
-        int fd = open (cache_log, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0 || fchown (fd, uid, gid) < 0 || chown (fifo, uid, gid) < 0) {
-            int e = errno;
-            if (fd >= 0)
-                close (fd);
-            return cg_error_set (err, e, "squid's files in %s: %s", self->dir, strerror (e));
-        }
-        close (fd);
-    }
-    if (cg_egress_squid_write_pages (error_dir, err) < 0)
-        return -1;
-    const char *networks[] = {test ? test->allow_net : NULL, NULL};
-    cg_egress_squid_t conf = {
-        .policy = self->policy,
-        .port = self->squid_port,
-        .access_log = fifo,
-        .cache_log = cache_log,
-        .pid_file = pid_file,
-        .error_dir = error_dir,
-        .coredump_dir = self->dir,
-        .sessions_file = sessions,
-        .hosts_file = test ? test->hosts_file : NULL,
-        //  With a test hosts file nothing is looked up elsewhere: no packet leaves.
-        .dns_nameservers = test && test->hosts_file ? "127.0.0.1" : NULL,
-        .test_networks = networks[0] ? networks : NULL,
-        .effective_user = user,
-    };
-    cleanup_free char *text = cg_egress_squid_config (&conf, err);
-    if (!text)
-        return -1;
-    return cg_write_file (conf_path, text, strlen (text), 0600, err);
 }

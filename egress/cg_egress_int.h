@@ -32,6 +32,9 @@ struct cg_egress_t {
     char **env;
     int squid_port;
     pid_t squid_pid;
+    char service[32]; /* squid's service name (-n): its shared memory's names */
+    uid_t squid_uid;  /* the user squid runs as (root starts it as proxy) */
+    gid_t squid_gid;
     pid_t relay_pid;
     int relay_fd;    /* the relay's control socket */
     int log_fd;      /* squid's access log (a FIFO), read end */
@@ -53,9 +56,25 @@ cg_egress_slot_t *cg_egress_slot_find (cg_egress_t *self, const char *slot);
 /*  Frees what SLOT holds and marks it free. */
 void cg_egress_slot_clear (cg_egress_slot_t *slot);
 
-/*  Writes squid's configuration (squid.conf, its error pages) in SELF->dir for SELF's
-    policy and port, logging to FIFO, with TEST's settings. Returns 0, or -1 with *err set. */
+/*  squid, as the service runs it (cg_egress_squidrun.c). */
+
+/*  The squid program, or NULL. Static. */
+const char *cg_egress_squid_path (void);
+
+/*  Picks squid's port and writes its configuration (squid.conf, its error pages; its own
+    files in SELF->dir/run) for SELF's policy, logging to FIFO, with TEST's settings.
+    Returns 0, or -1 with *err set. */
 int cg_egress_squid_prepare (cg_egress_t *self, const cg_egress_test_t *test, const char *fifo,
                              cg_error_t **err);
+
+/*  Starts squid on that configuration and waits until it answers. Returns 0, or -1 with
+    *err set. */
+int cg_egress_squid_start (cg_egress_t *self, cg_error_t **err);
+
+/*  Stops squid (cg_egress_end_process) and removes the shared memory it left. */
+void cg_egress_squid_stop (cg_egress_t *self);
+
+/*  Ends process *PID (SIGTERM, then SIGKILL after 2 s), reaps it and sets *PID to 0. */
+void cg_egress_end_process (pid_t *pid);
 
 #endif

@@ -6,6 +6,10 @@
  * fail: the sandbox has no route. undici's EnvHttpProxyAgent (the library Node's
  * fetch is built on, kernels/javascript/node_modules) reads those variables and
  * NO_PROXY; made the global dispatcher, it carries every fetch through the proxy.
+ * Plain http:// requests are sent to the proxy as they are (proxyTunnel: false), so a
+ * refused one is the proxy's 403 with its one-line reason; an https:// one is a
+ * CONNECT, whose refusal undici reports as "fetch failed" with the reason buried in
+ * error.cause.cause: the error's message says it instead.
  * http.request and https.request are left as they are (their callers pass an agent).
  * Only the environment is read; nothing is written.
  */
@@ -22,9 +26,29 @@ if (process.env.HTTPS_PROXY || process.env.HTTP_PROXY) {
       if (code !== "UNDICI-EHPA") emit.call(process, warning, ...rest);
     };
     try {
-      undici.setGlobalDispatcher(new undici.EnvHttpProxyAgent());
+      undici.setGlobalDispatcher(new undici.EnvHttpProxyAgent({ proxyTunnel: false }));
     } finally {
       process.emitWarning = emit;
+    }
+    const fetch = globalThis.fetch;
+    if (typeof fetch === "function") {
+      globalThis.fetch = async function (input, init) {
+        try {
+          return await fetch(input, init);
+        } catch (e) {
+          for (let c = e, depth = 0; c && depth < 8; c = c.cause, depth++) {
+            const m = /Proxy response \((\d+)\)/.exec((c && c.message) || "");
+            if (m && e instanceof Error) {
+              e.message =
+                `fetch failed: the egress proxy refused the tunnel (HTTP ${m[1]}): this host or ` +
+                "port is not allowed from this sandbox, or a limit was reached " +
+                "(the allowed hosts are in the tool descriptions)";
+              break;
+            }
+          }
+          throw e;
+        }
+      };
     }
   } catch (e) {
     process.emitWarning(`cellgate: fetch does not go through the proxy: ${e.message}`);
