@@ -73,7 +73,8 @@ s_check_narrow (const cg_egress_policy_t *policy)
     cg_egress_policy_t *session = NULL;
     cg_error_t *err = NULL;
     int rc = cg_egress_policy_narrow (policy, text, &session, &err);
-    CG_FUZZ_CHECK (fits ? rc == 0 && cg_egress_policy_count (session) == cg_egress_policy_count (policy)
+    CG_FUZZ_CHECK (fits ? rc == 0
+                              && cg_egress_policy_count (session) == cg_egress_policy_count (policy)
                         : rc == -1 && err->code == ENOSPC,
                    "a list narrows to itself when it fits a session");
     cg_egress_policy_destroy (&session);
