@@ -292,6 +292,7 @@ s_settings (FILE *out, const cg_egress_squid_t *conf)
              "access_log stdio:%s cellgate\n"
              "buffered_logs off\nlogfile_rotate 0\n"
              "cache deny all\nvia off\nforwarded_for delete\nhttpd_suppress_version_string on\n"
+             "reply_header_access X-Cache deny all\nreply_header_access X-Cache-Lookup deny all\n"
              "request_header_max_size 64 KB\nreply_header_max_size 64 KB\n"
              "connect_timeout %d seconds\nread_timeout %d seconds\nrequest_timeout %d seconds\n"
              "client_lifetime %d seconds\nhalf_closed_clients off\nshutdown_lifetime 1 second\n"

@@ -16,7 +16,8 @@
            it is every IPv4 address), less the test-only networks           CG_ADDRESS_NOT_ALLOWED
         4. allow a host and port pair of the server's list
         5. deny all: a listed name on a port no entry gives it             CG_PORT_NOT_ALLOWED
-    - no cache, no Via, X-Forwarded-For deleted, no version string, 64 KB header limits, the
+    - no cache, no Via, X-Forwarded-For deleted, no version string, no X-Cache or
+      X-Cache-Lookup in replies (the latter names squid's port), 64 KB header limits, the
       timeouts, no pinger, ICP, HTCP or netdb file.
 
     Files and users. squid reads the configuration, the include file and writes the pid file

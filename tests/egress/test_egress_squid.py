@@ -258,6 +258,11 @@ class EgressSquid(unittest.TestCase):
             ("an allowed name on a mapped link-local address", SERVER_SRC, get("mapped.lab.test"),
              403, address_denied % "mapped.lab.test", "mapped.lab.test", 80, "denied",
              "address not allowed", None, None),
+            # What the server sees: no Via, no X-Forwarded-For (the client's own one deleted).
+            ("the request's headers upstream", SERVER_SRC,
+             "GET http://api.lab.test/headers HTTP/1.1\r\nHost: api.lab.test\r\n"
+             "X-Forwarded-For: 10.0.0.1\r\nConnection: close\r\n\r\n", 200, None,
+             "api.lab.test", 80, "allowed", "", api, None),
             # A download: the bytes both ways.
             ("1 MiB", SERVER_SRC, get("api.lab.test", "/bytes/1048576"), 200, None,
              "api.lab.test", 80, "allowed", "", api, None),
@@ -281,14 +286,23 @@ class EgressSquid(unittest.TestCase):
                     self.assertEqual(body.decode(errors="replace").split("\n")[0], first_line, label)
                 if status == 403:
                     self.assertEqual(body.decode().count("\n"), 1, "%s: one line: %r" % (label, body))
+        # The replies name neither squid's port nor its cache; upstream, no proxy header.
+        for request, raw in sent:
+            head = raw.partition(b"\r\n\r\n")[0].decode(errors="replace").lower()
+            self.assertNotIn("x-cache", head, request)
+            self.assertNotIn(str(self.port), head, request)
+        seen = json.loads([raw for request, raw in sent if "/headers" in request][0]
+                          .partition(b"\r\n\r\n")[2])["headers"]
+        self.assertEqual([name for name in seen if name.lower() in ("via", "x-forwarded-for",
+                                                                    "forwarded")], [], seen)
         # Nothing refused arrived; what was allowed did.
         self.assertEqual(self.lab.requests("registry.lab.test"), [])
         self.assertEqual(self.lab.requests("metadata.lab.test"), [])
-        self.assertEqual(len(self.lab.requests("api.lab.test")), 2)  # "/" and /bytes/1048576
+        self.assertEqual(len(self.lab.requests("api.lab.test")), 3)  # /, /headers, /bytes/1048576
         # No PROXY line: squid closes the connection without an answer.
         answer, body, raw = self.ask(SERVER_SRC, get("api.lab.test"), proxy_line=False)
         self.assertEqual(raw, b"", "no PROXY line: closed without an answer")
-        self.assertEqual(len(self.lab.requests("api.lab.test")), 2)
+        self.assertEqual(len(self.lab.requests("api.lab.test")), 3)
 
         # One access log line per request, read by egress/'s parser.
         records = self.records(len(cases))

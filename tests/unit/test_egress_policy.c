@@ -424,6 +424,7 @@ s_test_config (void)
         "via off\n",
         "forwarded_for delete\n",
         "httpd_suppress_version_string on\n",
+        "reply_header_access X-Cache-Lookup deny all\n",
         "request_header_max_size 64 KB\n",
         "reply_header_max_size 64 KB\n",
         "connect_timeout 30 seconds\n",
