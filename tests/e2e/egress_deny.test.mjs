@@ -1,0 +1,184 @@
+// Controlled egress (issue 26), what is refused: with --egress proxy a host not listed, an
+// IP literal not listed, the lab's decoy (an allowed name on a link-local and on a ULA
+// address: refused after resolution), a listed host on a port not listed (plain and CONNECT),
+// this machine's own addresses through the proxy, and, without the proxy, raw TCP, UDP and
+// IPv6 to the lab: each refusal a 403 with its one-line reason (or a socket error), and the
+// lab's logs show that none of them arrived. Per-session narrowing (start_session and a
+// one-shot execute_code), and --egress off exactly as before.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { callExec, sc, show, startServer } from './lib.mjs';
+import {
+  CA_IN_SANDBOX, PY_PRELUDE, decorate, labUp, marker, probe, skipReason, startEgressServer, uploadCa,
+} from './egress_lab.mjs';
+
+const SKIP = skipReason();
+let lab;
+let server;
+let allow;
+
+before(async () => {
+  if (SKIP) return;
+  lab = labUp();
+  // other.lab.test is listed by its address only: its name stays refused.
+  allow = ['api.lab.test', 'pypi.lab.test', 'registry.lab.test', 'metadata.lab.test', 'metadata6.lab.test', lab.address('other.lab.test')];
+  server = await startEgressServer(lab, { allow, name: 'egress-deny' });
+});
+
+after(async () => {
+  await server?.close();
+  lab?.down();
+});
+
+test('refused through the proxy, each with its 403 reason; none reached the lab', { skip: SKIP }, async () => {
+  const sid = 'sess_egressdeny01';
+  await uploadCa(server, lab, sid);
+  const m = marker('deny');
+  const api = lab.address('api.lab.test');
+  const decoy = lab.address('metadata.lab.test');
+  const decoy6 = lab.address6('metadata.lab.test');
+  const dl = server.stderrText().match(/listening on http:\/\/127\.0\.0\.1:(\d+)/)[1];
+  const cases = {
+    'host not listed (http)': [`get('http://other.lab.test/?${m}')`, /^cellgate egress: host not allowed/],
+    'host not listed (CONNECT)': [`tunnel('other.lab.test', 443)`, /^cellgate egress: host not allowed/],
+    'host not listed (https client)': [`get('https://other.lab.test/?${m}', ca=${JSON.stringify(CA_IN_SANDBOX)})`, null],
+    'IP literal of a host listed by name': [`get('http://${api}/?${m}')`, /^cellgate egress: host not allowed/],
+    'IP literal, CONNECT': [`tunnel('${api}', 443)`, /^cellgate egress: host not allowed/],
+    'decoy name on link-local': [`get('http://metadata.lab.test/?${m}')`, /^cellgate egress: address not allowed/],
+    'decoy name on link-local (CONNECT)': [`tunnel('metadata.lab.test', 443)`, /^cellgate egress: address not allowed/],
+    'decoy name on ULA': [`get('http://metadata6.lab.test/?${m}')`, /^cellgate egress: address not allowed/],
+    'decoy literal, link-local': [`get('http://${decoy}/?${m}')`, /^cellgate egress: (host|address) not allowed/],
+    'listed host, port not listed': [`get('http://api.lab.test:8080/?${m}')`, /^cellgate egress: port not allowed/],
+    'listed host, CONNECT to port 22': [`tunnel('api.lab.test', 22)`, /^cellgate egress: port not allowed/],
+    'listed host, CONNECT to port 8443': [`tunnel('api.lab.test', 8443)`, /^cellgate egress: port not allowed/],
+    // NO_PROXY names these: sent to the proxy as a client that ignores it would.
+    'this server\'s listener through the proxy': [`via('http://127.0.0.1:${dl}/?${m}')`, /^cellgate egress: (host|address) not allowed/],
+    'localhost through the proxy': [`via('http://localhost:${dl}/?${m}')`, /^cellgate egress: (host|address) not allowed/],
+    'the proxy itself through the proxy': [`via('http://127.0.0.1:3128/?${m}')`, /^cellgate egress: (host|address) not allowed/],
+    'the lab host side through the proxy': [`get('http://${lab.info.net.host_address}/?${m}')`, /^cellgate egress: (host|address) not allowed/],
+  };
+  if (decoy6) {
+    cases['decoy literal, ULA'] = [`get('http://[${decoy6}]/?${m}')`, /^cellgate egress: (host|address) not allowed/];
+    cases['IPv4-mapped IPv6 literal of the decoy'] = [`get('http://[::ffff:${decoy}]/?${m}')`, /^cellgate egress: (host|address) not allowed/];
+  }
+  const out = await probe(server, sid, `
+r = {}
+${Object.entries(cases).map(([k, [expr]]) => `r[${JSON.stringify(k)}] = ${expr}`).join('\n')}
+out(r)
+`, { timeout: 240 });
+  const problems = [];
+  for (const [k, [, why]] of Object.entries(cases)) {
+    const got = out[k];
+    if (why === null) {
+      // An HTTPS client sees only the refused tunnel (urllib: "Tunnel connection failed: 403").
+      if (got.status === 200 || !/403/.test(got.error ?? '')) problems.push(`${k}: ${JSON.stringify(got)}`);
+      continue;
+    }
+    if (got.status !== 403) problems.push(`${k}: not a 403: ${JSON.stringify(got)}`);
+    else if (!why.test(String(got.body).split('\n').find((l) => l.startsWith('cellgate egress:')) ?? ''))
+      problems.push(`${k}: reason ${JSON.stringify(String(got.body).slice(0, 300))} does not match ${why}`);
+  }
+  assert.deepEqual(problems, [], problems.join('\n'));
+  assert.deepEqual(lab.marked(m), [], 'a refused request arrived at a lab host');
+  assert.deepEqual(lab.requests('metadata.lab.test'), [], 'the decoy was reached');
+  assert.deepEqual(lab.requests('other.lab.test'), [], 'other.lab.test (by name) was reached');
+  return `${Object.keys(cases).length} refusals`;
+});
+
+test('an IP literal listed as such is allowed (and only it)', { skip: SKIP }, async () => {
+  const m = marker('literal');
+  const out = await probe(server, 'sess_egresslit001', `
+out({'literal': get('http://${lab.address('other.lab.test')}/?${m}'), 'name': get('http://other.lab.test/?${m}')})
+`);
+  assert.equal(out.literal.status, 200, JSON.stringify(out));
+  assert.equal(out.literal.body, 'cglab other.lab.test\n');
+  assert.equal(out.name.status, 403, JSON.stringify(out));
+  assert.equal(lab.marked(m).length, 1);
+});
+
+test('no path around the proxy: raw TCP, UDP and IPv6 to the lab fail in the sandbox', { skip: SKIP }, async () => {
+  const targets = [lab.address('api.lab.test'), lab.address('metadata.lab.test'), lab.info.net.host_address];
+  if (lab.address6('metadata.lab.test')) targets.push(lab.address6('metadata.lab.test'), lab.info.net.host_address6);
+  const out = await probe(server, 'sess_egressraw001', `
+t = ${JSON.stringify(targets)}
+out({'tcp': {h + ':' + str(p): tcp(h, p) for h in t for p in (80, 443)}, 'udp': {h: udp(h, 53) for h in t},
+     'v6routes': [l.split() for l in open('/proc/net/ipv6_route') if not l.split()[-1] == 'lo']})
+`);
+  for (const [k, v] of Object.entries(out.tcp)) assert.ok(v.startsWith('BLOCKED'), `tcp ${k}: ${v}`);
+  for (const [k, v] of Object.entries(out.udp)) assert.ok(v.startsWith('BLOCKED'), `udp ${k}: ${v}`);
+  assert.deepEqual(out.v6routes, [], 'an IPv6 route beyond lo');
+});
+
+test('per-session narrowing: a narrowed session is refused what another reaches; wider lists are refused', { skip: SKIP }, async () => {
+  const narrow = sc(await server.call('start_session', { language: 'python', egress_allow: ['api.lab.test'] }));
+  assert.ok(narrow.session_id, JSON.stringify(narrow));
+  const m = marker('narrow');
+  const inNarrow = await probe(server, narrow.session_id, `out({'api': get('http://api.lab.test/?${m}-a'), 'pypi': get('http://pypi.lab.test/?${m}-n')})`);
+  assert.equal(inNarrow.api.status, 200, JSON.stringify(inNarrow));
+  assert.equal(inNarrow.pypi.status, 403, JSON.stringify(inNarrow));
+  assert.match(String(inNarrow.pypi.body), /^cellgate egress: not allowed for this session/m);
+  const wide = await probe(server, 'sess_egresswide01', `out(get('http://pypi.lab.test/?${m}-w'))`);
+  assert.equal(wide.status, 200, 'a session with the server\'s list reaches pypi.lab.test');
+  assert.deepEqual(lab.marked(m).map((r) => r.path.split('-').at(-1)).sort(), ['a', 'w']);
+
+  // A one-shot run narrowed to pypi.lab.test.
+  const once = await probe(server, null, `out({'api': get('http://api.lab.test/?${m}-o'), 'pypi': get('http://pypi.lab.test/?${m}-p')})`,
+    { extra: { egress_allow: ['pypi.lab.test'] } });
+  assert.equal(once.pypi.status, 200, JSON.stringify(once));
+  assert.equal(once.api.status, 403, JSON.stringify(once));
+  assert.equal(lab.marked(`${m}-o`).length, 0);
+
+  // Anything wider than the server's list is refused, naming the entry.
+  for (const entry of ['other.lab.test', '*.lab.test', 'api.lab.test:8080', 'example.org']) {
+    const r = await server.call('start_session', { language: 'python', egress_allow: ['api.lab.test', entry] });
+    assert.equal(r.isError, true, `${entry}: ${show(r)}`);
+    assert.ok(JSON.stringify(r).includes(entry), `the error names ${entry}: ${show(r)}`);
+    const o = await callExec(server.client, { language: 'python', code: 'print(1)', egress_allow: [entry] });
+    assert.equal(o.isError, true, `one-shot ${entry}: ${show(o)}`);
+    assert.ok(JSON.stringify(o).includes(entry), `the one-shot error names ${entry}: ${show(o)}`);
+  }
+});
+
+async function offChecks(srv, label) {
+  const api = lab.address('api.lab.test');
+  const m = marker(label);
+  const r = await callExec(srv.client, { language: 'python', code: PY_PRELUDE + `
+out({'proxy_env': sorted(k for k in os.environ if 'proxy' in k.lower()), 'proxy_port': tcp('127.0.0.1', 3128),
+     'ip': get('http://${api}/?${m}', timeout=10), 'name': get('http://api.lab.test/?${m}', timeout=10),
+     'tcp': tcp('${api}', 80), 'ifaces': [n for _, n in socket.if_nameindex()]})
+` });
+  assert.equal(sc(r).status, 'success', show(r, srv));
+  const out = JSON.parse(sc(r).stdout.trim().split('\n').at(-1));
+  assert.deepEqual(out.proxy_env, [], `${label}: proxy variables in the sandbox`);
+  assert.ok(out.proxy_port.startsWith('BLOCKED'), `${label}: something listens on 3128: ${out.proxy_port}`);
+  assert.equal(out.ip.status, null, `${label}: ${JSON.stringify(out.ip)}`);
+  assert.equal(out.name.status, null, `${label}: ${JSON.stringify(out.name)}`);
+  assert.ok(out.tcp.startsWith('BLOCKED'), out.tcp);
+  assert.deepEqual(out.ifaces, ['lo']);
+  assert.deepEqual(lab.marked(m), []);
+  const ls = sc(await srv.client.callTool({ name: 'start_session', arguments: { language: 'python' } })).session_id;
+  const listed = sc(await srv.client.callTool({ name: 'list_sessions', arguments: {} })).sessions.find((s) => s.session_id === ls);
+  return listed;
+}
+
+test('--egress off (the default, and said) is today\'s sandbox: no proxy, no way to the lab', { skip: SKIP }, async () => {
+  const byDefault = decorate(await startServer({ name: 'egress-default' }));
+  try {
+    const listed = await offChecks(byDefault, 'default');
+    assert.ok(listed.egress === undefined || listed.egress === 'off', JSON.stringify(listed));
+    // Asking for a list where the server has none is refused.
+    const r = await byDefault.call('start_session', { language: 'python', egress_allow: ['api.lab.test'] });
+    assert.equal(r.isError, true, show(r));
+  } finally {
+    await byDefault.close();
+  }
+  const said = decorate(await startServer({ name: 'egress-off', args: ['--egress', 'off'] }));
+  try {
+    const listed = await offChecks(said, 'off');
+    assert.equal(listed.egress, 'off', JSON.stringify(listed));
+  } finally {
+    await said.close();
+  }
+});
