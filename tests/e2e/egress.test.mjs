@@ -6,12 +6,13 @@
 // /metrics and list_sessions. Denials are e2e_egress_deny, limits e2e_egress_limits.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, afterEach, before, test } from 'node:test';
 
 import { callExec, sc, show } from './lib.mjs';
 import {
   CA_IN_SANDBOX, INDEX_URL, PROXY, REGISTRY_URL, bash, egressRecords, eventually, labUp, marker, probe, reasonOf,
   sample, skipReason, startEgressServer, uploadCa,
+  closeSessions,
 } from './egress_lab.mjs';
 
 const SKIP = skipReason();
@@ -24,6 +25,8 @@ before(async () => {
   lab = labUp();
   server = await startEgressServer(lab, { allow: ALLOW, name: 'egress' });
 });
+
+afterEach(() => closeSessions(server));
 
 after(async () => {
   await server?.close();
@@ -216,7 +219,10 @@ out({'ok': get('http://api.lab.test/bytes/5000?${m}'), 'tls': get('https://api.l
   const narrow = sc(await server.call('start_session', { language: 'python', egress_allow: ['api.lab.test'] })).session_id;
   const sessions = sc(await server.call('list_sessions', {})).sessions;
   const mine = sessions.find((s) => s.session_id === sid);
+  assert.ok(mine, JSON.stringify(sessions));
   assert.equal(mine.egress.mode, 'proxy', JSON.stringify(mine));
   assert.deepEqual([...mine.egress.allow].sort(), [...ALLOW].sort());
-  assert.deepEqual(sessions.find((s) => s.session_id === narrow).egress, { mode: 'proxy', allow: ['api.lab.test'] });
+  assert.notEqual(mine.egress.own_list, true, JSON.stringify(mine));
+  const n = sessions.find((s) => s.session_id === narrow);
+  assert.deepEqual([n.egress.mode, n.egress.allow, n.egress.own_list], ['proxy', ['api.lab.test'], true], JSON.stringify(n));
 });

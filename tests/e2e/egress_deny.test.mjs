@@ -7,11 +7,12 @@
 // one-shot execute_code), and --egress off exactly as before.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, afterEach, before, test } from 'node:test';
 
 import { callExec, sc, show, startServer } from './lib.mjs';
 import {
   CA_IN_SANDBOX, PY_PRELUDE, decorate, labUp, marker, probe, skipReason, startEgressServer, uploadCa,
+  closeSessions,
 } from './egress_lab.mjs';
 
 const SKIP = skipReason();
@@ -26,6 +27,8 @@ before(async () => {
   allow = ['api.lab.test', 'pypi.lab.test', 'registry.lab.test', 'metadata.lab.test', 'metadata6.lab.test', lab.address('other.lab.test')];
   server = await startEgressServer(lab, { allow, name: 'egress-deny' });
 });
+
+afterEach(() => closeSessions(server));
 
 after(async () => {
   await server?.close();

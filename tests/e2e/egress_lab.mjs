@@ -82,8 +82,7 @@ export function labUp(prefix = 'cg-egress-lab-') {
 
 /** The server arguments for --egress proxy on LAB with ALLOW (entries) and EXTRA args. */
 export function egressArgs(lab, allow, extra = []) {
-  const args = ['--egress', 'proxy'];
-  for (const entry of allow) args.push('--egress-allow', entry);
+  const args = ['--egress', 'proxy', '--egress-allow', allow.join(',')];
   args.push('--test-egress-hosts-file', lab.hostsFile, '--test-egress-allow-net', '198.18.0.0/15',
     '--pip-index-url', INDEX_URL, '--npm-registry', REGISTRY_URL, ...extra);
   return args;
@@ -115,6 +114,13 @@ export function decorate(server) {
     return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
   };
   return server;
+}
+
+/** Closes every session of SERVER but KEEP (ids): a server holds 10 at most (--max-sessions). */
+export async function closeSessions(server, keep = []) {
+  if (!server) return;
+  const listed = sc(await server.call('list_sessions', {})).sessions ?? [];
+  for (const s of listed) if (!keep.includes(s.session_id)) await server.call('close_session', { session_id: s.session_id });
 }
 
 /** The value of the sample NAME{LABELS} in Prometheus text (0 when absent). */

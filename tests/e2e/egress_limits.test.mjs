@@ -4,10 +4,10 @@
 // another session of the same server is not affected.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, afterEach, before, test } from 'node:test';
 
 import { show } from './lib.mjs';
-import { bash, egressRecords, labUp, marker, probe, reasonOf, skipReason, startEgressServer } from './egress_lab.mjs';
+import { bash, closeSessions, egressRecords, labUp, marker, probe, reasonOf, skipReason, startEgressServer } from './egress_lab.mjs';
 
 const SKIP = skipReason();
 const PER_MINUTE = 10;
@@ -22,6 +22,8 @@ before(async () => {
     extra: ['--egress-max-conns', '2', '--egress-max-mb-up', '1', '--egress-max-mb-down', '2', '--egress-per-minute', String(PER_MINUTE)],
   });
 });
+
+afterEach(() => closeSessions(server));
 
 after(async () => {
   await server?.close();
