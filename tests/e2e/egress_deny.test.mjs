@@ -11,7 +11,7 @@ import { after, afterEach, before, test } from 'node:test';
 
 import { callExec, sc, show, startServer } from './lib.mjs';
 import {
-  CA_IN_SANDBOX, PY_PRELUDE, decorate, labUp, marker, probe, skipReason, startEgressServer, uploadCa,
+  CA_IN_SANDBOX, PY_PRELUDE, decorate, egressArgs, labUp, marker, probe, reasonOf, skipReason, startEgressServer, uploadCa,
   closeSessions,
 } from './egress_lab.mjs';
 
@@ -24,7 +24,9 @@ before(async () => {
   if (SKIP) return;
   lab = labUp();
   // other.lab.test is listed by its address only: its name stays refused.
-  allow = ['api.lab.test', 'pypi.lab.test', 'registry.lab.test', 'metadata.lab.test', 'metadata6.lab.test', lab.address('other.lab.test')];
+  // The decoy's link-local literal is listed too: an address rule refuses it all the same.
+  allow = ['api.lab.test', 'pypi.lab.test', 'registry.lab.test', 'metadata.lab.test', 'metadata6.lab.test', lab.address('other.lab.test'),
+    lab.address('metadata.lab.test')];
   server = await startEgressServer(lab, { allow, name: 'egress-deny' });
 });
 
@@ -35,7 +37,7 @@ after(async () => {
   lab?.down();
 });
 
-test('refused through the proxy, each with its 403 reason; none reached the lab', { skip: SKIP }, async () => {
+test('refused through the proxy, each with its 403 reason; none reached the lab', { skip: SKIP }, async (t) => {
   const sid = 'sess_egressdeny01';
   await uploadCa(server, lab, sid);
   const m = marker('deny');
@@ -52,7 +54,8 @@ test('refused through the proxy, each with its 403 reason; none reached the lab'
     'decoy name on link-local': [`get('http://metadata.lab.test/?${m}')`, /^cellgate egress: address not allowed/],
     'decoy name on link-local (CONNECT)': [`tunnel('metadata.lab.test', 443)`, /^cellgate egress: address not allowed/],
     'decoy name on ULA': [`get('http://metadata6.lab.test/?${m}')`, /^cellgate egress: address not allowed/],
-    'decoy literal, link-local': [`get('http://${decoy}/?${m}')`, /^cellgate egress: (host|address) not allowed/],
+    'decoy literal, link-local (listed as such)': [`get('http://${decoy}/?${m}')`, /^cellgate egress: address not allowed/],
+    'decoy literal, link-local, CONNECT': [`tunnel('${decoy}', 443)`, /^cellgate egress: address not allowed/],
     'listed host, port not listed': [`get('http://api.lab.test:8080/?${m}')`, /^cellgate egress: port not allowed/],
     'listed host, CONNECT to port 22': [`tunnel('api.lab.test', 22)`, /^cellgate egress: port not allowed/],
     'listed host, CONNECT to port 8443': [`tunnel('api.lab.test', 8443)`, /^cellgate egress: port not allowed/],
@@ -83,6 +86,7 @@ out(r)
     else if (!why.test(String(got.body).split('\n').find((l) => l.startsWith('cellgate egress:')) ?? ''))
       problems.push(`${k}: reason ${JSON.stringify(String(got.body).slice(0, 300))} does not match ${why}`);
   }
+  for (const [k, got] of Object.entries(out)) t.diagnostic(`${k}: ${got.status} ${reasonOf(got.body) ?? got.error ?? ''}`);
   assert.deepEqual(problems, [], problems.join('\n'));
   assert.deepEqual(lab.marked(m), [], 'a refused request arrived at a lab host');
   assert.deepEqual(lab.requests('metadata.lab.test'), [], 'the decoy was reached');
@@ -141,6 +145,23 @@ test('per-session narrowing: a narrowed session is refused what another reaches;
     const o = await callExec(server.client, { language: 'python', code: 'print(1)', egress_allow: [entry] });
     assert.equal(o.isError, true, `one-shot ${entry}: ${show(o)}`);
     assert.ok(JSON.stringify(o).includes(entry), `the one-shot error names ${entry}: ${show(o)}`);
+  }
+});
+
+test('--egress-allow given twice: both lists hold, or the server refuses to start (never one silently dropped)', { skip: SKIP }, async () => {
+  let twice;
+  try {
+    twice = decorate(await startServer({ name: 'egress-twice', args: egressArgs(lab, ['api.lab.test']).concat(['--egress-allow', 'pypi.lab.test']) }));
+  } catch (err) {
+    assert.match(err.message, /--egress-allow/, 'the refusal names the flag');
+    return;
+  }
+  try {
+    const m = marker('twice');
+    const out = await probe(twice, null, `out({'api': get('http://api.lab.test/?${m}')['status'], 'pypi': get('http://pypi.lab.test/?${m}')['status']})`);
+    assert.deepEqual(out, { api: 200, pypi: 200 }, 'a host of the first --egress-allow was dropped');
+  } finally {
+    await twice.close();
   }
 });
 
