@@ -7,6 +7,8 @@
 // one-shot execute_code), and --egress off exactly as before.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import { after, afterEach, before, test } from 'node:test';
 
 import { callExec, sc, show, startServer } from './lib.mjs';
@@ -164,6 +166,60 @@ test('--egress-allow given twice: both lists hold, or the server refuses to star
     await twice.close();
   }
 });
+
+// squid keeps shared memory segments in /dev/shm named after its service name; a root
+// server's squid runs as Debian's proxy user, a normal user's as that user. One server's
+// segments must not stop another's squid (nor outlive the server, which would stop the next).
+const USER = 'cellgate-test';
+const squidShm = () => fs.readdirSync('/dev/shm').filter((n) => n.startsWith('squid'));
+const squidsOf = (uid) => fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+  try {
+    return fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'squid' && fs.statSync(`/proc/${p}`).uid === uid;
+  } catch {
+    return false;
+  }
+});
+
+test('a normal user\'s server (rootless) gets its proxy while a root server\'s runs, and a root server after it', { skip: SKIP || (!userExists(USER) && `no user ${USER}`) }, async () => {
+  const uid = Number(execFileSync('id', ['-u', USER], { encoding: 'utf8' }));
+  const before = new Set(squidShm());
+  const m = marker('users');
+  try {
+    let rootless;
+    try {
+      rootless = decorate(await startServer({ name: 'egress-rootless', asUser: USER, args: ['--http-listen', '127.0.0.1:0', ...egressArgs(lab, ['api.lab.test'])] }));
+    } catch (err) {
+      assert.fail(`a normal user's --egress proxy server did not start while a root one runs (/dev/shm: ${squidShm().join(' ')}): ${err.message.split('\n').filter((l) => /egress|squid|handshake/.test(l)).join('\n')}`);
+    }
+    try {
+      const out = await probe(rootless, null, `out(get('http://api.lab.test/?${m}-rootless'))`);
+      assert.equal(out.status, 200, JSON.stringify(out));
+    } finally {
+      await rootless.close();
+    }
+    const after = decorate(await startServer({ name: 'egress-after-rootless', args: ['--http-listen', '127.0.0.1:0', ...egressArgs(lab, ['api.lab.test'])] }));
+    try {
+      const out = await probe(after, null, `out(get('http://api.lab.test/?${m}-root'))`);
+      assert.equal(out.status, 200, JSON.stringify(out));
+    } finally {
+      await after.close();
+    }
+    assert.equal(lab.marked(m).length, 2);
+  } finally {
+    // What a squid of that user left behind would stop every later root server's squid.
+    if (squidsOf(uid).length === 0)
+      for (const n of squidShm()) if (!before.has(n) && fs.statSync(`/dev/shm/${n}`).uid === uid) fs.rmSync(`/dev/shm/${n}`, { force: true });
+  }
+});
+
+function userExists(name) {
+  try {
+    execFileSync('id', [name], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 async function offChecks(srv, label) {
   const api = lab.address('api.lab.test');
