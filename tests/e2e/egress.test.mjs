@@ -149,6 +149,31 @@ test('install_package (python) installs from the index through the proxy when th
   assert.ok(lab.requests('pypi.lab.test').length > before, 'the index was asked');
 });
 
+test('install_package\'s hash-checked mode: the lab\'s sha256s install, a wrong one is refused', { skip: SKIP }, async () => {
+  const sha = Object.fromEntries(lab.info.wheels.map((w) => [`${w.name}==${w.version}`, w.sha256]));
+  const bad = sc(await server.call('start_session', { language: 'python' })).session_id;
+  const wrong = await server.call('install_package', { session_id: bad, package: 'cglab-hello==1.0', language: 'python',
+    hashes: { ...sha, 'cglab-dep==1.0': '0'.repeat(64) } });
+  assert.equal(wrong.isError, true, show(wrong, server));
+  assert.match(JSON.stringify(sc(wrong)), /hash/i, show(wrong, server));
+  const gone = await callExec(server.client, { language: 'python', session_id: bad, code: 'import importlib.util\nprint(importlib.util.find_spec("cglab_dep"), importlib.util.find_spec("cglab_hello"))' });
+  assert.equal(sc(gone).stdout, 'None None\n', show(gone, server));
+  const good = sc(await server.call('start_session', { language: 'python' })).session_id;
+  const r = await server.call('install_package', { session_id: good, package: 'cglab-hello==1.0', language: 'python', hashes: sha });
+  assert.equal(r.isError, false, show(r, server));
+  const out = await callExec(server.client, { language: 'python', session_id: good, code: 'from cglab_hello import hello\nprint(hello())' });
+  assert.equal(sc(out).stdout, `${HELLO}\n`, show(out, server));
+});
+
+test('instructions and the tool descriptions name the reachable hosts', { skip: SKIP }, async () => {
+  const said = server.client.getInstructions() ?? '';
+  for (const host of ALLOW) assert.ok(said.includes(host), `instructions lack ${host}: ${said}`);
+  for (const name of ['execute_code', 'install_package']) {
+    const tool = server.tools.find((t) => t.name === name);
+    assert.ok(ALLOW.every((h) => tool.description.includes(h)), `${name}: ${tool.description}`);
+  }
+});
+
 test('npm install typed in bash (the lab\'s own package and left-pad), and install_package (node)', { skip: SKIP }, async () => {
   const sid = 'sess_egressnpm001';
   const s = await bash(server, sid, `cd /mnt/data && npm install --no-audit --no-fund cglab-npm-hello left-pad 2>&1 | tail -n 2

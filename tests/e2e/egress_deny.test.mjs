@@ -13,7 +13,7 @@ import { after, afterEach, before, test } from 'node:test';
 
 import { callExec, sc, show, startServer } from './lib.mjs';
 import {
-  CA_IN_SANDBOX, PY_PRELUDE, decorate, egressArgs, labUp, marker, probe, reasonOf, skipReason, startEgressServer, uploadCa,
+  CA_IN_SANDBOX, PY_PRELUDE, bash, decorate, egressArgs, labUp, marker, probe, reasonOf, skipReason, startEgressServer, uploadCa,
   closeSessions,
 } from './egress_lab.mjs';
 
@@ -94,6 +94,21 @@ out(r)
   assert.deepEqual(lab.requests('metadata.lab.test'), [], 'the decoy was reached');
   assert.deepEqual(lab.requests('other.lab.test'), [], 'other.lab.test (by name) was reached');
   return `${Object.keys(cases).length} refusals`;
+});
+
+test('node fetch refused: "fetch failed" whose cause names the proxy\'s 403; curl says the tunnel failed', { skip: SKIP }, async () => {
+  const m = marker('jsdeny');
+  const r = await callExec(server.client, { language: 'javascript', session_id: 'sess_egressjsdeny', timeout: 120, code: `
+let said;
+try { await fetch('http://other.lab.test/?${m}'); said = 'fetched'; } catch (e) { said = String(e.message) + ' | ' + String(e.cause && (e.cause.message || e.cause)); }
+said` }, { timeoutMs: 180000 });
+  assert.equal(sc(r).status, 'success', show(r, server));
+  const c = await bash(server, 'sess_egressjsdeny', `curl -sS https://other.lab.test/?${m} 2>&1; curl -sS http://other.lab.test/?${m}; true`);
+  assert.match(c.stdout, /CONNECT tunnel failed, response 403/, c.stdout);
+  assert.match(c.stdout, /cellgate egress: host not allowed: other\.lab\.test/, c.stdout);
+  assert.deepEqual(lab.marked(m), []);
+  // docs/egress.md: the model reads why from the error's cause.
+  assert.match(String(sc(r).returnValue), /fetch failed.*403/s, `node fetch does not say the proxy refused: ${sc(r).returnValue}`);
 });
 
 test('an IP literal listed as such is allowed (and only it)', { skip: SKIP }, async () => {
