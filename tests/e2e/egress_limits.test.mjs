@@ -4,10 +4,11 @@
 // another session of the same server is not affected.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, afterEach, before, test } from 'node:test';
 
 import { show } from './lib.mjs';
-import { bash, closeSessions, egressRecords, labUp, marker, probe, reasonOf, skipReason, startEgressServer } from './egress_lab.mjs';
+import { bash, closeSessions, egressRecords, eventually, labUp, marker, probe, reasonOf, skipReason, startEgressServer } from './egress_lab.mjs';
 
 const SKIP = skipReason();
 const PER_MINUTE = 10;
@@ -111,4 +112,50 @@ out([get('http://api.lab.test/?${m}-%d' % i) for i in range(${PER_MINUTE + 6})])
   assert.equal(lab.marked(m).length, allowed, 'exactly the allowed requests arrived');
   const records = await egressRecords(server, out._execution_id, m, (l) => l.some((x) => x.decision === 'denied'));
   assert.ok(records.some((x) => x.decision === 'denied' && /rate limit/.test(x.reason ?? '')), JSON.stringify(records));
+});
+
+// The proxy's processes end with the server: closed (its run dir goes too), or killed with
+// SIGKILL (no clean-up ran).
+function proxyChildren(pid) {
+  const out = [];
+  for (const p of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x)).map(Number)) {
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== pid) continue;
+      if (/squid|egress-relay/.test(fs.readFileSync(`/proc/${p}/cmdline`, 'utf8'))) out.push(p);
+    } catch {}
+  }
+  return out;
+}
+const cmdline = (p) => {
+  try {
+    return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+  } catch {
+    return null;
+  }
+};
+const runDir = (pid) => `/run/cellgate/egress-${pid}`;
+
+test('a server closed, or killed with SIGKILL, leaves no squid or relay running; closed, no run dir', { skip: SKIP }, async () => {
+  const closed = await startEgressServer(lab, { allow: ['api.lab.test'], name: 'egress-closed' });
+  const closedProxy = proxyChildren(closed.pid);
+  assert.ok(closedProxy.length >= 2, 'squid and the relay are the server\'s children');
+  assert.ok(fs.existsSync(runDir(closed.pid)), `${runDir(closed.pid)} while it runs`);
+  await closed.close();
+  const leftClosed = await eventually(() => (closedProxy.every((p) => cmdline(p) === null) ? [] : null), 15000);
+  assert.deepEqual(leftClosed ?? closedProxy.map(cmdline).filter(Boolean), [], 'still running after the server was closed');
+  assert.equal(fs.existsSync(runDir(closed.pid)), false, `${runDir(closed.pid)} left after a clean stop`);
+
+  const doomed = await startEgressServer(lab, { allow: ['api.lab.test'], name: 'egress-doomed' });
+  const proxy = proxyChildren(doomed.pid);
+  assert.ok(proxy.length >= 2, 'squid and the relay are the server\'s children');
+  try {
+    process.kill(doomed.pid, 'SIGKILL');
+    const left = await eventually(() => (proxy.every((p) => cmdline(p) === null) ? [] : null), 15000);
+    assert.deepEqual(left ?? proxy.map(cmdline).filter(Boolean), [], 'still running after the server was killed');
+  } finally {
+    for (const p of proxy) if (cmdline(p) !== null) try { process.kill(p, 'SIGKILL'); } catch {}
+    await doomed.close();
+    fs.rmSync(runDir(doomed.pid), { recursive: true, force: true });
+  }
 });
