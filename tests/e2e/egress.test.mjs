@@ -6,6 +6,9 @@
 // /metrics and list_sessions. Denials are e2e_egress_deny, limits e2e_egress_limits.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 
 import { callExec, sc, show } from './lib.mjs';
@@ -147,6 +150,31 @@ test('install_package (python) installs from the index through the proxy when th
   const after = await callExec(server.client, { language: 'python', session_id: sid, code: 'from cglab_hello import hello\nprint(hello(), kept)' });
   assert.equal(sc(after).stdout, `${HELLO} 7\n`, show(after, server));
   assert.ok(lab.requests('pypi.lab.test').length > before, 'the index was asked');
+});
+
+test('with --wheelhouse, install_package takes the local wheel first and goes online only for what it lacks', { skip: SKIP }, async () => {
+  const house = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-egress-wheels-'));
+  const dep = lab.info.wheels.find((w) => w.name === 'cglab-dep');
+  fs.copyFileSync(path.join(lab.dir, 'wheels', dep.file), path.join(house, dep.file));
+  fs.chmodSync(house, 0o755);
+  fs.chmodSync(path.join(house, dep.file), 0o644);
+  const local = await startEgressServer(lab, { allow: ALLOW, name: 'egress-wheelhouse', extra: ['--wheelhouse', house] });
+  try {
+    const pypi = () => lab.requests('pypi.lab.test').length;
+    const before = pypi();
+    const sid = sc(await local.call('start_session', { language: 'python' })).session_id;
+    const r = await local.call('install_package', { session_id: sid, package: 'cglab-dep', language: 'python' });
+    assert.equal(r.isError, false, show(r, local));
+    assert.equal(pypi(), before, 'the index was asked for a package the wheelhouse has');
+    const hello = await local.call('install_package', { session_id: sid, package: 'cglab-hello', language: 'python' });
+    assert.equal(hello.isError, false, show(hello, local));
+    assert.ok(pypi() > before, 'the index was not asked for a package the wheelhouse lacks');
+    const out = await callExec(local.client, { language: 'python', session_id: sid, code: 'from cglab_hello import hello\nprint(hello())' });
+    assert.equal(sc(out).stdout, `${HELLO}\n`, show(out, local));
+  } finally {
+    await local.close();
+    fs.rmSync(house, { recursive: true, force: true });
+  }
 });
 
 test('install_package\'s hash-checked mode: the lab\'s sha256s install, a wrong one is refused', { skip: SKIP }, async () => {
