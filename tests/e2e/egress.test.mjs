@@ -260,6 +260,9 @@ out({'ok': get('http://api.lab.test/bytes/5000?${m}'), 'tls': get('https://api.l
     return l.length ? l : null;
   });
   assert.ok(lines, `no egress line in the session's log: ${JSON.stringify(server.sessionLog(sid)).slice(-2000)}`);
+  const line = lines.find((l) => l.type === 'egress');
+  assert.ok(line, JSON.stringify(lines));
+  assert.deepEqual([line.session_id, line.client_id, line.execution_id, line.decision], [sid, 'stdio', out._execution_id, 'denied'], JSON.stringify(line));
 
   const metricsAfter = await server.metricsText();
   const delta = (name, labels) => sample(metricsAfter, name, labels) - sample(metricsBefore, name, labels);
