@@ -337,3 +337,48 @@ out(res)
     assert.deepEqual(lab.marked(m).map((r) => r.path), [`/?${m}-after`], 'a huge request was forwarded');
     return `${Object.entries(out).map(([k, v]) => `${k} ${v ?? 'closed'}`).join(', ')}; ${await stillServed('after huge headers')}`;
   }, opts);
+
+kase('an allowed name that comes to resolve to the decoy\'s link-local address (the hosts file changed, squid reloaded)',
+  'refused as "address not allowed" after the reload, the decoy never reached; allowed again once the name is back', async () => {
+    const hosts = lab.hostsFile;
+    const original = fs.readFileSync(hosts, 'utf8');
+    const api = lab.address('api.lab.test');
+    const decoy = lab.address('metadata.lab.test');
+    const m = marker('rebind');
+    // squid reads its hosts file when it starts and when it reloads, which a session with a
+    // list of its own makes it do (docs/egress.md).
+    const reload = async () => {
+      const sid = sc(await server.call('start_session', { language: 'python', egress_allow: ['pypi.lab.test'] })).session_id;
+      await server.call('close_session', { session_id: sid });
+    };
+    let out;
+    try {
+      fs.writeFileSync(hosts, original.replace(`${api} api.lab.test`, `${decoy} api.lab.test`));
+      await reload();
+      out = await probe(server, 'sess_corpusegrbnd', `
+res = []
+for i in range(10):
+    r = get('http://api.lab.test/?${m}-%d' % i)
+    res.append([r['status'], reason(r.get('body'))])
+    if r['status'] == 403: break
+    time.sleep(1)
+out(res)
+`);
+    } finally {
+      fs.writeFileSync(hosts, original);
+    }
+    const last = out.at(-1);
+    assert.deepEqual([last[0], /^cellgate egress: address not allowed/.test(last[1] ?? '')], [403, true], JSON.stringify(out));
+    assert.deepEqual(lab.requests('metadata.lab.test'), [], 'the decoy was reached through the changed name');
+    await reload();
+    const back = await probe(server, 'sess_corpusegrbnd', `
+for i in range(10):
+    r = get('http://api.lab.test/?${m}-back')
+    if r['status'] == 200: break
+    time.sleep(1)
+out(r['status'])
+`);
+    assert.equal(back, 200);
+    await server.call('close_session', { session_id: 'sess_corpusegrbnd' });
+    return `${out.length} tries: ${out.map((x) => x[0]).join(',')} (${last[1]}); back: ${back}; ${await stillServed('after the name moved')}`;
+  }, opts);
