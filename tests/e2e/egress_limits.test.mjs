@@ -141,6 +141,10 @@ test('a server closed, or killed with SIGKILL, leaves no squid or relay running;
   const closedProxy = proxyChildren(closed.pid);
   assert.ok(closedProxy.length >= 2, 'squid and the relay are the server\'s children');
   assert.ok(fs.existsSync(runDir(closed.pid)), `${runDir(closed.pid)} while it runs`);
+  // Live sessions, one with a list of its own, and a connection open through the proxy.
+  await probe(closed, 'sess_egressclose1', `out(get('http://api.lab.test/'))`);
+  await closed.call('start_session', { language: 'python', egress_allow: ['api.lab.test'] });
+  await bash(closed, 'sess_egressclose1', "nohup curl -sS -o /dev/null 'http://api.lab.test/slow?bytes=100&delay_ms=1000' >/dev/null 2>&1 & echo", 30);
   await closed.close();
   const leftClosed = await eventually(() => (closedProxy.every((p) => cmdline(p) === null) ? [] : null), 15000);
   assert.deepEqual(leftClosed ?? closedProxy.map(cmdline).filter(Boolean), [], 'still running after the server was closed');
