@@ -96,19 +96,22 @@ out(r)
   return `${Object.keys(cases).length} refusals`;
 });
 
-test('node fetch refused: "fetch failed" whose cause names the proxy\'s 403; curl says the tunnel failed', { skip: SKIP }, async () => {
+test('refused, as curl and node fetch tell it: the 403 and its reason over HTTP, the refused tunnel over HTTPS', { skip: SKIP }, async () => {
   const m = marker('jsdeny');
   const r = await callExec(server.client, { language: 'javascript', session_id: 'sess_egressjsdeny', timeout: 120, code: `
-let said;
-try { await fetch('http://other.lab.test/?${m}'); said = 'fetched'; } catch (e) { said = String(e.message) + ' | ' + String(e.cause && (e.cause.message || e.cause)); }
-said` }, { timeoutMs: 180000 });
+const plain = await fetch('http://other.lab.test/?${m}');
+let tls;
+try { await fetch('https://other.lab.test/?${m}'); tls = 'fetched'; } catch (e) { tls = String(e.message); }
+JSON.stringify({ status: plain.status, body: await plain.text(), tls })` }, { timeoutMs: 180000 });
   assert.equal(sc(r).status, 'success', show(r, server));
   const c = await bash(server, 'sess_egressjsdeny', `curl -sS https://other.lab.test/?${m} 2>&1; curl -sS http://other.lab.test/?${m}; true`);
   assert.match(c.stdout, /CONNECT tunnel failed, response 403/, c.stdout);
   assert.match(c.stdout, /cellgate egress: host not allowed: other\.lab\.test/, c.stdout);
+  const js = JSON.parse(sc(r).returnValue);
+  assert.equal(js.status, 403, JSON.stringify(js));
+  assert.match(js.body, /^cellgate egress: host not allowed: other\.lab\.test/, JSON.stringify(js));
+  assert.match(js.tls, /fetch failed.*403/s, `node fetch over HTTPS does not say the proxy refused: ${js.tls}`);
   assert.deepEqual(lab.marked(m), []);
-  // docs/egress.md: the model reads why from the error's cause.
-  assert.match(String(sc(r).returnValue), /fetch failed.*403/s, `node fetch does not say the proxy refused: ${sc(r).returnValue}`);
 });
 
 test('an IP literal listed as such is allowed (and only it)', { skip: SKIP }, async () => {
