@@ -119,9 +119,8 @@ s_remove_stale_dirs (void)
     struct dirent *entry;
     while (dir && (entry = readdir (dir))) {
         char *end = NULL;
-        long pid = strncmp (entry->d_name, "egress-", 7) == 0
-                       ? strtol (entry->d_name + 7, &end, 10)
-                       : 0;
+        long pid =
+            strncmp (entry->d_name, "egress-", 7) == 0 ? strtol (entry->d_name + 7, &end, 10) : 0;
         if (pid > 0 && end && !*end && kill ((pid_t)pid, 0) < 0 && errno == ESRCH) {
             cleanup_free char *path = cg_strdupf ("/run/cellgate/%s", entry->d_name);
             cg_rm_rf (path, NULL);
@@ -195,7 +194,8 @@ s_exec_squid (cg_egress_t *self, pid_t parent, const char *conf, const char *out
     dup2 (log, 2);
     setpgid (0, 0);
     if (geteuid () == 0
-        && (setgroups (0, NULL) < 0 || setresgid (self->squid_gid, self->squid_gid, self->squid_gid) < 0
+        && (setgroups (0, NULL) < 0
+            || setresgid (self->squid_gid, self->squid_gid, self->squid_gid) < 0
             || setresuid (self->squid_uid, self->squid_uid, self->squid_uid) < 0))
         _exit (1);
     //  After the change of user, which clears it: squid ends (cleanly, its shared memory
