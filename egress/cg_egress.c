@@ -128,6 +128,9 @@ s_make_env (cg_egress_t *self, const cg_config_t *config)
                                         NULL};
     for (int i = 0; names[i]; i++)
         env[n++] = cg_strdupf ("%s=%s", names[i], proxy);
+    //  `pip install x` typed by the model installs into the session's package layer (on
+    //  PYTHONPATH; Debian's pip refuses the system's, PEP 668), as install_package does.
+    env[n++] = cg_xstrdup ("PIP_TARGET=" CG_EGRESS_SITE_PYTHON);
     env[n++] = cg_xstrdup ("NO_PROXY=localhost,127.0.0.1");
     env[n++] = cg_xstrdup ("no_proxy=localhost,127.0.0.1");
     if (config->pip_index_url) {

@@ -9,6 +9,10 @@
 /*  Sandboxes in proxy mode at once: one source address each, 127.64.<i/256>.<i%256>. */
 #define CG_EGRESS_SLOTS 4096
 
+/*  A sandbox's own package layer's Python directory (containers/cg_container.h's
+    CG_SITE_MOUNT "/python", which this floor does not include). */
+#define CG_EGRESS_SITE_PYTHON "/opt/cellgate/site/python"
+
 /*  Where sandboxes see the Node.js preload that sends fetch through the proxy. */
 #define CG_EGRESS_NODE_PRELOAD "/opt/cellgate/kernels/javascript/cellgate-proxy.js"
 
