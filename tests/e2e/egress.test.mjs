@@ -130,6 +130,9 @@ test('pip install typed in bash: from --pip-index-url through the proxy, with it
   const s = await bash(server, sid, `pip install cglab-hello 2>&1 | tail -n 3
 python3 -c 'from cglab_hello import hello; print(hello())'`);
   assert.match(s.stdout, new RegExp(`${HELLO}\\n$`), show(s));
+  // The session's running Python kernel imports it too.
+  const k = await callExec(server.client, { language: 'python', session_id: sid, code: 'import importlib\nimportlib.invalidate_caches()\nfrom cglab_hello import hello\nprint(hello())' });
+  assert.equal(sc(k).stdout, `${HELLO}\n`, show(k, server));
   const paths = lab.requests('pypi.lab.test').map((r) => r.path);
   assert.ok(paths.includes('/simple/cglab-hello/'), paths.join(' '));
   assert.ok(paths.some((p) => p.startsWith('/packages/cglab_dep-1.0')), paths.join(' '));
