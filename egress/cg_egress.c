@@ -109,6 +109,8 @@ s_write_sessions (cg_egress_t *self, bool reload, cg_error_t **err)
                                                         .policy = self->slots[i].narrow};
     cleanup_free char *text = cg_egress_squid_sessions (rules, count);
     cleanup_free char *path = cg_strdupf ("%s/sessions.conf", self->dir);
+    if (!text)
+        return cg_error_set (err, EINVAL, "egress: a session's rule could not be written");
     if (cg_write_file (path, text, strlen (text), 0644, err) < 0)
         return -1;
     if (reload && self->squid_pid > 0)
