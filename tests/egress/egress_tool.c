@@ -6,6 +6,9 @@
           DIR/log (access.log, cache.log; the coredump directory too) and its pid file in DIR.
           Options: --session SRC=LIST (a narrowed session: LIST is narrowed from ALLOW),
           --hosts-file PATH, --nameservers "IP ...", --test-network CIDR, --user NAME.
+      egress_tool sessions N
+          prints the include file's text for N narrowed sessions (127.64.0.1 ...), each
+          allowed api.lab.test:80 and *.pkg.lab.test: for measuring squid's reconfigure.
       egress_tool parse FILE
           prints one JSON object per line of the access log FILE: cg_egress_log_parse's
           record, or {"malformed": true, "line": ...}.
@@ -140,13 +143,40 @@ s_parse (const char *path)
     return 0;
 }
 
+static int
+s_sessions (int n)
+{
+    cg_error_t *err = NULL;
+    cg_egress_policy_t *server = cg_egress_policy_new ();
+    cg_egress_policy_t *session = NULL;
+    if (n < 0 || n > 60000 || cg_egress_policy_add (server, "api.lab.test *.pkg.lab.test", &err) < 0
+        || cg_egress_policy_narrow (server, "api.lab.test:80, *.pkg.lab.test", &session, &err) < 0)
+        return 1;
+    cg_egress_session_rule_t *rules = cg_xcalloc ((size_t)n + 1, sizeof *rules);
+    char (*src)[32] = cg_xcalloc ((size_t)n + 1, sizeof *src);
+    for (int k = 0; k < n; k++) {
+        snprintf (src[k], sizeof src[k], "127.64.%d.%d", k / 250, k % 250 + 1);
+        rules[k] = (cg_egress_session_rule_t){src[k], session};
+    }
+    cleanup_free char *text = cg_egress_squid_sessions (rules, (size_t)n);
+    fputs (text, stdout);
+    free (rules);
+    free (src);
+    cg_egress_policy_destroy (&session);
+    cg_egress_policy_destroy (&server);
+    return 0;
+}
+
 int
 main (int argc, char **argv)
 {
+    if (argc == 3 && strcmp (argv[1], "sessions") == 0)
+        return s_sessions (atoi (argv[2]));
     if (argc >= 5 && strcmp (argv[1], "config") == 0)
         return s_config (argc, argv);
     if (argc == 3 && strcmp (argv[1], "parse") == 0)
         return s_parse (argv[2]);
-    fprintf (stderr, "usage: egress_tool config DIR PORT ALLOW [option...] | parse FILE\n");
+    fprintf (stderr,
+             "usage: egress_tool config DIR PORT ALLOW [option...] | sessions N | parse FILE\n");
     return 2;
 }

@@ -12,7 +12,8 @@ asked again, plus suffix entries, a `:port` entry, CONNECT to a refused port and
 an IPv6 literal and metadata6.lab.test (ULA), IPv4-mapped literals and names; each answer's
 status and one-line 403 body are checked, the lab's request logs show that nothing refused
 arrived, and every request's access log line, read by egress/'s parser (egress_tool parse),
-has the right decision, reason and bytes. Root, squid and ip only (exit 77 otherwise):
+has the right decision, reason and bytes. Then the sessions change and `squid -k reconfigure`
+puts them in force. Root, squid and ip only (exit 77 otherwise):
     CG_EGRESS_TOOL=build/tests/egress_tool /usr/bin/python3 tests/egress/test_egress_squid.py
 """
 
@@ -192,7 +193,7 @@ class EgressSquid(unittest.TestCase):
 
     # ---- the cases
 
-    def test_requests(self):
+    def check_requests(self):
         slot = self.info["slot"]
         api = self.info["hosts"]["api.lab.test"]["address"]
         other = self.info["hosts"]["other.lab.test"]["address"]
@@ -333,6 +334,37 @@ class EgressSquid(unittest.TestCase):
         extra = [r for i, r in enumerate(records) if i not in used]
         self.assertEqual([(r["src"], r["status"], r["decision"], r["reason"]) for r in extra],
                          [("127.0.0.1", 0, "denied", "no request")], open(self.access_log).read())
+
+    def test_requests_then_reconfigure(self):
+        """The requests (check_requests), then sessions come and go as the server will make
+        them: the files rewritten, `squid -k reconfigure`, session 6's narrowing gone, session
+        7's in force, and the server's list changed with it."""
+        self.check_requests()
+        accepting = self._cache_log().count("Accepting HTTP Socket connections")
+        allow = "api.lab.test, pypi.lab.test, other.lab.test:443"
+        subprocess.run([TOOL, "config", self.dir, str(self.port), allow,
+                        "--session", "127.64.0.7=api.lab.test:80",
+                        "--hosts-file", self.hosts_file, "--nameservers", "127.0.0.1",
+                        "--test-network", "198.18.0.0/15"], check=True)
+        subprocess.run([SQUID, "-k", "reconfigure", "-f", self.conf], check=True)
+        deadline = time.monotonic() + WAIT
+        while self._cache_log().count("Accepting HTTP Socket connections") <= accepting:
+            self.assertLess(time.monotonic(), deadline, "squid did not reconfigure: %s"
+                            % self._cache_log()[-3000:])
+            time.sleep(0.05)
+        for src, request, status, first_line in [
+                ("127.64.0.7", get("api.lab.test"), 200, "cglab api.lab.test"),
+                ("127.64.0.7", get("pypi.lab.test"), 403,
+                 "cellgate egress: not allowed for this session: pypi.lab.test"),
+                ("127.64.0.7", connect("api.lab.test:443"), 403,
+                 "cellgate egress: port not allowed: api.lab.test:443"),
+                (SESSION_SRC, get("api.lab.test"), 200, "cglab api.lab.test"),
+                (SERVER_SRC, get("a.pkg.lab.test"), 403,
+                 "cellgate egress: host not allowed: a.pkg.lab.test")]:
+            with self.subTest("after reconfigure: %s %s" % (src, request.split("\r\n")[0])):
+                answer, body, raw = self.ask(src, request)
+                self.assertIn(" %d " % status, answer + " ")
+                self.assertEqual(body.decode(errors="replace").split("\n")[0], first_line)
 
     def test_configuration_parses(self):
         """squid -k parse on the configuration it runs: no warning but squid's own note on Via."""
