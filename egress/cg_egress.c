@@ -161,7 +161,7 @@ cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe
     cg_egress_t *self = cg_xcalloc (1, sizeof *self);
     pthread_mutex_init (&self->lock, NULL);
     self->config = config;
-    self->log_fd = self->log_hold_fd = self->relay_fd = -1;
+    self->log_fd = self->log_hold_fd = self->relay_fd = self->squid_pidfd = -1;
     //  squid's files: as root it runs as another user (proxy), which must reach them, so they
     //  live under /run rather than in a state dir that may be private.
     self->dir = geteuid () == 0 ? cg_strdupf ("/run/cellgate/egress-%d", (int)getpid ())
@@ -188,7 +188,7 @@ cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe
         goto failed;
     }
     if (cg_egress_squid_prepare (self, test, fifo, err) < 0
-        || s_write_sessions (self, false, err) < 0 || cg_egress_squid_start (self, err) < 0)
+        || s_write_sessions (self, false, err) < 0 || cg_egress_squid_start (self, true, err) < 0)
         goto failed;
     self->relay_pid = cg_egress_relay_spawn (exe, self->squid_port, &self->relay_fd, err);
     if (self->relay_pid < 0)

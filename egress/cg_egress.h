@@ -88,6 +88,12 @@ json_t *cg_egress_describe (cg_egress_t *self, const char *slot);
 int cg_egress_log_fd (cg_egress_t *self);
 int cg_egress_relay_fd (cg_egress_t *self);
 
+/*  squid's process descriptor (a pidfd: readable when squid ends), or -1. When it is
+    readable, call cg_egress_squid_check, which reaps squid and restarts it (at most 5 times
+    a minute) and returns the descriptor to watch from then on (another one, or -1). */
+int cg_egress_squid_fd (cg_egress_t *self);
+int cg_egress_squid_check (cg_egress_t *self);
+
 /*  Reads what is waiting on both descriptors: access-log lines become SLOT's records and
     count in the metrics; relay events (limits) become denied records. Never blocks. */
 void cg_egress_read (cg_egress_t *self);

@@ -9,6 +9,9 @@
 /*  Sandboxes in proxy mode at once: one source address each, 127.64.<i/256>.<i%256>. */
 #define CG_EGRESS_SLOTS 4096
 
+/*  squid restarts after it ended by itself: at most this many a minute, then no more. */
+#define S_SQUID_RESTARTS 5
+
 /*  A sandbox's own package layer's Python directory (containers/cg_container.h's
     CG_SITE_MOUNT "/python", which this floor does not include). */
 #define CG_EGRESS_SITE_PYTHON "/opt/cellgate/site/python"
@@ -37,7 +40,9 @@ struct cg_egress_t {
     int squid_port;
     pid_t squid_pid;
     char service[32]; /* squid's service name (-n): its shared memory's names */
-    uid_t squid_uid;  /* the user squid runs as (root starts it as proxy) */
+    int squid_pidfd;  /* readable when squid ends (pidfd_open), or -1 */
+    int64_t restarts_us[S_SQUID_RESTARTS]; /* when squid was restarted lately, oldest first */
+    uid_t squid_uid;                       /* the user squid runs as (root starts it as proxy) */
     gid_t squid_gid;
     pid_t relay_pid;
     int relay_fd;    /* the relay's control socket */
@@ -71,9 +76,10 @@ const char *cg_egress_squid_path (void);
 int cg_egress_squid_prepare (cg_egress_t *self, const cg_egress_test_t *test, const char *fifo,
                              cg_error_t **err);
 
-/*  Starts squid on that configuration and waits until it answers. Returns 0, or -1 with
-    *err set. */
-int cg_egress_squid_start (cg_egress_t *self, cg_error_t **err);
+/*  Starts squid on that configuration and, when WAIT, waits until it answers (at start-up;
+    a restart on the loop does not wait: the relay retries a refused connection for 5 s).
+    Returns 0, or -1 with *err set. */
+int cg_egress_squid_start (cg_egress_t *self, bool wait, cg_error_t **err);
 
 /*  Stops squid (cg_egress_end_process) and removes the shared memory it left. */
 void cg_egress_squid_stop (cg_egress_t *self);

@@ -4,6 +4,7 @@
 #include "egress/cg_egress_int.h"
 #include "egress/cg_egress_squid.h"
 #include "base/cg_fs.h"
+#include "base/cg_limits.h"
 #include "base/cg_log.h"
 #include "base/cg_util.h"
 
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -212,7 +214,7 @@ s_exec_squid (cg_egress_t *self, pid_t parent, const char *conf, const char *out
 }
 
 int
-cg_egress_squid_start (cg_egress_t *self, cg_error_t **err)
+cg_egress_squid_start (cg_egress_t *self, bool wait, cg_error_t **err)
 {
     cleanup_free char *conf = cg_strdupf ("%s/squid.conf", self->dir);
     cleanup_free char *out = cg_strdupf ("%s/squid.out", self->dir);
@@ -223,7 +225,10 @@ cg_egress_squid_start (cg_egress_t *self, cg_error_t **err)
     if (pid < 0)
         return cg_error_set (err, errno, "start squid: %s", strerror (errno));
     self->squid_pid = pid;
-    for (int i = 0; i < 200; i++) {
+    if (self->squid_pidfd >= 0)
+        close (self->squid_pidfd);
+    self->squid_pidfd = pidfd_open (pid, 0);
+    for (int i = 0; wait && i < 200; i++) {
         if (s_answers (self->squid_port))
             return 0;
         int status;
@@ -235,14 +240,60 @@ cg_egress_squid_start (cg_egress_t *self, cg_error_t **err)
         }
         usleep (50 * 1000);
     }
+    if (!wait)
+        return 0;
     return cg_error_set (err, ETIMEDOUT, "squid did not listen on 127.0.0.1:%d within 10 s (%s)",
                          self->squid_port, out);
+}
+
+int
+cg_egress_squid_fd (cg_egress_t *self)
+{
+    return self->squid_pidfd;
+}
+
+int
+cg_egress_squid_check (cg_egress_t *self)
+{
+    pthread_mutex_lock (&self->lock);
+    int status = 0;
+    if (self->squid_pid <= 0 || waitpid (self->squid_pid, &status, WNOHANG) != self->squid_pid) {
+        pthread_mutex_unlock (&self->lock);
+        return self->squid_pidfd;
+    }
+    self->squid_pid = 0;
+    close (self->squid_pidfd);
+    self->squid_pidfd = -1;
+    s_remove_shm (self->service);
+    int64_t now = cg_now_us ();
+    bool room = self->restarts_us[0] == 0 || now - self->restarts_us[0] > 60 * 1000000LL;
+    cg_log (0, "egress: squid ended (%s %d)%s", WIFSIGNALED (status) ? "signal" : "exit",
+            WIFSIGNALED (status) ? WTERMSIG (status) : WEXITSTATUS (status),
+            room ? "; restarting it"
+                 : "; not restarted: " CG_STR (
+                     S_SQUID_RESTARTS) " restarts within a minute "
+                                       "(sandboxes reach nothing until the server restarts)");
+    cg_error_t *err = NULL;
+    if (room) {
+        memmove (self->restarts_us, self->restarts_us + 1,
+                 sizeof self->restarts_us - sizeof self->restarts_us[0]);
+        self->restarts_us[S_SQUID_RESTARTS - 1] = now;
+        if (cg_egress_squid_start (self, false, &err) < 0)
+            cg_log (0, "egress: %s", cg_error_message (err));
+    }
+    cg_error_destroy (&err);
+    int fd = self->squid_pidfd;
+    pthread_mutex_unlock (&self->lock);
+    return fd;
 }
 
 void
 cg_egress_squid_stop (cg_egress_t *self)
 {
     cg_egress_end_process (&self->squid_pid);
+    if (self->squid_pidfd >= 0)
+        close (self->squid_pidfd);
+    self->squid_pidfd = -1;
     if (self->service[0])
         s_remove_shm (self->service);
 }

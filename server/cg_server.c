@@ -47,8 +47,8 @@ typedef struct {
     cg_http_t *http;          /* the listener, NULL when off */
     cg_downloads_t *downloads;
     cg_admin_t *admin;
-    cg_egress_t *egress; /* --egress proxy's service (borrowed), or NULL */
-    cg_loop_watch_t *egress_watch[2];
+    cg_egress_t *egress;              /* --egress proxy's service (borrowed), or NULL */
+    cg_loop_watch_t *egress_watch[3]; /* its access log, its relay, its squid (a pidfd) */
     s_frontend_t frontends[S_FRONTENDS_MAX];
     size_t frontends_len;
 } s_process_t;
@@ -237,7 +237,7 @@ s_http_start (s_process_t *self)
 static void
 s_end (s_process_t *self)
 {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         cg_loop_unwatch (self->loop, &self->egress_watch[i]);
     cg_registry_stop (self->registry);
     //  MCP (added last) first: its one-shot runs end before the gateway's WebSockets close.
@@ -285,6 +285,18 @@ s_egress_cb (cg_loop_t *loop, short revents, void *arg)
         cg_loop_unwatch (loop, &self->egress_watch[1]);
 }
 
+//  The egress proxy's squid ended: it is restarted, and its new process watched.
+static void
+s_squid_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)revents;
+    s_process_t *self = arg;
+    cg_loop_unwatch (loop, &self->egress_watch[2]);
+    int fd = cg_egress_squid_check (self->egress);
+    if (fd >= 0)
+        self->egress_watch[2] = cg_loop_watch_fd (loop, fd, ZMQ_POLLIN, s_squid_cb, self);
+}
+
 int
 cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *instance,
           cg_egress_t *egress, int in_fd, int out_fd, cg_server_setup_fn *extra)
@@ -296,6 +308,9 @@ cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *insta
             cg_loop_watch_fd (self.loop, cg_egress_log_fd (egress), ZMQ_POLLIN, s_egress_cb, &self);
         self.egress_watch[1] = cg_loop_watch_fd (self.loop, cg_egress_relay_fd (egress), ZMQ_POLLIN,
                                                  s_egress_cb, &self);
+        if (cg_egress_squid_fd (egress) >= 0)
+            self.egress_watch[2] = cg_loop_watch_fd (self.loop, cg_egress_squid_fd (egress),
+                                                     ZMQ_POLLIN, s_squid_cb, &self);
     }
     cg_adopt (self.registry, backend, instance, config);
     self.execlog = s_execlog_open (config);

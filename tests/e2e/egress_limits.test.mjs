@@ -163,3 +163,26 @@ test('a server closed, or killed with SIGKILL, leaves no squid or relay running;
     fs.rmSync(runDir(doomed.pid), { recursive: true, force: true });
   }
 });
+
+test('squid killed under a running server: the server restarts it and the next request goes through', { skip: SKIP }, async () => {
+  const own = await startEgressServer(lab, { allow: ['api.lab.test'], name: 'egress-squid-killed' });
+  try {
+    const sid = 'sess_egresssquid1';
+    const before = await probe(own, sid, `out(get('http://api.lab.test/'))`);
+    assert.equal(before.status, 200, JSON.stringify(before));
+    const squid = proxyChildren(own.pid).filter((p) => /squid/.test(cmdline(p) ?? ''));
+    assert.equal(squid.length, 1, `one squid: ${squid.map(cmdline)}`);
+    process.kill(squid[0], 'SIGKILL');
+    const restarted = await eventually(() => {
+      const now = proxyChildren(own.pid).filter((p) => /squid/.test(cmdline(p) ?? '') && p !== squid[0]);
+      return now.length === 1 ? now : null;
+    }, 15000);
+    assert.ok(restarted, `no new squid: ${own.stderrText().slice(-1500)}`);
+    assert.match(own.stderrText(), /egress: squid ended \(signal 9\); restarting it/);
+    // The relay retries a refused connection while the new squid comes up.
+    const after = await probe(own, sid, `out(get('http://api.lab.test/?again'))`);
+    assert.equal(after.status, 200, JSON.stringify(after));
+  } finally {
+    await own.close();
+  }
+});
