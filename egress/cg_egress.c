@@ -159,6 +159,7 @@ cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe
                const cg_egress_test_t *test, cg_error_t **err)
 {
     cg_egress_t *self = cg_xcalloc (1, sizeof *self);
+    cleanup_free char *fifo = NULL; /* before the first goto: clang refuses a jump past it */
     pthread_mutex_init (&self->lock, NULL);
     self->config = config;
     self->log_fd = self->log_hold_fd = self->relay_fd = self->squid_pidfd = -1;
@@ -173,7 +174,7 @@ cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe
     if (cg_mkdir_p (self->dir, 0755, err) < 0)
         goto failed;
     self->dir_made = true;
-    cleanup_free char *fifo = cg_strdupf ("%s/access.fifo", self->dir);
+    fifo = cg_strdupf ("%s/access.fifo", self->dir);
     unlink (fifo);
     if (mkfifo (fifo, 0600) < 0) {
         cg_error_set (err, errno, "%s: %s", fifo, strerror (errno));
