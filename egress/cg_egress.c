@@ -326,17 +326,3 @@ cg_egress_detach (cg_egress_t *self, const char *slot)
     }
     pthread_mutex_unlock (&self->lock);
 }
-
-json_t *
-cg_egress_describe (cg_egress_t *self, const char *slot)
-{
-    pthread_mutex_lock (&self->lock);
-    cg_egress_slot_t *entry = cg_egress_slot_find (self, slot);
-    json_t *out = NULL;
-    if (entry)
-        out = json_pack ("{s:s, s:o, s:b}", "mode", "proxy", "allow",
-                         cg_egress_policy_json (entry->narrow ? entry->narrow : self->policy),
-                         "narrowed", entry->narrow != NULL);
-    pthread_mutex_unlock (&self->lock);
-    return out;
-}

@@ -79,10 +79,6 @@ int cg_egress_attach (cg_egress_t *self, const char *slot, pid_t init_pid,
     taken are dropped. Safe for a slot never attached. */
 void cg_egress_detach (cg_egress_t *self, const char *slot);
 
-/*  SLOT's policy for list_sessions: {mode: "proxy", allow: [...]} (a new object), or NULL
-    when SLOT is not attached. */
-json_t *cg_egress_describe (cg_egress_t *self, const char *slot);
-
 /*  The descriptors the server's loop watches: the access log's pipe and the relay's
     control socket. Either readable: call cg_egress_read. */
 int cg_egress_log_fd (cg_egress_t *self);

@@ -51,6 +51,8 @@ cg_server_core_fini (cg_server_t *self)
     zhashx_destroy (&self->calls);
     zhashx_destroy (&self->methods);
     zlistx_destroy (&self->logs);
+    free (self->instructions);
+    self->instructions = NULL;
 }
 
 //  --------------------------------------------------------------------------

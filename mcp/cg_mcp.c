@@ -227,7 +227,6 @@ cg_mcp_destroy (cg_server_t **self_p)
     cg_streamable_destroy (&self->streamable);
     cg_stdio_destroy (&self->stdio);
     cg_server_core_fini (self);
-    free (self->instructions);
     free (self);
     *self_p = NULL;
 }
