@@ -223,13 +223,33 @@ cg_egress_end_process (pid_t *pid)
 }
 
 void
+cg_egress_stop (cg_egress_t *self)
+{
+    if (!self)
+        return;
+    pthread_mutex_lock (&self->lock);
+    if (!self->stopping) {
+        self->stopping = true;
+        if (self->relay_fd >= 0)
+            close (self->relay_fd); //  the relay ends when its control socket closes
+        self->relay_fd = -1;
+        if (self->squid_pid > 0)
+            kill (self->squid_pid, SIGTERM);
+        //  squid keeps what it has open; nothing reads these files again.
+        if (self->dir_made)
+            cg_rm_rf (self->dir, NULL);
+        self->dir_made = false;
+    }
+    pthread_mutex_unlock (&self->lock);
+}
+
+void
 cg_egress_destroy (cg_egress_t **self_p)
 {
     cg_egress_t *self = *self_p;
     if (!self)
         return;
-    if (self->relay_fd >= 0)
-        close (self->relay_fd); //  the relay ends when its control socket closes
+    cg_egress_stop (self);
     cg_egress_end_process (&self->relay_pid);
     cg_egress_squid_stop (self);
     if (self->log_fd >= 0)
@@ -313,7 +333,9 @@ cg_egress_detach (cg_egress_t *self, const char *slot)
 {
     pthread_mutex_lock (&self->lock);
     cg_egress_slot_t *entry = cg_egress_slot_find (self, slot);
-    if (entry) {
+    if (entry && self->stopping)
+        cg_egress_slot_clear (entry); /* the relay and squid are ending */
+    else if (entry) {
         cg_error_t *err = NULL;
         if (cg_egress_relay_remove (self->relay_fd, slot, &err) < 0)
             cg_log (1, "egress: %s", cg_error_message (err));

@@ -52,6 +52,12 @@ int cg_egress_check (const cg_config_t *config, cg_error_t **err);
 cg_egress_t *cg_egress_new (const cg_config_t *config, const char *state_dir, const char *exe,
                             const cg_egress_test_t *test, cg_error_t **err);
 
+/*  Starts the end, without waiting: squid is told to stop, the relay's control socket
+    closes (it ends, every connection with it), squid's files go, and detaching does nothing
+    more. The server calls it first thing when it stops, so that a server killed while its
+    sandboxes are torn down leaves nothing of squid's behind. Safe on NULL and twice. */
+void cg_egress_stop (cg_egress_t *self);
+
 /*  Stops squid and the relay (every connection closes) and frees *SELF_P. Safe on NULL. */
 void cg_egress_destroy (cg_egress_t **self_p);
 

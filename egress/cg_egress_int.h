@@ -35,6 +35,7 @@ struct cg_egress_t {
     const cg_config_t *config;
     char *dir;     /* squid's files: <state>/egress, or as root /run/cellgate/egress-<pid> */
     bool dir_made; /* removed at the end */
+    bool stopping; /* cg_egress_stop: squid and the relay are ending */
     cg_egress_policy_t *policy;
     char **env;
     int squid_port;

@@ -257,7 +257,8 @@ cg_egress_squid_check (cg_egress_t *self)
 {
     pthread_mutex_lock (&self->lock);
     int status = 0;
-    if (self->squid_pid <= 0 || waitpid (self->squid_pid, &status, WNOHANG) != self->squid_pid) {
+    if (self->stopping || self->squid_pid <= 0
+        || waitpid (self->squid_pid, &status, WNOHANG) != self->squid_pid) {
         pthread_mutex_unlock (&self->lock);
         return self->squid_pidfd;
     }

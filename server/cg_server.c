@@ -239,6 +239,7 @@ s_end (s_process_t *self)
 {
     for (int i = 0; i < 3; i++)
         cg_loop_unwatch (self->loop, &self->egress_watch[i]);
+    cg_egress_stop (self->egress);
     cg_registry_stop (self->registry);
     //  MCP (added last) first: its one-shot runs end before the gateway's WebSockets close.
     for (size_t i = self->frontends_len; i-- > 0;)
