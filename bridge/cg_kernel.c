@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <sodium.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -127,9 +128,13 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
         //  Every channel reports its drops; stdin its handshake too: the kernel's stdin
         //  ROUTER drops an input_request for an identity it has not seen connect, so the
         //  handshake waits until that socket is connected.
-        char endpoint[64];
-        snprintf (endpoint, sizeof endpoint, "inproc://cg-%s-monitor-%p",
-                  cg_kernel_channel_names[i], (void *)self);
+        //  A name never used before in this process (as the registry's results socket's):
+        //  a kernel at a freed one's address would find the name still bound while ZeroMQ
+        //  closes the old monitor in the background.
+        static atomic_uint made;
+        char endpoint[96];
+        snprintf (endpoint, sizeof endpoint, "inproc://cg-%s-monitor-%p-%u",
+                  cg_kernel_channel_names[i], (void *)self, atomic_fetch_add (&made, 1));
         int events = ZMQ_EVENT_DISCONNECTED | (i == CH_STDIN ? ZMQ_EVENT_HANDSHAKE_SUCCEEDED : 0);
         if (zmq_socket_monitor (zsock_resolve (sock), endpoint, events) < 0)
             return cg_error_set (err, errno, "monitor %s socket: %s", cg_kernel_channel_names[i],

@@ -17,6 +17,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -119,7 +120,12 @@ cg_registry_new (const cg_config_t *config, cg_backend_t *backend, cg_instance_t
     cg_registry_t *self = cg_xcalloc (1, sizeof *self);
     *self = (cg_registry_t){
         .config = config, .backend = backend, .instance = instance, .egress = egress};
-    self->results_endpoint = cg_strdupf ("inproc://cg-results-%p", (void *)self);
+    //  A name never used before in this process: a registry made at a freed one's address
+    //  would find its name still bound while ZeroMQ closes the old socket in the background
+    //  (zsock_new_pull failed, and unit_registry aborted, under load).
+    static atomic_uint made;
+    self->results_endpoint =
+        cg_strdupf ("inproc://cg-results-%p-%u", (void *)self, atomic_fetch_add (&made, 1));
     self->results = zsock_new_pull (self->results_endpoint);
     self->sessions = zhashx_new ();
     self->closing = zlistx_new ();
