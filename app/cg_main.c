@@ -10,6 +10,7 @@
 #include "server/cg_server.h"
 #include "base/cg_config.h"
 #include "base/cg_fault.h"
+#include "base/cg_kernels.h"
 #include "app/cg_help.h"
 #include "bridge/cg_instance.h"
 #include "bridge/cg_pool.h"
@@ -23,6 +24,7 @@
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +85,45 @@ s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_
     while (!zsys_interrupted && read (STDIN_FILENO, buf, sizeof buf) > 0)
         ;
     cg_session_destroy (&session);
+    return 0;
+}
+
+//  Loads the languages CONFIG offers (base/cg_kernels.h) and makes them the process's:
+//  cellgate's kernels/, --kernelspecs, then the sandbox root's share/jupyter/kernels (the
+//  image's when --image is a directory, the host's /usr without one; none for an image a
+//  Docker engine holds). Returns 0, or -1 with *err set.
+static int
+s_load_kernels (const cg_config_t *config, cg_error_t **err)
+{
+    struct stat st;
+    bool image_dir = config->image && stat (config->image, &st) == 0 && S_ISDIR (st.st_mode);
+    const char *root = image_dir                                                ? config->image
+                       : !config->image && config->backend != CG_BACKEND_DOCKER ? ""
+                                                                                : NULL;
+    cleanup_free char *list = cg_xstrdup (config->kernelspecs ? config->kernelspecs : "");
+    char *dirs[CG_KERNELS_MAX + 3] = {NULL};
+    size_t n = 0;
+    char *save = NULL;
+    for (char *dir = strtok_r (list, ":", &save); dir && n < CG_KERNELS_MAX;
+         dir = strtok_r (NULL, ":", &save))
+        dirs[n++] = cg_xstrdup (dir);
+    if (root) {
+        dirs[n++] = cg_strdupf ("%s/usr/local/share/jupyter/kernels", root);
+        dirs[n++] = cg_strdupf ("%s/usr/share/jupyter/kernels", root);
+    }
+    char **notes = NULL;
+    cg_kernels_t *kernels = cg_kernels_load (config->kernels_dir, (const char *const *)dirs,
+                                             config->languages, &notes, err);
+    for (size_t i = 0; i < n; i++)
+        free (dirs[i]);
+    for (char **line = notes; line && *line; line++)
+        cg_log (strstr (*line, ": shadowed by") ? 3 : 1, "%s", *line);
+    cg_strv_free (notes);
+    if (!kernels)
+        return -1;
+    cleanup_free char *names = cg_kernels_names (kernels, ", ");
+    cg_log (2, "languages: %s", names);
+    cg_kernels_install (kernels);
     return 0;
 }
 
@@ -264,9 +305,12 @@ main (int argc, char **argv)
         cg_config_clear (&config);
         return 2;
     }
-    int pool_sizes[CG_POOL_LANGUAGES];
+    cg_log_set_level (config.log_level);
+    cg_log_set_json (config.log_format == CG_LOG_FORMAT_JSON);
+    int pool_sizes[CG_KERNELS_MAX];
     char *preload = NULL;
-    if (cg_pool_parse (config.pool, pool_sizes, &err) < 0
+    if ((config.log_file && cg_log_set_file (config.log_file, &err) < 0)
+        || s_load_kernels (&config, &err) < 0 || cg_pool_parse (config.pool, pool_sizes, &err) < 0
         || (!(preload = cg_pool_preload_code (config.pool_preload, &err)) && err)
         || cg_egress_check (&config, &err) < 0) {
         fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
@@ -275,14 +319,6 @@ main (int argc, char **argv)
         return 2;
     }
     free (preload);
-    cg_log_set_level (config.log_level);
-    cg_log_set_json (config.log_format == CG_LOG_FORMAT_JSON);
-    if (config.log_file && cg_log_set_file (config.log_file, &err) < 0) {
-        fprintf (stderr, "cellgate: %s\n", cg_error_message (err));
-        cg_error_destroy (&err);
-        cg_config_clear (&config);
-        return 2;
-    }
     for (char **line = config.warnings; line && *line; line++)
         cg_log (1, "%s", *line);
     for (char **line = config.notes; line && *line; line++)

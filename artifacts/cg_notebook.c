@@ -2,6 +2,7 @@
     one cell line per run in the session's host directory. */
 #define _GNU_SOURCE
 #include "artifacts/cg_notebook.h"
+#include "base/cg_kernels.h"
 
 #include "base/cg_util.h"
 
@@ -217,16 +218,11 @@ cg_notebook_append (const char *path, json_t *cell, size_t max, bool *left_out, 
 static json_t *
 s_kernelspec (const char *language)
 {
-    if (strcmp (language, "python") == 0)
-        return json_pack ("{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}}", "kernelspec", "name", "python3",
-                          "display_name", "Python 3 (ipykernel)", "language", "python",
-                          "language_info", "name", "python", "file_extension", ".py", "mimetype",
-                          "text/x-python");
-    if (strcmp (language, "javascript") == 0)
-        return json_pack ("{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}}", "kernelspec", "name",
-                          "javascript", "display_name", "JavaScript (Node.js, cellgate sandbox)",
-                          "language", "javascript", "language_info", "name", "javascript",
-                          "file_extension", ".js", "mimetype", "text/javascript");
+    const cg_language_t *l = cg_kernels_find (cg_kernels (), language);
+    if (l && !l->command)
+        return json_pack ("{s:{s:s, s:s, s:s}, s:O}", "kernelspec", "name", l->kernel_name,
+                          "display_name", l->display_name, "language", l->spec_language,
+                          "language_info", l->language_info);
     return json_pack ("{s:{s:s, s:s, s:s}, s:{s:s}}", "kernelspec", "name", language,
                       "display_name", language, "language", language, "language_info", "name",
                       language);

@@ -1,6 +1,7 @@
 /*  cg_scripts — the saved-script library: files under the scripts directory, saves within
     the library's caps, the index. */
 #include "artifacts/cg_scripts.h"
+#include "base/cg_kernels.h"
 #include "artifacts/cg_scripts_int.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
@@ -20,9 +21,6 @@
 #define S_METADATA "metadata.json"
 #define S_FILE_MAX (16 * 1024 * 1024) /* largest metadata, script or index read */
 
-static const char *s_extensions[][2] = {
-    {"python", "py"}, {"javascript", "js"}, {"bash", "sh"}, {NULL, NULL}};
-
 bool
 cg_scripts_valid_name (const char *name)
 {
@@ -38,10 +36,10 @@ cg_scripts_valid_name (const char *name)
 const char *
 cg_scripts_extension (const char *language)
 {
-    for (int i = 0; language && s_extensions[i][0]; i++)
-        if (strcmp (language, s_extensions[i][0]) == 0)
-            return s_extensions[i][1];
-    return NULL;
+    //  The catalogue's (base/cg_kernels.h): "py", "js", "R", "sh"; "txt" for a kernel whose
+    //  spec names none.
+    const cg_language_t *l = language ? cg_kernels_find (cg_kernels (), language) : NULL;
+    return !l ? NULL : l->extension ? l->extension : "txt";
 }
 
 //  --------------------------------------------------------------------------

@@ -33,8 +33,9 @@ typedef struct {
 /*  Returns true when NAME is a well-formed script name (CG_SCRIPTS_NAME_RULE). */
 bool cg_scripts_valid_name (const char *name);
 
-/*  Returns the file extension of a canonical LANGUAGE (python: "py", javascript: "js",
-    bash: "sh"), or NULL for any other. */
+/*  Returns the file extension of LANGUAGE, as its kernel spec names it (python: "py",
+    javascript: "js", r: "R", bash: "sh"; "txt" when the spec names none), or NULL for a
+    language the catalogue does not offer. */
 const char *cg_scripts_extension (const char *language);
 
 /*  Saves CODE as script NAME in DIR (created when missing) within LIMITS. FIELDS (borrowed)

@@ -58,7 +58,13 @@ static const cg_config_option_t s_options[] = {
      "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), a name found on PATH (runc, "
      "crun) or a path to either (/usr/sbin/runc, ./runc)"},
     {"--kernels-dir", "CELLGATE_KERNELS_DIR", CG_CONFIG_STRING, OFF (kernels_dir), CG_KERNELS_DIR,
-     0, 0, "directory of kernel specs (<language>/kernel.json)"},
+     0, 0, "cellgate's own kernel specs (<name>/kernel.json), bound read-only into every sandbox"},
+    {"--kernelspecs", "CELLGATE_KERNELSPECS", CG_CONFIG_STRING, OFF (kernelspecs), NULL, 0, 0,
+     "more Jupyter kernel spec directories (<name>/kernel.json each), colon-separated; given "
+     "twice, the lists add up. Each kernel's program must be in the sandbox's root file system"},
+    {"--languages", "CELLGATE_LANGUAGES", CG_CONFIG_STRING, OFF (languages), "all", 0, 0,
+     "the languages offered: all (every kernel spec found, and bash) or a comma-separated list "
+     "of names or aliases (python,r,bash)"},
     {"--memory-mb", "CELLGATE_MEMORY_MB", CG_CONFIG_INT, OFF (memory_mb), "512", 32, 1 << 20,
      "memory limit per sandbox in MB, no swap"},
     {"--cpus", "CELLGATE_CPUS", CG_CONFIG_DOUBLE, OFF (cpus), "1.0", 0.01, 1024,
@@ -364,6 +370,8 @@ static const struct {
     {"--image", "none: the host's /usr (oci, rootless); docker needs one", NULL, NULL},
     {"--docker-host", "$DOCKER_HOST, else unix:///var/run/docker.sock", NULL, NULL},
     {"--kernels-dir", NULL, NULL, "the source tree's kernels/ (compiled in)"},
+    {"--kernelspecs", "none: cellgate's own, then the sandbox root's share/jupyter/kernels", NULL,
+     NULL},
     {"--workspace-mb", NULL, "0: not enforced without root (plain directories)", NULL},
     {"--sandbox-uid", NULL, "the user's own uid (mapped onto itself)", NULL},
     {"--sandbox-gid", NULL, "the user's own gid (mapped onto itself)", NULL},
@@ -709,6 +717,7 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
             return -1;
     }
     bool allow_given = false; /* --egress-allow given once already: a second one adds to it */
+    bool specs_given = false; /* --kernelspecs likewise */
     for (int arg = 0; arg < argc; arg++) {
         const char *name = argv[arg];
         const char *value = NULL;
@@ -734,6 +743,9 @@ cg_config_load (cg_config_t *self, int argc, char **argv, cg_error_t **err)
         if (option->offset == OFF (egress_allow) && allow_given && *value)
             value = joined = cg_strdupf ("%s,%s", self->egress_allow, value);
         allow_given |= option->offset == OFF (egress_allow);
+        if (option->offset == OFF (kernelspecs) && specs_given && *value)
+            value = joined = cg_strdupf ("%s:%s", self->kernelspecs, value);
+        specs_given |= option->offset == OFF (kernelspecs);
         if (s_give (self, option, value, option->flag, err) < 0)
             return -1;
     }
@@ -808,6 +820,9 @@ cg_config_clear (cg_config_t *self)
     free (self->wheelhouse);
     free (self->npm_mirror);
     free (self->egress_allow);
+    free (self->kernelspecs);
+    free (self->languages);
+    self->kernelspecs = self->languages = NULL;
     free (self->pip_index_url);
     free (self->npm_registry);
     free (self->log_file);

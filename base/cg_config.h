@@ -58,7 +58,9 @@ typedef struct {
     char *image;                 /* the docker backend's sandbox image, or NULL */
     char *docker_host;           /* unix:///path or tcp://host:port, or NULL */
     bool docker_tcp;             /* a tcp:// docker host is allowed */
-    char *kernels_dir;           /* kernel specs: <dir>/<language>/kernel.json */
+    char *kernels_dir;           /* cellgate's kernel specs: <dir>/<name>/kernel.json */
+    char *kernelspecs;           /* more kernel spec directories, colon-separated, or NULL */
+    char *languages;             /* the languages offered: "all" or a list (base/cg_kernels.h) */
     int memory_mb;               /* per sandbox, swap included */
     double cpus;
     int pids;

@@ -97,11 +97,12 @@ s_close_sockets (cg_kernel_t *self)
         zsock_destroy (&self->sockets[i]);
 }
 
-//  The name of channel I's ipc socket in the ipc dir, e.g. "python-1".
+//  The name of channel I's ipc socket in the ipc dir, e.g. "python-1" (kcf3a-1 for a kernel
+//  cellgate does not ship: cg_kernelspec.h).
 static void
 s_endpoint_name (cg_kernel_t *self, int i, char *buf, size_t size)
 {
-    snprintf (buf, size, "%s%c%d", self->spec->language, self->spec->endpoint_colon ? ':' : '-',
+    snprintf (buf, size, "%s%c%d", self->spec->ipc_name, self->spec->endpoint_colon ? ':' : '-',
               i + 1);
 }
 
@@ -452,7 +453,7 @@ cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_ke
 {
     cg_kernel_t *self = s_alloc (backend, sandbox, spec, config);
     cleanup_free char *inside_file = cg_strdupf (CG_IPC_MOUNT "/kernel-%s.json", spec->language);
-    cleanup_free char *inside_ip = cg_strdupf (CG_IPC_MOUNT "/%s", spec->language);
+    cleanup_free char *inside_ip = cg_strdupf (CG_IPC_MOUNT "/%s", spec->ipc_name);
     //  A fresh key for every kernel start (32 random bytes as hex).
     char key[65];
     cg_random_hex (key, 32);

@@ -1,17 +1,26 @@
 /*  cg_kernelspec — a kernel spec (kernels/<language>/kernel.json): how to start a kernel
     of one language and what it supports. */
 #include "bridge/cg_kernelspec.h"
+#include "base/cg_kernels.h"
 #include "base/cg_util.h"
 #include "containers/cg_sandbox_env.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <string.h>
 
 cg_kernel_spec_t *
-cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err)
+cg_kernel_spec_load (const char *language, cg_error_t **err)
 {
-    cleanup_free char *path = cg_strdupf ("%s/%s/kernel.json", dir, language);
+    const cg_language_t *entry = cg_kernels_find (cg_kernels (), language);
+    if (!entry || entry->command) {
+        cleanup_free char *have = cg_kernels_names (cg_kernels (), ", ");
+        cg_error_set (err, ENOENT, "no kernel for language '%s' (offered: %s)", language, have);
+        return NULL;
+    }
+    language = entry->name;
+    cleanup_free char *path = cg_strdupf ("%s/kernel.json", entry->spec_dir);
     json_error_t jerr;
     json_t *root = json_load_file (path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
@@ -31,6 +40,14 @@ cg_kernel_spec_load (const char *dir, const char *language, cg_error_t **err)
     }
     cg_kernel_spec_t *self = cg_xcalloc (1, sizeof *self);
     self->language = cg_xstrdup (language);
+    if (entry->own)
+        snprintf (self->ipc_name, sizeof self->ipc_name, "%s", language);
+    else {
+        uint32_t hash = 2166136261u; /* FNV-1a */
+        for (const char *c = language; *c; c++)
+            hash = (hash ^ (unsigned char)*c) * 16777619u;
+        snprintf (self->ipc_name, sizeof self->ipc_name, "k%04x", hash & 0xffff);
+    }
     self->argv = cg_strv_new (json_array_size (argv));
     for (size_t i = 0; i < json_array_size (argv); i++) {
         const char *arg = json_string_value (json_array_get (argv, i));

@@ -30,12 +30,10 @@
 //  it is claimed. The orphan sweep keys on the instance, so it removes both alike.
 #define S_MARKER "pool"
 
-static const char *s_languages[CG_POOL_LANGUAGES] = {"python", "javascript", "bash"};
-
 typedef enum { S_WARMING, S_READY, S_STOPPING } s_state_t;
 
 typedef struct {
-    int language; /* index into s_languages */
+    int language; /* index into the catalogue (cg_kernels) */
     char slot[13];
     char *dir;
     zactor_t *runner;
@@ -50,35 +48,40 @@ struct cg_pool_t {
     const char *container_prefix;
     const char *results_endpoint;
     cg_egress_t *egress; /* --egress proxy's service, or NULL */
-    int sizes[CG_POOL_LANGUAGES];
-    double estimate_mb[CG_POOL_LANGUAGES]; /* the last measured sandbox of each language */
-    char *preload;                         /* Python code, or NULL */
-    zlistx_t *entries;                     /* s_entry_t, owned */
-    int failures;                          /* failed warm-ups in a row */
-    int64_t next_fill_us;                  /* no warm-up starts before this */
-    int64_t next_memory_us;                /* when MemAvailable is read next */
-    bool pressured;                        /* MemAvailable was below the threshold */
+    int sizes[CG_KERNELS_MAX];
+    double estimate_mb[CG_KERNELS_MAX]; /* the last measured sandbox of each language */
+    char *preload;                      /* Python code, or NULL */
+    zlistx_t *entries;                  /* s_entry_t, owned */
+    int failures;                       /* failed warm-ups in a row */
+    int64_t next_fill_us;               /* no warm-up starts before this */
+    int64_t next_memory_us;             /* when MemAvailable is read next */
+    bool pressured;                     /* MemAvailable was below the threshold */
 };
 
 const char *
 cg_pool_language_name (int index)
 {
-    return index >= 0 && index < CG_POOL_LANGUAGES ? s_languages[index] : NULL;
+    const cg_language_t *language =
+        index >= 0 ? cg_kernels_at (cg_kernels (), (size_t)index) : NULL;
+    return language ? language->name : NULL;
 }
 
 static int
 s_language_index (const char *name, size_t len)
 {
-    for (int i = 0; i < CG_POOL_LANGUAGES; i++)
-        if (strlen (s_languages[i]) == len && strncmp (s_languages[i], name, len) == 0)
-            return i;
-    return -1;
+    char buf[CG_KERNELS_NAME_MAX + 1];
+    if (len == 0 || len > CG_KERNELS_NAME_MAX)
+        return -1;
+    memcpy (buf, name, len);
+    buf[len] = '\0';
+    const cg_kernels_t *kernels = cg_kernels ();
+    return cg_kernels_index (kernels, cg_kernels_find (kernels, buf));
 }
 
 int
-cg_pool_parse (const char *text, int sizes[CG_POOL_LANGUAGES], cg_error_t **err)
+cg_pool_parse (const char *text, int sizes[CG_KERNELS_MAX], cg_error_t **err)
 {
-    memset (sizes, 0, sizeof (int) * CG_POOL_LANGUAGES);
+    memset (sizes, 0, sizeof (int) * CG_KERNELS_MAX);
     if (strcmp (text, "off") == 0 || strcmp (text, "0") == 0)
         return 0;
     for (const char *item = text; *item;) {
@@ -88,11 +91,13 @@ cg_pool_parse (const char *text, int sizes[CG_POOL_LANGUAGES], cg_error_t **err)
         char *end = NULL;
         long size = equals ? strtol (equals + 1, &end, 10) : -1;
         if (index < 0 || !end || end != item + len || end == equals + 1 || size < 0
-            || size > S_SIZE_MAX)
+            || size > S_SIZE_MAX) {
+            cleanup_free char *names = cg_kernels_names (cg_kernels (), ", ");
             return cg_error_set (err, EINVAL,
-                                 "--pool %s: expected LANGUAGE=N,... with LANGUAGE python, "
-                                 "javascript or bash and N from 0 to %d, or off",
-                                 text, S_SIZE_MAX);
+                                 "--pool %s: expected LANGUAGE=N,... with LANGUAGE one of %s "
+                                 "and N from 0 to %d, or off",
+                                 text, names, S_SIZE_MAX);
+        }
         sizes[index] = (int)size;
         item += len + (item[len] == ',');
     }
@@ -156,7 +161,7 @@ cg_pool_t *
 cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessions_dir,
              const char *container_prefix, const char *results_endpoint, cg_egress_t *egress)
 {
-    int sizes[CG_POOL_LANGUAGES];
+    int sizes[CG_KERNELS_MAX];
     cg_error_t *err = NULL;
     char *preload = NULL;
     if (!config->pool || cg_pool_parse (config->pool, sizes, &err) < 0
@@ -166,7 +171,7 @@ cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessi
         return NULL;
     }
     int total = 0;
-    for (int i = 0; i < CG_POOL_LANGUAGES; i++)
+    for (int i = 0; i < CG_KERNELS_MAX; i++)
         total += sizes[i];
     if (total == 0) {
         free (preload);
@@ -181,7 +186,7 @@ cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessi
                         .egress = egress,
                         .preload = preload};
     memcpy (self->sizes, sizes, sizeof sizes);
-    for (int i = 0; i < CG_POOL_LANGUAGES; i++)
+    for (int i = 0; i < CG_KERNELS_MAX; i++)
         self->estimate_mb[i] = S_ESTIMATE_MB;
     self->entries = zlistx_new ();
     zlistx_set_destructor (self->entries, s_entry_free);
@@ -230,23 +235,24 @@ s_fill (cg_pool_t *self, int language)
     }
     FILE *file = fopen (marker, "w");
     if (file) {
-        fprintf (file, "%s\n", s_languages[language]);
+        fprintf (file, "%s\n", cg_pool_language_name (language));
         fclose (file);
     }
     cg_runner_args_t *args = cg_xcalloc (1, sizeof *args);
-    *args = (cg_runner_args_t){.backend = self->backend,
-                               .config = self->config,
-                               .sessions_dir = self->sessions_dir,
-                               .container_prefix = self->container_prefix,
-                               .results_endpoint = self->results_endpoint,
-                               .pooled = true,
-                               .egress = self->egress,
-                               .preload = language == 0 ? self->preload : NULL};
+    *args = (cg_runner_args_t){
+        .backend = self->backend,
+        .config = self->config,
+        .sessions_dir = self->sessions_dir,
+        .container_prefix = self->container_prefix,
+        .results_endpoint = self->results_endpoint,
+        .pooled = true,
+        .egress = self->egress,
+        .preload = strcmp (cg_pool_language_name (language), "python") == 0 ? self->preload : NULL};
     memcpy (args->slot, entry->slot, sizeof entry->slot);
-    snprintf (args->language, sizeof args->language, "%s", s_languages[language]);
+    snprintf (args->language, sizeof args->language, "%s", cg_pool_language_name (language));
     entry->runner = zactor_new (cg_runner_actor, args);
     zlistx_add_end (self->entries, entry);
-    cg_log (3, "pool: warming a %s sandbox (%s)", s_languages[language], entry->slot);
+    cg_log (3, "pool: warming a %s sandbox (%s)", cg_pool_language_name (language), entry->slot);
 }
 
 //  Reads what a warming sandbox said: READY <KiB> or FAILED <why>.
@@ -261,12 +267,12 @@ s_take_word (cg_pool_t *self, s_entry_t *entry)
         if (entry->memory_mb > 0)
             self->estimate_mb[entry->language] = entry->memory_mb;
         self->failures = 0;
-        cg_log (3, "pool: a %s sandbox is ready (%s, %.0f MB)", s_languages[entry->language],
-                entry->slot, entry->memory_mb);
+        cg_log (3, "pool: a %s sandbox is ready (%s, %.0f MB)",
+                cg_pool_language_name (entry->language), entry->slot, entry->memory_mb);
     }
     else {
-        cg_log (1, "pool: a %s sandbox failed to warm up: %s", s_languages[entry->language],
-                detail ? detail : "its runner ended");
+        cg_log (1, "pool: a %s sandbox failed to warm up: %s",
+                cg_pool_language_name (entry->language), detail ? detail : "its runner ended");
         if (self->failures < S_BACKOFF_MAX)
             self->failures++;
         self->next_fill_us = cg_now_us () + (int64_t)self->failures * S_BACKOFF_US;
@@ -311,7 +317,7 @@ s_check_memory (cg_pool_t *self, int64_t now)
 static int
 s_next_language (cg_pool_t *self)
 {
-    int counts[CG_POOL_LANGUAGES] = {0};
+    int counts[CG_KERNELS_MAX] = {0};
     double used_mb = 0;
     for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
         if (e->state == S_WARMING)
@@ -321,7 +327,7 @@ s_next_language (cg_pool_t *self)
         counts[e->language]++;
         used_mb += e->memory_mb >= 0 ? e->memory_mb : self->estimate_mb[e->language];
     }
-    for (int i = 0; i < CG_POOL_LANGUAGES; i++)
+    for (int i = 0; i < CG_KERNELS_MAX; i++)
         if (counts[i] < self->sizes[i]
             && used_mb + self->estimate_mb[i] <= self->config->pool_memory_mb)
             return i;

@@ -11,21 +11,20 @@
 #include "egress/cg_egress.h"
 #include "base/cg_config.h"
 #include "base/cg_error.h"
+#include "base/cg_kernels.h"
 
 #include <czmq.h>
 #include <stdbool.h>
 
 typedef struct cg_pool_t cg_pool_t;
 
-/*  The languages a pool may hold. */
-#define CG_POOL_LANGUAGES 3
-
 /*  Parses --pool's TEXT ("python=1,javascript=1,bash=1"; "off" or "0": none) into SIZES,
-    indexed as cg_pool_language_name names them (a language not named gets 0). Returns
-    0, or -1 with *err set for an unknown language or a bad or too large count. */
-int cg_pool_parse (const char *text, int sizes[CG_POOL_LANGUAGES], cg_error_t **err);
+    indexed as the process's catalogue (base/cg_kernels.h) lists its languages (a language
+    not named gets 0; a name may be an alias). Returns 0, or -1 with *err set for a language
+    the catalogue does not offer or a bad or too large count. */
+int cg_pool_parse (const char *text, int sizes[CG_KERNELS_MAX], cg_error_t **err);
 
-/*  Returns the name of the pool's language INDEX ("python", "javascript", "bash"). */
+/*  Returns the name of the catalogue's language INDEX ("python", "r", "bash"), or NULL. */
 const char *cg_pool_language_name (int index);
 
 /*  Checks --pool-preload's TEXT (comma-separated dotted module names, or "none"). Returns

@@ -38,7 +38,7 @@ s_adopt_kernels (cg_session_t *self, cg_error_t **err)
     char **languages = s_kept_kernels (self->bundle_dir, MAX_KERNELS);
     int rc = 0;
     for (int i = 0; rc == 0 && languages[i]; i++)
-        if (!(self->specs[i] = cg_kernel_spec_load (self->config->kernels_dir, languages[i], err))
+        if (!(self->specs[i] = cg_kernel_spec_load (languages[i], err))
             || !(self->kernels[i] = cg_kernel_adopt (self->backend, &self->sandbox, self->specs[i],
                                                      self->config, err)))
             rc = -1;

@@ -25,7 +25,7 @@ cg_session_kernel_index_ (cg_session_t *self, const char *language, bool create)
 int
 cg_session_load_spec_ (cg_session_t *self, int index, const char *language, cg_error_t **err)
 {
-    self->specs[index] = cg_kernel_spec_load (self->config->kernels_dir, language, err);
+    self->specs[index] = cg_kernel_spec_load (language, err);
     if (self->specs[index] && cg_fault_at ("kernel_spec", err) < 0)
         cg_kernel_spec_destroy (&self->specs[index]);
     return self->specs[index] ? 0 : -1;

@@ -153,18 +153,19 @@ s_write_text (const char *dir, const char *name, const char *text, cg_error_t **
 }
 
 //  Builds the synthetic /etc: generated account files plus an allow-list of host files
-//  a Python toolchain needs (the dynamic loader's cache, fonts, matplotlib and Python
-//  defaults). No host secrets are copied.
+//  the kernels need (the dynamic loader's cache, fonts, matplotlib and Python defaults,
+//  R's /etc/R: R_HOME/etc links there). No host secrets are copied.
 static int
 s_prepare_etc (cg_oci_t *self, cg_error_t **err)
 {
     cleanup_free char *fresh = cg_strdupf ("%s.new", self->etc_dir);
     if (cg_rm_rf (fresh, err) < 0 || cg_mkdir_p (fresh, 0755, err) < 0)
         return -1;
-    static const char *copies[] = {
-        "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts",       "matplotlibrc",
-        "python3",     "python3.11", "mime.types",   "localtime",    "bash.bashrc", "profile",
-        "inputrc",     NULL};
+    static const char *copies[] = {"ld.so.cache",  "ld.so.conf",  "ld.so.conf.d",
+                                   "alternatives", "fonts",       "matplotlibrc",
+                                   "python3",      "python3.11",  "mime.types",
+                                   "localtime",    "bash.bashrc", "profile",
+                                   "inputrc",      "R",           NULL};
     for (int i = 0; copies[i]; i++)
         if (s_copy_etc (copies[i], fresh, err) < 0)
             return -1;

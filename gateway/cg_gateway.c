@@ -2,6 +2,7 @@
 #include "gateway/cg_gateway_int.h"
 #include "bridge/cg_notebook_command.h"
 #include "artifacts/cg_http_guard.h"
+#include "base/cg_kernels.h"
 #include "base/cg_log.h"
 #include "base/cg_util.h"
 
@@ -16,26 +17,18 @@
 #define S_KEY_PREFIX "gw-"
 #define S_ATTACH_PREFIX "attach-"
 
-static const struct {
-    const char *language, *name;
-} s_names[] = {{"python", "python3"}, {"javascript", "javascript"}};
-
 const char *
 cg_gateway_kernel_name (const char *language)
 {
-    for (size_t i = 0; i < sizeof s_names / sizeof *s_names; i++)
-        if (strcmp (s_names[i].language, language) == 0)
-            return s_names[i].name;
-    return language;
+    const cg_language_t *entry = cg_kernels_find (cg_kernels (), language);
+    return entry && entry->kernel_name ? entry->kernel_name : language;
 }
 
 const char *
 cg_gateway_language (const char *kernel_name)
 {
-    for (size_t i = 0; i < sizeof s_names / sizeof *s_names; i++)
-        if (strcmp (s_names[i].name, kernel_name) == 0)
-            return s_names[i].language;
-    return NULL;
+    const cg_language_t *entry = cg_kernels_by_kernel_name (cg_kernels (), kernel_name);
+    return entry ? entry->name : NULL;
 }
 
 //  --------------------------------------------------------------------------
@@ -64,27 +57,29 @@ s_kernel_model (const cg_registry_kernel_t *kernel)
                       kernel->connections);
 }
 
-//  The kernelspecs of the languages with a kernel (kernels/<language>/kernel.json).
+//  The kernelspecs of the catalogue's languages with a kernel (base/cg_kernels.h), each
+//  under its Jupyter kernel name; python's is the default.
 static json_t *
 s_load_kernelspecs (const cg_config_t *config)
 {
+    (void)config;
+    const cg_kernels_t *kernels = cg_kernels ();
     json_t *specs = json_object ();
-    for (size_t i = 0; i < sizeof s_names / sizeof *s_names; i++) {
-        cleanup_free char *path =
-            cg_strdupf ("%s/%s/kernel.json", config->kernels_dir, s_names[i].language);
-        json_error_t error;
-        json_t *file = json_load_file (path, 0, &error);
-        if (!file)
+    const char *fallback = NULL;
+    for (size_t i = 0; i < cg_kernels_count (kernels); i++) {
+        const cg_language_t *l = cg_kernels_at (kernels, i);
+        if (l->command)
             continue;
-        json_t *spec = json_pack (
-            "{s:s, s:{s:[], s:O, s:s, s:s, s:{}, s:{}}, s:{}}", "name", s_names[i].name, "spec",
-            "argv", "display_name", json_object_get (file, "display_name"), "language",
-            s_names[i].language, "interrupt_mode", "signal", "env", "metadata", "resources");
-        json_decref (file);
-        if (spec)
-            json_object_set_new (specs, s_names[i].name, spec);
+        json_t *spec = json_pack ("{s:s, s:{s:[], s:s, s:s, s:s, s:{}, s:{}}, s:{}}", "name",
+                                  l->kernel_name, "spec", "argv", "display_name", l->display_name,
+                                  "language", l->spec_language, "interrupt_mode", "signal", "env",
+                                  "metadata", "resources");
+        json_object_set_new (specs, l->kernel_name, spec);
+        fallback = fallback ? fallback : l->kernel_name;
     }
-    return json_pack ("{s:s, s:o}", "default", "python3", "kernelspecs", specs);
+    const cg_language_t *python = cg_kernels_find (kernels, "python");
+    const char *name = python && !python->command ? python->kernel_name : fallback;
+    return json_pack ("{s:s?, s:o}", "default", name, "kernelspecs", specs);
 }
 
 //  The kernelspecs: the languages' (a new session each) and, for each kernel running, an
@@ -293,7 +288,8 @@ s_start_kernel (cg_gateway_t *self, cg_http_exchange_t *exchange)
     json_error_t error;
     json_t *request = len ? json_loadb (body, len, 0, &error) : json_object ();
     const char *name = json_string_value (json_object_get (request, "name"));
-    const char *language = cg_gateway_language (name ? name : "python3");
+    const char *fallback = json_string_value (json_object_get (self->kernelspecs, "default"));
+    const char *language = cg_gateway_language (name ? name : fallback ? fallback : "");
     const char *bad_env = NULL;
     json_t *env = json_is_object (request)
                       ? cg_gateway_kernel_env (json_object_get (request, "env"), &bad_env)

@@ -6,31 +6,30 @@
 #include "mcp/cg_result.h"
 #include "mcp/tools/cg_run_result.h"
 #include "bridge/cg_session.h"
+#include "base/cg_kernels.h"
 #include "base/cg_util.h"
 #include "base/cg_utf8.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <string.h>
 
-static const char *s_languages[][2] = {{"python", "python"},
-                                       {"py", "python"},
-                                       {"python3", "python"},
-                                       {"javascript", "javascript"},
-                                       {"js", "javascript"},
-                                       {"node", "javascript"},
-                                       {"nodejs", "javascript"},
-                                       {"bash", "bash"},
-                                       {"sh", "bash"},
-                                       {"shell", "bash"},
-                                       {NULL, NULL}};
+static char *s_supported; /* the catalogue, described: set once */
 
-#define S_SUPPORTED "python (aliases py, python3), javascript (js, node, nodejs), bash (sh, shell)"
+static void
+s_describe_languages (void)
+{
+    s_supported = cg_kernels_describe (cg_kernels ());
+}
 
 const char *
 cg_tools_supported_languages (void)
 {
-    return S_SUPPORTED;
+    //  The catalogue never changes once installed, so it is described once.
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once (&once, s_describe_languages);
+    return s_supported;
 }
 
 //  --------------------------------------------------------------------------
@@ -41,7 +40,7 @@ cg_tools_supported_languages (void)
 
 #define S_STRING "{'type': 'string'}"
 #define S_STRINGS "{'type': 'array', 'items': {'type': 'string'}}"
-#define S_LANGUAGE "'language': {'type': 'string', 'enum': ['python', 'javascript', 'bash']}"
+#define S_LANGUAGE "'language': {'type': 'string', 'enum': [${languages}]}"
 
 //  The arguments every running tool shares; DOCS_CODE, DOCS_STDIN and DOCS_FILES are
 //  their descriptions (, 'description': ...) or "" where execute_code's say it already.
@@ -90,10 +89,10 @@ cg_tools_supported_languages (void)
 
 static const cg_tool_t s_tools[] = {
     {.name = "execute_code",
-     .description = "Run Python, JavaScript (Node.js) or bash in an isolated sandbox; returns "
+     .description = "Run ${language_list} code in an isolated sandbox; returns "
                     "stdout, stderr, exit_code, status and rich outputs (charts as images). "
                     "Pass session_id to keep variables and files in " CG_WORKSPACE_MOUNT
-                    " between calls. " CG_TOOLS_SANDBOX_NOTE,
+                    " between calls. ${sandbox_note}",
      .input_schema =
          "{'type': 'object', 'required': ['language', 'code'], 'properties': {" S_LANGUAGE
          ", " S_DOCUMENTED_RUN_ARGUMENTS ", 'session_id': {'type': 'string', "
@@ -103,12 +102,12 @@ static const cg_tool_t s_tools[] = {
      .flags = CG_TOOL_RUNS | CG_TOOL_LANGUAGE | CG_TOOL_NOT_SEED001},
     {.name = CG_SEED001_TOOL,
      .description = "Allows an LLM or AI agent to securely execute a given code snippet in a "
-                    "specified language (python, javascript, bash) within an isolated sandbox. "
+                    "specified language (${language_list}) within an isolated sandbox. "
                     "Returns the standard output, standard error, and exit code.",
      .input_schema =
          "{'type': 'object', 'required': ['language', 'code'], 'properties': {"
          "'language': {'type': 'string', 'description': 'Programming language (e.g., "
-         "python, javascript, bash).'}, 'code': {'type': 'string', 'description': 'The "
+         "${language_list}).'}, 'code': {'type': 'string', 'description': 'The "
          "code snippet to execute.'}, 'stdin_data': {'type': 'string', 'description': "
          "'Data to pass to the script${apos}s standard input.'}, 'timeout_ms': {'type': "
          "'integer', 'default': ${seed001_timeout_ms}, 'description': 'Max execution "
@@ -124,8 +123,7 @@ static const cg_tool_t s_tools[] = {
      .timeout = CG_TOOL_TIMEOUT_SEED001},
     {.name = "run_python",
      .description = "Run Python in a persistent session (arguments as execute_code's); returns "
-                    "stdout, stderr, exit_code, run_id and the files created or changed "
-                    "(artifacts, with download URLs).",
+                    "stdout, stderr, run_id and the files changed, with download URLs.",
      .input_schema = "{'type': 'object', 'required': ['code'], 'properties': {" S_RUN_ARGUMENTS (
          "", "", "") ", 'session_id': {'type': 'string', 'description': 'Omitted: a new session, "
                      "its id returned.'}}}",
@@ -190,7 +188,7 @@ static const cg_tool_t s_tools[] = {
          "Save a session's runs and outputs as a Jupyter notebook in its " CG_WORKSPACE_MOUNT ".",
      .input_schema = "{'type': 'object', 'required': ['session_id'], 'properties': {"
                      "'session_id': " S_STRING ", 'filename': " S_STRING ", 'language': "
-                     "{'enum': ['python', 'javascript']}}}",
+                     "{'enum': [${kernel_languages}]}}}",
      .output_schema = S_OBJECT ("'session_id': {}, " S_ARTIFACT_PROPERTIES
                                 ", 'cells': {}, 'language': {}, " S_ERROR),
      .handler = cg_tools_export_notebook},
@@ -201,7 +199,8 @@ static const cg_tool_t s_tools[] = {
      .output_schema = S_OBJECT ("'sessions': {'items': {'properties': {'session_id': {}, "
                                 "'language': {}, 'name': {}, 'started_at': {}, "
                                 "'last_activity_at': {}, 'executions_count': {}, 'pid': {}, "
-                                "'memory_mb': {}, 'packages_installed': {}}}}, 'limits': {}"),
+                                "'memory_mb': {}, 'packages_installed': {}}}}, 'limits': {}, "
+                                "'languages': {}"),
      .handler = cg_tools_list_sessions,
      .flags = CG_TOOL_READ_ONLY},
     {.name = "save_script",
@@ -211,6 +210,7 @@ static const cg_tool_t s_tools[] = {
                      "'properties': {'name': {'type': 'string', 'pattern': "
                      "'^[A-Za-z0-9][A-Za-z0-9_.-]*$'}, 'description': " S_STRING ", " S_LANGUAGE
                      ", 'code': {'type': 'string', 'description': 'Gets args as sys.argv[1:], "
+                     "commandArgs(TRUE), "
                      "process.argv.slice(2) or \\\"$@\\\".'}, 'tags': " S_STRINGS
                      ", 'packages': " S_STRINGS ", 'source_execution_id': " S_STRING "}}",
      .output_schema = S_OBJECT ("'success': {}, 'script_id': {}, 'name': {}, 'path': {}, "
@@ -291,7 +291,7 @@ static const cg_tool_t s_tools[] = {
      .finish = cg_tools_install_finish},
     {.name = "calculate",
      .description =
-         "Evaluate math with SymPy (in a sandbox), math.js syntax: 2x^2, sqrt(2), 5 cm + 2 inch "
+         "Evaluate math with SymPy, math.js syntax: 2x^2, sqrt(2), 5 cm + 2 inch "
          "to cm, derivative(x^3 + 2x^2, x), integrate(f, x[, a, b]), solve(x^2 = 4, x), "
          "simplify, expand, factor, limit. Result: a number, or math.js text (3x^2 + 4x).",
      .input_schema = "{'type': 'object', 'required': ['expression'], 'properties': {"
@@ -313,16 +313,76 @@ cg_tools_default_timeout (const cg_config_t *config, const cg_tool_t *tool)
                                                    : config->default_timeout_s;
 }
 
-//  Returns TEMPLATE, a schema of TOOL, as JSON text: ' becomes ", and each ${name} its
-//  value (CONFIG NULL: settings are 0). Caller frees.
+//  The catalogue's languages as schema text ("python", "r", ...; KERNELS: those with a
+//  kernel), and as words ("python, r or bash"). Made once: the catalogue never changes.
+static char *s_quoted[2], *s_list, *s_note;
+
+static void
+s_language_texts (void)
+{
+    const cg_kernels_t *kernels = cg_kernels ();
+    for (int k = 0; k < 2; k++) {
+        json_t *names = cg_kernels_enum (kernels, k == 1);
+        //  JSON text ("python", "r"; a value is copied as is), without the brackets: the
+        //  template has them.
+        char *text = json_dumps (names, JSON_COMPACT);
+        text[strlen (text) - 1] = '\0';
+        s_quoted[k] = cg_xstrdup (text + 1);
+        free (text);
+        json_decref (names);
+    }
+    cleanup_free char *names = cg_kernels_names (kernels, ", ");
+    char *last = strrchr (names, ',');
+    if (last)
+        *last = '\0';
+    s_list = last ? cg_strdupf ("%s or%s", names, last + 1) : cg_xstrdup (names);
+    s_note = cg_kernels_preinstalled (kernels);
+}
+
+static pthread_once_t s_texts_once = PTHREAD_ONCE_INIT;
+
+static const char *
+s_quoted_languages (bool kernels)
+{
+    pthread_once (&s_texts_once, s_language_texts);
+    return s_quoted[kernels];
+}
+
+static const char *
+s_language_list (void)
+{
+    pthread_once (&s_texts_once, s_language_texts);
+    return s_list;
+}
+
+const char *
+cg_tools_language_list (void)
+{
+    return s_language_list ();
+}
+
+const char *
+cg_tools_sandbox_note (void)
+{
+    pthread_once (&s_texts_once, s_language_texts);
+    return s_note;
+}
+
+//  Returns TEMPLATE, a schema of TOOL, as JSON text: ' becomes " (when SCHEMA; a
+//  description keeps its '), and each ${name} its value (CONFIG NULL: settings are 0).
+//  Caller frees.
 static char *
-s_expand (const char *template, const cg_config_t *config, const cg_tool_t *tool)
+s_expand (const char *template, const cg_config_t *config, const cg_tool_t *tool, bool schema)
 {
     cleanup_free char *timeout_s =
         cg_strdupf ("%g", config ? cg_tools_default_timeout (config, tool) : 0);
     cleanup_free char *max_s = cg_strdupf (
         "%d", config && config->max_timeout_s ? config->max_timeout_s : CG_TIMEOUT_MAX_S);
     const char *values[][2] = {{"apos", "'"},
+                               {"languages", s_quoted_languages (false)},
+                               {"kernel_languages", s_quoted_languages (true)},
+                               {"language_list", s_language_list ()},
+                               {"sandbox_note", cg_tools_sandbox_note ()},
                                {"timeout_min_s", CG_STR (CG_TIMEOUT_MIN_S)},
                                {"timeout_max_s", max_s},
                                {"workspace", CG_WORKSPACE_MOUNT},
@@ -340,7 +400,7 @@ s_expand (const char *template, const cg_config_t *config, const cg_tool_t *tool
                 && strncmp (template + i + 2, values[k][0], strlen (values[k][0])) == 0)
                 value = values[k][1];
         if (!value) {
-            out[n++] = template[i] == '\'' ? '"' : template[i];
+            out[n++] = schema && template[i] == '\'' ? '"' : template[i];
             i++;
         }
         else {
@@ -362,7 +422,7 @@ s_expand (const char *template, const cg_config_t *config, const cg_tool_t *tool
 static json_t *
 s_schema (const char *template, const cg_config_t *config, const cg_tool_t *tool)
 {
-    cleanup_free char *text = s_expand (template, config, tool);
+    cleanup_free char *text = s_expand (template, config, tool, true);
     json_error_t jerr;
     json_t *schema = json_loads (text, JSON_REJECT_DUPLICATES, &jerr);
     if (!schema) {
@@ -409,10 +469,11 @@ cg_tools_list (const cg_config_t *config)
             tool->flags & CG_TOOL_READ_ONLY
                 ? json_pack ("{s:b}", "readOnlyHint", 1)
                 : json_pack ("{s:b}", "destructiveHint", (tool->flags & CG_TOOL_DESTRUCTIVE) != 0);
-        json_t *entry = json_pack (
-            "{s:s, s:s, s:o, s:o, s:o}", "name", tool->name, "description", tool->description,
-            "inputSchema", s_schema (tool->input_schema, config, tool), "outputSchema",
-            s_schema (tool->output_schema, config, tool), "annotations", annotations);
+        cleanup_free char *description = s_expand (tool->description, config, tool, false);
+        json_t *entry =
+            json_pack ("{s:s, s:s, s:o, s:o, s:o}", "name", tool->name, "description", description,
+                       "inputSchema", s_schema (tool->input_schema, config, tool), "outputSchema",
+                       s_schema (tool->output_schema, config, tool), "annotations", annotations);
         if (tool->title)
             json_object_set_new (entry, "title", json_string (tool->title));
         //  2025-11-25's tasks: a long cell may run as a task the client polls (cg_tasks).
@@ -520,8 +581,9 @@ cg_tools_refusal (const char *tool, const char *language, const char *session_id
 json_t *
 cg_tools_unsupported_language (const char *tool, const char *language, const char *session_id)
 {
-    cleanup_free char *message = cg_strdupf ("language '%.*s' is not supported; supported: %s",
-                                             cg_utf8_prefix (language, 64), language, S_SUPPORTED);
+    cleanup_free char *message =
+        cg_strdupf ("language '%.*s' is not supported; supported: %s",
+                    cg_utf8_prefix (language, 64), language, cg_tools_supported_languages ());
     return cg_tools_refusal (tool, language, session_id, "unsupported_language", message);
 }
 
@@ -540,16 +602,8 @@ cg_tools_language_arg (const cg_request_t *req, const json_t *language, const ch
 const char *
 cg_tools_canonical_language (const char *name)
 {
-    char lower[32];
-    size_t len = strlen (name);
-    if (len >= sizeof lower)
-        return NULL;
-    for (size_t i = 0; i <= len; i++)
-        lower[i] = (char)tolower ((unsigned char)name[i]);
-    for (int i = 0; s_languages[i][0]; i++)
-        if (strcmp (lower, s_languages[i][0]) == 0)
-            return s_languages[i][1];
-    return NULL;
+    const cg_language_t *language = cg_kernels_find (cg_kernels (), name);
+    return language ? language->name : NULL;
 }
 
 bool

@@ -18,9 +18,6 @@
 
 /*  What the sandbox offers, said in the tool descriptions and initialize's instructions
     (the packages are the ones scripts/setup.sh installs). */
-#define CG_TOOLS_SANDBOX_NOTE \
-    "Python has numpy, pandas, matplotlib, seaborn, scipy, openpyxl, reportlab and sympy."
-
 /*  What the sandboxes reach, for the instructions and the descriptions of the tools that
     make or run them: no network (--egress off), or the hosts of --egress proxy's list
     (REGISTRY's egress service). Caller frees. */
@@ -37,8 +34,8 @@ json_t *cg_tools_egress_describe (cg_registry_t *registry, const cg_registry_ses
 
 /*  What initialize and server/discover say of the server to the LLM. */
 #define CG_TOOLS_INSTRUCTIONS                                                               \
-    "cellgate runs code in isolated sandboxes: execute_code takes Python, JavaScript "      \
-    "(Node.js) or bash; run_python, Python. " CG_TOOLS_SANDBOX_NOTE " Pass a session_id "   \
+    "cellgate runs code in isolated sandboxes: execute_code takes %s; run_python, "         \
+    "Python. %s Pass a session_id "                                                         \
     "to keep variables and the files in " CG_WORKSPACE_MOUNT " between calls. upload_file " \
     "puts data in; list_artifacts and read_artifact get results out (a chart a run shows "  \
     "comes back as an image; read_artifact with format 'image' shows a saved one; "         \
@@ -261,6 +258,13 @@ const char *cg_tools_canonical_language (const char *name);
 
 /*  Returns the supported languages with their aliases, for messages (static string). */
 const char *cg_tools_supported_languages (void);
+
+/*  The catalogue's language names as words: "python, javascript, r or bash". */
+const char *cg_tools_language_list (void);
+
+/*  What the languages have preinstalled, as their kernel specs say ("Python has numpy
+    and pandas. R has dplyr."), for the instructions and execute_code's description. */
+const char *cg_tools_sandbox_note (void);
 
 /*  Returns the refusal (cg_tools_refusal) of a call of TOOL whose language LANGUAGE is not
     supported: error unsupported_language (a run's error_code UNSUPPORTED_LANGUAGE) and the

@@ -4,6 +4,7 @@
 #include "mcp/tools/cg_tools.h"
 #include "artifacts/cg_notebook.h"
 #include "artifacts/cg_wsfs.h"
+#include "base/cg_kernels.h"
 #include "base/cg_util.h"
 
 #include <errno.h>
@@ -78,18 +79,18 @@ cg_tools_list_artifacts (const cg_request_t *req, json_t *arguments)
 static const char *
 s_notebook_language (cg_registry_session_t *session, json_t *arguments, json_t **refusal)
 {
-    static const char *const kernels[] = {"python", "javascript", NULL};
     const char *asked = json_string_value (json_object_get (arguments, "language"));
     const char *candidates[] = {asked, session->language,
                                 session->languages ? zlistx_first (session->languages) : NULL};
     for (size_t c = 0; c < 3; c++) {
-        const char *canonical = candidates[c] ? cg_tools_canonical_language (candidates[c]) : NULL;
-        for (size_t k = 0; canonical && kernels[k]; k++)
-            if (strcmp (canonical, kernels[k]) == 0)
-                return kernels[k];
+        const cg_language_t *l =
+            candidates[c] ? cg_kernels_find (cg_kernels (), candidates[c]) : NULL;
+        if (l && !l->command)
+            return l->name;
         if (c == 0 && asked) {
-            *refusal = cg_tools_error_object (
-                "invalid_params", "'language' must be python or javascript", session->id);
+            cleanup_free char *message = cg_strdupf (
+                "'language' must name a kernel (bash has none): %s", cg_tools_language_list ());
+            *refusal = cg_tools_error_object ("invalid_params", message, session->id);
             return NULL;
         }
     }

@@ -23,9 +23,16 @@ s_list (const cg_request_t *req, json_t *params)
     json_array_foreach (tools, i, tool)
     {
         const char *name = json_string_value (json_object_get (tool, "name"));
-        if (strcmp (name, "execute_code") == 0 || strcmp (name, "install_package") == 0) {
+        bool install = strcmp (name, "install_package") == 0;
+        if (strcmp (name, "execute_code") == 0 || install) {
             const char *text = json_string_value (json_object_get (tool, "description"));
-            json_object_set_new (tool, "description", json_sprintf ("%s %s", text, note));
+            //  install_package itself needs not be pointed to.
+            bool off = !cg_registry_egress (cg_server_registry (req->server));
+            json_object_set_new (
+                tool, "description",
+                json_sprintf ("%s %s", text,
+                              install && off ? "The sandbox has no network: local mirrors only."
+                                             : note));
         }
     }
     const cg_provider_t *p;
@@ -120,7 +127,8 @@ cg_tools_register (cg_server_t *server)
     cg_server_add_hooks (server, &hooks);
     cg_server_set_tool_traits (server, s_traits);
     cleanup_free char *note = cg_tools_network_note (cg_server_registry (server));
-    cleanup_free char *instructions = cg_strdupf ("%s %s", CG_TOOLS_INSTRUCTIONS, note);
+    cleanup_free char *instructions = cg_strdupf (
+        CG_TOOLS_INSTRUCTIONS " %s", cg_tools_language_list (), cg_tools_sandbox_note (), note);
     cg_server_set_instructions (server, instructions);
     if (cg_server_loop (server)) /* the calls waiting for their session, before every wait */
         cg_tools_wait_on_loop (server);

@@ -374,6 +374,19 @@ static const char s_python_prologue[] =
     "language: 'node' })).join('; ') + ', then run it again.'); process.argv = "                  \
     "[process.argv[0], p.name, ...p.args]; })();\n"
 
+//  The R prologue, one line around the base64 of the payload (JSON): checks the packages
+//  with requireNamespace, then gives the script its args through commandArgs(), defined
+//  in the session's global environment (R has no argv to set).
+#define S_R_PROLOGUE                                                                             \
+    "local({ p <- jsonlite::fromJSON(rawToChar(jsonlite::base64_dec('%s'))); args <- "           \
+    "as.character(unlist(p$args)); pkgs <- as.character(unlist(p$packages)); missing <- "        \
+    "pkgs[!vapply(sub('[ <>=!].*$', '', pkgs), requireNamespace, logical(1), quietly = TRUE)]; " \
+    "if (length(missing)) stop(paste0('run_script ', p$name, ': missing package', "              \
+    "if (length(missing) > 1) 's ' else ' ', paste(missing, collapse = ', '), '; the script "    \
+    "was not run (the sandbox has R packages from Debian only).'), call. = FALSE); "             \
+    "assign('commandArgs', function(trailingOnly = FALSE) if (trailingOnly) args else "          \
+    "c('R', '--args', args), envir = globalenv()) })\n"
+
 //  Returns TEXT in single quotes for bash ('\'' for each quote). Caller frees.
 static char *
 s_shell_quote (const char *text)
@@ -440,8 +453,9 @@ s_bash_prologue (const char *name, json_t *args, json_t *packages)
 }
 
 //  Returns the cell that runs CODE of LANGUAGE as script NAME with ARGS, after checking
-//  PACKAGES. ARGS and PACKAGES are untrusted strings: they reach the cell only as base64,
-//  JSON literals or single-quoted words. Caller frees.
+//  PACKAGES, or NULL for a language without a prologue given either. ARGS and PACKAGES are
+//  untrusted strings: they reach the cell only as base64, JSON literals or single-quoted
+//  words. Caller frees.
 static char *
 s_cell (const char *name, const char *language, const char *code, json_t *args, json_t *packages)
 {
@@ -460,8 +474,16 @@ s_cell (const char *name, const char *language, const char *code, json_t *args, 
         cleanup_free char *prologue = cg_strdupf (S_JS_PROLOGUE, json);
         return cg_strdupf ("%s%s", prologue, code);
     }
-    cleanup_free char *prologue = s_bash_prologue (name, args, packages);
-    return cg_strdupf ("%s%s", prologue, code);
+    if (strcmp (language, "r") == 0) {
+        cleanup_free char *data = s_base64 (json, strlen (json));
+        return cg_strdupf (S_R_PROLOGUE "%s", data, code);
+    }
+    if (strcmp (language, "bash") == 0) {
+        cleanup_free char *prologue = s_bash_prologue (name, args, packages);
+        return cg_strdupf ("%s%s", prologue, code);
+    }
+    //  A kernel added by configuration: no prologue, so nothing to pass args or packages.
+    return json_array_size (args) || json_array_size (packages) ? NULL : cg_xstrdup (code);
 }
 
 //  Checks run_script's ARGS (may be NULL): strings without NUL, within the limits. Returns
@@ -507,6 +529,14 @@ s_run_read (const cg_request_t *req, json_t *arguments, json_t *metadata, const 
     cleanup_free char *cell = s_cell (name, language, code, args ? args : no_args,
                                       json_object_get (metadata, "packages"));
     json_decref (no_args);
+    if (!cell) {
+        cleanup_free char *why = cg_strdupf (
+            "run_script passes args and packages to python, javascript, r and bash scripts "
+            "only; %s is %s",
+            name, language);
+        cg_request_result (req, cg_tools_refusal (tool, language, session, "invalid_params", why));
+        return;
+    }
     //  The same validation and request as execute_code's, for the cell.
     json_t *run_arguments = json_pack ("{s:s, s:s}", "language", language, "code", cell);
     const char *passed[] = {"timeout_ms", "session_id", NULL};

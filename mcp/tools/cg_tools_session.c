@@ -2,6 +2,7 @@
 #include "mcp/tools/cg_tools.h"
 #include "mcp/cg_jsonrpc.h"
 #include "bridge/cg_notebook_command.h"
+#include "base/cg_kernels.h"
 #include "base/cg_util.h"
 #include "base/cg_utf8.h"
 
@@ -148,6 +149,26 @@ s_list_entry (cg_registry_t *registry, cg_registry_session_t *s)
     return entry;
 }
 
+//  The languages the server offers (base/cg_kernels.h): each with its aliases, and its
+//  Jupyter kernel's name and display name (none for bash).
+static json_t *
+s_languages (void)
+{
+    const cg_kernels_t *kernels = cg_kernels ();
+    json_t *languages = json_array ();
+    for (size_t i = 0; i < cg_kernels_count (kernels); i++) {
+        const cg_language_t *l = cg_kernels_at (kernels, i);
+        json_t *aliases = json_array ();
+        for (char **alias = l->aliases; alias && *alias; alias++)
+            json_array_append_new (aliases, json_string (*alias));
+        json_array_append_new (languages,
+                               json_pack ("{s:s, s:o, s:s?, s:s}", "name", l->name, "aliases",
+                                          aliases, "kernel", l->command ? NULL : l->kernel_name,
+                                          "display_name", l->display_name));
+    }
+    return languages;
+}
+
 void
 cg_tools_list_sessions (const cg_request_t *req, json_t *arguments)
 {
@@ -158,8 +179,9 @@ cg_tools_list_sessions (const cg_request_t *req, json_t *arguments)
         json_array_append_new (list, s_list_entry (cg_server_registry (req->server), s));
     zlistx_destroy (&mine);
     json_t *structured =
-        json_pack ("{s:o, s:o}", "sessions", list, "limits",
-                   cg_backend_limits (cg_registry_backend (cg_server_registry (req->server))));
+        json_pack ("{s:o, s:o, s:o}", "sessions", list, "limits",
+                   cg_backend_limits (cg_registry_backend (cg_server_registry (req->server))),
+                   "languages", s_languages ());
     //  Numbers as the transports write them (9 digits): 87.4, not 87.400000000000006.
     cleanup_free char *text = json_dumps (structured, JSON_COMPACT | JSON_REAL_PRECISION (9));
     cg_request_result (req, cg_tools_object_result (structured, text, false));

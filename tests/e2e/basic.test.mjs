@@ -36,10 +36,16 @@ test('the model is told what the sandbox has: languages, packages, no network, i
     for (const word of ['pandas', 'matplotlib', 'sympy', 'no network', 'install_package'])
       assert.ok(text.includes(word), `"${word}" missing from: ${text}`);
   }
-  assert.match(said[0], /Python, JavaScript \(Node\.js\) or bash/);
   assert.match(said[0], /format 'image'/, 'read_artifact shows a chart only when asked for an image');
-  assert.deepEqual(server.tools.find((t) => t.name === 'execute_code').inputSchema.properties.language.enum,
-    ['python', 'javascript', 'bash']);
+  // The languages are the kernel specs found (issue 27): cellgate's own first, python first,
+  // then what the sandbox's root has, then bash; the instructions and the description say them.
+  const languages = server.tools.find((t) => t.name === 'execute_code').inputSchema.properties.language.enum;
+  assert.deepEqual(languages.slice(0, 3), ['python', 'javascript', 'r'], languages.join());
+  assert.equal(languages.at(-1), 'bash');
+  const words = `${languages.slice(0, -1).join(', ')} or bash`;
+  assert.ok(said[0].includes(`execute_code takes ${words}`), said[0]);
+  assert.ok(said[1].includes(`Run ${words} code`), said[1]);
+  assert.match(said[1], /R has dplyr/);
 });
 
 test('hello world: exact stdout and every result field', async () => {

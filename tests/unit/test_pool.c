@@ -9,15 +9,25 @@
 static void
 s_sizes (void)
 {
-    int sizes[CG_POOL_LANGUAGES];
+    int sizes[CG_KERNELS_MAX];
     cg_error_t *err = NULL;
     EXPECT (cg_pool_parse ("python=2,javascript=1", sizes, &err) == 0, "parse");
-    EXPECT (sizes[0] == 2 && sizes[1] == 1 && sizes[2] == 0, "%d %d %d", sizes[0], sizes[1],
-            sizes[2]);
-    EXPECT (strcmp (cg_pool_language_name (2), "bash") == 0, "index 2 is bash");
-    EXPECT (cg_pool_parse ("bash=3", sizes, &err) == 0 && sizes[2] == 3 && sizes[0] == 0, "bash=3");
-    EXPECT (cg_pool_parse ("off", sizes, &err) == 0 && sizes[0] + sizes[1] + sizes[2] == 0, "off");
-    EXPECT (cg_pool_parse ("0", sizes, &err) == 0 && sizes[0] + sizes[1] + sizes[2] == 0, "0");
+    int py = cg_kernels_index (cg_kernels (), cg_kernels_find (cg_kernels (), "python"));
+    int js = cg_kernels_index (cg_kernels (), cg_kernels_find (cg_kernels (), "javascript"));
+    int sh = cg_kernels_index (cg_kernels (), cg_kernels_find (cg_kernels (), "bash"));
+    EXPECT (py == 0 && js > 0 && sh > js, "catalogue order: python %d, javascript %d, bash %d", py,
+            js, sh);
+    EXPECT (sizes[py] == 2 && sizes[js] == 1 && sizes[sh] == 0, "%d %d %d", sizes[py], sizes[js],
+            sizes[sh]);
+    EXPECT (strcmp (cg_pool_language_name (sh), "bash") == 0, "bash's index names bash");
+    EXPECT (cg_pool_parse ("bash=3", sizes, &err) == 0 && sizes[sh] == 3 && sizes[py] == 0,
+            "bash=3");
+    EXPECT (cg_pool_parse ("off", sizes, &err) == 0 && sizes[py] + sizes[js] + sizes[sh] == 0,
+            "off");
+    EXPECT (cg_pool_parse ("0", sizes, &err) == 0 && sizes[py] + sizes[js] + sizes[sh] == 0, "0");
+    //  An alias names its language; the catalogue is cellgate's kernels/ (python first).
+    EXPECT (cg_pool_parse ("py=1,js=2", sizes, &err) == 0 && sizes[py] == 1 && sizes[js] == 2,
+            "aliases");
     const char *bad[] = {"ruby=1",    "python",     "python=", "python=x", "python=-1",
                          "python=65", "python=1,,", "=1",      "python=1x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
