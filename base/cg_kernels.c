@@ -128,7 +128,8 @@ s_from_spec (cg_language_t *l, const char *dir, const char *name, json_t *spec, 
     l->aliases = cg_strv_new (json_array_size (aliases));
     size_t n = 0, i;
     json_t *alias;
-    json_array_foreach (aliases, i, alias) {
+    json_array_foreach (aliases, i, alias)
+    {
         if (!s_valid_name (json_string_value (alias)))
             return *why = "an alias is not 1 to 32 letters, digits and ._+-", -1;
         l->aliases[n++] = s_lower (json_string_value (alias));
@@ -151,7 +152,10 @@ s_from_spec (cg_language_t *l, const char *dir, const char *name, json_t *spec, 
         FILE *out = open_memstream (&text, &size);
         size_t count = json_array_size (have);
         for (i = 0; i < count; i++)
-            fprintf (out, "%s%.64s", i == 0 ? "" : i + 1 < count ? ", " : " and ",
+            fprintf (out, "%s%.64s",
+                     i == 0          ? ""
+                     : i + 1 < count ? ", "
+                                     : " and ",
                      json_string_value (json_array_get (have, i)) ?: "?");
         fclose (out);
         l->preinstalled = text;
@@ -218,8 +222,9 @@ s_add_dir (cg_kernels_t *self, const char *dir, bool own, char ***notes)
     size_t count = 0;
     struct dirent *entry;
     while ((entry = readdir (d)) && count < S_DIR_MAX)
-        if (entry->d_name[0] != '.' && (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN
-                                         || entry->d_type == DT_LNK)) {
+        if (entry->d_name[0] != '.'
+            && (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN
+                || entry->d_type == DT_LNK)) {
             cleanup_free char *spec = cg_strdupf ("%s/%s/kernel.json", dir, entry->d_name);
             if (access (spec, F_OK) == 0)
                 names[count++] = cg_xstrdup (entry->d_name);
@@ -399,7 +404,8 @@ cg_kernels_describe (const cg_kernels_t *self)
                 fprintf (out, "%s%s", said++ ? ", " : " (", l->aliases[a]);
         //  The kernel name answers too (python3, ir).
         cg_language_t kernel = {.name = l->kernel_name};
-        if (l->kernel_name && strcmp (l->kernel_name, l->name) != 0 && !s_answers_alias (l, &kernel))
+        if (l->kernel_name && strcmp (l->kernel_name, l->name) != 0
+            && !s_answers_alias (l, &kernel))
             fprintf (out, "%s%s", said++ ? ", " : " (", l->kernel_name);
         if (said)
             fputc (')', out);

@@ -25,19 +25,19 @@
 #define CG_KERNELS_NAME_MAX 32 /* bytes of a language name, alias or kernel name */
 
 typedef struct {
-    char *name;           /* the tools' language: "python", "r", "bash" (lower case) */
-    char **aliases;       /* other names it answers to, lower case (a strv; may be empty) */
-    char *kernel_name;    /* the Jupyter kernel name (/api/kernelspecs): "python3", "ir" */
-    char *display_name;   /* the spec's display_name */
-    char *title;          /* metadata.cellgate.title ("Python", "R"), else the spec's language */
-    char *spec_language;  /* the spec's "language" ("python", "R") */
-    char *spec_dir;       /* the host directory holding its kernel.json; NULL for bash */
-    char *extension;      /* a script's file extension without the dot ("py"), or NULL */
-    json_t *kernel_json;  /* the spec as read (for /api/kernelspecs); NULL for bash */
+    char *name;            /* the tools' language: "python", "r", "bash" (lower case) */
+    char **aliases;        /* other names it answers to, lower case (a strv; may be empty) */
+    char *kernel_name;     /* the Jupyter kernel name (/api/kernelspecs): "python3", "ir" */
+    char *display_name;    /* the spec's display_name */
+    char *title;           /* metadata.cellgate.title ("Python", "R"), else the spec's language */
+    char *spec_language;   /* the spec's "language" ("python", "R") */
+    char *spec_dir;        /* the host directory holding its kernel.json; NULL for bash */
+    char *extension;       /* a script's file extension without the dot ("py"), or NULL */
+    json_t *kernel_json;   /* the spec as read (for /api/kernelspecs); NULL for bash */
     json_t *language_info; /* a notebook's metadata.language_info ({"name": ...}) */
-    char *preinstalled;   /* metadata.cellgate.preinstalled, joined: "numpy, pandas", or NULL */
-    bool command;         /* bash: each call a fresh process, no kernel */
-    bool own;             /* from --kernels-dir: cellgate's own kernels/ */
+    char *preinstalled;    /* metadata.cellgate.preinstalled, joined: "numpy, pandas", or NULL */
+    bool command;          /* bash: each call a fresh process, no kernel */
+    bool own;              /* from --kernels-dir: cellgate's own kernels/ */
 } cg_language_t;
 
 typedef struct cg_kernels cg_kernels_t;

@@ -67,6 +67,44 @@ for path in user_docs:
             fail(f"{path}:{number}: names a specification by number (\"seed 00N\"): name the "
                  f"contract, docs/requirements.md maps them: {line.strip()[:100]}")
 
+# The README's language table is generated from the kernel specs cellgate ships (their
+# metadata.cellgate: aliases, kernel_name, implementation, preinstalled), which e2e_image
+# checks against the image; CELLGATE_DOCS_WRITE=1 rewrites it.
+def language_table():
+    import json
+    rows = ["| language | kernel | preinstalled |", "|---|---|---|"]
+    names = sorted(os.listdir("kernels"), key=lambda n: (n != "python", n))
+    for name in names:
+        path = os.path.join("kernels", name, "kernel.json")
+        if not os.path.exists(path):
+            continue
+        meta = json.load(open(path))["metadata"]["cellgate"]
+        language = meta.get("language", name)
+        also = [a for a in meta.get("aliases", []) if a.lower() != language]
+        if meta.get("kernel_name", name) != language:
+            also.append(meta["kernel_name"])
+        said = f"`{language}`" + (" (" + ", ".join(f"`{a}`" for a in also) + ")" if also else "")
+        rows.append(f"| {said} | {meta.get('implementation', name)} | "
+                    f"{', '.join(meta.get('preinstalled', [])) or 'its standard library'} |")
+    rows.append("| `bash` (`sh`, `shell`) | a new `/bin/bash` per call | coreutils, the other "
+                "languages' interpreters |")
+    return "\n".join(rows) + "\n"
+
+readme = open("README.md", encoding="utf-8").read()
+begin, end = "<!-- languages: generated from kernels/*/kernel.json by tests/docs/check.sh -->\n", "<!-- /languages -->"
+if begin in readme and end in readme:
+    head, rest = readme.split(begin, 1)
+    body, tail = rest.split(end, 1)
+    want = language_table()
+    if body != want:
+        if os.environ.get("CELLGATE_DOCS_WRITE") == "1":
+            open("README.md", "w", encoding="utf-8").write(head + begin + want + end + tail)
+        else:
+            fail("README.md's language table differs from kernels/*/kernel.json: run "
+                 "CELLGATE_DOCS_WRITE=1 tests/docs/check.sh")
+else:
+    fail("README.md has no generated language table (" + begin.strip() + ")")
+
 for message in failures:
     print("docs check:", message)
 print("docs check:", "ok" if not failures else f"{len(failures)} problem(s)")

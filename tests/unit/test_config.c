@@ -178,6 +178,14 @@ s_test_environment_then_flags (void)
                        == 0,
             "--egress-allow twice: '%s'", config.egress_allow ? config.egress_allow : "(null)");
     cg_config_clear (&config);
+    //  --kernelspecs likewise, joined as a path list.
+    const char *specs[] = {"--kernelspecs", "/opt/a:/opt/b", "--kernelspecs=/opt/c", NULL};
+    rc = s_load (&config, specs, message, sizeof message);
+    EXPECT (rc == 0 && config.kernelspecs
+                && strcmp (config.kernelspecs, "/opt/a:/opt/b:/opt/c") == 0
+                && strcmp (config.languages, "all") == 0,
+            "--kernelspecs twice: '%s'", config.kernelspecs ? config.kernelspecs : "(null)");
+    cg_config_clear (&config);
     s_clear_environment ();
 }
 

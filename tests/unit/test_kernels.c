@@ -55,7 +55,8 @@ s_catalogue (void)
             "\"display_name\": \"XPython\", \"language\": \"python\"}");
     s_spec ("image", "broken", "{\"argv\": [\"x\"],");
     s_spec ("image", "noargv", "{\"argv\": []}");
-    s_spec ("image", "evil", "{\"argv\": [\"x\"], \"metadata\": {\"cellgate\": {\"language\": \"a/b\"}}}");
+    s_spec ("image", "evil",
+            "{\"argv\": [\"x\"], \"metadata\": {\"cellgate\": {\"language\": \"a/b\"}}}");
     //  An operator's: python-xeus, with an alias that makes the image's xpython a repeat.
     s_spec ("more", "python-xeus",
             "{\"argv\": [\"/usr/bin/xpython\", \"-f\", \"{connection_file}\"], \"language\": "
@@ -94,9 +95,10 @@ s_catalogue (void)
     const cg_language_t *r = cg_kernels_find (k, "R");
     EXPECT (r && strcmp (r->kernel_name, "ir") == 0 && strcmp (r->spec_language, "R") == 0,
             "r: kernel ir, spec language R");
-    EXPECT (r && strcmp (json_string_value (json_object_get (r->language_info, "file_extension")),
-                         ".r")
-                     == 0,
+    EXPECT (r
+                && strcmp (json_string_value (json_object_get (r->language_info, "file_extension")),
+                           ".r")
+                       == 0,
             "r's language_info as its spec gives it");
     const cg_language_t *xeus = cg_kernels_find (k, "xeus");
     EXPECT (xeus && strcmp (xeus->name, "python-xeus") == 0 && !xeus->own
