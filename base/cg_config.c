@@ -184,7 +184,7 @@ static const cg_config_option_t s_options[] = {
      "its sessions are closed"},
     {"--oneshot-reserve", "CELLGATE_ONESHOT_RESERVE", CG_CONFIG_INT, OFF (oneshot_reserve), "2", 0,
      1000, "one-shot sandboxes that may run past --max-sessions, so sessions never starve them"},
-    {"--pool", "CELLGATE_POOL", CG_CONFIG_STRING, OFF (pool), "python=1,javascript=1,bash=1", 0, 0,
+    {"--pool", "CELLGATE_POOL", CG_CONFIG_STRING, OFF (pool), CG_CONFIG_POOL_DEFAULT, 0, 0,
      "warm sandboxes kept ready per language (LANGUAGE=N,...; python, javascript, bash), their "
      "kernels started, for one-shot runs and new sessions; off or 0: no pool"},
     {"--pool-preload", "CELLGATE_POOL_PRELOAD", CG_CONFIG_STRING, OFF (pool_preload),

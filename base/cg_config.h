@@ -46,6 +46,10 @@ typedef enum {
     CG_EGRESS_PROXY, /* HTTP and HTTPS to --egress-allow's hosts, through the audited proxy */
 } cg_egress_mode_t;
 
+/*  --pool's default. A language it names that the server does not offer (--languages) is
+    left out of it; named in a --pool given, it is refused. */
+#define CG_CONFIG_POOL_DEFAULT "python=1,javascript=1,bash=1"
+
 typedef struct {
     char *state_dir;             /* containers' bundles, workspaces, runtime dirs */
     char *scripts_dir;           /* the saved-script library; NULL: <state_dir>/scripts */

@@ -132,7 +132,8 @@ s_from_spec (cg_language_t *l, const char *dir, const char *name, json_t *spec, 
     {
         if (!s_valid_name (json_string_value (alias)))
             return *why = "an alias is not 1 to 32 letters, digits and ._+-", -1;
-        l->aliases[n++] = s_lower (json_string_value (alias));
+        if (strcasecmp (json_string_value (alias), l->name) != 0) /* "R" for r says nothing */
+            l->aliases[n++] = s_lower (json_string_value (alias));
     }
     const char *display = json_string_value (json_object_get (spec, "display_name"));
     const char *spec_language = json_string_value (json_object_get (spec, "language"));

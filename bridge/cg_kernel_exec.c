@@ -29,12 +29,17 @@ static void
 s_read_pongs (cg_kernel_t *self, unsigned *misses)
 {
     while (zsock_events (self->sockets[CH_HB]) & ZMQ_POLLIN) {
-        char *pong = zstr_recv (self->sockets[CH_HB]);
+        //  The echo of [delimiter, ping] (a REP's reply, or an echoing ROUTER's): the last
+        //  frame is the ping.
+        zmsg_t *reply = zmsg_recv (self->sockets[CH_HB]);
+        zframe_t *last = reply ? zmsg_last (reply) : NULL;
+        char *pong = last ? zframe_strdup (last) : NULL;
         if (pong && (unsigned)atol (pong) == self->hb_sent) {
             self->hb_received = self->hb_sent;
             *misses = 0;
         }
         zstr_free (&pong);
+        zmsg_destroy (&reply);
     }
 }
 
@@ -52,6 +57,11 @@ s_heartbeat (cg_kernel_t *self, unsigned *misses)
     }
     char ping[16];
     snprintf (ping, sizeof ping, "%u", ++self->hb_sent);
+    //  As a REQ sends it: an empty delimiter, then the ping. A REP heartbeat (IRkernel's, as
+    //  Jupyter's protocol has it) drops a request without the delimiter, and IRkernel then
+    //  ends ("Execution halted") on the next idle turn; ipykernel's echoing ROUTER returns
+    //  both frames.
+    zstr_sendm (self->sockets[CH_HB], "");
     zstr_send (self->sockets[CH_HB], ping);
     return false;
 }

@@ -84,10 +84,15 @@ cg_pool_parse (const char *text, int sizes[CG_KERNELS_MAX], cg_error_t **err)
     memset (sizes, 0, sizeof (int) * CG_KERNELS_MAX);
     if (strcmp (text, "off") == 0 || strcmp (text, "0") == 0)
         return 0;
+    bool fallback = strcmp (text, CG_CONFIG_POOL_DEFAULT) == 0;
     for (const char *item = text; *item;) {
         size_t len = strcspn (item, ",");
         const char *equals = memchr (item, '=', len);
         int index = equals ? s_language_index (item, (size_t)(equals - item)) : -1;
+        if (index < 0 && fallback) { /* the default, naming a language not offered */
+            item += len + (item[len] == ',');
+            continue;
+        }
         char *end = NULL;
         long size = equals ? strtol (equals + 1, &end, 10) : -1;
         if (index < 0 || !end || end != item + len || end == equals + 1 || size < 0

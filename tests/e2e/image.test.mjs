@@ -42,7 +42,7 @@ async function languages(client, server) {
   const js = await callExec(client, { language: 'javascript', code: 'console.log(process.version.startsWith("v") ? "node" : "?", 6 * 7)' });
   assert.equal(expectStatus(js, 'success', server).stdout, 'node 42\n');
   const sh = await callExec(client, { language: 'bash', code: 'echo "$BASH_VERSION" | cut -c1; ls /opt/cellgate/kernels' });
-  assert.equal(expectStatus(sh, 'success', server).stdout, '5\njavascript\npython\n');
+  assert.equal(expectStatus(sh, 'success', server).stdout, '5\njavascript\npython\nr\n');
   const plot = await callExec(client, { language: 'python', code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()', session_id: 'sess_imageplot01' });
   expectStatus(plot, 'success', server);
   assert.ok(plot.content.find((c) => c.type === 'image' && c.mimeType === 'image/png'));
@@ -63,7 +63,40 @@ describe('the oci backend runs the image from its root file system', { skip: SKI
     assert.ok(fs.existsSync('/usr/bin/clang'), 'the host has clang (scripts/setup.sh test)');
     await languages(server.client, server);
   });
+
+  test("every package the README's language table names loads in the image", async () => {
+    await preinstalled(server.client, server);
+  });
+
+  test("the image's own kernel specs are offered: xpython (Debian's xeus-python) runs from it", async () => {
+    const listed = await server.client.callTool({ name: 'list_sessions', arguments: {} });
+    const names = listed.structuredContent.languages.map((l) => l.name);
+    assert.ok(names.includes('r') && names.includes('xpython'), names.join());
+    const r = await callExec(server.client, { language: 'xpython', code: 'import sys\nprint(sys.version_info[0])' });
+    assert.equal(expectStatus(r, 'success', server).stdout, '3\n');
+  });
 });
+
+// The README's language table says what each kernel has preinstalled (generated from
+// kernels/*/kernel.json's metadata.cellgate.preinstalled, tests/docs/check.sh): every package
+// it names loads in the image.
+const LOADERS = {
+  python: (names) => names.map((n) => `import ${n}`).join('\n') + '\nprint("loaded")',
+  r: (names) => names.map((n) => `suppressPackageStartupMessages(library(${JSON.stringify(n)}, character.only = TRUE))`).join('\n') + '\ncat("loaded\\n")',
+};
+
+async function preinstalled(client, server) {
+  for (const name of fs.readdirSync(path.join(REPO_ROOT, 'kernels'))) {
+    const file = path.join(REPO_ROOT, 'kernels', name, 'kernel.json');
+    if (!fs.existsSync(file)) continue;
+    const meta = JSON.parse(fs.readFileSync(file, 'utf8')).metadata.cellgate;
+    const language = meta.language ?? name;
+    if (!meta.preinstalled?.length) continue;
+    assert.ok(LOADERS[language], `no loader for ${language}'s preinstalled packages in this test`);
+    const r = await callExec(client, { language, code: LOADERS[language](meta.preinstalled), timeout: 120 });
+    assert.equal(expectStatus(r, 'success', server).stdout, 'loaded\n', `${language}: ${meta.preinstalled.join(', ')}`);
+  }
+}
 
 describe('the docker backend runs the same image by name', { skip: SKIP }, () => {
   let podman;

@@ -1,6 +1,7 @@
 /*  Unit tests: cg_pool's two parsers — --pool's sizes (languages, counts, off) and
     --pool-preload's module list turned into silent import code. */
 #include "bridge/cg_pool.h"
+#include "base/cg_util.h"
 #include "cg_test.h"
 
 #include <stdlib.h>
@@ -28,6 +29,9 @@ s_sizes (void)
     //  An alias names its language; the catalogue is cellgate's kernels/ (python first).
     EXPECT (cg_pool_parse ("py=1,js=2", sizes, &err) == 0 && sizes[py] == 1 && sizes[js] == 2,
             "aliases");
+    //  The default names javascript: a server that does not offer it (--languages) still
+    //  starts, without it in the pool; a --pool given that names it is refused.
+    EXPECT (cg_pool_parse (CG_CONFIG_POOL_DEFAULT, sizes, &err) == 0 && sizes[py] == 1, "default");
     const char *bad[] = {"ruby=1",    "python",     "python=", "python=x", "python=-1",
                          "python=65", "python=1,,", "=1",      "python=1x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -53,11 +57,38 @@ s_preload (void)
     }
 }
 
+//  With --languages python,bash (no javascript): the default pool leaves javascript out, a
+//  --pool given that names it is refused.
+static void
+s_restricted (void)
+{
+    cleanup_free char *repo = cg_xstrdup (__FILE__);
+    for (int up = 0; up < 3; up++)
+        *strrchr (repo, '/') = '\0';
+    cleanup_free char *own = cg_strdupf ("%s/kernels", repo);
+    cg_error_t *err = NULL;
+    cg_kernels_t *only = cg_kernels_load (own, NULL, "python,bash", NULL, &err);
+    EXPECT (only, "load: %s", err ? cg_error_message (err) : "");
+    if (!only)
+        return;
+    cg_kernels_install (only);
+    int sizes[CG_KERNELS_MAX];
+    EXPECT (cg_pool_parse (CG_CONFIG_POOL_DEFAULT, sizes, &err) == 0 && sizes[0] == 1
+                && sizes[1] == 1,
+            "the default without javascript: %s", err ? cg_error_message (err) : "");
+    cg_error_destroy (&err);
+    EXPECT (cg_pool_parse ("python=1,javascript=1", sizes, &err) == -1 && err
+                && strstr (cg_error_message (err), "one of python, bash"),
+            "javascript named: refused");
+    cg_error_destroy (&err);
+}
+
 int
 main (void)
 {
     s_sizes ();
     s_preload ();
+    s_restricted ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }
