@@ -15,6 +15,8 @@ WebSocket. The agent is an MCP client on cellgate's stdio (`--http-listen`, the 
 - ConfiguredKernelThroughJupyterServerTest: Debian's xeus-python as `python-xeus`, from a
   kernel.json in a --kernelspecs directory alone (tests/e2e/kernels_config.test.mjs checks it
   through MCP): in /api/kernelspecs, and a notebook kernel of it runs in xeus-python.
+- OnlyLanguagesTest: with --languages python,python-xeus,bash, straight against cellgate,
+  /api/kernelspecs has python3 and python-xeus alone and ir, javascript, xpython are 404.
 
 Runs as root (runc), like test_gateway:
     cd tests/gateway && /usr/bin/python3 -m unittest -v test_gateway_kernels
@@ -387,6 +389,39 @@ class ConfiguredKernelThroughJupyterServerTest(KernelsCase):
         r = ks.execute("1 / 0")  # xeus-python's ename is the class's repr
         self.assertEqual((r.status, r.reply["content"]["ename"], r.reply["content"]["evalue"]),
                          ("error", "<class 'ZeroDivisionError'>", "division by zero"), r.summary())
+
+
+class OnlyLanguagesTest(unittest.TestCase):
+    """--languages python,python-xeus,bash: the gateway offers those kernels alone."""
+
+    def test_kernelspecs_and_starts_follow_languages(self):
+        if not os.access(tg.cellgate_binary(), os.X_OK):
+            raise unittest.SkipTest("no cellgate binary at %s" % tg.cellgate_binary())
+        specs = tempfile.mkdtemp(prefix="cg-gw-kernelspecs-")
+        self.addCleanup(shutil.rmtree, specs, True)
+        shutil.copytree(os.path.dirname(STOCK_XPYTHON_SPEC), os.path.join(specs, "python-xeus"))
+        token = secrets.token_hex(16)
+        # --pool off: the default pool names javascript, which this server does not offer.
+        cg = tg.Cellgate(token=token, args=["--kernelspecs", specs, "--languages", "python,python-xeus,bash",
+                                            "--pool", "off"])
+        self.addCleanup(cg.stop)
+        auth = {"Authorization": "token %s" % token}
+        status, _, data = tg.request(cg.port, "GET", "/api/kernelspecs", None, auth)
+        self.assertEqual(status, 200, tg.show("GET", "/api/kernelspecs", status, data))
+        body = json.loads(data)
+        self.assertEqual((body["default"], sorted(body["kernelspecs"])), ("python3", ["python-xeus", "python3"]), body)
+        for name in ("ir", "javascript", "xpython"):
+            status, _, data = tg.request(cg.port, "POST", "/api/kernels", {"name": name, "env": {}}, auth)
+            self.assertEqual(status, 404, tg.show("POST", "/api/kernels " + name, status, data))
+        status, _, data = tg.request(cg.port, "POST", "/api/kernels", {"name": "python-xeus", "env": {}}, auth)
+        self.assertEqual(status, 201, tg.show("POST", "/api/kernels python-xeus", status, data) + cg.stderr_tail())
+        kernel_id = json.loads(data)["id"]
+        self.addCleanup(tg.request, cg.port, "DELETE", "/api/kernels/%s" % kernel_id, None, auth)
+        ks = gwclient.KernelSocket(cg.url, kernel_id, token)
+        self.addCleanup(ks.close)
+        ks.wait_ready(tg.KERNEL_START_TIMEOUT)
+        r = ks.execute(XEUS_MARKER)
+        self.assertEqual(stream_text(r, "stdout"), "True False\n", r.summary())
 
 
 if __name__ == "__main__":
