@@ -99,6 +99,7 @@ s_language_clear (cg_language_t *l)
     json_decref (l->kernel_json);
     json_decref (l->language_info);
     free (l->preinstalled);
+    free (l->warmup);
     memset (l, 0, sizeof *l);
 }
 
@@ -161,6 +162,9 @@ s_from_spec (cg_language_t *l, const char *dir, const char *name, json_t *spec, 
         fclose (out);
         l->preinstalled = text;
     }
+    const char *warmup = json_string_value (json_object_get (cellgate, "warmup"));
+    if (warmup && *warmup)
+        l->warmup = cg_strdupf ("%.4096s", warmup);
     l->kernel_json = json_incref (spec);
     l->own = own;
     return 0;

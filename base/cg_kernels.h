@@ -36,8 +36,10 @@ typedef struct {
     json_t *kernel_json;   /* the spec as read (for /api/kernelspecs); NULL for bash */
     json_t *language_info; /* a notebook's metadata.language_info ({"name": ...}) */
     char *preinstalled;    /* metadata.cellgate.preinstalled, joined: "numpy, pandas", or NULL */
-    bool command;          /* bash: each call a fresh process, no kernel */
-    bool own;              /* from --kernels-dir: cellgate's own kernels/ */
+    char *warmup; /* metadata.cellgate.warmup: code a pooled kernel runs silently before it is
+                     claimed (python's is --pool-preload's), or NULL */
+    bool command; /* bash: each call a fresh process, no kernel */
+    bool own;     /* from --kernels-dir: cellgate's own kernels/ */
 } cg_language_t;
 
 typedef struct cg_kernels cg_kernels_t;

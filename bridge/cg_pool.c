@@ -143,6 +143,17 @@ cg_pool_preload_code (const char *text, cg_error_t **err)
     return code;
 }
 
+//  What a pooled kernel of LANGUAGE runs before it is claimed: --pool-preload's imports for
+//  python, its kernel spec's metadata.cellgate.warmup for another (base/cg_kernels.h).
+static const char *
+s_preload (cg_pool_t *self, int language)
+{
+    const cg_language_t *l = cg_kernels_at (cg_kernels (), (size_t)language);
+    if (!l || l->command)
+        return NULL;
+    return strcmp (l->name, "python") == 0 ? self->preload : l->warmup;
+}
+
 static void
 s_entry_free (void **item)
 {
@@ -244,15 +255,14 @@ s_fill (cg_pool_t *self, int language)
         fclose (file);
     }
     cg_runner_args_t *args = cg_xcalloc (1, sizeof *args);
-    *args = (cg_runner_args_t){
-        .backend = self->backend,
-        .config = self->config,
-        .sessions_dir = self->sessions_dir,
-        .container_prefix = self->container_prefix,
-        .results_endpoint = self->results_endpoint,
-        .pooled = true,
-        .egress = self->egress,
-        .preload = strcmp (cg_pool_language_name (language), "python") == 0 ? self->preload : NULL};
+    *args = (cg_runner_args_t){.backend = self->backend,
+                               .config = self->config,
+                               .sessions_dir = self->sessions_dir,
+                               .container_prefix = self->container_prefix,
+                               .results_endpoint = self->results_endpoint,
+                               .pooled = true,
+                               .egress = self->egress,
+                               .preload = s_preload (self, language)};
     memcpy (args->slot, entry->slot, sizeof entry->slot);
     snprintf (args->language, sizeof args->language, "%s", cg_pool_language_name (language));
     entry->runner = zactor_new (cg_runner_actor, args);
