@@ -36,27 +36,39 @@ after(async () => {
 const call = (name, args, srv = server) => srv.client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
 const run = (args) => callExec(client, args);
 
-test("start_session and send_to_session in R; 'R' is an alias; state, stdout, message() and warning() on stderr, the last value", async () => {
+test("start_session and send_to_session in R; 'R' is an alias; state across calls, stdout, message() and warning() on stderr", async () => {
   const started = await call('start_session', { language: 'r', name: 'r-analysis' });
   assert.equal(started.isError, false, show(started, server));
   const sid = sc(started).session_id;
   assert.equal(sc(started).language, 'r');
   let r = await call('send_to_session', { session_id: sid, code: 'x <- 41\ndf <- data.frame(a = 1:2, b = c("u", "v"))' });
   assert.equal(sc(r).status, 'success', show(r, server));
-  r = await call('send_to_session', { session_id: sid, code: 'cat("out\\n"); message("note"); warning("careful"); x + 1' });
+  r = await call('send_to_session', { session_id: sid, code: 'cat("out", x + 1, "\\n"); message("note"); warning("careful")' });
   const s = expectStatus(r, 'success', server);
-  assert.equal(s.stdout, 'out\n');
+  assert.equal(s.stdout, 'out 42 \n');
   assert.match(s.stderr, /^note\n/);
   assert.match(s.stderr, /careful/);
-  assert.equal(s.returnValue, 42, 'the last value as JSON, as Python gives it');
-  // The alias, same session: state is kept and a data frame comes back as rows.
-  const d = expectStatus(await run({ language: 'R', session_id: sid, code: 'print(nrow(df))\ndf' }), 'success', server);
+  // The alias, same session: state is kept.
+  const d = expectStatus(await run({ language: 'R', session_id: sid, code: 'print(nrow(df))' }), 'success', server);
   assert.equal(d.stdout, '[1] 2\n');
-  assert.deepEqual(d.returnValue, [{ a: 1, b: 'u' }, { a: 2, b: 'v' }]);
   const listed = sc(await call('list_sessions', {})).sessions.find((x) => x.session_id === sid);
   assert.equal(listed.language, 'r');
   assert.equal(listed.executions_count, 3);
   assert.equal(sc(await call('close_session', { session_id: sid })).status, 'closed');
+});
+
+test('the last value is the returnValue, as JSON the way Python and JavaScript give it', async () => {
+  const sid = 'sess_rvalue000001';
+  const n = expectStatus(await run({ language: 'r', session_id: sid, code: 'x <- 41\nx + 1' }), 'success', server);
+  assert.equal(n.stdout, '');
+  assert.equal(n.outputs[0].type, 'execute_result');
+  assert.equal(n.outputs[0].data['text/plain'], '[1] 42');
+  assert.equal(n.returnValue, 42, show(n, server));
+  const d = expectStatus(await run({ language: 'r', session_id: sid, code: 'data.frame(a = 1:2, b = c("u", "v"))' }), 'success', server);
+  assert.deepEqual(d.returnValue, [{ a: 1, b: 'u' }, { a: 2, b: 'v' }], show(d, server));
+  const l = expectStatus(await run({ language: 'r', session_id: sid, code: 'list(name = "x", values = c(1.5, NA))' }), 'success', server);
+  assert.deepEqual(l.returnValue, { name: 'x', values: [1.5, null] }, show(l, server));
+  await call('close_session', { session_id: sid });
 });
 
 test('an error: execution_error with the R message and a short traceback of the cell\'s own calls', async () => {
@@ -134,8 +146,8 @@ test('cancel (notifications/cancelled) interrupts an R cell and keeps the sessio
   await sleep(1500);
   controller.abort(new Error('e2e cancel'));
   assert.ok(await pending.then(() => null, (e) => e), 'the cancelled call gets no response');
-  const a = expectStatus(await callExecWhenIdle(client, { language: 'r', session_id: sid, code: 'y', timeout: 20 }), 'success', server);
-  assert.equal(a.returnValue, 5);
+  const a = expectStatus(await callExecWhenIdle(client, { language: 'r', session_id: sid, code: 'cat(y, "\\n")', timeout: 20 }), 'success', server);
+  assert.equal(a.stdout, '5 \n', 'the cell stopped before y <- 6; y kept');
   await call('close_session', { session_id: sid });
 });
 
