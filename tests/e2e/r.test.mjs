@@ -71,6 +71,19 @@ test('the last value is the returnValue, as JSON the way Python and JavaScript g
   await call('close_session', { session_id: sid });
 });
 
+// The server pings a kernel's heartbeat every second while a cell runs; IRkernel's heartbeat
+// is a REP socket, which takes a ping only with the empty delimiter frame REQ sends.
+test('a cell that runs past a heartbeat ping, then the next cell runs at once', async () => {
+  const sid = 'sess_rheartbeat01';
+  const slow = expectStatus(await run({ language: 'r', session_id: sid, code: 'Sys.sleep(2.5)\ncat("slept\\n")' }), 'success', server);
+  assert.equal(slow.stdout, 'slept\n');
+  for (const n of [1, 2]) {
+    const next = expectStatus(await run({ language: 'r', session_id: sid, code: `cat(${n}, "\\n")`, timeout: 20 }), 'success', server);
+    assert.equal(next.stdout, `${n} \n`);
+  }
+  await call('close_session', { session_id: sid });
+});
+
 test('an error: execution_error with the R message and a short traceback of the cell\'s own calls', async () => {
   const r = await run({ language: 'r', session_id: SID, code: 'f <- function() stop("boom")\ng <- function() f()\ng()' });
   const s = expectStatus(r, 'execution_error', server);
