@@ -13,8 +13,9 @@
 #   workspace's outputs/ (/mnt/data/outputs) and replaced by a short note naming them, as
 #   Python does; an error's text is cut to fit.
 #
-# Plots come as PNG only (text/plain beside it), 7 x 5 in at 100 dpi (700 x 500 px, a ggplot
-# scatter is about 10 KB), never PDF or SVG.
+# For an MCP tool's request, plots come as PNG only (text/plain beside it), 7 x 5 in at 100
+# dpi (700 x 500 px, a ggplot scatter is about 10 KB), never PDF or SVG; a notebook's gets
+# IRkernel's own plot options.
 #
 # The rest is agent behaviour, for the requests the server sends for MCP tool calls only (the
 # execute_request's metadata carries "cellgate_agent": true; IRkernel keeps the request as
@@ -72,8 +73,19 @@ local({
     state$pending <- NULL
     state$saved <- 0L
 
-    options(repr.plot.width = 7, repr.plot.height = 5, repr.plot.res = 100,
-            jupyter.plot_mimetypes = c("text/plain", "image/png"))
+    # The agent's plot options; a notebook's request gets IRkernel's own (a cell that set
+    # either itself keeps what it set).
+    plot_names <- c("repr.plot.width", "repr.plot.height", "repr.plot.res", "jupyter.plot_mimetypes")
+    plot_stock <- options()[plot_names]
+    names(plot_stock) <- plot_names
+    plot_agent <- list(repr.plot.width = 7, repr.plot.height = 5, repr.plot.res = 100,
+                       jupyter.plot_mimetypes = c("text/plain", "image/png"))
+    plot_options <- function(agent) {
+        now <- options()[plot_names]
+        names(now) <- plot_names
+        if (agent && identical(now, plot_stock)) options(plot_agent)
+        if (!agent && identical(now, plot_agent[plot_names])) options(plot_stock)
+    }
 
     # --- the message bound (every request) --------------------------------------------
 
@@ -363,6 +375,7 @@ local({
 
     begin_cell <- function(request) {
         state$agent <- isTRUE(request$metadata$cellgate_agent)
+        plot_options(state$agent)
         state$allow_stdin <- isTRUE(request$content$allow_stdin)
         state$pending <- NULL
         state$lines <- NULL

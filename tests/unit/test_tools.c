@@ -259,8 +259,13 @@ s_test_seed_fields (cg_config_t *config)
         json_t *properties = s_properties_at (tools, path);
         json_t *options = json_object_get (json_object_get (properties, "language"), "enum");
         cleanup_free char *text = json_dumps (options, JSON_COMPACT);
-        EXPECT (text && strcmp (text, "[\"python\",\"javascript\",\"bash\"]") == 0,
-                "%s: language is an enum of python, javascript, bash: %s", with_language[i],
+        //  The catalogue's languages (here cellgate's own kernels/ and bash), in its order.
+        json_t *offered = cg_kernels_enum (cg_kernels (), false);
+        cleanup_free char *want = json_dumps (offered, JSON_COMPACT);
+        json_decref (offered);
+        EXPECT (text && strcmp (text, want) == 0
+                    && strcmp (text, "[\"python\",\"javascript\",\"r\",\"bash\"]") == 0,
+                "%s: language is an enum of the languages offered: %s", with_language[i],
                 text ? text : "(none)");
     }
     json_decref (tools);
