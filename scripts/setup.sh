@@ -2,7 +2,7 @@
 # Installs what cellgate needs on Debian 12 (run as root or with sudo). Safe to run again.
 #   scripts/setup.sh [--dry-run] [serve|demo|test]
 # serve: what building and serving need: build tools and libraries, the sandbox runtime,
-#   the kernels' Debian packages (Python stack, Node.js), Jupyter Notebook for the gateway
+#   the kernels' Debian packages (Python stack, Node.js, R), Jupyter Notebook for the gateway
 #   and the JavaScript kernel's npm modules (scripts/run.sh).
 # demo: serve, plus the MCP SDK client the demo talks through (scripts/demo.sh).
 # test (the default): serve, plus the test tooling: the MCP SDK client, the MCP
@@ -48,6 +48,11 @@ DEBS=(
   python3-pip
   # the JavaScript kernel (tslab) runs on Node.js; npm installs it
   nodejs npm
+  # the R kernel (IRkernel) and its data-analysis set (kernels/r)
+  r-cran-irkernel r-cran-dplyr r-cran-readr r-cran-ggplot2 r-cran-tidyr r-cran-data.table
+  # xeus-python: a kernel no code names, offered from its stock kernel spec
+  # (/usr/share/jupyter/kernels/xpython) and added under another name by --kernelspecs in tests
+  xpython
   # a Jupyter front end for the gateway: the `jupyter notebook --gateway-url=...` command
   # cellgate prints at start-up (jupyter-core is the `jupyter` command itself)
   jupyter-core jupyter-notebook

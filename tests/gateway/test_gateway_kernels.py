@@ -266,7 +266,7 @@ class RThroughJupyterServerTest(KernelsCase):
         # LaTeX, no JSON, for the notebook.
         code = "list(a = 1, b = 'x')"
         out = self.run_agent("r", code, session)
-        self.assertEqual(json.loads(out["returnValue"]), {"a": 1, "b": "x"}, out)
+        self.assertEqual(out["returnValue"], {"a": 1, "b": "x"}, out)  # as Python's dict value
         [value] = [o for o in out["outputs"] if o["type"] == "execute_result"]
         self.assertIn("application/json", value["data"], out)
         r = ks.execute(code)
