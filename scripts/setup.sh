@@ -48,6 +48,12 @@ DEBS=(
   python3-pip
   # the JavaScript kernel (tslab) runs on Node.js; npm installs it
   nodejs npm
+  # the R kernel: IRkernel (it brings r-base-core, R itself) and the data-analysis set the
+  # sandboxed R ships with (the tidyverse's dplyr, readr, ggplot2, tidyr; data.table)
+  r-cran-irkernel r-cran-dplyr r-cran-readr r-cran-ggplot2 r-cran-tidyr r-cran-data.table
+  # xeus-python: a second Python kernel, offered by configuration only (a kernelspec in
+  # --kernels-dir, no code names it)
+  xpython
   # a Jupyter front end for the gateway: the `jupyter notebook --gateway-url=...` command
   # cellgate prints at start-up (jupyter-core is the `jupyter` command itself)
   jupyter-core jupyter-notebook
