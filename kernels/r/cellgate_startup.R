@@ -90,7 +90,9 @@ local({
     # --- the message bound (every request) --------------------------------------------
 
     bytes <- function(value) {
-        if (is.character(value)) sum(nchar(value, type = "bytes")) else length(value)
+        if (is.character(value)) sum(nchar(value, type = "bytes"))
+        else if (is.raw(value)) (length(value) + 2) %/% 3 * 4 # sent as base64
+        else length(value)
     }
 
     save_large <- function(data) {
@@ -108,7 +110,7 @@ local({
             ext <- c(binary, text)[mime]
             if (is.na(ext)) ext <- "out"
             path <- file.path(dir, sprintf("large-%d-%d.%s", Sys.getpid(), state$saved, ext))
-            raw <- if (mime %in% names(binary) && is.character(value)) {
+            raw <- if (is.raw(value)) value else if (mime %in% names(binary) && is.character(value)) {
                 tryCatch(base64enc::base64decode(paste(value, collapse = "")),
                          error = function(e) charToRaw(enc2utf8(paste(value, collapse = ""))))
             } else charToRaw(enc2utf8(paste(value, collapse = "\n")))
@@ -286,6 +288,7 @@ local({
             return(invisible())
         }
         call <- conditionCall(e)
+        if (identical(call, quote(eval(expr, envir, enclos)))) call <- NULL # the cell itself
         ename <- if (is.null(call)) "Error" else paste0("Error in ", one_line(call))
         evalue <- sub("\n+$", "", plain(conditionMessage(e)))
         summary <- paste0(ename, ": ", evalue)
@@ -300,7 +303,8 @@ local({
             if (is.null(ref)) sprintf("%d. %s", i, text) else sprintf("%d. %s   # line %d", i, text, ref[[1L]])
         }, "")
         if (length(lines) > 20L) lines <- c(head(lines, 5L), "...", tail(lines, 14L))
-        traceback <- if (length(lines)) c(summary, "Traceback:", lines) else summary
+        # One frame is the cell's own line, which the summary names already.
+        traceback <- if (length(lines) > 1L) c(summary, "Traceback:", lines) else summary
         ex$err <- list(ename = ename, evalue = evalue, traceback = as.list(traceback))
         if (!ex$is_silent()) ex$send_response("error", ex$current_request, "iopub", ex$err)
         invisible()
