@@ -58,8 +58,14 @@ if [ "$(label_of "$BASE")" != "$base_stamp" ]; then
   trap - EXIT
 fi
 
-# 2. The image.
-stamp=$( { echo "$base_stamp"; cat Dockerfile.kernel "$0";
+# 2. The image. Its context is kernels/ with the JavaScript kernel's node_modules as npm ci
+# left them (scripts/setup.sh records the lock file's hash in them): a tree without them
+# (a fresh clone or worktree before setup) would make an image whose JavaScript cannot start.
+for lock in kernels/*/package-lock.json; do
+  [ -f "$(dirname "$lock")/node_modules/.cellgate-lock.sha256" ] \
+    || { say "$(dirname "$lock")/node_modules is not installed: run scripts/setup.sh first"; exit 1; }
+done
+stamp=$( { echo "$base_stamp"; cat Dockerfile.kernel "$0"; cat kernels/*/node_modules/.cellgate-lock.sha256;
            find kernels -path '*/node_modules' -prune -o -type f -print0 | sort -z | xargs -0 sha256sum;
            sha256sum kernels/*/package-lock.json 2>/dev/null || true; } | sha256sum | cut -c1-16)
 if [ "$(label_of "$IMAGE")" != "$stamp" ]; then
