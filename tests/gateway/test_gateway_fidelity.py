@@ -25,14 +25,13 @@ kernel a notebook uses. Runs as root (runc), like test_gateway:
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gwclient  # noqa: E402
 import test_gateway as tg  # noqa: E402
+from stockkernel import StockKernel  # noqa: E402
 
 STOCK_STDIN = "raw_input was called, but this frontend does not support input requests."
 STOCK_GETPASS = "getpass was called, but this frontend does not support input requests."
@@ -91,55 +90,15 @@ def errors(result):
     return [m["content"] for m in result.of_type("error")]
 
 
-class StockKernel:
-    """Debian's ipykernel as a plain Jupyter kernel, no cellgate in between (jupyter_client),
-    started with the sandbox kernel's own argv less cellgate's startup file."""
-
-    def __init__(self):
-        from jupyter_client.kernelspec import KernelSpecManager
-        from jupyter_client.manager import KernelManager
-
-        self.home = tempfile.mkdtemp(prefix="cg-fidelity-stock-")
-        spec_dir = os.path.join(self.home, "kernels", "stock")
-        os.makedirs(spec_dir)
-        with open(os.path.join(spec_dir, "kernel.json"), "w") as f:
-            json.dump({"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                                "--HistoryManager.hist_file=:memory:"],
-                       "display_name": "stock", "language": "python",
-                       "env": {"IPYTHONDIR": os.path.join(self.home, "ipython"),
-                               "MPLCONFIGDIR": os.path.join(self.home, "mpl"), "PYTHONDONTWRITEBYTECODE": "1",
-                               "PYDEVD_DISABLE_FILE_VALIDATION": "1"}}, f)
-        ksm = KernelSpecManager(kernel_dirs=[os.path.join(self.home, "kernels")])
-        self.km = KernelManager(kernel_spec_manager=ksm, kernel_name="stock")
-        work = os.path.join(self.home, "work")
-        os.makedirs(work)
-        self.km.start_kernel(cwd=work)
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=tg.KERNEL_START_TIMEOUT)
-
-    def execute(self, code, timeout=60):
-        """(reply content, iopub messages) of CODE run with allow_stdin false."""
-        msg_id = self.kc.execute(code, allow_stdin=False, stop_on_error=False)
-        iopub = []
-        while True:
-            m = self.kc.get_iopub_msg(timeout=timeout)
-            if m["parent_header"].get("msg_id") != msg_id:
-                continue
-            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-                break
-            iopub.append(m)
-        while True:
-            reply = self.kc.get_shell_msg(timeout=timeout)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply["content"], iopub
-
-    def stop(self):
-        try:
-            self.kc.stop_channels()
-            self.km.shutdown_kernel(now=True)
-        finally:
-            shutil.rmtree(self.home, ignore_errors=True)
+def ipykernel_spec(home):
+    """Debian's ipykernel as a plain Jupyter kernel: the sandbox kernel's own argv less
+    cellgate's startup file."""
+    return {"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                     "--HistoryManager.hist_file=:memory:"],
+            "display_name": "stock", "language": "python",
+            "env": {"IPYTHONDIR": os.path.join(home, "ipython"),
+                    "MPLCONFIGDIR": os.path.join(home, "mpl"), "PYTHONDONTWRITEBYTECODE": "1",
+                    "PYDEVD_DISABLE_FILE_VALIDATION": "1"}}
 
 
 class StockThroughJupyterServerTest(tg.GatewayCase):
@@ -238,7 +197,7 @@ class StockThroughJupyterServerTest(tg.GatewayCase):
     def test_outputs_equal_a_stock_ipykernels(self):
         ks = self.kernel_socket()
         self.addCleanup(ks.close)
-        stock = StockKernel()
+        stock = StockKernel(ipykernel_spec, prefix="cg-fidelity-stock-")
         self.addCleanup(stock.stop)
         for code in CELLS:
             r = ks.execute(code, allow_stdin=False)

@@ -34,6 +34,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gwclient  # noqa: E402
 import test_gateway as tg  # noqa: E402
+from stockkernel import StockKernel  # noqa: E402
 from test_gateway_hostile import Agent  # noqa: E402
 
 STOCK_IR_SPEC = "/usr/share/jupyter/kernels/ir/kernel.json"
@@ -91,53 +92,6 @@ def stream_text(result, name):
 def shown(result):
     """The data of a cell's display_data and execute_result messages, in order."""
     return [m["content"]["data"] for m in result.iopub if m["msg_type"] in ("display_data", "execute_result")]
-
-
-class StockKernel:
-    """A kernel from a host kernel.json (SPEC_PATH), no cellgate in between (jupyter_client)."""
-
-    def __init__(self, spec_path):
-        from jupyter_client.kernelspec import KernelSpecManager
-        from jupyter_client.manager import KernelManager
-
-        self.home = tempfile.mkdtemp(prefix="cg-kernels-stock-")
-        spec_dir = os.path.join(self.home, "kernels", "stock")
-        os.makedirs(spec_dir)
-        with open(spec_path) as f:
-            spec = json.load(f)
-        with open(os.path.join(spec_dir, "kernel.json"), "w") as f:
-            json.dump(spec, f)
-        ksm = KernelSpecManager(kernel_dirs=[os.path.join(self.home, "kernels")])
-        self.km = KernelManager(kernel_spec_manager=ksm, kernel_name="stock")
-        work = os.path.join(self.home, "work")
-        os.makedirs(work)
-        self.km.start_kernel(cwd=work, env=dict(os.environ, HOME=self.home))
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=tg.KERNEL_START_TIMEOUT)
-
-    def execute(self, code, timeout=60):
-        """(reply content, iopub messages) of CODE run with allow_stdin false."""
-        msg_id = self.kc.execute(code, allow_stdin=False, stop_on_error=False)
-        iopub = []
-        while True:
-            m = self.kc.get_iopub_msg(timeout=timeout)
-            if m["parent_header"].get("msg_id") != msg_id:
-                continue
-            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-                break
-            iopub.append(m)
-        while True:
-            reply = self.kc.get_shell_msg(timeout=timeout)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply["content"], iopub
-
-    def stop(self):
-        try:
-            self.kc.stop_channels()
-            self.km.shutdown_kernel(now=True)
-        finally:
-            shutil.rmtree(self.home, ignore_errors=True)
 
 
 class KernelsCase(unittest.TestCase):
@@ -239,7 +193,8 @@ class RThroughJupyterServerTest(KernelsCase):
         if not os.path.exists(STOCK_IR_SPEC):
             self.fail("%s missing: Debian's r-cran-irkernel (scripts/setup.sh test) installs it" % STOCK_IR_SPEC)
         _, ks = self.notebook_kernel("ir")
-        stock = StockKernel(STOCK_IR_SPEC)
+        stock = StockKernel(lambda home: json.load(open(STOCK_IR_SPEC)), prefix="cg-kernels-stock-",
+                            home_env=True)
         self.addCleanup(stock.stop)
         for code in R_CELLS:
             r = ks.execute(code, allow_stdin=False)
