@@ -344,17 +344,17 @@ class RKernelTests(jupyter_kernel_test.KernelTests):
 
     def test_interrupt_keeps_state(self):
         self.run_cell("kept <- 41")
-        self.flush_channels()
-        msg_id = self.kc.execute("Sys.sleep(100)")
-        time.sleep(2.0)
-        os.kill(self.km.provisioner.process.pid, signal.SIGINT)  # interrupt_mode "signal"
-        reply = self.get_non_kernel_info_reply(timeout=20)
-        self.assertEqual(reply["parent_header"]["msg_id"], msg_id)
-        self.assertEqual(reply["content"]["status"], "abort")  # IRkernel's word for it
-        reply, out, _ = self.run_cell("kept + 1", agent=True)
-        result = self.of_type(out, "execute_result")[0]["content"]["data"]["application/json"]
-        self.assertEqual(result, 42)
-
+        for code in ("Sys.sleep(100)", "repeat { spin <- 1 }"):
+            self.flush_channels()
+            msg_id = self.kc.execute(code)
+            time.sleep(2.0)
+            os.kill(self.km.provisioner.process.pid, signal.SIGINT)  # interrupt_mode "signal"
+            reply = self.get_non_kernel_info_reply(timeout=20)
+            self.assertEqual(reply["parent_header"]["msg_id"], msg_id)
+            self.assertEqual(reply["content"]["status"], "abort", code)  # IRkernel's word for it
+            reply, out, _ = self.run_cell("kept + 1", agent=True)
+            result = self.of_type(out, "execute_result")[0]["content"]["data"]["application/json"]
+            self.assertEqual(result, 42)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
