@@ -230,6 +230,17 @@ class RKernelTests(jupyter_kernel_test.KernelTests):
         self.assertEqual(self.stream(out, "stderr"),
                          "note\n\nWarning message in eval(expr, envir, enclos):\n\u201ccareful\u201d\n")
 
+    def test_agent_text_has_no_colours(self):
+        code = "print(tibble::tibble(a = 1:2)); rlang::inform('note'); 1"
+        reply, out, _ = self.run_cell(code, agent=True)
+        self.assertEqual(self.stream(out), "# A tibble: 2 \u00d7 1\n      a\n  <int>\n1     1\n2     2\n")
+        self.assertEqual(self.stream(out, "stderr"), "note\n")
+        # A notebook's gets IRkernel's colours, and the next agent's request none again.
+        reply, out, _ = self.run_cell(code)
+        self.assertIn("\x1b[", self.stream(out))
+        reply, out, _ = self.run_cell(code, agent=True)
+        self.assertNotIn("\x1b[", self.stream(out))
+
     def test_agent_quit_is_an_exit_code(self):
         reply, out, _ = self.run_cell("cat('before\\n')\nquit(status = 3)\ncat('after\\n')", agent=True)
         content = reply["content"]
