@@ -35,8 +35,9 @@
 # - quit(status = n) / q() ends the cell, shows nothing, and the server reports exit code n
 #   (a SystemExit error, as Python's sys.exit).
 # - Values: every visible value but the cell's last is printed to stdout, as Rscript would;
-#   the last is the cell's execute_result (the call's returnValue), with its text/plain and,
-#   for plain data (atomic vectors, lists of them with unique names, data frames of atomic
+#   the value of the cell's last expression, when visible, is its execute_result (the call's
+#   returnValue; a plot IRkernel sends after the code ran comes before it), with its
+#   text/plain and, for plain data (atomic vectors, lists of them with unique names, data frames of atomic
 #   columns; at most 64 KB of JSON), an application/json form made by jsonlite (length-1
 #   vectors as scalars, NA/NaN/Inf as null, data frames as rows). Markdown and LaTeX forms,
 #   and HTML where there is JSON, are left out.
@@ -196,7 +197,9 @@ local({
     }
 
     bounded_send <- function(msg_type, parent_msg, socket_name, content) {
-        if (state$agent && socket_name == "iopub" && msg_type %in% outputs)
+        # (The plot IRkernel sends after the cell's code ended was drawn before the value.)
+        if (state$agent && socket_name == "iopub" && msg_type %in% outputs
+            && !(msg_type == "display_data" && state$final_plot))
             flush_pending(parent_msg)
         if (state$agent && msg_type == "execute_reply" && !is.null(state$pending)) {
             bundle <- state$pending
@@ -253,8 +256,8 @@ local({
 
     agent_value <- function(obj, visible) {
         IRkernel:::set_last_value(obj)
+        flush_pending(ex$current_request) # a value before this one was not the cell's last
         if (!visible) return(invisible())
-        flush_pending(ex$current_request)
         shown <- setdiff(getOption("jupyter.display_mimetypes"), c("text/markdown", "text/latex"))
         old <- options(jupyter.display_mimetypes = shown)
         on.exit(options(old))
@@ -396,6 +399,7 @@ local({
         colour_options(state$agent)
         state$allow_stdin <- isTRUE(request$content$allow_stdin)
         state$pending <- NULL
+        state$final_plot <- FALSE
         state$lines <- NULL
         state$at <- 0L
         unlink(Sys.glob(file.path(tempdir(), "cellgate-stdin-*")))
@@ -416,7 +420,7 @@ local({
         assign(name, prepend(get(name, envir = env), expr), envir = env)
     }
     for (name in c("execute", "handle_value", "handle_error", "handle_warning", "handle_message",
-                   "readline", "quit", "stream", "send_error_msg")) {
+                   "readline", "quit", "stream", "send_error_msg", "send_plot")) {
         eval(call("$", ex, name))  # installs IRkernel's method in the object before it is changed
     }
     stock_readline <- get("readline", envir = self_env)
@@ -427,6 +431,9 @@ local({
         .cellgate_calls <- head(sys.calls()[-seq_len(nframe + 1L)], -3)
         if (.(state)$agent) return(.(agent_error)(e, .cellgate_calls))
     }))
+    # execute() sends the cell's last plot once its code has run: from send_plot's caller.
+    method("send_plot", bquote(assign("final_plot", envir = .(state),
+        identical(sys.function(-1L), get("execute", envir = .(self_env))))))
     method("handle_warning", bquote(if (.(state)$agent) return(.(agent_warning)(o))))
     method("handle_message", bquote(if (.(state)$agent) return(.(agent_message)(o))))
     method("readline", bquote(if (.(state)$agent) return(.(agent_readline)(prompt))))

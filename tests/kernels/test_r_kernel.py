@@ -180,6 +180,20 @@ class RKernelTests(jupyter_kernel_test.KernelTests):
         reply, out, _ = self.run_cell("y <- 1", agent=True)
         self.assertEqual(out, [])
 
+    def test_agent_result_is_the_last_expression_only(self):
+        def kinds(code):
+            reply, out, _ = self.run_cell(code, agent=True)
+            self.assertEqual(reply["content"]["status"], "ok", out)
+            return [(m["msg_type"], m["content"].get("text") or m["content"]["data"]["text/plain"])
+                    for m in out]
+        # A visible value followed by an invisible one is printed, not the result.
+        self.assertEqual(kinds("42\ny <- 1"), [("stream", "[1] 42\n")])
+        self.assertEqual(kinds("42; plot(1:3)"), [("stream", "[1] 42\n"),
+                                                  ("display_data", "plot without title")])
+        # The plot IRkernel sends once the code has run comes before the value it preceded.
+        self.assertEqual(kinds("plot(1:3); 42"), [("display_data", "plot without title"),
+                                                  ("execute_result", "[1] 42")])
+
     def test_notebook_value_is_stock_display_data(self):
         reply, out, _ = self.run_cell("x <- 5\nx\nlist(a = 1, b = 2)")
         self.assertEqual([m["msg_type"] for m in out], ["display_data", "display_data"])
