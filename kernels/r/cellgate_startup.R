@@ -14,8 +14,9 @@
 #   Python does; an error's text is cut to fit.
 #
 # For an MCP tool's request, plots come as PNG only (text/plain beside it), 7 x 5 in at 100
-# dpi (700 x 500 px, a ggplot scatter is about 10 KB), never PDF or SVG; a notebook's gets
-# IRkernel's own plot options.
+# dpi (700 x 500 px, a ggplot scatter is about 10 KB), never PDF or SVG, and printed text has
+# no ANSI colours (crayon.enabled FALSE, cli.num_colors 1: a tibble's print, rlang's errors);
+# a notebook's gets IRkernel's own options (colours on).
 #
 # The rest is agent behaviour, for the requests the server sends for MCP tool calls only (the
 # execute_request's metadata carries "cellgate_agent": true; IRkernel keeps the request as
@@ -26,14 +27,17 @@
 #
 # - Errors read as Rscript prints them: "Error in f(): boom" (ename "Error in f()", evalue
 #   "boom"), then "Traceback:" and the cell's own frames only (the call at top level and the
-#   calls written in the cell, each with its line), without stop(), package internals or
-#   IRkernel's and evaluate's machinery. Warnings and messages lose IRkernel's
+#   calls written in the cell, stop() among them, each with its line), without package
+#   internals or IRkernel's and evaluate's machinery; no traceback when the cell's top-level
+#   call is its only frame ("Error: bad" for a top-level stop('bad')). Warnings and messages
+#   lose IRkernel's
 #   "in eval(expr, envir, enclos)", its curly quotes and its extra blank line.
 # - quit(status = n) / q() ends the cell, shows nothing, and the server reports exit code n
 #   (a SystemExit error, as Python's sys.exit).
 # - Values: every visible value but the cell's last is printed to stdout, as Rscript would;
-#   the last is the cell's execute_result (the call's returnValue), with its text/plain and,
-#   for plain data (atomic vectors, lists of them with unique names, data frames of atomic
+#   the value of the cell's last expression, when visible, is its execute_result (the call's
+#   returnValue; a plot IRkernel sends after the code ran comes before it), with its
+#   text/plain and, for plain data (atomic vectors, lists of them with unique names, data frames of atomic
 #   columns; at most 64 KB of JSON), an application/json form made by jsonlite (length-1
 #   vectors as scalars, NA/NaN/Inf as null, data frames as rows). Markdown and LaTeX forms,
 #   and HTML where there is JSON, are left out.
@@ -73,19 +77,26 @@ local({
     state$pending <- NULL
     state$saved <- 0L
 
-    # The agent's plot options; a notebook's request gets IRkernel's own (a cell that set
-    # either itself keeps what it set).
-    plot_names <- c("repr.plot.width", "repr.plot.height", "repr.plot.res", "jupyter.plot_mimetypes")
-    plot_stock <- options()[plot_names]
-    names(plot_stock) <- plot_names
-    plot_agent <- list(repr.plot.width = 7, repr.plot.height = 5, repr.plot.res = 100,
-                       jupyter.plot_mimetypes = c("text/plain", "image/png"))
-    plot_options <- function(agent) {
-        now <- options()[plot_names]
-        names(now) <- plot_names
-        if (agent && identical(now, plot_stock)) options(plot_agent)
-        if (!agent && identical(now, plot_agent[plot_names])) options(plot_stock)
+    # Options an MCP tool's request runs with and a notebook's request without (IRkernel's
+    # own, as they were at start): switched at each request, unless a cell set one of the
+    # set itself, which then keeps what it set.
+    option_set <- function(agent_values) {
+        option_names <- names(agent_values)
+        current <- function() {
+            now <- options()[option_names]
+            names(now) <- option_names
+            now
+        }
+        stock <- current()
+        function(agent) {
+            now <- current()
+            if (agent && identical(now, stock)) options(agent_values)
+            if (!agent && identical(now, agent_values)) options(stock)
+        }
     }
+    plot_options <- option_set(list(repr.plot.width = 7, repr.plot.height = 5, repr.plot.res = 100,
+                                    jupyter.plot_mimetypes = c("text/plain", "image/png")))
+    colour_options <- option_set(list(crayon.enabled = FALSE, cli.num_colors = 1L))
 
     # --- the message bound (every request) --------------------------------------------
 
@@ -186,7 +197,9 @@ local({
     }
 
     bounded_send <- function(msg_type, parent_msg, socket_name, content) {
-        if (state$agent && socket_name == "iopub" && msg_type %in% outputs)
+        # (The plot IRkernel sends after the cell's code ended was drawn before the value.)
+        if (state$agent && socket_name == "iopub" && msg_type %in% outputs
+            && !(msg_type == "display_data" && state$final_plot))
             flush_pending(parent_msg)
         if (state$agent && msg_type == "execute_reply" && !is.null(state$pending)) {
             bundle <- state$pending
@@ -243,8 +256,8 @@ local({
 
     agent_value <- function(obj, visible) {
         IRkernel:::set_last_value(obj)
+        flush_pending(ex$current_request) # a value before this one was not the cell's last
         if (!visible) return(invisible())
-        flush_pending(ex$current_request)
         shown <- setdiff(getOption("jupyter.display_mimetypes"), c("text/markdown", "text/latex"))
         old <- options(jupyter.display_mimetypes = shown)
         on.exit(options(old))
@@ -317,7 +330,10 @@ local({
         ex$stream(sprintf("Warning message%s:\n%s\n", where, plain(conditionMessage(o))), "stderr")
     }
 
-    agent_message <- function(o) ex$stream(plain(conditionMessage(o)), "stderr")
+    agent_message <- function(o) {
+        text <- plain(conditionMessage(o))
+        ex$stream(if (endsWith(text, "\n")) text else paste0(text, "\n"), "stderr")
+    }
 
     agent_quit <- function(save = "default", status = 0, runLast = TRUE) {
         status <- suppressWarnings(as.integer(status))
@@ -380,8 +396,10 @@ local({
     begin_cell <- function(request) {
         state$agent <- isTRUE(request$metadata$cellgate_agent)
         plot_options(state$agent)
+        colour_options(state$agent)
         state$allow_stdin <- isTRUE(request$content$allow_stdin)
         state$pending <- NULL
+        state$final_plot <- FALSE
         state$lines <- NULL
         state$at <- 0L
         unlink(Sys.glob(file.path(tempdir(), "cellgate-stdin-*")))
@@ -402,7 +420,7 @@ local({
         assign(name, prepend(get(name, envir = env), expr), envir = env)
     }
     for (name in c("execute", "handle_value", "handle_error", "handle_warning", "handle_message",
-                   "readline", "quit", "stream", "send_error_msg")) {
+                   "readline", "quit", "stream", "send_error_msg", "send_plot")) {
         eval(call("$", ex, name))  # installs IRkernel's method in the object before it is changed
     }
     stock_readline <- get("readline", envir = self_env)
@@ -413,6 +431,9 @@ local({
         .cellgate_calls <- head(sys.calls()[-seq_len(nframe + 1L)], -3)
         if (.(state)$agent) return(.(agent_error)(e, .cellgate_calls))
     }))
+    # execute() sends the cell's last plot once its code has run: from send_plot's caller.
+    method("send_plot", bquote(assign("final_plot", envir = .(state),
+        identical(sys.function(-1L), get("execute", envir = .(self_env))))))
     method("handle_warning", bquote(if (.(state)$agent) return(.(agent_warning)(o))))
     method("handle_message", bquote(if (.(state)$agent) return(.(agent_message)(o))))
     method("readline", bquote(if (.(state)$agent) return(.(agent_readline)(prompt))))

@@ -180,6 +180,20 @@ class RKernelTests(jupyter_kernel_test.KernelTests):
         reply, out, _ = self.run_cell("y <- 1", agent=True)
         self.assertEqual(out, [])
 
+    def test_agent_result_is_the_last_expression_only(self):
+        def kinds(code):
+            reply, out, _ = self.run_cell(code, agent=True)
+            self.assertEqual(reply["content"]["status"], "ok", out)
+            return [(m["msg_type"], m["content"].get("text") or m["content"]["data"]["text/plain"])
+                    for m in out]
+        # A visible value followed by an invisible one is printed, not the result.
+        self.assertEqual(kinds("42\ny <- 1"), [("stream", "[1] 42\n")])
+        self.assertEqual(kinds("42; plot(1:3)"), [("stream", "[1] 42\n"),
+                                                  ("display_data", "plot without title")])
+        # The plot IRkernel sends once the code has run comes before the value it preceded.
+        self.assertEqual(kinds("plot(1:3); 42"), [("display_data", "plot without title"),
+                                                  ("execute_result", "[1] 42")])
+
     def test_notebook_value_is_stock_display_data(self):
         reply, out, _ = self.run_cell("x <- 5\nx\nlist(a = 1, b = 2)")
         self.assertEqual([m["msg_type"] for m in out], ["display_data", "display_data"])
@@ -229,6 +243,17 @@ class RKernelTests(jupyter_kernel_test.KernelTests):
         reply, out, _ = self.run_cell("message('note'); warning('careful'); 1")
         self.assertEqual(self.stream(out, "stderr"),
                          "note\n\nWarning message in eval(expr, envir, enclos):\n\u201ccareful\u201d\n")
+
+    def test_agent_text_has_no_colours(self):
+        code = "print(tibble::tibble(a = 1:2)); rlang::inform('note'); 1"
+        reply, out, _ = self.run_cell(code, agent=True)
+        self.assertEqual(self.stream(out), "# A tibble: 2 \u00d7 1\n      a\n  <int>\n1     1\n2     2\n")
+        self.assertEqual(self.stream(out, "stderr"), "note\n")
+        # A notebook's gets IRkernel's colours, and the next agent's request none again.
+        reply, out, _ = self.run_cell(code)
+        self.assertIn("\x1b[", self.stream(out))
+        reply, out, _ = self.run_cell(code, agent=True)
+        self.assertNotIn("\x1b[", self.stream(out))
 
     def test_agent_quit_is_an_exit_code(self):
         reply, out, _ = self.run_cell("cat('before\\n')\nquit(status = 3)\ncat('after\\n')", agent=True)
@@ -329,33 +354,32 @@ class RKernelTests(jupyter_kernel_test.KernelTests):
         return struct.unpack(">II", png[16:24]), len(png)
 
     def test_plots_are_small_pngs(self):
+        # An agent's plot: 7 x 5 in at 100 dpi; a notebook's: IRkernel's own 7 x 7 in at 120.
         for code in ("plot(1:10)",
                      "library(ggplot2)\nggplot(mtcars, aes(wt, mpg)) + geom_point() + ggtitle('cars')"):
-            for agent in (False, True):
+            for agent, pixels in ((True, (700, 500)), (False, (840, 840)), (True, (700, 500))):
                 reply, out, _ = self.run_cell(code, agent=agent)
                 displays = self.of_type(out, "display_data")
                 self.assertEqual(len(displays), 1, (code, agent, out))
                 data = displays[0]["content"]["data"]
                 self.assertEqual(sorted(data), ["image/png", "text/plain"])
-                (width, height), size = self.png_size(data["image/png"])
-                # The agent's 7 x 5 in at 100 dpi; a notebook's request keeps repr's own
-                # 7 x 7 in at 120 dpi, as stock IRkernel draws it.
-                self.assertEqual((width, height), (700, 500) if agent else (840, 840))
-                self.assertLess(size, 200 * 1024)
+                self.assertEqual(self.png_size(data["image/png"])[0], pixels, (code, agent))
+                if agent:
+                    self.assertLess(self.png_size(data["image/png"])[1], 200 * 1024)
 
     def test_interrupt_keeps_state(self):
         self.run_cell("kept <- 41")
-        self.flush_channels()
-        msg_id = self.kc.execute("Sys.sleep(100)")
-        time.sleep(2.0)
-        os.kill(self.km.provisioner.process.pid, signal.SIGINT)  # interrupt_mode "signal"
-        reply = self.get_non_kernel_info_reply(timeout=20)
-        self.assertEqual(reply["parent_header"]["msg_id"], msg_id)
-        self.assertEqual(reply["content"]["status"], "abort")  # IRkernel's word for it
-        reply, out, _ = self.run_cell("kept + 1", agent=True)
-        result = self.of_type(out, "execute_result")[0]["content"]["data"]["application/json"]
-        self.assertEqual(result, 42)
-
+        for code in ("Sys.sleep(100)", "repeat { spin <- 1 }"):
+            self.flush_channels()
+            msg_id = self.kc.execute(code)
+            time.sleep(2.0)
+            os.kill(self.km.provisioner.process.pid, signal.SIGINT)  # interrupt_mode "signal"
+            reply = self.get_non_kernel_info_reply(timeout=20)
+            self.assertEqual(reply["parent_header"]["msg_id"], msg_id)
+            self.assertEqual(reply["content"]["status"], "abort", code)  # IRkernel's word for it
+            reply, out, _ = self.run_cell("kept + 1", agent=True)
+            result = self.of_type(out, "execute_result")[0]["content"]["data"]["application/json"]
+            self.assertEqual(result, 42)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
