@@ -4,7 +4,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startServer, sleep } from './lib.mjs';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { REPO_ROOT, serverBinary, startServer, sleep } from './lib.mjs';
 
 let server;
 let client;
@@ -157,14 +162,33 @@ test('max sessions and idle TTL', async () => {
   }
 });
 
+test('a --kernels-dir with no kernel spec is refused at start-up, saying which', () => {
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-nokernels-'));
+  try {
+    const r = spawnSync(serverBinary(), ['mcp', '--kernels-dir', '/nonexistent/kernels', '--state-dir', state, '--http-listen', 'off'],
+      { input: '', encoding: 'utf8', timeout: 30000 });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /no kernel spec in \/nonexistent\/kernels \(--kernels-dir\)/);
+  } finally {
+    fs.rmSync(state, { recursive: true, force: true });
+  }
+});
+
 test('a sandbox that cannot start gives clear errors and leaves no session behind', async () => {
-  const broken = await startServer({ name: 'broken', args: ['--kernels-dir', '/nonexistent/kernels'] });
+  // The spec was there at start-up (the catalogue has python) and is gone when a session
+  // needs it.
+  const kernels = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-kernels-'));
+  fs.chmodSync(kernels, 0o755); // the rootless run's server is another user
+  fs.mkdirSync(path.join(kernels, 'python'), { mode: 0o755 });
+  fs.copyFileSync(path.join(REPO_ROOT, 'kernels', 'python', 'kernel.json'), path.join(kernels, 'python', 'kernel.json'));
+  const broken = await startServer({ name: 'broken', args: ['--kernels-dir', kernels, '--pool', 'off'] });
+  fs.rmSync(path.join(kernels, 'python', 'kernel.json'));
   try {
     const c = (name, args) => broken.client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
     const started = await c('start_session', { language: 'python' });
     assert.equal(started.isError, true);
     assert.equal(sc(started).error, 'sandbox_setup_failed');
-    assert.match(sc(started).message, /kernel spec \/nonexistent\/kernels\/python\/kernel.json/);
+    assert.match(sc(started).message, /kernel spec \/.*\/python\/kernel.json/);
     assert.deepEqual(sc(await c('list_sessions', {})).sessions, [], 'the failed session is not kept');
     const oneshot = await c('execute_code', { language: 'python', code: 'print(1)' });
     assert.equal(oneshot.isError, true);
@@ -173,5 +197,6 @@ test('a sandbox that cannot start gives clear errors and leaves no session behin
     assert.match(sc(oneshot).error_message, /kernel spec/);
   } finally {
     await broken.close();
+    fs.rmSync(kernels, { recursive: true, force: true });
   }
 });
