@@ -70,11 +70,17 @@ s_answers_alias (const cg_language_t *language, const cg_language_t *candidate)
     return false;
 }
 
+//  bash, the command every server runs (and the sessions know by name): no kernel spec may
+//  take its names, though it comes last.
+static char *s_bash_names[] = {"sh", "shell", NULL};
+static const cg_language_t s_bash = {.name = (char *)"bash", .aliases = s_bash_names};
+
+//  The language that already answers to one of CANDIDATE's names, or NULL.
 static const cg_language_t *
 s_taken (const cg_kernels_t *self, const cg_language_t *candidate)
 {
-    for (size_t i = 0; i < self->count; i++) {
-        const cg_language_t *l = &self->languages[i];
+    for (size_t i = 0; i <= self->count; i++) {
+        const cg_language_t *l = i < self->count ? &self->languages[i] : &s_bash;
         if (s_answers (l, candidate->name)
             || (candidate->kernel_name && s_answers (l, candidate->kernel_name)))
             return l;
@@ -187,8 +193,8 @@ s_add_spec (cg_kernels_t *self, const char *dir, const char *name, bool own, cha
         why = why_owned = cg_xstrdup (cg_error_message (err));
     else if (!json_is_object (spec))
         why = why_owned = cg_strdupf ("not a JSON object (%s)", spec ? "" : jerr.text);
-    else if (self->count == CG_KERNELS_MAX)
-        why = "the catalogue holds " CG_STR (CG_KERNELS_MAX) " languages";
+    else if (self->count >= CG_KERNELS_MAX - 1) /* bash keeps the last place */
+        why = "the catalogue holds " CG_STR (CG_KERNELS_MAX) " languages, bash included";
     else if (s_from_spec (&l, dir, name, spec, own, &why) == 0 && (shadow = s_taken (self, &l)))
         why = why_owned = cg_strdupf ("shadowed by the language %s", shadow->name);
     cg_error_destroy (&err);
@@ -303,11 +309,7 @@ cg_kernels_load (const char *own_dir, const char *const *more, const char *only,
     }
     for (size_t i = 0; more && more[i]; i++)
         s_add_dir (self, more[i], false, notes);
-    if (self->count < CG_KERNELS_MAX) {
-        cg_language_t bash = {.name = (char *)"bash"};
-        if (!s_taken (self, &bash))
-            s_add_bash (self);
-    }
+    s_add_bash (self);
     if (only && *only && strcmp (only, "all") != 0 && s_keep_only (self, only, err) < 0) {
         cg_kernels_destroy (&self);
         return NULL;

@@ -54,6 +54,9 @@ s_catalogue (void)
             "{\"argv\": [\"/usr/bin/xpython\", \"-f\", \"{connection_file}\"], "
             "\"display_name\": \"XPython\", \"language\": \"python\"}");
     s_spec ("image", "broken", "{\"argv\": [\"x\"],");
+    //  bash_kernel: bash is the command every server runs, whatever the image has.
+    s_spec ("image", "bash",
+            "{\"argv\": [\"python3\", \"-m\", \"bash_kernel\"], \"language\": \"bash\"}");
     s_spec ("image", "noargv", "{\"argv\": []}");
     s_spec ("image", "evil",
             "{\"argv\": [\"x\"], \"metadata\": {\"cellgate\": {\"language\": \"a/b\"}}}");
@@ -83,6 +86,8 @@ s_catalogue (void)
                             "python-xeus"),
             "xpython shadowed by an alias");
     EXPECT (s_noted (notes, "image/broken/kernel.json left out: not a JSON object"), "broken");
+    EXPECT (s_noted (notes, "image/bash/kernel.json left out: shadowed by the language bash"),
+            "bash_kernel shadowed by the command");
     EXPECT (s_noted (notes, "image/noargv/kernel.json left out: its argv"), "empty argv");
     EXPECT (s_noted (notes, "image/evil/kernel.json left out: its name"), "bad name");
 
