@@ -375,7 +375,14 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
             return cg_error_set (err, EINTR, "interrupted");
         if (now > deadline) {
             cg_kernel_drain_log (self);
+            //  Up to its last 3 lines: a kernel that caught its own exception and went on
+            //  (tslab prints "Uncaught exception: Error {...}") ends on the object's brace.
             const char *last = s_log_last_line (self);
+            for (int more = 0; more < 2 && last >= self->log_tail + 2; more++) {
+                last -= 2; /* the end of the line before */
+                while (last > self->log_tail && last[-1] != '\n')
+                    last--;
+            }
             return cg_error_set (err, ETIMEDOUT, "no kernel_info_reply within %d s (%s; %s%s)",
                                  self->config->kernel_start_timeout_s,
                                  !connected    ? "sockets not all bound"

@@ -166,3 +166,24 @@ describe('--languages python,python-xeus,bash', () => {
     assert.equal(s.stdout, 'True False\n');
   });
 });
+
+// A configured kernel that never answers: the start-up error gives the last three lines of
+// what it printed (tslab, for one, prints an exception it caught as "Uncaught exception:",
+// the error, then an object whose last line is "}"; the last line alone said nothing).
+test('a kernel that never answers: the start-up error quotes its last three lines', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-silent-'));
+  fs.chmodSync(dir, 0o755);
+  fs.mkdirSync(path.join(dir, 'silent'), { mode: 0o755 });
+  fs.writeFileSync(path.join(dir, 'silent', 'kernel.json'), JSON.stringify({
+    argv: ['/bin/sh', '-c', 'echo started >&2; echo "Uncaught exception: Error: no luck" >&2; echo "  code: 7" >&2; echo "}" >&2; exec sleep 600', '{connection_file}'],
+    display_name: 'silent', language: 'silent',
+  }));
+  const server = await startServer({ name: 'kernels-silent', args: ['--http-listen', 'off', '--pool', 'off', '--kernelspecs', dir, '--kernel-start-timeout', '3'] });
+  try {
+    const s = expectStatus(await callExec(server.client, { language: 'silent', code: '1' }), 'setup_error', server);
+    assert.match(s.error_message, /no kernel_info_reply within 3 s \(sockets not all bound; its last output: Uncaught exception: Error: no luck\n {2}code: 7\n\}\)/, s.error_message);
+  } finally {
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
