@@ -24,13 +24,8 @@
 bool
 cg_scripts_valid_name (const char *name)
 {
-    size_t len = name ? strlen (name) : 0;
-    if (len == 0 || len > CG_SCRIPTS_NAME_MAX || !isalnum ((unsigned char)name[0]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!isalnum ((unsigned char)name[i]) && !strchr ("-_.", name[i]))
-            return false;
-    return strstr (name, "..") == NULL && strcmp (name, S_INDEX) != 0;
+    return cg_valid_name (name, CG_SCRIPTS_NAME_MAX, "-_.") && strstr (name, "..") == NULL
+           && strcmp (name, S_INDEX) != 0;
 }
 
 const char *

@@ -29,13 +29,7 @@ struct cg_kernels {
 static bool
 s_valid_name (const char *name)
 {
-    size_t len = name ? strlen (name) : 0;
-    if (len == 0 || len > CG_KERNELS_NAME_MAX || !isalnum ((unsigned char)name[0]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!isalnum ((unsigned char)name[i]) && !strchr ("._+-", name[i]))
-            return false;
-    return true;
+    return cg_valid_name (name, CG_KERNELS_NAME_MAX, "._+-");
 }
 
 static char *

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "base/cg_util.h"
 
+#include <ctype.h>
 #include <sodium.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -112,6 +113,18 @@ cg_number_text (double value, char out[32])
     else
         snprintf (out, 32, "%.15g", value);
     return out;
+}
+
+bool
+cg_valid_name (const char *name, size_t max, const char *extra)
+{
+    size_t len = name ? strlen (name) : 0;
+    if (len == 0 || len > max || !isalnum ((unsigned char)name[0]))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum ((unsigned char)name[i]) && !strchr (extra, name[i]))
+            return false;
+    return true;
 }
 
 void

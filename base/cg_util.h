@@ -43,6 +43,11 @@ int64_t cg_now_us (void);
     BUF must hold 2*NBYTES+1 bytes. */
 void cg_random_hex (char *buf, size_t nbytes);
 
+/*  True when NAME (may be NULL) is 1 to MAX bytes of ASCII letters and digits and the
+    characters of EXTRA, starting with a letter or digit: a name that becomes a file name or
+    an id (a script, a session id, a language). */
+bool cg_valid_name (const char *name, size_t max, const char *extra);
+
 /*  Writes the current UTC time into OUT: ISO 8601 ("2026-11-23T17:20:00Z"), or its basic
     form ("20261123T172000Z") when BASIC. */
 void cg_utc_now (char out[32], bool basic);

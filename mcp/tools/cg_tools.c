@@ -609,13 +609,7 @@ cg_tools_canonical_language (const char *name)
 bool
 cg_tools_valid_session_id (const char *id)
 {
-    size_t len = strlen (id);
-    if (len == 0 || len > CG_SESSION_ID_MAX || !isalnum ((unsigned char)id[0]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!isalnum ((unsigned char)id[i]) && !strchr ("_.-", id[i]))
-            return false;
-    return true;
+    return cg_valid_name (id, CG_SESSION_ID_MAX, "_.-");
 }
 
 //  --------------------------------------------------------------------------
