@@ -243,8 +243,11 @@ test('a session whose sandbox fails at any create step works on its next call an
 // would be killed), initialized. Returns { proc, send(message), instance }.
 async function startGroupServer(state) {
   const before = listDir(path.join(state, 'instances'));
-  const proc = spawn(serverBinary(), ['mcp', '--state-dir', state, '--cleanup-interval', '0'],
-    { detached: true, stdio: ['pipe', 'pipe', 'ignore'] });
+  // Its log goes to a file in STATE, shown when the test fails.
+  const log = fs.openSync(path.join(state, `server-${Date.now()}.log`), 'a');
+  const proc = spawn(serverBinary(), ['mcp', '--state-dir', state, '--cleanup-interval', '0', '--log-level', 'debug'],
+    { detached: true, stdio: ['pipe', 'pipe', log] });
+  fs.closeSync(log);
   const lines = readline.createInterface({ input: proc.stdout });
   const send = (message) => proc.stdin.write(JSON.stringify(message) + '\n');
   send(INIT);
@@ -257,14 +260,18 @@ async function startGroupServer(state) {
   return { proc, send, instance };
 }
 
-// The pid of a `runc run --detach` for STATE once one runs (polled), or null.
-function waitForRuncRun(state, deadlineMs = 20000) {
+// The pid of a `runc run --detach` for STATE once one runs (polled), or null. It yields to
+// the event loop between scans (1 ms), so the request written to the server is flushed
+// while it waits: a busy loop here held it back when the pipe took it only in part.
+async function waitForRuncRun(state, deadlineMs = 20000) {
   const end = Date.now() + deadlineMs;
-  while (Date.now() < end)
+  while (Date.now() < end) {
     for (const pid of listDir('/proc').filter((p) => /^\d+$/.test(p))) {
       const cmdline = readText(`/proc/${pid}/cmdline`) ?? '';
       if (cmdline.includes(state) && cmdline.includes('--detach')) return pid;
     }
+    await sleep(1);
+  }
   return null;
 }
 
@@ -277,12 +284,14 @@ test('a server killed with its whole process group in the middle of a create lea
     const server = await startGroupServer(state);
     server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
       params: { name: 'execute_code', arguments: { language: 'bash', code: 'echo' } } });
-    const seen = waitForRuncRun(state, 60000); // a loaded CI machine took over 20 s once
+    const seen = await waitForRuncRun(state, 60000); // a loaded CI machine took over 20 s once
     if (!seen) {
       // Its process group goes first: a server left running kept the test waiting until
       // ctest's 600 s timeout (a fresh-clone CI run).
       process.kill(-server.proc.pid, 'SIGKILL');
-      assert.fail('the server started creating a sandbox');
+      const logs = listDir(state).filter((n) => n.startsWith('server-')).sort();
+      const last = logs.length ? readText(path.join(state, logs.at(-1))) ?? '' : '';
+      assert.fail(`the server started creating a sandbox (delay ${delayMs} ms); its log:\n${last.slice(-4000)}`);
     }
     const end = Date.now() + delayMs;
     while (Date.now() < end); // busy: a timer would be far less precise
