@@ -8,7 +8,7 @@
 #   scripts/test.sh e2e [FILE...]   build, then the named tests/e2e files (all e2e tests without)
 #   scripts/test.sh --help          these modes and how to run one test
 # Settings: CELLGATE_TEST_JOBS (ctest -j in full and e2e; default 2 per core: e2e tests
-# mostly wait on sandboxes, and the CPU-bound ones take the cpu lock, tests/CMakeLists.txt), CELLGATE_FUZZ_SECONDS (per fuzz target, default 15) and
+# mostly wait on sandboxes, and the CPU-bound ones take the cpu lock, tests/CMakeLists.txt), CELLGATE_FUZZ_SECONDS (per fuzz target, default 10) and
 # CELLGATE_FUZZ_JOBS (targets fuzzed at once, default the number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -120,8 +120,8 @@ fi
 stage_done "ASan/UBSan ctest"
 
 # A bounded fuzzing run (libFuzzer with clang, ASan + UBSan): every target in tests/fuzz for
-# CELLGATE_FUZZ_SECONDS (15) each (16 targets: 120 s on 2 cores; the R kernel's tests took the 40 s), as many at once as there are cores, failing on any crash.
-CELLGATE_FUZZ_JOBS=${CELLGATE_FUZZ_JOBS:-$cores} tests/fuzz/run "${CELLGATE_FUZZ_SECONDS:-15}"
+# CELLGATE_FUZZ_SECONDS (10) each (16 targets: about 120 s on 2 cores with their start-up; the R kernel's tests took the rest), as many at once as there are cores, failing on any crash.
+CELLGATE_FUZZ_JOBS=${CELLGATE_FUZZ_JOBS:-$cores} tests/fuzz/run "${CELLGATE_FUZZ_SECONDS:-10}"
 stage_done "fuzzing"
 
 echo "all tests passed"
