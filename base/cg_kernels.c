@@ -96,7 +96,6 @@ s_language_clear (cg_language_t *l)
     free (l->spec_language);
     free (l->spec_dir);
     free (l->extension);
-    json_decref (l->kernel_json);
     json_decref (l->language_info);
     free (l->preinstalled);
     free (l->warmup);
@@ -165,7 +164,6 @@ s_from_spec (cg_language_t *l, const char *dir, const char *name, json_t *spec, 
     const char *warmup = json_string_value (json_object_get (cellgate, "warmup"));
     if (warmup && *warmup)
         l->warmup = cg_strdupf ("%.4096s", warmup);
-    l->kernel_json = json_incref (spec);
     l->own = own;
     return 0;
 }

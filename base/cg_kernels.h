@@ -33,7 +33,6 @@ typedef struct {
     char *spec_language;   /* the spec's "language" ("python", "R") */
     char *spec_dir;        /* the host directory holding its kernel.json; NULL for bash */
     char *extension;       /* a script's file extension without the dot ("py"), or NULL */
-    json_t *kernel_json;   /* the spec as read (for /api/kernelspecs); NULL for bash */
     json_t *language_info; /* a notebook's metadata.language_info ({"name": ...}) */
     char *preinstalled;    /* metadata.cellgate.preinstalled, joined: "numpy, pandas", or NULL */
     char *warmup; /* metadata.cellgate.warmup: code a pooled kernel runs silently before it is
