@@ -15,23 +15,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-static char *s_supported; /* the catalogue, described: set once */
-
-static void
-s_describe_languages (void)
-{
-    s_supported = cg_kernels_describe (cg_kernels ());
-}
-
-const char *
-cg_tools_supported_languages (void)
-{
-    //  The catalogue never changes once installed, so it is described once.
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once (&once, s_describe_languages);
-    return s_supported;
-}
-
 //  --------------------------------------------------------------------------
 //  The tool table
 //
@@ -314,8 +297,9 @@ cg_tools_default_timeout (const cg_config_t *config, const cg_tool_t *tool)
 }
 
 //  The catalogue's languages as schema text ("python", "r", ...; KERNELS: those with a
-//  kernel), and as words ("python, r or bash"). Made once: the catalogue never changes.
-static char *s_quoted[2], *s_list, *s_note;
+//  kernel), as words ("python, r or bash"), with their aliases (for errors), and what they
+//  have preinstalled. Made once: the catalogue never changes.
+static char *s_quoted[2], *s_list, *s_supported, *s_note;
 
 static void
 s_language_texts (void)
@@ -336,6 +320,7 @@ s_language_texts (void)
     if (last)
         *last = '\0';
     s_list = last ? cg_strdupf ("%s or%s", names, last + 1) : cg_xstrdup (names);
+    s_supported = cg_kernels_describe (kernels);
     s_note = cg_kernels_preinstalled (kernels);
 }
 
@@ -359,6 +344,13 @@ const char *
 cg_tools_language_list (void)
 {
     return s_language_list ();
+}
+
+const char *
+cg_tools_supported_languages (void)
+{
+    pthread_once (&s_texts_once, s_language_texts);
+    return s_supported;
 }
 
 const char *
