@@ -590,7 +590,9 @@ def gc():
         for netns in sorted(os.listdir(REGISTRY)):
             with contextlib.suppress(FileNotFoundError):
                 state = read(os.path.join(REGISTRY, netns)).strip()
-                if not os.path.exists(os.path.join(state, "lab.json")):
+                # The state dir, not lab.json: a lab coming up has written its entry and made
+                # its namespace before its lab.json (a gc then took down a test's lab mid-up).
+                if not os.path.isdir(state):
                     Lab(state).down()
                     gone.append(netns)
     return gone

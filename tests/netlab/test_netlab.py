@@ -389,6 +389,17 @@ class GcTest(unittest.TestCase):
             self.assertEqual(len(kept.processes()), len(netlab.HOSTS))
             with kept.opener().open("http://api.lab.test/", timeout=60) as r:
                 self.assertEqual(r.read(), kept.info()["hosts"]["api.lab.test"]["body"].encode())
+            # A lab coming up (its entry and state dir made, lab.json not yet) is left alone.
+            coming = netlab.Lab(os.path.join(tmp, "coming"))
+            os.makedirs(coming.state)
+            entry = os.path.join(netlab.REGISTRY, coming.netns)
+            with open(entry, "w") as f:
+                f.write(coming.state + "\n")
+            self.addCleanup(coming.down)
+            out = subprocess.run([sys.executable, NETLAB, "gc"], capture_output=True, text=True, check=True,
+                                 timeout=60).stdout
+            self.assertNotIn(coming.netns, out)
+            self.assertTrue(os.path.exists(entry), "gc removed the entry of a lab coming up")
         # Leaving the with block took the kept lab down.
         self.assertNotIn(kept.netns, netlab.netns_list())
         self.assertEqual(kept.processes(), set())
