@@ -22,7 +22,11 @@
  *     (tslab answers no history or interrupt request and answers
  *     comm_info_request with a message typed complete_reply);
  *   - the process exits after shutdown_request (tslab's keeps running);
- *   - an empty key in the connection file means unsigned messages.
+ *   - an empty key in the connection file means unsigned messages;
+ *   - a socket's sends wait their turn (tslab's did not: zeromq.js threw EBUSY
+ *     past 512 sends at once, and a cell printing ~500 lines never finished),
+ *     stream text goes out once per turn of the event loop, and a receive
+ *     error is logged instead of ending that socket's loop for good.
  *
  * Agent behaviour applies only to the execute requests cellgate's server sends
  * for MCP tool calls (their metadata carries "cellgate_agent": true; the gateway
@@ -436,6 +440,7 @@ class Handler extends jupyter.JupyterHandlerImpl {
 /* ---- wire protocol ------------------------------------------------------ */
 
 const DELIM = Buffer.from("<IDS|MSG>");
+const STREAM_CHUNK = 1 << 20;
 
 class Message {
   static fromRaw(key, raw) {
@@ -492,7 +497,98 @@ class Message {
       for (const b of bodies) h.update(b);
       sig = h.digest("hex");
     }
-    sock.send([...this.identity, DELIM, sig, ...bodies, ...this.extra]);
+    outboxOf(sock).send([...this.identity, DELIM, sig, ...bodies, ...this.extra]);
+  }
+}
+
+/* ---- sockets ------------------------------------------------------------ */
+
+// zeromq.js 6 allows one send in progress a socket, and after 512 sends that
+// completed at once it delays the next one to let the event loop run: a send
+// made meanwhile throws EBUSY. tslab sent without waiting, so a cell printing
+// more than about 500 lines lost its output from there and never finished.
+// Each socket's messages go through an Outbox: straight to the socket while
+// nothing waits, else queued and sent in order once the socket is free.
+const outboxes = new WeakMap();
+
+function outboxOf(sock) {
+  return outboxes.get(sock);
+}
+
+class Outbox {
+  constructor(sock, name) {
+    this.sock = sock;
+    this.name = name;
+    this.queue = [];
+    this.last = null; // the promise of the latest send
+    this.pumping = false;
+    outboxes.set(sock, this);
+  }
+
+  send(frames) {
+    if (this.queue.length === 0 && this.trySend(frames)) return;
+    this.queue.push(frames);
+    if (!this.pumping) this.pump();
+  }
+
+  // Hands FRAMES to the socket: false while it is still writing (EBUSY).
+  trySend(frames) {
+    try {
+      this.last = this.sock.send(frames);
+      this.last.catch((e) => this.failed(e));
+    } catch (e) {
+      if (e.code === "EBUSY") return false;
+      this.failed(e);
+    }
+    return true;
+  }
+
+  async pump() {
+    this.pumping = true;
+    try {
+      while (this.queue.length > 0 && !this.sock.closed) {
+        if (this.trySend(this.queue[0])) {
+          this.queue.shift();
+          continue;
+        }
+        const busy = this.last;
+        await Promise.resolve(busy).then(
+          () => {},
+          () => {}
+        );
+        // Still busy after its send settled: give the event loop a turn.
+        if (busy === this.last) await new Promise((done) => setImmediate(done));
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  failed(e) {
+    if (!this.sock.closed) {
+      process.stderr.write(`cellgate-tslab: ${this.name} send: ${e.message}\n`);
+    }
+  }
+}
+
+// Receives from SOCK until it is closed, handing each message to HANDLE. tslab's
+// loops ended at the first error a receive reported, and the kernel went deaf.
+async function serve(sock, name, handle) {
+  while (!sock.closed) {
+    let frames;
+    try {
+      frames = await sock.receive();
+    } catch (e) {
+      if (sock.closed) return;
+      process.stderr.write(`cellgate-tslab: ${name} receive: ${e.message}\n`);
+      await new Promise((done) => setTimeout(done, 10));
+      continue;
+    }
+    try {
+      await handle(frames);
+    } catch (e) {
+      process.stderr.write(`cellgate-tslab: ${name}: ${e && e.stack}\n`);
+    }
   }
 }
 
@@ -500,6 +596,35 @@ class Server extends jupyter.ZmqServer {
   constructor(handler, configPath, executor) {
     super(handler, configPath);
     this.executor = executor;
+    this.held = null; // stream text not sent yet: { parent, name, text }
+  }
+
+  // tslab's init, with cellgate's receive loops and outboxes.
+  async init() {
+    this.connInfo = JSON.parse(fs.readFileSync(this.configPath, "utf-8"));
+    const zmq = require(require.resolve("zeromq", { paths: [dist] }));
+    this.iopub = new zmq.Publisher();
+    this.shell = new zmq.Router();
+    this.control = new zmq.Router();
+    this.stdin = new zmq.Router();
+    this.hb = new zmq.Reply();
+    const channels = { iopub: this.iopub, shell: this.shell, control: this.control, stdin: this.stdin, hb: this.hb };
+    for (const [name, sock] of Object.entries(channels)) new Outbox(sock, name);
+    // Shell and control messages are not awaited: a completion request is
+    // answered while a cell runs (tslab's queue orders the executions).
+    const dispatch = (sock) => (frames) => {
+      this.handleShellMessage(sock, ...frames);
+    };
+    serve(this.shell, "shell", dispatch(this.shell));
+    serve(this.control, "control", dispatch(this.control));
+    // A REP socket takes its next request only after it has replied.
+    serve(this.hb, "hb", (frames) => this.hb.send(frames));
+    const conn = this.connInfo;
+    await Promise.all(
+      Object.entries(channels).map(([name, sock]) =>
+        sock.bind(`${conn.transport}://${conn.ip}:${conn[name + "_port"]}`)
+      )
+    );
   }
 
   async handleShellMessage(sock, ...raw) {
@@ -512,8 +637,8 @@ class Server extends jupyter.ZmqServer {
     }
     const type = msg.header.msg_type;
     let terminated = false;
-    this.publishStatus("busy", msg);
     try {
+      this.publishStatus("busy", msg);
       switch (type) {
         case "kernel_info_request":
           this.handleKernelInfo(sock, msg);
@@ -573,9 +698,38 @@ class Server extends jupyter.ZmqServer {
     r.signAndSend(this.connInfo.key, sock);
   }
 
+  // Stream text is gathered per parent and stream name and sent when the
+  // event loop turns, or at STREAM_CHUNK (ipykernel sends its streams every
+  // 0.2 s): a loop of 3000 console.log calls is one message, not 3000 that
+  // the publisher would drop past its high-water mark of 1000.
   publish(parent, type, content) {
+    if (type === "stream") {
+      this.stream(parent, content.name, content.text);
+      return;
+    }
+    this.flushStream();
     const r = parent.createReply(type);
     r.content = content;
+    r.signAndSend(this.connInfo.key, this.iopub);
+  }
+
+  stream(parent, name, text) {
+    const held = this.held;
+    if (held && (held.parent !== parent || held.name !== name)) this.flushStream();
+    if (!this.held) {
+      this.held = { parent, name, text: "" };
+      setImmediate(() => this.flushStream());
+    }
+    this.held.text += text;
+    if (this.held.text.length >= STREAM_CHUNK) this.flushStream();
+  }
+
+  flushStream() {
+    const held = this.held;
+    if (!held) return;
+    this.held = null;
+    const r = held.parent.createReply("stream");
+    r.content = { name: held.name, text: held.text };
     r.signAndSend(this.connInfo.key, this.iopub);
   }
 

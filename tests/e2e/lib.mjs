@@ -198,7 +198,12 @@ export function show(result, server) {
 /** Asserts the result's status (and that isError agrees with it); returns structuredContent. */
 export function expectStatus(result, status, server) {
   const s = sc(result);
-  assert.equal(s.status, status, `expected status "${status}", got "${s.status}"\n${show(result, server)}`);
+  if (s.status !== status) {
+    // The error message in the assertion's actual value too: a report that keeps only the
+    // end of a failure (CI's) still shows why.
+    const actual = s.error_message ? `${s.status}: ${s.error_message}` : s.status;
+    assert.equal(actual, status, `expected status "${status}", got "${s.status}"\n${show(result, server)}`);
+  }
   assert.equal(result.isError === true, status !== 'success', `isError must be ${status !== 'success'}: ${show(result, server)}`);
   return s;
 }

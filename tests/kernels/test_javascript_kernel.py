@@ -223,6 +223,19 @@ class JavaScriptKernelTests(jupyter_kernel_test.KernelTests):
         streams = [(m["content"]["name"], m["content"]["text"]) for m in out if m["msg_type"] == "stream"]
         self.assertEqual(streams, [("stdout", "a\n"), ("stderr", "b\n"), ("stdout", "c\n")])
 
+    def test_many_lines_all_arrive(self):
+        # zeromq.js delays a socket's 513th send made at once and throws EBUSY at the
+        # next one: tslab's unawaited sends made such a cell stop at about 510 lines and
+        # never finish. Streams are now gathered per turn of the event loop.
+        reply, out = self.run_cell("for (let i = 0; i < 3000; i++) console.log('line ' + i); 1")
+        self.assertEqual(reply["content"]["status"], "ok", reply["content"])
+        text = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream")
+        self.assertEqual(text, "".join("line %d\n" % i for i in range(3000)))
+        reply, out = self.run_cell("for (let i = 0; i < 600; i++) process.stdout.write(i % 2 ? 'b' : 'a'); 2")
+        self.assertEqual(reply["content"]["status"], "ok", reply["content"])
+        text = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream")
+        self.assertEqual(text, "ab" * 300)
+
     def test_interrupt_synchronous_loop(self):
         self.flush_channels()
         msg_id = self.kc.execute("while (true) {}")
