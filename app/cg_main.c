@@ -136,6 +136,7 @@ s_sandbox_limits (const cg_config_t *config)
         .image = config->image,
         .docker_host = config->docker_host,
         .docker_tcp = config->docker_tcp,
+        .image_kernels = config->image_kernels,
         .runtime = config->runtime,
         .state_dir = config->state_dir,
         .kernels_dir = config->kernels_dir,

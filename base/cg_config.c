@@ -54,6 +54,10 @@ static const cg_config_option_t s_options[] = {
      "the docker backend's engine: unix:///path or tcp://host:port"},
     {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_BOOL, OFF (docker_tcp), "off", 0, 0,
      "on: allow a tcp:// docker host (plain HTTP, no TLS: whoever reaches it is root there)"},
+    {"--image-kernels", "CELLGATE_IMAGE_KERNELS", CG_CONFIG_BOOL, OFF (image_kernels), "off", 0, 0,
+     "docker: on: sandboxes run the kernels the sandbox image holds in /opt/cellgate/kernels "
+     "and --kernels-dir is not bound (the server in a container: its kernels dir is not on "
+     "the engine's host); the server still reads its kernel specs from --kernels-dir"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
      "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), a name found on PATH (runc, "
      "crun) or a path to either (/usr/sbin/runc, ./runc)"},

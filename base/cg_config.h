@@ -62,6 +62,7 @@ typedef struct {
     char *image;                 /* the docker backend's sandbox image, or NULL */
     char *docker_host;           /* unix:///path or tcp://host:port, or NULL */
     bool docker_tcp;             /* a tcp:// docker host is allowed */
+    bool image_kernels;          /* docker: the image's kernels, --kernels-dir not bound */
     char *kernels_dir;           /* cellgate's kernel specs: <dir>/<name>/kernel.json */
     char *kernelspecs;           /* more kernel spec directories, colon-separated, or NULL */
     char *languages;             /* the languages offered: "all" or a list (base/cg_kernels.h) */

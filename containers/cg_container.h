@@ -111,6 +111,8 @@ typedef struct {
     const char *docker_host; /* docker: unix://PATH or tcp://HOST:PORT, or NULL: DOCKER_HOST,
                                 else unix:///var/run/docker.sock */
     bool docker_tcp;         /* docker: a tcp:// host is allowed (no TLS: root on it) */
+    bool image_kernels;      /* docker: the image's CG_KERNELS_MOUNT serves, KERNELS_DIR is
+                                not bound */
     bool egress_proxy;       /* --egress proxy: the limits report says what the network is */
 } cg_sandbox_limits_t;
 

@@ -6,6 +6,7 @@
 #include "containers/cg_cgroup.h"
 #include "containers/cg_docker.h"
 #include "containers/cg_docker_api.h"
+#include "containers/cg_docker_probe.h"
 #include "containers/cg_seccomp.h"
 #include "base/cg_fault.h"
 #include "base/cg_util.h"
@@ -111,7 +112,8 @@ s_docker_new (const cg_sandbox_limits_t *limits, const char *const *shared_site,
     bool podman = false;
     self->api = cg_docker_api_new (limits->docker_host, limits->docker_tcp, err);
     if (!self->api || s_identify (self, &podman, err) < 0
-        || s_prepare_seccomp (self, podman, err) < 0) {
+        || s_prepare_seccomp (self, podman, err) < 0
+        || cg_docker_probe (self->api, limits, self->engine, self->cgroup_v2, err) < 0) {
         s_docker_destroy (&impl);
         return NULL;
     }
@@ -175,7 +177,7 @@ s_host_config (cg_docker_t *self, const cg_sandbox_t *sandbox)
     s_bind (binds, sandbox->ipc_dir, CG_IPC_MOUNT, "rw");
     cleanup_free char *kernels = realpath (c->kernels_dir, NULL);
     struct stat st;
-    if (kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
+    if (!c->image_kernels && kernels && stat (kernels, &st) == 0 && S_ISDIR (st.st_mode))
         s_bind (binds, kernels, CG_KERNELS_MOUNT, "ro");
     s_bind (binds, sandbox->site_dir, CG_SITE_MOUNT, "rw");
     s_bind (binds, *self->shared_site, CG_SHARED_SITE_MOUNT, "ro");
