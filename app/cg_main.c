@@ -69,7 +69,7 @@ s_kernel_command (const cg_config_t *config, cg_backend_t *backend, cg_instance_
     cg_error_t *err = NULL;
     cg_session_t *session =
         cg_session_new_as (backend, config, cg_instance_sessions_dir (instance),
-                           cg_instance_prefix (instance), NULL, CG_SANDBOX_SESSION, &err);
+                           cg_instance_prefix (instance), NULL, CG_SANDBOX_SESSION, NULL, &err);
     cg_kernel_t *kernel = session ? cg_session_kernel (session, "python", &err) : NULL;
     char *path = kernel ? s_host_connection_file (session, kernel, &err) : NULL;
     if (!path) {

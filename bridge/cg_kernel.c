@@ -5,7 +5,6 @@
 #include "bridge/cg_kernel.h"
 #include "bridge/cg_kernel_int.h"
 #include "base/cg_fault.h"
-#include "containers/cg_cgroup.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 #include "bridge/cg_wire.h"
@@ -497,7 +496,8 @@ cg_kernel_adopt (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_ke
     s_read_kernel_pid (self);
     //  The pid file is the host's; the pid must still be a process of this container
     //  (not one that took a dead kernel's pid since).
-    if (key && !(self->kernel_pid > 0 && cg_cgroup_holds_pid (self->kernel_pid, sandbox->id)))
+    if (key
+        && !(self->kernel_pid > 0 && cg_container_owns_pid (backend, sandbox, self->kernel_pid)))
         cg_error_set (err, ESRCH, "the kernel process is gone");
     else if (key && (self->helper_pidfd = s_pidfd_open (self->kernel_pid)) < 0)
         cg_error_set (err, errno, "pidfd_open: %s", strerror (errno));

@@ -285,6 +285,7 @@ s_session_prepare (cg_registry_t *self, cg_registry_session_t *session, bool ado
         cg_log (1, "session %s workspace: %s", session->id, cg_error_message (err));
     cg_error_destroy (&err);
     cg_runner_args_t *args = s_runner_args (self, session->slot, session->language, false);
+    snprintf (args->client_session, sizeof args->client_session, "%s", session->id);
     args->adopt = adopt;
     args->egress_allow = session->egress_allow ? json_deep_copy (session->egress_allow) : NULL;
     if (note)
@@ -329,10 +330,12 @@ cg_registry_create (cg_registry_t *self, const char *owner, const char *id, cons
     session->egress_allow = egress_allow ? json_deep_copy (egress_allow) : NULL;
     //  A warm sandbox from the pool, made fresh for whoever claims it first, when one is
     //  ready; else a cold one. The pool's have the server's egress list: a session with a
-    //  list of its own starts cold.
-    session->runner = egress_allow ? NULL
-                                   : cg_pool_claim (self->pool, language, false, session->slot,
-                                                    &session->dir, &session->ws);
+    //  list of its own starts cold; so does every session where a container carries its
+    //  client's session id from its making (docker's label session_id).
+    session->runner = egress_allow || !cg_backend_pools_sessions (self->backend)
+                          ? NULL
+                          : cg_pool_claim (self->pool, language, false, session->slot,
+                                           &session->dir, &session->ws);
     if (!session->runner) {
         cg_random_hex (session->slot, 6);
         s_session_prepare (self, session, false, NULL);

@@ -253,13 +253,13 @@ s_ensure_session (s_runner_t *self, cg_error_t **err)
                                                          self->args.sessions_dir,
                                                          self->args.container_prefix, err);
     else if (!self->session)
-        self->session = cg_session_new_as (self->args.backend, self->args.config,
-                                           self->args.sessions_dir, self->args.container_prefix,
-                                           self->args.slot[0] ? self->args.slot : NULL,
-                                           self->args.pooled    ? CG_SANDBOX_POOL
-                                           : self->args.slot[0] ? CG_SANDBOX_SESSION
-                                                                : CG_SANDBOX_ONESHOT,
-                                           err);
+        self->session = cg_session_new_as (
+            self->args.backend, self->args.config, self->args.sessions_dir,
+            self->args.container_prefix, self->args.slot[0] ? self->args.slot : NULL,
+            self->args.pooled    ? CG_SANDBOX_POOL
+            : self->args.slot[0] ? CG_SANDBOX_SESSION
+                                 : CG_SANDBOX_ONESHOT,
+            self->args.client_session[0] ? self->args.client_session : NULL, err);
     if (!self->session)
         return -1;
     if (self->args.egress && !self->egress_given) {

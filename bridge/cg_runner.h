@@ -20,15 +20,17 @@ typedef struct {
     const char *results_endpoint; /* inproc PULL socket the results go to */
     char slot[13];                /* the session's slot (dir and container name) */
     char language[16];            /* the session's language: its kernel's pid is reported */
-    bool oneshot;                 /* destroy the sandbox after the first run */
-    bool shared_installer;        /* a one-shot whose sandbox writes the shared package
+    char client_session[CG_SESSION_ID_MAX + 1]; /* the client's session id, or "" (a
+                                                   one-shot's, a pool's) */
+    bool oneshot;                               /* destroy the sandbox after the first run */
+    bool shared_installer; /* a one-shot whose sandbox writes the shared package
                                      layer (cg_session_new_shared_installer) */
-    bool pooled;                  /* a warm pool's: warms up first (see WARM below) */
-    const char *preload;          /* Python code a pooled kernel runs silently, or NULL */
-    bool adopt;                   /* re-adopt the sandbox a previous server kept in the slot */
-    char note[512];               /* said by the first run's result when set (state lost) */
-    cg_egress_t *egress;          /* --egress proxy's service, or NULL */
-    json_t *egress_allow;         /* the session's own list (taken over), or NULL */
+    bool pooled;           /* a warm pool's: warms up first (see WARM below) */
+    const char *preload;   /* Python code a pooled kernel runs silently, or NULL */
+    bool adopt;            /* re-adopt the sandbox a previous server kept in the slot */
+    char note[512];        /* said by the first run's result when set (state lost) */
+    cg_egress_t *egress;   /* --egress proxy's service, or NULL */
+    json_t *egress_allow;  /* the session's own list (taken over), or NULL */
 } cg_runner_args_t;
 
 /*  The actor (zactor_fn). Its pipe's commands (EXEC, START, CANCEL, INPUT, INTERRUPT,

@@ -126,7 +126,7 @@ s_create (cg_session_t *self, cg_error_t **err)
 static cg_session_t *
 s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
        const char *container_prefix, const char *slot_or_null, cg_sandbox_kind_t kind,
-       bool shared_site, cg_error_t **err)
+       const char *client_session, bool shared_site, cg_error_t **err)
 {
     if (shared_site && !cg_backend_shared_site (backend)) {
         cg_error_set (err, ENOTSUP, "the shared package layer is off (see the server log)");
@@ -134,6 +134,8 @@ s_new (cg_backend_t *backend, const cg_config_t *config, const char *sessions_di
     }
     cg_session_t *self = cg_session_alloc_ (backend, config, sessions_dir, container_prefix,
                                             slot_or_null, kind, shared_site);
+    self->client_session = client_session ? cg_xstrdup (client_session) : NULL;
+    self->sandbox.client_session = self->client_session;
     if (s_create (self, err) < 0) {
         cg_error_wrap (err, "create session sandbox");
         cg_session_destroy (&self);
@@ -146,15 +148,16 @@ cg_session_new (cg_backend_t *backend, const cg_config_t *config, const char *se
                 const char *container_prefix, const char *slot_or_null, cg_error_t **err)
 {
     return s_new (backend, config, sessions_dir, container_prefix, slot_or_null,
-                  slot_or_null ? CG_SANDBOX_SESSION : CG_SANDBOX_ONESHOT, false, err);
+                  slot_or_null ? CG_SANDBOX_SESSION : CG_SANDBOX_ONESHOT, NULL, false, err);
 }
 
 cg_session_t *
 cg_session_new_as (cg_backend_t *backend, const cg_config_t *config, const char *sessions_dir,
                    const char *container_prefix, const char *slot_or_null, cg_sandbox_kind_t kind,
-                   cg_error_t **err)
+                   const char *client_session, cg_error_t **err)
 {
-    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null, kind, false, err);
+    return s_new (backend, config, sessions_dir, container_prefix, slot_or_null, kind,
+                  client_session, false, err);
 }
 
 cg_session_t *
@@ -162,8 +165,8 @@ cg_session_new_shared_installer (cg_backend_t *backend, const cg_config_t *confi
                                  const char *sessions_dir, const char *container_prefix,
                                  cg_error_t **err)
 {
-    return s_new (backend, config, sessions_dir, container_prefix, NULL, CG_SANDBOX_INSTALLER, true,
-                  err);
+    return s_new (backend, config, sessions_dir, container_prefix, NULL, CG_SANDBOX_INSTALLER, NULL,
+                  true, err);
 }
 
 const char *
@@ -218,6 +221,7 @@ cg_session_free_ (cg_session_t **self_p)
     free (self->site_dir);
     free (self->container_id);
     free (self->instance);
+    free (self->client_session);
     free (self);
     *self_p = NULL;
 }

@@ -43,10 +43,12 @@ cg_session_t *cg_session_new (cg_backend_t *backend, const cg_config_t *config,
 /*  As cg_session_new, labelled KIND (the sandbox's org.cellgate.kind annotation;
     cg_session_new labels a session with a SLOT "session" and one without "oneshot"). Its
     org.cellgate.instance is the name in CONTAINER_PREFIX (cg_instance_prefix: "cg-<name>-")
-    and its org.cellgate.session the slot. */
+    and its org.cellgate.session the slot; CLIENT_SESSION (or NULL) is the client's session
+    id it is made for (cg_sandbox_t.client_session: the docker backend's label session_id). */
 cg_session_t *cg_session_new_as (cg_backend_t *backend, const cg_config_t *config,
                                  const char *sessions_dir, const char *container_prefix,
-                                 const char *slot, cg_sandbox_kind_t kind, cg_error_t **err);
+                                 const char *slot, cg_sandbox_kind_t kind,
+                                 const char *client_session, cg_error_t **err);
 
 /*  As cg_session_new with a random slot, for a one-shot install into the shared package
     layer: the sandbox's own layer (CG_SITE_MOUNT, read-write) is the backend's shared one

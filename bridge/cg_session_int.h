@@ -25,7 +25,8 @@ struct cg_session_t {
     char *ipc_dir;
     char *site_dir; /* its package layer: its own, or the backend's shared one */
     char *container_id;
-    char *instance; /* the server instance's name, from the container prefix */
+    char *instance;       /* the server instance's name, from the container prefix */
+    char *client_session; /* the client's session id it was made for, or NULL */
     char slot[13];
     cg_workspace_t *ws;   /* host-side access to the workspace */
     cg_sandbox_t sandbox; /* points into the strings above */

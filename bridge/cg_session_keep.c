@@ -1,7 +1,6 @@
 /*  cg_session_keep — a session's sandbox kept across a server's restart (--keep-sessions):
     re-adopted by the next server, or left running by this one. */
 #define _GNU_SOURCE
-#include "containers/cg_cgroup.h"
 #include "bridge/cg_session_int.h"
 #include "base/cg_util.h"
 
@@ -60,7 +59,7 @@ cg_session_adopt (cg_backend_t *backend, const cg_config_t *config, const char *
         cg_session_free_ (&self);
         return NULL;
     }
-    self->container_running = cg_cgroup_container_alive (self->bundle_dir, self->container_id);
+    self->container_running = cg_container_alive (backend, &self->sandbox);
     if (!self->container_running)
         cg_error_set (&err, ESRCH, "its container is gone");
     if (self->container_running && s_adopt_kernels (self, &err) == 0) {

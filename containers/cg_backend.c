@@ -2,6 +2,7 @@
     cg_container.h's calls to it; what every backend shares (the package layers). */
 #define _GNU_SOURCE
 #include "containers/cg_backend_ops.h"
+#include "containers/cg_cgroup.h"
 #include "containers/cg_rootless.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
@@ -271,6 +272,34 @@ cg_container_init_pid (const cg_sandbox_t *sandbox)
     cleanup_free char *text = cg_read_file (pid_file, 64, NULL, NULL);
     long pid = text ? atol (text) : 0;
     return pid > 1 ? (pid_t)pid : 0;
+}
+
+bool
+cg_backend_runc_owns_pid (void *impl, const cg_sandbox_t *sandbox, pid_t pid)
+{
+    (void)impl;
+    return cg_cgroup_holds_pid (pid, sandbox->id);
+}
+
+bool
+cg_container_owns_pid (cg_backend_t *self, const cg_sandbox_t *sandbox, pid_t pid)
+{
+    if (pid <= 0)
+        return false;
+    return self->ops->owns_pid ? self->ops->owns_pid (self->impl, sandbox, pid)
+                               : cg_backend_runc_owns_pid (self->impl, sandbox, pid);
+}
+
+bool
+cg_container_alive (cg_backend_t *self, const cg_sandbox_t *sandbox)
+{
+    return cg_container_owns_pid (self, sandbox, cg_container_init_pid (sandbox));
+}
+
+bool
+cg_backend_pools_sessions (cg_backend_t *self)
+{
+    return !self->ops->fixed_labels;
 }
 
 int

@@ -11,7 +11,9 @@
 /*  One backend. Every function takes the backend's own state (IMPL, from NEW) and keeps
     the contract of the cg_container_* function of the same name. */
 typedef struct {
-    const char *kind; /* --backend's value: "oci", "rootless", "docker" */
+    const char *kind;  /* --backend's value: "oci", "rootless", "docker" */
+    bool fixed_labels; /* a container's labels, the client's session id among them, are
+                            set when it is made (cg_backend_pools_sessions) */
     /*  Makes the backend's state for LIMITS (copied; strings borrowed) with SHARED_SITE,
         where the shared package layer's host dir (or NULL) will be once the backend is made
         (borrowed; read when sandboxes are made). NULL with *err set when the
@@ -23,6 +25,7 @@ typedef struct {
     int (*create) (void *impl, const cg_sandbox_t *sandbox, cg_error_t **err);
     pid_t (*exec) (void *impl, const cg_sandbox_t *sandbox, const cg_exec_spec_t *spec,
                    cg_error_t **err);
+    bool (*owns_pid) (void *impl, const cg_sandbox_t *sandbox, pid_t pid);
     int (*signal_others) (void *impl, const cg_sandbox_t *sandbox, int signal, const pid_t *keep,
                           size_t keep_count, cg_error_t **err);
     int (*renice) (void *impl, const cg_sandbox_t *sandbox, int nice);
@@ -50,6 +53,10 @@ pid_t cg_backend_spawn (const char *path, char *const argv[], const cg_exec_spec
 int cg_backend_remove_instances (
     json_t *instances, cg_container_owned_fn *owned, void *arg, void *impl,
     int (*remove_orphans) (void *impl, const char *prefix, cg_error_t **err), cg_error_t **err);
+
+/*  cg_container_owns_pid for runc's layout (the oci and rootless backends): PID's cgroup is
+    named for SANDBOX's container id. */
+bool cg_backend_runc_owns_pid (void *impl, const cg_sandbox_t *sandbox, pid_t pid);
 
 /*  A backend of OPS for LIMITS, as cg_backend_new makes one of the kind --backend names:
     for a test's own table (production code names its backend by kind). NULL with *err

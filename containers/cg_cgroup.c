@@ -249,11 +249,3 @@ cg_cgroup_holds_pid (pid_t pid, const char *container_id)
     cleanup_free char *tail = cg_strdupf ("/%s\n", container_id);
     return pid > 0 && text && strstr (text, tail);
 }
-
-bool
-cg_cgroup_container_alive (const char *bundle_dir, const char *container_id)
-{
-    cleanup_free char *path = cg_strdupf ("%s/init.pid", bundle_dir);
-    cleanup_free char *text = cg_read_file (path, 64, NULL, NULL);
-    return text && cg_cgroup_holds_pid ((pid_t)atol (text), container_id);
-}

@@ -50,8 +50,4 @@ int cg_cgroup_signal_members (const char *dir, pid_t init, int signal, const pid
     process, not a reused pid. */
 bool cg_cgroup_holds_pid (pid_t pid, const char *container_id);
 
-/*  Returns true when the runc container CONTAINER_ID whose bundle is BUNDLE_DIR still runs:
-    the init pid the host recorded there (init.pid) is a process in its cgroup. */
-bool cg_cgroup_container_alive (const char *bundle_dir, const char *container_id);
-
 #endif

@@ -54,18 +54,21 @@ const char *cg_sandbox_kind_name (cg_sandbox_kind_t kind);
     tmpfs, artifacts/cg_wsfs), beside its tmpfs mounts; the host never resolves a path below
     any of them in its own namespace through anything the sandbox could have planted. */
 typedef struct {
-    const char *id;         /* container id, unique per server instance */
-    const char *bundle_dir; /* host dir for the backend's own files */
-    const char *workspace;  /* host dir mounted read-write at CG_WORKSPACE_MOUNT */
-    const char *run_dir;    /* host dir mounted read-only at CG_RUN_MOUNT; holds an
+    const char *id;             /* container id, unique per server instance */
+    const char *bundle_dir;     /* host dir for the backend's own files */
+    const char *workspace;      /* host dir mounted read-write at CG_WORKSPACE_MOUNT */
+    const char *run_dir;        /* host dir mounted read-only at CG_RUN_MOUNT; holds an
                                    empty ipc/ as the mount point of IPC_DIR */
-    const char *ipc_dir;    /* host dir mounted read-write at CG_IPC_MOUNT */
-    const char *site_dir;   /* host dir mounted read-write at CG_SITE_MOUNT, or NULL;
+    const char *ipc_dir;        /* host dir mounted read-write at CG_IPC_MOUNT */
+    const char *site_dir;       /* host dir mounted read-write at CG_SITE_MOUNT, or NULL;
                                    the backend's shared layer for a sandbox that installs
                                    into it (cg_backend_shared_site) */
-    const char *instance;   /* the server instance it belongs to (annotation) */
-    const char *session;    /* the registry slot it was made for (annotation; not a
+    const char *instance;       /* the server instance it belongs to (annotation) */
+    const char *session;        /* the registry slot it was made for (annotation; not a
                                client's session id or any credential) */
+    const char *client_session; /* the client's session id it was made for, or NULL (a
+                                   one-shot's, a pool's): the docker backend's label
+                                   session_id (seed 004), for `docker ps --filter` */
     cg_sandbox_kind_t kind;
     const char *const *env; /* KEY=VALUE strings every process started in it gets before
                                its own (--egress proxy's settings), or NULL; borrowed */
@@ -158,6 +161,13 @@ json_t *cg_backend_limits (cg_backend_t *self);
 /*  Returns the backend's kind: "oci", "rootless" or "docker". Static. */
 const char *cg_backend_kind (cg_backend_t *self);
 
+/*  Returns whether a sandbox made before its session (the warm pool's) may become a named
+    session's. False where the client's session id is a label the engine fixes when the
+    container is made (docker: label session_id, which no engine can change on a running
+    container): there the pool serves one-shot runs only, and a session's sandbox is made
+    for it. */
+bool cg_backend_pools_sessions (cg_backend_t *self);
+
 /*  Returns the host directory of the shared package layer (<state_dir>/packages, made by
     cg_backend_new, writable by the sandbox user), bound read-only at CG_SHARED_SITE_MOUNT
     in every sandbox; NULL when it could not be made (logged): sandboxes run without it.
@@ -183,6 +193,15 @@ pid_t cg_container_exec (cg_backend_t *self, const cg_sandbox_t *sandbox,
 /*  SANDBOX's init as a host pid (every backend notes it in its bundle dir when it starts
     the sandbox), or 0 when it is not running or not known. */
 pid_t cg_container_init_pid (const cg_sandbox_t *sandbox);
+
+/*  Returns true when host process PID is a process of SANDBOX's container, as its backend
+    lays out cgroups (runc: a cgroup named for the container; an engine: its container's
+    init's), so that a pid read from a file is still the sandbox's and not a reused pid. */
+bool cg_container_owns_pid (cg_backend_t *self, const cg_sandbox_t *sandbox, pid_t pid);
+
+/*  Returns true when SANDBOX's container still runs: the init pid noted in its bundle dir
+    (cg_container_init_pid) is a process of it (cg_container_owns_pid). */
+bool cg_container_alive (cg_backend_t *self, const cg_sandbox_t *sandbox);
 
 /*  Sends SIGNAL to every process in SANDBOX except its init and the host pids in KEEP
     (KEEP_COUNT entries). Returns how many were signalled, or -1 with *err set. */

@@ -21,16 +21,18 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-//  Every sandbox container's label app=cellgate (seed 004), beside the annotations'
-//  names as labels (org.cellgate.instance, .session, .kind).
+//  Every sandbox container's label app=cellgate, and a session's session_id=<the client's
+//  session id> (seed 004), beside the annotations' names as labels (org.cellgate.instance,
+//  .session, .kind).
 #define S_LABEL_APP "app"
 #define S_LABEL_APP_VALUE "cellgate"
+#define S_LABEL_SESSION_ID "session_id"
 
 typedef struct {
     cg_sandbox_limits_t limits;     /* a copy; its strings are borrowed */
     const char *const *shared_site; /* the shared package layer, or NULL (cg_backend.c's) */
     cg_docker_api_t *api;
-    char *engine;       /* "Docker Engine 27.1.1", "Podman Engine 4.3.1" */
+    char *engine;       /* "Docker Engine 20.10.24", "Podman Engine 4.3.1" */
     char *seccomp_path; /* Podman: the profile as a file it reads; NULL for Docker */
     char *seccomp_json; /* Docker: the profile itself */
     bool cgroup_v2;     /* the host's cgroup layout is unified only */
@@ -65,7 +67,10 @@ s_identify (cg_docker_t *self, bool *podman, cg_error_t **err)
         }
     }
     *podman = name && strstr (name, "Podman");
-    self->engine = cg_strdupf ("%s %s", name ? name : "Docker Engine", version ? version : "?");
+    //  Docker's component is plain "Engine" (Podman's "Podman Engine").
+    if (!name || strcmp (name, "Engine") == 0)
+        name = "Docker Engine";
+    self->engine = cg_strdupf ("%s %s", name, version ? version : "?");
     json_decref (reply);
     return 0;
 }
@@ -225,6 +230,8 @@ s_create_body (cg_docker_t *self, const cg_sandbox_t *sandbox)
                                 CG_ANNOTATION_INSTANCE, sandbox->instance ? sandbox->instance : "",
                                 CG_ANNOTATION_SESSION, sandbox->session ? sandbox->session : "",
                                 CG_ANNOTATION_KIND, cg_sandbox_kind_name (sandbox->kind));
+    if (sandbox->client_session)
+        json_object_set_new (labels, S_LABEL_SESSION_ID, json_string (sandbox->client_session));
     return json_pack ("{s:s, s:[s], s:[s], s:s, s:s, s:s, s:[s], s:b, s:o, s:o}", "Image", c->image,
                       "Entrypoint", "/usr/bin/catatonit", "Cmd", "-P", "User", user, "Hostname",
                       "sandbox", "WorkingDir", "/", "Env", "PATH=/usr/bin:/bin", "NetworkDisabled",
@@ -300,6 +307,40 @@ s_memory_dir (cg_docker_t *self, const cg_sandbox_t *sandbox, pid_t *init)
     if (init)
         *init = pid;
     return pid > 0 ? cg_cgroup_memory_dir_of (pid, self->cgroup_v2) : NULL;
+}
+
+//  The host pid of SANDBOX's init as the engine knows it now, or 0 when the container does
+//  not run (or the engine does not answer).
+static pid_t
+s_running_init (cg_docker_t *self, const cg_sandbox_t *sandbox)
+{
+    cleanup_free char *path = cg_strdupf ("/containers/%s/json", sandbox->id);
+    json_t *reply = NULL;
+    int status = cg_docker_api_call (self->api, "GET", path, NULL, &reply, NULL);
+    json_t *state = json_object_get (reply, "State");
+    json_int_t pid = status == 200 && json_is_true (json_object_get (state, "Running"))
+                         ? json_integer_value (json_object_get (state, "Pid"))
+                         : 0;
+    json_decref (reply);
+    return pid > 0 ? (pid_t)pid : 0;
+}
+
+//  Each engine names a container's cgroup its own way (dockerd: docker/<id>, Podman with
+//  cgroupfs: libpod_parent/libpod-<id>, either under systemd: a scope), never by the name we
+//  gave it: PID is the container's when it shares the memory cgroup of the init the engine
+//  says runs the container now.
+static bool
+s_docker_owns_pid (void *impl, const cg_sandbox_t *sandbox, pid_t pid)
+{
+    cg_docker_t *self = impl;
+    pid_t init = s_running_init (self, sandbox);
+    if (init <= 0)
+        return false;
+    if (init == pid)
+        return true;
+    cleanup_free char *mine = cg_cgroup_memory_dir_of (pid, self->cgroup_v2);
+    cleanup_free char *its = cg_cgroup_memory_dir_of (init, self->cgroup_v2);
+    return mine && its && strcmp (mine, its) == 0;
 }
 
 //  POSTs to /containers/ID/VERB (pause, unpause). Returns 0, or -1 with *err set.
@@ -468,11 +509,13 @@ s_docker_remove_unowned (void *impl, cg_container_owned_fn *owned, void *arg, cg
 }
 
 const cg_backend_ops_t cg_docker_ops = {.kind = "docker",
+                                        .fixed_labels = true,
                                         .new = s_docker_new,
                                         .destroy = s_docker_destroy,
                                         .name = s_docker_name,
                                         .create = s_docker_create,
                                         .exec = s_docker_exec,
+                                        .owns_pid = s_docker_owns_pid,
                                         .signal_others = s_docker_signal_others,
                                         .renice = s_docker_renice,
                                         .stats = s_docker_stats,

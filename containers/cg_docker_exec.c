@@ -160,6 +160,27 @@ s_inspect (cg_docker_api_t *api, const char *exec_id)
     return reply;
 }
 
+//  The host pid of exec EXEC_ID, or 0 when it ended first or the engine does not say. Podman
+//  starts the process before it answers the start with 101; dockerd answers first and starts
+//  it after, so its inspect says Pid 0 for a moment.
+static json_int_t
+s_started_pid (cg_docker_api_t *api, const char *exec_id)
+{
+    for (int i = 0; i < S_EXIT_WAIT_TRIES; i++) {
+        json_t *info = s_inspect (api, exec_id);
+        if (!info)
+            return 0;
+        json_int_t pid = json_integer_value (json_object_get (info, "Pid"));
+        bool ended = json_is_false (json_object_get (info, "Running"))
+                     && json_is_integer (json_object_get (info, "ExitCode"));
+        json_decref (info);
+        if (pid > 0 || ended)
+            return pid;
+        nanosleep (&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    return 0;
+}
+
 //  Copies fd 0 to FD's write side and FD's frames to fds 1 and 2 until the engine closes.
 static void
 s_pump (int fd, char *buf, size_t size, size_t pending)
@@ -219,9 +240,7 @@ cg_docker_exec_main (int argc, char **argv)
         cg_docker_api_destroy (&api);
         return S_ATTACH_FAILED;
     }
-    json_t *info = strcmp (pid_file, "-") ? s_inspect (api, exec_id) : NULL;
-    json_int_t pid = json_integer_value (json_object_get (info, "Pid"));
-    json_decref (info);
+    json_int_t pid = strcmp (pid_file, "-") ? s_started_pid (api, exec_id) : 0;
     if (pid > 0) {
         cleanup_free char *text = cg_strdupf ("%lld\n", (long long)pid);
         cg_write_file (pid_file, text, strlen (text), 0644, NULL);
@@ -230,7 +249,7 @@ cg_docker_exec_main (int argc, char **argv)
     //  The stream ends as the process exits; the engine may note the exit a little later.
     int code = S_ATTACH_FAILED;
     for (int i = 0; i < S_EXIT_WAIT_TRIES; i++) {
-        info = s_inspect (api, exec_id);
+        json_t *info = s_inspect (api, exec_id);
         json_t *running = json_object_get (info, "Running");
         json_t *exit_code = json_object_get (info, "ExitCode");
         if (info && json_is_false (running) && json_is_integer (exit_code)) {

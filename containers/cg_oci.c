@@ -826,13 +826,14 @@ s_oci_remove_unowned (void *impl, cg_container_owned_fn *owned, void *arg, cg_er
 }
 
 //  The root and the rootless backends: the same functions but for how each is made.
-#define S_OCI_OPS(KIND, NEW)                                                              \
-    {                                                                                     \
-        .kind = KIND, .new = NEW, .destroy = s_oci_destroy, .name = s_oci_name,           \
-        .create = s_oci_create, .exec = s_oci_exec, .signal_others = s_oci_signal_others, \
-        .renice = s_oci_renice, .stats = s_oci_stats, .peak_begin = s_oci_peak_begin,     \
-        .peak_end = s_oci_peak_end, .destroy_container = s_oci_destroy_container,         \
-        .remove_orphans = s_oci_remove_orphans, .remove_unowned = s_oci_remove_unowned    \
+#define S_OCI_OPS(KIND, NEW)                                                                  \
+    {                                                                                         \
+        .kind = KIND, .new = NEW, .destroy = s_oci_destroy, .name = s_oci_name,               \
+        .create = s_oci_create, .exec = s_oci_exec, .owns_pid = cg_backend_runc_owns_pid,     \
+        .signal_others = s_oci_signal_others, .renice = s_oci_renice, .stats = s_oci_stats,   \
+        .peak_begin = s_oci_peak_begin, .peak_end = s_oci_peak_end,                           \
+        .destroy_container = s_oci_destroy_container, .remove_orphans = s_oci_remove_orphans, \
+        .remove_unowned = s_oci_remove_unowned                                                \
     }
 
 const cg_backend_ops_t cg_oci_ops = S_OCI_OPS ("oci", s_oci_new);

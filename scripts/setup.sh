@@ -79,6 +79,9 @@ TEST_DEBS=(
   # the sandbox image's base: a Debian 12 minbase made from the Debian mirror
   # (scripts/build-image.sh)
   debootstrap
+  # the Docker backend's tests on the real Docker Engine (20.10): the tests start their own
+  # dockerd on a private socket and data root (tests/e2e/dockerd.mjs); no system dockerd runs
+  docker.io
   # tests/netlab: network namespaces and veth pairs (ip), the lab's test CA (openssl)
   iproute2 openssl
 )
@@ -121,6 +124,22 @@ if [ "$dry_run" -eq 1 ]; then
   exit 0
 fi
 
+# Debian's docker.io (and its containerd) start and enable system services when installed:
+# a dockerd for the whole machine makes a docker0 bridge and iptables rules. The tests start
+# their own dockerd (tests/e2e/dockerd.mjs), so docker.io is installed with no service started
+# (a policy-rc.d that denies, unless the machine has its own) and its units are masked after.
+services_off=()
+if printf '%s\n' "${missing[@]}" | grep -qx docker.io; then
+  services_off=(docker.service docker.socket containerd.service)
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    $SUDO sh -c 'printf "#!/bin/sh\n# cellgate setup.sh: no service starts while docker.io installs\nexit 101\n" > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d'
+    trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  if command -v systemctl >/dev/null; then
+    $SUDO systemctl mask "${services_off[@]}" >/dev/null 2>&1 || true
+  fi
+fi
+
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${#missing[@]} Debian package(s): ${missing[*]}"
   $SUDO apt-get update -q
@@ -129,6 +148,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   # server and needs no proxy listening for the whole machine.
   if printf '%s\n' "${missing[@]}" | grep -qx squid && command -v systemctl >/dev/null; then
     $SUDO systemctl disable --now squid >/dev/null 2>&1 || true
+  fi
+  if [ "${#services_off[@]}" -gt 0 ]; then
+    say "docker.io: no system dockerd or containerd (masked: ${services_off[*]}); the tests start their own"
+    if command -v systemctl >/dev/null; then
+      $SUDO systemctl mask "${services_off[@]}" >/dev/null 2>&1 || true
+      [ -d /run/systemd/system ] && $SUDO systemctl stop "${services_off[@]}" >/dev/null 2>&1 || true
+    fi
+    for s in docker containerd; do
+      [ -x /etc/init.d/$s ] && { $SUDO update-rc.d $s disable >/dev/null 2>&1 || true; }
+    done
+  fi
+  if [ -e /usr/sbin/policy-rc.d ] && grep -q 'cellgate setup.sh' /usr/sbin/policy-rc.d; then
+    $SUDO rm -f /usr/sbin/policy-rc.d
+    trap - EXIT
   fi
 fi
 

@@ -16,12 +16,22 @@ export const podmanMissing = () =>
   which('podman') ? false : 'podman is not installed (scripts/setup.sh test installs it): the Docker backend cannot be tested here';
 
 /**
+ * Builds the sandbox image when needed (scripts/build-image.sh, cached by its stamp), unless
+ * CG_TEST_NO_IMAGE_BUILD is set: then the machine's image is used as it is (a work tree whose
+ * kernels/ differ from the image's would otherwise rebuild the machine-wide image).
+ */
+export function buildImage() {
+  if (process.env.CG_TEST_NO_IMAGE_BUILD) return;
+  execFileSync(path.join(REPO_ROOT, 'scripts', 'build-image.sh'), ['--image', PODMAN_IMAGE], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 1800000 });
+}
+
+/**
  * Builds the sandbox image when needed (cached; scripts/test.sh builds it before ctest) and starts `podman system service` on a socket in a
  * fresh temp dir, with runc (crun refuses hybrid cgroup hosts) and cgroupfs (no systemd).
- * Returns { socket, args (cellgate's --backend docker flags), stop() }.
+ * Returns { socket, args (cellgate's --backend docker flags), engine: 'podman', stop() }.
  */
 export async function startPodman() {
-  execFileSync(path.join(REPO_ROOT, 'scripts', 'build-image.sh'), ['--image', PODMAN_IMAGE], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 1800000 });
+  buildImage();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-podman-'));
   const socket = path.join(tmp, 'podman.sock');
   const conf = path.join(tmp, 'containers.conf');
@@ -42,5 +52,5 @@ export async function startPodman() {
     await stop();
     throw new Error('podman system service did not make its socket');
   }
-  return { socket, args: ['--backend', 'docker', '--image', PODMAN_IMAGE, '--docker-host', `unix://${socket}`], stop };
+  return { socket, engine: 'podman', args: ['--backend', 'docker', '--image', PODMAN_IMAGE, '--docker-host', `unix://${socket}`], stop };
 }
