@@ -20,7 +20,7 @@ RUN apt-get update \
       libsqlite3-dev libcurl4-openssl-dev libgd-dev libwslay-dev nettle-dev \
  && rm -rf /var/lib/apt/lists/*
 COPY . /src
-RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release \
+RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DCELLGATE_TESTS=OFF \
  && cmake --build /build --target cellgate -j"$(nproc)" \
  && strip /build/cellgate
 

@@ -85,7 +85,8 @@ s_body (const cg_sandbox_limits_t *limits, const char *inside, const char *below
     static const char *const slots[S_MAX_PATHS] = {"p0", "p1", "p2", "p3"};
     for (size_t i = 0; i < count; i++) {
         if (paths[i].host)
-            json_array_append_new (binds, json_sprintf ("%s:/probe/%s:ro", paths[i].host, slots[i]));
+            json_array_append_new (binds,
+                                   json_sprintf ("%s:/probe/%s:ro", paths[i].host, slots[i]));
         json_array_append_new (cmd, json_string (paths[i].inside));
     }
     //  Podman as root would ask runc for limits above this process's own (cg_docker.c).
@@ -94,17 +95,16 @@ s_body (const cg_sandbox_limits_t *limits, const char *inside, const char *below
     json_int_t nproc_max = nproc.rlim_max == RLIM_INFINITY || nproc.rlim_max > 4096
                                ? 4096
                                : (json_int_t)nproc.rlim_max;
-    json_t *ulimits = json_pack ("[{s:s, s:i, s:i}, {s:s, s:I, s:I}]", "Name", "nofile", "Soft",
-                                 64, "Hard", 64, "Name", "nproc", "Soft", nproc_max, "Hard",
-                                 nproc_max);
-    return json_pack (
-        "{s:s, s:[s, s, s, s], s:o, s:s, s:b, s:{s:s, s:s}, "
-        "s:{s:s, s:[s], s:[s], s:b, s:o, s:{s:s, s:{}}, s:I, s:o}}",
-        "Image", limits->image, "Entrypoint", "/bin/sh", "-c", s_script, "cellgate-probe", "Cmd",
-        cmd, "User", "0:0", "NetworkDisabled", 1, "Labels", "app", "cellgate", CG_ANNOTATION_KIND,
-        "probe", "HostConfig", "NetworkMode", "none", "CapDrop", "ALL", "SecurityOpt",
-        "no-new-privileges", "ReadonlyRootfs", 1, "Binds", binds, "LogConfig", "Type", "none",
-        "Config", "PidsLimit", (json_int_t)16, "Ulimits", ulimits);
+    json_t *ulimits = json_pack ("[{s:s, s:i, s:i}, {s:s, s:I, s:I}]", "Name", "nofile", "Soft", 64,
+                                 "Hard", 64, "Name", "nproc", "Soft", nproc_max, "Hard", nproc_max);
+    return json_pack ("{s:s, s:[s, s, s, s], s:o, s:s, s:b, s:{s:s, s:s}, "
+                      "s:{s:s, s:[s], s:[s], s:b, s:o, s:{s:s, s:{}}, s:I, s:o}}",
+                      "Image", limits->image, "Entrypoint", "/bin/sh", "-c", s_script,
+                      "cellgate-probe", "Cmd", cmd, "User", "0:0", "NetworkDisabled", 1, "Labels",
+                      "app", "cellgate", CG_ANNOTATION_KIND, "probe", "HostConfig", "NetworkMode",
+                      "none", "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
+                      "ReadonlyRootfs", 1, "Binds", binds, "LogConfig", "Type", "none", "Config",
+                      "PidsLimit", (json_int_t)16, "Ulimits", ulimits);
 }
 
 //  Sends METHOD to PATH; returns the status (-1 with *err set when the engine is not
@@ -263,7 +263,8 @@ cg_docker_probe (cg_docker_api_t *api, const cg_sandbox_limits_t *limits, const 
     if (rc == 0) {
         cleanup_free char *seen_below = cg_strdupf ("/probe/state/probe-%s/%s", hex, below);
         cleanup_free char *seen_inside = cg_strdupf ("/probe/state/probe-%s/%s", hex, inside);
-        json_t *body = s_body (limits, mounted ? seen_inside : seen_below, seen_below, paths, count);
+        json_t *body =
+            s_body (limits, mounted ? seen_inside : seen_below, seen_below, paths, count);
         cleanup_free char *create = cg_strdupf ("/containers/create?name=%s", id);
         cleanup_free char *start = cg_strdupf ("/containers/%s/start", id);
         json_t *reply = NULL;
@@ -277,7 +278,8 @@ cg_docker_probe (cg_docker_api_t *api, const cg_sandbox_limits_t *limits, const 
                 cg_log (1, "docker bind probe: %s", cg_error_message (local));
                 s_refuse (S_EXIT_STATE, limits, engine, paths, count, err);
                 cg_error_destroy (&local);
-            } else if (err)
+            }
+            else if (err)
                 *err = local;
             else
                 cg_error_destroy (&local);
@@ -306,8 +308,9 @@ cg_docker_probe (cg_docker_api_t *api, const cg_sandbox_limits_t *limits, const 
     }
     if (rc < 0)
         return cg_error_wrap (err, "docker bind probe");
-    cg_log (2, "docker bind probe: %s sees the state dir%s and %zu other path(s) here, and this "
-               "server its processes (%.2f s)",
+    cg_log (2,
+            "docker bind probe: %s sees the state dir%s and %zu other path(s) here, and this "
+            "server its processes (%.2f s)",
             engine, mounted ? " with mounts below it" : "", count,
             (double)(cg_now_us () - began) / 1e6);
     return 0;

@@ -32,10 +32,10 @@ if ! podman image exists "$BASE"; then
   scripts/build-image.sh >/dev/null
 fi
 
-# The context as Dockerfile.dockerignore leaves it: builds, node modules, mirrors, git,
-# demo/ and docs/ are not part of it, nor of the stamp.
+# The context as Dockerfile.dockerignore leaves it: builds, node modules, tests, git, demo/
+# and docs/ are not part of it, nor of the stamp.
 stamp=$( { label_of "$BASE"; cat Dockerfile Dockerfile.dockerignore "$0";
-           find . \( -name .git -o -name 'build*' -o -name node_modules -o -name npm-mirror \
+           find . \( -name .git -o -name 'build*' -o -name node_modules -o -path ./tests \
                      -o -path ./demo -o -path ./docs \) -prune -o -type f -print0 \
              | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
 if [ "$(label_of "$IMAGE")" != "$stamp" ]; then
