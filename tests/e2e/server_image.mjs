@@ -87,17 +87,29 @@ function ulimits() {
   return [{ Name: 'nofile', Soft: nofile, Hard: nofile }, { Name: 'nproc', Soft: nproc, Hard: nproc }];
 }
 
-// Creates and starts the server's container on the engine at SOCKET: the engine's socket at
-// /var/run/docker.sock, the host's network, pid namespace and cgroups, privileged (loop
-// devices and mounts for the sessions' disks), with BINDS and ENV. Returns its id.
-async function runServer(socket, name, { binds, env }) {
+// Creates and starts the server's container on the engine at SOCKET (ENGINE: podman or
+// dockerd): the engine's socket at /var/run/docker.sock, the host's network, pid namespace
+// and cgroups, and what mounting the sessions' disks takes. Podman: privileged. Docker refuses
+// --privileged on a host whose capability bounding set lacks one it knows ("unable to apply
+// caps": this machine lacks CAP_SYS_RESOURCE), so there: CAP_SYS_ADMIN, CAP_SYS_NICE
+// (renice), the host's /dev for the loop devices the server attaches and their device numbers,
+// no seccomp or AppArmor filter of mount (Podman's compatible API takes no device cgroup
+// rules). With BINDS and ENV. Returns its id.
+async function runServer(socket, engine, name, { binds, env }) {
+  const rights = engine === 'podman'
+    ? { Privileged: true }
+    : {
+        CapAdd: ['SYS_ADMIN', 'SYS_NICE'],
+        SecurityOpt: ['seccomp=unconfined', 'apparmor=unconfined'],
+        DeviceCgroupRules: ['b 7:* rmw', 'c 10:237 rmw'],
+      };
   const body = {
     Image: SERVER_IMAGE,
     Env: [`CELLGATE_IMAGE=${PODMAN_IMAGE}`, 'CELLGATE_LOG_LEVEL=info', ...env],
     Labels: { 'org.cellgate.e2e': 'server' },
     HostConfig: {
-      NetworkMode: 'host', PidMode: 'host', CgroupnsMode: 'host', Privileged: true,
-      Binds: [`${socket}:/var/run/docker.sock`, '/sys/fs/cgroup:/sys/fs/cgroup', ...binds],
+      NetworkMode: 'host', PidMode: 'host', CgroupnsMode: 'host', ...rights,
+      Binds: [`${socket}:/var/run/docker.sock`, '/sys/fs/cgroup:/sys/fs/cgroup', ...(engine === 'podman' ? [] : ['/dev:/dev']), ...binds],
       Ulimits: ulimits(),
     },
   };
@@ -152,7 +164,7 @@ export function serverImageSuite(engine, { skip, start }) {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const began = Date.now();
-    serverId = await runServer(eng.socket, `cg-e2e-server-${crypto.randomBytes(4).toString('hex')}`, {
+    serverId = await runServer(eng.socket, engine, `cg-e2e-server-${crypto.randomBytes(4).toString('hex')}`, {
       binds: [`${state}:${state}:rshared`],
       env: [`CELLGATE_STATE_DIR=${state}`, `CELLGATE_HTTP=127.0.0.1:${port}`, `CELLGATE_HTTP_TOKEN=${token}`, `CELLGATE_PUBLIC_URL=${url}`],
     });
@@ -212,12 +224,12 @@ export function serverImageSuite(engine, { skip, start }) {
     assert.equal(sandbox.HostConfig.NetworkMode, 'none');
     assert.ok(sandbox.HostConfig.Binds.some((b) => b.startsWith(`${state}/`)), JSON.stringify(sandbox.HostConfig.Binds));
     assert.ok(!sandbox.HostConfig.Binds.some((b) => b.includes(':/opt/cellgate/kernels')), 'the image\'s kernels serve: no kernels dir is bound');
-    assert.equal(server.HostConfig.Privileged, true);
+    assert.equal(server.HostConfig.PidMode, 'host');
   });
 
   test(`${engine}: a server container without the same-path bind of its state dir refuses to start and says how to fix it`, { skip }, async () => {
     const unbound = `/var/lib/cellgate-e2e-${crypto.randomBytes(4).toString('hex')}`;
-    const id = await runServer(eng.socket, `cg-e2e-unbound-${crypto.randomBytes(4).toString('hex')}`, {
+    const id = await runServer(eng.socket, engine, `cg-e2e-unbound-${crypto.randomBytes(4).toString('hex')}`, {
       binds: [],
       env: [`CELLGATE_STATE_DIR=${unbound}`, 'CELLGATE_HTTP=127.0.0.1:0', `CELLGATE_HTTP_TOKEN=${token}`],
     });
