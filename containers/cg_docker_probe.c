@@ -208,7 +208,9 @@ s_refuse (int status, const cg_sandbox_limits_t *limits, const char *engine, con
             "pid, so in a container it needs the host's pid namespace and cgroups "
             "(--pid host, --cgroupns host, -v /sys/fs/cgroup:/sys/fs/cgroup) (docs/deploy.md)",
             engine);
-    return cg_error_set (err, EIO, "the probe container (image %s) exited with status %d",
+    return cg_error_set (err, EIO,
+                         "the probe container (image %s: /bin/sh, test and sleep) exited with "
+                         "status %d",
                          limits->image, status);
 }
 
