@@ -75,7 +75,8 @@ s_add_path (s_path_t *paths, size_t *count, const char *what, const char *dir, c
                           : cg_strdupf ("/probe/%s/%s", slot, entry);
 }
 
-//  The probe container's create body.
+//  The probe container's create body. Labelled org.cellgate.kind=probe, not app=cellgate:
+//  it is no sandbox, and a sweep or a count of sandboxes never meets it.
 static json_t *
 s_body (const cg_sandbox_limits_t *limits, const char *inside, const char *below,
         const s_path_t *paths, size_t count)
@@ -97,14 +98,14 @@ s_body (const cg_sandbox_limits_t *limits, const char *inside, const char *below
                                : (json_int_t)nproc.rlim_max;
     json_t *ulimits = json_pack ("[{s:s, s:i, s:i}, {s:s, s:I, s:I}]", "Name", "nofile", "Soft", 64,
                                  "Hard", 64, "Name", "nproc", "Soft", nproc_max, "Hard", nproc_max);
-    return json_pack ("{s:s, s:[s, s, s, s], s:o, s:s, s:b, s:{s:s, s:s}, "
+    return json_pack ("{s:s, s:[s, s, s, s], s:o, s:s, s:b, s:{s:s}, "
                       "s:{s:s, s:[s], s:[s], s:b, s:o, s:{s:s, s:{}}, s:I, s:o}}",
                       "Image", limits->image, "Entrypoint", "/bin/sh", "-c", s_script,
                       "cellgate-probe", "Cmd", cmd, "User", "0:0", "NetworkDisabled", 1, "Labels",
-                      "app", "cellgate", CG_ANNOTATION_KIND, "probe", "HostConfig", "NetworkMode",
-                      "none", "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-                      "ReadonlyRootfs", 1, "Binds", binds, "LogConfig", "Type", "none", "Config",
-                      "PidsLimit", (json_int_t)16, "Ulimits", ulimits);
+                      CG_ANNOTATION_KIND, "probe", "HostConfig", "NetworkMode", "none", "CapDrop",
+                      "ALL", "SecurityOpt", "no-new-privileges", "ReadonlyRootfs", 1, "Binds",
+                      binds, "LogConfig", "Type", "none", "Config", "PidsLimit", (json_int_t)16,
+                      "Ulimits", ulimits);
 }
 
 //  Sends METHOD to PATH; returns the status (-1 with *err set when the engine is not
