@@ -7,8 +7,8 @@
 #
 # Built by scripts/build-image.sh --server on a machine with no container registry: BASE is
 # the Debian 12 minbase root file system that script imports (localhost/cellgate-base:bookworm);
-# with Docker, any Debian 12 image will do (compose.yaml). The build context is the source
-# tree as Dockerfile.dockerignore leaves it.
+# with Docker, any Debian 12 image will do (compose.yaml). The build context is what
+# .dockerignore leaves: the sources and kernels/.
 ARG BASE=debian:12-slim
 
 # 1. Build: the -dev packages scripts/setup.sh installs, and a Release build of the binary.
@@ -19,7 +19,16 @@ RUN apt-get update \
       libzmq3-dev libczmq-dev libjansson-dev libsodium-dev libmicrohttpd-dev \
       libsqlite3-dev libcurl4-openssl-dev libgd-dev libwslay-dev nettle-dev \
  && rm -rf /var/lib/apt/lists/*
-COPY . /src
+COPY CMakeLists.txt /src/
+COPY base /src/base
+COPY containers /src/containers
+COPY artifacts /src/artifacts
+COPY egress /src/egress
+COPY bridge /src/bridge
+COPY gateway /src/gateway
+COPY mcp /src/mcp
+COPY server /src/server
+COPY app /src/app
 RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DCELLGATE_TESTS=OFF \
  && cmake --build /build --target cellgate -j"$(nproc)" \
  && strip /build/cellgate

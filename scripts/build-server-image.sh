@@ -3,8 +3,8 @@
 # on a machine with no container registry, on the Debian base scripts/build-image.sh imports
 # (localhost/cellgate-base:bookworm; that script runs first when the base is missing, and
 # makes the sandbox image the server runs too). Skipped when the image carries the stamp of
-# what it was made from (the base's stamp, Dockerfile, Dockerfile.dockerignore, this script and
-# the source tree), so a repeat costs a few podman inspects.
+# what it was made from (the base's stamp, Dockerfile, .dockerignore, this script, the sources
+# and the kernel specs), so a repeat costs a few podman inspects.
 #   scripts/build-server-image.sh [--image NAME]     default: localhost/cellgate:latest
 # Prints the image name on stdout.
 set -euo pipefail
@@ -32,15 +32,15 @@ if ! podman image exists "$BASE"; then
   scripts/build-image.sh >/dev/null
 fi
 
-# The context as Dockerfile.dockerignore leaves it: builds, node modules, tests, git, demo/
-# and docs/ are not part of it, nor of the stamp.
-stamp=$( { label_of "$BASE"; cat Dockerfile Dockerfile.dockerignore "$0";
-           find . \( -name .git -o -name 'build*' -o -name node_modules -o -path ./tests \
-                     -o -path ./demo -o -path ./docs \) -prune -o -type f -print0 \
+# What the image is made of: the sources and CMakeLists.txt it builds, the kernel specs it
+# copies (the context is what .dockerignore leaves).
+stamp=$( { label_of "$BASE"; cat Dockerfile .dockerignore "$0";
+           find CMakeLists.txt app artifacts base bridge containers egress gateway mcp server \
+                kernels/*/kernel.json -type f -print0 \
              | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
 if [ "$(label_of "$IMAGE")" != "$stamp" ]; then
   say "podman build -f Dockerfile -t $IMAGE (stamp $stamp)"
-  "${PODMAN[@]}" build --network host --file Dockerfile --ignorefile Dockerfile.dockerignore \
+  "${PODMAN[@]}" build --network host --file Dockerfile \
     --build-arg "BASE=$BASE" --build-arg "STAMP=$stamp" --label "$LABEL=$stamp" \
     --tag "$IMAGE" . >&2
 else
