@@ -25,6 +25,7 @@
 #define S_EXIT_PATH 22
 #define S_MAX_PATHS 4
 #define S_POLL_TRIES 500 /* 20 ms apart: a container that runs `test` and sleeps */
+#define S_STALE_S 600    /* a probe's leftovers this old are a killed server's */
 
 //  The probe's shell script: $1 the marker inside the mount, $2 the one below it (the same
 //  when nothing is mounted), then the paths that must exist; it sleeps once all do, so
@@ -241,6 +242,46 @@ s_prepare (const cg_sandbox_limits_t *limits, const char *dir, const char *below
     return cg_write_file (inside_path, "", 0, 0644, err);
 }
 
+//  Removes what a probe of a server killed while it probed left: its directory (and
+//  tmpfs) below the state dir and its container, once older than any live probe can be
+//  (another server sharing the state dir or the engine may be probing now).
+static void
+s_sweep_stale (cg_docker_api_t *api, const char *state_dir)
+{
+    time_t now = time (NULL);
+    DIR *d = opendir (state_dir);
+    struct dirent *entry;
+    while (d && (entry = readdir (d))) {
+        struct stat st;
+        cleanup_free char *path = cg_strdupf ("%s/%s", state_dir, entry->d_name);
+        if (strncmp (entry->d_name, "probe-", 6) != 0 || strlen (entry->d_name) != 6 + 16
+            || lstat (path, &st) < 0 || !S_ISDIR (st.st_mode) || now - st.st_mtime < S_STALE_S)
+            continue;
+        umount2 (path, MNT_DETACH);
+        if (cg_rm_rf (path, NULL) == 0)
+            cg_log (2, "docker bind probe: removed a killed server's %s", path);
+    }
+    if (d)
+        closedir (d);
+    cleanup_free char *filter =
+        cg_docker_api_escape (api, "{\"label\":[\"" CG_ANNOTATION_KIND "=probe\"]}");
+    cleanup_free char *list = cg_strdupf ("/containers/json?all=true&filters=%s", filter);
+    json_t *reply = NULL;
+    size_t i;
+    json_t *item;
+    if (s_call (api, "GET", list, NULL, &reply, NULL) == 200)
+        json_array_foreach (reply, i, item)
+        {
+            const char *id = json_string_value (json_object_get (item, "Id"));
+            json_int_t created = json_integer_value (json_object_get (item, "Created"));
+            if (!id || now - (time_t)created < S_STALE_S)
+                continue;
+            cleanup_free char *remove = cg_strdupf ("/containers/%s?force=true&v=true", id);
+            s_call (api, "DELETE", remove, NULL, NULL, NULL);
+        }
+    json_decref (reply);
+}
+
 int
 cg_docker_probe (cg_docker_api_t *api, const cg_sandbox_limits_t *limits, const char *engine,
                  bool v2, cg_error_t **err)
@@ -254,6 +295,7 @@ cg_docker_probe (cg_docker_api_t *api, const cg_sandbox_limits_t *limits, const 
     cleanup_free char *id = cg_strdupf ("cg-probe-%s", hex);
     s_path_t paths[S_MAX_PATHS] = {{0}};
     size_t count = 0;
+    s_sweep_stale (api, limits->state_dir);
     const char *kernels_remedy =
         ", or --image-kernels on (CELLGATE_IMAGE_KERNELS) to run the image's own kernels";
     s_add_path (paths, &count, "the kernels dir (--kernels-dir)", limits->kernels_dir, "p0",

@@ -7,6 +7,7 @@
 // names the rule and the fix; the cases that hold serve and run code.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -144,4 +145,29 @@ test('a server that cannot see the sandboxes\' processes (a pid namespace of its
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /does not see the sandboxes' processes/);
   assert.match(r.stderr, /--pid host/);
+});
+
+test('a killed server\'s probe leftovers (its directory and tmpfs, older than any live probe) are removed at the next start', { skip: SKIP }, async () => {
+  const state = tempDir('cg-e2e-probe-');
+  const stale = path.join(state, 'probe-0123456789abcdef');
+  const fresh = path.join(state, 'probe-fedcba9876543210');
+  fs.mkdirSync(stale);
+  fs.mkdirSync(fresh);
+  execFileSync('mount', ['-t', 'tmpfs', 'cg-e2e', stale]);
+  fs.writeFileSync(path.join(stale, 'inside-0123456789abcdef'), '');
+  const old = new Date(Date.now() - 20 * 60 * 1000);
+  fs.utimesSync(stale, old, old);
+  const server = startRawServer(state, { args: [...podman.args, '--log-level', 'info'] });
+  const exited = new Promise((resolve) => server.proc.on('exit', resolve));
+  try {
+    for (let i = 0; i < 1200 && server.proc.exitCode === null && !/serving MCP/.test(server.stderr()); i++) await sleep(100);
+    assert.match(server.stderr(), /serving MCP/, server.stderr());
+    assert.ok(!fs.existsSync(stale), `${stale} is still there`);
+    assert.ok(!fs.readFileSync('/proc/self/mountinfo', 'utf8').includes(` ${stale} `), 'its tmpfs is still mounted');
+    assert.ok(fs.existsSync(fresh), 'a recent probe directory (another server\'s, maybe live) was removed');
+  } finally {
+    try { execFileSync('umount', ['-l', stale], { stdio: 'ignore' }); } catch { /* removed by the server */ }
+    server.proc.stdin.end();
+    await exited;
+  }
 });
