@@ -333,6 +333,7 @@ cg_docker_probe (cg_docker_api_t *api, const cg_sandbox_limits_t *limits, const 
         const char *full = json_string_value (json_object_get (reply, "Id"));
         cleanup_free char *engine_id = cg_xstrdup (full ? full : id);
         json_decref (reply);
+        reply = NULL;
         if (status == 201 && (status = s_call (api, "POST", start, NULL, &reply, err)) >= 0
             && status != 204)
             cg_docker_api_fail (status, reply, err, "start");
