@@ -192,6 +192,9 @@ export function serverImageSuite(engine, { skip, start }) {
       const text = await logs(eng.socket, serverId);
       const probe = text.match(/docker bind probe: [^\n]*/);
       if (probe) process.stderr.write(`${probe[0]}\n`);
+      // What went wrong in the server, when anything did.
+      const bad = text.split('\n').filter((line) => / cellgate (error|warn): /.test(line)).slice(-20);
+      if (bad.length) process.stderr.write(`--- the server's warnings and errors ---\n${bad.join('\n')}\n`);
       await remove(eng.socket, serverId);
     }
     if (state) {
