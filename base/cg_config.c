@@ -190,7 +190,8 @@ static const cg_config_option_t s_options[] = {
      1000, "one-shot sandboxes that may run past --max-sessions, so sessions never starve them"},
     {"--pool", "CELLGATE_POOL", CG_CONFIG_STRING, OFF (pool), CG_CONFIG_POOL_DEFAULT, 0, 0,
      "warm sandboxes kept ready per language (LANGUAGE=N,...; python, javascript, bash), their "
-     "kernels started, for one-shot runs and new sessions; off or 0: no pool"},
+     "kernels started, for one-shot runs and new sessions (--backend docker: one-shot runs only, "
+     "as a session's container is labelled with its id when made); off or 0: no pool"},
     {"--pool-preload", "CELLGATE_POOL_PRELOAD", CG_CONFIG_STRING, OFF (pool_preload),
      "numpy,pandas,matplotlib.pyplot", 0, 0,
      "modules pooled Python kernels import before they are claimed (comma-separated); none: no "
