@@ -213,12 +213,14 @@ s_look_at (cg_instance_t *self, const char *instances_dir, const char *entry, ch
     s_reap_instance (self->backend, instances_dir, entry);
 }
 
-//  Whether instance NAME still has its state in INSTANCES_DIR (ARG): a live server's, or
+//  Whether instance NAME still has its state in INSTANCES_DIR (ARG), or in STATE_DIR's when
+//  its sandbox names another server's state dir (on a shared engine): a live server's, or
 //  one kept for the next server. A sandbox of any other instance belongs to nobody.
 static bool
-s_owned (const char *name, void *instances_dir)
+s_owned (const char *state_dir, const char *name, void *instances_dir)
 {
-    cleanup_free char *dir = cg_strdupf ("%s/%s", (const char *)instances_dir, name);
+    cleanup_free char *dir = state_dir ? cg_strdupf ("%s/instances/%s", state_dir, name)
+                                       : cg_strdupf ("%s/%s", (const char *)instances_dir, name);
     struct stat st;
     return lstat (dir, &st) == 0;
 }

@@ -96,7 +96,7 @@ cg_backend_remove_instances (json_t *instances, cg_container_owned_fn *owned, vo
     json_t *value;
     json_object_foreach (instances, instance, value)
     {
-        if (owned (instance, arg))
+        if (owned (json_string_value (value), instance, arg))
             continue;
         cleanup_free char *prefix = cg_strdupf ("cg-%s-", instance);
         int n = remove_orphans (impl, prefix, err);

@@ -48,7 +48,8 @@ pid_t cg_backend_spawn (const char *path, char *const argv[], const cg_exec_spec
                         int extra_fd, const char *id, cg_error_t **err);
 
 /*  Removes the containers of every server instance named by a key of INSTANCES (a JSON
-    object, 12 hex keys) for which OWNED (ARG) answers false, with REMOVE_ORPHANS (IMPL,
+    object, 12 hex keys; a value is the state dir its containers name, else true: this
+    server's) for which OWNED (ARG) answers false, with REMOVE_ORPHANS (IMPL,
     "cg-<instance>-"), logging each. Returns how many were removed, or -1 with *err set. */
 int cg_backend_remove_instances (
     json_t *instances, cg_container_owned_fn *owned, void *arg, void *impl,

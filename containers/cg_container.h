@@ -48,6 +48,11 @@ const char *cg_sandbox_kind_name (cg_sandbox_kind_t kind);
 #define CG_ANNOTATION_INSTANCE "org.cellgate.instance" /* the server instance's 12 hex */
 #define CG_ANNOTATION_SESSION "org.cellgate.session"   /* the registry slot's 12 hex */
 #define CG_ANNOTATION_KIND "org.cellgate.kind"         /* cg_sandbox_kind_name */
+/*  Where an engine's containers say who made them (the docker backend's labels): a shared
+    engine holds the sandboxes of every server on its host, and only one that sees the
+    maker's state dir may judge them gone. */
+#define CG_ANNOTATION_STATE "org.cellgate.state" /* the maker's --state-dir */
+#define CG_ANNOTATION_VIEW "org.cellgate.view"   /* "<boot id>/mnt:[<inode>]" of the maker */
 
 /*  One sandbox: host directories and the container's name. The sandbox can write to
     WORKSPACE, SITE_DIR and IPC_DIR only (each size-limited: the session's disk and its ipc
@@ -247,14 +252,17 @@ int cg_container_destroy (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_er
 int cg_container_remove_orphans (cg_backend_t *self, const char *prefix, cg_error_t **err);
 
 /*  Answers whether server instance INSTANCE (12 hex) is alive or kept, so that its
-    sandboxes must stay. */
-typedef bool (cg_container_owned_fn) (const char *instance, void *arg);
+    sandboxes must stay. STATE_DIR is the state dir its sandbox names (an engine's label),
+    or NULL for this server's own. */
+typedef bool (cg_container_owned_fn) (const char *state_dir, const char *instance, void *arg);
 
 /*  Finds every container of this backend named for a server instance ("cg-<12 hex>-…", in
     the runtime's list or as a state entry it left half-made) and removes, as
     cg_container_remove_orphans does, all of each instance for which OWNED (ARG) answers
     false: what a server killed mid-create leaves when its create completes after its
-    instance's state was already swept. Returns how many containers were removed, or -1
+    instance's state was already swept. On a shared engine, a sandbox another server made in
+    another mount namespace (another host's view: cellgate in a container beside one on
+    the host) is never judged: that server's own state is out of sight. Returns how many containers were removed, or -1
     with *err set. */
 int cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, void *arg,
                                  cg_error_t **err);

@@ -36,6 +36,7 @@ typedef struct {
     char *seccomp_path; /* Podman: the profile as a file it reads; NULL for Docker */
     char *seccomp_json; /* Docker: the profile itself */
     bool cgroup_v2;     /* the host's cgroup layout is unified only */
+    char *view;         /* this process's view of file systems: CG_ANNOTATION_VIEW */
 } cg_docker_t;
 
 //  --------------------------------------------------------------------------
@@ -97,6 +98,21 @@ s_prepare_seccomp (cg_docker_t *self, bool podman, cg_error_t **err)
     return rc;
 }
 
+//  What CG_ANNOTATION_VIEW says of this process: the boot and the mount namespace. Two
+//  servers with the same view see the same paths, so one can tell whether the other's
+//  state dir is gone; cellgate in a container and cellgate on its host have different ones.
+static char *
+s_view (void)
+{
+    cleanup_free char *boot = cg_read_file ("/proc/sys/kernel/random/boot_id", 64, NULL, NULL);
+    if (boot)
+        boot[strcspn (boot, "\n")] = '\0';
+    char mnt[64] = "";
+    ssize_t n = readlink ("/proc/self/ns/mnt", mnt, sizeof mnt - 1);
+    mnt[n > 0 ? n : 0] = '\0';
+    return cg_strdupf ("%s/%s", boot ? boot : "", mnt);
+}
+
 static void s_docker_destroy (void **impl_p);
 
 static void *
@@ -114,6 +130,7 @@ s_docker_new (const cg_sandbox_limits_t *limits, const char *const *shared_site,
     self->limits = *limits;
     self->shared_site = shared_site;
     self->cgroup_v2 = statfs ("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270; /* CGROUP2 */
+    self->view = s_view ();
     bool podman = false;
     self->api = cg_docker_api_new (limits->docker_host, limits->docker_tcp, err);
     if (!self->api || s_identify (self, &podman, err) < 0
@@ -137,6 +154,7 @@ s_docker_destroy (void **impl_p)
     free (self->engine);
     free (self->seccomp_path);
     free (self->seccomp_json);
+    free (self->view);
     free (self);
     *impl_p = NULL;
 }
@@ -226,10 +244,11 @@ s_create_body (cg_docker_t *self, const cg_sandbox_t *sandbox)
 {
     const cg_sandbox_limits_t *c = &self->limits;
     cleanup_free char *user = cg_strdupf ("%d:%d", c->sandbox_uid, c->sandbox_gid);
-    json_t *labels = json_pack ("{s:s, s:s, s:s, s:s}", S_LABEL_APP, S_LABEL_APP_VALUE,
+    json_t *labels = json_pack ("{s:s, s:s, s:s, s:s, s:s, s:s}", S_LABEL_APP, S_LABEL_APP_VALUE,
                                 CG_ANNOTATION_INSTANCE, sandbox->instance ? sandbox->instance : "",
                                 CG_ANNOTATION_SESSION, sandbox->session ? sandbox->session : "",
-                                CG_ANNOTATION_KIND, cg_sandbox_kind_name (sandbox->kind));
+                                CG_ANNOTATION_KIND, cg_sandbox_kind_name (sandbox->kind),
+                                CG_ANNOTATION_STATE, c->state_dir, CG_ANNOTATION_VIEW, self->view);
     if (sandbox->client_session)
         json_object_set_new (labels, S_LABEL_SESSION_ID, json_string (sandbox->client_session));
     return json_pack ("{s:s, s:[s], s:[s], s:s, s:s, s:s, s:[s], s:b, s:o, s:o}", "Image", c->image,
@@ -497,10 +516,18 @@ s_docker_remove_unowned (void *impl, cg_container_owned_fn *owned, void *arg, cg
     json_t *item;
     json_array_foreach (list, i, item)
     {
-        const char *instance = json_string_value (
-            json_object_get (json_object_get (item, "Labels"), CG_ANNOTATION_INSTANCE));
-        if (instance && strlen (instance) == 12 && strspn (instance, "0123456789abcdef") == 12)
-            json_object_set_new (set, instance, json_true ());
+        json_t *labels = json_object_get (item, "Labels");
+        const char *instance = json_string_value (json_object_get (labels, CG_ANNOTATION_INSTANCE));
+        const char *state = json_string_value (json_object_get (labels, CG_ANNOTATION_STATE));
+        const char *view = json_string_value (json_object_get (labels, CG_ANNOTATION_VIEW));
+        if (!instance || strlen (instance) != 12 || strspn (instance, "0123456789abcdef") != 12)
+            continue;
+        //  Another view's (its maker's state is out of sight), or a state dir that is not
+        //  a path: not ours to judge. Unlabelled (an older server's): judged as ours.
+        if ((view && strcmp (view, self->view) != 0) || (state && state[0] != '/'))
+            continue;
+        bool ours = !state || strcmp (state, self->limits.state_dir) == 0;
+        json_object_set_new (set, instance, ours ? json_true () : json_string (state));
     }
     json_decref (list);
     int removed = cg_backend_remove_instances (set, owned, arg, self, s_docker_remove_orphans, err);

@@ -192,5 +192,65 @@ export function backendDockerSuite(engineName, { skip, start }) {
       assert.deepEqual(await labelled(mine), []);
       fs.rmSync(state, { recursive: true, force: true });
     });
+
+    test("servers of other state dirs share the engine: a start leaves the other's sandboxes alone, and one whose state dir is gone is cleaned", async () => {
+      // The suite's server has a session running.
+      const sid = 'sess_dockershare1';
+      expectStatus(await callExec(client, { language: 'python', code: 'shared = 5', session_id: sid }), 'success', server);
+      const start = async (state, prefix = []) => {
+        const srv = startRawServer(state, { args: rawArgs(), prefix });
+        srv.send(INIT);
+        const answer = await srv.next(); // the start-up sweep is done before it answers
+        assert.ok(answer.result, `${JSON.stringify(answer)}\n${srv.stderr()}`);
+        return srv;
+      };
+      const stop = async (srv) => {
+        srv.proc.stdin.end();
+        await exited(srv.proc);
+      };
+      const states = [];
+      const tempState = () => {
+        states.push(fs.mkdtempSync(path.join(os.tmpdir(), 'cg-docker-share-')));
+        return states.at(-1);
+      };
+      try {
+        // 1. Same view (this mount namespace), another state dir: its sandboxes stay.
+        const other = await start(tempState());
+        await stop(other);
+        let r = await callExec(client, { language: 'python', code: 'print(shared)', session_id: sid });
+        assert.equal(expectStatus(r, 'success', server).stdout, '5\n', `${show(r, server)}\n${other.stderr()}`);
+        // 2. Another mount namespace where this server's state dir looks empty (cellgate in
+        // a container beside one on the host): its state is out of sight, so not judged.
+        const hidden = await start(tempState(), ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+          'mount -t tmpfs cg-hidden "$0" && exec "$@"', server.stateDir]);
+        await stop(hidden);
+        r = await callExec(client, { language: 'python', code: 'print(shared + 1)', session_id: sid });
+        assert.equal(expectStatus(r, 'success', server).stdout, '6\n', `${show(r, server)}\n${hidden.stderr()}`);
+        // 3. A server killed and its state dir gone (a test's temp dir removed): the next
+        // start of any server with the same view removes its sandboxes. (Moved away, not
+        // removed: the killed server's workspace mounts are below it; a server started on it
+        // afterwards takes them down.)
+        const goneState = tempState();
+        const gone = await start(goneState);
+        gone.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+          params: { name: 'execute_code', arguments: { language: 'python', code: 'print(1)', session_id: 'sess_dockergone01' } } });
+        assert.equal((await gone.next()).result?.structuredContent?.stdout, '1\n', gone.stderr());
+        const instance = `org.cellgate.instance=${fs.readdirSync(path.join(goneState, 'instances'))[0]}`;
+        gone.proc.kill('SIGKILL');
+        await exited(gone.proc);
+        fs.renameSync(goneState, `${goneState}.away`);
+        try {
+          assert.ok((await labelled(instance)).length >= 1);
+          const sweeper = await start(tempState());
+          await stop(sweeper);
+          assert.deepEqual((await labelled(instance)).map((c) => c.Names), [], sweeper.stderr());
+        } finally {
+          fs.renameSync(`${goneState}.away`, goneState);
+          await stop(await start(goneState));
+        }
+      } finally {
+        for (const state of states) fs.rmSync(state, { recursive: true, force: true });
+      }
+    });
   });
 }
