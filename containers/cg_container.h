@@ -260,10 +260,10 @@ typedef bool (cg_container_owned_fn) (const char *state_dir, const char *instanc
     the runtime's list or as a state entry it left half-made) and removes, as
     cg_container_remove_orphans does, all of each instance for which OWNED (ARG) answers
     false: what a server killed mid-create leaves when its create completes after its
-    instance's state was already swept. On a shared engine, a sandbox another server made in
-    another mount namespace (another host's view: cellgate in a container beside one on
-    the host) is never judged: that server's own state is out of sight. Returns how many containers were removed, or -1
-    with *err set. */
+    instance's state was already swept. On a shared engine, a sandbox that names another
+    state dir is judged by that dir's instances, and never when it was made in another
+    mount namespace (cellgate in a container beside one on the host): that state is out of
+    sight. Returns how many containers were removed, or -1 with *err set. */
 int cg_container_remove_unowned (cg_backend_t *self, cg_container_owned_fn *owned, void *arg,
                                  cg_error_t **err);
 

@@ -522,11 +522,13 @@ s_docker_remove_unowned (void *impl, cg_container_owned_fn *owned, void *arg, cg
         const char *view = json_string_value (json_object_get (labels, CG_ANNOTATION_VIEW));
         if (!instance || strlen (instance) != 12 || strspn (instance, "0123456789abcdef") != 12)
             continue;
-        //  Another view's (its maker's state is out of sight), or a state dir that is not
-        //  a path: not ours to judge. Unlabelled (an older server's): judged as ours.
-        if ((view && strcmp (view, self->view) != 0) || (state && state[0] != '/'))
-            continue;
+        //  Made with this state dir, in any view (this server's container restarted has a
+        //  new mount namespace), or unlabelled (an older server's): judged by our instances.
+        //  Another state dir: judged by its instances when seen from the same view, else
+        //  (its maker's state is out of sight) or when it is not a path, left alone.
         bool ours = !state || strcmp (state, self->limits.state_dir) == 0;
+        if (!ours && ((view && strcmp (view, self->view) != 0) || state[0] != '/'))
+            continue;
         json_object_set_new (set, instance, ours ? json_true () : json_string (state));
     }
     json_decref (list);
