@@ -197,11 +197,12 @@ export function backendDockerSuite(engineName, { skip, start }) {
       // The suite's server has a session running.
       const sid = 'sess_dockershare1';
       expectStatus(await callExec(client, { language: 'python', code: 'shared = 5', session_id: sid }), 'success', server);
-      const start = async (state, prefix = []) => {
-        const srv = startRawServer(state, { args: rawArgs(), prefix });
+      const start = async (state, prefix = [], args = []) => {
+        const srv = startRawServer(state, { args: [...rawArgs(), ...args], prefix });
         srv.send(INIT);
-        const answer = await srv.next(); // the start-up sweep is done before it answers
-        assert.ok(answer.result, `${JSON.stringify(answer)}\n${srv.stderr()}`);
+        // The start-up sweep is done before it answers.
+        const answer = await Promise.race([srv.next(), exited(srv.proc).then(() => null)]);
+        assert.ok(answer?.result, `${JSON.stringify(answer)}\n${srv.stderr()}`);
         return srv;
       };
       const stop = async (srv) => {
@@ -221,8 +222,9 @@ export function backendDockerSuite(engineName, { skip, start }) {
         assert.equal(expectStatus(r, 'success', server).stdout, '5\n', `${show(r, server)}\n${other.stderr()}`);
         // 2. Another mount namespace where this server's state dir looks empty (cellgate in
         // a container beside one on the host): its state is out of sight, so not judged.
+        // (No workspace mounts: the engine would not see those made in a private namespace.)
         const hidden = await start(tempState(), ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
-          'mount -t tmpfs cg-hidden "$0" && exec "$@"', server.stateDir]);
+          'mount -t tmpfs cg-hidden "$0" && exec "$@"', server.stateDir], ['--workspace-mb', '0']);
         await stop(hidden);
         r = await callExec(client, { language: 'python', code: 'print(shared + 1)', session_id: sid });
         assert.equal(expectStatus(r, 'success', server).stdout, '6\n', `${show(r, server)}\n${hidden.stderr()}`);
@@ -248,6 +250,20 @@ export function backendDockerSuite(engineName, { skip, start }) {
           fs.renameSync(`${goneState}.away`, goneState);
           await stop(await start(goneState));
         }
+        // 4. A server killed in another mount namespace (a server container, restarted):
+        // the next server on the same state dir removes what it left, whatever its view.
+        const againState = tempState();
+        const before = await start(againState, ['unshare', '--mount', '--propagation', 'private'], ['--workspace-mb', '0']);
+        before.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+          params: { name: 'execute_code', arguments: { language: 'python', code: 'print(2)', session_id: 'sess_dockeragain1' } } });
+        assert.equal((await before.next()).result?.structuredContent?.stdout, '2\n', before.stderr());
+        const left = `org.cellgate.instance=${fs.readdirSync(path.join(againState, 'instances'))[0]}`;
+        before.proc.kill('SIGKILL');
+        await exited(before.proc);
+        assert.ok((await labelled(left)).length >= 1);
+        const next = await start(againState);
+        await stop(next);
+        assert.deepEqual((await labelled(left)).map((c) => c.Names), [], next.stderr());
       } finally {
         for (const state of states) fs.rmSync(state, { recursive: true, force: true });
       }

@@ -145,7 +145,18 @@ class EgressSquid(unittest.TestCase):
         """Sends the PROXY v1 line for SRC, then REQUEST; returns (status line, headers, body
         and everything read). A CONNECT's answer is read to the end of its headers; with
         TLS_HOST a TLS GET / then runs through the tunnel (the lab's CA only)."""
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=WAIT)
+        # Refused is tried again, as the relay does (egress/cg_egress_conn.c): squid closes
+        # and reopens its port on `-k reconfigure`. Under CI's load a connect right after its
+        # cache.log said "Accepting HTTP Socket connections" was refused once.
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=WAIT)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
         try:
             if proxy_line:
                 s.sendall(("PROXY TCP4 %s 127.0.0.1 40000 %d\r\n" % (src, self.port)).encode())
