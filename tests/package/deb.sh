@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# The Debian package, end to end (ctest package_deb and package_systemd, label package):
+#   package_deb:     scripts/package.sh builds it; dpkg-deb -I/-c say what it holds (version,
+#                    the libraries' packages, the binary, kernels, man page, changelog, units);
+#                    the man page is clean roff naming every option; then it is installed with
+#                    apt-get into a fresh Debian 12 root (podman, the root as an overlay), where
+#                    `cellgate --version` and `cellgate mcp` (initialize + tools/list on stdio,
+#                    then a Python run) answer, the token is 0600 and systemd-analyze verify
+#                    passes both units.
+#   package_systemd: the same root boots systemd (podman --systemd=always); the system unit
+#                    starts and serves MCP over HTTP on loopback with the token from
+#                    /etc/cellgate/token (401 without it), and runs Python, JavaScript and bash
+#                    in sandboxes under the unit's hardening.
+# The fresh root is a debootstrap minbase from this machine's apt mirror (as
+# scripts/build-image.sh makes its base), cached in /var/lib/cellgate/package-test with a
+# stamp; apt's downloads are cached beside it. Needs root, podman, debootstrap.
+#   tests/package/deb.sh install|systemd BUILD_DIR
+set -euo pipefail
+mode=${1:?install|systemd}
+build=$(realpath "${2:?BUILD_DIR}")
+cd "$(dirname "$0")/../.."
+say() { echo "package test: $*" >&2; }
+fail() { echo "package test: FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { say "skipped: needs root (debootstrap, podman)"; exit 77; }
+for tool in podman debootstrap dpkg-deb groff; do
+  command -v "$tool" >/dev/null || { say "skipped: $tool is not installed"; exit 77; }
+done
+
+CACHE=/var/lib/cellgate/package-test
+ROOT=$CACHE/bookworm
+ARCHIVES=$CACHE/apt-archives
+PODMAN=(podman --runtime runc --cgroup-manager cgroupfs)
+# podman's default rlimits (and the host's own hard ones) are refused where this process may
+# not raise a limit (no CAP_SYS_RESOURCE); lower ones are not.
+ULIMITS=(--ulimit nofile=8192:8192 --ulimit nproc=8192:8192)
+
+# The Debian mirror of this machine's apt sources (deb822 or one-line), never a fixed host.
+mirror=$(sed -n -E 's/^URIs:[[:space:]]*([^[:space:]]+).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+           | grep -v security | head -1 || true)
+[ -n "$mirror" ] || mirror=$(sed -n -E 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]]+bookworm[[:space:]].*/\2/p' \
+                               /etc/apt/sources.list 2>/dev/null | head -1 || true)
+[ -n "$mirror" ] || fail "no Debian mirror found in /etc/apt/sources.list(.d)"
+
+# The fresh root, made once per mirror and per this part of the script.
+stamp=$(printf '%s\n%s\n' "$mirror" "$(sed -n '/^# The fresh root, made once/,/^# end of the fresh root/p' "$0")" | sha256sum | cut -c1-16)
+if [ "$(cat "$ROOT/.cellgate-stamp" 2>/dev/null || true)" != "$stamp" ]; then
+  say "debootstrap bookworm (minbase) from $mirror into $ROOT"
+  rm -rf -- "$ROOT.new"
+  mkdir -p "$CACHE"
+  debootstrap --variant=minbase bookworm "$ROOT.new" "$mirror" >&2
+  rm -rf "$ROOT.new/var/cache/apt/archives/"*.deb "$ROOT.new/var/lib/apt/lists/"*
+  echo "$stamp" > "$ROOT.new/.cellgate-stamp"
+  rm -rf -- "$ROOT"
+  mv -- "$ROOT.new" "$ROOT"
+fi
+mkdir -p "$ARCHIVES/partial"
+# end of the fresh root
+
+# The package, built by the project's own script (a Release build in build/package).
+out=$build/package-test
+say "scripts/package.sh --out $out"
+deb=$(scripts/package.sh --out "$out")
+version=$(scripts/version.sh)
+[ "$(basename "$deb")" = "cellgate_${version}_amd64.deb" ] || fail "package name $(basename "$deb"), want cellgate_${version}_amd64.deb"
+
+# What it says of itself and what it holds.
+field() { dpkg-deb -f "$deb" "$1"; }
+[ "$(field Package)" = cellgate ] || fail "Package: $(field Package)"
+[ "$(field Version)" = "$version" ] || fail "Version: $(field Version), want $version"
+[ "$(field Architecture)" = amd64 ] || fail "Architecture: $(field Architecture)"
+depends=$(field Depends)
+for pkg in libzmq5 libczmq4 libjansson4 libsodium23 libmicrohttpd12 libsqlite3-0 libcurl4 libwslay1 \
+           libgd3 libnettle8 'runc | crun' catatonit e2fsprogs python3-ipykernel; do
+  [[ ", $depends," == *", $pkg"[\ ,]* ]] || fail "Depends lacks $pkg: $depends"
+done
+contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
+for path in ./usr/bin/cellgate ./usr/share/man/man1/cellgate.1.gz ./usr/share/doc/cellgate/changelog.gz \
+            ./usr/lib/systemd/system/cellgate.service ./usr/lib/systemd/user/cellgate.service \
+            ./usr/share/cellgate/kernels/python/kernel.json ./usr/share/cellgate/kernels/javascript/kernel.json \
+            ./usr/share/cellgate/kernels/javascript/node_modules/tslab/package.json; do
+  grep -qxF "$path" <<<"$contents" || fail "the package has no $path"
+done
+outside=$(grep -v -e '^\./$' -e '^\./usr/' -e '^\./usr$' <<<"$contents" || true)
+[ -z "$outside" ] || fail "files outside /usr: $outside"
+! grep -q '^\./usr/local' <<<"$contents" || fail "files in /usr/local"
+for script in postinst prerm postrm; do
+  dpkg-deb -I "$deb" "$script" >/dev/null || fail "no $script"
+done
+grep -q 'cellgate runs untrusted code' <<<"$(dpkg-deb -I "$deb")" || fail "no description"
+
+# The man page: clean roff, naming every option of the binary's own table.
+man=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/man/man1/cellgate.1.gz | gunzip)
+warnings=$(groff -man -ww -z <<<"$man" 2>&1)
+[ -z "$warnings" ] || fail "groff warns on cellgate.1: $warnings"
+grep -q "^\.TH CELLGATE 1 .*cellgate ${version//./\\.}" <<<"$man" || fail "cellgate.1 names no version $version"
+flags=$("$build/package/cellgate" help --markdown | sed -n -E 's/^\| `(--[a-z0-9-]+)` \|.*/\1/p')
+[ "$(wc -l <<<"$flags")" -gt 40 ] || fail "cellgate help --markdown lists few options: $flags"
+for flag in $flags; do
+  grep -q "^\.B ${flag//-/\\\\-}" <<<"$man" || fail "cellgate.1 lacks $flag"
+done
+changelog=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/cellgate/changelog.gz | gunzip)
+grep -q '^## \[' <<<"$changelog" || fail "changelog.gz is not the CHANGELOG"
+say "dpkg-deb: $(basename "$deb") ($(du -h "$deb" | cut -f1)), Depends and contents as expected; cellgate.1 names $(wc -l <<<"$flags") options"
+
+# Installs DEB (and systemd) into a fresh overlay of the root; then runs SCRIPT there.
+install_script='set -e
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+apt-get install -y -q --no-install-recommends /deb/'"$(basename "$deb")"' systemd man-db >/tmp/apt.log 2>&1 \
+  || { tail -30 /tmp/apt.log; exit 1; }
+echo "installed: $(dpkg-query -W -f="\${Version}" cellgate)"'
+in_root() {
+  "${PODMAN[@]}" run --rm --privileged "${ULIMITS[@]}" --network host \
+    -v "$out:/deb:ro" -v "$ARCHIVES:/var/cache/apt/archives" -v "$PWD/tests/package:/test:ro" \
+    --rootfs "$ROOT:O" /bin/bash -c "$install_script"$'\n'"$1"
+}
+
+if [ "$mode" = install ]; then
+  say "installing into a fresh Debian 12 root (apt-get install ./$(basename "$deb"))"
+  report=$(in_root 'cellgate --version
+stat -c "token: %a %U %s" /etc/cellgate/token
+systemd-analyze verify /usr/lib/systemd/system/cellgate.service 2>&1 | sed "s/^/verify system: /"
+mkdir -p -m 0700 /run/user/0
+XDG_RUNTIME_DIR=/run/user/0 systemd-analyze --user verify /usr/lib/systemd/user/cellgate.service 2>&1 | sed "s/^/verify user: /"
+python3 /test/mcp_client.py stdio python,bash -- cellgate mcp --http-listen off 2>/tmp/mcp.log | sed "s/^/mcp: /"
+sed "s/^/log: /" /tmp/mcp.log | grep -E "languages:|sandbox|error|warn" | head -20') || fail "in the fresh root: $report"
+  echo "$report" >&2
+  grep -qxF "installed: $version" <<<"$report" || fail "dpkg says another version"
+  grep -qxF "cellgate $version" <<<"$report" || fail "cellgate --version in the root is not $version"
+  grep -qxF "token: 600 root 65" <<<"$report" || fail "/etc/cellgate/token is not 64 hex digits, 0600, root's"
+  ! grep -q '^verify ' <<<"$report" || fail "systemd-analyze verify complained"
+  mcp=$(sed -n 's/^mcp: //p' <<<"$report")
+  [ -n "$mcp" ] || fail "cellgate mcp did not answer"
+  python3 - "$mcp" "$version" <<'PY' || fail "cellgate mcp in the root"
+import json, sys
+out, version = json.loads(sys.argv[1]), sys.argv[2]
+assert out["server"]["name"] == "cellgate" and out["server"]["version"] == version, out["server"]
+assert "execute_code" in out["tools"] and "start_session" in out["tools"], out["tools"]
+for language, run in out["runs"].items():
+    assert run["status"] == "success" and run["stdout"].strip() == "42", (language, run)
+print("package test: in the root: serverInfo %s, %d tools, python and bash ran" % (version, len(out["tools"])), file=sys.stderr)
+PY
+  say "ok"
+  exit 0
+fi
+
+# systemd: the root boots systemd as its PID 1; the system unit runs as installed, with a
+# drop-in for a free port (the container shares the host's network, for the mirror).
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+boot='apt-get install -y -q --no-install-recommends nodejs >/tmp/apt-node.log 2>&1 || { tail -30 /tmp/apt-node.log; exit 1; }
+mkdir -p /etc/systemd/system/cellgate.service.d
+printf "[Service]\nEnvironment=CELLGATE_HTTP=127.0.0.1:'"$port"'\n" >/etc/systemd/system/cellgate.service.d/port.conf
+exec /lib/systemd/systemd'
+say "booting systemd in a fresh Debian 12 root with the package installed"
+cid=$("${PODMAN[@]}" run -d --systemd=always --privileged "${ULIMITS[@]}" --network host \
+  -v "$out:/deb:ro" -v "$ARCHIVES:/var/cache/apt/archives" -v "$PWD/tests/package:/test:ro" \
+  --rootfs "$ROOT:O" /bin/bash -c "$install_script"$'\n'"$boot")
+trap 'podman logs "$cid" 2>&1 | tail -40 >&2; podman rm -f -t 10 "$cid" >/dev/null 2>&1 || true' EXIT
+in_ct() { podman exec "$cid" "$@"; }
+for _ in $(seq 600); do
+  in_ct test -S /run/systemd/private 2>/dev/null && break
+  [ "$(podman inspect -f '{{.State.Running}}' "$cid")" = true ] || fail "the container stopped before systemd ran"
+  sleep 0.5
+done
+state=$(in_ct timeout 120 systemctl is-system-running --wait || true)
+say "systemd in the root: $state"
+[ "$state" = running ] || [ "$state" = degraded ] || fail "systemd did not come up: $state"
+in_ct systemctl enable --now cellgate.service || { in_ct journalctl -u cellgate --no-pager | tail -40 >&2; fail "systemctl enable --now cellgate"; }
+for _ in $(seq 300); do
+  in_ct journalctl -u cellgate --no-pager 2>/dev/null | grep -q "listening on http://127.0.0.1:$port/" && break
+  [ "$(in_ct systemctl is-active cellgate || true)" != failed ] || break
+  sleep 0.2
+done
+journal=$(in_ct journalctl -u cellgate --no-pager)
+grep -q "listening on http://127.0.0.1:$port/" <<<"$journal" || { echo "$journal" >&2; fail "the unit did not serve on 127.0.0.1:$port"; }
+mcp=$(in_ct python3 /test/mcp_client.py http python,javascript,bash "http://127.0.0.1:$port/mcp" /etc/cellgate/token) \
+  || { in_ct journalctl -u cellgate --no-pager | tail -60 >&2; fail "MCP over HTTP to the unit"; }
+python3 - "$mcp" "$version" <<'PY' || { in_ct journalctl -u cellgate --no-pager | tail -60 >&2; fail "the unit's MCP"; }
+import json, sys
+out, version = json.loads(sys.argv[1]), sys.argv[2]
+assert out["unauthorized"] == 401, "without the token: %s" % out["unauthorized"]
+assert out["server"]["version"] == version, out["server"]
+for language, run in out["runs"].items():
+    assert run["status"] == "success" and run["stdout"].strip() == "42", (language, run)
+print("package test: the system unit: 401 without the token; python, javascript and bash ran", file=sys.stderr)
+PY
+in_ct systemctl show cellgate -p ProtectSystem -p ProtectHome -p NoNewPrivileges -p StateDirectory >&2
+in_ct stat -c "state dir: %n %a %U" /var/lib/cellgate >&2
+in_ct systemctl stop cellgate.service
+[ "$(in_ct systemctl is-active cellgate || true)" = inactive ] || fail "cellgate did not stop"
+grep -q "serving MCP" <<<"$(in_ct journalctl -u cellgate --no-pager)" || fail "no log in the journal"
+say "ok"
