@@ -168,6 +168,7 @@ say "systemd in the root: $state"
 in_ct systemctl enable --now cellgate.service || { in_ct journalctl -u cellgate --no-pager | tail -40 >&2; fail "systemctl enable --now cellgate"; }
 for _ in $(seq 300); do
   in_ct journalctl -u cellgate --no-pager 2>/dev/null | grep -q "listening on http://127.0.0.1:$port/" && break
+  [ "$(in_ct systemctl show cellgate -p NRestarts --value)" = 0 ] || break
   [ "$(in_ct systemctl is-active cellgate || true)" != failed ] || break
   sleep 0.2
 done
