@@ -10,7 +10,9 @@
 #     and tools/list with the version and running Python and bash in sandboxes;
 #   - the root then boots systemd as its PID 1 (podman --systemd=always): `systemctl enable
 #     --now cellgate` serves MCP on loopback with the token (401 without it), runs Python,
-#     JavaScript and bash under the unit's hardening, logs to the journal, and stops.
+#     JavaScript and bash under the unit's hardening, logs to the journal, and stops; then a
+#     normal user's manager runs the user unit (rootless backend, the user's own token file)
+#     and it does the same.
 # The fresh root is a debootstrap minbase from this machine's apt mirror (as
 # scripts/build-image.sh makes its base), cached in /var/lib/cellgate/package-test with a
 # stamp; apt's downloads are cached beside it. Needs root, podman, debootstrap.
@@ -101,12 +103,12 @@ changelog=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/cellgate
 grep -q '^## \[' <<<"$changelog" || fail "changelog.gz is not the CHANGELOG"
 say "dpkg-deb: $(basename "$deb") ($(du -h "$deb" | cut -f1)), Depends and contents as expected; cellgate.1 names $(wc -l <<<"$flags") options"
 
-# The packages the package needs (and systemd, man-db, nodejs), installed once into a copy of
+# The packages the package needs (and systemd, man-db, nodejs; dbus and libpam-systemd for a user manager), installed once into a copy of
 # the fresh root, per the package's Depends: `apt-get install ./cellgate_*.deb` there, then
 # `dpkg --purge cellgate`, which leaves them. A run then installs the package itself on an
 # overlay of that copy (apt-get still resolves its Depends); unpacking Python and Node.js
 # would otherwise take most of the test's time.
-EXTRA="systemd man-db nodejs"
+EXTRA="systemd man-db nodejs dbus libpam-systemd"
 deps_key=$(printf '%s\n%s\n%s\n' "$stamp" "$depends" "$EXTRA" | sha256sum | cut -c1-16)
 DEPS=$CACHE/deps-$deps_key
 prepare='set -e
@@ -207,4 +209,36 @@ done
 in_ct systemctl stop cellgate.service
 [ "$(in_ct systemctl is-active cellgate || true)" = inactive ] || fail "cellgate did not stop"
 grep -q "serving MCP" <<<"$(in_ct journalctl -u cellgate --no-pager)" || fail "no log in the journal"
+say "the system unit: served, ran python, javascript and bash, logged to the journal, stopped"
+
+# The user unit: a normal user's manager runs it with the rootless backend, on a free port,
+# with a token of the user's own made at its first start.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+in_ct useradd -m -s /bin/bash cellgate-pkg
+uid=$(in_ct id -u cellgate-pkg)
+in_ct systemctl start dbus.service "user@$uid.service" || fail "the user's systemd manager did not start"
+as_user=(podman exec -w / "$cid" setpriv --reuid cellgate-pkg --regid cellgate-pkg --init-groups
+         env HOME=/home/cellgate-pkg XDG_RUNTIME_DIR=/run/user/$uid)
+"${as_user[@]}" sh -c "mkdir -p ~/.config/systemd/user/cellgate.service.d && printf '[Service]\nEnvironment=CELLGATE_HTTP=127.0.0.1:$port\n' >~/.config/systemd/user/cellgate.service.d/port.conf"
+"${as_user[@]}" systemctl --user enable --now cellgate.service >&2 || fail "systemctl --user enable --now cellgate"
+for _ in $(seq 300); do
+  in_ct journalctl _SYSTEMD_USER_UNIT=cellgate.service --no-pager 2>/dev/null | grep -q "listening on http://127.0.0.1:$port/" && break
+  sleep 0.2
+done
+journal=$(in_ct journalctl _SYSTEMD_USER_UNIT=cellgate.service --no-pager)
+grep -q "listening on http://127.0.0.1:$port/" <<<"$journal" || { echo "$journal" >&2; fail "the user unit did not serve on 127.0.0.1:$port"; }
+grep -q "sandbox backend: rootless" <<<"$journal" || fail "the user unit's backend is not rootless"
+token=$(in_ct stat -c "%a %U %s" /home/cellgate-pkg/.config/cellgate/token)
+[ "$token" = "600 cellgate-pkg 65" ] || fail "the user unit's token: $token"
+mcp=$("${as_user[@]}" python3 /test/mcp_client.py http python,javascript,bash "http://127.0.0.1:$port/mcp" /home/cellgate-pkg/.config/cellgate/token) \
+  || { echo "$journal" | tail -40 >&2; fail "MCP over HTTP to the user unit"; }
+python3 - "$mcp" <<'PY' || { in_ct journalctl _SYSTEMD_USER_UNIT=cellgate.service --no-pager | tail -40 >&2; fail "the user unit's MCP"; }
+import json, sys
+out = json.loads(sys.argv[1])
+assert out["unauthorized"] == 401, "without the token: %s" % out["unauthorized"]
+for language, run in out["runs"].items():
+    assert run["status"] == "success" and run["stdout"].strip() == "42", (language, run)
+print("package test: the user unit (rootless): 401 without the token; python, javascript and bash ran", file=sys.stderr)
+PY
+"${as_user[@]}" systemctl --user stop cellgate.service
 say "ok"
