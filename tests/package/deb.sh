@@ -12,7 +12,7 @@
 #     --now cellgate` serves MCP on loopback with the token (401 without it), runs Python,
 #     JavaScript and bash under the unit's hardening, logs to the journal, and stops; then a
 #     normal user's manager runs the user unit (rootless backend, the user's own token file)
-#     and it does the same.
+#     and it does the same; purging the package stops the service and removes the token.
 # The fresh root is a debootstrap minbase from this machine's apt mirror (as
 # scripts/build-image.sh makes its base), cached in /var/lib/cellgate/package-test with a
 # stamp; apt's downloads are cached beside it. Needs root, podman, debootstrap.
@@ -241,4 +241,14 @@ for language, run in out["runs"].items():
 print("package test: the user unit (rootless): 401 without the token; python, javascript and bash ran", file=sys.stderr)
 PY
 "${as_user[@]}" systemctl --user stop cellgate.service
+
+# Purging the package while its service runs: prerm stops it, postrm removes the token; the
+# state dir stays.
+in_ct systemctl start cellgate.service
+in_ct dpkg --purge cellgate >&2 || fail "dpkg --purge cellgate"
+[ "$(in_ct systemctl is-active cellgate || true)" = inactive ] || fail "the service runs on after the purge"
+! in_ct test -e /etc/cellgate || fail "/etc/cellgate is left after the purge"
+! in_ct test -e /usr/bin/cellgate || fail "/usr/bin/cellgate is left after the purge"
+in_ct test -d /var/lib/cellgate || fail "the purge removed the state dir"
+say "purged: the service stopped, the token gone, the state dir kept"
 say "ok"
