@@ -19,7 +19,9 @@ RUN apt-get update \
       libzmq3-dev libczmq-dev libjansson-dev libsodium-dev libmicrohttpd-dev \
       libsqlite3-dev libcurl4-openssl-dev libgd-dev libwslay-dev nettle-dev \
  && rm -rf /var/lib/apt/lists/*
-COPY CMakeLists.txt /src/
+COPY CMakeLists.txt CHANGELOG.md /src/
+COPY scripts/version.sh /src/scripts/
+COPY packaging /src/packaging
 COPY base /src/base
 COPY containers /src/containers
 COPY artifacts /src/artifacts
@@ -29,7 +31,11 @@ COPY gateway /src/gateway
 COPY mcp /src/mcp
 COPY server /src/server
 COPY app /src/app
-RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DCELLGATE_TESTS=OFF \
+# The version scripts/version.sh gives the checkout (no .git here); unset, CHANGELOG.md's.
+ARG CELLGATE_VERSION=
+ARG CELLGATE_REVISION=
+RUN CELLGATE_VERSION="$CELLGATE_VERSION" CELLGATE_REVISION="$CELLGATE_REVISION" \
+    cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DCELLGATE_TESTS=OFF \
  && cmake --build /build --target cellgate -j"$(nproc)" \
  && strip /build/cellgate
 

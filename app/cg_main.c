@@ -19,6 +19,7 @@
 #include "egress/cg_egress_relay.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
+#include "base/cg_version.h"
 
 #include <czmq.h>
 #include <malloc.h>

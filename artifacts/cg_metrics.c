@@ -6,6 +6,7 @@
 #include "artifacts/cg_http_guard.h"
 
 #include "base/cg_util.h"
+#include "base/cg_version.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -149,6 +150,13 @@ s_head (FILE *out, const char *name, const char *type, const char *help)
 static void
 s_gauges (FILE *out, const cg_metrics_gauges_t *g)
 {
+    s_head (out, "cellgate_build_info", "gauge",
+            "Always 1; its labels say which cellgate this is (cellgate --version).");
+    fputs ("cellgate_build_info{version=\"", out);
+    s_label (out, CG_VERSION);
+    fputs ("\",revision=\"", out);
+    s_label (out, CG_REVISION);
+    fputs ("\"} 1\n", out);
     s_head (out, "cellgate_sessions", "gauge", "Live sessions (sandboxes kept between calls).");
     fprintf (out, "cellgate_sessions %zu\n", g->sessions);
     s_head (out, "cellgate_sessions_by_language", "gauge",

@@ -12,8 +12,6 @@
 #include "bridge/cg_registry.h"
 #include "bridge/cg_runner_msg.h"
 
-#define CG_VERSION "0.1.0"
-
 /*  What the process lends the MCP front end: all borrowed, and outliving it. */
 typedef struct {
     const cg_config_t *config;

@@ -5,6 +5,7 @@
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/cg_mcp.h"
 #include "base/cg_utf8.h"
+#include "base/cg_version.h"
 
 #include <string.h>
 

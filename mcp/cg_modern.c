@@ -5,6 +5,7 @@
 #include "mcp/cg_methods.h"
 #include "base/cg_utf8.h"
 #include "base/cg_util.h"
+#include "base/cg_version.h"
 
 #include <string.h>
 

@@ -68,10 +68,13 @@ done
 stamp=$( { echo "$base_stamp"; cat Dockerfile.kernel "$0"; cat kernels/*/node_modules/.cellgate-lock.sha256;
            find kernels -path '*/node_modules' -prune -o -type f -print0 | sort -z | xargs -0 sha256sum;
            sha256sum kernels/*/package-lock.json 2>/dev/null || true; } | sha256sum | cut -c1-16)
+# The OCI labels say which cellgate built it (scripts/version.sh: version and commit); they
+# are not in the stamp, so a new commit alone does not rebuild the image.
 if [ "$(label_of "$IMAGE")" != "$stamp" ]; then
-  say "podman build -f Dockerfile.kernel -t $IMAGE (stamp $stamp)"
+  mapfile -t version_labels < <(scripts/version.sh --labels)
+  say "podman build -f Dockerfile.kernel -t $IMAGE (stamp $stamp, ${version_labels[0]#--label=})"
   "${PODMAN[@]}" build --network host --file Dockerfile.kernel --build-arg "BASE=$BASE" \
-    --build-arg "STAMP=$stamp" --label "$LABEL=$stamp" --tag "$IMAGE" . >&2
+    --build-arg "STAMP=$stamp" --label "$LABEL=$stamp" "${version_labels[@]}" --tag "$IMAGE" . >&2
 else
   say "$IMAGE is up to date ($stamp)"
 fi

@@ -35,13 +35,16 @@ fi
 # What the image is made of: the sources and CMakeLists.txt it builds, the kernel specs it
 # copies (the context is what .dockerignore leaves).
 stamp=$( { label_of "$BASE"; cat Dockerfile .dockerignore "$0";
-           find CMakeLists.txt app artifacts base bridge containers egress gateway mcp server \
+           find CMakeLists.txt CHANGELOG.md scripts/version.sh packaging app artifacts base bridge \
+                containers egress gateway mcp server \
                 kernels/*/kernel.json -type f -print0 \
              | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
 if [ "$(label_of "$IMAGE")" != "$stamp" ]; then
   say "podman build -f Dockerfile -t $IMAGE (stamp $stamp)"
   "${PODMAN[@]}" build --network host --file Dockerfile \
     --build-arg "BASE=$BASE" --build-arg "STAMP=$stamp" --label "$LABEL=$stamp" \
+    --build-arg "CELLGATE_VERSION=$(scripts/version.sh)" \
+    --build-arg "CELLGATE_REVISION=$(scripts/version.sh --revision)" \
     --tag "$IMAGE" . >&2
 else
   say "$IMAGE is up to date ($stamp)"

@@ -134,3 +134,14 @@ test('--image that is not a sandbox root file system is refused at start-up', { 
     fs.rmSync(empty, { recursive: true, force: true });
   }
 });
+
+// The version and commit of the tree that built it (scripts/version.sh --labels); they are
+// not in its stamp, so they name the build that last changed it, not this tree.
+function checkVersionLabels(labels) {
+  assert.match(labels?.['org.opencontainers.image.version'] ?? '', /^\d+\.\d+\.\d+(\+\d+\.g[0-9a-f]{12}(\.dirty)?)?$/, JSON.stringify(labels));
+  assert.match(labels?.['org.opencontainers.image.revision'] ?? '', /^[0-9a-f]{40}$/, JSON.stringify(labels));
+}
+
+test('the image says which cellgate built it (OCI version and revision labels)', { skip: SKIP }, () => {
+  checkVersionLabels(JSON.parse(execFileSync('podman', ['image', 'inspect', '--format', '{{json .Labels}}', image], { encoding: 'utf8' })));
+});

@@ -1,8 +1,10 @@
 /*  Unit tests: cg_metrics — the exposition text: every family announced with # HELP and
     # TYPE, runs by status, the duration histogram cumulative with +Inf equal to its count,
-    the gauges as given (label values escaped), and downloads and sweeps counted. */
+    the gauges as given (label values escaped), downloads and sweeps counted, and the build's
+    version in cellgate_build_info. */
 #define _GNU_SOURCE
 #include "artifacts/cg_metrics.h"
+#include "base/cg_version.h"
 #include "cg_test.h"
 
 #include <stdlib.h>
@@ -63,6 +65,10 @@ s_test_render (void)
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         EXPECT (s_has_line (text, lines[i]), "line '%s' in:\n%s", lines[i], text);
+    //  Which cellgate this is, as cellgate --version says.
+    EXPECT (s_has_line (text, "cellgate_build_info{version=\"" CG_VERSION
+                              "\",revision=\"" CG_REVISION "\"} 1"),
+            "cellgate_build_info in:\n%s", text);
     //  Every sample's family has # HELP and # TYPE before it.
     char *copy = strdup (text);
     char *save = NULL;
