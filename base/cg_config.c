@@ -55,9 +55,8 @@ static const cg_config_option_t s_options[] = {
     {"--docker-tcp", "CELLGATE_DOCKER_TCP", CG_CONFIG_BOOL, OFF (docker_tcp), "off", 0, 0,
      "on: allow a tcp:// docker host (plain HTTP, no TLS: whoever reaches it is root there)"},
     {"--image-kernels", "CELLGATE_IMAGE_KERNELS", CG_CONFIG_BOOL, OFF (image_kernels), "off", 0, 0,
-     "docker: on: sandboxes run the kernels the sandbox image holds in /opt/cellgate/kernels "
-     "and --kernels-dir is not bound (the server in a container: its kernels dir is not on "
-     "the engine's host); the server still reads its kernel specs from --kernels-dir"},
+     "docker, on: sandboxes run the image's own kernels and --kernels-dir (still read for specs) "
+     "is not bound: a server in a container, whose kernels dir the engine's host lacks"},
     {"--runtime", "CELLGATE_RUNTIME", CG_CONFIG_STRING, OFF (runtime), "auto", 0, 0,
      "OCI runtime: auto (crun on a pure cgroup v2 host, else runc), a name found on PATH (runc, "
      "crun) or a path to either (/usr/sbin/runc, ./runc)"},
@@ -189,9 +188,8 @@ static const cg_config_option_t s_options[] = {
     {"--oneshot-reserve", "CELLGATE_ONESHOT_RESERVE", CG_CONFIG_INT, OFF (oneshot_reserve), "2", 0,
      1000, "one-shot sandboxes that may run past --max-sessions, so sessions never starve them"},
     {"--pool", "CELLGATE_POOL", CG_CONFIG_STRING, OFF (pool), CG_CONFIG_POOL_DEFAULT, 0, 0,
-     "warm sandboxes kept ready per language (LANGUAGE=N,...; python, javascript, bash), their "
-     "kernels started, for one-shot runs and new sessions (--backend docker: one-shot runs only, "
-     "as a session's container is labelled with its id when made); off or 0: no pool"},
+     "warm sandboxes with kernels started, per language (LANGUAGE=N,...), for one-shot runs and "
+     "new sessions (docker: one-shot runs: sessions are labelled when made); off or 0: none"},
     {"--pool-preload", "CELLGATE_POOL_PRELOAD", CG_CONFIG_STRING, OFF (pool_preload),
      "numpy,pandas,matplotlib.pyplot", 0, 0,
      "modules pooled Python kernels import before they are claimed (comma-separated); none: no "
@@ -374,8 +372,7 @@ static const struct {
     {"--scripts-dir", "<state-dir>/scripts", NULL, NULL},
     {"--image", "none: the host's /usr (oci, rootless); docker needs one", NULL, NULL},
     {"--docker-host", "$DOCKER_HOST, else unix:///var/run/docker.sock", NULL, NULL},
-    {"--kernels-dir", NULL, NULL,
-     "the source tree's kernels/; the Debian package's /usr/share/cellgate/kernels (compiled in)"},
+    {"--kernels-dir", NULL, NULL, "the source tree's kernels/, or the .deb's (compiled in)"},
     {"--kernelspecs", "none: cellgate's own, then the sandbox root's share/jupyter/kernels", NULL,
      NULL},
     {"--workspace-mb", NULL, "0: not enforced without root (plain directories)", NULL},
