@@ -84,6 +84,9 @@ TEST_DEBS=(
   docker.io
   # tests/netlab: network namespaces and veth pairs (ip), the lab's test CA (openssl)
   iproute2 openssl
+  # package_deb (tests/package/deb.sh): the .deb's tools (dpkg-shlibdeps), its man page
+  # checked with groff; without them the test is skipped, not failed
+  dpkg-dev groff-base
 )
 [ "$profile" = test ] && DEBS+=("${TEST_DEBS[@]}")
 
