@@ -1,7 +1,7 @@
 /*  cg_workspace — safe host-side access to a session's workspace: every path is resolved
     below one directory fd, and no symlink, magic link or mount point is ever followed. */
 #define _GNU_SOURCE
-#include "artifacts/cg_workspace.h"
+#include "artifacts/cg_workspace_int.h"
 
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
@@ -18,17 +18,8 @@
 #include <strings.h>
 #include <sys/syscall.h>
 
-struct cg_workspace_t {
-    int fd;         /* O_PATH fd of the workspace directory */
-    dev_t dev;      /* its device; nothing below it may be on another */
-    char *host_dir; /* for messages */
-};
-
 //  The longest client path looked at before anything else is checked.
 #define S_INPUT_MAX 4096
-//  Directory entries a walk examines before it gives up (bounds hostile trees of empty
-//  directories, which the file cap alone would not).
-#define S_SCAN_MAX 200000
 #define S_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define S_LINK_MESSAGE "is a symbolic link; cellgate does not follow links in the workspace"
 
@@ -88,6 +79,13 @@ s_find_control (const unsigned char *s, size_t len)
         if (s[i] < 0x20 || s[i] == 0x7f)
             return i;
     return len;
+}
+
+bool
+cg_ws_name_ok (const char *name, size_t len)
+{
+    const unsigned char *bytes = (const unsigned char *)name;
+    return s_find_control (bytes, len) == len && s_valid_utf8 (bytes, len);
 }
 
 //  The rules shared by cg_workspace_normalize and cg_workspace_sanitize_filename. WHAT
@@ -381,6 +379,7 @@ cg_workspace_open (const char *host_dir, cg_error_t **err)
     fd = -1;
     self->dev = st.st_dev;
     self->host_dir = cg_xstrdup (host_dir);
+    pthread_mutex_init (&self->lock, NULL);
     return self;
 }
 
@@ -391,6 +390,8 @@ cg_workspace_destroy (cg_workspace_t **self_p)
     cg_workspace_t *self = *self_p;
     if (!self)
         return;
+    cg_wstrack_destroy (&self->track);
+    pthread_mutex_destroy (&self->lock);
     close (self->fd);
     free (self->host_dir);
     free (self);
@@ -616,213 +617,6 @@ cg_workspace_write_with (cg_workspace_t *self, const char *rel, cg_workspace_fil
         return cg_error_set (err, -rc, "write %s/%s: %s", mount, rel, strerror (-rc));
     }
     return 0;
-}
-
-//  ---------------------------------------------------------------------------------------
-//  Walks: listing and snapshots
-
-typedef struct {
-    char *rel;
-    off_t size;
-    int64_t mtime_ns;
-} s_entry_t;
-
-typedef struct {
-    s_entry_t *entries;
-    size_t count, capacity;
-    size_t scanned; /* directory entries examined */
-    size_t skipped; /* names that cannot be shown safely */
-    bool truncated; /* a limit cut the walk short */
-    bool stop;
-    dev_t dev;
-} s_walk_t;
-
-//  Walks the directory open at FD (taken over and closed), whose path is PREFIX ("" for
-//  the workspace), DEPTH levels below the workspace.
-static void
-s_walk_dir (s_walk_t *walk, int fd, const char *prefix, int depth)
-{
-    DIR *dir = fdopendir (fd);
-    if (!dir) {
-        close (fd);
-        return;
-    }
-    struct dirent *entry;
-    while (!walk->stop && (entry = readdir (dir))) {
-        const char *name = entry->d_name;
-        if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
-            continue;
-        if (++walk->scanned > S_SCAN_MAX) {
-            walk->truncated = walk->stop = true;
-            break;
-        }
-        //  Untrusted: names come from sandboxed code and end up in JSON and messages.
-        size_t name_len = strlen (name);
-        if (s_find_control ((const unsigned char *)name, name_len) < name_len
-            || !s_valid_utf8 ((const unsigned char *)name, name_len)) {
-            walk->skipped++;
-            continue;
-        }
-        struct stat st;
-        if (fstatat (dirfd (dir), name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != walk->dev)
-            continue;
-        if (!S_ISREG (st.st_mode) && !S_ISDIR (st.st_mode))
-            continue;
-        cleanup_free char *rel = *prefix ? cg_strdupf ("%s/%s", prefix, name) : cg_xstrdup (name);
-        if (strlen (rel) > CG_WORKSPACE_PATH_MAX) {
-            walk->skipped++;
-            continue;
-        }
-        if (S_ISDIR (st.st_mode)) {
-            if (depth + 1 >= CG_WORKSPACE_DEPTH_MAX) {
-                walk->truncated = true;
-                continue;
-            }
-            int child = openat (dirfd (dir), name,
-                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-            if (child >= 0)
-                s_walk_dir (walk, child, rel, depth + 1);
-            continue;
-        }
-        if (walk->count == CG_WORKSPACE_FILES_MAX) {
-            walk->truncated = walk->stop = true;
-            break;
-        }
-        if (walk->count == walk->capacity) {
-            walk->capacity = walk->capacity ? walk->capacity * 2 : 64;
-            walk->entries = cg_xrealloc (walk->entries, walk->capacity * sizeof *walk->entries);
-        }
-        s_entry_t *item = &walk->entries[walk->count++];
-        item->rel = rel;
-        rel = NULL;
-        item->size = st.st_size;
-        item->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    }
-    closedir (dir);
-}
-
-static int
-s_compare_entries (const void *a, const void *b)
-{
-    return strcmp (((const s_entry_t *)a)->rel, ((const s_entry_t *)b)->rel);
-}
-
-//  Fills WALK with the workspace's regular files sorted by path. Returns 0, or -1 with
-//  *err set when the workspace cannot be read.
-static int
-s_walk (cg_workspace_t *self, s_walk_t *walk, cg_error_t **err)
-{
-    *walk = (s_walk_t){.dev = self->dev};
-    int fd = openat (self->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return cg_error_set (err, errno, "open workspace %s: %s", self->host_dir, strerror (errno));
-    s_walk_dir (walk, fd, "", 0);
-    if (walk->count > 1)
-        qsort (walk->entries, walk->count, sizeof *walk->entries, s_compare_entries);
-    return 0;
-}
-
-static void
-s_walk_free (s_walk_t *walk)
-{
-    for (size_t i = 0; i < walk->count; i++)
-        free (walk->entries[i].rel);
-    free (walk->entries);
-}
-
-json_t *
-cg_workspace_list (cg_workspace_t *self, cg_error_t **err)
-{
-    assert (self);
-    s_walk_t walk;
-    if (s_walk (self, &walk, err) < 0)
-        return NULL;
-    json_t *artifacts = json_array ();
-    for (size_t i = 0; i < walk.count; i++) {
-        const s_entry_t *item = &walk.entries[i];
-        const char *slash = strrchr (item->rel, '/');
-        const char *filename = slash ? slash + 1 : item->rel;
-        cleanup_free char *path = cg_strdupf ("%s/%s", CG_WORKSPACE_MOUNT, item->rel);
-        json_t *artifact = json_object ();
-        json_object_set_new (artifact, "path", json_string (path));
-        json_object_set_new (artifact, "filename", json_string (filename));
-        json_object_set_new (artifact, "size_bytes", json_integer ((json_int_t)item->size));
-        json_object_set_new (artifact, "mime_type", json_string (cg_mime_type (filename)));
-        json_object_set_new (artifact, "mtime_ns", json_integer ((json_int_t)item->mtime_ns));
-        json_array_append_new (artifacts, artifact);
-    }
-    json_t *result = json_object ();
-    json_object_set_new (result, "artifacts", artifacts);
-    json_object_set_new (result, "truncated", json_boolean (walk.truncated));
-    json_object_set_new (result, "skipped", json_integer ((json_int_t)walk.skipped));
-    s_walk_free (&walk);
-    return result;
-}
-
-json_t *
-cg_workspace_snapshot (cg_workspace_t *self, cg_error_t **err)
-{
-    assert (self);
-    s_walk_t walk;
-    if (s_walk (self, &walk, err) < 0)
-        return NULL;
-    json_t *result = json_object ();
-    for (size_t i = 0; i < walk.count; i++) {
-        const s_entry_t *item = &walk.entries[i];
-        json_object_set_new (
-            result, item->rel,
-            json_pack ("[I,I]", (json_int_t)item->size, (json_int_t)item->mtime_ns));
-    }
-    s_walk_free (&walk);
-    return result;
-}
-
-static int
-s_compare_strings (const void *a, const void *b)
-{
-    return strcmp (*(const char *const *)a, *(const char *const *)b);
-}
-
-//  Returns a new JSON array of the COUNT strings in NAMES, sorted.
-static json_t *
-s_sorted_array (const char **names, size_t count)
-{
-    if (count > 1)
-        qsort (names, count, sizeof *names, s_compare_strings);
-    json_t *array = json_array ();
-    for (size_t i = 0; i < count; i++)
-        json_array_append_new (array, json_string (names[i]));
-    return array;
-}
-
-json_t *
-cg_workspace_diff (json_t *before, json_t *after)
-{
-    size_t room = json_object_size (before) + json_object_size (after);
-    cleanup_free const char **created = cg_xcalloc (room, sizeof *created);
-    cleanup_free const char **modified = cg_xcalloc (room, sizeof *modified);
-    cleanup_free const char **deleted = cg_xcalloc (room, sizeof *deleted);
-    size_t created_count = 0, modified_count = 0, deleted_count = 0;
-    const char *key;
-    json_t *value;
-    json_object_foreach (after, key, value)
-    {
-        json_t *old = json_object_get (before, key);
-        if (!old)
-            created[created_count++] = key;
-        else if (!json_equal (old, value))
-            modified[modified_count++] = key;
-    }
-    json_object_foreach (before, key, value)
-    {
-        if (!json_object_get (after, key))
-            deleted[deleted_count++] = key;
-    }
-    json_t *result = json_object ();
-    json_object_set_new (result, "created", s_sorted_array (created, created_count));
-    json_object_set_new (result, "modified", s_sorted_array (modified, modified_count));
-    json_object_set_new (result, "deleted", s_sorted_array (deleted, deleted_count));
-    return result;
 }
 
 //  ---------------------------------------------------------------------------------------

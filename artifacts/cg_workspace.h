@@ -97,11 +97,39 @@ int cg_workspace_write_with (cg_workspace_t *self, const char *rel, cg_workspace
     "mtime_ns"}, ...] sorted by path, "truncated": true when a limit cut the walk short,
     "skipped": how many names were left out because they are not valid UTF-8, contain a
     control character or make a path longer than 1024 bytes}. Returns NULL with *err set
-    when the workspace itself cannot be read. */
+    when the workspace itself cannot be read. Served from the workspace's index of files
+    (made by one walk on first use, then kept up to date: see cg_workspace_changes). */
 json_t *cg_workspace_list (cg_workspace_t *self, cg_error_t **err);
 
-/*  Takes a snapshot of the same walk as cg_workspace_list: a new object {rel: [size,
-    mtime_ns]} the caller owns, or NULL with *err set. */
+/*  As cg_workspace_list, with only the artifacts [OFFSET, OFFSET + LIMIT) of the sorted
+    list, and "total": how many there are in all. Costs O(changes since the last call +
+    LIMIT), not O(files), while the index follows events. */
+json_t *cg_workspace_list_page (cg_workspace_t *self, size_t offset, size_t limit,
+                                cg_error_t **err);
+
+/*  Starts a change set: brings the workspace's index up to date (silently: what changed
+    before this call is not reported) and forgets the changes recorded so far. Returns 0, or
+    -1 with *err set when the workspace cannot be read. */
+int cg_workspace_mark (cg_workspace_t *self, cg_error_t **err);
+
+/*  The changes since the last cg_workspace_mark, exactly what cg_workspace_diff of a
+    cg_workspace_snapshot taken then and one taken now would say: a new object the caller
+    owns, {"created": [rel, ...], "modified": [...], "deleted": [...]}, each sorted; and in
+    *AFTER a new object {rel: [size, mtime_ns]} of the created and modified files. The index
+    follows fanotify events where the kernel allows it (the workspace is the root, or the
+    child of the root, of a file system of its own, and the server has CAP_SYS_ADMIN), so
+    this costs O(changes); elsewhere it walks the workspace. When the events overflowed
+    (the kernel's queue or the tracker's bound on pending paths) it walks the workspace in
+    full and sets *NOTICE to a sentence saying so (caller frees; else NULL). Returns NULL
+    with *err set when the workspace cannot be read. */
+json_t *cg_workspace_changes (cg_workspace_t *self, json_t **after, char **notice,
+                              cg_error_t **err);
+
+/*  True when the workspace's index follows events (fanotify), false when it walks. */
+bool cg_workspace_tracked (cg_workspace_t *self);
+
+/*  Takes a snapshot of the same walk as cg_workspace_list, walking the whole workspace: a
+    new object {rel: [size, mtime_ns]} the caller owns, or NULL with *err set. */
 json_t *cg_workspace_snapshot (cg_workspace_t *self, cg_error_t **err);
 
 /*  Compares two snapshots (NULL counts as empty). Returns a new object the caller owns:
@@ -116,5 +144,9 @@ const char *cg_mime_type (const char *filename);
 /*  For tests: when ENABLED is false, use the O_NOFOLLOW walk as if the kernel lacked
     openat2. Not for production use; not thread-safe against concurrent accesses. */
 void cg_workspace_use_openat2 (bool enabled);
+
+/*  For tests: when ENABLED is false, indexes made from now on walk at each call instead of
+    following fanotify events. */
+void cg_workspace_use_fanotify (bool enabled);
 
 #endif

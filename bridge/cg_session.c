@@ -453,27 +453,28 @@ s_save_displays (cg_session_t *self, const cg_exec_request_t *request, cg_outcom
 //  modified files, the display outputs saved for it included), seed 002's
 //  created/modified/deleted names and, when the caller sent seed 003's files, seed 003's
 //  output files (else files is empty). As in seed 004, only a run that succeeded is
-//  scanned; BEFORE is the snapshot taken before it ran (may be NULL).
+//  scanned; MARKED says the workspace's changes were marked before it ran.
 static void
 s_fill_artifacts (cg_session_t *self, const cg_exec_request_t *request, cg_outcome_t *outcome,
-                  json_t *before)
+                  bool marked)
 {
     json_t *diff = NULL, *after = NULL;
+    cleanup_free char *notice = NULL;
     cg_error_t *err = NULL;
-    if (before && outcome->end == CG_OUTCOME_OK) {
-        after = cg_workspace_snapshot (self->ws, &err);
-        diff = after ? cg_workspace_diff (before, after) : NULL;
-    }
+    if (marked && outcome->end == CG_OUTCOME_OK)
+        diff = cg_workspace_changes (self->ws, &after, &notice, &err);
     //  The code's own files decide which displays are saved; the saved ones are listed too.
-    if (s_save_displays (self, request, outcome, diff) > 0 && after) {
+    if (s_save_displays (self, request, outcome, diff) > 0 && diff) {
         json_decref (after);
         json_decref (diff);
-        after = cg_workspace_snapshot (self->ws, &err);
-        diff = after ? cg_workspace_diff (before, after) : NULL;
+        free (notice);
+        diff = cg_workspace_changes (self->ws, &after, &notice, &err);
     }
-    if (before && outcome->end == CG_OUTCOME_OK && !after)
+    if (marked && outcome->end == CG_OUTCOME_OK && !diff)
         cg_log (1, "scan workspace after the run: %s", cg_error_message (err));
     cg_error_destroy (&err);
+    if (notice)
+        cg_outcome_add_notice (outcome, notice);
     if (!diff)
         diff = json_pack ("{s:[], s:[], s:[]}", "created", "modified", "deleted");
     outcome->artifacts = cg_artifacts_from_diff (diff, after);
@@ -801,8 +802,8 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     if (request->files && s_write_files (self, request->files, &err) < 0)
         return s_not_run (request, CG_OUTCOME_ERROR_INVALID_PARAMS, &err);
     cg_error_t *scan_err = NULL;
-    json_t *before = cg_workspace_snapshot (self->ws, &scan_err);
-    if (!before)
+    bool marked = cg_workspace_mark (self->ws, &scan_err) == 0;
+    if (!marked)
         cg_log (1, "scan workspace before the run: %s", cg_error_message (scan_err));
     cg_error_destroy (&scan_err);
     cg_run_t run;
@@ -824,8 +825,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
         outcome->kernel_restarted = true;
         cg_outcome_add_notice (outcome, notice);
     }
-    s_fill_artifacts (self, request, outcome, before);
-    json_decref (before);
+    s_fill_artifacts (self, request, outcome, marked);
     cg_run_clear (&run);
     //  The sandbox's peak memory during this run, from its cgroup.
     double peak_mb = cg_container_peak_end (self->backend, &self->sandbox, &peak);
