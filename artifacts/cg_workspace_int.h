@@ -35,18 +35,19 @@ typedef struct {
     off_t size;
     int64_t mtime_ns;
     nlink_t nlink;
+    ino_t ino;
 } cg_ws_entry_t;
 
 typedef struct {
     cg_ws_entry_t *entries;
     size_t count, capacity;
-    size_t files;    /* regular files recorded (the cap counts these) */
-    size_t scanned;  /* directory entries examined */
-    size_t skipped;  /* names that cannot be shown safely */
-    bool capped;     /* the file or scan cap cut the walk short */
-    bool deep;       /* a directory was too deep to enter */
-    bool stop;       /* stop walking (a cap was reached) */
-    bool keep_all;   /* record CG_WS_SKIPPED and CG_WS_DEEP entries too */
+    size_t files;   /* regular files recorded (the cap counts these) */
+    size_t scanned; /* directory entries examined */
+    size_t skipped; /* names that cannot be shown safely */
+    bool capped;    /* the file or scan cap cut the walk short */
+    bool deep;      /* a directory was too deep to enter */
+    bool stop;      /* stop walking (a cap was reached) */
+    bool keep_all;  /* record CG_WS_SKIPPED and CG_WS_DEEP entries too */
     dev_t dev;
 } cg_ws_walk_t;
 

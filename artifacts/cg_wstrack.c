@@ -42,6 +42,7 @@ typedef struct {
     off_t size;
     int64_t mtime_ns;
     nlink_t nlink;
+    ino_t ino;
     char rel[];
 } s_record_t;
 
@@ -54,6 +55,7 @@ typedef struct {
 
 struct cg_wstrack_t {
     int fan;             /* the fanotify group, or -1: walk at each sync */
+    int dir;             /* the workspace open for reading (open_by_handle_at refuses O_PATH) */
     char *root;          /* the workspace's path as /proc/self/fd shows it */
     zhashx_t *index;     /* rel -> s_record_t */
     zhashx_t *dirs;      /* directory rel -> how many records are below it (an integer) */
@@ -66,7 +68,7 @@ struct cg_wstrack_t {
     bool capped;         /* a cap cut a walk short: listings are truncated */
     bool overflow;       /* events were lost: walk at the next sync, and say so */
     bool stale;          /* walk at the next sync (a cut-short walk may have left out files) */
-    bool rescanned; /* walked since the mark because events overflowed */
+    bool rescanned;      /* walked since the mark because events overflowed */
     //  The last directory handle resolved during a drain, and its rel (NULL: outside).
     char *handle;
     size_t handle_len;
@@ -171,6 +173,7 @@ s_put (cg_wstrack_t *self, const cg_ws_entry_t *entry)
         record->size = entry->size;
         record->mtime_ns = entry->mtime_ns;
         record->nlink = entry->nlink;
+        record->ino = entry->ino;
         return;
     }
     if (record)
@@ -194,7 +197,7 @@ s_put (cg_wstrack_t *self, const cg_ws_entry_t *entry)
         self->stale = true;
     size_t len = strlen (entry->rel);
     record = cg_xmalloc (sizeof *record + len + 1);
-    *record = (s_record_t){entry->kind, entry->size, entry->mtime_ns, entry->nlink};
+    *record = (s_record_t){entry->kind, entry->size, entry->mtime_ns, entry->nlink, entry->ino};
     memcpy (record->rel, entry->rel, len + 1);
     zhashx_insert (self->index, entry->rel, record);
     s_dirs_add (self, entry->rel, 1);
@@ -209,7 +212,8 @@ s_stop_events (cg_wstrack_t *self, const char *why)
     cg_log (1, "workspace %s: %s; its changes are found by walking it from now on", self->root,
             why);
     close (self->fan);
-    self->fan = -1;
+    close (self->dir);
+    self->fan = self->dir = -1;
 }
 
 //  Walks the whole workspace and makes the index what the walk found. Returns 0, or -1
@@ -315,7 +319,7 @@ s_dir_rel (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *han
     self->handle_len = len;
     self->handle_rel = NULL;
     cleanup_close int fd =
-        open_by_handle_at (ws->fd, (struct file_handle *)self->handle, O_PATH | O_CLOEXEC);
+        open_by_handle_at (self->dir, (struct file_handle *)self->handle, O_PATH | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat (fd, &st) < 0 || st.st_nlink == 0 || st.st_dev != ws->dev)
         return NULL;
@@ -337,8 +341,7 @@ s_dir_rel (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *han
 
 //  Notes the path an event names: NAME in the directory HANDLE.
 static void
-s_note (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *handle,
-        const char *name)
+s_note (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *handle, const char *name)
 {
     if (!*name || strcmp (name, ".") == 0)
         return;
@@ -361,7 +364,8 @@ s_event (cg_wstrack_t *self, cg_workspace_t *ws, const struct fanotify_event_met
         if (header->len < sizeof *header || at + header->len > end)
             break;
         if (header->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME
-            && header->len > sizeof (struct fanotify_event_info_fid) + sizeof (struct file_handle)) {
+            && header->len
+                   > sizeof (struct fanotify_event_info_fid) + sizeof (struct file_handle)) {
             const struct fanotify_event_info_fid *fid = (const void *)at;
             const struct file_handle *handle = (const void *)fid->handle;
             const char *name = (const char *)handle->f_handle + handle->handle_bytes;
@@ -376,7 +380,7 @@ s_event (cg_wstrack_t *self, cg_workspace_t *ws, const struct fanotify_event_met
 static void
 s_drain (cg_wstrack_t *self, cg_workspace_t *ws)
 {
-    char buffer[32768] __attribute__ ((aligned (__alignof__ (struct fanotify_event_metadata))));
+    char buffer[32768] __attribute__ ((aligned (__alignof__(struct fanotify_event_metadata))));
     free (self->handle);
     free (self->handle_rel);
     self->handle = self->handle_rel = NULL;
@@ -433,6 +437,8 @@ s_start_events (cg_wstrack_t *self, cg_workspace_t *ws)
     path[n] = '\0';
     self->root = cg_xstrdup (path);
     self->fan = fan;
+    self->dir = dir;
+    dir = -1;
 }
 
 //  ---------------------------------------------------------------------------------------
@@ -442,7 +448,7 @@ cg_wstrack_t *
 cg_wstrack_new (cg_workspace_t *ws, cg_error_t **err)
 {
     cg_wstrack_t *self = cg_xcalloc (1, sizeof *self);
-    self->fan = -1;
+    self->fan = self->dir = -1;
     self->index = s_table (true);
     self->dirs = s_table (false);
     self->before = s_table (true);
@@ -464,8 +470,10 @@ cg_wstrack_destroy (cg_wstrack_t **self_p)
     cg_wstrack_t *self = *self_p;
     if (!self)
         return;
-    if (self->fan >= 0)
+    if (self->fan >= 0) {
         close (self->fan);
+        close (self->dir);
+    }
     zhashx_destroy (&self->index);
     zhashx_destroy (&self->dirs);
     zhashx_destroy (&self->before);
@@ -484,23 +492,51 @@ cg_wstrack_live (const cg_wstrack_t *self)
     return self->fan >= 0;
 }
 
-//  Looks again at every path events named, and at every file with more than one link (a
-//  write through another name reports that name only).
+//  Looks again at every file that shares its inode with a file of more than one link: a
+//  write through one name reports that name only.
+static void
+s_refresh_linked (cg_wstrack_t *self, cg_workspace_t *ws)
+{
+    zhashx_t *inodes = zhashx_new ();
+    static char s_mark;
+    for (s_record_t *r = zhashx_first (self->index); r; r = zhashx_next (self->index))
+        if (r->kind == CG_WS_FILE && r->nlink > 1) {
+            char key[32];
+            snprintf (key, sizeof key, "%ju", (uintmax_t)r->ino);
+            zhashx_update (inodes, key, &s_mark);
+        }
+    zlistx_t *paths = zlistx_new ();
+    for (s_record_t *r = zhashx_first (self->index); r; r = zhashx_next (self->index)) {
+        char key[32];
+        snprintf (key, sizeof key, "%ju", (uintmax_t)r->ino);
+        if (r->kind == CG_WS_FILE && zhashx_lookup (inodes, key))
+            zlistx_add_end (paths, cg_xstrdup (r->rel));
+    }
+    for (char *rel = zlistx_first (paths); rel; rel = zlistx_next (paths)) {
+        if (!self->stale)
+            s_refresh (self, ws, rel);
+        free (rel);
+    }
+    zlistx_destroy (&paths);
+    zhashx_destroy (&inodes);
+}
+
+//  Looks again at every path events named.
 static void
 s_refresh_dirty (cg_wstrack_t *self, cg_workspace_t *ws)
 {
     zlistx_t *paths = zlistx_new ();
-    zlistx_set_destructor (paths, (zlistx_destructor_fn *)s_free_item);
     for (void *item = zhashx_first (self->dirty); item; item = zhashx_next (self->dirty))
         zlistx_add_end (paths, cg_xstrdup (zhashx_cursor (self->dirty)));
     zhashx_purge (self->dirty);
-    if (self->linked > 0)
-        for (s_record_t *r = zhashx_first (self->index); r; r = zhashx_next (self->index))
-            if (r->kind == CG_WS_FILE && r->nlink > 1)
-                zlistx_add_end (paths, cg_xstrdup (r->rel));
-    for (char *rel = zlistx_first (paths); rel && !self->stale; rel = zlistx_next (paths))
-        s_refresh (self, ws, rel);
+    for (char *rel = zlistx_first (paths); rel; rel = zlistx_next (paths)) {
+        if (!self->stale)
+            s_refresh (self, ws, rel);
+        free (rel);
+    }
     zlistx_destroy (&paths);
+    if (self->linked > 0 && !self->stale)
+        s_refresh_linked (self, ws);
 }
 
 int
@@ -544,18 +580,17 @@ cg_wstrack_changes (cg_wstrack_t *self, json_t **after, char **notice)
         s_record_t *now = zhashx_lookup (self->index, rel);
         if (now && now->kind != CG_WS_FILE)
             now = NULL;
-        int k = !old->present && now                                                 ? 0
-                : old->present && now
-                        && (old->size != now->size || old->mtime_ns != now->mtime_ns) ? 1
-                : old->present && !now                                               ? 2
-                                                                                     : -1;
+        int k = !old->present && now ? 0
+                : old->present && now && (old->size != now->size || old->mtime_ns != now->mtime_ns)
+                    ? 1
+                : old->present && !now ? 2
+                                       : -1;
         if (k < 0)
             continue;
         lists[k][counts[k]++] = rel;
         if (now)
-            json_object_set_new (*after, rel,
-                                 json_pack ("[I,I]", (json_int_t)now->size,
-                                            (json_int_t)now->mtime_ns));
+            json_object_set_new (
+                *after, rel, json_pack ("[I,I]", (json_int_t)now->size, (json_int_t)now->mtime_ns));
     }
     json_t *result = json_object ();
     json_object_set_new (result, "created", cg_ws_sorted_array (lists[0], counts[0]));
@@ -592,9 +627,9 @@ cg_wstrack_list (cg_wstrack_t *self, size_t offset, size_t limit)
     }
     json_t *artifacts = json_array ();
     for (size_t i = offset; i < self->files && i - offset < limit; i++)
-        json_array_append_new (artifacts, cg_ws_artifact (self->sorted[i]->rel,
-                                                          self->sorted[i]->size,
-                                                          self->sorted[i]->mtime_ns));
+        json_array_append_new (artifacts,
+                               cg_ws_artifact (self->sorted[i]->rel, self->sorted[i]->size,
+                                               self->sorted[i]->mtime_ns));
     bool truncated = self->capped || self->deep > 0 || self->walk_deep;
     return json_pack ("{s:o, s:b, s:I, s:I}", "artifacts", artifacts, "truncated", truncated,
                       "skipped", (json_int_t)(self->skipped + self->walk_skipped), "total",

@@ -35,6 +35,7 @@ s_record (cg_ws_walk_t *walk, char **rel, cg_ws_kind_t kind, const struct stat *
         item->size = st->st_size;
         item->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
         item->nlink = st->st_nlink;
+        item->ino = st->st_ino;
     }
 }
 
