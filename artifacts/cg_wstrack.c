@@ -617,7 +617,7 @@ s_compare_records (const void *a, const void *b)
 json_t *
 cg_wstrack_list (cg_wstrack_t *self, size_t offset, size_t limit)
 {
-    if (!self->sorted) {
+    if (!self->sorted && offset < self->files && limit > 0) {
         self->sorted = cg_xcalloc (self->files ? self->files : 1, sizeof *self->sorted);
         size_t count = 0;
         for (s_record_t *r = zhashx_first (self->index); r; r = zhashx_next (self->index))

@@ -120,24 +120,35 @@ cg_resources_list (const cg_request_t *req, json_t *params)
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, "resources/list: unknown cursor");
         return;
     }
-    json_t *all = s_provided (req->server, false);
+    //  The page [start, stop) of the providers' resources followed by each session's files
+    //  in order; each session's are served from its workspace's index, O(page), and a
+    //  session before or after the page costs only its count.
+    size_t stop = (size_t)start + S_PAGE, at = 0;
+    json_t *page = json_array ();
+    json_t *provided = s_provided (req->server, false);
+    size_t i;
+    json_t *item;
+    json_array_foreach (provided, i, item)
+    {
+        if (at >= (size_t)start && at < stop)
+            json_array_append (page, item);
+        at++;
+    }
+    json_decref (provided);
     zlistx_t *mine = cg_registry_sessions (cg_server_registry (req->server), req->client->id);
-    for (cg_registry_session_t *s = zlistx_first (mine); s; s = zlistx_next (mine)) {
-        json_t *listing = s->ws ? cg_workspace_list (s->ws, NULL) : NULL;
-        size_t i;
-        json_t *artifact;
-        json_array_foreach (json_object_get (listing, "artifacts"), i, artifact)
-            json_array_append_new (all, s_resource (s->id, artifact));
+    for (cg_registry_session_t *s = zlistx_first (mine); s && at <= stop; s = zlistx_next (mine)) {
+        size_t skip = (size_t)start > at ? (size_t)start - at : 0;
+        size_t want = stop > at + skip ? stop - at - skip : 0;
+        json_t *listing = s->ws ? cg_workspace_list_page (s->ws, skip, want, NULL) : NULL;
+        json_array_foreach (json_object_get (listing, "artifacts"), i, item)
+            json_array_append_new (page, s_resource (s->id, item));
+        at += (size_t)json_integer_value (json_object_get (listing, "total"));
         json_decref (listing);
     }
     zlistx_destroy (&mine);
-    json_t *page = json_array ();
-    for (size_t i = (size_t)start; i < json_array_size (all) && i < (size_t)start + S_PAGE; i++)
-        json_array_append (page, json_array_get (all, i));
     json_t *result = json_pack ("{s:o}", "resources", page);
-    if ((size_t)start + S_PAGE < json_array_size (all))
+    if (at > stop)
         json_object_set_new (result, "nextCursor", json_sprintf ("%ld", start + S_PAGE));
-    json_decref (all);
     cg_request_result (req, result);
 }
 

@@ -28,7 +28,8 @@ static void
 s_write (const char *rel, const char *text, bool append)
 {
     cleanup_free char *path = cg_strdupf ("%s/%s", s_ws_dir, rel);
-    int fd = open (path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (append ? O_APPEND : O_TRUNC), 0644);
+    int fd = open (
+        path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (append ? O_APPEND : O_TRUNC), 0644);
     if (fd >= 0) {
         cg_write_all (fd, text, strlen (text));
         close (fd);
