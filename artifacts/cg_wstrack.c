@@ -107,12 +107,32 @@ s_dirs_add (cg_wstrack_t *self, const char *rel, int delta)
     }
 }
 
+//  Forgets the paths that were no file at the mark and are none now (made and removed
+//  since): what is left is bounded by the files then and now.
+static void
+s_prune (cg_wstrack_t *self)
+{
+    zlistx_t *none = zlistx_new ();
+    for (s_old_t *old = zhashx_first (self->before); old; old = zhashx_next (self->before)) {
+        s_record_t *now = zhashx_lookup (self->index, zhashx_cursor (self->before));
+        if (!old->present && (!now || now->kind != CG_WS_FILE))
+            zlistx_add_end (none, cg_xstrdup (zhashx_cursor (self->before)));
+    }
+    for (char *rel = zlistx_first (none); rel; rel = zlistx_next (none)) {
+        zhashx_delete (self->before, rel);
+        free (rel);
+    }
+    zlistx_destroy (&none);
+}
+
 //  Remembers REL's state at the mark, before it first changes.
 static void
 s_old (cg_wstrack_t *self, const char *rel)
 {
     if (zhashx_lookup (self->before, rel))
         return;
+    if (zhashx_size (self->before) >= S_DIRTY_MAX)
+        s_prune (self);
     s_record_t *record = zhashx_lookup (self->index, rel);
     s_old_t *old = cg_xcalloc (1, sizeof *old);
     if (record && record->kind == CG_WS_FILE)
@@ -599,8 +619,8 @@ cg_wstrack_changes (cg_wstrack_t *self, json_t **after, char **notice)
     for (int k = 0; k < 3; k++)
         free (lists[k]);
     *notice = self->rescanned
-                  ? cg_strdupf ("The workspace changed faster than cellgate could follow it (its "
-                                "event queue overflowed), so it walked " CG_WORKSPACE_MOUNT
+                  ? cg_strdupf ("Files changed faster than cellgate could follow them one by one "
+                                "(its event queue overflowed), so it walked " CG_WORKSPACE_MOUNT
                                 " in full to find the created, modified and deleted files (at "
                                 "most %d files are listed).",
                                 CG_WORKSPACE_FILES_MAX)
