@@ -19,7 +19,7 @@ import path from 'node:path';
 import { Client } from '../e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js';
 import { StdioClientTransport } from '../e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.js';
 
-import { serverBinary } from '../e2e/lib.mjs';
+import { serverBinary, sleep } from '../e2e/lib.mjs';
 import { fmt, pct } from './stats.mjs';
 
 const RUNS = Number(process.argv[2] || 30);
@@ -80,9 +80,20 @@ async function measure(bin) {
       out[size] = times;
       console.log(`  ${path.basename(bin)} ${String(size).padStart(6)} files: ${fmt(times)}  (load ${os.loadavg()[0].toFixed(2)})`);
     }
+    await call(client, "import shutil; shutil.rmtree('/mnt/data/set')", sid);
   } finally {
+    // Let the server unmount its session's file systems before the state goes.
+    const pid = transport.pid;
     await client.close();
-    fs.rmSync(state, { recursive: true, force: true });
+    for (let i = 0; i < 1200; i++) {
+      try { process.kill(pid, 0); } catch { break; }
+      await sleep(50);
+    }
+    try {
+      fs.rmSync(state, { recursive: true, force: true });
+    } catch (e) {
+      console.log(`  (left ${state}: ${e.code})`);
+    }
   }
   return out;
 }
