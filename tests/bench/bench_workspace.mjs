@@ -32,7 +32,7 @@ const PER_DIR = 1000;
 async function call(client, code, sid) {
   const t0 = process.hrtime.bigint();
   const r = await client.callTool(
-    { name: 'execute_code', arguments: { language: 'python', session_id: sid, code } },
+    { name: 'execute_code', arguments: { language: 'python', session_id: sid, code, timeout: 300 } },
     undefined,
     { timeout: 600000 },
   );
