@@ -365,6 +365,8 @@ s_note (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *handle
 {
     if (!*name || strcmp (name, ".") == 0)
         return;
+    //  Untrusted: NAME is whatever sandboxed code named a file; it only says where to look
+    //  again (s_look applies the walk's rules), and the pending paths are bounded.
     const char *dir = s_dir_rel (self, ws, handle);
     if (!dir)
         return;
