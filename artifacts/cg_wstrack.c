@@ -73,6 +73,8 @@ struct cg_wstrack_t {
     char *handle;
     size_t handle_len;
     char *handle_rel;
+    int handle_fd;    /* that directory (O_PATH) when it is outside the workspace, else -1 */
+    zhashx_t *inodes; /* inode -> "": multiply-linked files events named outside */
 };
 
 static void
@@ -269,6 +271,7 @@ s_rescan (cg_wstrack_t *self, cg_workspace_t *ws, cg_error_t **err)
     self->walk_deep = all ? false : walk.deep;
     self->overflow = self->stale = false;
     zhashx_purge (self->dirty);
+    zhashx_purge (self->inodes);
     cg_ws_walk_free (&walk);
     return 0;
 }
@@ -324,6 +327,17 @@ s_refresh (cg_wstrack_t *self, cg_workspace_t *ws, const char *rel)
 //  ---------------------------------------------------------------------------------------
 //  Events
 
+static void
+s_forget_handle (cg_wstrack_t *self)
+{
+    free (self->handle);
+    free (self->handle_rel);
+    self->handle = self->handle_rel = NULL;
+    if (self->handle_fd >= 0)
+        close (self->handle_fd);
+    self->handle_fd = -1;
+}
+
 //  The workspace-relative path of the directory HANDLE names ("" for the workspace), or
 //  NULL when it is gone or outside the workspace (the package layer beside it).
 static const char *
@@ -332,12 +346,10 @@ s_dir_rel (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *han
     size_t len = sizeof *handle + handle->handle_bytes;
     if (self->handle && len == self->handle_len && memcmp (self->handle, handle, len) == 0)
         return self->handle_rel;
-    free (self->handle);
-    free (self->handle_rel);
+    s_forget_handle (self);
     self->handle = cg_xmalloc (len);
     memcpy (self->handle, handle, len);
     self->handle_len = len;
-    self->handle_rel = NULL;
     cleanup_close int fd =
         open_by_handle_at (self->dir, (struct file_handle *)self->handle, O_PATH | O_CLOEXEC);
     struct stat st;
@@ -350,8 +362,13 @@ s_dir_rel (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *han
         return NULL;
     path[n] = '\0';
     size_t root_len = strlen (self->root);
-    if (strncmp (path, self->root, root_len) != 0)
+    if (strncmp (path, self->root, root_len) != 0 || (path[root_len] && path[root_len] != '/')) {
+        //  The package layer beside the workspace: a link made there to a workspace file
+        //  writes it under a name outside (s_note).
+        self->handle_fd = fd;
+        fd = -1;
         return NULL;
+    }
     if (path[root_len] == '\0')
         self->handle_rel = cg_xstrdup ("");
     else if (path[root_len] == '/')
@@ -368,6 +385,17 @@ s_note (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *handle
     //  Untrusted: NAME is whatever sandboxed code named a file; it only says where to look
     //  again (s_look applies the walk's rules), and the pending paths are bounded.
     const char *dir = s_dir_rel (self, ws, handle);
+    struct stat st;
+    if (!dir && self->handle_fd >= 0
+        && fstatat (self->handle_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode)
+        && st.st_nlink > 1 && st.st_dev == ws->dev) {
+        char key[32];
+        snprintf (key, sizeof key, "%ju", (uintmax_t)st.st_ino);
+        static char s_seen;
+        zhashx_update (self->inodes, key, &s_seen);
+        if (zhashx_size (self->inodes) > S_DIRTY_MAX)
+            self->overflow = true;
+    }
     if (!dir)
         return;
     cleanup_free char *rel = *dir ? cg_strdupf ("%s/%s", dir, name) : cg_xstrdup (name);
@@ -403,9 +431,7 @@ static void
 s_drain (cg_wstrack_t *self, cg_workspace_t *ws)
 {
     char buffer[32768] __attribute__ ((aligned (__alignof__(struct fanotify_event_metadata))));
-    free (self->handle);
-    free (self->handle_rel);
-    self->handle = self->handle_rel = NULL;
+    s_forget_handle (self);
     for (;;) {
         ssize_t n = read (self->fan, buffer, sizeof buffer);
         if (n < 0 && errno == EINTR)
@@ -470,7 +496,8 @@ cg_wstrack_t *
 cg_wstrack_new (cg_workspace_t *ws, cg_error_t **err)
 {
     cg_wstrack_t *self = cg_xcalloc (1, sizeof *self);
-    self->fan = self->dir = -1;
+    self->fan = self->dir = self->handle_fd = -1;
+    self->inodes = s_table (false);
     self->index = s_table (true);
     self->dirs = s_table (false);
     self->before = s_table (true);
@@ -501,8 +528,8 @@ cg_wstrack_destroy (cg_wstrack_t **self_p)
     zhashx_destroy (&self->before);
     zhashx_destroy (&self->dirty);
     free (self->sorted);
-    free (self->handle);
-    free (self->handle_rel);
+    s_forget_handle (self);
+    zhashx_destroy (&self->inodes);
     free (self->root);
     free (self);
     *self_p = NULL;
@@ -514,12 +541,13 @@ cg_wstrack_live (const cg_wstrack_t *self)
     return self->fan >= 0;
 }
 
-//  Looks again at every file that shares its inode with a file of more than one link: a
-//  write through one name reports that name only.
+//  Looks again at every file that shares its inode with a file of more than one link (or
+//  one events named outside the workspace): a write through one name reports that name
+//  only.
 static void
 s_refresh_linked (cg_wstrack_t *self, cg_workspace_t *ws)
 {
-    zhashx_t *inodes = zhashx_new ();
+    zhashx_t *inodes = self->inodes;
     static char s_mark;
     for (s_record_t *r = zhashx_first (self->index); r; r = zhashx_next (self->index))
         if (r->kind == CG_WS_FILE && r->nlink > 1) {
@@ -540,7 +568,7 @@ s_refresh_linked (cg_wstrack_t *self, cg_workspace_t *ws)
         free (rel);
     }
     zlistx_destroy (&paths);
-    zhashx_destroy (&inodes);
+    zhashx_purge (inodes);
 }
 
 //  Looks again at every path events named.
@@ -557,7 +585,7 @@ s_refresh_dirty (cg_wstrack_t *self, cg_workspace_t *ws)
         free (rel);
     }
     zlistx_destroy (&paths);
-    if (self->linked > 0 && !self->stale)
+    if ((self->linked > 0 || zhashx_size (self->inodes) > 0) && !self->stale)
         s_refresh_linked (self, ws);
 }
 

@@ -172,6 +172,17 @@ s_steps (cg_workspace_t *ws, cg_workspace_t *ref)
     rename (site_dir, s_p ("pkg"));
     rename (s_p ("elsewhere"), s_site ("gone"));
     snap = s_compare (ws, ref, snap, "moves in from and out to the package layer", false);
+    //  A hard link made in the package layer to a workspace file, then written through.
+    s_write ("solo.txt", "one link", false);
+    snap = s_compare (ws, ref, snap, "a file of one link", false);
+    link (s_p ("solo.txt"), s_site ("hard-too.txt"));
+    snap = s_compare (ws, ref, snap, "a link made outside the workspace", false);
+    int out = open (s_site ("hard-too.txt"), O_WRONLY | O_APPEND);
+    if (out >= 0) {
+        cg_write_all (out, "written outside", 15);
+        close (out);
+    }
+    snap = s_compare (ws, ref, snap, "a write through a link outside the workspace", false);
     //  A file where a directory was, and the other way round.
     cg_rm_rf (s_p ("pkg"), NULL);
     s_write ("pkg", "now a file", false);
