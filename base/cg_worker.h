@@ -38,6 +38,11 @@ cg_worker_t *cg_worker_new (const char *name, size_t queue_max);
     this returns. Sets *SELF_P to NULL; safe on NULL. */
 void cg_worker_destroy (cg_worker_t **self_p);
 
+/*  Waits until every work queued so far has run (or been skipped) and calls their
+    after_cb, on the caller's thread; the worker goes on taking works. For an owner of
+    works that ends before the worker does. Callable from the owner's thread only. */
+void cg_worker_flush (cg_worker_t *self);
+
 /*  From now on works still waiting come back without running (RAN false): for a server
     told to stop now (a signal), not to finish its work. Callable from the owner's thread
     only. */
