@@ -54,6 +54,12 @@ cg_server_store (cg_server_t *self)
     return self->store;
 }
 
+cg_worker_t *
+cg_server_log_worker (cg_server_t *self)
+{
+    return self->log_worker;
+}
+
 cg_loop_t *
 cg_server_loop (cg_server_t *self)
 {
@@ -182,6 +188,7 @@ cg_mcp_new (const cg_mcp_env_t *env)
     self->loop = env->loop;
     self->http = env->http;
     self->execlog = env->execlog;
+    self->log_worker = env->log_worker;
     //  A message must hold the largest upload in base64 (4 characters per 3 bytes).
     size_t message_max = config->max_upload_bytes / 3 * 4 + 1024 * 1024;
     if (message_max < MIN_MESSAGE_MAX)
@@ -222,6 +229,9 @@ cg_mcp_destroy (cg_server_t **self_p)
         cg_worker_cancel_waiting (self->store);
     cg_loop_forget (self->loop, self);
     cg_worker_destroy (&self->store);
+    //  The log's searches queued are answered while the calls are here (the worker is the
+    //  process's and outlives this front end).
+    cg_worker_flush (self->log_worker);
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self->calls); /* before the registry: the calls' one-shot runners */
     cg_streamable_destroy (&self->streamable);
