@@ -4,8 +4,8 @@
 //
 // Each server (stdio, the official MCP SDK client, its download listener on) gets:
 // an execution log of LOG_ENTRIES runs (default 50,000; written as the log's own lines, the
-// index rebuilt at start), a script library of SCRIPTS scripts (default 5,000, made by
-// build/tests/bench_scripts), a session with CELLS cells (default 300, 2 KB of output each)
+// index rebuilt at start), a script library of SCRIPTS scripts (default 2,000, made once by
+// build/tests/bench_scripts and copied), a session with CELLS cells (default 300, 2 KB of output each)
 // and a 64 MB file in its workspace. Then, for LOAD_S seconds (default 20), these run
 // concurrently, each in its own loop, one request at a time:
 //   search_execution_logs (a text query over every run, then a status filter) and
@@ -16,7 +16,7 @@
 // and another a gateway GET /api every 10 ms. Printed per server: the longest and p99 ping
 // stall (answer time), the pings, and how many of each operation completed.
 //
-//   node tests/bench/bench_loop.mjs [load_s=20] [log_entries=50000] [scripts=5000] [cells=300]
+//   node tests/bench/bench_loop.mjs [load_s=20] [log_entries=50000] [scripts=2000] [cells=300]
 //   BASE_BIN=/work/helpers/cellgate-base CELLGATE_BIN=build/cellgate node tests/bench/bench_loop.mjs
 //   ONLY=search_logs,... restricts the load to the named operations (to find which stalls).
 //
@@ -31,7 +31,7 @@ import { REPO_ROOT, startServer } from '../e2e/lib.mjs';
 
 const LOAD_S = Number(process.argv[2] || 20);
 const LOG_ENTRIES = Number(process.argv[3] || 50000);
-const SCRIPTS = Number(process.argv[4] || 5000);
+const SCRIPTS = Number(process.argv[4] || 2000);
 const CELLS = Number(process.argv[5] || 300);
 const BASE_BIN = process.env.BASE_BIN || '/work/helpers/cellgate-base';
 const MINE_BIN = process.env.CELLGATE_BIN || path.join(REPO_ROOT, 'build', 'cellgate');
@@ -94,13 +94,13 @@ function startPinger(send, everyMs = 10) {
   };
 }
 
-async function runServer(bin, label) {
+async function runServer(bin, label, fixtures) {
   process.env.CELLGATE_BIN = bin;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-bench-loop-'));
   const logDir = path.join(work, 'logs');
   const scriptsDir = path.join(work, 'scripts');
-  seedLog(logDir);
-  execFileSync(path.join(REPO_ROOT, 'build', 'tests', 'bench_scripts'), [String(SCRIPTS), '1', scriptsDir], { stdio: 'ignore' });
+  execFileSync('cp', ['-a', path.join(fixtures, 'logs'), logDir]);
+  execFileSync('cp', ['-a', path.join(fixtures, 'scripts'), scriptsDir]);
   const t0 = performance.now();
   const server = await startServer({
     name: 'bench-loop',
@@ -166,11 +166,18 @@ async function runServer(bin, label) {
   }
 }
 
+const fixtures = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-bench-loop-fixtures-'));
+seedLog(path.join(fixtures, 'logs'));
+execFileSync(path.join(REPO_ROOT, 'build', 'tests', 'bench_scripts'), [String(SCRIPTS), '1', path.join(fixtures, 'scripts')], { stdio: 'ignore' });
 const rows = [];
-for (const [label, bin] of [['base', BASE_BIN], ['this build', MINE_BIN]]) {
-  const row = await runServer(bin, label);
-  rows.push(row);
-  process.stdout.write(`${JSON.stringify(row)}\n`);
+try {
+  for (const [label, bin] of [['base', BASE_BIN], ['this build', MINE_BIN]]) {
+    const row = await runServer(bin, label, fixtures);
+    rows.push(row);
+    process.stdout.write(`${JSON.stringify(row)}\n`);
+  }
+} finally {
+  fs.rmSync(fixtures, { recursive: true, force: true });
 }
 const f = (x) => x.toFixed(1);
 process.stdout.write(`\nload ${LOAD_S} s, log ${LOG_ENTRIES} runs, ${SCRIPTS} scripts, ${CELLS} cells${ONLY ? `, only ${ONLY}` : ''}\n`);
