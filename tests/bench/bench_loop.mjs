@@ -2,35 +2,43 @@
 // client that pings every 10 ms while other requests run the heavy operations at full tilt,
 // for two server binaries in the same run (the base first, then this build).
 //
-// Each server (stdio, the official MCP SDK client, its download listener on) gets:
-// an execution log of LOG_ENTRIES runs (default 50,000; written as the log's own lines, the
-// index rebuilt at start), a script library of SCRIPTS scripts (default 2,000, made once by
+// Each server (Streamable HTTP, the official MCP SDK client) gets: an execution log of
+// LOG_ENTRIES runs of 2 KB output (default 20,000; written as the log's own lines, the index
+// rebuilt at start), a script library of SCRIPTS scripts (default 2,000, made once by
 // build/tests/bench_scripts and copied), a session with CELLS cells (default 300, 2 KB of output each)
 // and a 64 MB file in its workspace. Then, for LOAD_S seconds (default 20), these run
 // concurrently, each in its own loop, one request at a time:
-//   search_execution_logs (a text query over every run, then a status filter) and
-//   get_execution_log; save_script and search_scripts; export_notebook of the session;
+//   search_execution_logs (a two-letter query, which scans every run's text, then a word)
+//   and get_execution_log; save_script and search_scripts; export_notebook of the session;
 //   list_scripts; read_artifact of a 700 KB file; upload_file of 8 MB; resources/list;
 //   a download of the 64 MB file over HTTP.
-// Meanwhile one pinger sends an MCP ping every 10 ms (the next one 10 ms after the answer)
-// and another a gateway GET /api every 10 ms. Printed per server: the longest and p99 ping
-// stall (answer time), the pings, and how many of each operation completed.
+// Meanwhile a pinger in a process of its own (so that the load's JSON work in this one does
+// not delay it), with its own MCP client, sends an MCP ping every 10 ms (the next one 10 ms
+// after the answer) and a gateway GET /api every 10 ms. Printed per server: the longest,
+// p99 and p50 answer times of each, the pings, and how many of each operation completed.
 //
-//   node tests/bench/bench_loop.mjs [load_s=20] [log_entries=50000] [scripts=2000] [cells=300]
+//   node tests/bench/bench_loop.mjs [load_s=20] [log_entries=20000] [scripts=2000] [cells=300]
 //   BASE_BIN=/work/helpers/cellgate-base CELLGATE_BIN=build/cellgate node tests/bench/bench_loop.mjs
 //   ONLY=search_logs,... restricts the load to the named operations (to find which stalls).
 //
 // Not part of the test command: a benchmark, not a pass/fail check.
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { REPO_ROOT, startServer } from '../e2e/lib.mjs';
+import { createRequire } from 'node:module';
+
+import { REPO_ROOT, startHttpServer } from '../e2e/lib.mjs';
+
+// The SDK, from tests/e2e's node_modules.
+const sdk = createRequire(new URL('../e2e/lib.mjs', import.meta.url));
+const { Client } = await import(sdk.resolve('@modelcontextprotocol/sdk/client/index.js'));
+const { StreamableHTTPClientTransport } = await import(sdk.resolve('@modelcontextprotocol/sdk/client/streamableHttp.js'));
 
 const LOAD_S = Number(process.argv[2] || 20);
-const LOG_ENTRIES = Number(process.argv[3] || 50000);
+const LOG_ENTRIES = Number(process.argv[3] || 20000);
 const SCRIPTS = Number(process.argv[4] || 2000);
 const CELLS = Number(process.argv[5] || 300);
 const BASE_BIN = process.env.BASE_BIN || '/work/helpers/cellgate-base';
@@ -56,7 +64,7 @@ function seedLog(dir) {
       status: failed ? 'failed' : 'success', exit_code: failed ? 1 : 0, duration_ms: 3,
       executed_at: t, tool: 'execute_code', front_end: 'mcp',
       code: `rows = load("${words[i % 8]}-${i}")\nprint(summary(rows, marker=${i}))`,
-      stdout: `${words[(i * 3) % 8]} batch ${i}: ${'x'.repeat(200)}\n`,
+      stdout: `${words[(i * 3) % 8]} batch ${i}: ${'x'.repeat(2000)}\n`,
       stderr: failed ? `Traceback: ValueError ${words[i % 8]}\n` : '',
     })}\n`;
     if (chunk.length > 1 << 20) { fs.writeSync(out, chunk); chunk = ''; }
@@ -94,6 +102,22 @@ function startPinger(send, everyMs = 10) {
   };
 }
 
+// The pinger's process: `bench_loop.mjs --pinger ORIGIN`; pings until told "stop", then
+// sends its figures back.
+async function pinger(origin) {
+  const client = new Client({ name: 'bench-loop-pinger', version: '0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${origin}/mcp`)));
+  const mcp = startPinger(() => client.ping({ timeout: 600000 }));
+  const api = startPinger(async () => { const r = await fetch(`${origin}/api`); await r.text(); });
+  process.send({ ready: true });
+  process.on('message', async () => {
+    const figures = { mcp: await mcp.stop(), api: await api.stop() };
+    process.send(figures);
+    await client.close();
+    process.exit(0);
+  });
+}
+
 async function runServer(bin, label, fixtures) {
   process.env.CELLGATE_BIN = bin;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-bench-loop-'));
@@ -102,13 +126,9 @@ async function runServer(bin, label, fixtures) {
   execFileSync('cp', ['-a', path.join(fixtures, 'logs'), logDir]);
   execFileSync('cp', ['-a', path.join(fixtures, 'scripts'), scriptsDir]);
   const t0 = performance.now();
-  const server = await startServer({
-    name: 'bench-loop',
-    args: ['--log-dir', logDir, '--scripts-dir', scriptsDir, '--pool', 'off'],
-    connectTimeoutMs: 600000,
-  });
+  const server = await startHttpServer({ args: ['--log-dir', logDir, '--scripts-dir', scriptsDir, '--pool', 'off'] });
   const startS = (performance.now() - t0) / 1000;
-  const c = server.client;
+  const { client: c } = await server.connect();
   try {
     // The session: CELLS cells with output, a 64 MB file, a 700 KB one.
     const SID = (await call(c, 'start_session', { language: 'python' })).structuredContent.session_id;
@@ -120,14 +140,13 @@ async function runServer(bin, label, fixtures) {
     });
     const big = (await call(c, 'read_artifact', { session_id: SID, path: 'big.bin' })).structuredContent;
     const bigUrl = big.download_url;
-    const origin = bigUrl ? new URL(bigUrl).origin : null;
     const upload = Buffer.alloc(8 << 20, 7).toString('base64');
 
     const counts = {};
     let stop = false;
     const ops = {
       search_logs: async (i) => {
-        await call(c, 'search_execution_logs', i % 2 ? { query: 'batch', limit: 100 } : { status: 'failed', query: 'marker=1' });
+        await call(c, 'search_execution_logs', i % 2 ? { query: 'batch', limit: 100 } : { query: 'zq' });
         await call(c, 'get_execution_log', { execution_id: `exec_b${String(i % LOG_ENTRIES).padStart(11, '0')}` });
       },
       scripts: async (i) => {
@@ -146,8 +165,9 @@ async function runServer(bin, label, fixtures) {
       },
     };
     const selected = Object.entries(ops).filter(([name]) => !ONLY || ONLY.includes(name));
-    const mcpPing = startPinger(() => c.ping({ timeout: 600000 }));
-    const apiPing = origin ? startPinger(async () => { const r = await fetch(`${origin}/api`); await r.text(); }) : null;
+    const child = fork(new URL(import.meta.url).pathname, ['--pinger', server.origin]);
+    const fromChild = () => new Promise((resolve) => child.once('message', resolve));
+    await fromChild();
     const loops = selected.map(([name, fn]) => (async () => {
       counts[name] = 0;
       for (let i = 0; !stop; i++) {
@@ -156,8 +176,8 @@ async function runServer(bin, label, fixtures) {
     })());
     await new Promise((r) => setTimeout(r, LOAD_S * 1000));
     stop = true;
-    const ping = await mcpPing.stop();
-    const api = apiPing ? await apiPing.stop() : null;
+    child.send('stop');
+    const { mcp: ping, api } = await fromChild();
     await Promise.all(loops);
     return { label, bin, startS, ping, api, counts, load: os.loadavg().map((x) => x.toFixed(2)).join(' ') };
   } finally {
@@ -166,6 +186,9 @@ async function runServer(bin, label, fixtures) {
   }
 }
 
+if (process.argv[2] === '--pinger') {
+  await pinger(process.argv[3]);
+} else {
 const fixtures = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-bench-loop-fixtures-'));
 seedLog(path.join(fixtures, 'logs'));
 execFileSync(path.join(REPO_ROOT, 'build', 'tests', 'bench_scripts'), [String(SCRIPTS), '1', path.join(fixtures, 'scripts')], { stdio: 'ignore' });
@@ -186,3 +209,4 @@ for (const r of rows)
   process.stdout.write(`${r.label} | ${f(r.ping.max)} / ${f(r.ping.p99)} / ${f(r.ping.p50)} (${r.ping.n}) | ${r.api ? `${f(r.api.max)} / ${f(r.api.p99)} (${r.api.n})` : '-'} | ${r.load}\n`);
 if (rows.length === 2)
   process.stdout.write(`longest MCP ping stall, this build / base: ${(rows[1].ping.max / rows[0].ping.max).toFixed(2)}\n`);
+}

@@ -115,3 +115,23 @@ test('a ping sent right after a slow log search (a two-letter query over 40 MB o
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a ping sent right after a 32 MB upload_file is answered first; the file is whole', async () => {
+  const server = await startServer({ name: 'loop-upload' });
+  try {
+    const c = server.client;
+    const session_id = (await call(c, 'start_session', { language: 'bash' })).structuredContent.session_id;
+    const content = Buffer.alloc(32 << 20, 0x61).toString('base64');
+    const order = [];
+    const upload = call(c, 'upload_file', { session_id, filename: 'big.txt', content_base64: content }).then((r) => { order.push('upload'); return r; });
+    const ping = c.ping({ timeout: 60000 }).then(() => order.push('ping'));
+    await Promise.all([upload, ping]);
+    assert.deepEqual(order, ['ping', 'upload'], 'the loop answered the ping while the upload was decoded and written elsewhere');
+    const up = (await upload).structuredContent;
+    assert.equal(up.size_bytes, 32 << 20, JSON.stringify(up));
+    const wc = (await call(c, 'execute_code', { language: 'bash', session_id, code: 'wc -c < big.txt; tr -d a < big.txt | wc -c' })).structuredContent;
+    assert.equal(wc.stdout, `${32 << 20}\n0\n`);
+  } finally {
+    await server.close();
+  }
+});
