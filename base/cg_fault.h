@@ -17,8 +17,9 @@
     "session_dir", "workspace", "site", "ipc_dir", "oci_config", "container_start", "kernel_spec", \
         "connection_file", "kernel_sockets", "kernel_exec", "handshake"
 
-/*  The hold points: the execution log's worker about to search or read the log. */
-#define CG_FAULT_HOLDS "log_read"
+/*  The hold points: the execution log's worker about to search or read the log; the
+    Streamable HTTP transport's parser about to parse a large body. */
+#define CG_FAULT_HOLDS "log_read", "request_parse"
 
 /*  Removes every `--test-fail-at LIST` and `--test-hold-at POINT:PATH` pair from ARGV (shifting the rest down and
     updating *ARGC) and arms the steps LIST names (comma-separated) and the holds. Call it

@@ -111,8 +111,30 @@ s_file_job_run (cg_tool_job_t *job)
     cg_workspace_destroy (&ws);
 }
 
-static void s_unmake (cg_server_t *server, cg_registry_session_t *session, json_t *result);
-static void s_notice (json_t *result, cg_registry_session_t *session);
+//  Forgets the session SESSION that an upload_file without session_id made for a call
+//  that failed: it holds a sandbox slot, and RESULT does not give its id out.
+static void
+s_unmake (cg_server_t *server, cg_registry_session_t *session, json_t *result)
+{
+    cg_registry_retire (cg_server_registry (server), session);
+    json_object_del (json_object_get (result, "structuredContent"), "session_id");
+}
+
+//  Adds SESSION's notice (cg_registry_take_notice), if it has one, to RESULT: as its
+//  structured notice and a line of its text.
+static void
+s_notice (json_t *result, cg_registry_session_t *session)
+{
+    cleanup_free char *notice = cg_registry_take_notice (session);
+    json_t *text =
+        json_object_get (json_array_get (json_object_get (result, "content"), 0), "text");
+    if (!notice || !json_is_string (text))
+        return;
+    json_object_set_new (json_object_get (result, "structuredContent"), "notice",
+                         json_string (notice));
+    cleanup_free char *joined = cg_strdupf ("%s\n[notice] %s", json_string_value (text), notice);
+    json_string_set (text, joined);
+}
 
 //  Back on the loop: the session touched, an upload's notice, or the session made for a
 //  failed unnamed upload forgotten.
@@ -335,31 +357,6 @@ cg_tools_export_notebook (const cg_request_t *req, json_t *arguments)
                      .line_max = config->notebook_max_bytes};
     cg_registry_touch (session);
     cg_tools_job_start (req, &job->job);
-}
-
-//  Forgets the session SESSION that an upload_file without session_id made for a call
-//  that failed: it holds a sandbox slot, and RESULT does not give its id out.
-static void
-s_unmake (cg_server_t *server, cg_registry_session_t *session, json_t *result)
-{
-    cg_registry_retire (cg_server_registry (server), session);
-    json_object_del (json_object_get (result, "structuredContent"), "session_id");
-}
-
-//  Adds SESSION's notice (cg_registry_take_notice), if it has one, to RESULT: as its
-//  structured notice and a line of its text.
-static void
-s_notice (json_t *result, cg_registry_session_t *session)
-{
-    cleanup_free char *notice = cg_registry_take_notice (session);
-    json_t *text =
-        json_object_get (json_array_get (json_object_get (result, "content"), 0), "text");
-    if (!notice || !json_is_string (text))
-        return;
-    json_object_set_new (json_object_get (result, "structuredContent"), "notice",
-                         json_string (notice));
-    cleanup_free char *joined = cg_strdupf ("%s\n[notice] %s", json_string_value (text), notice);
-    json_string_set (text, joined);
 }
 
 void

@@ -3,8 +3,8 @@
 // for two server binaries in the same run (the base first, then this build).
 //
 // Each server (Streamable HTTP, the official MCP SDK client) gets: an execution log of
-// LOG_ENTRIES runs of 2 KB output (default 20,000; written as the log's own lines, the index
-// rebuilt at start), a script library of SCRIPTS scripts (default 2,000, made once by
+// LOG_ENTRIES runs of 2 KB output (default 20,000; written as the log's own lines and
+// indexed once), a script library of SCRIPTS scripts (default 2,000, made once by
 // build/tests/bench_scripts and copied), a session with CELLS cells (default 300, 2 KB of output each)
 // and a 64 MB file in its workspace. Then, for LOAD_S seconds (default 20), these run
 // concurrently, each in its own loop, one request at a time:
@@ -19,7 +19,8 @@
 //
 //   node tests/bench/bench_loop.mjs [load_s=20] [log_entries=20000] [scripts=2000] [cells=300]
 //   BASE_BIN=/work/helpers/cellgate-base CELLGATE_BIN=build/cellgate node tests/bench/bench_loop.mjs
-//   ONLY=search_logs,... restricts the load to the named operations (to find which stalls).
+//   ONLY=search_logs,... restricts the load to the named operations (to find which stalls);
+//   BASE_BIN=none measures this build alone.
 //
 // Not part of the test command: a benchmark, not a pass/fail check.
 
@@ -191,10 +192,14 @@ if (process.argv[2] === '--pinger') {
 } else {
 const fixtures = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-bench-loop-fixtures-'));
 seedLog(path.join(fixtures, 'logs'));
+// The log's index, built once by a server that starts and ends at once (stdin closed).
+const indexer = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-bench-loop-state-'));
+execFileSync(MINE_BIN, ['mcp', '--state-dir', indexer, '--log-dir', path.join(fixtures, 'logs'), '--http-listen', 'off', '--pool', 'off'], { input: '', stdio: ['pipe', 'ignore', 'ignore'] });
+fs.rmSync(indexer, { recursive: true, force: true });
 execFileSync(path.join(REPO_ROOT, 'build', 'tests', 'bench_scripts'), [String(SCRIPTS), '1', path.join(fixtures, 'scripts')], { stdio: 'ignore' });
 const rows = [];
 try {
-  for (const [label, bin] of [['base', BASE_BIN], ['this build', MINE_BIN]]) {
+  for (const [label, bin] of [['base', BASE_BIN], ['this build', MINE_BIN]].filter(([, b]) => b !== 'none')) {
     const row = await runServer(bin, label, fixtures);
     rows.push(row);
     process.stdout.write(`${JSON.stringify(row)}\n`);

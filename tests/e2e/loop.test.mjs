@@ -1,8 +1,9 @@
-// The main loop never waits on the execution log (issue 29, point 2): its searches and
-// reads run on the log's own worker, after the writes queued before them, at most
-// CG_TOOLS_LOG_JOBS_MAX (16) at once; beyond that a clear server_busy. A search is held in
-// flight on the worker with --test-hold-at log_read:PATH (released by creating PATH), so
-// nothing here is timed.
+// The main loop never waits on heavy work (issue 29, point 2): the execution log's searches
+// and reads run on the log's own worker, after the writes queued before them, at most
+// CG_TOOLS_LOG_JOBS_MAX (16) at once, beyond that a clear server_busy; uploads are decoded
+// and written off the loop; a large Streamable HTTP body is parsed off the loop. Work is
+// held in flight with --test-hold-at POINT:PATH (released by creating PATH), or its order
+// checked against a ping sent right after it, so nothing here is timed.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { sleep, startServer } from './lib.mjs';
+import { sleep, startHttpServer, startServer } from './lib.mjs';
 
 const call = (client, name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
 
@@ -133,5 +134,31 @@ test('a ping sent right after a 32 MB upload_file is answered first; the file is
     assert.equal(wc.stdout, `${32 << 20}\n0\n`);
   } finally {
     await server.close();
+  }
+});
+
+test('over Streamable HTTP, a large POST body is parsed off the loop: pings are answered while it is held', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-loop-http-'));
+  const release = path.join(dir, 'release');
+  const server = await startHttpServer({ args: ['--test-hold-at', `request_parse:${release}`] });
+  try {
+    const { client: a } = await server.connect();
+    const { client: b } = await server.connect();
+    const session_id = (await a.callTool({ name: 'start_session', arguments: { language: 'bash' } })).structuredContent.session_id;
+    let settled = false;
+    const upload = a.callTool({ name: 'upload_file', arguments: { session_id, filename: 'one.bin', content_base64: Buffer.alloc(1 << 20, 1).toString('base64') } }, undefined, { timeout: 120000 })
+      .finally(() => { settled = true; });
+    for (let i = 0; i < 6000 && !server.stderrText().includes('held at request_parse'); i++) await sleep(10);
+    assert.match(server.stderrText(), /held at request_parse until/);
+    for (let i = 0; i < 5; i++) assert.deepEqual(await b.ping({ timeout: 30000 }), {});
+    assert.deepEqual(await a.ping({ timeout: 30000 }), {});
+    assert.equal(settled, false, 'the upload is still held');
+    fs.writeFileSync(release, '');
+    const up = (await upload).structuredContent;
+    assert.equal(up.size_bytes, 1 << 20, JSON.stringify(up));
+  } finally {
+    fs.writeFileSync(release, '');
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
