@@ -162,3 +162,33 @@ test('over Streamable HTTP, a large POST body is parsed off the loop: pings are 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('over stdio, a long line is parsed off the loop: the gateway answers while it is held, and the lines after it wait their turn', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-loop-stdio-'));
+  const release = path.join(dir, 'release');
+  const server = await startServer({ name: 'loop-stdio', args: ['--test-hold-at', `request_parse:${release}`] });
+  try {
+    const c = server.client;
+    const origin = server.stderrText().match(/listening on (http:\/\/[0-9.]+:\d+)/)?.[1];
+    assert.ok(origin, 'the listener\'s address is in the log');
+    const session_id = (await call(c, 'start_session', { language: 'bash' })).structuredContent.session_id;
+    const order = [];
+    const upload = call(c, 'upload_file', { session_id, filename: 'one.bin', content_base64: Buffer.alloc(1 << 20, 1).toString('base64') })
+      .then((r) => { order.push('upload'); return r; });
+    const ping = c.ping({ timeout: 60000 }).then(() => order.push('ping'));
+    for (let i = 0; i < 6000 && !server.stderrText().includes('held at request_parse'); i++) await sleep(10);
+    assert.match(server.stderrText(), /held at request_parse until/);
+    // The loop is free: the gateway (on the same loop) answers (401: no token given).
+    const api = await fetch(`${origin}/api`);
+    assert.equal(api.status, 401);
+    await api.text();
+    assert.deepEqual(order, [], 'the upload is held, the ping after it waits');
+    fs.writeFileSync(release, '');
+    await Promise.all([upload, ping]);
+    assert.equal((await upload).structuredContent.size_bytes, 1 << 20);
+  } finally {
+    fs.writeFileSync(release, '');
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
