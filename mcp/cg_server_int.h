@@ -26,6 +26,7 @@ struct cg_server_t {
     cg_execlog_t *execlog;   /* the process's execution log (borrowed), NULL when it could
                               not open */
     cg_worker_t *store;      /* the script library's and notebooks' disk work (cg_tools_jobs) */
+    cg_worker_t *files;      /* uploads' and read_artifact's (cg_tools_files) */
     cg_worker_t *log_worker; /* the process's: the one thread that calls EXECLOG (borrowed) */
     zhashx_t *tasks;         /* id -> cg_task_t (cg_tasks) */
     int64_t next_ping_us;    /* when cg_server_calls_tick looks at the streams next */

@@ -1,6 +1,7 @@
 /*  cg_tools_files — the file tools: upload_file, read_artifact, list_artifacts (the work
-    on the workspace is cg_files'); an upload's decoding and writing, a read's reading and
-    encoding and a notebook's export run on the store worker, off the loop. */
+    on the workspace is cg_files'); an upload's decoding and writing and a read's reading
+    and encoding run on the files worker, a notebook's export on the store worker, off the
+    loop. */
 #include "mcp/tools/cg_files.h"
 #include "mcp/tools/cg_tools.h"
 #include "artifacts/cg_notebook.h"
@@ -62,7 +63,7 @@ s_file_tool (const cg_request_t *req, json_t *arguments, bool read)
     cg_request_result (req, result);
 }
 
-//  upload_file's and read_artifact's work on the store worker: cg_files' own, on a
+//  upload_file's and read_artifact's work on the files worker: cg_files' own, on a
 //  workspace handle of the job's (opened from the host directory, as export_notebook's),
 //  the session found again on the loop for what is the registry's.
 typedef struct {
@@ -173,7 +174,7 @@ s_file_job_start (const cg_request_t *req, cg_registry_session_t *session, json_
         .rel = rel,
         .made = made};
     cg_registry_touch (session);
-    cg_tools_job_start (req, &job->job);
+    cg_tools_job_start_on (req, &job->job, cg_server_files_worker (req->server));
 }
 
 void
