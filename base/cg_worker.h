@@ -1,6 +1,7 @@
 /*  cg_worker — a bounded background worker (redis bio.c, libuv uv_queue_work): one thread,
-    a czmq actor, that runs slow disk work (the script library, notebook exports) in the
-    order it was queued, so the event loop only hands work over and takes it back. The
+    a czmq actor, that runs slow work (the script library, notebook exports, uploads, the
+    execution log, large messages' parsing; one worker each) in the order it was queued, so
+    the event loop only hands work over and takes it back. The
     owner polls cg_worker_sock and calls cg_worker_collect on its own thread, where each
     work's after_cb runs; a work belongs to the worker from cg_worker_queue until then. */
 #ifndef CG_WORKER_H
