@@ -14,7 +14,7 @@ struct cg_worker_t {
 };
 
 //  The actor: "WORK" <work> runs it and answers "DONE" <work> ("SKIP" when stopping);
-//  "STOP" answers "STOPPED"; "$TERM" ends it.
+//  "STOP" answers "STOPPED" (after every work sent before it); "$TERM" ends it.
 static void
 s_actor (zsock_t *pipe, void *arg)
 {
@@ -72,16 +72,22 @@ s_take_one (cg_worker_t *self)
 }
 
 void
+cg_worker_flush (cg_worker_t *self)
+{
+    //  STOP comes after every work queued: each one's answer arrives before STOPPED.
+    if (zstr_send (self->actor, "STOP") == 0)
+        while (s_take_one (self))
+            ;
+}
+
+void
 cg_worker_destroy (cg_worker_t **self_p)
 {
     cg_worker_t *self = *self_p;
     if (!self)
         return;
     *self_p = NULL;
-    //  STOP comes after every work queued: each one's answer arrives before STOPPED.
-    if (zstr_send (self->actor, "STOP") == 0)
-        while (s_take_one (self))
-            ;
+    cg_worker_flush (self);
     zactor_destroy (&self->actor);
     free (self->name);
     free (self);

@@ -1,6 +1,7 @@
 /*  cg_worker — a bounded background worker (redis bio.c, libuv uv_queue_work): one thread,
-    a czmq actor, that runs slow disk work (the script library, notebook exports) in the
-    order it was queued, so the event loop only hands work over and takes it back. The
+    a czmq actor, that runs slow work (the script library, notebook exports, uploads, the
+    execution log, large messages' parsing; one worker each) in the order it was queued, so
+    the event loop only hands work over and takes it back. The
     owner polls cg_worker_sock and calls cg_worker_collect on its own thread, where each
     work's after_cb runs; a work belongs to the worker from cg_worker_queue until then. */
 #ifndef CG_WORKER_H
@@ -37,6 +38,11 @@ cg_worker_t *cg_worker_new (const char *name, size_t queue_max);
     still out comes back through its after_cb (RAN false for those that did not run) before
     this returns. Sets *SELF_P to NULL; safe on NULL. */
 void cg_worker_destroy (cg_worker_t **self_p);
+
+/*  Waits until every work queued so far has run (or been skipped) and calls their
+    after_cb, on the caller's thread; the worker goes on taking works. For an owner of
+    works that ends before the worker does. Callable from the owner's thread only. */
+void cg_worker_flush (cg_worker_t *self);
 
 /*  From now on works still waiting come back without running (RAN false): for a server
     told to stop now (a signal), not to finish its work. Callable from the owner's thread

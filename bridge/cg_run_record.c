@@ -1,6 +1,7 @@
 /*  cg_run_record — the registry's run observers: a run's execution-log entry, notebook
     cell, metrics and script counters. */
 #include "bridge/cg_run_record.h"
+#include "artifacts/cg_execlog_queue.h"
 #include "artifacts/cg_metrics.h"
 #include "artifacts/cg_notebook.h"
 #include "artifacts/cg_scripts.h"
@@ -13,7 +14,8 @@
 
 struct cg_run_record_t {
     const cg_config_t *config;
-    cg_execlog_t *log; /* NULL: nothing is logged */
+    cg_execlog_t *log;       /* NULL: nothing is logged */
+    cg_worker_t *log_worker; /* the one thread that calls LOG */
     cg_worker_t *store;
 };
 
@@ -125,11 +127,8 @@ s_log_cb (void *arg, const cg_registry_session_t *session, const cg_run_report_t
     if (!self->log)
         return;
     json_t *entry = cg_run_record_log_entry (self->config, session, run);
-    cg_error_t *err = NULL;
-    if (entry && cg_execlog_record (self->log, entry, &err) < 0)
-        cg_log (1, "execution log: %s", cg_error_message (err));
-    cg_error_destroy (&err);
-    json_decref (entry);
+    if (entry)
+        cg_execlog_queue_record (self->log_worker, self->log, &entry);
     //  Each proxy request (--egress proxy) also goes to the session's own log.
     size_t i;
     json_t *request;
@@ -140,10 +139,7 @@ s_log_cb (void *arg, const cg_registry_session_t *session, const cg_run_report_t
         json_object_set_new (event, "session_id", json_string (session->id));
         json_object_set_new (event, "execution_id", json_string (run->outcome->execution_id));
         json_object_set_new (event, "client_id", json_string (run->client_id));
-        if (cg_execlog_session_event (self->log, event, &err) < 0)
-            cg_log (1, "execution log: %s", cg_error_message (err));
-        cg_error_destroy (&err);
-        json_decref (event);
+        cg_execlog_queue_session_event (self->log_worker, self->log, &event);
     }
 }
 
@@ -277,10 +273,11 @@ s_script_cb (void *arg, const cg_registry_session_t *session, const cg_run_repor
 
 cg_run_record_t *
 cg_run_record_new (cg_registry_t *registry, const cg_config_t *config, cg_execlog_t *log,
-                   cg_worker_t *store)
+                   cg_worker_t *log_worker, cg_worker_t *store)
 {
     cg_run_record_t *self = cg_xcalloc (1, sizeof *self);
-    *self = (cg_run_record_t){.config = config, .log = log, .store = store};
+    *self =
+        (cg_run_record_t){.config = config, .log = log, .log_worker = log_worker, .store = store};
     //  The notebook record and the script counters before the answer (a client may export
     //  the notebook or list its scripts as soon as it has it); the rest after.
     cg_registry_observe_runs_early (registry, s_notebook_cb, self);

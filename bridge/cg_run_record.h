@@ -15,11 +15,12 @@ typedef struct cg_run_record_t cg_run_record_t;
 
 /*  Registers the run observers on REGISTRY, once, at the process's start, in the order
     they are told (after the front end's answer): the notebook cell, the execution-log entry (LOG; NULL: it could not be
-    opened, nothing is logged), the metrics, the script's counters (recorded on STORE, the
-    worker for slow disk work). All arguments are borrowed and must outlive the registry.
-    Returns the observers' state, which the caller destroys after the registry. */
+    opened, nothing is logged; written on LOG_WORKER, the one thread that calls LOG), the
+    metrics, the script's counters (recorded on STORE, the worker for slow disk work). All
+    arguments are borrowed and must outlive the registry. Returns the observers' state,
+    which the caller destroys after the registry. */
 cg_run_record_t *cg_run_record_new (cg_registry_t *registry, const cg_config_t *config,
-                                    cg_execlog_t *log, cg_worker_t *store);
+                                    cg_execlog_t *log, cg_worker_t *log_worker, cg_worker_t *store);
 
 /*  Frees the observers' state; sets *self_p to NULL. Safe on NULL. */
 void cg_run_record_destroy (cg_run_record_t **self_p);

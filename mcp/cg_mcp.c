@@ -54,6 +54,18 @@ cg_server_store (cg_server_t *self)
     return self->store;
 }
 
+cg_worker_t *
+cg_server_files_worker (cg_server_t *self)
+{
+    return self->files;
+}
+
+cg_worker_t *
+cg_server_log_worker (cg_server_t *self)
+{
+    return self->log_worker;
+}
+
 cg_loop_t *
 cg_server_loop (cg_server_t *self)
 {
@@ -146,6 +158,7 @@ s_store_cb (cg_loop_t *loop, short revents, void *arg)
     (void)loop;
     (void)revents;
     cg_worker_collect (((cg_server_t *)arg)->store);
+    cg_worker_collect (((cg_server_t *)arg)->files);
 }
 
 //  Before each wait: the 2026-07-28 calls' streams looked at; once stdin has ended, the
@@ -182,12 +195,15 @@ cg_mcp_new (const cg_mcp_env_t *env)
     self->loop = env->loop;
     self->http = env->http;
     self->execlog = env->execlog;
+    self->log_worker = env->log_worker;
     //  A message must hold the largest upload in base64 (4 characters per 3 bytes).
     size_t message_max = config->max_upload_bytes / 3 * 4 + 1024 * 1024;
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
     self->store = cg_worker_new ("store", env->store_max);
     cg_loop_watch_socket (self->loop, cg_worker_sock (self->store), ZMQ_POLLIN, s_store_cb, self);
+    self->files = cg_worker_new ("files", env->store_max);
+    cg_loop_watch_socket (self->loop, cg_worker_sock (self->files), ZMQ_POLLIN, s_store_cb, self);
     //  The features and tools register their methods, hooks and their own loop hooks.
     for (size_t i = 0; env->setup[i]; i++)
         env->setup[i](self);
@@ -218,10 +234,16 @@ cg_mcp_destroy (cg_server_t **self_p)
         cg_registry_oneshot_end (self->registry, &c->oneshot);
     //  The library's and notebooks' work queued is done and answered, unless a signal
     //  stops the server now.
-    if (zsys_interrupted)
+    if (zsys_interrupted) {
         cg_worker_cancel_waiting (self->store);
+        cg_worker_cancel_waiting (self->files);
+    }
     cg_loop_forget (self->loop, self);
     cg_worker_destroy (&self->store);
+    cg_worker_destroy (&self->files);
+    //  The log's searches queued are answered while the calls are here (the worker is the
+    //  process's and outlives this front end).
+    cg_worker_flush (self->log_worker);
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self->calls); /* before the registry: the calls' one-shot runners */
     cg_streamable_destroy (&self->streamable);

@@ -9,6 +9,7 @@
 #include "artifacts/cg_http.h"
 #include "base/cg_config.h"
 #include "base/cg_loop.h"
+#include "base/cg_worker.h"
 #include "bridge/cg_registry.h"
 #include "bridge/cg_runner_msg.h"
 
@@ -17,10 +18,11 @@ typedef struct {
     const cg_config_t *config;
     cg_registry_t *registry;
     cg_loop_t *loop;
-    cg_http_t *http;       /* the listener, NULL when off */
-    cg_execlog_t *execlog; /* NULL when it could not open */
-    int in_fd, out_fd;     /* stdio's, used when CONFIG->http is not set */
-    size_t store_max;      /* the disk work's queue (cg_server_store): works at once */
+    cg_http_t *http;         /* the listener, NULL when off */
+    cg_execlog_t *execlog;   /* NULL when it could not open */
+    cg_worker_t *log_worker; /* the thread that alone calls EXECLOG (its searches queue there) */
+    int in_fd, out_fd;       /* stdio's, used when CONFIG->http is not set */
+    size_t store_max;        /* the disk work's queue (cg_server_store): works at once */
     /*  What registers with the core once it is set up (and on the loop), in order: the
         features, the tools, the conformance fixtures. NULL-terminated. */
     cg_server_setup_fn *const *setup;

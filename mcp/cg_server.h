@@ -125,10 +125,12 @@ void cg_server_session_close (cg_server_t *self, cg_registry_session_t *session,
 /*  The server's services. */
 const cg_config_t *cg_server_config (cg_server_t *self);
 cg_registry_t *cg_server_registry (cg_server_t *self);
-cg_http_t *cg_server_http (cg_server_t *self);       /* the listener; NULL when off */
-cg_execlog_t *cg_server_execlog (cg_server_t *self); /* NULL when it could not open */
-cg_worker_t *cg_server_store (cg_server_t *self);    /* slow disk work off the loop */
-cg_loop_t *cg_server_loop (cg_server_t *self);       /* the process's loop */
+cg_http_t *cg_server_http (cg_server_t *self);           /* the listener; NULL when off */
+cg_execlog_t *cg_server_execlog (cg_server_t *self);     /* NULL when it could not open */
+cg_worker_t *cg_server_store (cg_server_t *self);        /* slow disk work off the loop */
+cg_worker_t *cg_server_files_worker (cg_server_t *self); /* uploads and reads off the loop */
+cg_worker_t *cg_server_log_worker (cg_server_t *self);   /* the one thread calling the log */
+cg_loop_t *cg_server_loop (cg_server_t *self);           /* the process's loop */
 
 /*  Dispatches REQ (its method set) with PARAMS through the method table: the method's
     steps, then its handler, in either era (a 2026-07-28 request's _meta checked before);

@@ -1,13 +1,22 @@
 /*  cg_stdio — MCP's stdio transport. */
 #include "mcp/cg_stdio.h"
 #include "mcp/cg_jsonrpc.h"
+#include "base/cg_fault.h"
 #include "base/cg_util.h"
+#include "base/cg_worker.h"
 
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
 #define READ_CHUNK 65536
+
+//  A line past this is parsed on the transport's parser thread, while the lines after it
+//  wait their turn: jansson reads some 100 MB/s, so an upload's 11 MB would hold the loop
+//  for 100 ms or more.
+#define S_PARSE_ON_LOOP_MAX (64 * 1024)
+
+typedef struct s_parse_t s_parse_t;
 
 typedef struct {
     cg_channel_t base;
@@ -25,6 +34,20 @@ struct cg_stdio_t {
     char *buf; /* what was read and not yet handled */
     size_t len, cap;
     bool discarding; /* skipping the rest of an oversized line */
+    cg_worker_t *parser;
+    cg_loop_watch_t *parser_watch;
+    s_parse_t *parsing; /* the long line being parsed: the lines after it wait */
+    bool closing;       /* cg_stdio_destroy: a line back from the parser is dropped */
+};
+
+//  A long line, parsed off the loop: the worker's alone until it comes back.
+struct s_parse_t {
+    cg_work_t work;
+    cg_stdio_t *self;
+    char *buf; /* the read buffer the line is in, taken over */
+    size_t start, len;
+    json_t *message; /* the parsed line, or NULL with JERR */
+    json_error_t jerr;
 };
 
 static void
@@ -58,6 +81,15 @@ s_free (cg_channel_t *base)
 
 static const cg_channel_ops_t s_ops = {.send = s_send, .free = s_free};
 
+//  The parser thread gave a line back.
+static void
+s_parser_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop;
+    (void)revents;
+    cg_worker_collect (((cg_stdio_t *)arg)->parser);
+}
+
 cg_stdio_t *
 cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
 {
@@ -74,6 +106,9 @@ cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
     self->in_fd = in_fd;
     self->input_open = true;
     self->message_max = message_max;
+    self->parser = cg_worker_new ("request parser", 1);
+    self->parser_watch = cg_loop_watch_socket (
+        cg_server_loop (server), cg_worker_sock (self->parser), ZMQ_POLLIN, s_parser_cb, self);
     self->cap = READ_CHUNK;
     self->buf = cg_xmalloc (self->cap);
     return self;
@@ -85,6 +120,11 @@ cg_stdio_destroy (cg_stdio_t **self_p)
     cg_stdio_t *self = *self_p;
     if (!self)
         return;
+    cg_loop_unwatch (cg_server_loop (self->server), &self->parser_watch);
+    //  A line still being parsed comes back unhandled: the client's input is over.
+    cg_worker_cancel_waiting (self->parser);
+    self->closing = true;
+    cg_worker_destroy (&self->parser);
     cg_channel_t *channel = &self->channel->base;
     cg_channel_release (&channel);
     free (self->buf);
@@ -95,13 +135,14 @@ cg_stdio_destroy (cg_stdio_t **self_p)
 int
 cg_stdio_fd (cg_stdio_t *self)
 {
-    return self->input_open ? self->in_fd : -1;
+    //  Not while a long line is parsed: what follows it waits in the pipe.
+    return self->input_open && !self->parsing ? self->in_fd : -1;
 }
 
 bool
 cg_stdio_open (cg_stdio_t *self)
 {
-    return self->input_open && !self->channel->failed;
+    return (self->input_open || self->parsing) && !self->channel->failed;
 }
 
 bool
@@ -116,6 +157,9 @@ cg_stdio_channel (cg_stdio_t *self)
     return &self->channel->base;
 }
 
+static void s_handle_message (cg_stdio_t *self, const char *line, size_t len, json_t *message,
+                              json_error_t *jerr);
+
 //  Untrusted: one line from the client.
 static void
 s_handle_line (cg_stdio_t *self, const char *line, size_t len)
@@ -124,9 +168,18 @@ s_handle_line (cg_stdio_t *self, const char *line, size_t len)
         len--;
     if (len == 0)
         return;
-    cg_channel_t *channel = &self->channel->base;
     json_error_t jerr;
     json_t *message = json_loadb (line, len, JSON_REJECT_DUPLICATES, &jerr);
+    s_handle_message (self, line, len, message, &jerr);
+}
+
+//  The line (LEN bytes) parsed: MESSAGE (taken), or NULL with JERR.
+static void
+s_handle_message (cg_stdio_t *self, const char *line, size_t len, json_t *message,
+                  json_error_t *jerr_in)
+{
+    cg_channel_t *channel = &self->channel->base;
+    json_error_t jerr = *jerr_in;
     if (!message && json_error_code (&jerr) == json_error_null_character) {
         //  Valid JSON, but no string here may hold a NUL (it would cut C strings short):
         //  the request is refused, answered with its own id so the client is not left
@@ -153,6 +206,84 @@ s_handle_line (cg_stdio_t *self, const char *line, size_t len)
     json_decref (message);
 }
 
+//  On the parser thread.
+static void
+s_parse_work (cg_work_t *work)
+{
+    s_parse_t *parse = (s_parse_t *)work;
+    cg_fault_hold ("request_parse");
+    parse->message =
+        json_loadb (parse->buf + parse->start, parse->len, JSON_REJECT_DUPLICATES, &parse->jerr);
+}
+
+static void s_lines (cg_stdio_t *self);
+
+//  Back on the loop: the long line is handled, then the lines that waited behind it.
+static void
+s_parse_after (cg_work_t *work, bool ran)
+{
+    s_parse_t *parse = (s_parse_t *)work;
+    cg_stdio_t *self = parse->self;
+    self->parsing = NULL;
+    bool handle = ran && !self->closing;
+    if (handle)
+        s_handle_message (self, parse->buf + parse->start, parse->len, parse->message,
+                          &parse->jerr);
+    else
+        json_decref (parse->message);
+    free (parse->buf);
+    free (parse);
+    if (handle)
+        s_lines (self);
+}
+
+//  Hands the line at START (LEN bytes) to the parser thread with the read buffer it is
+//  in; the bytes after it stay in a new one. Returns false (nothing changed) when the
+//  parser cannot take it.
+static bool
+s_parse_later (cg_stdio_t *self, size_t start, size_t len)
+{
+    s_parse_t *parse = cg_xcalloc (1, sizeof *parse);
+    *parse = (s_parse_t){.work = {.work_cb = s_parse_work, .after_cb = s_parse_after},
+                         .self = self,
+                         .buf = self->buf,
+                         .start = start,
+                         .len = len};
+    cg_error_t *err = NULL;
+    if (cg_worker_queue (self->parser, &parse->work, true, &err) < 0) {
+        cg_error_destroy (&err);
+        free (parse);
+        return false;
+    }
+    self->parsing = parse;
+    size_t rest = self->len - (start + len + 1);
+    self->cap = rest + READ_CHUNK;
+    self->buf = cg_xmalloc (self->cap);
+    memcpy (self->buf, parse->buf + start + len + 1, rest);
+    self->len = rest;
+    return true;
+}
+
+//  Handles the complete lines in the buffer, in order, until a long one goes to the
+//  parser (the rest wait for it).
+static void
+s_lines (cg_stdio_t *self)
+{
+    size_t start = 0;
+    for (char *nl; !self->parsing && (nl = memchr (self->buf + start, '\n', self->len - start));) {
+        size_t line_len = (size_t)(nl - (self->buf + start));
+        bool discarding = self->discarding;
+        self->discarding = false;
+        if (!discarding && line_len > S_PARSE_ON_LOOP_MAX && s_parse_later (self, start, line_len))
+            return; /* the buffer is a new one, holding what followed the line */
+        if (!discarding)
+            s_handle_line (self, self->buf + start, line_len);
+        start += line_len + 1;
+    }
+    memmove (self->buf, self->buf + start, self->len - start);
+    self->len -= start;
+}
+
 void
 cg_stdio_read (cg_stdio_t *self)
 {
@@ -170,16 +301,7 @@ cg_stdio_read (cg_stdio_t *self)
         return;
     }
     self->len += (size_t)n;
-    size_t start = 0;
-    for (char *nl; (nl = memchr (self->buf + start, '\n', self->len - start));) {
-        size_t line_len = (size_t)(nl - (self->buf + start));
-        if (!self->discarding)
-            s_handle_line (self, self->buf + start, line_len);
-        self->discarding = false;
-        start += line_len + 1;
-    }
-    memmove (self->buf, self->buf + start, self->len - start);
-    self->len -= start;
+    s_lines (self);
     if (self->len > self->message_max) {
         if (!self->discarding) {
             cleanup_free char *message =

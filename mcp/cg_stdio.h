@@ -12,12 +12,13 @@ typedef struct cg_stdio_t cg_stdio_t;
 cg_stdio_t *cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max);
 void cg_stdio_destroy (cg_stdio_t **self_p);
 
-/*  The fd to poll for input; when readable, call cg_stdio_read, which reads what is
-    there and hands each complete line to the server. */
+/*  The fd to poll for input (-1 while a long line is parsed off the loop: the lines after
+    it wait); when readable, call cg_stdio_read, which reads what is there and hands each
+    complete line to the server, in order. */
 int cg_stdio_fd (cg_stdio_t *self);
 void cg_stdio_read (cg_stdio_t *self);
 
-/*  False once the input has ended or the output failed. */
+/*  False once the input has ended (and its last line is handled) or the output failed. */
 bool cg_stdio_open (cg_stdio_t *self);
 
 /*  False once a write to the client failed (it is gone). */

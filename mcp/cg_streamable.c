@@ -3,7 +3,9 @@
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/cg_revision.h"
 #include "artifacts/cg_http_guard.h"
+#include "base/cg_fault.h"
 #include "base/cg_util.h"
+#include "base/cg_worker.h"
 
 #include <sodium.h>
 #include <stdio.h>
@@ -33,7 +35,17 @@ struct cg_streamable_t {
     zhashx_t *clients;         /* Mcp-Session-Id -> s_client_t */
     int64_t next_reap_us;      /* when cg_streamable_reap looks at the clients next */
     cg_loop_hook_t *reap_hook; /* on the server's loop */
+    cg_worker_t *parser;       /* parses the large bodies, off the loop */
+    cg_loop_watch_t *parser_watch;
+    bool ending; /* cg_streamable_destroy: bodies parsed from now on are dropped */
 };
+
+//  A body past this is parsed on the parser thread: jansson reads some 100 MB/s, so an
+//  upload's 11 MB would hold the loop for 100 ms or more.
+#define S_PARSE_ON_LOOP_MAX (64 * 1024)
+
+//  The large bodies waiting or being parsed at most; past it a POST is answered 503.
+#define S_PARSE_QUEUE_MAX 16
 
 //  True when MESSAGE is the response (result or error) to the request ID.
 static bool
@@ -395,6 +407,11 @@ s_post_client (cg_streamable_t *self, cg_http_exchange_t *ex, json_t *message, c
 }
 
 //  A POST: one JSON-RPC message, answered on its own channel.
+static void s_parse_later (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid,
+                           int accepts);
+static void s_post_message (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid,
+                            int accepts, json_t *message, const json_error_t *jerr);
+
 static void
 s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
 {
@@ -408,10 +425,80 @@ s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
     }
     size_t len = 0;
     const char *body = cg_http_exchange_body (ex, &len);
+    if (len > S_PARSE_ON_LOOP_MAX) {
+        s_parse_later (self, ex, sid, accepts);
+        return;
+    }
     json_error_t jerr;
     json_t *message = json_loadb (body, len, JSON_REJECT_DUPLICATES, &jerr);
+    s_post_message (self, ex, sid, accepts, message, &jerr);
+}
+
+//  A POST's body parsed off the loop (S_PARSE_ON_LOOP_MAX): the worker's alone until it
+//  comes back.
+typedef struct {
+    cg_work_t work;
+    cg_streamable_t *self;
+    cg_http_exchange_t *exchange; /* kept: its body stays until it is released */
+    char *sid;                    /* the Mcp-Session-Id, or NULL */
+    int accepts;
+    json_t *message; /* the parsed body, or NULL with JERR */
+    json_error_t jerr;
+} s_parse_t;
+
+static void
+s_parse_work (cg_work_t *work)
+{
+    s_parse_t *parse = (s_parse_t *)work;
+    size_t len = 0;
+    cg_fault_hold ("request_parse");
+    //  Untrusted: the client's body, bounded by the route's limit.
+    const char *body = cg_http_exchange_body (parse->exchange, &len);
+    parse->message = json_loadb (body, len, JSON_REJECT_DUPLICATES, &parse->jerr);
+}
+
+//  Back on the loop: the POST goes on where s_post left it, if its client is still there.
+static void
+s_parse_after (cg_work_t *work, bool ran)
+{
+    s_parse_t *parse = (s_parse_t *)work;
+    if (ran && !parse->self->ending && cg_http_exchange_alive (parse->exchange))
+        s_post_message (parse->self, parse->exchange, parse->sid, parse->accepts, parse->message,
+                        &parse->jerr);
+    else
+        json_decref (parse->message);
+    cg_http_exchange_release (&parse->exchange);
+    free (parse->sid);
+    free (parse);
+}
+
+static void
+s_parse_later (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid, int accepts)
+{
+    s_parse_t *parse = cg_xcalloc (1, sizeof *parse);
+    *parse = (s_parse_t){.work = {.work_cb = s_parse_work, .after_cb = s_parse_after},
+                         .self = self,
+                         .exchange = cg_http_exchange_keep (ex),
+                         .sid = sid ? cg_xstrdup (sid) : NULL,
+                         .accepts = accepts};
+    cg_error_t *err = NULL;
+    if (cg_worker_queue (self->parser, &parse->work, false, &err) == 0)
+        return;
+    s_refuse (ex, 503, CG_JSONRPC_INTERNAL_ERROR, cg_error_message (err), NULL);
+    cg_error_destroy (&err);
+    cg_http_exchange_release (&parse->exchange);
+    free (parse->sid);
+    free (parse);
+}
+
+//  A POST's MESSAGE (taken; NULL: the body did not parse, JERR says why), from a client
+//  that takes ACCEPTS, in the session SID (NULL: none).
+static void
+s_post_message (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid, int accepts,
+                json_t *message, const json_error_t *jerr)
+{
     if (!message) {
-        cleanup_free char *text = cg_strdupf ("Parse error: %s", jerr.text);
+        cleanup_free char *text = cg_strdupf ("Parse error: %s", jerr->text);
         s_refuse (ex, 400, CG_JSONRPC_PARSE_ERROR, text, NULL);
         return;
     }
@@ -518,6 +605,15 @@ s_reap_cb (cg_loop_t *loop, void *arg)
     return cg_streamable_reap (arg, -1);
 }
 
+//  The parser thread gave bodies back.
+static void
+s_parser_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop;
+    (void)revents;
+    cg_worker_collect (((cg_streamable_t *)arg)->parser);
+}
+
 cg_streamable_t *
 cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max)
 {
@@ -528,6 +624,9 @@ cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max)
     zhashx_set_destructor (self->clients, s_client_free);
     cg_http_route (http, "/mcp", 0, message_max, s_handle, self);
     self->reap_hook = cg_loop_before_wait (cg_server_loop (server), s_reap_cb, self);
+    self->parser = cg_worker_new ("request parser", S_PARSE_QUEUE_MAX);
+    self->parser_watch = cg_loop_watch_socket (
+        cg_server_loop (server), cg_worker_sock (self->parser), ZMQ_POLLIN, s_parser_cb, self);
     const cg_config_t *config = cg_server_config (server);
     cleanup_free char *host =
         cg_xstrndup (config->http, (size_t)(strrchr (config->http, ':') - config->http));
@@ -545,6 +644,9 @@ cg_streamable_destroy (cg_streamable_t **self_p)
     if (!self)
         return;
     cg_loop_hook_end (cg_server_loop (self->server), &self->reap_hook);
+    cg_loop_unwatch (cg_server_loop (self->server), &self->parser_watch);
+    self->ending = true;
+    cg_worker_destroy (&self->parser);
     zhashx_destroy (&self->clients);
     free (self);
     *self_p = NULL;

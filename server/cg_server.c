@@ -12,6 +12,7 @@
 #include "mcp/tools/cg_tools.h"
 #include "artifacts/cg_downloads.h"
 #include "artifacts/cg_execlog.h"
+#include "artifacts/cg_execlog_queue.h"
 #include "artifacts/cg_http.h"
 #include "artifacts/cg_metrics.h"
 #include "bridge/cg_adopt.h"
@@ -25,7 +26,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 //  How often the execution log's retention sweep runs (the first at start).
 #define S_LOG_SWEEP_S 300
@@ -43,6 +43,7 @@ typedef struct {
     cg_loop_t *loop;
     cg_registry_t *registry;
     cg_execlog_t *execlog;    /* NULL when it could not open */
+    cg_worker_t *log_worker;  /* the thread that writes and searches it (cg_execlog_queue) */
     cg_run_record_t *records; /* the registry's run observers (cg_run_record) */
     cg_http_t *http;          /* the listener, NULL when off */
     cg_downloads_t *downloads;
@@ -79,23 +80,27 @@ s_execlog_open (const cg_config_t *config)
     return log;
 }
 
-//  The retention sweep, every S_LOG_SWEEP_S.
+//  The retention sweep, every S_LOG_SWEEP_S, on the log's worker.
 static int
 s_execlog_sweep_cb (cg_loop_t *loop, void *arg)
 {
     (void)loop;
-    cg_error_t *err = NULL;
-    int removed = cg_execlog_sweep (arg, time (NULL), &err);
-    if (removed < 0)
-        cg_log (1, "execution log retention: %s", cg_error_message (err));
-    else if (removed > 0)
-        cg_log (2, "execution log retention: %d entries and files removed", removed);
-    cg_error_destroy (&err);
+    s_process_t *self = arg;
+    cg_execlog_queue_sweep (self->log_worker, self->execlog);
     return S_LOG_SWEEP_S * 1000;
 }
 
-//  The registry's listener (ARG: the execution log): session_start, or session_end with
-//  REASON, in the session's log.
+//  The log's worker gave works back.
+static void
+s_log_worker_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop;
+    (void)revents;
+    cg_worker_collect (arg);
+}
+
+//  The registry's listener (ARG: the process): session_start, or session_end with REASON,
+//  in the session's log (on the log's worker).
 static void
 s_execlog_session (void *arg, const cg_registry_session_t *session, const char *reason)
 {
@@ -108,11 +113,8 @@ s_execlog_session (void *arg, const cg_registry_session_t *session, const char *
                             session->id, "language", session->language, "name",
                             session->name ? json_string (session->name) : json_null (), "pid",
                             "started_at", session->started_at);
-    cg_error_t *err = NULL;
-    if (cg_execlog_session_event (arg, entry, &err) < 0)
-        cg_log (1, "execution log: %s", cg_error_message (err));
-    cg_error_destroy (&err);
-    json_decref (entry);
+    s_process_t *self = arg;
+    cg_execlog_queue_session_event (self->log_worker, self->execlog, &entry);
 }
 
 //  What sees every session's life and every run end (the execution log, the notebook
@@ -122,10 +124,11 @@ static void
 s_observers (s_process_t *self, cg_worker_t *store)
 {
     if (self->execlog) {
-        cg_registry_set_listener (self->registry, s_execlog_session, self->execlog);
-        cg_loop_timer (self->loop, 0, s_execlog_sweep_cb, self->execlog);
+        cg_registry_set_listener (self->registry, s_execlog_session, self);
+        cg_loop_timer (self->loop, 0, s_execlog_sweep_cb, self);
     }
-    self->records = cg_run_record_new (self->registry, self->config, self->execlog, store);
+    self->records =
+        cg_run_record_new (self->registry, self->config, self->execlog, self->log_worker, store);
 }
 
 //  --------------------------------------------------------------------------
@@ -246,6 +249,9 @@ s_end (s_process_t *self)
         self->frontends[i].ops->destroy (&self->frontends[i].self);
     cg_registry_destroy (&self->registry);
     cg_run_record_destroy (&self->records);
+    //  What the log's worker has queued is written before the log closes.
+    cg_loop_forget (self->loop, self->log_worker);
+    cg_worker_destroy (&self->log_worker);
     cg_execlog_destroy (&self->execlog);
     cg_http_destroy (&self->http);
     cg_downloads_destroy (&self->downloads);
@@ -315,6 +321,9 @@ cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *insta
     }
     cg_adopt (self.registry, backend, instance, config);
     self.execlog = s_execlog_open (config);
+    self.log_worker = cg_worker_new ("log", CG_TOOLS_LOG_JOBS_MAX);
+    cg_loop_watch_socket (self.loop, cg_worker_sock (self.log_worker), ZMQ_POLLIN, s_log_worker_cb,
+                          self.log_worker);
     //  Before every wait, in this order: the registry (idle sessions, the pool), the
     //  gateway, MCP's own, then the listener.
     cg_registry_on_loop (self.registry, self.loop);
@@ -322,8 +331,9 @@ cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *insta
     int rc = s_http_start (&self) < 0 ? 1 : 0;
     if (rc == 0) {
         cg_server_setup_fn *setup[] = {s_mcp_features, extra, NULL};
-        cg_mcp_env_t env = {config, self.registry, self.loop,         self.http, self.execlog,
-                            in_fd,  out_fd,        CG_TOOLS_JOBS_MAX, setup};
+        cg_mcp_env_t env = {
+            config,          self.registry, self.loop, self.http,         self.execlog,
+            self.log_worker, in_fd,         out_fd,    CG_TOOLS_JOBS_MAX, setup};
         cg_server_t *mcp = cg_mcp_new (&env);
         s_frontend_add (&self, &cg_frontend_mcp, mcp);
         s_observers (&self, cg_server_store (mcp));

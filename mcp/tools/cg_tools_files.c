@@ -1,5 +1,7 @@
 /*  cg_tools_files — the file tools: upload_file, read_artifact, list_artifacts (the work
-    on the workspace is cg_files'). */
+    on the workspace is cg_files'); an upload's decoding and writing and a read's reading
+    and encoding run on the files worker, a notebook's export on the store worker, off the
+    loop. */
 #include "mcp/tools/cg_files.h"
 #include "mcp/tools/cg_tools.h"
 #include "artifacts/cg_notebook.h"
@@ -61,10 +63,129 @@ s_file_tool (const cg_request_t *req, json_t *arguments, bool read)
     cg_request_result (req, result);
 }
 
+//  upload_file's and read_artifact's work on the files worker: cg_files' own, on a
+//  workspace handle of the job's (opened from the host directory, as export_notebook's),
+//  the session found again on the loop for what is the registry's.
+typedef struct {
+    cg_tool_job_t job;
+    const cg_config_t *config; /* the server's, read only */
+    cg_http_t *http;           /* for download URLs: its base URL is fixed at start */
+    char *workspace;           /* the workspace's host directory */
+    char *owner, *session_id, *token;
+    json_t *arguments; /* the call's (a reference; nothing changes them) */
+    char *rel;         /* upload_file: the file, checked (cg_files_upload_check) */
+    bool made;         /* upload_file: the session was made for this call, unnamed */
+} s_file_job_t;
+
+static void
+s_file_job_free (cg_tool_job_t *job)
+{
+    s_file_job_t *self = (s_file_job_t *)job;
+    free (self->workspace);
+    free (self->owner);
+    free (self->session_id);
+    free (self->token);
+    free (self->rel);
+    json_decref (self->arguments);
+}
+
+//  On the worker: the upload written (REL set) or the file read.
+static void
+s_file_job_run (cg_tool_job_t *job)
+{
+    s_file_job_t *self = (s_file_job_t *)job;
+    cg_error_t *err = NULL;
+    cg_workspace_t *ws = cg_workspace_open (self->workspace, &err);
+    if (!ws) {
+        job->result = cg_tools_error_object ("sandbox_setup_failed", cg_error_message (err),
+                                             self->session_id);
+        cg_error_destroy (&err);
+        return;
+    }
+    cg_files_t files = {.config = self->config,
+                        .ws = ws,
+                        .session_id = self->session_id,
+                        .token = self->token,
+                        .http = self->http};
+    job->result = self->rel ? cg_files_upload (&files, self->arguments, self->rel)
+                            : cg_files_read (&files, self->arguments);
+    cg_workspace_destroy (&ws);
+}
+
+//  Forgets the session SESSION that an upload_file without session_id made for a call
+//  that failed: it holds a sandbox slot, and RESULT does not give its id out.
+static void
+s_unmake (cg_server_t *server, cg_registry_session_t *session, json_t *result)
+{
+    cg_registry_retire (cg_server_registry (server), session);
+    json_object_del (json_object_get (result, "structuredContent"), "session_id");
+}
+
+//  Adds SESSION's notice (cg_registry_take_notice), if it has one, to RESULT: as its
+//  structured notice and a line of its text.
+static void
+s_notice (json_t *result, cg_registry_session_t *session)
+{
+    cleanup_free char *notice = cg_registry_take_notice (session);
+    json_t *text =
+        json_object_get (json_array_get (json_object_get (result, "content"), 0), "text");
+    if (!notice || !json_is_string (text))
+        return;
+    json_object_set_new (json_object_get (result, "structuredContent"), "notice",
+                         json_string (notice));
+    cleanup_free char *joined = cg_strdupf ("%s\n[notice] %s", json_string_value (text), notice);
+    json_string_set (text, joined);
+}
+
+//  Back on the loop: the session touched, an upload's notice, or the session made for a
+//  failed unnamed upload forgotten.
+static json_t *
+s_file_job_answer (cg_tool_job_t *job, cg_call_t *call)
+{
+    s_file_job_t *self = (s_file_job_t *)job;
+    (void)call;
+    cg_registry_session_t *session =
+        cg_registry_find (cg_server_registry (job->server), self->owner, self->session_id);
+    if (session && self->rel) {
+        s_notice (job->result, session);
+        if (self->made && json_is_true (json_object_get (job->result, "isError")))
+            s_unmake (job->server, session, job->result);
+    }
+    if (session)
+        cg_registry_touch (session);
+    return json_incref (job->result);
+}
+
+//  Queues SESSION's upload (REL, taken; MADE: the session was made for it) or read.
+static void
+s_file_job_start (const cg_request_t *req, cg_registry_session_t *session, json_t *arguments,
+                  char *rel, bool made)
+{
+    s_file_job_t *job = cg_xcalloc (1, sizeof *job);
+    *job = (s_file_job_t){
+        .job = {.run = s_file_job_run, .answer = s_file_job_answer, .free = s_file_job_free},
+        .config = cg_server_config (req->server),
+        .http = cg_server_http (req->server),
+        .workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, session->dir),
+        .owner = cg_xstrdup (session->owner),
+        .session_id = cg_xstrdup (session->id),
+        .token = cg_xstrdup (session->token),
+        .arguments = json_incref (arguments),
+        .rel = rel,
+        .made = made};
+    cg_registry_touch (session);
+    cg_tools_job_start_on (req, &job->job, cg_server_files_worker (req->server));
+}
+
 void
 cg_tools_read_artifact (const cg_request_t *req, json_t *arguments)
 {
-    s_file_tool (req, arguments, true);
+    json_t *result = NULL;
+    cg_registry_session_t *session = s_file_session (req, arguments, &result);
+    if (session)
+        s_file_job_start (req, session, arguments, NULL, false);
+    else
+        cg_request_result (req, result);
 }
 
 void
@@ -239,31 +360,6 @@ cg_tools_export_notebook (const cg_request_t *req, json_t *arguments)
     cg_tools_job_start (req, &job->job);
 }
 
-//  Forgets the session SESSION that an upload_file without session_id made for a call
-//  that failed: it holds a sandbox slot, and RESULT does not give its id out.
-static void
-s_unmake (const cg_request_t *req, cg_registry_session_t *session, json_t *result)
-{
-    cg_registry_retire (cg_server_registry (req->server), session);
-    json_object_del (json_object_get (result, "structuredContent"), "session_id");
-}
-
-//  Adds SESSION's notice (cg_registry_take_notice), if it has one, to RESULT: as its
-//  structured notice and a line of its text.
-static void
-s_notice (json_t *result, cg_registry_session_t *session)
-{
-    cleanup_free char *notice = cg_registry_take_notice (session);
-    json_t *text =
-        json_object_get (json_array_get (json_object_get (result, "content"), 0), "text");
-    if (!notice || !json_is_string (text))
-        return;
-    json_object_set_new (json_object_get (result, "structuredContent"), "notice",
-                         json_string (notice));
-    cleanup_free char *joined = cg_strdupf ("%s\n[notice] %s", json_string_value (text), notice);
-    json_string_set (text, joined);
-}
-
 void
 cg_tools_upload_file (const cg_request_t *req, json_t *arguments)
 {
@@ -293,12 +389,12 @@ cg_tools_upload_file (const cg_request_t *req, json_t *arguments)
     else if (!session->ws)
         result = cg_tools_error_object ("sandbox_setup_failed", s_no_workspace, given);
     else {
-        cg_files_t files = s_files (req, session);
-        result = cg_files_upload (&files, arguments, rel);
-        cg_registry_touch (session);
-        s_notice (result, session);
+        char *taken = rel;
+        rel = NULL;
+        s_file_job_start (req, session, arguments, taken, !found && !given);
+        return;
     }
     if (session && !found && !given && json_is_true (json_object_get (result, "isError")))
-        s_unmake (req, session, result);
+        s_unmake (req->server, session, result);
     cg_request_result (req, result);
 }

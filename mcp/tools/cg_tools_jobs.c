@@ -1,5 +1,6 @@
-/*  cg_tools_jobs — tools whose work runs off the event loop, on the server's store worker
-    (cg_worker): the script library's tools and export_notebook. The handler checks its
+/*  cg_tools_jobs — tools whose work runs off the event loop, on a worker (cg_worker): the
+    script library's tools and export_notebook on the server's store worker, the execution
+    log's on the log's own. The handler checks its
     arguments on the loop, hands the disk work over, and the call is answered when the
     worker gives it back. */
 #include "mcp/cg_jsonrpc.h"
@@ -69,6 +70,12 @@ cg_tools_job_hand_on (cg_server_t *server, cg_call_t *call)
 bool
 cg_tools_job_start (const cg_request_t *req, cg_tool_job_t *job)
 {
+    return cg_tools_job_start_on (req, job, cg_server_store (req->server));
+}
+
+bool
+cg_tools_job_start_on (const cg_request_t *req, cg_tool_job_t *job, cg_worker_t *worker)
+{
     job->work.work_cb = s_work;
     job->work.after_cb = s_after;
     job->server = req->server;
@@ -76,7 +83,7 @@ cg_tools_job_start (const cg_request_t *req, cg_tool_job_t *job)
     cg_call_t *call = cg_server_call_new (req, req->tool ? req->tool->name : "", NULL);
     snprintf (job->key, sizeof job->key, "%s", call->key);
     cg_error_t *err = NULL;
-    if (cg_worker_queue (cg_server_store (req->server), &job->work, false, &err) == 0)
+    if (cg_worker_queue (worker, &job->work, false, &err) == 0)
         return true;
     cg_server_call_answer (call,
                            cg_tools_error_object ("server_busy", cg_error_message (err), NULL));

@@ -1,9 +1,12 @@
 /*  cg_tools_logs — the execution log's tools (search_execution_logs, get_execution_log);
     the store is artifacts/cg_execlog, its handle the process's (server/cg_server.c, which
-    also writes each session's lifecycle; the runs' entries are bridge/cg_run_record's). */
+    also writes each session's lifecycle; the runs' entries are bridge/cg_run_record's).
+    The arguments are checked on the loop; the search or read runs as a job on the log's
+    worker (cg_server_log_worker), after every write queued before it. */
 #include "mcp/tools/cg_tools.h"
 #include "artifacts/cg_notebook.h"
 #include "bridge/cg_outcome.h"
+#include "base/cg_fault.h"
 #include "base/cg_util.h"
 #include "base/cg_utf8.h"
 
@@ -20,6 +23,61 @@ s_unavailable (const cg_request_t *req)
                                                    "(see the server's log).",
                                                    NULL));
     return true;
+}
+
+//  A search or a read, on the log's worker: every field is the job's own.
+typedef struct {
+    cg_tool_job_t job;
+    cg_execlog_t *log;
+    cg_execlog_query_t query; /* its strings are the job's (the fields below) */
+    char *owner, *language, *status, *text, *since;
+    char *execution_id; /* get_execution_log's */
+} s_log_job_t;
+
+static void
+s_log_job_free (cg_tool_job_t *job)
+{
+    s_log_job_t *self = (s_log_job_t *)job;
+    free (self->owner);
+    free (self->language);
+    free (self->status);
+    free (self->text);
+    free (self->since);
+    free (self->execution_id);
+}
+
+static char *
+s_dup (const char *text)
+{
+    return text ? cg_xstrdup (text) : NULL;
+}
+
+static s_log_job_t *
+s_log_job_new (const cg_request_t *req, void (*run) (cg_tool_job_t *))
+{
+    s_log_job_t *self = cg_xcalloc (1, sizeof *self);
+    self->job.run = run;
+    self->job.free = s_log_job_free;
+    self->log = cg_server_execlog (req->server);
+    self->owner = cg_xstrdup (req->client->id);
+    return self;
+}
+
+//  On the log's worker.
+static void
+s_search_run (cg_tool_job_t *job)
+{
+    s_log_job_t *self = (s_log_job_t *)job;
+    cg_fault_hold ("log_read");
+    cg_error_t *err = NULL;
+    json_t *found = cg_execlog_search (self->log, &self->query, &err);
+    if (!found) {
+        job->result = cg_tools_error_object ("invalid_params", cg_error_message (err), NULL);
+        cg_error_destroy (&err);
+        return;
+    }
+    cleanup_free char *text = json_dumps (found, JSON_COMPACT);
+    job->result = cg_tools_object_result (found, text, false);
 }
 
 void
@@ -55,45 +113,36 @@ cg_tools_search_execution_logs (const cg_request_t *req, json_t *arguments)
         cg_request_result (req, cg_tools_error_object ("invalid_params", error, NULL));
         return;
     }
-    cg_execlog_query_t query = {
-        .owner = req->client->id,
-        .language = canonical,
-        .status = json_string_value (status),
-        .query = json_string_value (json_object_get (arguments, "query")),
-        .since = json_string_value (json_object_get (arguments, "since")),
+    s_log_job_t *job = s_log_job_new (req, s_search_run);
+    job->language = s_dup (canonical);
+    job->status = s_dup (json_string_value (status));
+    job->text = s_dup (json_string_value (json_object_get (arguments, "query")));
+    job->since = s_dup (json_string_value (json_object_get (arguments, "since")));
+    job->query = (cg_execlog_query_t){
+        .owner = job->owner,
+        .language = job->language,
+        .status = job->status,
+        .query = job->text,
+        .since = job->since,
         .limit = limit ? (int)json_integer_value (limit) : 20,
     };
-    cg_error_t *err = NULL;
-    json_t *found = cg_execlog_search (cg_server_execlog (req->server), &query, &err);
-    if (!found) {
-        cg_request_result (req,
-                           cg_tools_error_object ("invalid_params", cg_error_message (err), NULL));
-        cg_error_destroy (&err);
-        return;
-    }
-    cleanup_free char *text = json_dumps (found, JSON_COMPACT);
-    cg_request_result (req, cg_tools_object_result (found, text, false));
+    cg_tools_job_start_on (req, &job->job, cg_server_log_worker (req->server));
 }
 
-void
-cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
+//  On the log's worker: the entry, in get_execution_log's layout, or execution_not_found.
+static void
+s_get_run (cg_tool_job_t *job)
 {
-    if (s_unavailable (req))
-        return;
-    const char *id = json_string_value (json_object_get (arguments, "execution_id"));
-    if (!id) {
-        cg_request_result (req, cg_tools_error_object (
-                                    "invalid_params", "'execution_id' is a required string", NULL));
-        return;
-    }
-    json_t *entry = cg_execlog_get (cg_server_execlog (req->server), id, req->client->id);
+    s_log_job_t *self = (s_log_job_t *)job;
+    const char *id = self->execution_id;
+    cg_fault_hold ("log_read");
+    json_t *entry = cg_execlog_get (self->log, id, self->owner);
     if (!entry) {
         cleanup_free char *message =
             cg_strdupf ("No logged execution with id %.*s", cg_utf8_prefix (id, 64), id);
-        json_t *result = cg_tools_error_object ("execution_not_found", message, NULL);
-        json_object_set_new (json_object_get (result, "structuredContent"), "execution_id",
+        job->result = cg_tools_error_object ("execution_not_found", message, NULL);
+        json_object_set_new (json_object_get (job->result, "structuredContent"), "execution_id",
                              json_string (id));
-        cg_request_result (req, result);
         return;
     }
     //  Seed 002's get_execution_log also names the artifacts at the top level.
@@ -115,5 +164,21 @@ cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
         json_object_set_new (entry, "packages_installed", json_array ());
     json_object_del (entry, "client_id");
     cleanup_free char *text = json_dumps (entry, JSON_COMPACT);
-    cg_request_result (req, cg_tools_object_result (entry, text, false));
+    job->result = cg_tools_object_result (entry, text, false);
+}
+
+void
+cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
+{
+    if (s_unavailable (req))
+        return;
+    const char *id = json_string_value (json_object_get (arguments, "execution_id"));
+    if (!id) {
+        cg_request_result (req, cg_tools_error_object (
+                                    "invalid_params", "'execution_id' is a required string", NULL));
+        return;
+    }
+    s_log_job_t *job = s_log_job_new (req, s_get_run);
+    job->execution_id = cg_xstrdup (id);
+    cg_tools_job_start_on (req, &job->job, cg_server_log_worker (req->server));
 }

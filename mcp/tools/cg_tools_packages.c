@@ -3,6 +3,7 @@
     sandbox (or a one-shot sandbox that writes the shared layer), never on the host, with
     the sandbox's network still off. */
 #include "mcp/tools/cg_tools.h"
+#include "artifacts/cg_execlog_queue.h"
 #include "base/cg_util.h"
 #include "containers/cg_container.h"
 
@@ -370,11 +371,7 @@ s_log_install (cg_server_t *server, const cg_registry_session_t *session, const 
                    session->id, "package", package, "version", version, "success", version != NULL);
     if (version == NULL)
         json_object_set_new (entry, "version", json_null ());
-    cg_error_t *err = NULL;
-    if (cg_execlog_session_event (log, entry, &err) < 0)
-        cg_log (1, "execution log: %s", cg_error_message (err));
-    cg_error_destroy (&err);
-    json_decref (entry);
+    cg_execlog_queue_session_event (cg_server_log_worker (server), log, &entry);
 }
 
 json_t *

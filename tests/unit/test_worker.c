@@ -1,7 +1,7 @@
 /*  Unit tests for cg_worker: works run in order on another thread and come back to the
     owner's thread; the queue is bounded (EAGAIN naming the limit; force goes past it);
-    destroy runs what is queued and hands every work back; cancelled, the waiting ones come
-    back unrun. */
+    destroy runs what is queued and hands every work back; flush does that and the worker
+    goes on; cancelled, the waiting ones come back unrun. */
 #include "base/cg_worker.h"
 #include "base/cg_util.h"
 #include "cg_test.h"
@@ -100,6 +100,18 @@ main (void)
     EXPECT (!worker, "destroy sets NULL");
     EXPECT (s_done == 4 && s_not_run == 0, "every queued work ran: %d ran, %d not", s_done,
             s_not_run);
+    //  Flushed: what is queued runs and comes back, and the worker takes works after it.
+    s_done = 0;
+    worker = cg_worker_new ("test", 4);
+    EXPECT (cg_worker_queue (worker, &s_new (30, true)->work, false, &err) == 0, "slow queued");
+    EXPECT (cg_worker_queue (worker, &s_new (31, false)->work, false, &err) == 0, "31 queued");
+    cg_worker_flush (worker);
+    EXPECT (s_done == 2 && s_order[0] == 30 && s_order[1] == 31 && cg_worker_pending (worker) == 0,
+            "flush ran and collected both in order: %d back", s_done);
+    EXPECT (cg_worker_queue (worker, &s_new (32, false)->work, false, &err) == 0, "32 queued");
+    s_collect (worker, 3);
+    EXPECT (s_done == 3 && s_order[2] == 32, "the worker runs works after a flush");
+    cg_worker_destroy (&worker);
     //  Cancelled: the one running finishes, the waiting ones come back unrun.
     s_done = 0;
     worker = cg_worker_new ("test", 4);
@@ -108,7 +120,7 @@ main (void)
         EXPECT (cg_worker_queue (worker, &s_new (i, false)->work, false, &err) == 0, "queued %d",
                 i);
     //  Until the slow one runs (bounded by count).
-    for (int i = 0; i < 5000 && atomic_load (&s_slow_started) < 3; i++)
+    for (int i = 0; i < 5000 && atomic_load (&s_slow_started) < 4; i++)
         usleep (1000);
     cg_worker_cancel_waiting (worker);
     cg_worker_destroy (&worker);

@@ -1,0 +1,26 @@
+/*  cg_execlog_queue — the execution log's writes handed to its own worker (base/cg_worker),
+    the one thread that calls artifacts/cg_execlog once the process runs: a run's entry, a
+    session's lifecycle line and the retention sweep are queued from the loop and done in
+    the order they were queued, before any search queued after them (mcp/tools). */
+#ifndef CG_EXECLOG_QUEUE_H
+#define CG_EXECLOG_QUEUE_H
+
+#include "artifacts/cg_execlog.h"
+#include "base/cg_worker.h"
+
+#include <jansson.h>
+
+/*  Queues ENTRY (taken; *ENTRY_P set to NULL; copied deep, so that nothing of it is shared
+    with the caller's thread) to be recorded in LOG on WORKER (cg_execlog_record), past the
+    worker's limit: what bounds them is the runs that end. A failure is logged. Nothing
+    when LOG is NULL. */
+void cg_execlog_queue_record (cg_worker_t *worker, cg_execlog_t *log, json_t **entry_p);
+
+/*  The same for a session's lifecycle line (cg_execlog_session_event). */
+void cg_execlog_queue_session_event (cg_worker_t *worker, cg_execlog_t *log, json_t **entry_p);
+
+/*  Queues LOG's retention sweep (cg_execlog_sweep at the time it runs) on WORKER; what it
+    removed or why it failed is logged. */
+void cg_execlog_queue_sweep (cg_worker_t *worker, cg_execlog_t *log);
+
+#endif

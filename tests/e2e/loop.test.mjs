@@ -1,0 +1,194 @@
+// The main loop never waits on heavy work (issue 29, point 2): the execution log's searches
+// and reads run on the log's own worker, after the writes queued before them, at most
+// CG_TOOLS_LOG_JOBS_MAX (16) at once, beyond that a clear server_busy; uploads are decoded
+// and written off the loop; a large Streamable HTTP body is parsed off the loop. Work is
+// held in flight with --test-hold-at POINT:PATH (released by creating PATH), or its order
+// checked against a ping sent right after it, so nothing here is timed.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { sleep, startHttpServer, startServer } from './lib.mjs';
+
+const call = (client, name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
+
+// Starts a server whose first log search or read waits until release() is called;
+// held() returns once a search has reached the hold (the server says so in its log).
+async function heldServer(tag) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cg-e2e-loop-${tag}-`));
+  const release = path.join(dir, 'release');
+  const server = await startServer({
+    name: `loop-${tag}`,
+    args: ['--log-dir', path.join(dir, 'logs'), '--test-hold-at', `log_read:${release}`],
+  });
+  const held = async () => {
+    for (let i = 0; i < 6000 && !server.stderrText().includes('held at log_read'); i++) await sleep(10);
+    assert.match(server.stderrText(), /held at log_read until/, 'the search reached the hold');
+  };
+  return { server, release: () => fs.writeFileSync(release, ''), held, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+test('a ping and other calls are answered while a log search is in flight; the search then finds the run logged before it', async () => {
+  const { server, release, held, cleanup } = await heldServer('ping');
+  const c = server.client;
+  try {
+    const run = (await call(c, 'execute_code', { language: 'bash', code: 'echo loop-marker-1' })).structuredContent;
+    assert.equal(run.status, 'success', JSON.stringify(run));
+    let settled = false;
+    const search = call(c, 'search_execution_logs', { query: 'loop-marker' }).finally(() => { settled = true; });
+    await held();
+    // The loop is free: pings, tools/list and a run are answered while the search waits.
+    for (let i = 0; i < 5; i++) assert.deepEqual(await c.ping({ timeout: 30000 }), {});
+    assert.ok((await c.listTools()).tools.length > 0);
+    const other = (await call(c, 'execute_code', { language: 'bash', code: 'echo loop-marker-2' })).structuredContent;
+    assert.equal(other.stdout, 'loop-marker-2\n');
+    assert.equal(settled, false, 'the search is still held');
+    release();
+    const found = (await search).structuredContent;
+    // The first run was logged before the search was queued; the second one after it.
+    assert.deepEqual(found.results.map((r) => r.execution_id), [run.execution_id], JSON.stringify(found));
+    const again = (await call(c, 'search_execution_logs', { query: 'loop-marker' })).structuredContent;
+    assert.equal(again.total_count, 2);
+    const entry = (await call(c, 'get_execution_log', { execution_id: other.execution_id })).structuredContent;
+    assert.equal(entry.stdout, 'loop-marker-2\n');
+  } finally {
+    release();
+    await server.close();
+    cleanup();
+  }
+});
+
+test('the log worker holds at most 16 searches; past that a call is answered server_busy at once', async () => {
+  const { server, release, held, cleanup } = await heldServer('limit');
+  const c = server.client;
+  try {
+    const first = call(c, 'search_execution_logs', {});
+    await held();
+    const settled = [];
+    const more = Array.from({ length: 20 }, (_, i) =>
+      call(c, 'search_execution_logs', { limit: 1 + i }).then((r) => { settled.push(r); return r; }));
+    // Answers come in the order the server wrote them: once the ping is answered, so is
+    // every call refused before it, while the first search is still held.
+    assert.deepEqual(await c.ping({ timeout: 30000 }), {});
+    await new Promise((r) => setImmediate(r));
+    const busy = settled.filter((r) => r.structuredContent?.error === 'server_busy');
+    assert.equal(busy.length, 5, `16 out (1 held + 15 waiting), the other 5 refused: ${JSON.stringify(settled.map((r) => r.structuredContent))}`);
+    assert.equal(settled.length, 5, 'only the refused calls are answered');
+    assert.equal(busy[0].isError, true);
+    assert.match(busy[0].structuredContent.message, /log worker has 16 operations waiting, its limit/);
+    release();
+    const firstResult = (await first).structuredContent;
+    assert.equal(firstResult.total_count, 0);
+    const answered = await Promise.all(more);
+    assert.equal(answered.filter((r) => r.structuredContent.error === 'server_busy').length, 5);
+    for (const r of answered.filter((x) => !x.isError)) assert.equal(r.structuredContent.total_count, 0);
+    assert.equal(answered.filter((x) => !x.isError).length, 15);
+  } finally {
+    release();
+    await server.close();
+    cleanup();
+  }
+});
+
+test('a ping sent right after a slow log search (a two-letter query over 40 MB of logged output) is answered first', async () => {
+  // 2,000 logged runs of 20 KB output each, written as the log's own lines (the index is
+  // rebuilt from them at start); a query shorter than three characters scans them all.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-loop-slow-'));
+  const day = new Date().toISOString().slice(0, 10);
+  const fd = fs.openSync(path.join(dir, `executions-${day}.jsonl`), 'w');
+  const output = 'abcdefghij'.repeat(2000);
+  for (let i = 0; i < 2000; i++)
+    fs.writeSync(fd, `${JSON.stringify({ execution_id: `exec_slow${String(i).padStart(7, '0')}`, client_id: 'stdio', language: 'python', status: 'success', exit_code: 0, duration_ms: 1, executed_at: `${day}T00:00:00Z`, code: `print(${i})`, stdout: output, stderr: '' })}\n`);
+  fs.closeSync(fd);
+  const server = await startServer({ name: 'loop-slow', args: ['--log-dir', dir], connectTimeoutMs: 120000 });
+  try {
+    const order = [];
+    const search = call(server.client, 'search_execution_logs', { query: 'zq' }).then((r) => { order.push('search'); return r; });
+    const ping = server.client.ping({ timeout: 60000 }).then(() => order.push('ping'));
+    await Promise.all([search, ping]);
+    assert.deepEqual(order, ['ping', 'search'], 'the loop answered the ping while the search ran elsewhere');
+    assert.equal((await search).structuredContent.total_count, 0);
+  } finally {
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a ping sent right after a 32 MB upload_file is answered first; the file is whole', async () => {
+  const server = await startServer({ name: 'loop-upload' });
+  try {
+    const c = server.client;
+    const session_id = (await call(c, 'start_session', { language: 'bash' })).structuredContent.session_id;
+    const content = Buffer.alloc(32 << 20, 0x61).toString('base64');
+    const order = [];
+    const upload = call(c, 'upload_file', { session_id, filename: 'big.txt', content_base64: content }).then((r) => { order.push('upload'); return r; });
+    const ping = c.ping({ timeout: 60000 }).then(() => order.push('ping'));
+    await Promise.all([upload, ping]);
+    assert.deepEqual(order, ['ping', 'upload'], 'the loop answered the ping while the upload was decoded and written elsewhere');
+    const up = (await upload).structuredContent;
+    assert.equal(up.size_bytes, 32 << 20, JSON.stringify(up));
+    const wc = (await call(c, 'execute_code', { language: 'bash', session_id, code: 'wc -c < big.txt; tr -d a < big.txt | wc -c' })).structuredContent;
+    assert.equal(wc.stdout, `${32 << 20}\n0\n`);
+  } finally {
+    await server.close();
+  }
+});
+
+test('over Streamable HTTP, a large POST body is parsed off the loop: pings are answered while it is held', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-loop-http-'));
+  const release = path.join(dir, 'release');
+  const server = await startHttpServer({ args: ['--test-hold-at', `request_parse:${release}`] });
+  try {
+    const { client: a } = await server.connect();
+    const { client: b } = await server.connect();
+    const session_id = (await a.callTool({ name: 'start_session', arguments: { language: 'bash' } })).structuredContent.session_id;
+    let settled = false;
+    const upload = a.callTool({ name: 'upload_file', arguments: { session_id, filename: 'one.bin', content_base64: Buffer.alloc(1 << 20, 1).toString('base64') } }, undefined, { timeout: 120000 })
+      .finally(() => { settled = true; });
+    for (let i = 0; i < 6000 && !server.stderrText().includes('held at request_parse'); i++) await sleep(10);
+    assert.match(server.stderrText(), /held at request_parse until/);
+    for (let i = 0; i < 5; i++) assert.deepEqual(await b.ping({ timeout: 30000 }), {});
+    assert.deepEqual(await a.ping({ timeout: 30000 }), {});
+    assert.equal(settled, false, 'the upload is still held');
+    fs.writeFileSync(release, '');
+    const up = (await upload).structuredContent;
+    assert.equal(up.size_bytes, 1 << 20, JSON.stringify(up));
+  } finally {
+    fs.writeFileSync(release, '');
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('over stdio, a long line is parsed off the loop: the gateway answers while it is held, and the lines after it wait their turn', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-loop-stdio-'));
+  const release = path.join(dir, 'release');
+  const server = await startServer({ name: 'loop-stdio', args: ['--test-hold-at', `request_parse:${release}`] });
+  try {
+    const c = server.client;
+    const origin = server.stderrText().match(/listening on (http:\/\/[0-9.]+:\d+)/)?.[1];
+    assert.ok(origin, 'the listener\'s address is in the log');
+    const session_id = (await call(c, 'start_session', { language: 'bash' })).structuredContent.session_id;
+    const order = [];
+    const upload = call(c, 'upload_file', { session_id, filename: 'one.bin', content_base64: Buffer.alloc(1 << 20, 1).toString('base64') })
+      .then((r) => { order.push('upload'); return r; });
+    const ping = c.ping({ timeout: 60000 }).then(() => order.push('ping'));
+    for (let i = 0; i < 6000 && !server.stderrText().includes('held at request_parse'); i++) await sleep(10);
+    assert.match(server.stderrText(), /held at request_parse until/);
+    // The loop is free: the gateway (on the same loop) answers (401: no token given).
+    const api = await fetch(`${origin}/api`);
+    assert.equal(api.status, 401);
+    await api.text();
+    assert.deepEqual(order, [], 'the upload is held, the ping after it waits');
+    fs.writeFileSync(release, '');
+    await Promise.all([upload, ping]);
+    assert.equal((await upload).structuredContent.size_bytes, 1 << 20);
+  } finally {
+    fs.writeFileSync(release, '');
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
