@@ -1,0 +1,440 @@
+#!/usr/bin/python3
+"""The bridge's own cost per cell (issue 29, point 3): a null kernel, instruction counts, and
+the MCP/jupyter_client ratio on ipykernel, in one run.
+
+(F) floor: the null kernel (null_kernel.py: answers every request at once, HMAC-signed) run on
+    the host over ipc, driven by a minimal pyzmq client: execute_request until both the
+    execute_reply and iopub's status idle have arrived. What a cell costs with no bridge.
+(M) cellgate mcp (stdio): execute_code on the null kernel in a session (`--kernelspecs` with a
+    generated spec, language "null": the same sandbox and ipc path as any kernel).
+(H) the same call over Streamable HTTP (one POST per call on a kept-alive connection).
+(G) the gateway: a null kernel started by POST /api/kernels, a cell over its WebSocket.
+    F, M, H and G take turns cell by cell; bridge time = each one's percentile minus F's p50.
+(A/J) ipykernel: execute_code `x=1` in a session over MCP stdio (A) and jupyter_client on
+    `cellgate kernel` (J), alternating; their ratio (target A/J <= 0.9 at p50).
+(C) callgrind: `valgrind --tool=callgrind` on cellgate mcp (stdio) and on the gateway, each
+    driving the null kernel; counters are zeroed after the warm-up (callgrind_control -z) and
+    dumped after N cells: instructions per cell (the whole server process, all threads) and the
+    top functions (callgrind_annotate, inclusive of nothing: self cost).
+
+Give --bin more than once (the base binary first) to measure both in one run; the last table
+sets them side by side. A benchmark, not a test: it prints figures, exits non-zero on errors.
+
+    /usr/bin/python3 tests/bench/bench_bridge.py [--bin B]... [--cells 200] [--warmup 20]
+                      [--callgrind-cells 100] [--top 15] [--skip callgrind,ipykernel,null]
+"""
+
+import argparse
+import glob
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "gateway"))
+
+import bench_gateway as bg  # noqa: E402
+import bench_roundtrip as rt  # noqa: E402
+
+CODE = "x=1"
+NULL = "null"
+START_TIMEOUT = rt.START_TIMEOUT
+CALL_TIMEOUT = rt.CALL_TIMEOUT
+
+
+def write_null_spec(root):
+    """ROOT/null/kernel.json: python3 -c <null_kernel.py's source> {connection_file}."""
+    with open(os.path.join(HERE, "null_kernel.py"), encoding="utf-8") as f:
+        source = f.read()
+    os.makedirs(os.path.join(root, NULL))
+    spec = {
+        "argv": ["/usr/bin/python3", "-c", source, "{connection_file}"],
+        "display_name": "Null kernel (bench)",
+        "language": "python",
+        "metadata": {"cellgate": {"language": NULL, "title": "Null kernel", "kernel_name": NULL}},
+    }
+    with open(os.path.join(root, NULL, "kernel.json"), "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    return root
+
+
+# ---------------------------------------------------------------- (F) the floor
+
+
+class Floor:
+    """The null kernel on the host over ipc, and a minimal signed client."""
+
+    def __init__(self):
+        import zmq
+
+        self.zmq = zmq
+        self.dir = tempfile.mkdtemp(prefix="cg-bench-null-")
+        self.key = uuid.uuid4().hex.encode()
+        info = {"transport": "ipc", "ip": os.path.join(self.dir, "k"), "key": self.key.decode(),
+                "signature_scheme": "hmac-sha256", "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
+                "control_port": 4, "hb_port": 5}
+        path = os.path.join(self.dir, "connection.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(info, f)
+        self.proc = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "null_kernel.py"), path])
+        self.ctx = zmq.Context()
+        self.shell = self.ctx.socket(zmq.DEALER)
+        self.iopub = self.ctx.socket(zmq.SUB)
+        self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
+        for sock in (self.shell, self.iopub):
+            sock.linger = 0
+        self.shell.connect("ipc://%s-1" % info["ip"])
+        self.iopub.connect("ipc://%s-2" % info["ip"])
+        self.session = uuid.uuid4().hex
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.iopub.poll(100):  # kernel_info until iopub is live
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise rt.BenchError("floor: the null kernel did not answer")
+            self._send("kernel_info_request", {})
+        while self.iopub.poll(200):
+            self.iopub.recv_multipart()
+        while self.shell.poll(0):
+            self.shell.recv_multipart()
+
+    def _send(self, msg_type, content):
+        msg_id = uuid.uuid4().hex
+        header = {"msg_id": msg_id, "msg_type": msg_type, "username": "bench", "session": self.session,
+                  "date": "2026-01-01T00:00:00Z", "version": "5.3"}
+        parts = [json.dumps(p).encode() for p in (header, {}, {}, content)]
+        sig = hmac.new(self.key, b"".join(parts), hashlib.sha256).hexdigest().encode()
+        self.shell.send_multipart([b"<IDS|MSG>", sig] + parts)
+        return msg_id
+
+    def _parent_of(self, frames):
+        at = frames.index(b"<IDS|MSG>")
+        want = hmac.new(self.key, b"".join(frames[at + 2:at + 6]), hashlib.sha256).hexdigest().encode()
+        if not hmac.compare_digest(want, frames[at + 1]):
+            raise rt.BenchError("floor: bad signature from the null kernel")
+        return json.loads(frames[at + 2]), json.loads(frames[at + 3]), json.loads(frames[at + 5])
+
+    def execute(self):
+        t0 = time.perf_counter()
+        msg_id = self._send("execute_request", {"code": CODE, "silent": False, "store_history": True,
+                                                "user_expressions": {}, "allow_stdin": False})
+        idle = reply = False
+        poller = self.zmq.Poller()
+        poller.register(self.shell, self.zmq.POLLIN)
+        poller.register(self.iopub, self.zmq.POLLIN)
+        while not (idle and reply):
+            events = dict(poller.poll(CALL_TIMEOUT * 1000))
+            if not events:
+                raise rt.BenchError("floor: no answer from the null kernel")
+            for sock in events:
+                header, parent, content = self._parent_of(sock.recv_multipart())
+                if parent.get("msg_id") != msg_id:
+                    continue
+                if header["msg_type"] == "execute_reply":
+                    reply = True
+                elif header["msg_type"] == "status" and content.get("execution_state") == "idle":
+                    idle = True
+        return time.perf_counter() - t0
+
+    def close(self):
+        self.ctx.destroy(linger=0)
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- (M, H, A) MCP
+
+
+def check_success(resp, what):
+    status = ((resp.get("result") or {}).get("structuredContent") or {}).get("status")
+    if status != "success":
+        raise rt.BenchError("%s: execute_code did not succeed:\n%s" % (what, json.dumps(resp, indent=2)[:4000]))
+
+
+class McpStdio:
+    def __init__(self, argv, language, what="mcp"):
+        self.what = what
+        self.language = language
+        self.child = rt.Child(argv, what)
+        try:
+            self.client = rt.McpClient(self.child)
+            rt.mcp_initialize(self.client)
+            self.execute(START_TIMEOUT)  # creates the session
+        except BaseException:
+            self.close()
+            raise
+
+    def execute(self, timeout=CALL_TIMEOUT):
+        args = {"language": self.language, "code": CODE, "session_id": rt.SESSION_ID}
+        resp, seconds = self.client.request("tools/call", {"name": "execute_code", "arguments": args}, timeout)
+        check_success(resp, self.what)
+        return seconds
+
+    def close(self):
+        self.child.close()
+
+
+class McpHttp:
+    def __init__(self, argv, language):
+        self.child = rt.Child(argv + ["--http", "127.0.0.1:0"], "cellgate mcp --http")
+        self.language = language
+        try:
+            self.client = rt.HttpClient(rt.http_port(self.child))
+            params = {"protocolVersion": rt.PROTOCOL_VERSION, "capabilities": {},
+                      "clientInfo": {"name": "bench", "version": "0"}}
+            resp, _, raw = self.client.request("initialize", params)
+            self.client.session = raw.getheader("Mcp-Session-Id")
+            if not self.client.session or "result" not in resp:
+                raise rt.BenchError("http: initialize failed: %r" % resp)
+            self.client.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.execute()
+        except BaseException:
+            self.close()
+            raise
+
+    def execute(self):
+        args = {"language": self.language, "code": CODE, "session_id": rt.SESSION_ID}
+        resp, seconds, _ = self.client.request("tools/call", {"name": "execute_code", "arguments": args})
+        check_success(resp, "http")
+        return seconds
+
+    def close(self):
+        if self.child.proc.poll() is None:
+            self.child.proc.send_signal(15)  # --http does not end at stdin EOF
+        self.child.close()
+
+
+# ---------------------------------------------------------------- runs
+
+
+def pct(samples, p):
+    ms = sorted(s * 1000.0 for s in samples)
+    return ms[min(len(ms) - 1, max(0, int(-(-p * len(ms) // 100)) - 1))]
+
+
+def alternate(runners, warmup, cells):
+    samples = {name: [] for name in runners}
+    names = list(runners)
+    for _ in range(warmup):
+        for name in names:
+            runners[name].execute()
+    for i in range(cells):
+        for name in names if i % 2 == 0 else names[::-1]:
+            samples[name].append(runners[name].execute())
+    return samples
+
+
+def close_all(runners):
+    for runner in reversed(list(runners.values())):
+        try:
+            runner.close()
+        except Exception as e:  # noqa: BLE001  (best effort, keep closing the rest)
+            print("bench: closing: %s" % e, file=sys.stderr)
+
+
+def run_null(binary, specs, warmup, cells):
+    """F, M, H, G alternating: {name: samples}."""
+    args = [binary, "mcp", "--kernelspecs", specs, "--pool", "off"]
+    runners = {}
+    try:
+        runners["F"] = Floor()
+        runners["M"] = McpStdio(args + ["--http-listen", "off"], NULL, "cellgate mcp (null)")
+        runners["H"] = McpHttp(args, NULL)
+        runners["G"] = bg.Gateway(binary, NULL, ["--kernelspecs", specs, "--pool", "off"])
+        return alternate(runners, warmup, cells)
+    finally:
+        close_all(runners)
+
+
+def run_ipykernel(binary, warmup, cells):
+    runners = {}
+    try:
+        runners["A"] = McpStdio([binary, "mcp", "--http-listen", "off"], "python", "cellgate mcp (python)")
+        runners["J"] = bg.JupyterClient(binary)
+        return alternate(runners, warmup, cells)
+    finally:
+        close_all(runners)
+
+
+def callgrind_run(binary, specs, path, warmup, cells, top, outdir):
+    vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/cg.%%p" % outdir, "--dump-instr=no", binary]
+    common = ["--kernelspecs", specs, "--pool", "off"]
+    start = time.monotonic()
+    if path == "mcp":
+        runner = McpStdio(vg + ["mcp"] + common + ["--http-listen", "off"], NULL, "callgrind mcp")
+    else:
+        runner = ValgrindGateway(vg, common)
+    try:
+        for _ in range(warmup):
+            runner.execute()
+        pid = runner.child.proc.pid
+        subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
+        for _ in range(cells):
+            runner.execute()
+        subprocess.run(["callgrind_control", "-d", "bench", str(pid)], check=True, capture_output=True)
+        dumps = sorted(glob.glob("%s/cg.%d.*" % (outdir, pid)), key=os.path.getmtime)
+        if not dumps:
+            raise rt.BenchError("callgrind: no dump for %d in %s" % (pid, outdir))
+        dump = dumps[-1]
+    finally:
+        runner.close()
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=no", dump], check=True, capture_output=True,
+                         text=True).stdout
+    total, rows = parse_annotate(ann, top)
+    return {"total": total, "per_cell": total / cells, "top": rows, "dump": dump,
+            "seconds": time.monotonic() - start}
+
+
+class ValgrindGateway(bg.Gateway):
+    """bg.Gateway with the server under valgrind (the binary argument is valgrind's argv)."""
+
+    def __init__(self, vg, common):
+        import secrets
+
+        self.token = secrets.token_hex(16)
+        self.child = rt.Child(vg + ["mcp", "--http", "127.0.0.1:0", "--gateway-token", self.token] + common,
+                              "callgrind gateway")
+        self.ks = None
+        self.kernel_id = None
+        try:
+            self.port = rt.http_port(self.child, timeout=120)
+            status, body = self.rest("POST", "/api/kernels", {"name": NULL, "env": {}})
+            if status != 201:
+                raise rt.BenchError("gateway: POST /api/kernels -> %d %r" % (status, body[:500]))
+            self.kernel_id = json.loads(body)["id"]
+            self.ks = bg.gwclient.KernelSocket("http://127.0.0.1:%d" % self.port, self.kernel_id, self.token,
+                                               timeout=START_TIMEOUT)
+            self.ks.wait_ready(START_TIMEOUT)
+        except BaseException:
+            self.close()
+            raise
+
+
+def parse_annotate(text, top):
+    """(total Ir, [(Ir, percent, function)]) from callgrind_annotate's output."""
+    total, rows, in_table = 0, [], False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.endswith("PROGRAM TOTALS"):
+            total = int(s.split()[0].replace(",", ""))
+        elif s.startswith("Ir") and "file:function" in s:
+            in_table = True
+        elif in_table and s and s[0].isdigit():
+            parts = s.split(None, 2)
+            ir = int(parts[0].replace(",", ""))
+            fn = parts[-1]
+            rows.append((ir, fn))
+            if len(rows) >= top:
+                break
+        elif in_table and rows and not s:
+            break
+    return total, rows
+
+
+# ---------------------------------------------------------------- report
+
+
+def report_binary(label, res, floor_p50):
+    print("\n== %s" % label)
+    if "null" in res:
+        s = res["null"]
+        print("null kernel, %d cells each, alternating (ms)      p50       p95    bridge p50  bridge p95" % len(s["F"]))
+        names = {"F": "F floor: pyzmq client, host", "M": "M cellgate mcp (stdio)", "H": "H cellgate mcp (HTTP)",
+                 "G": "G gateway WebSocket"}
+        for key in "FMHG":
+            p50, p95 = pct(s[key], 50), pct(s[key], 95)
+            if key == "F":
+                print("  %-40s %8.3f  %8.3f" % (names[key], p50, p95))
+            else:
+                print("  %-40s %8.3f  %8.3f  %8.0f µs %8.0f µs" % (names[key], p50, p95, (p50 - floor_p50) * 1000,
+                                                                    (p95 - floor_p50) * 1000))
+    if "ipy" in res:
+        s = res["ipy"]
+        a, j = pct(s["A"], 50), pct(s["J"], 50)
+        print("ipykernel x=1, %d cells each, alternating (ms)    p50       p95" % len(s["A"]))
+        print("  %-40s %8.3f  %8.3f" % ("A cellgate mcp (stdio)", a, pct(s["A"], 95)))
+        print("  %-40s %8.3f  %8.3f" % ("J jupyter_client (cellgate kernel)", j, pct(s["J"], 95)))
+        print("  ratio A/J p50 %.3f   p95 %.3f   (target <= 0.9 at p50)" % (a / j, pct(s["A"], 95) / pct(s["J"], 95)))
+    for path in ("mcp", "gateway"):
+        c = res.get("cg_" + path)
+        if not c:
+            continue
+        print("callgrind, %s path, null kernel: %s instructions per cell (%s in all; %s)" % (
+            path, "{:,.0f}".format(c["per_cell"]), "{:,}".format(c["total"]), c["dump"]))
+        for ir, fn in c["top"]:
+            print("  %14s  %5.1f%%  %s" % ("{:,}".format(ir // max(1, c["cells"])), 100.0 * ir / max(1, c["total"]), fn))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bin", action="append", help="cellgate binary; repeat to compare (default: build/cellgate)")
+    p.add_argument("--cells", type=int, default=200, help="timed cells per path (default 200)")
+    p.add_argument("--warmup", type=int, default=20, help="untimed warm-up cells per path (default 20)")
+    p.add_argument("--callgrind-cells", type=int, default=100, help="cells counted under callgrind (default 100)")
+    p.add_argument("--top", type=int, default=15, help="functions listed per callgrind profile (default 15)")
+    p.add_argument("--skip", default="", help="comma-separated: null, ipykernel, callgrind")
+    args = p.parse_args()
+    binaries = [os.path.abspath(b) for b in (args.bin or [os.path.join(REPO, "build", "cellgate")])]
+    skip = set(filter(None, args.skip.split(",")))
+    for b in binaries:
+        if not (os.path.isfile(b) and os.access(b, os.X_OK)):
+            print("bench: cellgate binary not found or not executable: %s" % b, file=sys.stderr)
+            return 2
+    specs = write_null_spec(tempfile.mkdtemp(prefix="cg-bench-specs-"))
+    outdir = tempfile.mkdtemp(prefix="cg-bench-callgrind-")
+    results = {b: {} for b in binaries}
+    try:
+        for b in binaries:
+            r = results[b]
+            if "null" not in skip:
+                r["null"] = run_null(b, specs, args.warmup, args.cells)
+            if "ipykernel" not in skip:
+                r["ipy"] = run_ipykernel(b, args.warmup, args.cells)
+            if "callgrind" not in skip:
+                for path in ("mcp", "gateway"):
+                    c = callgrind_run(b, specs, path, min(args.warmup, 10), args.callgrind_cells, args.top, outdir)
+                    c["cells"] = args.callgrind_cells
+                    r["cg_" + path] = c
+    except rt.BenchError as e:
+        print("bench: %s" % e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        shutil.rmtree(specs, ignore_errors=True)
+    print("load average: %.2f %.2f %.2f" % os.getloadavg())
+    for b in binaries:
+        floor = pct(results[b]["null"]["F"], 50) if "null" in results[b] else 0.0
+        report_binary(b, results[b], floor)
+    if len(binaries) > 1:
+        print("\n== side by side (p50; bridge = path minus the floor's p50)")
+        print("  %-34s" % "" + "".join("%16s" % os.path.basename(os.path.dirname(b)) or b for b in binaries))
+        rows = []
+        if all("null" in results[b] for b in binaries):
+            for key, name in (("M", "bridge µs, MCP stdio"), ("H", "bridge µs, MCP HTTP"), ("G", "bridge µs, gateway")):
+                rows.append((name, [(pct(results[b]["null"][key], 50) - pct(results[b]["null"]["F"], 50)) * 1000
+                                    for b in binaries], "%16.0f"))
+        if all("ipy" in results[b] for b in binaries):
+            rows.append(("ipykernel A/J p50", [pct(results[b]["ipy"]["A"], 50) / pct(results[b]["ipy"]["J"], 50)
+                                               for b in binaries], "%16.3f"))
+        for path in ("mcp", "gateway"):
+            if all("cg_" + path in results[b] for b in binaries):
+                rows.append(("instructions/cell, %s" % path, [results[b]["cg_" + path]["per_cell"] for b in binaries],
+                             "%16.0f"))
+        for name, values, fmt in rows:
+            print("  %-34s" % name + "".join(fmt % v for v in values))
+    print("callgrind dumps kept in %s" % outdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
