@@ -264,7 +264,24 @@ def run_ipykernel(binary, warmup, cells):
         close_all(runners)
 
 
+def build_shim(outdir):
+    """pidfd_shim.so (valgrind 3.19 lacks pidfd_open, see pidfd_shim.c), built into OUTDIR."""
+    so = os.path.join(outdir, "pidfd_shim.so")
+    if not os.path.exists(so):
+        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so, os.path.join(HERE, "pidfd_shim.c"), "-ldl",
+                        "-lpthread"], check=True)
+    return so
+
+
 def callgrind_run(binary, specs, path, warmup, cells, top, outdir):
+    os.environ["LD_PRELOAD"] = build_shim(outdir)  # valgrind passes it on to the server only
+    try:
+        return s_callgrind_run(binary, specs, path, warmup, cells, top, outdir)
+    finally:
+        del os.environ["LD_PRELOAD"]
+
+
+def s_callgrind_run(binary, specs, path, warmup, cells, top, outdir):
     vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/cg.%%p" % outdir, "--dump-instr=no", binary]
     common = ["--kernelspecs", specs, "--pool", "off"]
     start = time.monotonic()
