@@ -9,9 +9,10 @@ the MCP/jupyter_client ratio on ipykernel, in one run.
     generated spec, language "null": the same sandbox and ipc path as any kernel).
 (H) the same call over Streamable HTTP (one POST per call on a kept-alive connection).
 (G) the gateway: a null kernel started by POST /api/kernels, a cell over its WebSocket.
-    F, M, H and G take turns cell by cell; bridge time = each one's percentile minus F's p50.
+    F, M, H and G (of every --bin) take turns cell by cell; bridge time = each one's
+    percentile minus F's p50.
 (A/J) ipykernel: execute_code `x=1` in a session over MCP stdio (A) and jupyter_client on
-    `cellgate kernel` (J), alternating; their ratio (target A/J <= 0.9 at p50).
+    `cellgate kernel` (J), of every --bin, alternating; their ratio (target A/J <= 0.9 at p50).
 (C) callgrind: `valgrind --tool=callgrind` on cellgate mcp (stdio) and on the gateway, each
     driving the null kernel; counters are zeroed after the warm-up (callgrind_control -z) and
     dumped after N cells: instructions per cell (the whole server process, all threads) and the
@@ -220,15 +221,35 @@ def pct(samples, p):
     return ms[min(len(ms) - 1, max(0, int(-(-p * len(ms) // 100)) - 1))]
 
 
+def cpu_seconds(runner):
+    """User + system CPU of the server process behind RUNNER (all its threads), or None."""
+    child = getattr(getattr(runner, "child", None), "proc", None)
+    if child is None:
+        return None
+    try:
+        with open("/proc/%d/stat" % child.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def alternate(runners, warmup, cells):
+    """Runs every runner's cell in turn; {name: samples}, and {name + "/cpu": [server CPU
+    seconds per cell]} for those with a server process."""
     samples = {name: [] for name in runners}
     names = list(runners)
     for _ in range(warmup):
         for name in names:
             runners[name].execute()
+    before = {name: cpu_seconds(runners[name]) for name in names}
     for i in range(cells):
         for name in names if i % 2 == 0 else names[::-1]:
             samples[name].append(runners[name].execute())
+    for name in names:
+        after = cpu_seconds(runners[name])
+        if before[name] is not None and after is not None:
+            samples[name + "/cpu"] = (after - before[name]) / cells
     return samples
 
 
@@ -240,26 +261,40 @@ def close_all(runners):
             print("bench: closing: %s" % e, file=sys.stderr)
 
 
-def run_null(binary, specs, warmup, cells):
-    """F, M, H, G alternating: {name: samples}."""
-    args = [binary, "mcp", "--kernelspecs", specs, "--pool", "off"]
+def run_null(binaries, specs, warmup, cells):
+    """F and, for each binary, M, H and G, all taking turns cell by cell (so the machine's
+    load falls on all alike): {binary: {name: samples}}, F's samples shared."""
     runners = {}
     try:
         runners["F"] = Floor()
-        runners["M"] = McpStdio(args + ["--http-listen", "off"], NULL, "cellgate mcp (null)")
-        runners["H"] = McpHttp(args, NULL)
-        runners["G"] = bg.Gateway(binary, NULL, ["--kernelspecs", specs, "--pool", "off"])
-        return alternate(runners, warmup, cells)
+        for n, b in enumerate(binaries):
+            args = [b, "mcp", "--kernelspecs", specs, "--pool", "off"]
+            runners["M%d" % n] = McpStdio(args + ["--http-listen", "off"], NULL, "cellgate mcp (null)")
+            runners["H%d" % n] = McpHttp(args, NULL)
+            runners["G%d" % n] = bg.Gateway(b, NULL, ["--kernelspecs", specs, "--pool", "off"])
+        samples = alternate(runners, warmup, cells)
+        out = {}
+        for n, b in enumerate(binaries):
+            out[b] = {}
+            for key in "FMHG":
+                name = key if key == "F" else "%s%d" % (key, n)
+                out[b][key] = samples[name]
+                out[b][key + "/cpu"] = samples.get(name + "/cpu")
+        return out
     finally:
         close_all(runners)
 
 
-def run_ipykernel(binary, warmup, cells):
+def run_ipykernel_all(binaries, warmup, cells):
+    """A and J for each binary, all taking turns: {binary: {"A": samples, "J": samples}}."""
     runners = {}
     try:
-        runners["A"] = McpStdio([binary, "mcp", "--http-listen", "off"], "python", "cellgate mcp (python)")
-        runners["J"] = bg.JupyterClient(binary)
-        return alternate(runners, warmup, cells)
+        for n, b in enumerate(binaries):
+            runners["A%d" % n] = McpStdio([b, "mcp", "--http-listen", "off"], "python", "cellgate mcp (python)")
+            runners["J%d" % n] = bg.JupyterClient(b)
+        samples = alternate(runners, warmup, cells)
+        return {b: {"A": samples["A%d" % n], "J": samples["J%d" % n], "A/cpu": samples.get("A%d/cpu" % n)}
+                for n, b in enumerate(binaries)}
     finally:
         close_all(runners)
 
@@ -363,7 +398,8 @@ def report_binary(label, res, floor_p50):
     print("\n== %s" % label)
     if "null" in res:
         s = res["null"]
-        print("null kernel, %d cells each, alternating (ms)      p50       p95    bridge p50  bridge p95" % len(s["F"]))
+        print("null kernel, %d cells each, alternating (ms)      p50       p95    bridge p50  bridge p95  server CPU/cell"
+              % len(s["F"]))
         names = {"F": "F floor: pyzmq client, host", "M": "M cellgate mcp (stdio)", "H": "H cellgate mcp (HTTP)",
                  "G": "G gateway WebSocket"}
         for key in "FMHG":
@@ -371,8 +407,10 @@ def report_binary(label, res, floor_p50):
             if key == "F":
                 print("  %-40s %8.3f  %8.3f" % (names[key], p50, p95))
             else:
-                print("  %-40s %8.3f  %8.3f  %8.0f µs %8.0f µs" % (names[key], p50, p95, (p50 - floor_p50) * 1000,
-                                                                    (p95 - floor_p50) * 1000))
+                cpu = s.get(key + "/cpu")
+                print("  %-40s %8.3f  %8.3f  %8.0f µs %8.0f µs  %8s" % (
+                    names[key], p50, p95, (p50 - floor_p50) * 1000, (p95 - floor_p50) * 1000,
+                    "%.0f µs" % (cpu * 1e6) if cpu is not None else "-"))
     if "ipy" in res:
         s = res["ipy"]
         a, j = pct(s["A"], 50), pct(s["J"], 50)
@@ -409,12 +447,14 @@ def main():
     outdir = tempfile.mkdtemp(prefix="cg-bench-callgrind-")
     results = {b: {} for b in binaries}
     try:
+        if "null" not in skip:
+            for b, samples in run_null(binaries, specs, args.warmup, args.cells).items():
+                results[b]["null"] = samples
+        if "ipykernel" not in skip:
+            for b, samples in run_ipykernel_all(binaries, args.warmup, args.cells).items():
+                results[b]["ipy"] = samples
         for b in binaries:
             r = results[b]
-            if "null" not in skip:
-                r["null"] = run_null(b, specs, args.warmup, args.cells)
-            if "ipykernel" not in skip:
-                r["ipy"] = run_ipykernel(b, args.warmup, args.cells)
             if "callgrind" not in skip:
                 for path in ("mcp", "gateway"):
                     c = callgrind_run(b, specs, path, min(args.warmup, 10), args.callgrind_cells, args.top, outdir)
@@ -437,9 +477,14 @@ def main():
         print("  %-34s" % "" + "".join("%16s" % os.path.basename(os.path.dirname(b)) or b for b in binaries))
         rows = []
         if all("null" in results[b] for b in binaries):
-            for key, name in (("M", "bridge µs, MCP stdio"), ("H", "bridge µs, MCP HTTP"), ("G", "bridge µs, gateway")):
-                rows.append((name, [(pct(results[b]["null"][key], 50) - pct(results[b]["null"]["F"], 50)) * 1000
-                                    for b in binaries], "%16.0f"))
+            for key, name in (("M", "MCP stdio"), ("H", "MCP HTTP"), ("G", "gateway")):
+                rows.append(("bridge µs p50, " + name, [(pct(results[b]["null"][key], 50)
+                                                         - pct(results[b]["null"]["F"], 50)) * 1000
+                                                        for b in binaries], "%16.0f"))
+            for key, name in (("M", "MCP stdio"), ("H", "MCP HTTP"), ("G", "gateway")):
+                if all(results[b]["null"].get(key + "/cpu") is not None for b in binaries):
+                    rows.append(("server CPU µs/cell, " + name, [results[b]["null"][key + "/cpu"] * 1e6
+                                                                 for b in binaries], "%16.0f"))
         if all("ipy" in results[b] for b in binaries):
             rows.append(("ipykernel A/J p50", [pct(results[b]["ipy"]["A"], 50) / pct(results[b]["ipy"]["J"], 50)
                                                for b in binaries], "%16.3f"))
