@@ -15,14 +15,18 @@ the MCP/jupyter_client ratio on ipykernel, in one run.
     `cellgate kernel` (J), of every --bin, alternating; their ratio (target A/J <= 0.9 at p50).
 (C) callgrind: `valgrind --tool=callgrind` on cellgate mcp (stdio) and on the gateway, each
     driving the null kernel; counters are zeroed after the warm-up (callgrind_control -z) and
-    dumped after N cells: instructions per cell (the whole server process, all threads) and the
-    top functions (callgrind_annotate, inclusive of nothing: self cost).
+    dumped after N cells: instructions per cell (the whole server process, all threads), the
+    self cost per library and cellgate's own functions by inclusive cost (callgrind_annotate).
+    valgrind 3.19 (Debian 12) lacks pidfd_open: pidfd_shim.c, built here and LD_PRELOADed
+    into the server alone, stands in for it.
+(S) system calls per cell: `strace -f -c` attached to cellgate mcp (stdio, null kernel) over
+    the same number of cells as (C).
 
 Give --bin more than once (the base binary first) to measure both in one run; the last table
 sets them side by side. A benchmark, not a test: it prints figures, exits non-zero on errors.
 
     /usr/bin/python3 tests/bench/bench_bridge.py [--bin B]... [--cells 200] [--warmup 20]
-                      [--callgrind-cells 100] [--top 15] [--skip callgrind,ipykernel,null]
+                      [--callgrind-cells 100] [--top 15] [--skip null,ipykernel,syscalls,callgrind]
 """
 
 import argparse
@@ -31,7 +35,9 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -299,6 +305,37 @@ def run_ipykernel_all(binaries, warmup, cells):
         close_all(runners)
 
 
+def syscalls_per_cell(binary, specs, warmup, cells):
+    """strace -f -c on cellgate mcp (stdio, null kernel) over CELLS warm cells: system calls
+    per cell, in all and the most frequent ({name: count}), or None without strace."""
+    if not shutil.which("strace"):
+        return None
+    runner = McpStdio([binary, "mcp", "--kernelspecs", specs, "--pool", "off", "--http-listen", "off"], NULL,
+                      "strace mcp")
+    out = tempfile.mktemp(prefix="cg-bench-strace-")
+    try:
+        for _ in range(warmup):
+            runner.execute()
+        tracer = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(runner.child.proc.pid)],
+                                  stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # attached to every thread before the first counted cell
+        for _ in range(cells):
+            runner.execute()
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(30)
+        counts = {}
+        with open(out) as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 5 and p[0][0].isdigit() and p[-1] != "total":
+                    counts[p[-1]] = int(p[3]) / cells
+        return counts
+    finally:
+        runner.close()
+        if os.path.exists(out):
+            os.unlink(out)
+
+
 def build_shim(outdir):
     """pidfd_shim.so (valgrind 3.19 lacks pidfd_open, see pidfd_shim.c), built into OUTDIR."""
     so = os.path.join(outdir, "pidfd_shim.so")
@@ -338,10 +375,8 @@ def s_callgrind_run(binary, specs, path, warmup, cells, top, outdir):
         dump = dumps[-1]
     finally:
         runner.close()
-    ann = subprocess.run(["callgrind_annotate", "--inclusive=no", dump], check=True, capture_output=True,
-                         text=True).stdout
-    total, rows = parse_annotate(ann, top)
-    return {"total": total, "per_cell": total / cells, "top": rows, "dump": dump,
+    total, own, libraries = annotate(dump, binary, top)
+    return {"total": total, "per_cell": total / cells, "top": own, "libraries": libraries, "dump": dump,
             "seconds": time.monotonic() - start}
 
 
@@ -370,25 +405,38 @@ class ValgrindGateway(bg.Gateway):
             raise
 
 
-def parse_annotate(text, top):
-    """(total Ir, [(Ir, percent, function)]) from callgrind_annotate's output."""
-    total, rows, in_table = 0, [], False
+# After callgrind_control -z, the frames that were on each thread's stack (thread and
+# actor entry points, main, the loops) show their whole thread's cost as their own: rows
+# above ROOT_SHARE of the total are those, not where time goes, and are left out.
+ROOT_SHARE = 0.25
+
+
+def s_rows(text):
+    """[(Ir, function, object)] of a callgrind_annotate table."""
+    rows = []
     for line in text.splitlines():
-        s = line.strip()
-        if s.endswith("PROGRAM TOTALS"):
-            total = int(s.split()[0].replace(",", ""))
-        elif s.startswith("Ir") and "file:function" in s:
-            in_table = True
-        elif in_table and s and s[0].isdigit():
-            parts = s.split(None, 2)
-            ir = int(parts[0].replace(",", ""))
-            fn = parts[-1]
-            rows.append((ir, fn))
-            if len(rows) >= top:
-                break
-        elif in_table and rows and not s:
-            break
-    return total, rows
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*?)(?: \[(.*)\])?$", line)
+        if m and "PROGRAM TOTALS" not in line:
+            rows.append((int(m.group(1).replace(",", "")), m.group(2), m.group(3) or "?"))
+    return rows
+
+
+def annotate(dump, binary, top):
+    """(total Ir, top inclusive rows of BINARY's own functions, self Ir per library)."""
+    def run(inclusive):
+        return subprocess.run(["callgrind_annotate", "--threshold=100", "--auto=no", "--inclusive=" + inclusive, dump],
+                              check=True, capture_output=True, text=True).stdout
+    text = run("no")
+    total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", text).group(1).replace(",", ""))
+    libraries = {}
+    for ir, fn, obj in s_rows(text):
+        if ir <= ROOT_SHARE * total:
+            name = os.path.basename(obj)
+            libraries[name] = libraries.get(name, 0) + ir
+    skip = ("main", "cg_serve", "cg_loop_run", "cg_loop_run_once", "cg_runner_actor")
+    own = [(ir, fn.split(":", 1)[-1]) for ir, fn, obj in s_rows(run("yes"))
+           if obj == binary and fn.split(":", 1)[-1] not in skip]
+    return total, own[:top], sorted(libraries.items(), key=lambda kv: -kv[1])
 
 
 # ---------------------------------------------------------------- report
@@ -418,14 +466,23 @@ def report_binary(label, res, floor_p50):
         print("  %-40s %8.3f  %8.3f" % ("A cellgate mcp (stdio)", a, pct(s["A"], 95)))
         print("  %-40s %8.3f  %8.3f" % ("J jupyter_client (cellgate kernel)", j, pct(s["J"], 95)))
         print("  ratio A/J p50 %.3f   p95 %.3f   (target <= 0.9 at p50)" % (a / j, pct(s["A"], 95) / pct(s["J"], 95)))
+    calls = res.get("syscalls")
+    if calls:
+        top = sorted(calls.items(), key=lambda kv: -kv[1])[:8]
+        print("system calls per cell, mcp path, null kernel (strace -f -c): %.0f; %s" % (
+            sum(calls.values()), ", ".join("%s %.1f" % kv for kv in top)))
     for path in ("mcp", "gateway"):
         c = res.get("cg_" + path)
         if not c:
             continue
         print("callgrind, %s path, null kernel: %s instructions per cell (%s in all; %s)" % (
             path, "{:,.0f}".format(c["per_cell"]), "{:,}".format(c["total"]), c["dump"]))
+        n = max(1, c["cells"])
+        print("  self cost per cell by object: " + ", ".join(
+            "%s %s" % (lib, "{:,}".format(ir // n)) for lib, ir in c["libraries"][:8]))
+        print("  cellgate's functions, inclusive, per cell:")
         for ir, fn in c["top"]:
-            print("  %14s  %5.1f%%  %s" % ("{:,}".format(ir // max(1, c["cells"])), 100.0 * ir / max(1, c["total"]), fn))
+            print("  %12s  %5.1f%%  %s" % ("{:,}".format(ir // n), 100.0 * ir / max(1, c["total"]), fn))
 
 
 def main():
@@ -435,7 +492,7 @@ def main():
     p.add_argument("--warmup", type=int, default=20, help="untimed warm-up cells per path (default 20)")
     p.add_argument("--callgrind-cells", type=int, default=100, help="cells counted under callgrind (default 100)")
     p.add_argument("--top", type=int, default=15, help="functions listed per callgrind profile (default 15)")
-    p.add_argument("--skip", default="", help="comma-separated: null, ipykernel, callgrind")
+    p.add_argument("--skip", default="", help="comma-separated: null, ipykernel, syscalls, callgrind")
     args = p.parse_args()
     binaries = [os.path.abspath(b) for b in (args.bin or [os.path.join(REPO, "build", "cellgate")])]
     skip = set(filter(None, args.skip.split(",")))
@@ -455,6 +512,8 @@ def main():
                 results[b]["ipy"] = samples
         for b in binaries:
             r = results[b]
+            if "syscalls" not in skip:
+                r["syscalls"] = syscalls_per_cell(b, specs, args.warmup, args.callgrind_cells)
             if "callgrind" not in skip:
                 for path in ("mcp", "gateway"):
                     c = callgrind_run(b, specs, path, min(args.warmup, 10), args.callgrind_cells, args.top, outdir)
@@ -488,6 +547,8 @@ def main():
         if all("ipy" in results[b] for b in binaries):
             rows.append(("ipykernel A/J p50", [pct(results[b]["ipy"]["A"], 50) / pct(results[b]["ipy"]["J"], 50)
                                                for b in binaries], "%16.3f"))
+        if all(results[b].get("syscalls") for b in binaries):
+            rows.append(("system calls/cell, mcp", [sum(results[b]["syscalls"].values()) for b in binaries], "%16.0f"))
         for path in ("mcp", "gateway"):
             if all("cg_" + path in results[b] for b in binaries):
                 rows.append(("instructions/cell, %s" % path, [results[b]["cg_" + path]["per_cell"] for b in binaries],
