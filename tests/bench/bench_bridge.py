@@ -433,7 +433,7 @@ def annotate(dump, binary, top):
         if ir <= ROOT_SHARE * total:
             name = os.path.basename(obj)
             libraries[name] = libraries.get(name, 0) + ir
-    skip = ("main", "cg_serve", "cg_loop_run", "cg_loop_run_once", "cg_runner_actor")
+    skip = ("main", "(below main)", "cg_serve", "cg_loop_run", "cg_loop_run_once", "cg_runner_actor")
     own = [(ir, fn.split(":", 1)[-1]) for ir, fn, obj in s_rows(run("yes"))
            if obj == binary and fn.split(":", 1)[-1] not in skip]
     return total, own[:top], sorted(libraries.items(), key=lambda kv: -kv[1])
