@@ -146,6 +146,8 @@ s_open_sockets (cg_kernel_t *self, cg_error_t **err)
                                  zmq_strerror (errno));
         if (!(self->monitors[i] = zsock_new_pair (endpoint)))
             return cg_error_set (err, EIO, "monitor %s socket", cg_kernel_channel_names[i]);
+        //  Read empty once, so its ZMQ_FD (cg_kernel_monitor_items) signals the first event.
+        cg_wire_monitor_events (self->monitors[i], 0);
     }
     return 0;
 }
