@@ -528,17 +528,10 @@ cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
         rc = s_append (self, name, text, short_len, NULL, err);
         json_decref (short_line);
     }
-    //  The row and its text in one transaction: one commit (its WAL writes and locks) per
-    //  execution instead of two, and never a row without its text.
     cg_error_t *why = NULL;
-    if (rc == 0
-        && (s_exec (self, "BEGIN", &why) < 0
-            || s_index_entry (self, copy, file, offset, len, &why) < 0
-            || s_exec (self, "COMMIT", &why) < 0)) {
+    if (rc == 0 && s_index_entry (self, copy, file, offset, len, &why) < 0) {
         cg_log (1, "%s", cg_error_message (why));
         cg_error_destroy (&why);
-        if (!sqlite3_get_autocommit (self->db))
-            sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
     }
     json_decref (copy);
     return rc;
