@@ -101,8 +101,9 @@ int cg_kernel_log_fd (cg_kernel_t *self);
 void cg_kernel_drain_log (cg_kernel_t *self);
 
 /*  Between cells. Fills ITEMS (room for MAX, at least 6) with what to poll while no cell
-    runs: the kernel's process output and its channels but the heartbeat. Returns how
-    many were written. */
+    runs: the kernel's process output, its channels but the heartbeat, and (room allowing)
+    their monitors' fds, which stay meaningful only if every wake on them is followed by
+    cg_kernel_discard. Returns how many were written. */
 int cg_kernel_idle_items (cg_kernel_t *self, zmq_pollitem_t *items, int max);
 
 /*  Between cells: reads and drops what the kernel sent since its last cell (at most a few

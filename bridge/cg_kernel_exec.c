@@ -72,12 +72,17 @@ enum { S_RUN_HELPER = CH_COUNT, S_RUN_CANCEL, S_RUN_LOG, S_RUN_ITEMS };
 
 //  Fills ITEMS (room for S_RUN_ITEMS + CH_COUNT) with what a run waits on; returns how many
 //  monitors follow the fixed items. An item with nothing to watch (no CONTROL, no log)
-//  polls the helper's pidfd for no events.
+//  polls the helper's pidfd for no events. The control and heartbeat channels are not
+//  waited on: each ZeroMQ socket in zmq_poll costs two system calls per turn, and nothing
+//  on them ends a turn early: the heartbeat's replies are read when the next ping goes,
+//  the control channel's (an interrupt's) are dropped between cells by cg_kernel_discard.
 static int
 s_run_items (cg_kernel_t *self, zsock_t *control, zmq_pollitem_t *items)
 {
     for (int i = 0; i < CH_COUNT; i++)
-        items[i] = (zmq_pollitem_t){zsock_resolve (self->sockets[i]), 0, ZMQ_POLLIN, 0};
+        items[i] = i == CH_CONTROL || i == CH_HB
+                       ? (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0}
+                       : (zmq_pollitem_t){zsock_resolve (self->sockets[i]), 0, ZMQ_POLLIN, 0};
     items[S_RUN_HELPER] = (zmq_pollitem_t){NULL, self->helper_pidfd, ZMQ_POLLIN, 0};
     items[S_RUN_CANCEL] = control ? (zmq_pollitem_t){zsock_resolve (control), 0, ZMQ_POLLIN, 0}
                                   : (zmq_pollitem_t){NULL, self->helper_pidfd, 0, 0};
@@ -131,6 +136,9 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         run->ended_us = cg_now_us ();
         return CG_EXEC_FAILED;
     }
+    //  Read the monitors empty, so their fds wake this run's loop on a drop (and count one
+    //  that came since the last cell, as a first turn used to).
+    run->messages_refused += cg_kernel_service_monitors (self);
     cg_feed_t feed = {.stdin_next = stdin_text};
     int64_t grace_end = 0; /* set once interrupted */
     int64_t next_hb = run->started_us + HB_INTERVAL_US;
@@ -183,12 +191,6 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
             s_take (self, CH_SHELL, parent_id, run, &feed);
         if (items[CH_STDIN].revents)
             s_take (self, CH_STDIN, parent_id, run, &feed);
-        if (items[CH_CONTROL].revents) {
-            cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_CONTROL]);
-            cg_msg_destroy (&msg);
-        }
-        if (items[CH_HB].revents)
-            s_read_pongs (self, &hb_misses);
         if (items[S_RUN_LOG].revents)
             cg_kernel_drain_log (self);
         for (int m = 0; m < monitors; m++)

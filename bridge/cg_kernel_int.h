@@ -46,8 +46,10 @@ extern const char *const cg_kernel_channel_names[CH_COUNT];
     iopub was dropped (a dying kernel's sockets too: the caller tells them apart). */
 size_t cg_kernel_service_monitors (cg_kernel_t *self);
 
-/*  Adds a poll item for each channel's monitor to ITEMS (room for CH_COUNT); returns how
-    many. */
+/*  Adds a poll item for each channel's monitor to ITEMS (room for CH_COUNT): its ZMQ_FD, a
+    plain fd, readable once something waits there. After a wake on any of them the caller
+    must call cg_kernel_service_monitors (which reads them all until empty: only then does
+    ZeroMQ signal the fd again). Returns how many. */
 int cg_kernel_monitor_items (cg_kernel_t *self, zmq_pollitem_t *items);
 
 #endif

@@ -479,7 +479,12 @@ cg_runner_actor (zsock_t *pipe, void *args)
         int count = self.session ? cg_session_idle_items (self.session, items + 1, 4 * 12) : 0;
         if (zmq_poll (items, count + 1, -1) < 0)
             continue;
-        if (count && self.session)
+        //  Only when a kernel's item woke us: a command alone finds nothing to drop (and
+        //  draining costs each socket's and monitor's ZeroMQ events, per cell).
+        bool kernel_woke = false;
+        for (int i = 1; i <= count; i++)
+            kernel_woke |= items[i].revents != 0;
+        if (kernel_woke && self.session)
             cg_session_drain (self.session);
         if (!items[0].revents)
             continue;

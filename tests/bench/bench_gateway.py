@@ -53,14 +53,15 @@ CALL_TIMEOUT = rt.CALL_TIMEOUT
 class Gateway:
     """cellgate mcp --http with the gateway, one python3 kernel and a WebSocket to it."""
 
-    def __init__(self, binary):
+    def __init__(self, binary, kernel_name="python3", extra_args=()):
         self.token = secrets.token_hex(16)
-        self.child = rt.Child([binary, "mcp", "--http", "127.0.0.1:0", "--gateway-token", self.token], "cellgate gateway")
+        argv = [binary, "mcp", "--http", "127.0.0.1:0", "--gateway-token", self.token] + list(extra_args)
+        self.child = rt.Child(argv, "cellgate gateway")
         self.ks = None
         self.kernel_id = None
         try:
             self.port = rt.http_port(self.child)
-            status, body = self.rest("POST", "/api/kernels", {"name": "python3", "env": {}})
+            status, body = self.rest("POST", "/api/kernels", {"name": kernel_name, "env": {}})
             if status != 201:
                 raise rt.BenchError("gateway: POST /api/kernels -> %d %r%s" % (status, body[:500], self.child.stderr_tail()))
             self.kernel_id = json.loads(body)["id"]
