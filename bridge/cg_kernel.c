@@ -32,6 +32,11 @@ const char *const cg_kernel_channel_names[CH_COUNT] = {"shell", "iopub", "stdin"
 #define S_QUEUE_MAX 2
 //  Messages discarded per wake between cells, so the runner stays responsive.
 #define S_DISCARD_BURST 256
+//  kernel_info_request during the handshake: every S_REQUEST_US until the first reply,
+//  then (iopub still silent) again after S_RESEND_FIRST_US, doubling up to S_RESEND_MAX_US.
+#define S_REQUEST_US 500000
+#define S_RESEND_FIRST_US 1000
+#define S_RESEND_MAX_US 100000
 
 //  --------------------------------------------------------------------------
 //  Start and stop
@@ -362,6 +367,7 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
     int64_t deadline = start + (int64_t)self->config->kernel_start_timeout_s * 1000000;
     int64_t next_request = 0;
     int64_t bound_at = 0, replied_at = 0, iopub_at = 0;
+    int64_t resend_us = S_RESEND_FIRST_US;
     int requests = 0;
     bool replied = false, iopub_live = false, stdin_live = false, connected = false;
     while (!(replied && iopub_live && stdin_live)) {
@@ -396,12 +402,17 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
                                  *last ? "its last output: " : "no output", last);
         }
         //  Until iopub is known to be live, keep asking: each request makes the kernel
-        //  publish busy/idle, and the first ones are lost while SUB connects.
+        //  publish busy/idle, and the first ones are lost while SUB connects. Before the
+        //  first reply the kernel is still starting (a request waits in its queue); after
+        //  it, a reply without iopub means the subscription was late: ask again soon, at
+        //  S_RESEND_FIRST_US doubling up to S_RESEND_MAX_US.
         if (connected && now >= next_request) {
             cg_wire_send (self->wire, self->sockets[CH_SHELL], "kernel_info_request", NULL, NULL,
                           NULL);
             requests++;
-            next_request = now + 500000;
+            next_request = now + (replied ? resend_us : S_REQUEST_US);
+            if (replied && resend_us < S_RESEND_MAX_US)
+                resend_us *= 2;
         }
         else if (!connected)
             next_request = now + 5000;
@@ -428,6 +439,8 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
             if (msg && strcmp (msg->msg_type, "kernel_info_reply") == 0 && !replied) {
                 replied = true;
                 replied_at = cg_now_us ();
+                if (!iopub_live)
+                    next_request = replied_at + resend_us;
             }
             cg_msg_destroy (&msg);
         }
