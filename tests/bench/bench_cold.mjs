@@ -51,12 +51,13 @@ function phases(log, total) {
     const m = log.match(re);
     out[name] = m ? Number(m[1]) : NaN;
   }
-  const ready = log.match(/iopub live after [\d.]+ ms, ready after ([\d.]+) ms \((\d+) request/);
-  out['kernel: handshake'] = ready ? Number(ready[1]) - out['kernel: sockets bound'] : NaN;
-  out.requests = ready ? Number(ready[2]) : NaN;
-  const known = Object.entries(out).filter(([k]) => k !== 'requests').reduce((a, [, v]) => a + v, 0);
+  const ready = log.match(/kernel_info_reply after ([\d.]+) ms, iopub live after ([\d.]+) ms, ready after ([\d.]+) ms \((\d+) request/);
+  out['kernel: handshake'] = ready ? Number(ready[3]) - out['kernel: sockets bound'] : NaN;
+  const extra = { requests: ready ? Number(ready[4]) : NaN,
+    'iopub wait after reply': ready ? Math.max(0, Number(ready[2]) - Number(ready[1])) : NaN };
+  const known = Object.values(out).reduce((a, v) => a + v, 0);
   out['cell and answer'] = total - known;
-  return out;
+  return { ...out, ...extra };
 }
 
 const base = process.env.CELLGATE_BASE_BIN;
