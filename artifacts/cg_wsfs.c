@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,8 @@
 #define S_HINT \
     "(a workspace size limit needs root and loop devices; --workspace-mb 0 turns the limit off)"
 #define S_LOOP_TRIES 8
+//  Formatted images kept per server (one per size and inode count in use).
+#define S_TEMPLATES 4
 
 //  True when PATH is a mount point: its device differs from its parent PARENT's.
 static bool
@@ -91,6 +94,88 @@ s_mkfs (const char *image, const cg_wsfs_limits_t *limits, cg_error_t **err)
                          len ? said : "no output");
 }
 
+//  Formatted blank images, made once per size and inode count and copied for each new
+//  session instead of running mkfs.ext4 again. FD is an unnamed file (O_TMPFILE) in the
+//  sessions' directory, never mounted, never in a directory listing; -1 when it could not
+//  be made (sessions of that size format their own).
+static struct {
+    bool made;
+    int size_mb, inodes, fd;
+} s_templates[S_TEMPLATES];
+static pthread_mutex_t s_templates_lock = PTHREAD_MUTEX_INITIALIZER;
+
+//  The blank image for LIMITS in DIR (an fd the table keeps), or -1.
+static int
+s_template (const char *dir, const cg_wsfs_limits_t *limits)
+{
+    pthread_mutex_lock (&s_templates_lock);
+    int slot = -1, fd = -1;
+    for (int i = 0; i < S_TEMPLATES && slot < 0; i++)
+        if (!s_templates[i].made
+            || (s_templates[i].size_mb == limits->size_mb
+                && s_templates[i].inodes == limits->inodes))
+            slot = i;
+    if (slot >= 0 && s_templates[slot].made)
+        fd = s_templates[slot].fd;
+    else if (slot >= 0) {
+        fd = open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        char path[64];
+        snprintf (path, sizeof path, "/proc/%d/fd/%d", (int)getpid (), fd);
+        if (fd >= 0
+            && (ftruncate (fd, (off_t)limits->size_mb * 1024 * 1024) < 0
+                || s_mkfs (path, limits, NULL) < 0)) {
+            close (fd);
+            fd = -1;
+        }
+        s_templates[slot].made = true;
+        s_templates[slot].size_mb = limits->size_mb;
+        s_templates[slot].inodes = limits->inodes;
+        s_templates[slot].fd = fd;
+    }
+    pthread_mutex_unlock (&s_templates_lock);
+    return fd;
+}
+
+//  Copies the data of FROM (SIZE bytes, sparse) into TO, an empty file of that size, at the
+//  same offsets, leaving its holes as holes. Offsets are passed explicitly, so threads may
+//  copy from one FROM at once. Returns 0, or -1 with errno set.
+static int
+s_copy_sparse (int from, int to, off_t size)
+{
+    off_t pos = 0;
+    while (pos < size) {
+        off_t data = lseek (from, pos, SEEK_DATA);
+        if (data < 0)
+            return errno == ENXIO ? 0 : -1; /* ENXIO: no data past POS */
+        off_t hole = lseek (from, data, SEEK_HOLE);
+        if (hole < 0)
+            return -1;
+        off_t in = data, out = data;
+        bool plain = false; /* copy_file_range refused (another file system): read, write */
+        while (in < hole) {
+            char buf[65536];
+            size_t want = (size_t)(hole - in) < sizeof buf ? (size_t)(hole - in) : sizeof buf;
+            ssize_t n = plain ? pread (from, buf, want, in)
+                              : copy_file_range (from, &in, to, &out, (size_t)(hole - in), 0);
+            if (n < 0 && !plain && (errno == EXDEV || errno == EINVAL || errno == ENOSYS)) {
+                plain = true;
+                continue;
+            }
+            if (n > 0 && plain && pwrite (to, buf, (size_t)n, in) != n)
+                n = -1;
+            if (n <= 0) {
+                if (n == 0)
+                    errno = EIO;
+                return -1;
+            }
+            if (plain)
+                in += n;
+        }
+        pos = hole;
+    }
+    return 0;
+}
+
 //  Attaches IMAGE_FD to a free loop device that detaches itself when its last user (the
 //  mount) is gone. Returns the open loop device (its path in PATH), or -1 with *err set.
 static int
@@ -152,6 +237,7 @@ s_disk_create (const char *session_dir, const cg_wsfs_limits_t *limits, cg_error
     if (s_is_mount_point (session_dir, disk))
         return 0;
     cleanup_free char *image = cg_strdupf ("%s/%s", session_dir, CG_WSFS_IMAGE);
+    cleanup_free char *session_dir_parent = cg_strdupf ("%s/..", session_dir);
     cleanup_close int fd = open (image, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return cg_error_set (err, errno, "workspace file system: create %s: %s", image,
@@ -161,7 +247,15 @@ s_disk_create (const char *session_dir, const cg_wsfs_limits_t *limits, cg_error
         unlink (image);
         return -1;
     }
-    if (s_mkfs (image, limits, err) < 0 || s_mount (image, disk, err) < 0) {
+    //  A copy of the blank image when there is one (what mkfs.ext4 would write, without
+    //  running it), else mkfs.ext4 itself.
+    int blank = s_template (session_dir_parent, limits);
+    bool copied =
+        blank >= 0 && s_copy_sparse (blank, fd, (off_t)limits->size_mb * 1024 * 1024) == 0;
+    if (blank >= 0 && !copied)
+        cg_log (1, "workspace file system: copy the blank image into %s: %s (formatting it)", image,
+                strerror (errno));
+    if ((!copied && s_mkfs (image, limits, err) < 0) || s_mount (image, disk, err) < 0) {
         unlink (image);
         return cg_error_wrap (err, "workspace file system (--workspace-mb %d)", limits->size_mb);
     }

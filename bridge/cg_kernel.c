@@ -32,6 +32,11 @@ const char *const cg_kernel_channel_names[CH_COUNT] = {"shell", "iopub", "stdin"
 #define S_QUEUE_MAX 2
 //  Messages discarded per wake between cells, so the runner stays responsive.
 #define S_DISCARD_BURST 256
+//  kernel_info_request during the handshake: every S_REQUEST_US until the first reply,
+//  then (iopub still silent) again after S_RESEND_FIRST_US, doubling up to S_RESEND_MAX_US.
+#define S_REQUEST_US 500000
+#define S_RESEND_FIRST_US 1000
+#define S_RESEND_MAX_US 100000
 
 //  --------------------------------------------------------------------------
 //  Start and stop
@@ -364,8 +369,12 @@ s_log_last_line (cg_kernel_t *self)
 static int
 s_handshake (cg_kernel_t *self, cg_error_t **err)
 {
-    int64_t deadline = cg_now_us () + (int64_t)self->config->kernel_start_timeout_s * 1000000;
+    int64_t start = cg_now_us ();
+    int64_t deadline = start + (int64_t)self->config->kernel_start_timeout_s * 1000000;
     int64_t next_request = 0;
+    int64_t bound_at = 0, replied_at = 0, iopub_at = 0;
+    int64_t resend_us = S_RESEND_FIRST_US;
+    int requests = 0;
     bool replied = false, iopub_live = false, stdin_live = false, connected = false;
     while (!(replied && iopub_live && stdin_live)) {
         //  The sockets exist once the kernel has bound them: poll for them briefly.
@@ -374,6 +383,8 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
             if (ready < 0)
                 return -1;
             connected = ready == 1;
+            if (connected)
+                bound_at = cg_now_us ();
         }
         int64_t now = cg_now_us ();
         if (zsys_interrupted)
@@ -397,11 +408,17 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
                                  *last ? "its last output: " : "no output", last);
         }
         //  Until iopub is known to be live, keep asking: each request makes the kernel
-        //  publish busy/idle, and the first ones are lost while SUB connects.
+        //  publish busy/idle, and the first ones are lost while SUB connects. Before the
+        //  first reply the kernel is still starting (a request waits in its queue); after
+        //  it, a reply without iopub means the subscription was late: ask again soon, at
+        //  S_RESEND_FIRST_US doubling up to S_RESEND_MAX_US.
         if (connected && now >= next_request) {
             cg_wire_send (self->wire, self->sockets[CH_SHELL], "kernel_info_request", NULL, NULL,
                           NULL);
-            next_request = now + 500000;
+            requests++;
+            next_request = now + (replied ? resend_us : S_REQUEST_US);
+            if (replied && resend_us < S_RESEND_MAX_US)
+                resend_us *= 2;
         }
         else if (!connected)
             next_request = now + 5000;
@@ -425,18 +442,30 @@ s_handshake (cg_kernel_t *self, cg_error_t **err)
         }
         if (items[0].revents) {
             cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_SHELL]);
-            if (msg && strcmp (msg->msg_type, "kernel_info_reply") == 0)
+            if (msg && strcmp (msg->msg_type, "kernel_info_reply") == 0 && !replied) {
                 replied = true;
+                replied_at = cg_now_us ();
+                if (!iopub_live)
+                    next_request = replied_at + resend_us;
+            }
             cg_msg_destroy (&msg);
         }
         if (items[1].revents) {
             cg_msg_t *msg = cg_wire_recv (self->wire, self->sockets[CH_IOPUB]);
-            if (msg)
+            if (msg && !iopub_live) {
                 iopub_live = true;
+                iopub_at = cg_now_us ();
+            }
             cg_msg_destroy (&msg);
         }
     }
     s_read_kernel_pid (self);
+    cg_log (3,
+            "start %s kernel in %s: sockets bound after %.1f ms, kernel_info_reply after %.1f "
+            "ms, iopub live after %.1f ms, ready after %.1f ms (%d request%s)",
+            self->spec->language, self->sandbox->id, (double)(bound_at - start) / 1000,
+            (double)(replied_at - start) / 1000, (double)(iopub_at - start) / 1000,
+            (double)(cg_now_us () - start) / 1000, requests, requests == 1 ? "" : "s");
     return 0;
 }
 
@@ -463,6 +492,7 @@ cg_kernel_t *
 cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_kernel_spec_t *spec,
                  const cg_config_t *config, cg_error_t **err)
 {
+    int64_t t0 = cg_now_us ();
     cg_kernel_t *self = s_alloc (backend, sandbox, spec, config);
     cleanup_free char *inside_file = cg_strdupf (CG_IPC_MOUNT "/kernel-%s.json", spec->language);
     cleanup_free char *inside_ip = cg_strdupf (CG_IPC_MOUNT "/%s", spec->ipc_name);
@@ -479,11 +509,16 @@ cg_kernel_start (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_ke
         s_endpoint_name (self, i, name, sizeof name);
         unlinkat (self->ipc_fd, name, 0);
     }
-    if (self->ipc_fd < 0 || s_write_connection_file (self, key, inside_ip, err) < 0
-        || cg_fault_at ("connection_file", err) < 0 || s_open_sockets (self, err) < 0
-        || cg_fault_at ("kernel_sockets", err) < 0 || s_spawn (self, inside_file, err) < 0
-        || cg_fault_at ("kernel_exec", err) < 0 || s_handshake (self, err) < 0
-        || cg_fault_at ("handshake", err) < 0) {
+    int rc = self->ipc_fd < 0 || s_write_connection_file (self, key, inside_ip, err) < 0
+                     || cg_fault_at ("connection_file", err) < 0 || s_open_sockets (self, err) < 0
+                     || cg_fault_at ("kernel_sockets", err) < 0
+                     || s_spawn (self, inside_file, err) < 0 || cg_fault_at ("kernel_exec", err) < 0
+                 ? -1
+                 : 0;
+    if (rc == 0)
+        cg_log (3, "start %s kernel in %s: connection file, sockets and exec %.1f ms",
+                spec->language, sandbox->id, (double)(cg_now_us () - t0) / 1000);
+    if (rc < 0 || s_handshake (self, err) < 0 || cg_fault_at ("handshake", err) < 0) {
         cg_error_wrap (err, "start kernel %s", spec->language);
         cg_kernel_destroy (&self);
         return NULL;

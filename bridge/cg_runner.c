@@ -406,8 +406,13 @@ s_exec (s_runner_t *self, zmsg_t *msg)
                           self->args.config->oneshot_keep_bytes);
         }
         s_send_outcome (self, key, &outcome);
-        if (self->args.oneshot)
+        if (self->args.oneshot && self->session) {
+            int64_t t0 = cg_now_us ();
+            cleanup_free char *dir = cg_xstrdup (cg_session_dir (self->session));
             cg_session_destroy (&self->session);
+            cg_log (3, "one-shot sandbox %s: torn down after its answer in %.1f ms", dir,
+                    (double)(cg_now_us () - t0) / 1000);
+        }
     }
     json_decref (request);
     zstr_free (&key);

@@ -41,14 +41,18 @@ cg_session_dir_remove (const char *session_dir)
 static int
 s_start_container (cg_session_t *self, cg_error_t **err)
 {
+    int64_t t0 = cg_now_us ();
     if (cg_container_create (self->backend, &self->sandbox, err) < 0)
         return -1;
     self->container_running = true;
+    int64_t t1 = cg_now_us ();
     if (cg_fault_at ("container_start", err) < 0 || cg_session_egress_attach_ (self, err) < 0)
         return -1;
     cg_container_stats_t stats = {.oom_kills = -1};
     cg_container_stats (self->backend, &self->sandbox, &stats, NULL);
     self->oom_kills = stats.oom_kills;
+    cg_log (3, "start %s: container %.1f ms, egress and stats %.1f ms", self->container_id,
+            (double)(t1 - t0) / 1000, (double)(cg_now_us () - t1) / 1000);
     return 0;
 }
 
@@ -110,15 +114,19 @@ s_create (cg_session_t *self, cg_error_t **err)
 {
     const cg_config_t *config = self->config;
     cleanup_free char *ipc_mount_point = cg_strdupf ("%s/ipc", self->run_dir);
+    int64_t t0 = cg_now_us ();
     if (cg_mkdir_p (self->bundle_dir, 0700, err) < 0 || cg_fault_at ("session_dir", err) < 0
-        || cg_session_workspace_create (config, self->dir, err) < 0
-        || !(self->ws = cg_workspace_open (self->workspace, err))
-        || cg_fault_at ("workspace", err) < 0
+        || cg_session_workspace_create (config, self->dir, err) < 0)
+        return -1;
+    int64_t t1 = cg_now_us ();
+    if (!(self->ws = cg_workspace_open (self->workspace, err)) || cg_fault_at ("workspace", err) < 0
         || cg_container_site_prepare (self->site_dir, config->sandbox_uid, config->sandbox_gid, err)
                < 0
         || cg_fault_at ("site", err) < 0 || cg_mkdir_p (ipc_mount_point, 0755, err) < 0
         || cg_fault_at ("ipc_dir", err) < 0)
         return -1;
+    cg_log (3, "start %s: workspace file system %.1f ms, workspace scan and dirs %.1f ms",
+            self->container_id, (double)(t1 - t0) / 1000, (double)(cg_now_us () - t1) / 1000);
     return s_start_container (self, err);
 }
 

@@ -8,11 +8,26 @@ import json
 import os
 import stat
 import sys
+import types
 
 if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]  # as ipykernel_launcher: the launcher's folder is no module path
 
-from ipykernel.kernelapp import IPKernelApp  # noqa: E402
+# ipykernel imports debugpy for its debugger, and debugpy's plugin packages call
+# pkg_resources.declare_namespace, whose import scans every installed distribution: 100-150 ms
+# of a kernel's cold start. For the kernel's own import a stand-in takes its place, whose
+# declare_namespace leaves a package's path as it is (what the real one gives where no other
+# distribution declares the namespace, as here); code in the kernel imports the real one.
+_STAND_IN = types.ModuleType("pkg_resources")
+_STAND_IN.declare_namespace = lambda name: None
+_HIDE = "pkg_resources" not in sys.modules
+if _HIDE:
+    sys.modules["pkg_resources"] = _STAND_IN
+try:
+    from ipykernel.kernelapp import IPKernelApp  # noqa: E402
+finally:
+    if _HIDE and sys.modules.get("pkg_resources") is _STAND_IN:
+        del sys.modules["pkg_resources"]
 
 
 class CellgateKernelApp(IPKernelApp):

@@ -12,12 +12,8 @@
 // rest would be. Prints median, p95 and p99 in ms and the pooled/unpooled ratio of the
 // medians. Not part of the test command: a benchmark, not a pass/fail check.
 
-import { execFileSync, spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-
 import { callExec, sc, sleep, startServer } from '../e2e/lib.mjs';
+import { floor } from './floor.mjs';
 import { fmt, pct } from './stats.mjs';
 
 const RUNS = Number(process.argv[2] || 50);
@@ -84,49 +80,6 @@ async function measure(server, c, pooled) {
   return times;
 }
 
-// The floor: the bundle of a live sandbox of SERVER, copied with its process replaced.
-function floor(server) {
-  const instances = path.join(server.stateDir, 'instances');
-  let config = null;
-  let newest = 0;
-  for (const inst of fs.readdirSync(instances))
-    for (const slot of fs.readdirSync(path.join(instances, inst, 'sessions'))) {
-      const file = path.join(instances, inst, 'sessions', slot, 'bundle', 'config.json');
-      if (!fs.existsSync(file) || fs.statSync(file).mtimeMs < newest) continue;
-      const c = JSON.parse(fs.readFileSync(file, 'utf8'));
-      // The newest live sandbox's (the floor session's; a one-shot's may still be going
-      // away in the background): every bind source still there.
-      if (c.mounts.every((m) => !m.source?.startsWith('/') || fs.existsSync(m.source))) {
-        config = c;
-        newest = fs.statSync(file).mtimeMs;
-      }
-    }
-  if (!config) return null;
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-floor-'));
-  const root = path.join(tmp, 'runc-root');
-  fs.mkdirSync(root);
-  const times = [];
-  try {
-    for (let i = 0; i < RUNS; i++) {
-      const id = `cgfloor-${process.pid}-${i}`;
-      const bundle = path.join(tmp, `b${i}`);
-      fs.mkdirSync(bundle);
-      const c = structuredClone(config);
-      c.process.args = ['python3', '-c', 'print(1)'];
-      c.linux.cgroupsPath = `cellgate/${id}`;
-      fs.writeFileSync(path.join(bundle, 'config.json'), JSON.stringify(c));
-      const t0 = process.hrtime.bigint();
-      const r = spawnSync('runc', ['--root', root, 'run', '--bundle', bundle, id], { encoding: 'utf8' });
-      times.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      if (r.stdout.trim() !== '1') throw new Error(`runc run: ${r.status} ${r.stdout} ${r.stderr}`);
-    }
-  } finally {
-    try { execFileSync('runc', ['--root', root, 'list', '-q']); } catch { /* nothing left */ }
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
-  return times;
-}
-
 const pooled = await startServer({ name: 'bench-pool', args: [...COMMON, '--pool', 'python=1,javascript=1,bash=1'] });
 countReady(pooled);
 const cold = await startServer({ name: 'bench-nopool', args: [...COMMON, '--pool', '0'] });
@@ -142,7 +95,7 @@ try {
   const live = await callExec(cold.client, { language: 'bash', session_id: 'bench_floor', code: 'true' });
   if (sc(live).status !== 'success') throw new Error('floor session');
   await sleep(2000); // the one-shot sandboxes' background teardowns end
-  const f = floor(cold);
+  const f = floor(cold, RUNS);
   console.log(f ? `${'floor: runc run'.padEnd(20)}          ${fmt(f)}   (python3 -c 'print(1)', cellgate's bundle)` : 'floor: no bundle found');
 } finally {
   await pooled.close();

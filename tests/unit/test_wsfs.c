@@ -9,6 +9,7 @@
 #include "base/cg_fs.h"
 #include "cg_test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -217,6 +218,45 @@ s_test_unmount_below (const char *base)
     EXPECT (cg_wsfs_unmount_below ("/", NULL) < 0, "refuses /");
 }
 
+//  Sessions of one size get their disks from one blank image (cg_wsfs.c): each its own
+//  file system, empty and with the full limits, whatever another session wrote to its own.
+static void
+s_test_blank_copies (const char *base)
+{
+    cg_wsfs_limits_t limits = {.size_mb = 16, .inodes = 256, .uid = S_UID, .gid = S_GID};
+    cleanup_free char *one = cg_strdupf ("%s/one", base);
+    cleanup_free char *two = cg_strdupf ("%s/two", base);
+    cleanup_free char *marker = cg_strdupf ("%s/" CG_WSFS_WORKSPACE "/marker", one);
+    cleanup_free char *big = cg_strdupf ("%s/" CG_WSFS_WORKSPACE "/big", one);
+    cleanup_free char *seen = cg_strdupf ("%s/" CG_WSFS_WORKSPACE "/marker", two);
+    cg_error_t *err = NULL;
+    EXPECT (cg_mkdir_p (one, 0700, &err) == 0 && cg_mkdir_p (two, 0700, &err) == 0
+                && cg_wsfs_create (one, &limits, &err) == 0,
+            "first: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    int code;
+    EXPECT (cg_write_file (marker, "x", 1, 0644, NULL) == 0 && s_fill (big, 8, &code) == 8,
+            "the first session writes");
+    EXPECT (cg_wsfs_create (two, &limits, &err) == 0, "second: %s", cg_error_message (err));
+    cg_error_destroy (&err);
+    cg_wsfs_usage_t usage = {0};
+    EXPECT (access (seen, F_OK) < 0 && errno == ENOENT,
+            "the second sees none of the first's files");
+    EXPECT (cg_wsfs_usage (two, &usage, NULL) == 1 && usage.size_mb > 12 && usage.size_mb <= 16
+                && usage.used_mb < 2 && usage.inodes >= 256 && usage.inodes_used < 16,
+            "second: %.1f of %.1f MB, %llu of %llu inodes used", usage.used_mb, usage.size_mb,
+            (unsigned long long)usage.inodes_used, (unsigned long long)usage.inodes);
+    DIR *dir = opendir (base);
+    int entries = 0;
+    for (struct dirent *e; dir && (e = readdir (dir));)
+        entries += e->d_name[0] != '.';
+    if (dir)
+        closedir (dir);
+    EXPECT (entries == 2, "the sessions' directory holds the two sessions only (%d entries)",
+            entries);
+    EXPECT (cg_wsfs_remove (one, NULL) == 0 && cg_wsfs_remove (two, NULL) == 0, "remove");
+}
+
 int
 main (void)
 {
@@ -231,6 +271,9 @@ main (void)
         return 2;
     }
     s_test_limits (base);
+    cleanup_free char *sessions = cg_strdupf ("%s/sessions", base);
+    cg_mkdir_p (sessions, 0700, NULL);
+    s_test_blank_copies (sessions);
     s_test_plain (base);
     s_test_unmount_below (base);
     //  Remove the fixture only when nothing is mounted in it any more.
