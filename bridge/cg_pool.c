@@ -26,11 +26,29 @@
 //  S_BACKOFF_MAX of them) before it tries again.
 #define S_BACKOFF_US 5000000
 #define S_BACKOFF_MAX 12
+//  At most this many sandboxes warm at once while no user call runs, and one while calls
+//  run (beside them, at a low priority: cg_runner's warm-up).
+#define S_WARMING_QUIET 2
+#define S_WARMING_BUSY 1
+//  Demand: the claims of each language are counted per window; the pool keeps an EWMA of
+//  them (weight S_ALPHA for the window just closed) and sizes each language to the
+//  larger of that and the open window's claims, from 1 to its --pool size. It starts at
+//  that size and shrinks when claims stop: from 4, to 1 in five idle windows.
+#define S_WINDOW_US 10000000
+#define S_ALPHA 0.25
 //  The file in a pooled sandbox's directory that says it waits in the pool; removed when
 //  it is claimed. The orphan sweep keys on the instance, so it removes both alike.
 #define S_MARKER "pool"
 
 typedef enum { S_WARMING, S_READY, S_STOPPING } s_state_t;
+
+//  A language's recent demand and what the pool did about it.
+typedef struct {
+    uint64_t hits;   /* claims a ready sandbox served */
+    uint64_t misses; /* claims that found none ready (the caller went cold) */
+    int claims;      /* claims in the open window */
+    double demand;   /* EWMA of claims per closed window */
+} s_demand_t;
 
 typedef struct {
     int language; /* index into the catalogue (cg_kernels) */
@@ -56,6 +74,8 @@ struct cg_pool_t {
     int64_t next_fill_us;               /* no warm-up starts before this */
     int64_t next_memory_us;             /* when MemAvailable is read next */
     bool pressured;                     /* MemAvailable was below the threshold */
+    s_demand_t demand[CG_KERNELS_MAX];
+    int64_t window_end_us; /* when the open demand window closes */
 };
 
 const char *
@@ -202,8 +222,11 @@ cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessi
                         .egress = egress,
                         .preload = preload};
     memcpy (self->sizes, sizes, sizeof sizes);
-    for (int i = 0; i < CG_KERNELS_MAX; i++)
+    for (int i = 0; i < CG_KERNELS_MAX; i++) {
         self->estimate_mb[i] = S_ESTIMATE_MB;
+        self->demand[i].demand = sizes[i];
+    }
+    self->window_end_us = cg_now_us () + S_WINDOW_US;
     self->entries = zlistx_new ();
     zlistx_set_destructor (self->entries, s_entry_free);
     return self;
@@ -328,25 +351,89 @@ s_check_memory (cg_pool_t *self, int64_t now)
         }
 }
 
-//  Picks the language to warm next (below its size, within the memory budget), or -1.
-static int
-s_next_language (cg_pool_t *self)
+//  Closes the demand windows that ended by NOW: each language's EWMA takes in its claims.
+static void
+s_roll_window (cg_pool_t *self, int64_t now)
 {
-    int counts[CG_KERNELS_MAX] = {0};
+    for (int n = 0; now >= self->window_end_us; n++) {
+        for (int i = 0; i < CG_KERNELS_MAX; i++) {
+            s_demand_t *d = &self->demand[i];
+            d->demand += S_ALPHA * (d->claims - d->demand);
+            d->claims = 0;
+        }
+        //  After a long sleep, a few windows are enough: the demand is all but gone.
+        self->window_end_us = n < 32 ? self->window_end_us + S_WINDOW_US : now + S_WINDOW_US;
+    }
+}
+
+//  How many sandboxes of LANGUAGE the pool keeps now: its recent demand, at least 1 and at
+//  most its --pool size (0 for a language not pooled).
+static int
+s_target (const cg_pool_t *self, int language)
+{
+    const s_demand_t *d = &self->demand[language];
+    double want = d->demand > d->claims ? d->demand : d->claims;
+    int target = (int)want;
+    if (target < want)
+        target++;
+    if (target < 1)
+        target = 1;
+    return target < self->sizes[language] ? target : self->sizes[language];
+}
+
+//  Counts the sandboxes of each language that are warming or ready in COUNTS, the warming
+//  ones in *WARMING, and returns what they use (or are taken to use), in MB.
+static double
+s_count (cg_pool_t *self, int counts[CG_KERNELS_MAX], int *warming)
+{
     double used_mb = 0;
+    memset (counts, 0, sizeof (int) * CG_KERNELS_MAX);
+    *warming = 0;
     for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
-        if (e->state == S_WARMING)
-            return -1; /* one warms at a time */
         if (e->state == S_STOPPING)
             continue;
+        *warming += e->state == S_WARMING;
         counts[e->language]++;
         used_mb += e->memory_mb >= 0 ? e->memory_mb : self->estimate_mb[e->language];
     }
-    for (int i = 0; i < CG_KERNELS_MAX; i++)
-        if (counts[i] < self->sizes[i]
-            && used_mb + self->estimate_mb[i] <= self->config->pool_memory_mb)
-            return i;
-    return -1;
+    return used_mb;
+}
+
+//  Stops the ready sandboxes of a language beyond its target (its demand fell).
+static void
+s_shrink (cg_pool_t *self)
+{
+    int counts[CG_KERNELS_MAX], warming;
+    s_count (self, counts, &warming);
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries))
+        if (e->state == S_READY && counts[e->language] > s_target (self, e->language)) {
+            cg_log (3, "pool: %s demand fell to %d: stopping sandbox %s",
+                    cg_pool_language_name (e->language), s_target (self, e->language), e->slot);
+            counts[e->language]--;
+            cg_runner_term (e->runner);
+            e->state = S_STOPPING;
+        }
+}
+
+//  Picks the language to warm next: the one furthest below its target, within the memory
+//  budget, while fewer than WARMING_MAX warm; or -1.
+static int
+s_next_language (cg_pool_t *self, int warming_max)
+{
+    int counts[CG_KERNELS_MAX], warming;
+    double used_mb = s_count (self, counts, &warming);
+    if (warming >= warming_max)
+        return -1;
+    int best = -1, best_gap = 0;
+    for (int i = 0; i < CG_KERNELS_MAX; i++) {
+        int gap = s_target (self, i) - counts[i];
+        if (self->sizes[i] > 0 && gap > best_gap
+            && used_mb + self->estimate_mb[i] <= self->config->pool_memory_mb) {
+            best = i;
+            best_gap = gap;
+        }
+    }
+    return best;
 }
 
 int
@@ -367,10 +454,13 @@ cg_pool_tick (cg_pool_t *self, bool quiet)
         zlistx_delete (self->entries, zlistx_find (self->entries, e));
     zlistx_destroy (&done);
     int64_t now = cg_now_us ();
+    s_roll_window (self, now);
     s_check_memory (self, now);
-    int language =
-        quiet && !self->pressured && now >= self->next_fill_us ? s_next_language (self) : -1;
-    if (language >= 0)
+    s_shrink (self);
+    //  Refills while calls run too, fewer at once then, each at a low priority.
+    int language;
+    while (!self->pressured && now >= self->next_fill_us
+           && (language = s_next_language (self, quiet ? S_WARMING_QUIET : S_WARMING_BUSY)) >= 0)
         s_fill (self, language);
     bool busy = false;
     for (s_entry_t *e = zlistx_first (self->entries); e && !busy; e = zlistx_next (self->entries))
@@ -393,6 +483,10 @@ cg_pool_claim (cg_pool_t *self, const char *language, bool oneshot, char slot[13
     for (s_entry_t *e = zlistx_first (self->entries); e && !entry; e = zlistx_next (self->entries))
         if (e->language == index && e->state == S_READY)
             entry = e;
+    if (index >= 0 && self->sizes[index] > 0) {
+        self->demand[index].claims++;
+        *(entry ? &self->demand[index].hits : &self->demand[index].misses) += 1;
+    }
     if (!entry)
         return NULL;
     zlistx_detach (self->entries, zlistx_find (self->entries, entry));
@@ -422,4 +516,28 @@ cg_pool_ready (cg_pool_t *self)
          e = zlistx_next (self->entries))
         ready += e->state == S_READY;
     return ready;
+}
+
+void
+cg_pool_metrics (cg_pool_t *self, cg_metrics_gauges_t *gauges)
+{
+    if (!self)
+        return;
+    size_t ready[CG_KERNELS_MAX] = {0}, warming[CG_KERNELS_MAX] = {0};
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
+        ready[e->language] += e->state == S_READY;
+        warming[e->language] += e->state == S_WARMING;
+    }
+    for (int i = 0; i < CG_KERNELS_MAX && gauges->pool_languages_len < CG_METRICS_LANGUAGES_MAX;
+         i++) {
+        if (self->sizes[i] == 0)
+            continue;
+        cg_metrics_pool_t *l = &gauges->pool_languages[gauges->pool_languages_len++];
+        l->name = cg_pool_language_name (i);
+        l->hits = self->demand[i].hits;
+        l->misses = self->demand[i].misses;
+        l->target = (size_t)s_target (self, i);
+        l->ready = ready[i];
+        l->warming = warming[i];
+    }
 }
