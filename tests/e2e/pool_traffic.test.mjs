@@ -1,0 +1,114 @@
+// The warm pool under traffic (issue 29, point 4): /metrics counts each pooled language's
+// hits and misses (a claim that found none ready and went cold), its target size and its
+// ready and warming sandboxes; a burst larger than the ready pool shows misses, and once
+// the pool has refilled the next call is a hit; the pool refills while a user call runs
+// (a session's cell that stays in flight until the test has seen the refill in /metrics).
+// No timing assertion: the waits are guards.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { callExec, expectStatus, sleep, startServer } from './lib.mjs';
+
+const ARGS = ['--http-listen', '127.0.0.1:0', '--log-level', 'debug', '--workspace-mb', '0', '--pool-preload', 'none'];
+
+async function metrics(server) {
+  const port = server.stderrText().match(/listening on http:\/\/[^:]+:(\d+)/)?.[1];
+  assert.ok(port, server.stderrText().slice(-2000));
+  const admin = fs.readFileSync(path.join(server.stateDir, 'admin-token'), 'utf8').trim();
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { Authorization: `Bearer ${admin}` } });
+  assert.equal(res.status, 200, 'GET /metrics');
+  return res.text();
+}
+
+// The python sample of NAME (with LABELS after the language), or undefined.
+function pySample(text, name, labels = '') {
+  const key = `${name}{language="python"${labels}} `;
+  const line = text.split('\n').find((l) => l.startsWith(key));
+  return line === undefined ? undefined : Number(line.slice(key.length));
+}
+
+function pool(text) {
+  const p = {
+    hits: pySample(text, 'cellgate_pool_hits_total'),
+    misses: pySample(text, 'cellgate_pool_misses_total'),
+    target: pySample(text, 'cellgate_pool_target_sandboxes'),
+    ready: pySample(text, 'cellgate_pool_sandboxes_by_language', ',state="ready"'),
+    warming: pySample(text, 'cellgate_pool_sandboxes_by_language', ',state="warming"'),
+  };
+  for (const [k, v] of Object.entries(p)) assert.ok(Number.isFinite(v), `python pool ${k} in /metrics:\n${text}`);
+  return p;
+}
+
+// Polls /metrics until WANT(pool) holds (a guard of MS, not a timing assertion).
+async function until(server, want, what, ms = 120000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const p = pool(await metrics(server));
+    if (want(p)) return p;
+    if (Date.now() > end) assert.fail(`${what}: ${JSON.stringify(p)}\n${server.stderrText().slice(-3000)}`);
+    await sleep(100);
+  }
+}
+
+test('a burst larger than the ready pool shows misses in /metrics, then hits once it has refilled', async () => {
+  const server = await startServer({ name: 'pool-burst', args: [...ARGS, '--pool', 'python=3'] });
+  try {
+    const start = await until(server, (p) => p.ready === 3, 'three ready python sandboxes');
+    assert.equal(start.target, 3, 'the pool starts at its --pool size');
+    assert.equal(start.hits + start.misses, 0);
+    const burst = await Promise.all(Array.from({ length: 5 }, (_, i) =>
+      callExec(server.client, { language: 'python', code: `print(${i})` })));
+    burst.forEach((r, i) => assert.equal(expectStatus(r, 'success', server).stdout, `${i}\n`));
+    const after = pool(await metrics(server));
+    assert.equal(after.hits + after.misses, 5, JSON.stringify(after));
+    assert.ok(after.misses >= 1 && after.hits >= 1, `the burst took the ready ones and went cold for the rest: ${JSON.stringify(after)}`);
+    assert.equal(after.target, 3, 'demand above --pool keeps the pool at its maximum');
+    // Refilled: the next call is a hit, no new miss.
+    await until(server, (p) => p.ready === p.target, 'the pool refilled to its target');
+    expectStatus(await callExec(server.client, { language: 'python', code: 'print(9)' }), 'success', server);
+    const last = pool(await metrics(server));
+    assert.equal(last.hits, after.hits + 1, JSON.stringify(last));
+    assert.equal(last.misses, after.misses, JSON.stringify(last));
+  } finally {
+    await server.close();
+  }
+});
+
+test('the pool refills while a user call is in flight', async () => {
+  // Read from cellgate_pool_sandboxes (ready ones, all languages) and the log, which the
+  // server had before the per-language figures.
+  const server = await startServer({ name: 'pool-inflight', args: [...ARGS, '--pool', 'python=1'] });
+  const abort = new AbortController();
+  const ready = async () => Number((await metrics(server)).match(/^cellgate_pool_sandboxes (\d+)$/m)?.[1]);
+  const until1 = async (what, ms) => {
+    const end = Date.now() + ms;
+    while ((await ready()) !== 1) {
+      if (Date.now() > end) assert.fail(`${what}\n${server.stderrText().slice(-3000)}`);
+      await sleep(100);
+    }
+  };
+  try {
+    await until1('a ready python sandbox', 120000);
+    // A session's cell that runs until the test cancels it: the session claims the ready
+    // sandbox and stays busy meanwhile.
+    let settled = false;
+    const long = callExec(server.client, { language: 'python', session_id: 'pool_long', code: 'import time\ntime.sleep(600)', timeout: 300 },
+      { signal: abort.signal }).catch((err) => err).finally(() => { settled = true; });
+    const end = Date.now() + 60000;
+    while (!/claimed by a session/.test(server.stderrText())) {
+      if (Date.now() > end) assert.fail(`no claim\n${server.stderrText().slice(-3000)}`);
+      await sleep(50);
+    }
+    await until1('no refill while the cell ran', 90000);
+    assert.equal(settled, false, 'the cell was still in flight when the pool had refilled');
+    const p = pool(await metrics(server));
+    assert.deepEqual([p.hits, p.misses, p.ready], [1, 0, 1], JSON.stringify(p));
+    abort.abort();
+    await long;
+  } finally {
+    await server.close();
+  }
+});
