@@ -297,6 +297,9 @@ s_warm (s_runner_t *self)
     setpriority (PRIO_PROCESS, 0, S_POOL_NICE);
     cg_error_t *err = NULL;
     int rc = s_ensure_session (self, &err);
+    //  Its cgroup too (the CPU weight): the sandbox competes with the others as a whole.
+    if (rc == 0)
+        cg_session_renice (self->session, S_POOL_NICE);
     if (rc == 0 && strcmp (self->args.language, "bash") == 0)
         rc = cg_session_prestart_command (self->session, &err);
     else if (rc == 0) {

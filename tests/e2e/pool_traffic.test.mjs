@@ -2,11 +2,13 @@
 // hits and misses (a claim that found none ready and went cold), its target size and its
 // ready and warming sandboxes; a burst larger than the ready pool shows misses, and once
 // the pool has refilled the next call is a hit; the pool refills while a user call runs
-// (a session's cell that stays in flight until the test has seen the refill in /metrics).
-// No timing assertion: the waits are guards.
+// (a session's cell that stays in flight until the test has seen the refill in /metrics);
+// a waiting pooled sandbox's cgroup has a low CPU weight (cpu.shares / cpu.weight), and
+// the claim gives it the full weight. No timing assertion: the waits are guards.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -77,19 +79,20 @@ test('a burst larger than the ready pool shows misses in /metrics, then hits onc
   }
 });
 
+// Polls cellgate_pool_sandboxes (the ready ones, all languages; a gauge the server had
+// before the per-language figures) until it is 1 (a guard of MS).
+async function untilOneReady(server, what, ms = 120000) {
+  const end = Date.now() + ms;
+  while (Number((await metrics(server)).match(/^cellgate_pool_sandboxes (\d+)$/m)?.[1]) !== 1) {
+    if (Date.now() > end) assert.fail(`${what}\n${server.stderrText().slice(-3000)}`);
+    await sleep(100);
+  }
+}
+
 test('the pool refills while a user call is in flight', async () => {
-  // Read from cellgate_pool_sandboxes (ready ones, all languages) and the log, which the
-  // server had before the per-language figures.
   const server = await startServer({ name: 'pool-inflight', args: [...ARGS, '--pool', 'python=1'] });
   const abort = new AbortController();
-  const ready = async () => Number((await metrics(server)).match(/^cellgate_pool_sandboxes (\d+)$/m)?.[1]);
-  const until1 = async (what, ms) => {
-    const end = Date.now() + ms;
-    while ((await ready()) !== 1) {
-      if (Date.now() > end) assert.fail(`${what}\n${server.stderrText().slice(-3000)}`);
-      await sleep(100);
-    }
-  };
+  const until1 = (what, ms) => untilOneReady(server, what, ms);
   try {
     await until1('a ready python sandbox', 120000);
     // A session's cell that runs until the test cancels it: the session claims the ready
@@ -108,6 +111,38 @@ test('the pool refills while a user call is in flight', async () => {
     assert.deepEqual([p.hits, p.misses, p.ready], [1, 0, 1], JSON.stringify(p));
     abort.abort();
     await long;
+  } finally {
+    await server.close();
+  }
+});
+
+// The CPU weight of runc container ID's cgroup (v1 cpu.shares, 1024 by default; v2
+// cpu.weight, 100), or undefined without a cpu controller there.
+const V2 = !fs.existsSync('/sys/fs/cgroup/memory');
+function cpuWeight(id) {
+  const file = V2 ? `/sys/fs/cgroup/cellgate/${id}/cpu.weight` : `/sys/fs/cgroup/cpu/cellgate/${id}/cpu.shares`;
+  return fs.existsSync(file) ? Number(fs.readFileSync(file, 'utf8')) : undefined;
+}
+
+function runcContainers(stateDir) {
+  const root = path.join(stateDir, 'runtime-runc');
+  if (!fs.existsSync(root)) return [];
+  return execFileSync('runc', ['--root', root, 'list', '-q'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+}
+
+test('a waiting pooled sandbox weighs less for the CPU than a user\'s; the claim gives it the full weight', async (t) => {
+  const server = await startServer({ name: 'pool-weight', args: [...ARGS, '--pool', 'python=1'] });
+  try {
+    await untilOneReady(server, 'a ready python sandbox');
+    const [pooled] = runcContainers(server.stateDir);
+    const full = V2 ? 100 : 1024;
+    if (!pooled || cpuWeight(pooled) === undefined) {
+      t.skip('no runc container with a cpu cgroup here');
+      return;
+    }
+    assert.ok(cpuWeight(pooled) < full / 4, `the waiting sandbox's weight: ${cpuWeight(pooled)}`);
+    expectStatus(await callExec(server.client, { language: 'python', session_id: 'pool_w', code: 'print(1)' }), 'success', server);
+    assert.equal(cpuWeight(pooled), full, 'the claimed sandbox (now the session\'s) has the full weight');
   } finally {
     await server.close();
   }
