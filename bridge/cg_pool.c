@@ -26,16 +26,18 @@
 //  S_BACKOFF_MAX of them) before it tries again.
 #define S_BACKOFF_US 5000000
 #define S_BACKOFF_MAX 12
-//  At most this many sandboxes warm at once while no user call runs, and one while calls
-//  run (beside them, at a low priority: cg_runner's warm-up).
-#define S_WARMING_QUIET 2
-#define S_WARMING_BUSY 1
+//  At most this many sandboxes warm at once, beside user calls or not (each at a low
+//  priority: cg_runner's warm-up).
+#define S_WARMING_MAX 2
 //  Demand: the claims of each language are counted per window; the pool keeps an EWMA of
-//  them (weight S_ALPHA for the window just closed) and sizes each language to the
-//  larger of that and the open window's claims, from 1 to its --pool size. It starts at
-//  that size and shrinks when claims stop: from 4, to 1 in five idle windows.
+//  them (weight S_ALPHA for the window just closed). A language's target is the largest
+//  of that EWMA, the open window's claims, and the claims expected while one sandbox warms
+//  up (its rate times the measured warm-up time, plus one), from 1 to its --pool size. It
+//  starts at that size and shrinks when claims stop: from 4, to 1 in five idle windows.
 #define S_WINDOW_US 10000000
 #define S_ALPHA 0.25
+//  A warm-up's duration before one was measured, in ms.
+#define S_WARM_ESTIMATE_MS 3000
 //  The file in a pooled sandbox's directory that says it waits in the pool; removed when
 //  it is claimed. The orphan sweep keys on the instance, so it removes both alike.
 #define S_MARKER "pool"
@@ -48,6 +50,7 @@ typedef struct {
     uint64_t misses; /* claims that found none ready (the caller went cold) */
     int claims;      /* claims in the open window */
     double demand;   /* EWMA of claims per closed window */
+    double warm_ms;  /* EWMA of its warm-ups' durations */
 } s_demand_t;
 
 typedef struct {
@@ -56,7 +59,8 @@ typedef struct {
     char *dir;
     zactor_t *runner;
     s_state_t state;
-    double memory_mb; /* measured when it became ready; < 0: unknown */
+    int64_t started_us; /* when its warm-up started */
+    double memory_mb;   /* measured when it became ready; < 0: unknown */
 } s_entry_t;
 
 struct cg_pool_t {
@@ -225,6 +229,7 @@ cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessi
     for (int i = 0; i < CG_KERNELS_MAX; i++) {
         self->estimate_mb[i] = S_ESTIMATE_MB;
         self->demand[i].demand = sizes[i];
+        self->demand[i].warm_ms = S_WARM_ESTIMATE_MS;
     }
     self->window_end_us = cg_now_us () + S_WINDOW_US;
     self->entries = zlistx_new ();
@@ -264,6 +269,7 @@ s_fill (cg_pool_t *self, int language)
     s_entry_t *entry = cg_xcalloc (1, sizeof *entry);
     entry->language = language;
     entry->memory_mb = -1;
+    entry->started_us = cg_now_us ();
     cg_random_hex (entry->slot, 6);
     entry->dir = cg_strdupf ("%s/%s", self->sessions_dir, entry->slot);
     cg_error_t *err = NULL;
@@ -305,8 +311,11 @@ s_take_word (cg_pool_t *self, s_entry_t *entry)
         if (entry->memory_mb > 0)
             self->estimate_mb[entry->language] = entry->memory_mb;
         self->failures = 0;
-        cg_log (3, "pool: a %s sandbox is ready (%s, %.0f MB)",
-                cg_pool_language_name (entry->language), entry->slot, entry->memory_mb);
+        double warm_ms = (double)(cg_now_us () - entry->started_us) / 1000;
+        s_demand_t *d = &self->demand[entry->language];
+        d->warm_ms += 0.5 * (warm_ms - d->warm_ms);
+        cg_log (3, "pool: a %s sandbox is ready (%s, %.0f MB, %.0f ms)",
+                cg_pool_language_name (entry->language), entry->slot, entry->memory_mb, warm_ms);
     }
     else {
         cg_log (1, "pool: a %s sandbox failed to warm up: %s",
@@ -373,6 +382,9 @@ s_target (const cg_pool_t *self, int language)
 {
     const s_demand_t *d = &self->demand[language];
     double want = d->demand > d->claims ? d->demand : d->claims;
+    double during_warm_up = d->demand * d->warm_ms * 1000 / S_WINDOW_US + 1;
+    if (during_warm_up > want)
+        want = during_warm_up;
     int target = (int)want;
     if (target < want)
         target++;
@@ -437,7 +449,7 @@ s_next_language (cg_pool_t *self, int warming_max)
 }
 
 int
-cg_pool_tick (cg_pool_t *self, bool quiet)
+cg_pool_tick (cg_pool_t *self)
 {
     if (!self)
         return -1;
@@ -457,10 +469,10 @@ cg_pool_tick (cg_pool_t *self, bool quiet)
     s_roll_window (self, now);
     s_check_memory (self, now);
     s_shrink (self);
-    //  Refills while calls run too, fewer at once then, each at a low priority.
+    //  Refills while user calls run too, each at a low priority.
     int language;
     while (!self->pressured && now >= self->next_fill_us
-           && (language = s_next_language (self, quiet ? S_WARMING_QUIET : S_WARMING_BUSY)) >= 0)
+           && (language = s_next_language (self, S_WARMING_MAX)) >= 0)
         s_fill (self, language);
     bool busy = false;
     for (s_entry_t *e = zlistx_first (self->entries); e && !busy; e = zlistx_next (self->entries))

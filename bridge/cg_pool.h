@@ -51,12 +51,12 @@ void cg_pool_destroy (cg_pool_t **self_p);
 /*  Takes in what the warming sandboxes said, empties the pool when the host's
     MemAvailable is below --pool-min-available-mb, stops ready sandboxes beyond a
     language's target, and while the pool's memory budget allows, starts warming
-    sandboxes for languages below their target: up to two at once when QUIET (no user
-    call in flight), one beside user calls (at a low priority either way). A language's
-    target follows its recent claims (an EWMA per 10 s window, or the open window's
-    claims when more), from 1 to its --pool size; it starts at that size. Returns the ms
-    until it wants to be called again, or -1. */
-int cg_pool_tick (cg_pool_t *self, bool quiet);
+    sandboxes for languages below their target, at most two at once, beside user calls
+    or not (at a low priority: cg_runner). A language's target follows its recent
+    claims: the largest of their EWMA per 10 s window, the open window's, and those
+    expected during one warm-up (measured) plus one; from 1 to its --pool size, which it
+    starts at. Returns the ms until it wants to be called again, or -1. */
+int cg_pool_tick (cg_pool_t *self);
 
 /*  Hands over a ready sandbox of LANGUAGE, or returns NULL (none ready: the caller
     starts a cold one). The runner returned is the caller's (stop it as any runner);

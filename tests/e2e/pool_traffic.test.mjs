@@ -140,7 +140,7 @@ test('a waiting pooled sandbox weighs less for the CPU than a user\'s; the claim
       t.skip('no runc container with a cpu cgroup here');
       return;
     }
-    assert.ok(cpuWeight(pooled) < full / 4, `the waiting sandbox's weight: ${cpuWeight(pooled)}`);
+    assert.ok(cpuWeight(pooled) < full / 2, `the waiting sandbox's weight: ${cpuWeight(pooled)}`);
     expectStatus(await callExec(server.client, { language: 'python', session_id: 'pool_w', code: 'print(1)' }), 'success', server);
     assert.equal(cpuWeight(pooled), full, 'the claimed sandbox (now the session\'s) has the full weight');
   } finally {
