@@ -38,6 +38,12 @@
 #define S_ALPHA 0.25
 //  A warm-up's duration before one was measured, in ms.
 #define S_WARM_ESTIMATE_MS 3000
+//  A warming sandbox's CPU weight, its cgroup's as a task's at this nice (cg_container_renice):
+//  full while none of the server's user calls runs, a tenth of a user's sandbox while one
+//  does; set again this often (its container may not have existed the last time).
+#define S_NICE_QUIET 0
+#define S_NICE_BUSY 10
+#define S_RENICE_US 500000
 //  The file in a pooled sandbox's directory that says it waits in the pool; removed when
 //  it is claimed. The orphan sweep keys on the instance, so it removes both alike.
 #define S_MARKER "pool"
@@ -60,6 +66,8 @@ typedef struct {
     zactor_t *runner;
     s_state_t state;
     int64_t started_us; /* when its warm-up started */
+    int nice;           /* the CPU weight last given, as a nice value; -1: none */
+    int64_t renice_us;  /* when it is given again */
     double memory_mb;   /* measured when it became ready; < 0: unknown */
 } s_entry_t;
 
@@ -270,6 +278,7 @@ s_fill (cg_pool_t *self, int language)
     entry->language = language;
     entry->memory_mb = -1;
     entry->started_us = cg_now_us ();
+    entry->nice = -1;
     cg_random_hex (entry->slot, 6);
     entry->dir = cg_strdupf ("%s/%s", self->sessions_dir, entry->slot);
     cg_error_t *err = NULL;
@@ -448,8 +457,27 @@ s_next_language (cg_pool_t *self, int warming_max)
     return best;
 }
 
+//  Weighs the warming sandboxes for the CPU: full when QUIET (no user call in flight), low
+//  beside user calls. The sandbox is named as cg_session makes it: CONTAINER_PREFIX + slot,
+//  its bundle in its directory.
+static void
+s_weigh (cg_pool_t *self, bool quiet, int64_t now)
+{
+    int nice = quiet ? S_NICE_QUIET : S_NICE_BUSY;
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
+        if (e->state != S_WARMING || (e->nice == nice && now < e->renice_us))
+            continue;
+        cleanup_free char *id = cg_strdupf ("%s%s", self->container_prefix, e->slot);
+        cleanup_free char *bundle = cg_strdupf ("%s/bundle", e->dir);
+        cg_sandbox_t sandbox = {.id = id, .bundle_dir = bundle, .kind = CG_SANDBOX_POOL};
+        cg_container_renice (self->backend, &sandbox, nice);
+        e->nice = nice;
+        e->renice_us = now + S_RENICE_US;
+    }
+}
+
 int
-cg_pool_tick (cg_pool_t *self)
+cg_pool_tick (cg_pool_t *self, bool quiet)
 {
     if (!self)
         return -1;
@@ -474,6 +502,7 @@ cg_pool_tick (cg_pool_t *self)
     while (!self->pressured && now >= self->next_fill_us
            && (language = s_next_language (self, S_WARMING_MAX)) >= 0)
         s_fill (self, language);
+    s_weigh (self, quiet, now);
     bool busy = false;
     for (s_entry_t *e = zlistx_first (self->entries); e && !busy; e = zlistx_next (self->entries))
         busy = e->state != S_READY;

@@ -577,8 +577,13 @@ cg_registry_reap_idle (cg_registry_t *self)
         s_retire (self, s, "idle_timeout");
     }
     zlistx_destroy (&expired);
-    //  The pool refills while user calls run too.
-    int pool_ms = cg_pool_tick (self->pool);
+    //  The pool refills while user calls run too, yielding the CPU to them (quiet: no
+    //  one-shot and no busy session).
+    bool quiet = self->oneshots == 0;
+    for (cg_registry_session_t *s = zhashx_first (self->sessions); s && quiet;
+         s = zhashx_next (self->sessions))
+        quiet = !s->busy;
+    int pool_ms = cg_pool_tick (self->pool, quiet);
     int64_t wait_ms = next == INT64_MAX ? -1 : (next - now) / 1000 + 1;
     if (wait_ms > 60000)
         wait_ms = 60000;

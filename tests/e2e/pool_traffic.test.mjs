@@ -3,8 +3,8 @@
 // ready and warming sandboxes; a burst larger than the ready pool shows misses, and once
 // the pool has refilled the next call is a hit; the pool refills while a user call runs
 // (a session's cell that stays in flight until the test has seen the refill in /metrics);
-// a waiting pooled sandbox's cgroup has a low CPU weight (cpu.shares / cpu.weight), and
-// the claim gives it the full weight. No timing assertion: the waits are guards.
+// a sandbox warmed beside a user call has a low CPU weight (its cgroup's cpu.shares /
+// cpu.weight), and the claim gives it the full weight. No timing assertion: the waits are guards.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -130,19 +130,34 @@ function runcContainers(stateDir) {
   return execFileSync('runc', ['--root', root, 'list', '-q'], { encoding: 'utf8' }).split('\n').filter(Boolean);
 }
 
-test('a waiting pooled sandbox weighs less for the CPU than a user\'s; the claim gives it the full weight', async (t) => {
+test('a sandbox warmed beside a user call weighs less for the CPU than a user\'s; the claim gives it the full weight', async (t) => {
   const server = await startServer({ name: 'pool-weight', args: [...ARGS, '--pool', 'python=1'] });
+  const abort = new AbortController();
   try {
     await untilOneReady(server, 'a ready python sandbox');
-    const [pooled] = runcContainers(server.stateDir);
     const full = V2 ? 100 : 1024;
-    if (!pooled || cpuWeight(pooled) === undefined) {
+    const [first] = runcContainers(server.stateDir);
+    if (!first || cpuWeight(first) === undefined) {
       t.skip('no runc container with a cpu cgroup here');
       return;
     }
-    assert.ok(cpuWeight(pooled) < full / 2, `the waiting sandbox's weight: ${cpuWeight(pooled)}`);
+    // A session's cell in flight until the test cancels it; the refill warms beside it.
+    const long = callExec(server.client, { language: 'python', session_id: 'pool_busy', code: 'import time\ntime.sleep(600)', timeout: 300 },
+      { signal: abort.signal }).catch((err) => err);
+    const end = Date.now() + 60000;
+    while (!/claimed by a session/.test(server.stderrText())) {
+      if (Date.now() > end) assert.fail(`no claim\n${server.stderrText().slice(-3000)}`);
+      await sleep(50);
+    }
+    await untilOneReady(server, 'no refill while the cell ran', 90000);
+    const [refill] = runcContainers(server.stateDir).filter((id) => id !== first);
+    assert.ok(refill, 'the refill\'s container');
+    assert.ok(cpuWeight(refill) < full / 2, `the sandbox warmed beside a call: weight ${cpuWeight(refill)}`);
+    assert.equal(cpuWeight(first), full, 'the claimed sandbox (now the session\'s) has the full weight');
+    abort.abort();
+    await long;
     expectStatus(await callExec(server.client, { language: 'python', session_id: 'pool_w', code: 'print(1)' }), 'success', server);
-    assert.equal(cpuWeight(pooled), full, 'the claimed sandbox (now the session\'s) has the full weight');
+    assert.equal(cpuWeight(refill), full, 'claimed, it has the full weight');
   } finally {
     await server.close();
   }
