@@ -33,9 +33,10 @@
 //  them (weight S_ALPHA for the window just closed). A language's target is the largest
 //  of that EWMA, the open window's claims, and the claims expected while one sandbox warms
 //  up (its rate times the measured warm-up time, plus one), from 1 to its --pool size. It
-//  starts at that size and shrinks when claims stop: from 4, to 1 in five idle windows.
+//  starts at that size and shrinks when claims stop: from 4, to 1 in 14 idle windows (a
+//  warm-up costs seconds of CPU: what is made is not thrown away at the first lull).
 #define S_WINDOW_US 10000000
-#define S_ALPHA 0.25
+#define S_ALPHA 0.1
 //  A warm-up's duration before one was measured, in ms.
 #define S_WARM_ESTIMATE_MS 3000
 //  A warming sandbox's CPU weight, its cgroup's as a task's at this nice (cg_container_renice):
