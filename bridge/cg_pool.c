@@ -29,12 +29,13 @@
 //  At most this many sandboxes warm at once, beside user calls or not (each at a low
 //  priority: cg_runner's warm-up).
 #define S_WARMING_MAX 2
-//  Demand: the claims of each language are counted per window; the pool keeps an EWMA of
-//  them (weight S_ALPHA for the window just closed). A language's target is the largest
-//  of that EWMA, the open window's claims, and the claims expected while one sandbox warms
-//  up (its rate times the measured warm-up time, plus one), from 1 to its --pool size. It
-//  starts at that size and shrinks when claims stop: from 4, to 1 in 14 idle windows (a
-//  warm-up costs seconds of CPU: what is made is not thrown away at the first lull).
+//  Demand: the claims of each language are counted per window; the pool keeps their EWMA
+//  (weight S_ALPHA for the window just closed) and their peak, which decays by S_ALPHA a
+//  window. A language's target is the largest of that peak (a burst seen lately), the
+//  open window's claims, and the claims expected while one sandbox warms up (the EWMA's
+//  rate times the measured warm-up time, plus one), from 1 to its --pool size. It starts
+//  at that size and shrinks when claims stop: from 4, to 1 in 14 idle windows (a warm-up
+//  costs seconds of CPU: what is made is not thrown away at the first lull).
 #define S_WINDOW_US 10000000
 #define S_ALPHA 0.1
 //  A warm-up's duration before one was measured, in ms.
@@ -57,6 +58,7 @@ typedef struct {
     uint64_t misses; /* claims that found none ready (the caller went cold) */
     int claims;      /* claims in the open window */
     double demand;   /* EWMA of claims per closed window */
+    double peak;     /* the most claims in a closed window, decaying */
     double warm_ms;  /* EWMA of its warm-ups' durations */
 } s_demand_t;
 
@@ -238,6 +240,7 @@ cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessi
     for (int i = 0; i < CG_KERNELS_MAX; i++) {
         self->estimate_mb[i] = S_ESTIMATE_MB;
         self->demand[i].demand = sizes[i];
+        self->demand[i].peak = sizes[i];
         self->demand[i].warm_ms = S_WARM_ESTIMATE_MS;
     }
     self->window_end_us = cg_now_us () + S_WINDOW_US;
@@ -378,6 +381,9 @@ s_roll_window (cg_pool_t *self, int64_t now)
         for (int i = 0; i < CG_KERNELS_MAX; i++) {
             s_demand_t *d = &self->demand[i];
             d->demand += S_ALPHA * (d->claims - d->demand);
+            d->peak *= 1 - S_ALPHA;
+            if (d->claims > d->peak)
+                d->peak = d->claims;
             d->claims = 0;
         }
         //  After a long sleep, a few windows are enough: the demand is all but gone.
@@ -391,7 +397,7 @@ static int
 s_target (const cg_pool_t *self, int language)
 {
     const s_demand_t *d = &self->demand[language];
-    double want = d->demand > d->claims ? d->demand : d->claims;
+    double want = d->peak > d->claims ? d->peak : d->claims;
     double during_warm_up = d->demand * d->warm_ms * 1000 / S_WINDOW_US + 1;
     if (during_warm_up > want)
         want = during_warm_up;

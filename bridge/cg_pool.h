@@ -53,10 +53,11 @@ void cg_pool_destroy (cg_pool_t **self_p);
     language's target, and while the pool's memory budget allows, starts warming
     sandboxes for languages below their target, at most two at once, beside user calls
     or not; their cgroups' CPU weight is full when QUIET (no user call in flight), low
-    beside user calls (their processes at nice 10 either way: cg_runner). A language's target follows its recent
-    claims: the largest of their EWMA per 10 s window, the open window's, and those
-    expected during one warm-up (measured) plus one; from 1 to its --pool size, which it
-    starts at. Returns the ms until it wants to be called again, or -1. */
+    beside user calls (their processes at nice 10 either way: cg_runner). A language's
+    target follows its recent claims per 10 s window: the largest of their decaying
+    peak, the open window's, and those expected during one measured warm-up (at their
+    EWMA rate) plus one; from 1 to its --pool size, which it starts at. Returns the ms
+    until it wants to be called again, or -1. */
 int cg_pool_tick (cg_pool_t *self, bool quiet);
 
 /*  Hands over a ready sandbox of LANGUAGE, or returns NULL (none ready: the caller
