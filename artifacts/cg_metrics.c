@@ -180,6 +180,45 @@ s_gauges (FILE *out, const cg_metrics_gauges_t *g)
     fprintf (out, "cellgate_pool_sandboxes %zu\n", g->pool);
 }
 
+//  The warm pool by language: its sample lines for NAME, one per pooled language, with
+//  the value FIELD picks.
+static void
+s_pool_samples (FILE *out, const cg_metrics_gauges_t *g, const char *name, const char *labels,
+                size_t field)
+{
+    for (size_t i = 0; i < g->pool_languages_len && i < CG_METRICS_LANGUAGES_MAX; i++) {
+        const cg_metrics_pool_t *l = &g->pool_languages[i];
+        fprintf (out, "%s{language=\"", name);
+        s_label (out, l->name ? l->name : "");
+        uint64_t value = field == 0   ? l->hits
+                         : field == 1 ? l->misses
+                         : field == 2 ? l->target
+                         : field == 3 ? l->ready
+                                      : l->warming;
+        fprintf (out, "\"%s} %" PRIu64 "\n", labels, value);
+    }
+}
+
+static void
+s_pool (FILE *out, const cg_metrics_gauges_t *g)
+{
+    if (g->pool_languages_len == 0)
+        return;
+    s_head (out, "cellgate_pool_hits_total", "counter",
+            "Pool claims a ready warm sandbox served, by language.");
+    s_pool_samples (out, g, "cellgate_pool_hits_total", "", 0);
+    s_head (out, "cellgate_pool_misses_total", "counter",
+            "Pool claims that found no ready sandbox and started cold, by language.");
+    s_pool_samples (out, g, "cellgate_pool_misses_total", "", 1);
+    s_head (out, "cellgate_pool_target_sandboxes", "gauge",
+            "The sandboxes the pool keeps now per language, from recent demand within --pool.");
+    s_pool_samples (out, g, "cellgate_pool_target_sandboxes", "", 2);
+    s_head (out, "cellgate_pool_sandboxes_by_language", "gauge",
+            "Pooled sandboxes by language and state (ready: waiting; warming: starting).");
+    s_pool_samples (out, g, "cellgate_pool_sandboxes_by_language", ",state=\"ready\"", 3);
+    s_pool_samples (out, g, "cellgate_pool_sandboxes_by_language", ",state=\"warming\"", 4);
+}
+
 static void
 s_counters (FILE *out, const cg_metrics_gauges_t *gauges)
 {
@@ -249,6 +288,7 @@ cg_metrics_render (const cg_metrics_gauges_t *gauges)
     if (!out)
         abort ();
     s_gauges (out, gauges);
+    s_pool (out, gauges);
     s_counters (out, gauges);
     if (fclose (out) != 0)
         abort ();

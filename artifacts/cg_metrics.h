@@ -24,6 +24,14 @@ typedef enum {
     CG_METRICS_RUN_STATUSES,    /* how many there are */
 } cg_metrics_run_status_t;
 
+/*  A pooled language's figures (cg_pool_metrics). */
+typedef struct {
+    const char *name;      /* borrowed for the scrape */
+    uint64_t hits, misses; /* claims served from the pool, and those that went cold */
+    size_t target;         /* the size the pool keeps now, from recent demand */
+    size_t ready, warming; /* sandboxes waiting, and those warming up */
+} cg_metrics_pool_t;
+
 /*  The gauges, read at each scrape. */
 typedef struct {
     struct {
@@ -36,7 +44,9 @@ typedef struct {
     size_t closing;       /* sandboxes being torn down */
     size_t sandboxes_max; /* --max-sessions */
     size_t pool;          /* warm sandboxes waiting in a pool (0: there is no pool) */
-    bool egress;          /* --egress proxy: the proxy's counters below are rendered */
+    cg_metrics_pool_t pool_languages[CG_METRICS_LANGUAGES_MAX]; /* the pooled languages */
+    size_t pool_languages_len;
+    bool egress; /* --egress proxy: the proxy's counters below are rendered */
     uint64_t egress_allowed, egress_denied;      /* proxy requests since the start */
     uint64_t egress_bytes_up, egress_bytes_down; /* their bytes, each way */
 } cg_metrics_gauges_t;

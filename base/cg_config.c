@@ -188,7 +188,7 @@ static const cg_config_option_t s_options[] = {
     {"--oneshot-reserve", "CELLGATE_ONESHOT_RESERVE", CG_CONFIG_INT, OFF (oneshot_reserve), "2", 0,
      1000, "one-shot sandboxes that may run past --max-sessions, so sessions never starve them"},
     {"--pool", "CELLGATE_POOL", CG_CONFIG_STRING, OFF (pool), CG_CONFIG_POOL_DEFAULT, 0, 0,
-     "warm sandboxes with kernels started, per language (LANGUAGE=N,...), for one-shot runs and "
+     "up to N warm sandboxes per language as demand asks (LANGUAGE=N,...), for one-shot runs and "
      "new sessions (docker: one-shot runs: sessions are labelled when made); off or 0: none"},
     {"--pool-preload", "CELLGATE_POOL_PRELOAD", CG_CONFIG_STRING, OFF (pool_preload),
      "numpy,pandas,matplotlib.pyplot", 0, 0,

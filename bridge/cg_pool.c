@@ -26,11 +26,41 @@
 //  S_BACKOFF_MAX of them) before it tries again.
 #define S_BACKOFF_US 5000000
 #define S_BACKOFF_MAX 12
+//  At most this many sandboxes warm at once, beside user calls or not (each at a low
+//  priority: cg_runner's warm-up).
+#define S_WARMING_MAX 2
+//  Demand: the claims of each language are counted per window; the pool keeps their EWMA
+//  (weight S_ALPHA for the window just closed) and their peak, which decays by S_ALPHA a
+//  window. A language's target is the largest of that peak (a burst seen lately), the
+//  open window's claims, and the claims expected while one sandbox warms up (the EWMA's
+//  rate times the measured warm-up time, plus one), from 1 to its --pool size. It starts
+//  at that size and shrinks when claims stop: from 4, to 1 in 14 idle windows (a warm-up
+//  costs seconds of CPU: what is made is not thrown away at the first lull).
+#define S_WINDOW_US 10000000
+#define S_ALPHA 0.1
+//  A warm-up's duration before one was measured, in ms.
+#define S_WARM_ESTIMATE_MS 3000
+//  A warming sandbox's CPU weight, its cgroup's as a task's at this nice (cg_container_renice):
+//  full while none of the server's user calls runs, a tenth of a user's sandbox while one
+//  does; set again this often (its container may not have existed the last time).
+#define S_NICE_QUIET 0
+#define S_NICE_BUSY 10
+#define S_RENICE_US 500000
 //  The file in a pooled sandbox's directory that says it waits in the pool; removed when
 //  it is claimed. The orphan sweep keys on the instance, so it removes both alike.
 #define S_MARKER "pool"
 
 typedef enum { S_WARMING, S_READY, S_STOPPING } s_state_t;
+
+//  A language's recent demand and what the pool did about it.
+typedef struct {
+    uint64_t hits;   /* claims a ready sandbox served */
+    uint64_t misses; /* claims that found none ready (the caller went cold) */
+    int claims;      /* claims in the open window */
+    double demand;   /* EWMA of claims per closed window */
+    double peak;     /* the most claims in a closed window, decaying */
+    double warm_ms;  /* EWMA of its warm-ups' durations */
+} s_demand_t;
 
 typedef struct {
     int language; /* index into the catalogue (cg_kernels) */
@@ -38,7 +68,10 @@ typedef struct {
     char *dir;
     zactor_t *runner;
     s_state_t state;
-    double memory_mb; /* measured when it became ready; < 0: unknown */
+    int64_t started_us; /* when its warm-up started */
+    int nice;           /* the CPU weight last given, as a nice value; -1: none */
+    int64_t renice_us;  /* when it is given again */
+    double memory_mb;   /* measured when it became ready; < 0: unknown */
 } s_entry_t;
 
 struct cg_pool_t {
@@ -56,6 +89,8 @@ struct cg_pool_t {
     int64_t next_fill_us;               /* no warm-up starts before this */
     int64_t next_memory_us;             /* when MemAvailable is read next */
     bool pressured;                     /* MemAvailable was below the threshold */
+    s_demand_t demand[CG_KERNELS_MAX];
+    int64_t window_end_us; /* when the open demand window closes */
 };
 
 const char *
@@ -202,8 +237,13 @@ cg_pool_new (const cg_config_t *config, cg_backend_t *backend, const char *sessi
                         .egress = egress,
                         .preload = preload};
     memcpy (self->sizes, sizes, sizeof sizes);
-    for (int i = 0; i < CG_KERNELS_MAX; i++)
+    for (int i = 0; i < CG_KERNELS_MAX; i++) {
         self->estimate_mb[i] = S_ESTIMATE_MB;
+        self->demand[i].demand = sizes[i];
+        self->demand[i].peak = sizes[i];
+        self->demand[i].warm_ms = S_WARM_ESTIMATE_MS;
+    }
+    self->window_end_us = cg_now_us () + S_WINDOW_US;
     self->entries = zlistx_new ();
     zlistx_set_destructor (self->entries, s_entry_free);
     return self;
@@ -241,6 +281,8 @@ s_fill (cg_pool_t *self, int language)
     s_entry_t *entry = cg_xcalloc (1, sizeof *entry);
     entry->language = language;
     entry->memory_mb = -1;
+    entry->started_us = cg_now_us ();
+    entry->nice = -1;
     cg_random_hex (entry->slot, 6);
     entry->dir = cg_strdupf ("%s/%s", self->sessions_dir, entry->slot);
     cg_error_t *err = NULL;
@@ -282,8 +324,11 @@ s_take_word (cg_pool_t *self, s_entry_t *entry)
         if (entry->memory_mb > 0)
             self->estimate_mb[entry->language] = entry->memory_mb;
         self->failures = 0;
-        cg_log (3, "pool: a %s sandbox is ready (%s, %.0f MB)",
-                cg_pool_language_name (entry->language), entry->slot, entry->memory_mb);
+        double warm_ms = (double)(cg_now_us () - entry->started_us) / 1000;
+        s_demand_t *d = &self->demand[entry->language];
+        d->warm_ms += 0.5 * (warm_ms - d->warm_ms);
+        cg_log (3, "pool: a %s sandbox is ready (%s, %.0f MB, %.0f ms)",
+                cg_pool_language_name (entry->language), entry->slot, entry->memory_mb, warm_ms);
     }
     else {
         cg_log (1, "pool: a %s sandbox failed to warm up: %s",
@@ -328,25 +373,114 @@ s_check_memory (cg_pool_t *self, int64_t now)
         }
 }
 
-//  Picks the language to warm next (below its size, within the memory budget), or -1.
-static int
-s_next_language (cg_pool_t *self)
+//  Closes the demand windows that ended by NOW: each language's EWMA takes in its claims.
+static void
+s_roll_window (cg_pool_t *self, int64_t now)
 {
-    int counts[CG_KERNELS_MAX] = {0};
+    for (int n = 0; now >= self->window_end_us; n++) {
+        for (int i = 0; i < CG_KERNELS_MAX; i++) {
+            s_demand_t *d = &self->demand[i];
+            d->demand += S_ALPHA * (d->claims - d->demand);
+            d->peak *= 1 - S_ALPHA;
+            if (d->claims > d->peak)
+                d->peak = d->claims;
+            d->claims = 0;
+        }
+        //  After a long sleep, a few windows are enough: the demand is all but gone.
+        self->window_end_us = n < 32 ? self->window_end_us + S_WINDOW_US : now + S_WINDOW_US;
+    }
+}
+
+//  How many sandboxes of LANGUAGE the pool keeps now: its recent demand, at least 1 and at
+//  most its --pool size (0 for a language not pooled).
+static int
+s_target (const cg_pool_t *self, int language)
+{
+    const s_demand_t *d = &self->demand[language];
+    double want = d->peak > d->claims ? d->peak : d->claims;
+    double during_warm_up = d->demand * d->warm_ms * 1000 / S_WINDOW_US + 1;
+    if (during_warm_up > want)
+        want = during_warm_up;
+    int target = (int)want;
+    if (target < want)
+        target++;
+    if (target < 1)
+        target = 1;
+    return target < self->sizes[language] ? target : self->sizes[language];
+}
+
+//  Counts the sandboxes of each language that are warming or ready in COUNTS, the warming
+//  ones in *WARMING, and returns what they use (or are taken to use), in MB.
+static double
+s_count (cg_pool_t *self, int counts[CG_KERNELS_MAX], int *warming)
+{
     double used_mb = 0;
+    memset (counts, 0, sizeof (int) * CG_KERNELS_MAX);
+    *warming = 0;
     for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
-        if (e->state == S_WARMING)
-            return -1; /* one warms at a time */
         if (e->state == S_STOPPING)
             continue;
+        *warming += e->state == S_WARMING;
         counts[e->language]++;
         used_mb += e->memory_mb >= 0 ? e->memory_mb : self->estimate_mb[e->language];
     }
-    for (int i = 0; i < CG_KERNELS_MAX; i++)
-        if (counts[i] < self->sizes[i]
-            && used_mb + self->estimate_mb[i] <= self->config->pool_memory_mb)
-            return i;
-    return -1;
+    return used_mb;
+}
+
+//  Stops the ready sandboxes of a language beyond its target (its demand fell).
+static void
+s_shrink (cg_pool_t *self)
+{
+    int counts[CG_KERNELS_MAX], warming;
+    s_count (self, counts, &warming);
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries))
+        if (e->state == S_READY && counts[e->language] > s_target (self, e->language)) {
+            cg_log (3, "pool: %s demand fell to %d: stopping sandbox %s",
+                    cg_pool_language_name (e->language), s_target (self, e->language), e->slot);
+            counts[e->language]--;
+            cg_runner_term (e->runner);
+            e->state = S_STOPPING;
+        }
+}
+
+//  Picks the language to warm next: the one furthest below its target, within the memory
+//  budget, while fewer than WARMING_MAX warm; or -1.
+static int
+s_next_language (cg_pool_t *self, int warming_max)
+{
+    int counts[CG_KERNELS_MAX], warming;
+    double used_mb = s_count (self, counts, &warming);
+    if (warming >= warming_max)
+        return -1;
+    int best = -1, best_gap = 0;
+    for (int i = 0; i < CG_KERNELS_MAX; i++) {
+        int gap = s_target (self, i) - counts[i];
+        if (self->sizes[i] > 0 && gap > best_gap
+            && used_mb + self->estimate_mb[i] <= self->config->pool_memory_mb) {
+            best = i;
+            best_gap = gap;
+        }
+    }
+    return best;
+}
+
+//  Weighs the warming sandboxes for the CPU: full when QUIET (no user call in flight), low
+//  beside user calls. The sandbox is named as cg_session makes it: CONTAINER_PREFIX + slot,
+//  its bundle in its directory.
+static void
+s_weigh (cg_pool_t *self, bool quiet, int64_t now)
+{
+    int nice = quiet ? S_NICE_QUIET : S_NICE_BUSY;
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
+        if (e->state != S_WARMING || (e->nice == nice && now < e->renice_us))
+            continue;
+        cleanup_free char *id = cg_strdupf ("%s%s", self->container_prefix, e->slot);
+        cleanup_free char *bundle = cg_strdupf ("%s/bundle", e->dir);
+        cg_sandbox_t sandbox = {.id = id, .bundle_dir = bundle, .kind = CG_SANDBOX_POOL};
+        cg_container_renice (self->backend, &sandbox, nice);
+        e->nice = nice;
+        e->renice_us = now + S_RENICE_US;
+    }
 }
 
 int
@@ -367,11 +501,15 @@ cg_pool_tick (cg_pool_t *self, bool quiet)
         zlistx_delete (self->entries, zlistx_find (self->entries, e));
     zlistx_destroy (&done);
     int64_t now = cg_now_us ();
+    s_roll_window (self, now);
     s_check_memory (self, now);
-    int language =
-        quiet && !self->pressured && now >= self->next_fill_us ? s_next_language (self) : -1;
-    if (language >= 0)
+    s_shrink (self);
+    //  Refills while user calls run too, each at a low priority.
+    int language;
+    while (!self->pressured && now >= self->next_fill_us
+           && (language = s_next_language (self, S_WARMING_MAX)) >= 0)
         s_fill (self, language);
+    s_weigh (self, quiet, now);
     bool busy = false;
     for (s_entry_t *e = zlistx_first (self->entries); e && !busy; e = zlistx_next (self->entries))
         busy = e->state != S_READY;
@@ -393,6 +531,10 @@ cg_pool_claim (cg_pool_t *self, const char *language, bool oneshot, char slot[13
     for (s_entry_t *e = zlistx_first (self->entries); e && !entry; e = zlistx_next (self->entries))
         if (e->language == index && e->state == S_READY)
             entry = e;
+    if (index >= 0 && self->sizes[index] > 0) {
+        self->demand[index].claims++;
+        *(entry ? &self->demand[index].hits : &self->demand[index].misses) += 1;
+    }
     if (!entry)
         return NULL;
     zlistx_detach (self->entries, zlistx_find (self->entries, entry));
@@ -422,4 +564,28 @@ cg_pool_ready (cg_pool_t *self)
          e = zlistx_next (self->entries))
         ready += e->state == S_READY;
     return ready;
+}
+
+void
+cg_pool_metrics (cg_pool_t *self, cg_metrics_gauges_t *gauges)
+{
+    if (!self)
+        return;
+    size_t ready[CG_KERNELS_MAX] = {0}, warming[CG_KERNELS_MAX] = {0};
+    for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
+        ready[e->language] += e->state == S_READY;
+        warming[e->language] += e->state == S_WARMING;
+    }
+    for (int i = 0; i < CG_KERNELS_MAX && gauges->pool_languages_len < CG_METRICS_LANGUAGES_MAX;
+         i++) {
+        if (self->sizes[i] == 0)
+            continue;
+        cg_metrics_pool_t *l = &gauges->pool_languages[gauges->pool_languages_len++];
+        l->name = cg_pool_language_name (i);
+        l->hits = self->demand[i].hits;
+        l->misses = self->demand[i].misses;
+        l->target = (size_t)s_target (self, i);
+        l->ready = ready[i];
+        l->warming = warming[i];
+    }
 }

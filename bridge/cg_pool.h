@@ -6,6 +6,7 @@
 #ifndef CG_POOL_H
 #define CG_POOL_H
 
+#include "artifacts/cg_metrics.h"
 #include "artifacts/cg_workspace.h"
 #include "containers/cg_container.h"
 #include "egress/cg_egress.h"
@@ -48,9 +49,15 @@ void cg_pool_stop (cg_pool_t *self);
 void cg_pool_destroy (cg_pool_t **self_p);
 
 /*  Takes in what the warming sandboxes said, empties the pool when the host's
-    MemAvailable is below --pool-min-available-mb, and when QUIET (no user call in
-    flight) and the pool's memory budget allows, starts warming one sandbox for a
-    language below its size. Returns the ms until it wants to be called again, or -1. */
+    MemAvailable is below --pool-min-available-mb, stops ready sandboxes beyond a
+    language's target, and while the pool's memory budget allows, starts warming
+    sandboxes for languages below their target, at most two at once, beside user calls
+    or not; their cgroups' CPU weight is full when QUIET (no user call in flight), low
+    beside user calls (their processes at nice 10 either way: cg_runner). A language's
+    target follows its recent claims per 10 s window: the largest of their decaying
+    peak, the open window's, and those expected during one measured warm-up (at their
+    EWMA rate) plus one; from 1 to its --pool size, which it starts at. Returns the ms
+    until it wants to be called again, or -1. */
 int cg_pool_tick (cg_pool_t *self, bool quiet);
 
 /*  Hands over a ready sandbox of LANGUAGE, or returns NULL (none ready: the caller
@@ -60,6 +67,10 @@ int cg_pool_tick (cg_pool_t *self, bool quiet);
     workspace, may be NULL), which it owns. The pool forgets the sandbox. */
 zactor_t *cg_pool_claim (cg_pool_t *self, const char *language, bool oneshot, char slot[13],
                          char **dir_p, cg_workspace_t **ws_p);
+
+/*  Adds each pooled language's hits, misses (claims cg_pool_claim answered with NULL),
+    target, ready and warming sandboxes to GAUGES. Nothing on NULL. */
+void cg_pool_metrics (cg_pool_t *self, cg_metrics_gauges_t *gauges);
 
 /*  Returns the sandboxes ready in the pool (0 on NULL). */
 size_t cg_pool_ready (cg_pool_t *self);

@@ -577,7 +577,8 @@ cg_registry_reap_idle (cg_registry_t *self)
         s_retire (self, s, "idle_timeout");
     }
     zlistx_destroy (&expired);
-    //  The pool refills only while no user call runs (no one-shot, no busy session).
+    //  The pool refills while user calls run too, yielding the CPU to them (quiet: no
+    //  one-shot and no busy session).
     bool quiet = self->oneshots == 0;
     for (cg_registry_session_t *s = zhashx_first (self->sessions); s && quiet;
          s = zhashx_next (self->sessions))
@@ -791,6 +792,7 @@ cg_registry_metrics_cb (void *arg, cg_metrics_gauges_t *gauges)
     gauges->closing = zlistx_size (self->closing);
     gauges->sandboxes_max = (size_t)self->config->max_sessions;
     gauges->pool = cg_pool_ready (self->pool);
+    cg_pool_metrics (self->pool, gauges);
     if (self->egress) {
         cg_egress_totals_t totals;
         cg_egress_totals (self->egress, &totals);

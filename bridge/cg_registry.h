@@ -294,7 +294,7 @@ json_t *cg_registry_names (zlistx_t *list);
 
 /*  Retires the sessions idle (not busy, no Jupyter front end attached) for longer than
     the idle TTL, and tends the warm
-    pool (cg_pool_tick; it refills only while no call runs). Returns the ms until it
+    pool (cg_pool_tick; it refills beside running calls too). Returns the ms until it
     wants to be called again (at most 60000), or -1 when nothing is due. */
 int cg_registry_reap_idle (cg_registry_t *self);
 

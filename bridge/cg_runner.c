@@ -12,7 +12,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-//  The priority a pooled sandbox warms up at, so that it never slows a user's call.
+//  The priority a pooled sandbox warms up at, so that it never slows a user's call: its
+//  runner (and so its processes) at nice 10, and its cgroup, which competes with the other
+//  sandboxes' as a whole, weighted as a task at nice 10 (cg_pool weighs it afresh while it
+//  warms: full while none of the server's calls runs).
 #define S_POOL_NICE 10
 //  How long a pooled kernel's preload may take.
 #define S_PRELOAD_TIMEOUT_MS 60000
@@ -297,6 +300,8 @@ s_warm (s_runner_t *self)
     setpriority (PRIO_PROCESS, 0, S_POOL_NICE);
     cg_error_t *err = NULL;
     int rc = s_ensure_session (self, &err);
+    if (rc == 0)
+        cg_session_renice (self->session, S_POOL_NICE);
     if (rc == 0 && strcmp (self->args.language, "bash") == 0)
         rc = cg_session_prestart_command (self->session, &err);
     else if (rc == 0) {

@@ -1,6 +1,7 @@
 /*  cg_cgroup — removing the sandbox cgroups a half-made container left behind. */
 #define _GNU_SOURCE
 #include "containers/cg_cgroup.h"
+#include "base/cg_log.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 
@@ -147,9 +148,47 @@ cg_cgroup_memory_dir_of (pid_t pid, bool v2)
     return NULL;
 }
 
+//  Writes TEXT into the cgroup file DIR/NAME in place (a cgroup file takes no rename), when
+//  it exists.
+static void
+s_write_in_place (const char *dir, const char *name, const char *text)
+{
+    cleanup_free char *path = cg_strdupf ("%s/%s", dir, name);
+    cleanup_close int fd = open (path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && write (fd, text, strlen (text)) < 0)
+        cg_log (2, "cgroup: write %s: %s", path, strerror (errno));
+}
+
+//  Weighs the cgroup whose memory directory is DIR as the scheduler weighs one task at
+//  NICE (v1 cpu.shares: 1024 at 0, 110 at 10; v2 cpu.weight.nice takes NICE itself), where
+//  the cpu controller has it: a sandbox's cgroup competes with the other sandboxes' as a
+//  whole, so its tasks' own nice counts only among themselves.
+static void
+s_cpu_weight (const char *dir, bool v2, int nice)
+{
+    cleanup_free char *text = NULL;
+    if (v2) {
+        text = cg_strdupf ("%d", nice);
+        s_write_in_place (dir, "cpu.weight.nice", text);
+        return;
+    }
+    const char *memory = S_CGROUP_ROOT "/memory/";
+    if (strncmp (dir, memory, strlen (memory)) != 0)
+        return;
+    double shares = 1024;
+    for (int i = 0; i < nice; i++)
+        shares /= 1.25;
+    for (int i = 0; i > nice; i--)
+        shares *= 1.25;
+    cleanup_free char *cpu = cg_strdupf (S_CGROUP_ROOT "/cpu/%s", dir + strlen (memory));
+    text = cg_strdupf ("%ld", shares < 2 ? 2L : (long)(shares + 0.5));
+    s_write_in_place (cpu, "cpu.shares", text);
+}
+
 int
 cg_cgroup_renice (const char *dir, bool v2, int nice)
 {
+    s_cpu_weight (dir, v2, nice);
     cleanup_free char *path = cg_strdupf ("%s/%s", dir, v2 ? "cgroup.threads" : "tasks");
     cleanup_free char *text = cg_read_file (path, 1 << 20, NULL, NULL);
     int count = 0;

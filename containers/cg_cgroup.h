@@ -26,8 +26,10 @@ int cg_cgroup_remove_prefix (const char *prefix);
     read. Caller owns the result. */
 char *cg_cgroup_memory_dir_of (pid_t pid, bool v2);
 
-/*  Sets the scheduling priority of every thread in DIR to NICE. Returns how many were
-    set; never fails. */
+/*  Sets the scheduling priority of every thread in DIR to NICE, and the cgroup's CPU
+    weight to a task's at NICE (v1: cpu.shares in the cpu hierarchy's same path; v2:
+    cpu.weight.nice), where the cpu controller has it. Returns how many threads were set;
+    never fails. */
 int cg_cgroup_renice (const char *dir, bool v2, int nice);
 
 /*  Reads DIR's memory usage, peak and OOM kills into STATS. Returns 0, or -1 with *err

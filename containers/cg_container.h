@@ -213,9 +213,10 @@ bool cg_container_alive (cg_backend_t *self, const cg_sandbox_t *sandbox);
 int cg_container_signal_others (cg_backend_t *self, const cg_sandbox_t *sandbox, int signal,
                                 const pid_t *keep, size_t keep_count, cg_error_t **err);
 
-/*  Sets the scheduling priority of every thread in SANDBOX's cgroup to NICE (a pooled
-    sandbox warms up at a low priority and is raised when claimed). Returns how many
-    were set; never fails. */
+/*  Sets the scheduling priority of every thread in SANDBOX's cgroup to NICE, and the
+    cgroup's CPU weight to match where it has one (a pooled sandbox warms up at a low
+    priority and is raised when claimed). Returns how many threads were set; never
+    fails. */
 int cg_container_renice (cg_backend_t *self, const cg_sandbox_t *sandbox, int nice);
 
 /*  Reads memory usage and OOM kills of SANDBOX from its cgroup. Returns 0, or -1 with

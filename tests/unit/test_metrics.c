@@ -1,6 +1,6 @@
 /*  Unit tests: cg_metrics — the exposition text: every family announced with # HELP and
     # TYPE, runs by status, the duration histogram cumulative with +Inf equal to its count,
-    the gauges as given (label values escaped), downloads and sweeps counted, and the build's
+    the gauges as given (label values escaped), the warm pool's by language, downloads and sweeps counted, and the build's
     version in cellgate_build_info. */
 #define _GNU_SOURCE
 #include "artifacts/cg_metrics.h"
@@ -36,6 +36,9 @@ s_test_render (void)
     gauges.languages[1].name = "we\"ird\\";
     gauges.languages[1].count = 1;
     gauges.languages_len = 2;
+    gauges.pool_languages[0] = (cg_metrics_pool_t){
+        .name = "python", .hits = 7, .misses = 3, .target = 4, .ready = 2, .warming = 1};
+    gauges.pool_languages_len = 1;
     char *text = cg_metrics_render (&gauges);
     const char *lines[] = {
         "# TYPE cellgate_runs_total counter",
@@ -58,6 +61,11 @@ s_test_render (void)
         "cellgate_sandboxes 4",
         "cellgate_sandboxes_max 10",
         "cellgate_pool_sandboxes 0",
+        "cellgate_pool_hits_total{language=\"python\"} 7",
+        "cellgate_pool_misses_total{language=\"python\"} 3",
+        "cellgate_pool_target_sandboxes{language=\"python\"} 4",
+        "cellgate_pool_sandboxes_by_language{language=\"python\",state=\"ready\"} 2",
+        "cellgate_pool_sandboxes_by_language{language=\"python\",state=\"warming\"} 1",
         "cellgate_download_bytes_total 3000",
         "cellgate_downloads_total 1",
         "cellgate_orphans_removed_total 2",
