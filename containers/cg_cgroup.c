@@ -19,13 +19,15 @@
 #define S_CGROUP_ROOT "/sys/fs/cgroup"
 #define S_EMPTY_TRIES 50 /* 20 ms apart: a killed process leaves its cgroup within a second */
 
-//  Writes TEXT to DIR/NAME when that file exists (a freezer's state, say).
+//  Writes TEXT into the cgroup file DIR/NAME in place (a cgroup file takes no rename), when
+//  it exists: a freezer's state, a CPU weight.
 static void
-s_write_if_present (const char *dir, const char *name, const char *text)
+s_write_in_place (const char *dir, const char *name, const char *text)
 {
     cleanup_free char *path = cg_strdupf ("%s/%s", dir, name);
-    if (access (path, F_OK) == 0)
-        cg_write_file (path, text, strlen (text), 0644, NULL);
+    cleanup_close int fd = open (path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && write (fd, text, strlen (text)) < 0)
+        cg_log (2, "cgroup: write %s: %s", path, strerror (errno));
 }
 
 //  SIGKILLs every process in the cgroup DIR. Returns how many were listed.
@@ -49,8 +51,9 @@ s_kill_members (const char *dir)
 static int
 s_remove_one (const char *dir)
 {
-    s_write_if_present (dir, "freezer.state", "THAWED");
-    s_write_if_present (dir, "cgroup.freeze", "0");
+    //  A frozen task dies of SIGKILL only once thawed.
+    s_write_in_place (dir, "freezer.state", "THAWED");
+    s_write_in_place (dir, "cgroup.freeze", "0");
     for (int i = 0; i < S_EMPTY_TRIES; i++) {
         if (rmdir (dir) == 0 || errno == ENOENT)
             return 0;
@@ -146,17 +149,6 @@ cg_cgroup_memory_dir_of (pid_t pid, bool v2)
         line = next;
     }
     return NULL;
-}
-
-//  Writes TEXT into the cgroup file DIR/NAME in place (a cgroup file takes no rename), when
-//  it exists.
-static void
-s_write_in_place (const char *dir, const char *name, const char *text)
-{
-    cleanup_free char *path = cg_strdupf ("%s/%s", dir, name);
-    cleanup_close int fd = open (path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0 && write (fd, text, strlen (text)) < 0)
-        cg_log (2, "cgroup: write %s: %s", path, strerror (errno));
 }
 
 //  Weighs the cgroup whose memory directory is DIR as the scheduler weighs one task at
