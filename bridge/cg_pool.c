@@ -278,6 +278,9 @@ cg_pool_destroy (cg_pool_t **self_p)
 static void
 s_fill (cg_pool_t *self, int language)
 {
+    const char *name = cg_pool_language_name (language);
+    if (!name)
+        return; /* not the catalogue's: never asked for (the sizes come from it) */
     s_entry_t *entry = cg_xcalloc (1, sizeof *entry);
     entry->language = language;
     entry->memory_mb = -1;
@@ -293,7 +296,7 @@ s_fill (cg_pool_t *self, int language)
     }
     FILE *file = fopen (marker, "w");
     if (file) {
-        fprintf (file, "%s\n", cg_pool_language_name (language));
+        fprintf (file, "%s\n", name);
         fclose (file);
     }
     cg_runner_args_t *args = cg_xcalloc (1, sizeof *args);
@@ -306,10 +309,10 @@ s_fill (cg_pool_t *self, int language)
                                .egress = self->egress,
                                .preload = s_preload (self, language)};
     memcpy (args->slot, entry->slot, sizeof entry->slot);
-    snprintf (args->language, sizeof args->language, "%s", cg_pool_language_name (language));
+    snprintf (args->language, sizeof args->language, "%s", name);
     entry->runner = zactor_new (cg_runner_actor, args);
     zlistx_add_end (self->entries, entry);
-    cg_log (3, "pool: warming a %s sandbox (%s)", cg_pool_language_name (language), entry->slot);
+    cg_log (3, "pool: warming a %s sandbox (%s)", name, entry->slot);
 }
 
 //  Reads what a warming sandbox said: READY <KiB> or FAILED <why>.
