@@ -438,7 +438,8 @@ s_drain (cg_wstrack_t *self, cg_workspace_t *ws)
             continue;
         if (n <= 0)
             break;
-        const struct fanotify_event_metadata *meta = (const void *)buffer;
+        //  Not const: FAN_EVENT_NEXT casts to char * (clang's -Wcast-qual).
+        struct fanotify_event_metadata *meta = (void *)buffer;
         for (; FAN_EVENT_OK (meta, n); meta = FAN_EVENT_NEXT (meta, n)) {
             if (meta->fd >= 0)
                 close (meta->fd);
