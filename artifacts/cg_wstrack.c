@@ -405,10 +405,12 @@ s_note (cg_wstrack_t *self, cg_workspace_t *ws, const struct file_handle *handle
         self->overflow = true;
 }
 
+//  Notes the paths the event of LEN bytes at EVENT names (its directory-handle-and-name
+//  records; the event's metadata was checked by the caller).
 static void
-s_event (cg_wstrack_t *self, cg_workspace_t *ws, const struct fanotify_event_metadata *meta)
+s_event (cg_wstrack_t *self, cg_workspace_t *ws, const char *event, size_t len)
 {
-    const char *at = (const char *)(meta + 1), *end = (const char *)meta + meta->event_len;
+    const char *at = event + FAN_EVENT_METADATA_LEN, *end = event + len;
     while (at + sizeof (struct fanotify_event_info_header) <= end) {
         const struct fanotify_event_info_header *header = (const void *)at;
         if (header->len < sizeof *header || at + header->len > end)
@@ -430,7 +432,7 @@ s_event (cg_wstrack_t *self, cg_workspace_t *ws, const struct fanotify_event_met
 static void
 s_drain (cg_wstrack_t *self, cg_workspace_t *ws)
 {
-    char buffer[32768] __attribute__ ((aligned (__alignof__(struct fanotify_event_metadata))));
+    char buffer[32768];
     s_forget_handle (self);
     for (;;) {
         ssize_t n = read (self->fan, buffer, sizeof buffer);
@@ -438,15 +440,21 @@ s_drain (cg_wstrack_t *self, cg_workspace_t *ws)
             continue;
         if (n <= 0)
             break;
-        //  Not const: FAN_EVENT_NEXT casts to char * (clang's -Wcast-qual).
-        struct fanotify_event_metadata *meta = (void *)buffer;
-        for (; FAN_EVENT_OK (meta, n); meta = FAN_EVENT_NEXT (meta, n)) {
-            if (meta->fd >= 0)
-                close (meta->fd);
-            if (meta->vers != FANOTIFY_METADATA_VERSION || (meta->mask & FAN_Q_OVERFLOW))
+        //  Each event's metadata is copied out: the kernel aligns events to 4 bytes, and
+        //  the metadata (a 64-bit mask) needs 8 (UBSan: a misaligned member access).
+        size_t got = (size_t)n;
+        for (size_t off = 0; got - off >= FAN_EVENT_METADATA_LEN;) {
+            struct fanotify_event_metadata meta;
+            memcpy (&meta, buffer + off, sizeof meta);
+            if (meta.event_len < FAN_EVENT_METADATA_LEN || meta.event_len > got - off)
+                break;
+            if (meta.fd >= 0)
+                close (meta.fd);
+            if (meta.vers != FANOTIFY_METADATA_VERSION || (meta.mask & FAN_Q_OVERFLOW))
                 self->overflow = true;
             else if (!self->overflow)
-                s_event (self, ws, meta);
+                s_event (self, ws, buffer + off, meta.event_len);
+            off += meta.event_len;
         }
     }
 }
