@@ -178,7 +178,11 @@ test('squid killed under a running server: the server restarts it and the next r
       return now.length === 1 ? now : null;
     }, 15000);
     assert.ok(restarted, `no new squid: ${own.stderrText().slice(-1500)}`);
-    assert.match(own.stderrText(), /egress: squid ended \(signal 9\); restarting it/);
+    // The line is written before the new squid starts, but this process may see the new squid
+    // in /proc before it has read the server's stderr pipe: wait for the line too.
+    const said = /egress: squid ended \(signal 9\); restarting it/;
+    await eventually(() => said.test(own.stderrText()) || null, 15000);
+    assert.match(own.stderrText(), said);
     // The relay retries a refused connection while the new squid comes up.
     const after = await probe(own, sid, `out(get('http://api.lab.test/?again'))`);
     assert.equal(after.status, 200, JSON.stringify(after));

@@ -53,8 +53,17 @@ async function waitGone(pid) {
 function containers(state) {
   const root = path.join(state, 'runtime-runc');
   if (!fs.existsSync(root)) return [];
-  return execFileSync('runc', ['--root', root, 'list', '-q'], { encoding: 'utf8' })
-    .split('\n').filter(Boolean);
+  // `runc list` fails when a container's state goes while it lists (a delete under way, as
+  // after close_session): ask again, a few times.
+  for (let i = 0; ; i++) {
+    try {
+      return execFileSync('runc', ['--root', root, 'list', '-q'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+        .split('\n').filter(Boolean);
+    } catch (e) {
+      if (i >= 20 || !/no such file or directory/.test(String(e.stderr))) throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    }
+  }
 }
 
 function sessionDirs(state) {
