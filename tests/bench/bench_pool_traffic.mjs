@@ -53,7 +53,9 @@ async function start(name, bin) {
 }
 
 async function metrics(server) {
-  const port = server.stderrText().match(/listening on http:\/\/[^:]+:(\d+)/)?.[1];
+  // Read once: the server's stderr the helper keeps is a window that moves on.
+  server.port ??= server.stderrText().match(/listening on http:\/\/[^:]+:(\d+)/)?.[1];
+  const port = server.port;
   const admin = fs.readFileSync(path.join(server.stateDir, 'admin-token'), 'utf8').trim();
   return (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { Authorization: `Bearer ${admin}` } })).text();
 }
