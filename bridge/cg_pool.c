@@ -3,6 +3,7 @@
 #include "base/cg_log.h"
 #include "bridge/cg_runner.h"
 #include "bridge/cg_runner_msg.h"
+#include "bridge/cg_session.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 #include "artifacts/cg_wsfs.h"
@@ -468,8 +469,7 @@ s_next_language (cg_pool_t *self, int warming_max)
 }
 
 //  Weighs the warming sandboxes for the CPU: full when QUIET (no user call in flight), low
-//  beside user calls. The sandbox is named as cg_session makes it: CONTAINER_PREFIX + slot,
-//  its bundle in its directory.
+//  beside user calls, reaching each by the names cg_session gives it.
 static void
 s_weigh (cg_pool_t *self, bool quiet, int64_t now)
 {
@@ -477,8 +477,8 @@ s_weigh (cg_pool_t *self, bool quiet, int64_t now)
     for (s_entry_t *e = zlistx_first (self->entries); e; e = zlistx_next (self->entries)) {
         if (e->state != S_WARMING || (e->nice == nice && now < e->renice_us))
             continue;
-        cleanup_free char *id = cg_strdupf ("%s%s", self->container_prefix, e->slot);
-        cleanup_free char *bundle = cg_strdupf ("%s/bundle", e->dir);
+        cleanup_free char *id = cg_session_container_id (self->container_prefix, e->slot);
+        cleanup_free char *bundle = cg_session_bundle_dir (e->dir);
         cg_sandbox_t sandbox = {.id = id, .bundle_dir = bundle, .kind = CG_SANDBOX_POOL};
         cg_container_renice (self->backend, &sandbox, nice);
         e->nice = nice;

@@ -26,6 +26,18 @@ cg_session_workspace_create (const cg_config_t *config, const char *session_dir,
     return cg_wsfs_create (session_dir, &limits, err);
 }
 
+char *
+cg_session_container_id (const char *container_prefix, const char *slot)
+{
+    return cg_strdupf ("%s%s", container_prefix, slot);
+}
+
+char *
+cg_session_bundle_dir (const char *session_dir)
+{
+    return cg_strdupf ("%s/bundle", session_dir);
+}
+
 void
 cg_session_dir_remove (const char *session_dir)
 {
@@ -87,13 +99,13 @@ cg_session_alloc_ (cg_backend_t *backend, const cg_config_t *config, const char 
     self->backend = backend;
     self->config = config;
     self->dir = cg_strdupf ("%s/%s", sessions_dir, self->slot);
-    self->bundle_dir = cg_strdupf ("%s/bundle", self->dir);
+    self->bundle_dir = cg_session_bundle_dir (self->dir);
     self->workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, self->dir);
     self->run_dir = cg_strdupf ("%s/run", self->dir);
     self->ipc_dir = cg_strdupf ("%s/" CG_WSFS_IPC, self->dir);
     self->site_dir = shared_site ? cg_xstrdup (cg_backend_shared_site (backend))
                                  : cg_strdupf ("%s/" CG_WSFS_SITE, self->dir);
-    self->container_id = cg_strdupf ("%s%s", container_prefix, self->slot);
+    self->container_id = cg_session_container_id (container_prefix, self->slot);
     self->sandbox = (cg_sandbox_t){.id = self->container_id,
                                    .bundle_dir = self->bundle_dir,
                                    .workspace = self->workspace,

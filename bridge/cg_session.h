@@ -94,6 +94,12 @@ int cg_session_workspace_create (const cg_config_t *config, const char *session_
     the tree (cg_rm_rf). Failures are logged. */
 void cg_session_dir_remove (const char *session_dir);
 
+/*  The names a session's sandbox gets, for whoever must reach it from outside (the pool
+    weighing a warming one): its container id, CONTAINER_PREFIX + SLOT, and its bundle
+    directory in SESSION_DIR. Caller owns the result. */
+char *cg_session_container_id (const char *container_prefix, const char *slot);
+char *cg_session_bundle_dir (const char *session_dir);
+
 /*  Kills the kernels and the container, unmounts the workspace's file system and removes
     the session's directories. */
 void cg_session_destroy (cg_session_t **self_p);
