@@ -128,8 +128,11 @@ json_t *cg_workspace_changes (cg_workspace_t *self, json_t **after, char **notic
 /*  True when the workspace's index follows events (fanotify), false when it walks. */
 bool cg_workspace_tracked (cg_workspace_t *self);
 
-/*  Takes a snapshot of the same walk as cg_workspace_list, walking the whole workspace: a
-    new object {rel: [size, mtime_ns]} the caller owns, or NULL with *err set. */
+/*  The full-walk reference the index is held to (the server itself no longer walks per
+    run: cg_workspace_mark and cg_workspace_changes); unit_wstrack, unit_workspace and
+    bench_wstrack compare against it. Takes a snapshot of the same walk as cg_workspace_list,
+    walking the whole workspace: a new object {rel: [size, mtime_ns]} the caller owns, or
+    NULL with *err set. */
 json_t *cg_workspace_snapshot (cg_workspace_t *self, cg_error_t **err);
 
 /*  Compares two snapshots (NULL counts as empty). Returns a new object the caller owns:
