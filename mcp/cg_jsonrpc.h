@@ -32,4 +32,9 @@ json_t *cg_jsonrpc_error (json_t *id, int code, const char *message);
 #define CG_JSONRPC_MISSING_CAPABILITY -32021
 #define CG_JSONRPC_UNSUPPORTED_VERSION -32022
 
+/*  A message past this is parsed on its transport's parser thread (a stdio line, the lines
+    after it waiting their turn; an HTTP POST's body), not on the loop: jansson reads some
+    100 MB/s, so an upload's 11 MB would hold the loop for 100 ms or more. */
+#define CG_JSONRPC_PARSE_ON_LOOP_MAX (64 * 1024)
+
 #endif

@@ -11,11 +11,6 @@
 
 #define READ_CHUNK 65536
 
-//  A line past this is parsed on the transport's parser thread, while the lines after it
-//  wait their turn: jansson reads some 100 MB/s, so an upload's 11 MB would hold the loop
-//  for 100 ms or more.
-#define S_PARSE_ON_LOOP_MAX (64 * 1024)
-
 typedef struct s_parse_t s_parse_t;
 
 typedef struct {
@@ -274,7 +269,8 @@ s_lines (cg_stdio_t *self)
         size_t line_len = (size_t)(nl - (self->buf + start));
         bool discarding = self->discarding;
         self->discarding = false;
-        if (!discarding && line_len > S_PARSE_ON_LOOP_MAX && s_parse_later (self, start, line_len))
+        if (!discarding && line_len > CG_JSONRPC_PARSE_ON_LOOP_MAX
+            && s_parse_later (self, start, line_len))
             return; /* the buffer is a new one, holding what followed the line */
         if (!discarding)
             s_handle_line (self, self->buf + start, line_len);

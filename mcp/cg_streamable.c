@@ -40,10 +40,6 @@ struct cg_streamable_t {
     bool ending; /* cg_streamable_destroy: bodies parsed from now on are dropped */
 };
 
-//  A body past this is parsed on the parser thread: jansson reads some 100 MB/s, so an
-//  upload's 11 MB would hold the loop for 100 ms or more.
-#define S_PARSE_ON_LOOP_MAX (64 * 1024)
-
 //  The large bodies waiting or being parsed at most; past it a POST is answered 503.
 #define S_PARSE_QUEUE_MAX 16
 
@@ -425,7 +421,7 @@ s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
     }
     size_t len = 0;
     const char *body = cg_http_exchange_body (ex, &len);
-    if (len > S_PARSE_ON_LOOP_MAX) {
+    if (len > CG_JSONRPC_PARSE_ON_LOOP_MAX) {
         s_parse_later (self, ex, sid, accepts);
         return;
     }
@@ -434,7 +430,7 @@ s_post (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid)
     s_post_message (self, ex, sid, accepts, message, &jerr);
 }
 
-//  A POST's body parsed off the loop (S_PARSE_ON_LOOP_MAX): the worker's alone until it
+//  A POST's body parsed off the loop (CG_JSONRPC_PARSE_ON_LOOP_MAX): the worker's alone until it
 //  comes back.
 typedef struct {
     cg_work_t work;
