@@ -87,6 +87,9 @@ TEST_DEBS=(
   # package_deb (tests/package/deb.sh): the .deb's tools (dpkg-shlibdeps), its man page
   # checked with groff; without them the test is skipped, not failed
   dpkg-dev groff-base
+  # tests/bench (not the test command): instruction counts (valgrind --tool=callgrind:
+  # bench_bridge, bench_wstrack) and system calls per cell (strace: bench_bridge)
+  valgrind strace
 )
 [ "$profile" = test ] && DEBS+=("${TEST_DEBS[@]}")
 
