@@ -37,11 +37,21 @@ Labels: unit replay e2e root rootless docker gateway browser conformance kernel 
 EOF
 }
 
-# Prints how long the stage that started at $stage_start took, and starts the next one.
+# Prints how long the stage that started at $stage_start took and how busy the machine's
+# CPUs were meanwhile (from /proc/stat: what tells a CPU-bound stage from one that waits),
+# and starts the next one.
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
 stage_start=$SECONDS
+read -r stage_busy stage_idle < <(cpu_ticks)
 stage_done() {
-  echo "test.sh: $1: $((SECONDS - stage_start)) s" >&2
+  local busy idle
+  read -r busy idle < <(cpu_ticks)
+  busy=$((busy - stage_busy))
+  idle=$((idle - stage_idle))
+  echo "test.sh: $1: $((SECONDS - stage_start)) s, CPUs $((100 * busy / (busy + idle + 1)))% busy" >&2
   stage_start=$SECONDS
+  stage_busy=$((stage_busy + busy))
+  stage_idle=$((stage_idle + idle))
 }
 
 build() {
