@@ -90,6 +90,9 @@ TEST_DEBS=(
   # tests/bench (not the test command): instruction counts (valgrind --tool=callgrind:
   # bench_bridge, bench_wstrack) and system calls per cell (strace: bench_bridge)
   valgrind strace
+  # the suite builds the same sources more than once (docs_newcomer builds a fresh clone):
+  # CMakeLists.txt compiles through ccache when it is installed
+  ccache
 )
 [ "$profile" = test ] && DEBS+=("${TEST_DEBS[@]}")
 
