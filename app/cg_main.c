@@ -15,6 +15,7 @@
 #include "bridge/cg_instance.h"
 #include "bridge/cg_pool.h"
 #include "bridge/cg_session.h"
+#include "bridge/cg_state.h"
 #include "bridge/cg_sweep.h"
 #include "egress/cg_egress_relay.h"
 #include "base/cg_util.h"
@@ -332,6 +333,13 @@ main (int argc, char **argv)
         return 1;
     }
     signal (SIGPIPE, SIG_IGN);
+    //  Before anything reads or writes the state dir: a newer format is left alone.
+    if (cg_state_open (config.state_dir, NULL, &err) < 0) {
+        cg_log (0, "%s", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_config_clear (&config);
+        return 1;
+    }
     //  Kernel messages are large and short-lived. A fixed mmap threshold keeps every large
     //  buffer in its own mapping, returned to the system when freed (glibc's moving
     //  threshold would move them into the heap, which then stays at its high-water mark),
