@@ -21,6 +21,8 @@ const KEEP_LOGS = ['--log-retention-success-days', '36500', '--log-retention-fai
 function copyFixture() {
   const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-state-'));
   fs.cpSync(FIXTURE, state, { recursive: true });
+  // git keeps no modes: 0.1.0 made its tokens 0600 (a token file others can read is replaced).
+  for (const token of ['admin-token', 'gateway-token']) fs.chmodSync(path.join(state, token), 0o600);
   return state;
 }
 
