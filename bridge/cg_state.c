@@ -23,12 +23,13 @@ typedef struct {
 } s_migration_t;
 
 static const s_migration_t s_migrations[] = {
-    {0, "a state dir of cellgate 0.1.0 or before, which had no format file: the layout is format 1's",
+    {0,
+     "a state dir of cellgate 0.1.0 or before, which had no format file: the layout is format 1's",
      NULL},
 };
 
-_Static_assert (sizeof s_migrations / sizeof s_migrations[0] == CG_STATE_FORMAT,
-                "one migration to each format after 0");
+_Static_assert(sizeof s_migrations / sizeof s_migrations[0] == CG_STATE_FORMAT,
+               "one migration to each format after 0");
 
 //  True when DIR has entries (a state dir in use), false when it is empty or missing.
 static bool
@@ -82,9 +83,9 @@ s_read (const char *state_dir, int *format, char **by, cg_error_t **err)
 static int
 s_write (const char *state_dir, cg_error_t **err)
 {
-    return cg_write_json (state_dir, S_FILE,
-                          json_pack ("{s:i, s:s}", "format", CG_STATE_FORMAT, "written_by", CG_VERSION),
-                          0600, err);
+    return cg_write_json (
+        state_dir, S_FILE,
+        json_pack ("{s:i, s:s}", "format", CG_STATE_FORMAT, "written_by", CG_VERSION), 0600, err);
 }
 
 int
