@@ -88,17 +88,7 @@ s_limit (int resource, rlim_t soft, rlim_t hard)
 
 //  AddressSanitizer reserves terabytes of address space and makes system calls of its own
 //  (its leak check at exit starts a thread): a sanitized build (tests only) runs the
-//  helper without the address-space limit and the seccomp filter.
-#if defined(__SANITIZE_ADDRESS__)
-#define S_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define S_SANITIZED 1
-#endif
-#endif
-#ifndef S_SANITIZED
-#define S_SANITIZED 0
-#endif
+//  helper without the address-space limit and the seccomp filter (CG_SANITIZED).
 
 //  Everything the helper gives up before it reads untrusted bytes. Returns NULL, or what
 //  failed.
@@ -114,14 +104,14 @@ s_lock_down (long memory_mb, long cpu_s)
         && (setgroups (0, NULL) < 0 || setgid (S_NOBODY) < 0 || setuid (S_NOBODY) < 0))
         return "setuid nobody";
     rlim_t memory = (rlim_t)memory_mb << 20;
-    if ((!S_SANITIZED
+    if ((!CG_SANITIZED
          && (s_limit (RLIMIT_AS, memory, memory) < 0 || s_limit (RLIMIT_DATA, memory, memory) < 0
              || s_limit (RLIMIT_NPROC, 0, 0) < 0))
         || s_limit (RLIMIT_CPU, (rlim_t)cpu_s, (rlim_t)cpu_s + 1) < 0
         || s_limit (RLIMIT_FSIZE, 0, 0) < 0 || s_limit (RLIMIT_NOFILE, 3, 3) < 0
         || s_limit (RLIMIT_CORE, 0, 0) < 0)
         return "setrlimit";
-    if (!S_SANITIZED && s_seccomp () < 0)
+    if (!CG_SANITIZED && s_seccomp () < 0)
         return "seccomp";
     return NULL;
 }

@@ -59,6 +59,19 @@ void cg_utc_now (char out[32], bool basic);
 /*  Cleanup helpers for __attribute__((cleanup)) locals (crun's cleanup_free). */
 void cg_cleanup_free (void *ptr);
 void cg_cleanup_close (int *fd);
+//  CG_SANITIZED: 1 in a build with AddressSanitizer (gcc's -fsanitize=address defines
+//  __SANITIZE_ADDRESS__; clang 14's says it with __has_feature), else 0.
+#if defined(__SANITIZE_ADDRESS__)
+#define CG_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CG_SANITIZED 1
+#endif
+#endif
+#ifndef CG_SANITIZED
+#define CG_SANITIZED 0
+#endif
+
 #define cleanup_free __attribute__ ((cleanup (cg_cleanup_free)))
 #define cleanup_close __attribute__ ((cleanup (cg_cleanup_close)))
 

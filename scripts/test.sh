@@ -2,7 +2,8 @@
 # Runs the tests. With no argument, the whole suite (what CI runs, .ci/run): set-up with the
 # test tooling (scripts/setup.sh test: idempotent), the normal build with every ctest test in
 # parallel (unit + end-to-end against real runc sandboxes, ipykernel and the MCP TypeScript
-# SDK client), then the unit tests again under ASan/UBSan, then a bounded fuzzing run.
+# SDK client), then the unit tests again under ASan/UBSan (the fuzz build's), then a bounded
+# fuzzing run.
 #   scripts/test.sh [full]          the whole suite
 #   scripts/test.sh quick           incremental build, then the unit tests and fuzz replays
 #   scripts/test.sh e2e [FILE...]   build, then the named tests/e2e files (all e2e tests without)
@@ -103,13 +104,13 @@ stage_done "build"
 scripts/build-image.sh >/dev/null
 stage_done "sandbox image"
 
-# The ASan/UBSan and fuzz builds run (niced) while the normal tests, which mostly wait on
-# sandboxes, run in parallel; their output goes to build/side-builds.log, shown if they fail.
+# The sanitized build runs (niced) while the normal tests run; its output goes to
+# build/side-builds.log, shown if it fails. One build serves both the unit tests under ASan
+# and UBSan and the fuzzing: tests/fuzz/run's (clang, ASan + UBSan, libFuzzer's coverage),
+# which builds the unit tests and corpus replays too (CMakeLists.txt, CELLGATE_SANITIZED).
 side_log=$PWD/build/side-builds.log
 (
   set -e
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCELLGATE_SANITIZE=ON >/dev/null
-  nice -n 10 cmake --build build-asan -j"$cores"
   CELLGATE_FUZZ_BUILD_ONLY=1 nice -n 10 tests/fuzz/run
 ) >"$side_log" 2>&1 &
 side=$!
@@ -119,14 +120,14 @@ rc=0
 stage_done "ctest -j$jobs"
 side_rc=0
 wait "$side" || side_rc=$?
-stage_done "waiting for the ASan/UBSan and fuzz builds"
+stage_done "waiting for the sanitized build"
 if [ "$side_rc" -ne 0 ]; then
-  echo "test.sh: the ASan/UBSan or fuzz build failed (exit $side_rc):" >&2
+  echo "test.sh: the sanitized (ASan/UBSan, fuzz) build failed (exit $side_rc):" >&2
   tail -50 "$side_log" >&2
 fi
 [ "$rc" -eq 0 ] && [ "$side_rc" -eq 0 ] || exit 1
 
-(cd build-asan && ctest --output-on-failure --timeout 300 -j"$cores")
+(cd build-fuzz && ctest --output-on-failure --timeout 300 -j"$cores")
 stage_done "ASan/UBSan ctest"
 
 # A bounded fuzzing run (libFuzzer with clang, ASan + UBSan): every target in tests/fuzz for

@@ -233,7 +233,7 @@ s_helper (void)
     cg_error_destroy (&err);
     //  Too little memory to decode: no preview, no crash. (A sanitized build's helper has
     //  no address-space limit: AddressSanitizer needs terabytes of it.)
-#if !defined(__SANITIZE_ADDRESS__)
+#if !CG_SANITIZED
     limits.memory_mb = 64;
     made = cg_preview_make (png, (size_t)size, "image/png", 40000, &limits, cg_now_us () + 20000000,
                             &len, &mime, &w, &h, &err);
