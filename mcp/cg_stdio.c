@@ -6,17 +6,28 @@
 #include "base/cg_worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define READ_CHUNK 65536
+
+/*  Past this much output the client has not taken, no more requests are read from it
+    (what is in flight still answers): a client that stops reading holds its own calls,
+    never the loop. */
+#define S_OUT_PAUSE (4 * 1024 * 1024)
 
 typedef struct s_parse_t s_parse_t;
 
 typedef struct {
     cg_channel_t base;
     int out_fd;
-    bool failed; /* a write failed: the client is gone */
+    bool failed;   /* a write failed: the client is gone */
+    bool blocking; /* writes wait (cg_stdio_destroy: the loop is over) */
+    char *out;     /* what the client has not taken yet, from OUT_OFF on */
+    size_t out_len, out_off, out_cap;
+    cg_loop_watch_t *out_watch; /* OUT_FD, polled for room while OUT holds something */
 } s_channel_t;
 
 struct cg_stdio_t {
@@ -33,6 +44,7 @@ struct cg_stdio_t {
     cg_loop_watch_t *parser_watch;
     s_parse_t *parsing; /* the long line being parsed: the lines after it wait */
     bool closing;       /* cg_stdio_destroy: a line back from the parser is dropped */
+    int out_flags;      /* the output fd's file status flags as they were */
 };
 
 //  A long line, parsed off the loop: the worker's alone until it comes back.
@@ -45,32 +57,109 @@ struct s_parse_t {
     json_error_t jerr;
 };
 
+//  Writes what PARTS hold (after a write failed, nothing); returns how much went out, all
+//  of it unless the pipe is full and the writes do not wait.
+static size_t
+s_write (s_channel_t *self, struct iovec *parts, int count)
+{
+    size_t done = 0;
+    while (!self->failed && count > 0) {
+        ssize_t n = writev (self->out_fd, parts, count);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n < 0) {
+            cg_log (0, "write to client: %s", strerror (errno));
+            self->failed = true;
+            break;
+        }
+        done += (size_t)n;
+        size_t left = (size_t)n;
+        for (; count > 0 && left >= parts->iov_len; parts++, count--)
+            left -= parts->iov_len;
+        if (count > 0) {
+            parts->iov_base = (char *)parts->iov_base + left;
+            parts->iov_len -= left;
+        }
+    }
+    return done;
+}
+
+static void
+s_out_add (s_channel_t *self, const char *data, size_t len)
+{
+    if (self->out_off > 0 && self->out_off == self->out_len)
+        self->out_off = self->out_len = 0;
+    if (self->out_len + len > self->out_cap) {
+        memmove (self->out, self->out + self->out_off, self->out_len - self->out_off);
+        self->out_len -= self->out_off;
+        self->out_off = 0;
+        if (self->out_len + len > self->out_cap) {
+            self->out_cap = (self->out_len + len) * 2;
+            self->out = cg_xrealloc (self->out, self->out_cap);
+        }
+    }
+    memcpy (self->out + self->out_len, data, len);
+    self->out_len += len;
+}
+
+//  What waits goes out as far as the pipe takes it; the pipe is polled for room while
+//  something is left.
+static void
+s_out_flush (s_channel_t *self)
+{
+    struct iovec part = {self->out + self->out_off, self->out_len - self->out_off};
+    self->out_off += s_write (self, &part, part.iov_len ? 1 : 0);
+    if (self->failed || self->out_off == self->out_len) {
+        free (self->out);
+        self->out = NULL;
+        self->out_len = self->out_off = self->out_cap = 0;
+    }
+    if (self->out_watch)
+        cg_loop_watch_events (self->out_watch, self->out_len ? ZMQ_POLLOUT : 0);
+}
+
+//  The line goes out now if the pipe takes it, else (a client slow to read) waits in OUT:
+//  the loop never waits on the client.
 static void
 s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
 {
     (void)message;
     s_channel_t *self = (s_channel_t *)base;
-    const char *parts[] = {text, "\n"};
-    size_t lens[] = {len, 1};
-    for (int i = 0; i < 2 && !self->failed; i++) {
-        size_t done = 0;
-        while (done < lens[i]) {
-            ssize_t n = write (self->out_fd, parts[i] + done, lens[i] - done);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0) {
-                cg_log (0, "write to client: %s", strerror (errno));
-                self->failed = true;
-                break;
-            }
-            done += (size_t)n;
+    if (self->failed)
+        return;
+    if (self->out_len == self->out_off) {
+        struct iovec parts[] = {{CG_UNCONST (text), len}, {CG_UNCONST ("\n"), 1}};
+        size_t done = s_write (self, parts, 2);
+        if (self->failed || done == len + 1)
+            return;
+        if (done < len) {
+            s_out_add (self, text + done, len - done);
+            done = len;
         }
+        s_out_add (self, "\n", 1);
     }
+    else {
+        s_out_add (self, text, len);
+        s_out_add (self, "\n", 1);
+    }
+    s_out_flush (self);
+}
+
+//  The client's pipe has room.
+static void
+s_out_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop;
+    (void)revents;
+    s_out_flush (arg);
 }
 
 static void
 s_free (cg_channel_t *base)
 {
+    free (((s_channel_t *)base)->out);
     free (base);
 }
 
@@ -98,6 +187,13 @@ cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
                                          .refs = 1,
                                          .standing = true};
     self->channel->out_fd = out_fd;
+    //  The client's pipe: written without waiting (cg_stdio_destroy puts the flags back).
+    self->out_flags = fcntl (out_fd, F_GETFL);
+    if (self->out_flags >= 0 && fcntl (out_fd, F_SETFL, self->out_flags | O_NONBLOCK) == 0)
+        self->channel->out_watch =
+            cg_loop_watch_fd (cg_server_loop (server), out_fd, 0, s_out_cb, self->channel);
+    else
+        self->channel->blocking = true;
     self->in_fd = in_fd;
     self->input_open = true;
     self->message_max = message_max;
@@ -120,6 +216,14 @@ cg_stdio_destroy (cg_stdio_t **self_p)
     cg_worker_cancel_waiting (self->parser);
     self->closing = true;
     cg_worker_destroy (&self->parser);
+    //  The loop is over: what the client has not taken yet goes out, waiting for it.
+    s_channel_t *out = self->channel;
+    cg_loop_unwatch (cg_server_loop (self->server), &out->out_watch);
+    if (!out->blocking) {
+        fcntl (out->out_fd, F_SETFL, self->out_flags);
+        out->blocking = true;
+        s_out_flush (out);
+    }
     cg_channel_t *channel = &self->channel->base;
     cg_channel_release (&channel);
     free (self->buf);
@@ -130,8 +234,12 @@ cg_stdio_destroy (cg_stdio_t **self_p)
 int
 cg_stdio_fd (cg_stdio_t *self)
 {
-    //  Not while a long line is parsed: what follows it waits in the pipe.
-    return self->input_open && !self->parsing ? self->in_fd : -1;
+    //  Not while a long line is parsed (what follows it waits in the pipe), nor while the
+    //  client leaves much of what was sent to it unread.
+    s_channel_t *out = self->channel;
+    return self->input_open && !self->parsing && out->out_len - out->out_off <= S_OUT_PAUSE
+               ? self->in_fd
+               : -1;
 }
 
 bool

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { sleep, startHttpServer, startServer } from './lib.mjs';
+import { sleep, startHttpServer, startRawServer, startServer } from './lib.mjs';
 
 const call = (client, name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
 
@@ -190,5 +190,49 @@ test('over stdio, a long line is parsed off the loop: the gateway answers while 
     fs.writeFileSync(release, '');
     await server.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('over stdio, a client that stops reading holds only its own answers: the loop writes what the pipe takes and keeps the rest, the gateway answers meanwhile, and every answer arrives whole and in order once the client reads again', async () => {
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-loop-slowreader-'));
+  const server = startRawServer(state, { args: ['--http-listen', '127.0.0.1:0'] });
+  try {
+    server.send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'slow-reader', version: '0' } } });
+    assert.ok((await server.next()).result, 'initialized');
+    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    let origin;
+    for (let i = 0; i < 6000 && !(origin = server.stderr().match(/listening on (http:\/\/[0-9.]+:\d+)/)?.[1]); i++) await sleep(10);
+    assert.ok(origin, 'the listener\'s address is in the log');
+    // 300 tools/list in one write: the server reads them in one go and answers them in one
+    // turn of its loop, far more than a pipe holds (each answer is tens of KB).
+    const count = 300;
+    server.send(Array.from({ length: count }, (_, i) => JSON.stringify({ jsonrpc: '2.0', id: 1 + i, method: 'tools/list' })).join('\n'));
+    const first = await server.next();
+    assert.equal(first.id, 1);
+    // The client stops reading, in the middle of that turn's answers.
+    server.proc.stdout.pause();
+    // The loop is free: the gateway (on the same loop) answers (401: no token given). On a
+    // server that writes to the client and waits, this never comes.
+    const api = await fetch(`${origin}/api`, { signal: AbortSignal.timeout(60000) });
+    assert.equal(api.status, 401);
+    await api.text();
+    server.proc.stdout.resume();
+    const ids = [first.id];
+    for (let i = 1; i < count; i++) {
+      const m = await server.next();
+      assert.ok(m.result?.tools?.length > 0, JSON.stringify(m).slice(0, 200));
+      ids.push(m.id);
+    }
+    assert.deepEqual(ids, Array.from({ length: count }, (_, i) => 1 + i), 'every answer, whole and in order');
+    server.send({ jsonrpc: '2.0', id: 'last', method: 'ping' });
+    assert.deepEqual(await server.next(), { jsonrpc: '2.0', id: 'last', result: {} });
+  } finally {
+    server.proc.stdout.resume();
+    const exited = new Promise((resolve) => (server.proc.exitCode !== null ? resolve() : server.proc.on('exit', resolve)));
+    server.proc.kill('SIGTERM');
+    const kill = setTimeout(() => server.proc.kill('SIGKILL'), 20000);
+    await exited;
+    clearTimeout(kill);
+    fs.rmSync(state, { recursive: true, force: true });
   }
 });
