@@ -188,7 +188,9 @@ cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
                                          .standing = true};
     self->channel->out_fd = out_fd;
     //  The client's pipe: written without waiting (cg_stdio_destroy puts the flags back).
-    self->out_flags = fcntl (out_fd, F_GETFL);
+    //  A terminal keeps blocking writes: its file description is shared with the shell and
+    //  whatever else writes to it, and a person reads it.
+    self->out_flags = isatty (out_fd) ? -1 : fcntl (out_fd, F_GETFL);
     if (self->out_flags >= 0 && fcntl (out_fd, F_SETFL, self->out_flags | O_NONBLOCK) == 0)
         self->channel->out_watch =
             cg_loop_watch_fd (cg_server_loop (server), out_fd, 0, s_out_cb, self->channel);
