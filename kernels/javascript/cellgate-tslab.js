@@ -40,6 +40,10 @@
  * rejected.  Type errors are dropped; the JavaScript engine reports real
  * errors (ReferenceError, TypeError...) when the code runs.
  *
+ * In JavaScript mode cells are converted by a TypeScript program without
+ * types (no lib, no @types/node: parsing those took 1-1.5 s of every start);
+ * the typed program is made at the first completion or inspection.
+ *
  * Interrupts: SIGINT stops synchronous code running in the cell itself
  * (vm breakOnSigint) and a pending top-level await. It cannot stop a
  * synchronous loop that runs after an await, or in a timer or callback:
@@ -152,8 +156,25 @@ function serialTimers(system) {
 
 // TypeScript's exports are read-only, so the converter is handed a copy of them
 // with the functions cellgate changes.
+//
+// In JavaScript mode the program that converts cells (createConverter while
+// `untyped` is set) has no types: no lib and no @types/node, which TypeScript
+// parses and binds for 1-1.5 s before the kernel could answer, and whose types
+// JavaScript mode drops anyway (below). The JavaScript it emits is the same;
+// cellgate-any-module.d.ts declares every module, as `any`, so that a binding a
+// cell requires (`const { readFileSync } = require("fs")`) is kept in the
+// declarations later cells compile against, as with @types/node. Completion and
+// inspection, which need the types, get tslab's own typed program, made at the
+// first complete_request or inspect_request (ConverterSet).
+const ANY_MODULE = path.join(__dirname, "cellgate-any-module.d.ts");
+let untyped = false;
 const replaced = {
   createWatchCompilerHost(rootFiles, options, system, ...rest) {
+    if (untyped) {
+      rootFiles = [...rootFiles, ANY_MODULE];
+      options = { ...options, noLib: true, types: [] };
+      delete options.lib;
+    }
     return ts.createWatchCompilerHost(rootFiles, options, serialTimers(system), ...rest);
   },
 };
@@ -305,16 +326,49 @@ class ConverterSet {
     this.jsKernel = jsKernel;
   }
   get node() {
-    if (!this._node) {
-      this._node = createConverter({ isJS: this.jsKernel, isBrowser: false });
-    }
+    if (!this._node) this._node = this.create(false);
     return this._node;
   }
   get browser() {
-    if (!this._browser) {
-      this._browser = createConverter({ isJS: this.jsKernel, isBrowser: true });
-    }
+    if (!this._browser) this._browser = this.create(true);
     return this._browser;
+  }
+  // TypeScript mode: tslab's converter. JavaScript mode: cells are converted
+  // by an untyped program, completed and inspected by the typed one, made on
+  // first use and given the modules cells added (%module) until then.
+  create(isBrowser) {
+    const options = { isJS: this.jsKernel, isBrowser };
+    if (!this.jsKernel) return createConverter(options);
+    untyped = true;
+    let plain;
+    try {
+      plain = createConverter(options);
+    } finally {
+      untyped = false;
+    }
+    let typedConv = null;
+    const modules = new Map(); // module name -> addModule's arguments
+    const typed = () => {
+      if (!typedConv) {
+        typedConv = createConverter(options);
+        for (const args of modules.values()) typedConv.addModule(...args);
+      }
+      return typedConv;
+    };
+    return {
+      convert: (...args) => plain.convert(...args),
+      addModule: (...args) => {
+        modules.set(args[0], args);
+        if (typedConv) typedConv.addModule(...args);
+        return plain.addModule(...args);
+      },
+      complete: (...args) => typed().complete(...args),
+      inspect: (...args) => typed().inspect(...args),
+      close: () => {
+        plain.close();
+        if (typedConv) typedConv.close();
+      },
+    };
   }
   close() {
     if (this._node) this._node.close();
