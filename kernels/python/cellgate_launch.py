@@ -4,8 +4,10 @@
 # code in the session may have swapped a link or something else in at that name; ipykernel
 # would then make a configuration of its own (TCP ports) that the server can never reach,
 # and the start would hang to its deadline. Here the kernel exits at once, saying why.
+import asyncio
 import importlib
 import importlib.machinery
+import importlib.util
 import json
 import os
 import stat
@@ -27,13 +29,14 @@ _STAND_IN.declare_namespace = lambda name: None
 # Modules the kernel's import names but its start never uses: jedi (IPython's completer,
 # a fifth of the import) runs on the first complete_request; IPython.terminal.embed (the
 # terminal shell and prompt_toolkit, behind `IPython.embed`) on the first use of it;
-# stack_data (IPython's tracebacks) on the first error. While the kernel imports, such a
+# stack_data (IPython's tracebacks) on the first error; ipykernel.debugger (debugpy) on
+# the first debug_request (_Debugger). While the kernel imports, such a
 # module is made but its code does not run: it runs, in the same module object, when code
 # first reads a name the module does not hold yet. A submodule of one (jedi.api) is reached
 # without running its parent's code, and jedi.settings, which IPython sets at import, is
 # the real one. `IPython.embed` is a function that runs the real one.
 _DEFERRED = {"jedi", "jedi.api", "jedi.api.helpers", "jedi.api.classes",
-             "IPython.terminal.embed", "stack_data"}
+             "IPython.terminal.embed", "stack_data", "ipykernel.debugger"}
 _REAL_SUBMODULES = {"jedi.settings"}
 _LOCK = threading.RLock()
 
@@ -44,7 +47,46 @@ def _embed(**kwargs):
     return embed(**kwargs)
 
 
-_PRESET = {"IPython.terminal.embed": {"embed": _embed}}
+class _Debugger:
+    """ipykernel's debugger (debugpy and its pydevd: as much of the import as IPython's own
+    code), made when a debug_request first reaches it. The kernel makes one at its start and
+    waits on it for stopped events, which only a started debugger has."""
+
+    def __init__(self, *args, **kwargs):
+        self._made = (args, kwargs)
+        self._waiting = None  # the future handle_stopped_event awaits until then
+
+    def _real(self):
+        with _LOCK:
+            if "_debugger" not in self.__dict__:
+                module = importlib.import_module("ipykernel.debugger")
+                _run_deferred(module)
+                args, kwargs = self._made
+                self._debugger = module.Debugger(*args, **kwargs)
+                waiting = self._waiting
+                if waiting is not None:
+                    waiting.get_loop().call_soon_threadsafe(waiting.set_result, None)
+        return self._debugger
+
+    def __getattr__(self, name):
+        return getattr(self._real(), name)
+
+    async def handle_stopped_event(self):
+        if "_debugger" not in self.__dict__:
+            with _LOCK:
+                if self._waiting is None:
+                    self._waiting = asyncio.get_running_loop().create_future()
+            await self._waiting
+        await self._real().handle_stopped_event()
+
+
+_PRESET = {
+    "IPython.terminal.embed": {"embed": _embed},
+    "ipykernel.debugger": {
+        "Debugger": _Debugger,
+        "_is_debugpy_available": importlib.util.find_spec("debugpy") is not None,
+    },
+}
 
 
 def _run_deferred(module):

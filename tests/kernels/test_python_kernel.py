@@ -95,17 +95,16 @@ class PythonKernelTests(jupyter_kernel_test.KernelTests):
 
 class DeferredImportTests(unittest.TestCase):
     """The launcher defers what the kernel's start never uses (cellgate_launch.py): jedi,
-    IPython's terminal shell (prompt_toolkit) and stack_data run when first used, and then
-    behave as always: jedi's completions with their types, IPython.embed, tracebacks."""
+    IPython's terminal shell (prompt_toolkit), stack_data and ipykernel's debugger (debugpy)
+    run when first used, and then behave as always: jedi's completions with their types,
+    IPython.embed, tracebacks, debug requests."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.km, cls.kc = SPEC.start()  # a kernel of its own: nothing has completed in it yet
+    def setUp(self):
+        self.km, self.kc = SPEC.start()  # a kernel of its own: nothing has run in it yet
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.kc.stop_channels()
-        cls.km.shutdown_kernel(now=True)
+    def tearDown(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
 
     def loaded(self, *names):
         """Which of NAMES have run in the kernel (a module whose code ran has its own names)."""
@@ -141,6 +140,23 @@ class DeferredImportTests(unittest.TestCase):
         self.assertEqual(reply["content"]["status"], "ok", reply["content"])
         self.assertEqual(self.loaded("stack_data", "IPython.terminal.embed", "prompt_toolkit"),
                          ["IPython.terminal.embed", "prompt_toolkit", "stack_data"])
+
+    def test_debugger_made_on_first_debug_request(self):
+        self.assertEqual(self.loaded("debugpy", "_pydevd_bundle.pydevd_suspended_frames"), [])
+        for seq, command, arguments in (
+            (1, "initialize", {"clientID": "test", "adapterID": "", "pathFormat": "path",
+                               "linesStartAt1": True, "columnsStartAt1": True}),
+            (2, "debugInfo", {}),
+        ):
+            msg = self.kc.session.msg("debug_request", {
+                "type": "request", "seq": seq, "command": command, "arguments": arguments})
+            self.kc.control_channel.send(msg)
+            reply = self.kc.get_control_msg(timeout=60)
+            self.assertEqual(reply["parent_header"]["msg_id"], msg["header"]["msg_id"])
+            self.assertEqual(reply["content"].get("command"), command, reply["content"])
+            self.assertTrue(reply["content"].get("success"), reply["content"])
+        self.assertEqual(self.loaded("debugpy", "_pydevd_bundle.pydevd_suspended_frames"),
+                         ["_pydevd_bundle.pydevd_suspended_frames", "debugpy"])
 
 
 if __name__ == "__main__":
