@@ -11,6 +11,7 @@ tcp as jupyter_kernel_test does. It needs kernels/javascript/node_modules
 
 import base64
 import os
+import subprocess
 import time
 import unittest
 
@@ -330,6 +331,26 @@ class UntypedStartTests(unittest.TestCase):
         self.assertIn("versions", reply["content"]["matches"])
         self.assertNotEqual(self.types_read(), "0")
         self.assertEqual(self.run_cell("n[1] + 1"), "5")
+
+
+class CodeCacheTests(unittest.TestCase):
+    """`node cellgate-tslab.js --make-code-cache` (scripts/setup.sh) writes V8's code cache of
+    TypeScript, which the kernel then loads without a complaint (it says so when the cache
+    does not match its Node.js)."""
+
+    def test_make_and_use(self):
+        js = os.path.join(KERNELS, "javascript")
+        cache = os.path.join(js, "node_modules", ".cellgate-typescript.v8cache")
+        made = subprocess.run(["/usr/bin/node", "cellgate-tslab.js", "--make-code-cache"], cwd=js,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        self.assertGreater(os.path.getsize(cache), 1 << 20)
+        run = subprocess.run(["/usr/bin/node", os.path.join(js, "cellgate-tslab.js"), "kernel",
+                              "--config-path", os.path.join(js, "no-such-connection-file")],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("no connection file", run.stderr)
+        self.assertNotIn("does not match", run.stderr)
 
 
 if __name__ == "__main__":
