@@ -72,11 +72,14 @@ class _Debugger:
         return getattr(self._real(), name)
 
     async def handle_stopped_event(self):
-        if "_debugger" not in self.__dict__:
-            with _LOCK:
+        with _LOCK:
+            waiting = None
+            if "_debugger" not in self.__dict__:
                 if self._waiting is None:
                     self._waiting = asyncio.get_running_loop().create_future()
-            await self._waiting
+                waiting = self._waiting
+        if waiting is not None:
+            await waiting
         await self._real().handle_stopped_event()
 
 
