@@ -3,6 +3,7 @@
  * cellgate's launcher for tslab's JavaScript kernel.
  *
  *   node cellgate-tslab.js kernel --config-path CONNECTION_FILE [--js|--ts]
+ *   node cellgate-tslab.js --make-code-cache    (set-up: V8's code cache of TypeScript)
  *
  * It runs tslab's own executor, TypeScript converter and ZeroMQ server
  * (node_modules/tslab beside this file) and fixes what tslab 1.0.22 leaves
@@ -40,6 +41,10 @@
  * rejected.  Type errors are dropped; the JavaScript engine reports real
  * errors (ReferenceError, TypeError...) when the code runs.
  *
+ * In JavaScript mode cells are converted by a TypeScript program without
+ * types (no lib, no @types/node: parsing those took 1-1.5 s of every start);
+ * the typed program is made at the first completion or inspection.
+ *
  * Interrupts: SIGINT stops synchronous code running in the cell itself
  * (vm breakOnSigint) and a pending top-level await. It cannot stop a
  * synchronous loop that runs after an await, or in a timer or callback:
@@ -71,6 +76,44 @@ const util = require("util");
 
 const dist = path.join(__dirname, "node_modules", "tslab", "dist");
 const tsPath = require.resolve("@tslab/typescript-for-tslab", { paths: [dist] });
+
+// V8's code cache of typescript.js (8 MB, ~0.3 s to compile at each start, ~0.1 s
+// with the cache), written by the trusted set-up step (scripts/setup.sh runs
+// `node cellgate-tslab.js --make-code-cache` after npm ci) beside node_modules'
+// other files, which sandboxes see read-only. V8 checks that a cache matches the
+// source and its own version and flags, and compiles as usual where it does not
+// (or where there is no cache).
+const CODE_CACHE = path.join(__dirname, "node_modules", ".cellgate-typescript.v8cache");
+const makeCodeCache = process.argv[2] === "--make-code-cache";
+const tsScript = (function loadTypeScript() {
+  const vm = require("vm");
+  const Module = require("module");
+  let cachedData;
+  if (!makeCodeCache) {
+    try {
+      cachedData = fs.readFileSync(CODE_CACHE);
+    } catch (e) {
+      return null; // no cache: require() compiles it
+    }
+  }
+  const script = new vm.Script(Module.wrap(fs.readFileSync(tsPath, "utf8")), {
+    filename: tsPath,
+    cachedData,
+  });
+  const m = new Module(tsPath, module);
+  m.filename = tsPath;
+  m.paths = Module._nodeModulePaths(path.dirname(tsPath));
+  script.runInThisContext().call(m.exports, m.exports, Module.createRequire(tsPath), m, tsPath, path.dirname(tsPath));
+  m.loaded = true;
+  require.cache[tsPath] = m;
+  if (script.cachedDataRejected) {
+    process.stderr.write(
+      `cellgate-tslab: ${CODE_CACHE} does not match this Node.js or TypeScript: ` +
+        "run `node cellgate-tslab.js --make-code-cache` again\n"
+    );
+  }
+  return script;
+})();
 const ts = require(tsPath);
 
 function parseArgs(argv) {
@@ -97,7 +140,9 @@ function parseArgs(argv) {
   return args;
 }
 
-const { configPath, jsKernel } = parseArgs(process.argv.slice(2));
+const { configPath, jsKernel } = makeCodeCache
+  ? { configPath: "", jsKernel: true }
+  : parseArgs(process.argv.slice(2));
 
 // tslab's converter drives TypeScript's watch program with a timer slot of its
 // own that holds one timer and throws "Unexpected pending rebuildTimer" when
@@ -152,8 +197,25 @@ function serialTimers(system) {
 
 // TypeScript's exports are read-only, so the converter is handed a copy of them
 // with the functions cellgate changes.
+//
+// In JavaScript mode the program that converts cells (createConverter while
+// `untyped` is set) has no types: no lib and no @types/node, which TypeScript
+// parses and binds for 1-1.5 s before the kernel could answer, and whose types
+// JavaScript mode drops anyway (below). The JavaScript it emits is the same;
+// cellgate-any-module.d.ts declares every module, as `any`, so that a binding a
+// cell requires (`const { readFileSync } = require("fs")`) is kept in the
+// declarations later cells compile against, as with @types/node. Completion and
+// inspection, which need the types, get tslab's own typed program, made at the
+// first complete_request or inspect_request (ConverterSet).
+const ANY_MODULE = path.join(__dirname, "cellgate-any-module.d.ts");
+let untyped = false;
 const replaced = {
   createWatchCompilerHost(rootFiles, options, system, ...rest) {
+    if (untyped) {
+      rootFiles = [...rootFiles, ANY_MODULE];
+      options = { ...options, noLib: true, types: [] };
+      delete options.lib;
+    }
     return ts.createWatchCompilerHost(rootFiles, options, serialTimers(system), ...rest);
   },
 };
@@ -305,16 +367,49 @@ class ConverterSet {
     this.jsKernel = jsKernel;
   }
   get node() {
-    if (!this._node) {
-      this._node = createConverter({ isJS: this.jsKernel, isBrowser: false });
-    }
+    if (!this._node) this._node = this.create(false);
     return this._node;
   }
   get browser() {
-    if (!this._browser) {
-      this._browser = createConverter({ isJS: this.jsKernel, isBrowser: true });
-    }
+    if (!this._browser) this._browser = this.create(true);
     return this._browser;
+  }
+  // TypeScript mode: tslab's converter. JavaScript mode: cells are converted
+  // by an untyped program, completed and inspected by the typed one, made on
+  // first use and given the modules cells added (%module) until then.
+  create(isBrowser) {
+    const options = { isJS: this.jsKernel, isBrowser };
+    if (!this.jsKernel) return createConverter(options);
+    untyped = true;
+    let plain;
+    try {
+      plain = createConverter(options);
+    } finally {
+      untyped = false;
+    }
+    let typedConv = null;
+    const modules = new Map(); // module name -> addModule's arguments
+    const typed = () => {
+      if (!typedConv) {
+        typedConv = createConverter(options);
+        for (const args of modules.values()) typedConv.addModule(...args);
+      }
+      return typedConv;
+    };
+    return {
+      convert: (...args) => plain.convert(...args),
+      addModule: (...args) => {
+        modules.set(args[0], args);
+        if (typedConv) typedConv.addModule(...args);
+        return plain.addModule(...args);
+      },
+      complete: (...args) => typed().complete(...args),
+      inspect: (...args) => typed().inspect(...args),
+      close: () => {
+        plain.close();
+        if (typedConv) typedConv.close();
+      },
+    };
   }
   close() {
     if (this._node) this._node.close();
@@ -801,6 +896,14 @@ class Server extends jupyter.ZmqServer {
 
 const convs = new ConverterSet(jsKernel);
 convs.node; // warm up the converter
+if (makeCodeCache) {
+  // The cache holds the functions compiled so far: those of a start and a cell.
+  convs.node.convert("", "const x = [1].map((v) => v + 1); await x");
+  const tmp = `${CODE_CACHE}.${process.pid}`; // a kernel starting meanwhile reads all or nothing
+  fs.writeFileSync(tmp, tsScript.createCachedData());
+  fs.renameSync(tmp, CODE_CACHE);
+  process.exit(0);
+}
 const executor = createExecutor(process.cwd(), convs, executorConsole);
 const server = new Server(new Handler(executor, jsKernel), configPath, executor);
 process.on("SIGINT", () => executor.interrupt());

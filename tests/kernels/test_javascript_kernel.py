@@ -11,6 +11,7 @@ tcp as jupyter_kernel_test does. It needs kernels/javascript/node_modules
 
 import base64
 import os
+import subprocess
 import time
 import unittest
 
@@ -263,6 +264,93 @@ class JavaScriptKernelTests(jupyter_kernel_test.KernelTests):
         msg_id = self.kc.comm_info()
         reply = self.get_non_kernel_info_reply(timeout=15)
         validate_message(reply, "comm_info_reply", msg_id)
+
+
+class UntypedStartTests(unittest.TestCase):
+    """In JavaScript mode the kernel converts cells with a program without types (no lib,
+    no @types/node) and reads TypeScript's declarations only for the first completion or
+    inspection (cellgate-tslab.js). Cells behave as with the types: bindings that a cell
+    requires are the cell's own in later cells, even where a global has the same name."""
+
+    @classmethod
+    def setUpClass(cls):
+        saved = os.environ.get("NODE_OPTIONS")
+        os.environ["NODE_OPTIONS"] = "--require " + os.path.join(os.path.dirname(__file__), "dts_reads.js")
+        try:
+            cls.km, cls.kc = SPEC.start()  # a kernel of its own: nothing has completed in it yet
+        finally:
+            if saved is None:
+                del os.environ["NODE_OPTIONS"]
+            else:
+                os.environ["NODE_OPTIONS"] = saved
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.kc.stop_channels()
+        cls.km.shutdown_kernel(now=True)
+
+    def run_cell(self, code):
+        """The cell's execute_result text (or stdout), failing on an error."""
+        msg_id = self.kc.execute(code)
+        text = ""
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "error":
+                self.fail("%s: %s" % (content["ename"], content["evalue"]))
+            if kind == "execute_result":
+                text += content["data"]["text/plain"]
+            if kind == "stream" and content["name"] == "stdout":
+                text += content["text"]
+            if kind == "status" and content["execution_state"] == "idle":
+                break
+        while self.kc.get_shell_msg(timeout=60)["parent_header"].get("msg_id") != msg_id:
+            pass
+        return text
+
+    def types_read(self):
+        return self.run_cell(
+            "globalThis.__dtsReads.filter((f) => /lib\\.es|@types\\/node/.test(f)).length")
+
+    def test_untyped_until_completion(self):
+        self.assertEqual(self.types_read(), "0")
+        self.run_cell("const { setTimeout } = require('timers/promises');\n"
+                      "const { readFileSync: rf } = require('fs'); let n = [1, 2].map((v) => v * 2)")
+        # The promise setTimeout the cell required, not the global one; rf kept too.
+        self.assertEqual(self.run_cell("await setTimeout(1, 'later')"), "'later'")
+        self.assertEqual(self.run_cell("typeof rf + ' ' + n.length"), "'function 2'")
+        self.assertEqual(self.run_cell("await Promise.resolve(7)"), "7")
+        self.assertEqual(self.types_read(), "0")
+        # The first completion reads the types and completes with them (Node's process).
+        msg_id = self.kc.complete("process.versi", 13)
+        reply = self.kc.get_shell_msg(timeout=60)
+        self.assertEqual(reply["parent_header"]["msg_id"], msg_id)
+        self.assertIn("version", reply["content"]["matches"])
+        self.assertIn("versions", reply["content"]["matches"])
+        self.assertNotEqual(self.types_read(), "0")
+        self.assertEqual(self.run_cell("n[1] + 1"), "5")
+
+
+class CodeCacheTests(unittest.TestCase):
+    """`node cellgate-tslab.js --make-code-cache` (scripts/setup.sh) writes V8's code cache of
+    TypeScript, which the kernel then loads without a complaint (it says so when the cache
+    does not match its Node.js)."""
+
+    def test_make_and_use(self):
+        js = os.path.join(KERNELS, "javascript")
+        cache = os.path.join(js, "node_modules", ".cellgate-typescript.v8cache")
+        made = subprocess.run(["/usr/bin/node", "cellgate-tslab.js", "--make-code-cache"], cwd=js,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        self.assertGreater(os.path.getsize(cache), 1 << 20)
+        run = subprocess.run(["/usr/bin/node", os.path.join(js, "cellgate-tslab.js"), "kernel",
+                              "--config-path", os.path.join(js, "no-such-connection-file")],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("no connection file", run.stderr)
+        self.assertNotIn("does not match", run.stderr)
 
 
 if __name__ == "__main__":
