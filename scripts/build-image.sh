@@ -95,6 +95,11 @@ if [ "$(cat "$ROOTFS/.cellgate-stamp" 2>/dev/null || true)" != "$stamp" ]; then
   mv -- "$fresh" "$ROOTFS"
   rm -rf -- "$ROOTFS.old"
 fi
+# 4. The JavaScript kernel's V8 code cache for the image's Node.js, in this tree's kernels/,
+# which oci and rootless sandboxes run read-only (the image has its own, Dockerfile.kernel;
+# scripts/setup.sh makes the host's Node.js one under another name): made each time, a second.
+"${PODMAN[@]}" run --rm --network none --volume "$PWD/kernels/javascript:/opt/cellgate/kernels/javascript" \
+  "$IMAGE" node /opt/cellgate/kernels/javascript/cellgate-tslab.js --make-code-cache >&2
 say "$IMAGE: $(podman image inspect --format '{{.Size}}' "$IMAGE" | numfmt --to=iec) ($stamp); root file system in $ROOTFS"
 echo "$IMAGE"
 echo "$ROOTFS"

@@ -78,12 +78,17 @@ const dist = path.join(__dirname, "node_modules", "tslab", "dist");
 const tsPath = require.resolve("@tslab/typescript-for-tslab", { paths: [dist] });
 
 // V8's code cache of typescript.js (8 MB, ~0.3 s to compile at each start, ~0.1 s
-// with the cache), written by the trusted set-up step (scripts/setup.sh runs
-// `node cellgate-tslab.js --make-code-cache` after npm ci) beside node_modules'
-// other files, which sandboxes see read-only. V8 checks that a cache matches the
-// source and its own version and flags, and compiles as usual where it does not
-// (or where there is no cache).
-const CODE_CACHE = path.join(__dirname, "node_modules", ".cellgate-typescript.v8cache");
+// with the cache), written by the trusted set-up steps beside node_modules' other
+// files, which sandboxes see read-only: one per V8 version, as the host's Node.js and
+// the sandbox image's differ (scripts/setup.sh runs `node cellgate-tslab.js
+// --make-code-cache` with the host's after npm ci, scripts/build-image.sh with the
+// image's). V8 checks that a cache matches the source and its own version and flags,
+// and compiles as usual where it does not (or where there is no cache).
+const CODE_CACHE = path.join(
+  __dirname,
+  "node_modules",
+  `.cellgate-typescript-v8-${process.versions.v8}.v8cache`
+);
 const makeCodeCache = process.argv[2] === "--make-code-cache";
 const tsScript = (function loadTypeScript() {
   const vm = require("vm");

@@ -335,12 +335,14 @@ class UntypedStartTests(unittest.TestCase):
 
 class CodeCacheTests(unittest.TestCase):
     """`node cellgate-tslab.js --make-code-cache` (scripts/setup.sh) writes V8's code cache of
-    TypeScript, which the kernel then loads without a complaint (it says so when the cache
+    TypeScript, named after this Node.js's V8, which the kernel then loads without a complaint (it says so when the cache
     does not match its Node.js)."""
 
     def test_make_and_use(self):
         js = os.path.join(KERNELS, "javascript")
-        cache = os.path.join(js, "node_modules", ".cellgate-typescript.v8cache")
+        v8 = subprocess.run(["/usr/bin/node", "-p", "process.versions.v8"], capture_output=True,
+                            text=True, timeout=60).stdout.strip()
+        cache = os.path.join(js, "node_modules", f".cellgate-typescript-v8-{v8}.v8cache")
         made = subprocess.run(["/usr/bin/node", "cellgate-tslab.js", "--make-code-cache"], cwd=js,
                               capture_output=True, text=True, timeout=120)
         self.assertEqual(made.returncode, 0, made.stderr)
