@@ -98,8 +98,10 @@ fi
 # 4. The JavaScript kernel's V8 code cache for the image's Node.js, in this tree's kernels/,
 # which oci and rootless sandboxes run read-only (the image has its own, Dockerfile.kernel;
 # scripts/setup.sh makes the host's Node.js one under another name): made each time, a second.
-"${PODMAN[@]}" run --rm --network none --volume "$PWD/kernels/javascript:/opt/cellgate/kernels/javascript" \
-  "$IMAGE" node /opt/cellgate/kernels/javascript/cellgate-tslab.js --make-code-cache >&2
+# (Podman's default limits are above this shell's hard ones, which runc may not raise.)
+"${PODMAN[@]}" run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=512:512 \
+  --volume "$PWD/kernels/javascript:/opt/cellgate/kernels/javascript" --entrypoint node --user 0:0 \
+  "$IMAGE" /opt/cellgate/kernels/javascript/cellgate-tslab.js --make-code-cache >&2
 say "$IMAGE: $(podman image inspect --format '{{.Size}}' "$IMAGE" | numfmt --to=iec) ($stamp); root file system in $ROOTFS"
 echo "$IMAGE"
 echo "$ROOTFS"
