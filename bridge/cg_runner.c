@@ -3,6 +3,7 @@
 #include "bridge/cg_runner.h"
 #include "bridge/cg_kept.h"
 #include "base/cg_limits.h"
+#include "base/cg_loop.h"
 #include "bridge/cg_session.h"
 #include "base/cg_utf8.h"
 #include "base/cg_util.h"
@@ -487,7 +488,7 @@ cg_runner_actor (zsock_t *pipe, void *args)
         //  dropping whatever they send between cells (nothing of it is held).
         zmq_pollitem_t items[1 + 4 * 12] = {{zsock_resolve (pipe), 0, ZMQ_POLLIN, 0}};
         int count = self.session ? cg_session_idle_items (self.session, items + 1, 4 * 12) : 0;
-        if (zmq_poll (items, count + 1, -1) < 0)
+        if (cg_zpoll (items, count + 1, -1) < 0)
             continue;
         //  Only when a kernel's item woke us: a command alone finds nothing to drop (and
         //  draining costs each socket's and monitor's ZeroMQ events, per cell).
