@@ -24,6 +24,7 @@
 #include "base/cg_version.h"
 
 #include <czmq.h>
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -196,16 +197,38 @@ s_raise_socket_limits (void)
 //  frame), and each wake-up could put the runner off its CPU and back; now the runner goes
 //  on, and the I/O thread runs on the other CPU or when the runner waits (bench_bridge, the
 //  same build with and without: context switches per cell 28 -> 22, less CPU per cell,
-//  latency the same within noise). Only from SCHED_OTHER, which any thread may leave for
-//  SCHED_BATCH: libzmq aborts the process when it cannot set the policy it was given (from
-//  SCHED_IDLE, say, it may not).
+//  latency the same within noise). libzmq aborts the process when it cannot set the policy
+//  it was given, so a throwaway thread tries it first (a seccomp filter may refuse it);
+//  when that fails the threads keep the policy they inherit.
+static void *
+s_try_batch (void *arg)
+{
+    //  As libzmq does it (the priority kept), from the default policy only: a server an
+    //  operator started at another keeps it.
+    int policy;
+    struct sched_param param;
+    int rc = pthread_getschedparam (pthread_self (), &policy, &param);
+    *(int *)arg = rc ? rc
+                  : policy != SCHED_OTHER
+                      ? -2
+                      : pthread_setschedparam (pthread_self (), SCHED_BATCH, &param);
+    return NULL;
+}
+
 static void
 s_zmq_threads_batch (void)
 {
-    int policy = -1;
-    struct sched_param param;
-    if (pthread_getschedparam (pthread_self (), &policy, &param) == 0 && policy == SCHED_OTHER)
+    int rc = -1;
+    pthread_t probe;
+    if (pthread_create (&probe, NULL, s_try_batch, &rc) == 0)
+        pthread_join (probe, NULL);
+    if (rc == 0)
         zsys_set_thread_sched_policy (SCHED_BATCH);
+    else
+        cg_log (2, "ZeroMQ's threads keep the scheduling policy they inherit (SCHED_BATCH: %s)",
+                rc == -2 ? "the server does not run at the default policy"
+                : rc > 0 ? strerror (rc)
+                         : "no thread to try it");
 }
 
 //  A normal user gets the rootless backend's settings (user namespace, XDG state dir; the
