@@ -5,6 +5,7 @@
 
 #include <czmq.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -313,6 +314,77 @@ s_fire_timers (cg_loop_t *self)
     free (due);
 }
 
+//  Items cg_zpoll takes on the stack; past it, zmq_poll.
+#define S_ZPOLL_MAX 64
+
+//  ITEM's socket events into its revents (what it waits for). Returns 1 when some came, 0
+//  when none, -1 when they could not be read.
+static int
+s_zpoll_socket (zmq_pollitem_t *item)
+{
+    uint32_t events = 0;
+    size_t size = sizeof events;
+    if (zmq_getsockopt (item->socket, ZMQ_EVENTS, &events, &size) < 0)
+        return -1;
+    item->revents = (short)(events & (uint32_t)item->events & (ZMQ_POLLIN | ZMQ_POLLOUT));
+    return item->revents != 0;
+}
+
+int
+cg_zpoll (zmq_pollitem_t *items, int count, long timeout_ms)
+{
+    if (count > S_ZPOLL_MAX || count < 0)
+        return zmq_poll (items, count, timeout_ms);
+    struct pollfd pfds[S_ZPOLL_MAX];
+    int ready = 0;
+    for (int i = 0; i < count; i++) {
+        items[i].revents = 0;
+        pfds[i] = (struct pollfd){items[i].fd, 0, 0};
+        if (items[i].events & ZMQ_POLLIN)
+            pfds[i].events |= POLLIN;
+        if (items[i].events & ZMQ_POLLOUT)
+            pfds[i].events |= POLLOUT;
+        if (items[i].events & ZMQ_POLLPRI)
+            pfds[i].events |= POLLPRI;
+        if (!items[i].socket)
+            continue;
+        size_t size = sizeof pfds[i].fd;
+        int rc = zmq_getsockopt (items[i].socket, ZMQ_FD, &pfds[i].fd, &size);
+        pfds[i].events = POLLIN;
+        if (rc < 0 || (rc = s_zpoll_socket (&items[i])) < 0)
+            return -1;
+        ready += rc;
+    }
+    int64_t end = timeout_ms > 0 ? zclock_mono () + timeout_ms : 0;
+    while (true) {
+        int64_t wait = ready || timeout_ms == 0 ? 0 : timeout_ms < 0 ? -1 : end - zclock_mono ();
+        int woke = poll (pfds, (nfds_t)count,
+                         wait < 0           ? -1
+                         : wait > INT32_MAX ? INT32_MAX
+                                            : (int)wait);
+        if (woke < 0)
+            return -1;
+        for (int i = 0; woke > 0 && i < count; i++) {
+            if (!pfds[i].revents)
+                continue;
+            int rc = 0;
+            if (items[i].socket && !items[i].revents && (rc = s_zpoll_socket (&items[i])) < 0)
+                return -1;
+            if (!items[i].socket) {
+                short in = pfds[i].revents;
+                items[i].revents =
+                    (short)((in & POLLIN ? ZMQ_POLLIN : 0) | (in & POLLOUT ? ZMQ_POLLOUT : 0)
+                            | (in & POLLPRI ? ZMQ_POLLPRI : 0)
+                            | (in & ~(POLLIN | POLLOUT | POLLPRI) ? ZMQ_POLLERR : 0));
+                rc = items[i].revents != 0;
+            }
+            ready += rc;
+        }
+        if (ready || wait == 0 || (timeout_ms > 0 && zclock_mono () >= end))
+            return ready;
+    }
+}
+
 int
 cg_loop_run_once (cg_loop_t *self)
 {
@@ -321,7 +393,7 @@ cg_loop_run_once (cg_loop_t *self)
     int rc = 0;
     if (!self->stopped) {
         int count = s_items (self);
-        rc = zmq_poll (self->items, count, wait_ms) < 0 && errno != EINTR ? -1 : 1;
+        rc = cg_zpoll (self->items, count, wait_ms) < 0 && errno != EINTR ? -1 : 1;
         if (rc < 0)
             cg_log (0, "event loop: zmq_poll over %d items: %s", count, zmq_strerror (errno));
         for (int i = 0; rc == 1 && i < count; i++) {

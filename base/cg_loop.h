@@ -12,6 +12,7 @@
 #define CG_LOOP_H
 
 #include <stdbool.h>
+#include <zmq.h>
 
 typedef struct cg_loop_t cg_loop_t;
 typedef struct cg_loop_watch_t cg_loop_watch_t;
@@ -87,5 +88,15 @@ void cg_loop_stop (cg_loop_t *self);
 
 /*  True once cg_loop_stop was called. */
 bool cg_loop_stopped (cg_loop_t *self);
+
+/*  zmq_poll's contract (ITEMS, COUNT, TIMEOUT_MS: -1 waits for ever; each item's revents
+    set; returns how many items have events, 0 on the timeout, or -1 with errno set), at
+    fewer system calls: a socket item costs ZeroMQ two (its mailbox's getpid and poll)
+    for each look at its events, which zmq_poll takes twice per wait for every socket,
+    after a poll with no timeout first. Here every socket's events are looked at once, one
+    poll waits on every socket's ZMQ_FD and item fd, and after it only the sockets whose
+    ZMQ_FD woke are looked at again (a socket's events change only through its own
+    mailbox, which that fd signals, or by the caller's own use of it, here none). */
+int cg_zpoll (zmq_pollitem_t *items, int count, long timeout_ms);
 
 #endif

@@ -481,6 +481,7 @@ s_alloc (cg_backend_t *backend, const cg_sandbox_t *sandbox, const cg_kernel_spe
     self->config = config;
     self->helper_pid = -1;
     self->helper_pidfd = -1;
+    self->kernel_pidfd = -1;
     self->log_fd = -1;
     self->ipc_fd = -1;
     for (int i = 0; i < CH_COUNT; i++)
@@ -615,6 +616,8 @@ cg_kernel_destroy (cg_kernel_t **self_p)
             close (self->endpoint_fds[i]);
     if (self->helper_pidfd >= 0)
         close (self->helper_pidfd);
+    if (self->kernel_pidfd >= 0)
+        close (self->kernel_pidfd);
     if (self->log_fd >= 0)
         close (self->log_fd);
     if (self->ipc_fd >= 0 && !self->kept) {
@@ -646,13 +649,11 @@ cg_kernel_exited (cg_kernel_t *self)
     if (self->kernel_pid <= 0)
         return false;
     //  The helper exits with its kernel: the pid could only have been reused in between.
-    int fd = s_pidfd_open (self->kernel_pid);
-    if (fd < 0)
+    //  Opened once and kept (asked before every cell): it stays this process's.
+    if (self->kernel_pidfd < 0 && (self->kernel_pidfd = s_pidfd_open (self->kernel_pid)) < 0)
         return errno == ESRCH;
-    struct pollfd pfd = {fd, POLLIN, 0};
-    bool exited = poll (&pfd, 1, 0) == 1;
-    close (fd);
-    return exited;
+    struct pollfd pfd = {self->kernel_pidfd, POLLIN, 0};
+    return poll (&pfd, 1, 0) == 1;
 }
 
 size_t

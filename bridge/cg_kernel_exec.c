@@ -4,6 +4,7 @@
 #include "bridge/cg_kernel.h"
 #include "bridge/cg_kernel_int.h"
 #include "base/cg_fs.h"
+#include "base/cg_loop.h"
 #include "base/cg_util.h"
 
 #include <errno.h>
@@ -176,7 +177,7 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         zmq_pollitem_t items[S_RUN_ITEMS + CH_COUNT];
         int monitors = s_run_items (self, control, items);
         long wait_ms = (long)((wake - now) / 1000) + 1;
-        if (zmq_poll (items, S_RUN_ITEMS + monitors, wait_ms) < 0 && errno != EINTR)
+        if (cg_zpoll (items, S_RUN_ITEMS + monitors, wait_ms) < 0 && errno != EINTR)
             break;
         //  iopub first, a bounded burst per turn: the run ends on iopub's idle, which
         //  follows every output, so nothing is lost by also reading the reply, the

@@ -27,6 +27,7 @@ struct cg_kernel_t {
     pid_t helper_pid;           /* the runtime's exec process, our child */
     int helper_pidfd;           /* readable when it exits */
     pid_t kernel_pid;           /* host pid of the kernel itself */
+    int kernel_pidfd;           /* its pidfd once cg_kernel_exited looked, or -1 */
     int log_fd;                 /* read end of the kernel's stdout+stderr */
     char log_tail[LOG_TAIL + 1];
     size_t log_len;

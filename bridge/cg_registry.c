@@ -752,17 +752,23 @@ cg_registry_runner_report (cg_registry_t *self, cg_runner_event_t *event)
 {
     if (event->tag != CG_RUNNER_REPORT && event->tag != CG_RUNNER_KERNELS)
         return false;
-    cg_registry_session_t *s = cg_registry_find_slot (self, event->key);
     if (event->tag == CG_RUNNER_REPORT) {
-        if (s) {
-            s->pid = event->report.pid;
-            s->memory_mb = event->report.kib < 0 ? -1 : event->report.kib / 1024.0;
-        }
+        cg_registry_apply_report (self, event->key, event->report.pid, event->report.kib);
         return true;
     }
     s_kernels (self, event->key, event->kernels.report);
     event->kernels.report = NULL;
     return true;
+}
+
+void
+cg_registry_apply_report (cg_registry_t *self, const char *slot, long pid, long kib)
+{
+    cg_registry_session_t *s = cg_registry_find_slot (self, slot);
+    if (s) {
+        s->pid = pid;
+        s->memory_mb = kib < 0 ? -1 : kib / 1024.0;
+    }
 }
 
 int

@@ -45,4 +45,9 @@ void cg_registry_runs_destroy (zhashx_t **runs_p);
     hands it to the events' function. */
 void cg_registry_results_cb (cg_loop_t *loop, short revents, void *arg);
 
+/*  A runner's report of the session in SLOT (REPORT, or the one a RESULT carries): its
+    kernel's host pid and the sandbox's memory in KiB (-1 unknown). Unknown slots are
+    ignored. */
+void cg_registry_apply_report (cg_registry_t *self, const char *slot, long pid, long kib);
+
 #endif

@@ -198,6 +198,9 @@ cg_registry_results_cb (cg_loop_t *loop, short revents, void *arg)
     cg_registry_t *self = arg;
     cg_runner_event_t *event = cg_runner_event_recv (self->results);
     s_run_t *run = NULL;
+    //  The session's REPORT that came with it first, as if it had come just before.
+    if (event && event->tag == CG_RUNNER_RESULT && event->result.slot)
+        cg_registry_apply_report (self, event->result.slot, event->result.pid, event->result.kib);
     if (!event || cg_registry_runner_report (self, event))
         ;
     else if (event->tag == CG_RUNNER_RESULT && (run = s_take (self->runs, event->key))) {

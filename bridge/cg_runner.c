@@ -3,6 +3,7 @@
 #include "bridge/cg_runner.h"
 #include "bridge/cg_kept.h"
 #include "base/cg_limits.h"
+#include "base/cg_loop.h"
 #include "bridge/cg_session.h"
 #include "base/cg_utf8.h"
 #include "base/cg_util.h"
@@ -88,25 +89,36 @@ s_kernel_report (cg_kernel_t *kernel, const char *language)
     return item;
 }
 
-//  Tells the server the session's kernels when one started, restarted or went since the
-//  last time: KERNELS <slot> <report> (a json_t array of s_kernel_report's, which the
-//  receiver owns, fds included).
-static void
-s_report_kernels (s_runner_t *self)
+//  True when a kernel of the session started, restarted or went since the last KERNELS.
+static bool
+s_kernels_changed (s_runner_t *self)
 {
     if (!self->session || self->args.oneshot || self->args.pooled)
-        return;
+        return false;
     bool changed = false;
     for (int i = 0; i < CG_SESSION_KERNELS; i++) {
         const char *language = NULL;
         cg_kernel_t *kernel = cg_session_kernel_at (self->session, i, &language);
         changed |= kernel != self->reported[i]
                    || (kernel && cg_kernel_pid (kernel) != self->reported_pid[i]);
+    }
+    return changed;
+}
+
+//  Tells the server the session's kernels when one started, restarted or went since the
+//  last time: KERNELS <slot> <report> (a json_t array of s_kernel_report's, which the
+//  receiver owns, fds included).
+static void
+s_report_kernels (s_runner_t *self)
+{
+    if (!s_kernels_changed (self))
+        return;
+    for (int i = 0; i < CG_SESSION_KERNELS; i++) {
+        const char *language = NULL;
+        cg_kernel_t *kernel = cg_session_kernel_at (self->session, i, &language);
         self->reported[i] = kernel;
         self->reported_pid[i] = kernel ? cg_kernel_pid (kernel) : 0;
     }
-    if (!changed)
-        return;
     json_t *report = json_array ();
     for (int i = 0; i < CG_SESSION_KERNELS; i++) {
         const char *language = NULL;
@@ -376,12 +388,24 @@ s_run (s_runner_t *self, json_t *request_json)
     return outcome;
 }
 
-//  Hands the outcome over (*OUTCOME_P is taken): RESULT <key> <pointer>. A runner told
-//  to stop while it ran sends nothing: the server forgot the call before it said so.
+//  Hands the outcome over (*OUTCOME_P is taken): RESULT <key> <pointer>, with the
+//  session's REPORT when WITH_REPORT (one message, so the main thread wakes once for
+//  both). A runner told to stop while it ran sends nothing: the server forgot the call
+//  before it said so.
 static void
-s_send_outcome (s_runner_t *self, const char *key, cg_outcome_t **outcome_p)
+s_send_outcome (s_runner_t *self, const char *key, cg_outcome_t **outcome_p, bool with_report)
 {
-    if (!self->terminated && zsock_send (self->results, "ssp", "RESULT", key, *outcome_p) == 0)
+    int rc = -1;
+    if (!self->terminated && with_report) {
+        long pid = 0;
+        double memory_mb = -1;
+        cg_session_report (self->session, self->args.language, &pid, &memory_mb);
+        rc = zsock_send (self->results, "sspsii", "RESULT", key, *outcome_p, self->args.slot,
+                         (int)pid, memory_mb < 0 ? -1 : (int)(memory_mb * 1024));
+    }
+    else if (!self->terminated)
+        rc = zsock_send (self->results, "ssp", "RESULT", key, *outcome_p);
+    if (rc == 0)
         *outcome_p = NULL;
     cg_outcome_destroy (outcome_p);
 }
@@ -402,7 +426,10 @@ s_exec (s_runner_t *self, zmsg_t *msg)
         self->key = NULL;
         if (outcome && self->session)
             outcome->egress = cg_session_egress_take (self->session);
-        s_report (self);
+        //  The REPORT rides on the RESULT, unless a KERNELS must go between them.
+        bool with_report = self->session && !self->args.oneshot && !s_kernels_changed (self);
+        if (!with_report)
+            s_report (self);
         //  A one-shot sandbox goes next, its workspace too: its files are copied out first
         //  so that the downloads its result lists outlive it (cg_kept).
         if (self->args.oneshot && self->session && self->args.config->oneshot_keep_s > 0) {
@@ -410,7 +437,7 @@ s_exec (s_runner_t *self, zmsg_t *msg)
             cg_kept_copy (cg_session_workspace (self->session), outcome, root,
                           self->args.config->oneshot_keep_bytes);
         }
-        s_send_outcome (self, key, &outcome);
+        s_send_outcome (self, key, &outcome, with_report);
         if (self->args.oneshot && self->session) {
             int64_t t0 = cg_now_us ();
             cleanup_free char *dir = cg_xstrdup (cg_session_dir (self->session));
@@ -487,7 +514,7 @@ cg_runner_actor (zsock_t *pipe, void *args)
         //  dropping whatever they send between cells (nothing of it is held).
         zmq_pollitem_t items[1 + 4 * 12] = {{zsock_resolve (pipe), 0, ZMQ_POLLIN, 0}};
         int count = self.session ? cg_session_idle_items (self.session, items + 1, 4 * 12) : 0;
-        if (zmq_poll (items, count + 1, -1) < 0)
+        if (cg_zpoll (items, count + 1, -1) < 0)
             continue;
         //  Only when a kernel's item woke us: a command alone finds nothing to drop (and
         //  draining costs each socket's and monitor's ZeroMQ events, per cell).

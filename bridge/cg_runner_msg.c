@@ -23,10 +23,17 @@ s_decode (cg_runner_event_t *self, zmsg_t *msg)
 {
     zframe_t *frame = NULL;
     switch (self->tag) {
-        case CG_RUNNER_RESULT:
+        case CG_RUNNER_RESULT: {
             frame = zmsg_pop (msg);
             self->result.outcome = s_pointer (frame);
+            self->result.slot = zmsg_popstr (msg);
+            char *pid = zmsg_popstr (msg), *kib = zmsg_popstr (msg);
+            self->result.pid = pid ? atol (pid) : 0;
+            self->result.kib = kib ? atol (kib) : -1;
+            zstr_free (&pid);
+            zstr_free (&kib);
             break;
+        }
         case CG_RUNNER_PROGRESS:
             self->progress.stream = zmsg_popstr (msg);
             frame = zmsg_pop (msg);
@@ -126,6 +133,7 @@ cg_runner_event_destroy (cg_runner_event_t **self_p)
     switch (self->tag) {
         case CG_RUNNER_RESULT:
             cg_outcome_destroy (&self->result.outcome);
+            free (self->result.slot);
             break;
         case CG_RUNNER_PROGRESS:
             free (self->progress.stream);

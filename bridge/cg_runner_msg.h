@@ -29,7 +29,10 @@
     its pipe READY <memory in KiB> or FAILED <why> (cg_runner_warm_recv), before any command.
 
     Events, on the results socket (cg_runner_event_recv):
-      RESULT <key> <outcome>      a request's outcome: a cg_outcome_t pointer
+      RESULT <key> <outcome> [<slot> <pid> <KiB>]  a request's outcome: a cg_outcome_t
+                                  pointer; after a session's EXEC, with the REPORT that
+                                  would come just before it (so the main thread wakes once
+                                  for both; it applies the report first)
       PROGRESS <key> <stream> <text>  live output of a request that asked for progress
                                   (stream "stdout", "stderr" or "display"; text UTF-8)
       STARTED <key> <why>         START's answer: why it failed, or "" when it started
@@ -39,7 +42,8 @@
                                   with the INPUT command
       LOG <level> <text>          every cg_log line of a runner's thread
       REPORT <slot> <pid> <KiB>   after each START and EXEC of a session: its kernel's host
-                                  pid and the sandbox's memory (0 and -1 when unknown)
+                                  pid and the sandbox's memory (0 and -1 when unknown); an
+                                  EXEC's rides on its RESULT unless a KERNELS goes between
       KERNELS <slot> <report>     after a REPORT when a kernel of the session started,
                                   restarted or went: a json_t array of {language, pid, key,
                                   shell, iopub, stdin, control, hb}, the last five copies of
@@ -75,6 +79,8 @@ typedef struct {
     union {
         struct {
             cg_outcome_t *outcome; /* NULL when the runner sent none */
+            char *slot;            /* the REPORT carried along, or NULL: its slot, */
+            long pid, kib;         /* pid and memory as in report */
         } result;
         struct {
             char *stream;

@@ -98,6 +98,7 @@ cg_session_alloc_ (cg_backend_t *backend, const cg_config_t *config, const char 
     self->instance = s_instance_of (container_prefix);
     self->backend = backend;
     self->config = config;
+    self->ran_mb = -1;
     self->dir = cg_strdupf ("%s/%s", sessions_dir, self->slot);
     self->bundle_dir = cg_session_bundle_dir (self->dir);
     self->workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, self->dir);
@@ -849,6 +850,7 @@ cg_session_execute (cg_session_t *self, const cg_exec_request_t *request, zsock_
     cg_run_clear (&run);
     //  The sandbox's peak memory during this run, from its cgroup.
     double peak_mb = cg_container_peak_end (self->backend, &self->sandbox, &peak);
+    self->ran_mb = self->container_running ? peak.current_mb : -1;
     outcome->memory_known = self->container_running && peak_mb >= 0;
     outcome->memory_peak_mb = peak_mb;
     //  Here on the runner's thread, not the server's loop: previews decode untrusted images
@@ -865,11 +867,14 @@ cg_session_report (cg_session_t *self, const char *language, long *pid, double *
 {
     int index = language && *language ? cg_session_kernel_index_ (self, language, false) : -1;
     *pid = index >= 0 && self->kernels[index] ? (long)cg_kernel_pid (self->kernels[index]) : 0;
+    //  Right after a run, what its end read (the cgroup's files once per cell, not twice).
     cg_container_stats_t stats = {0};
-    *memory_mb = self->container_running
+    *memory_mb = self->container_running && self->ran_mb >= 0 ? self->ran_mb
+                 : self->container_running
                          && cg_container_stats (self->backend, &self->sandbox, &stats, NULL) == 0
                      ? stats.memory_mb
                      : -1;
+    self->ran_mb = -1;
 }
 
 void

@@ -32,6 +32,7 @@ struct cg_session_t {
     cg_sandbox_t sandbox; /* points into the strings above */
     bool container_running;
     long oom_kills; /* OOM kills counted so far, -1 when unknown */
+    double ran_mb;  /* memory in use as the last run ended, for the report after it; -1 */
     cg_kernel_spec_t *specs[MAX_KERNELS];
     cg_kernel_t *kernels[MAX_KERNELS];
     cg_command_waiter_t *waiter; /* a bash waiting for the first command, or NULL */

@@ -326,6 +326,7 @@ void
 cg_container_peak_begin (cg_backend_t *self, const cg_sandbox_t *sandbox, cg_container_peak_t *peak)
 {
     self->ops->peak_begin (self->impl, sandbox, peak);
+    peak->current_mb = -1;
 }
 
 double

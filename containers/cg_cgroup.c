@@ -238,11 +238,18 @@ cg_cgroup_peak_end (const char *dir, bool v2, cg_container_peak_t *peak)
     if (got > 0) {
         text[got] = '\0';
         mb = (double)atol (text) / (1024.0 * 1024.0);
+        //  What is in use now too, so that a report right after the run needs no stats.
+        cleanup_free char *usage = dir ? cg_strdupf ("%s/memory.current", dir) : NULL;
+        long current = usage ? s_read_long (usage) : -1;
+        if (current >= 0)
+            peak->current_mb = (double)current / (1024.0 * 1024.0);
     }
     else {
         cg_container_stats_t stats = {.oom_kills = -1};
-        if (dir && cg_cgroup_stats (dir, v2, "", &stats, NULL) == 0)
+        if (dir && cg_cgroup_stats (dir, v2, "", &stats, NULL) == 0) {
             mb = stats.memory_peak_mb;
+            peak->current_mb = stats.memory_mb;
+        }
         else
             peak->reset = false;
     }

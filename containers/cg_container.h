@@ -226,8 +226,9 @@ int cg_container_stats (cg_backend_t *self, const cg_sandbox_t *sandbox,
 
 /*  One run's measure of its sandbox's peak memory. */
 typedef struct {
-    int fd;     /* cgroup v2: memory.peak, open and reset for this measure; else -1 */
-    bool reset; /* the peak was reset at the start: the measure is this run's own */
+    int fd;            /* cgroup v2: memory.peak, open and reset for this measure; else -1 */
+    bool reset;        /* the peak was reset at the start: the measure is this run's own */
+    double current_mb; /* what cg_container_peak_end found in use, in MB; -1 unknown */
 } cg_container_peak_t;
 
 /*  Starts measuring SANDBOX's peak memory afresh: on cgroup v1 by resetting
@@ -240,7 +241,8 @@ void cg_container_peak_begin (cg_backend_t *self, const cg_sandbox_t *sandbox,
 
 /*  Returns SANDBOX's peak memory in MB since cg_container_peak_begin (since the sandbox
     started when PEAK->reset is false), or -1 when it cannot be read; closes PEAK's
-    descriptor. */
+    descriptor. Sets PEAK->current_mb to the memory in use now when it could read it (the
+    value cg_container_stats would give as memory_mb), else -1. */
 double cg_container_peak_end (cg_backend_t *self, const cg_sandbox_t *sandbox,
                               cg_container_peak_t *peak);
 

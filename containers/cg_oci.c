@@ -707,7 +707,9 @@ s_oci_peak_end (void *impl, const cg_sandbox_t *sandbox, cg_container_peak_t *pe
     cg_oci_t *self = impl;
     cg_container_stats_t now = {.oom_kills = -1};
     if (self->rootless) //  no peak without a cgroup: what the sandbox holds at the end
-        return cg_rootless_stats (s_init_pid (sandbox), &now, NULL) == 0 ? now.memory_mb : -1;
+        return cg_rootless_stats (s_init_pid (sandbox), &now, NULL) == 0
+                   ? (peak->current_mb = now.memory_mb)
+                   : -1;
     cleanup_free char *dir = s_memory_dir (self, sandbox);
     return cg_cgroup_peak_end (dir, self->cgroup_v2, peak);
 }

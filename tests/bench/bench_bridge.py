@@ -21,12 +21,14 @@ the MCP/jupyter_client ratio on ipykernel, in one run.
     into the server alone, stands in for it.
 (S) system calls per cell: `strace -f -c` attached to cellgate mcp (stdio, null kernel) over
     the same number of cells as (C).
+(P) context switches per cell: `perf stat -e context-switches --per-thread` attached the same
+    way: the main loop's, ZeroMQ's I/O thread's and the other threads' (runner, log).
 
 Give --bin more than once (the base binary first) to measure both in one run; the last table
 sets them side by side. A benchmark, not a test: it prints figures, exits non-zero on errors.
 
     /usr/bin/python3 tests/bench/bench_bridge.py [--bin B]... [--cells 200] [--warmup 20]
-                      [--callgrind-cells 100] [--top 15] [--skip null,ipykernel,syscalls,callgrind]
+                      [--callgrind-cells 100] [--top 15] [--skip null,ipykernel,syscalls,switches,callgrind]
 """
 
 import argparse
@@ -336,6 +338,43 @@ def syscalls_per_cell(binary, specs, warmup, cells):
             os.unlink(out)
 
 
+def switches_per_cell(binary, specs, warmup, cells):
+    """perf stat on cellgate mcp (stdio, null kernel) over CELLS warm cells: context switches
+    per cell by thread ({"main": n, "zmq I/O": n, "others": n, "all": n}, "others" being the
+    runner and the log threads), or None without perf (or when it may not attach)."""
+    if not shutil.which("perf"):
+        return None
+    runner = McpStdio([binary, "mcp", "--kernelspecs", specs, "--pool", "off", "--http-listen", "off"], NULL,
+                      "perf mcp")
+    out = tempfile.mktemp(prefix="cg-bench-perf-")
+    try:
+        for _ in range(warmup):
+            runner.execute()
+        pid = runner.child.proc.pid
+        tracer = subprocess.Popen(["perf", "stat", "-x,", "--per-thread", "-e", "context-switches", "-p", str(pid),
+                                   "-o", out], stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        for _ in range(cells):
+            runner.execute()
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(30)
+        counts = {"main": 0.0, "zmq I/O": 0.0, "others": 0.0}
+        with open(out) as f:
+            for line in f:
+                p = line.split(",")
+                if len(p) < 4 or "context-switches" not in p[3] or not p[1].strip().isdigit():
+                    continue
+                comm, _, tid = p[0].strip().rpartition("-")
+                group = "main" if tid == str(pid) else "zmq I/O" if comm.startswith("ZMQbg/IO") else "others"
+                counts[group] += int(p[1]) / cells
+        counts["all"] = sum(counts.values())
+        return counts if counts["all"] else None
+    finally:
+        runner.close()
+        if os.path.exists(out):
+            os.unlink(out)
+
+
 def build_shim(outdir):
     """pidfd_shim.so (valgrind 3.19 lacks pidfd_open, see pidfd_shim.c), built into OUTDIR."""
     so = os.path.join(outdir, "pidfd_shim.so")
@@ -471,6 +510,10 @@ def report_binary(label, res, floor_p50):
         top = sorted(calls.items(), key=lambda kv: -kv[1])[:8]
         print("system calls per cell, mcp path, null kernel (strace -f -c): %.0f; %s" % (
             sum(calls.values()), ", ".join("%s %.1f" % kv for kv in top)))
+    sw = res.get("switches")
+    if sw:
+        print("context switches per cell, mcp path, null kernel (perf stat): %.1f; main loop %.1f, ZeroMQ's I/O "
+              "thread %.1f, others (runner, log) %.1f" % (sw["all"], sw["main"], sw["zmq I/O"], sw["others"]))
     for path in ("mcp", "gateway"):
         c = res.get("cg_" + path)
         if not c:
@@ -492,7 +535,7 @@ def main():
     p.add_argument("--warmup", type=int, default=20, help="untimed warm-up cells per path (default 20)")
     p.add_argument("--callgrind-cells", type=int, default=100, help="cells counted under callgrind (default 100)")
     p.add_argument("--top", type=int, default=15, help="functions listed per callgrind profile (default 15)")
-    p.add_argument("--skip", default="", help="comma-separated: null, ipykernel, syscalls, callgrind")
+    p.add_argument("--skip", default="", help="comma-separated: null, ipykernel, syscalls, switches, callgrind")
     args = p.parse_args()
     binaries = [os.path.abspath(b) for b in (args.bin or [os.path.join(REPO, "build", "cellgate")])]
     skip = set(filter(None, args.skip.split(",")))
@@ -514,6 +557,8 @@ def main():
             r = results[b]
             if "syscalls" not in skip:
                 r["syscalls"] = syscalls_per_cell(b, specs, args.warmup, args.callgrind_cells)
+            if "switches" not in skip:
+                r["switches"] = switches_per_cell(b, specs, args.warmup, args.callgrind_cells)
             if "callgrind" not in skip:
                 for path in ("mcp", "gateway"):
                     c = callgrind_run(b, specs, path, min(args.warmup, 10), args.callgrind_cells, args.top, outdir)
@@ -547,6 +592,8 @@ def main():
         if all("ipy" in results[b] for b in binaries):
             rows.append(("ipykernel A/J p50", [pct(results[b]["ipy"]["A"], 50) / pct(results[b]["ipy"]["J"], 50)
                                                for b in binaries], "%16.3f"))
+        if all(results[b].get("switches") for b in binaries):
+            rows.append(("context switches/cell, mcp", [results[b]["switches"]["all"] for b in binaries], "%16.1f"))
         if all(results[b].get("syscalls") for b in binaries):
             rows.append(("system calls/cell, mcp", [sum(results[b]["syscalls"].values()) for b in binaries], "%16.0f"))
         for path in ("mcp", "gateway"):

@@ -2,7 +2,9 @@
     fire earliest first (equal times in the order set) and again as their fn says; a watch,
     timer or hook removed during a round is not called after; one added during a round
     waits for the next; before-wait hooks run in order before each wait, bound it, and may
-    stop the loop. */
+    stop the loop. cg_zpoll answers as zmq_poll does: a socket with a message waiting is
+    ready even when its ZMQ_FD was already read (the second of two queued messages), one
+    that gets a message while it waits wakes it, an fd item too, and the timeout ends it. */
 #include "base/cg_loop.h"
 #include "cg_test.h"
 
@@ -257,6 +259,64 @@ test_before_wait (void)
     cg_loop_destroy (&loop);
 }
 
+//  An actor that sends "late" on ARG (a PUSH socket) once it has started and slept a little.
+static void
+s_send_later (zsock_t *pipe, void *arg)
+{
+    zsock_signal (pipe, 0);
+    zclock_sleep (50);
+    zstr_send ((zsock_t *)arg, "late");
+    char *term = zstr_recv (pipe); /* until destroyed ($TERM) */
+    zstr_free (&term);
+}
+
+static void
+test_zpoll (void)
+{
+    const char *name = "zpoll";
+    zsock_t *pull = zsock_new_pull ("inproc://test-zpoll"),
+            *push = zsock_new_push (">inproc://test-zpoll");
+    int fds[2];
+    CHECK (pull && push && pipe (fds) == 0, "sockets and a pipe");
+    zmq_pollitem_t items[] = {{zsock_resolve (pull), 0, ZMQ_POLLIN, 0},
+                              {NULL, fds[0], ZMQ_POLLIN, 0}};
+    EXPECT (cg_zpoll (items, 2, 0) == 0 && !items[0].revents && !items[1].revents,
+            "nothing yet, no wait");
+    EXPECT (cg_zpoll (items, 2, 20) == 0, "nothing within the timeout");
+    zstr_send (push, "one");
+    zstr_send (push, "two");
+    EXPECT (cg_zpoll (items, 2, -1) == 1 && (items[0].revents & ZMQ_POLLIN) && !items[1].revents,
+            "the socket is ready");
+    char *text = zstr_recv (pull);
+    zstr_free (&text);
+    //  Its ZMQ_FD was read with the first message: the second is there all the same.
+    EXPECT (cg_zpoll (items, 2, -1) == 1 && (items[0].revents & ZMQ_POLLIN),
+            "the second message is seen without a new signal");
+    text = zstr_recv (pull);
+    EXPECT (text && strcmp (text, "two") == 0, "it is the second");
+    zstr_free (&text);
+    EXPECT (cg_zpoll (items, 2, 0) == 0, "drained");
+    CHECK (write (fds[1], "x", 1) == 1, "write");
+    EXPECT (cg_zpoll (items, 2, -1) == 1 && !items[0].revents && (items[1].revents & ZMQ_POLLIN),
+            "the fd item is ready");
+    char byte;
+    CHECK (read (fds[0], &byte, 1) == 1, "read");
+    //  A message sent by another thread while it waits wakes it.
+    zsock_t *sender = zsock_new_push (">inproc://test-zpoll");
+    zactor_t *later = zactor_new (s_send_later, sender);
+    EXPECT (cg_zpoll (items, 2, 10000) == 1 && (items[0].revents & ZMQ_POLLIN),
+            "a message that comes during the wait wakes it");
+    text = zstr_recv (pull);
+    EXPECT (text && strcmp (text, "late") == 0, "the late message");
+    zstr_free (&text);
+    zactor_destroy (&later);
+    zsock_destroy (&sender);
+    zsock_destroy (&push);
+    zsock_destroy (&pull);
+    close (fds[0]);
+    close (fds[1]);
+}
+
 int
 main (void)
 {
@@ -264,6 +324,7 @@ main (void)
     test_timers ();
     test_removal ();
     test_before_wait ();
+    test_zpoll ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }

@@ -5,8 +5,8 @@
     included. No sandbox runs: the registry has no instance, and the sessions are made
     here. The runs begun (cg_registry_run_begin): a runner's RESULT for one is ended by the
     registry before any front end sees it; one ended now, or dropped, leaves a late RESULT
-    to the events' function. Also: closed sessions whose runners ended side by side are all
-    freed. */
+    to the events' function; a RESULT that carries its session's REPORT applies it first.
+    Also: closed sessions whose runners ended side by side are all freed. */
 #include "bridge/cg_registry.h"
 #include "bridge/cg_registry_int.h"
 #include "base/cg_config.h"
@@ -264,6 +264,55 @@ s_begun_runs (const cg_config_t *config)
     cg_loop_destroy (&loop);
 }
 
+//  The front end's answer that notes the session's pid and memory (a RESULT's REPORT).
+static void
+s_answer_report (void *arg, cg_registry_session_t *session, const cg_run_report_t *run)
+{
+    (void)arg;
+    (void)run;
+    size_t len = strlen (s_seen);
+    snprintf (s_seen + len, sizeof s_seen - len, "answer:%ld:%.1f;", session ? session->pid : -1,
+              session ? session->memory_mb : -2);
+}
+
+//  A RESULT that carries its session's REPORT (a runner sends them as one message): the
+//  report is the session's before the run ends, as when the REPORT came just before.
+static void
+s_result_with_report (const cg_config_t *config)
+{
+    cg_registry_t *registry = cg_registry_new (config, NULL, NULL, NULL);
+    cg_loop_t *loop = cg_loop_new ();
+    cg_registry_on_loop (registry, loop);
+    cg_registry_session_t *session = s_session ("k20");
+    snprintf (session->slot, sizeof session->slot, "slot20");
+    session->memory_mb = -1;
+    zhashx_insert (registry->sessions, "stdio/s1", session);
+    zsock_t *push = zsock_new_push (registry->results_endpoint);
+    cg_run_report_t run = {.front_end = "mcp",
+                           .tool = "execute_code",
+                           .client_id = "stdio",
+                           .key = "k20",
+                           .answer = s_answer_report};
+    EXPECT (cg_registry_run_begin (registry, session, &run), "a run begun");
+    cg_outcome_t *outcome = cg_outcome_new ("python", "exec_20", "s1");
+    zsock_send (push, "sspsii", "RESULT", "k20", outcome, "slot20", 4242, 2048);
+    s_seen[0] = '\0';
+    cg_loop_run_once (loop);
+    EXPECT (strcmp (s_seen, "answer:4242:2.0;") == 0, "the answer sees the report: %s", s_seen);
+    //  One without a report leaves them as they are.
+    run.key = "k21";
+    cg_registry_run_begin (registry, session, &run);
+    zsock_send (push, "ssp", "RESULT", "k21", cg_outcome_new ("python", "exec_21", "s1"));
+    s_seen[0] = '\0';
+    cg_loop_run_once (loop);
+    EXPECT (strcmp (s_seen, "answer:4242:2.0;") == 0, "a plain RESULT: %s", s_seen);
+    zhashx_delete (registry->sessions, "stdio/s1");
+    s_session_free (&session);
+    zsock_destroy (&push);
+    cg_registry_destroy (&registry);
+    cg_loop_destroy (&loop);
+}
+
 int
 main (void)
 {
@@ -285,6 +334,7 @@ main (void)
     s_early (&config);
     s_closing_side_by_side (&config);
     s_begun_runs (&config);
+    s_result_with_report (&config);
     cg_config_clear (&config);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
