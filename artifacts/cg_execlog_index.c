@@ -45,8 +45,8 @@ s_prefix_chars (const char *text, int max)
 //  Cuts ENTRY's string KEY to the cap (at a character boundary), marking it.
 //  Indexes ENTRY, whose line is LENGTH bytes at OFFSET in FILE.
 int
-cg_execlog_index_entry (cg_execlog_t *self, json_t *entry, const char *file, off_t offset, size_t length,
-               cg_error_t **err)
+cg_execlog_index_entry (cg_execlog_t *self, json_t *entry, const char *file, off_t offset,
+                        size_t length, cg_error_t **err)
 {
     const char *code = cg_execlog_str (entry, "code") ? cg_execlog_str (entry, "code") : "";
     const char *out = cg_execlog_str (entry, "stdout") ? cg_execlog_str (entry, "stdout") : "";
@@ -92,9 +92,10 @@ cg_execlog_index_entry (cg_execlog_t *self, json_t *entry, const char *file, off
     return rc == SQLITE_DONE ? 0 : cg_execlog_db_error (self, err, "insert text");
 }
 
-//  Indexes every line of the executions file NAME. Returns how many, or -1 with *err.
-int
-cg_execlog_index_file (cg_execlog_t *self, const char *name, cg_error_t **err)
+//  Indexes the lines of the executions file NAME from byte FROM (a line's start) on.
+//  Returns how many, or -1 with *err.
+static int
+s_index_from (cg_execlog_t *self, const char *name, off_t from, cg_error_t **err)
 {
     int fd = openat (self->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     FILE *in = fd >= 0 ? fdopen (fd, "r") : NULL;
@@ -103,10 +104,15 @@ cg_execlog_index_file (cg_execlog_t *self, const char *name, cg_error_t **err)
             close (fd);
         return cg_error_set (err, errno, "open %s/%s: %s", self->dir, name, strerror (errno));
     }
+    if (from > 0 && fseeko (in, from, SEEK_SET) < 0) {
+        int e = errno;
+        fclose (in);
+        return cg_error_set (err, e, "seek %s/%s: %s", self->dir, name, strerror (e));
+    }
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
-    off_t offset = 0;
+    off_t offset = from;
     int count = 0, rc = 0;
     while (rc == 0 && (n = getline (&line, &cap, in)) > 0) {
         json_t *entry = line[n - 1] == '\n' ? json_loadb (line, (size_t)n, 0, NULL) : NULL;
@@ -124,9 +130,79 @@ cg_execlog_index_file (cg_execlog_t *self, const char *name, cg_error_t **err)
 }
 
 int
+cg_execlog_index_file (cg_execlog_t *self, const char *name, cg_error_t **err)
+{
+    return s_index_from (self, name, 0, err);
+}
+
+//  The end of the last line of the executions file NAME that the index holds (0: none).
+static off_t
+s_indexed_end (cg_execlog_t *self, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    off_t end = 0;
+    if (sqlite3_prepare_v2 (self->db, "SELECT MAX(offset + length) FROM executions WHERE file = ?",
+                            -1, &st, NULL)
+        == SQLITE_OK) {
+        sqlite3_bind_text (st, 1, name, -1, SQLITE_STATIC);
+        if (sqlite3_step (st) == SQLITE_ROW)
+            end = (off_t)sqlite3_column_int64 (st, 0);
+    }
+    sqlite3_finalize (st);
+    return end;
+}
+
+//  What a crash left in the day file NAME: the lines past the last one indexed (the line is
+//  written before its row, so a crash between them leaves a line the index lacks) are
+//  indexed, and a last line cut short (the process died in its write) is ended with a
+//  newline, so that the next line is a line of its own (the cut one is never indexed).
+//  Returns how many lines it indexed, or -1 with *err.
+static int
+s_catch_up_file (cg_execlog_t *self, const char *name, cg_error_t **err)
+{
+    cleanup_close int fd =
+        openat (self->dir_fd, name, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat (fd, &st) < 0)
+        return cg_error_set (err, errno, "open %s/%s: %s", self->dir, name, strerror (errno));
+    cleanup_close int rd = openat (self->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    char last = '\n';
+    if (st.st_size > 0 && (rd < 0 || pread (rd, &last, 1, st.st_size - 1) != 1))
+        return cg_error_set (err, errno, "read %s/%s: %s", self->dir, name, strerror (errno));
+    off_t end = s_indexed_end (self, name);
+    int count = end < st.st_size ? s_index_from (self, name, end, err) : 0;
+    if (count >= 0 && last != '\n' && write (fd, "\n", 1) != 1)
+        return cg_error_set (err, errno, "write %s/%s: %s", self->dir, name, strerror (errno));
+    return count;
+}
+
+//  Catches the index up with every day file (s_catch_up_file). Returns how many lines it
+//  indexed, or -1 with *err.
+static int
+s_catch_up (cg_execlog_t *self, cg_error_t **err)
+{
+    if (cg_execlog_exec (self, "BEGIN", err) < 0)
+        return -1;
+    zlistx_t *names = cg_execlog_files (self, "executions-");
+    int total = 0;
+    for (const char *name = zlistx_first (names); name && total >= 0; name = zlistx_next (names)) {
+        time_t day;
+        int n = cg_execlog_is_day_file (name, &day) ? s_catch_up_file (self, name, err) : 0;
+        total = n < 0 ? -1 : total + n;
+    }
+    zlistx_destroy (&names);
+    if (total < 0) {
+        sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    return cg_execlog_exec (self, "COMMIT", err) < 0 ? -1 : total;
+}
+
+int
 cg_execlog_rebuild (cg_execlog_t *self, cg_error_t **err)
 {
-    if (cg_execlog_exec (self, "BEGIN; DELETE FROM executions; DELETE FROM executions_text;", err) < 0)
+    if (cg_execlog_exec (self, "BEGIN; DELETE FROM executions; DELETE FROM executions_text;", err)
+        < 0)
         return -1;
     zlistx_t *names = cg_execlog_files (self, "executions-");
     int total = 0;
@@ -195,7 +271,8 @@ s_index_try (cg_execlog_t *self, const char *path, cg_error_t **err)
     return version == S_INDEX_VERSION ? 1 : 0;
 }
 
-//  Opens the index, rebuilding it from the lines when it is missing, corrupt or old.
+//  Opens the index, rebuilding it from the lines when it is missing, corrupt or old, and
+//  catching it up with what a crash left (s_catch_up).
 int
 cg_execlog_index_open (cg_execlog_t *self, cg_error_t **err)
 {
@@ -224,6 +301,12 @@ cg_execlog_index_open (cg_execlog_t *self, cg_error_t **err)
         if (count > 0)
             cg_log (2, "execution log: indexed %d executions from %s", count, self->dir);
     }
+    //  Not fatal: the lines are there, and the next rebuild finds them.
+    int caught = s_catch_up (self, &why);
+    if (caught < 0)
+        cg_log (1, "execution log: catching the index up: %s", cg_error_message (why));
+    else if (caught > 0)
+        cg_log (1, "execution log: indexed %d executions a crash left unindexed", caught);
+    cg_error_destroy (&why);
     return 0;
 }
-
