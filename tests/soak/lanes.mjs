@@ -111,7 +111,7 @@ export async function runLane(ctx, phase, i, cells) {
   if (front === 'http1') client = (await ctx.s2.connect()).client;
   const tasky = front !== 'stdio';
   for (let c = 0; c < cells; c++) {
-    if (ctx.deadline && Date.now() > ctx.deadline) break;
+    if (ctx.phaseDeadline && Date.now() > ctx.phaseDeadline) break;
     if (front === 'stdio') await ctx.s1Ready;
     const token = newToken();
     const cell = ctx.cellFor(lang, phase === 0 ? 'print' : pickKind(ctx.rng), token);
@@ -157,19 +157,20 @@ export async function runGatewayPair(ctx, phase, n) {
     return;
   }
   const notebook = (async () => {
-    let ch;
-    try {
-      ch = await openChannels(ctx.s2.port, ctx.s2.token, kernelId);
-    } catch (err) {
-      ctx.ledger.fail('gateway', `channels of ${kernelId}: ${err.message}`);
-      return;
-    }
+    let ch = null;
     for (let k = 0; k < n; k++) {
+      try {
+        ch ??= await openChannels(ctx.s2.port, ctx.s2.token, kernelId);
+      } catch (err) {
+        ctx.ledger.fail('gateway', `channels of ${kernelId}: ${err.message}`);
+        return;
+      }
       const token = newToken();
       const rec = ctx.ledger.begin({ token, front: 'gateway', server: 'http', session, lang: 'python', kind: 'print', expect: 'success' });
       const msgId = ch.execute(`gw += 1\nprint('${token}')`);
+      const closed = ch.closed.then(() => { throw new Error(`the connection closed (${ch.closeFrame ?? 'no close frame'})`); });
       try {
-        await ch.waitFor((m) => m.msg_type === 'execute_reply' && m.parent_header?.msg_id === msgId, CALL_TIMEOUT_MS);
+        await Promise.race([closed, ch.waitFor((m) => m.msg_type === 'execute_reply' && m.parent_header?.msg_id === msgId, CALL_TIMEOUT_MS)]);
         await sleep(200); // the iopub messages that follow the reply
         const mine = ch.messages.filter((m) => m.parent_header?.msg_id === msgId);
         const replies = mine.filter((m) => m.msg_type === 'execute_reply').length;
@@ -177,12 +178,15 @@ export async function runGatewayPair(ctx, phase, n) {
         const reply = mine.find((m) => m.msg_type === 'execute_reply');
         ctx.ledger.answer(rec, { structuredContent: { status: reply.content.status === 'ok' ? 'success' : 'execution_error' }, iopub: mine });
       } catch (err) {
-        ctx.ledger.noAnswer(rec, `notebook: ${err.message}`, false);
+        // A close frame says why (the kernel died: 1011); then the next cell opens again.
+        ctx.ledger.noAnswer(rec, `notebook: ${err.message}`, ch.closeFrame !== null);
+        if (ch.closeFrame !== null) ch = null;
       }
+      closed.catch(() => {});
       ctx.ledger.cellsDone++;
     }
-    ch.sendClose(1000);
-    ch.end();
+    ch?.sendClose(1000);
+    ch?.end();
   })();
   for (let k = 0; k < n; k++) {
     const token = newToken();

@@ -10,7 +10,8 @@
 //   node tests/soak/soak.mjs [--seed 1] [--sessions 6] [--cells 6] [--minutes 0] [--phases 2]
 //                            [--parallel 6] [--json FILE] [--prev-bin PATH]
 // --cells is per session over the whole run (split across the phases); --minutes caps the
-// run (0: none; cells not started by then are skipped); --parallel bounds the sessions that
+// run (0: none), each phase getting an equal share (cells not started in it are skipped);
+// --parallel bounds the sessions that
 // live at once per server; --prev-bin starts the stdio server as that (the previous release)
 // until the first kill, so that the new one adopts its state dir and kept session. The binary:
 // CELLGATE_BIN, else build/cellgate.
@@ -68,30 +69,33 @@ async function startHttp(ctx) {
   return server;
 }
 
-/** Runs one phase: the lanes (sessions, PARALLEL at a time), the gateway pair and the phase's faults. */
+/**
+ * Runs one phase: the lanes (sessions, PARALLEL at a time), the gateway pair and the phase's
+ * faults. With --minutes the phase has its share of the time left (its lanes stop starting
+ * cells at its end) and its faults come at seeded times in it; else at seeded shares of its cells.
+ */
 async function runPhase(ctx, phase, faults) {
   const { opts, rng } = ctx;
   const perSession = Math.max(1, Math.round(opts.cells / opts.phases));
   const queue = Array.from({ length: opts.sessions }, (_, i) => i);
   const total = opts.sessions * perSession;
   const startDone = ctx.ledger.cellsDone;
-  // Each fault fires once the phase has done a seeded share of its cells.
-  const marks = faults.map(() => Math.floor(rng.next() * total * 0.8)).sort((a, b) => a - b);
+  const t0 = Date.now();
+  const phaseEnd = ctx.deadline ? t0 + (ctx.deadline - t0) / (opts.phases - phase + 1) : 0;
+  ctx.phaseDeadline = phaseEnd;
+  const marks = faults.map(() => rng.next() * 0.8).sort((a, b) => a - b);
+  const reached = (m) => (phaseEnd ? Date.now() - t0 >= m * (phaseEnd - t0) : ctx.ledger.cellsDone - startDone >= Math.floor(m * total));
   let lanesDone = false;
   const faultLoop = (async () => {
     for (let f = 0; f < faults.length; f++) {
-      while (!lanesDone && ctx.ledger.cellsDone - startDone < marks[f]) await sleep(100);
+      while (!lanesDone && !reached(marks[f])) await sleep(100);
       await runFault(ctx, faults[f], phase);
     }
   })();
   const lanes = [];
   for (let l = 0; l < Math.min(opts.parallel, opts.sessions); l++) {
     lanes.push((async () => {
-      while (queue.length) {
-        const i = queue.shift();
-        if (ctx.deadline && Date.now() > ctx.deadline) break;
-        await runLane(ctx, phase, i, perSession);
-      }
+      while (queue.length && !(phaseEnd && Date.now() > phaseEnd)) await runLane(ctx, phase, queue.shift(), perSession);
     })());
   }
   const gateway = runGatewayPair(ctx, phase, Math.max(2, Math.round(perSession / 2)));
@@ -122,11 +126,13 @@ async function main() {
     await runLane(ctx, 0, 2, 1);
     await checkPhaseEnd(ctx, 'warm-up', { baseline: true });
     // Every fault type at least once, in a seeded order, spread over the phases.
+    // Each phase takes the next share of the shuffled list, cycling: with fewer phases than
+    // faults every phase has several, with more the list comes round again.
     const order = rng.shuffle([...FAULTS]);
+    const each = Math.ceil(order.length / opts.phases);
     for (let p = 1; p <= opts.phases; p++) {
-      const mine = order.filter((_, k) => k % opts.phases === p - 1);
+      const mine = Array.from({ length: each }, (_, k) => order[((p - 1) * each + k) % order.length]);
       await runPhase(ctx, p, mine);
-      if (ctx.deadline && Date.now() > ctx.deadline) break;
     }
     await checkExeclog(ctx, ctx.s1, 'end');
     await checkExeclog(ctx, ctx.s2, 'end');
