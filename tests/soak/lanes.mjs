@@ -150,7 +150,7 @@ export async function closeSession(ctx, front, client, session) {
 export async function runGatewayPair(ctx, phase, n) {
   const session = `soak-p${phase}-gw`;
   const { client } = await ctx.s2.connect();
-  const first = await runCall(ctx, { front: 'http1', client, session, lang: 'python', kind: 'print', expect: 'success', token: newToken(), args: { language: 'python', code: 'gw = 0' } });
+  const first = await runCall(ctx, { front: 'http1', client, session, lang: 'python', kind: 'setup', expect: 'any', token: newToken(), args: { language: 'python', code: 'gw = 0' } });
   const kernelId = first?.structuredContent?.kernel_id;
   if (!kernelId) {
     ctx.ledger.fail('gateway', `no kernel_id for ${session}: ${JSON.stringify(first?.structuredContent ?? null).slice(0, 500)}`);
