@@ -45,17 +45,17 @@ export class Ledger {
   }
 
   /** An answer to REC: RESULT (a CallToolResult, or null with opts.error), opts.busy: session_busy. */
-  answer(rec, result, { busy = false, error = null } = {}) {
+  answer(rec, result, { busy = false, error = null, refused = false } = {}) {
     rec.t1 = Date.now();
     if (++rec.answers > 1) this.fail('answers', `${rec.token}: a second answer`);
-    rec.outcome = busy ? 'busy' : error ? 'rpc_error' : 'answered';
+    rec.outcome = refused ? 'refused' : busy ? 'busy' : error ? 'rpc_error' : 'answered';
     const s = result?.structuredContent ?? {};
     rec.status = s.status;
     rec.executionId = s.execution_id;
     const text = JSON.stringify(result ?? '');
     const foreign = [...new Set(text.match(TOKEN_RE) ?? [])].filter((t) => t !== rec.token);
     if (foreign.length) this.fail('mixed', `${rec.front} ${rec.session} ${rec.token}: foreign tokens ${foreign.join(', ')} in ${text.slice(0, 1500)}`);
-    if (busy || this.nearFault(rec)) return;
+    if (busy || refused || this.nearFault(rec)) return;
     if (error) {
       this.fail('wrong', `${rec.front} ${rec.session} ${rec.token} (${rec.kind}): a JSON-RPC error: ${error}`);
       return;
@@ -84,7 +84,7 @@ export class Ledger {
     for (const f of this.faults) faults[f.type] = (faults[f.type] ?? 0) + (f.injected ? 1 : 0);
     const curve = (k) => ctx.samples.filter((s) => s[k]).map((s) => ({ t: Math.round(s.t / 1000), rss_mb: Math.round(s[k].rss / 1024), fds: s[k].fds, threads: s[k].threads }));
     const figures = {
-      seconds: Math.round(ms / 1000), calls: this.calls.length, answered: by('answered'), busy: by('busy'), rpc_errors: by('rpc_error'),
+      seconds: Math.round(ms / 1000), calls: this.calls.length, answered: by('answered'), busy: by('busy'), task_refused: by('refused'), rpc_errors: by('rpc_error'),
       cancelled: by('cancelled'), severed_by_kill: by('severed'), lost: by('lost'),
       mixed: this.failures.filter((f) => f.kind === 'mixed').length, wrong: this.failures.filter((f) => f.kind === 'wrong').length,
       by_front: Object.fromEntries(['stdio', 'http1', 'modern', 'gateway'].map((f) => [f, this.calls.filter((c) => c.front === f).length])),
@@ -97,7 +97,7 @@ export class Ledger {
     const line = (c) => c.map((p) => `${p.t}s:${p.rss_mb}MB/${p.fds}fd/${p.threads}th`).join(' ');
     const text = [
       `soak: ${figures.seconds} s, ${figures.calls} calls (${JSON.stringify(figures.by_front)}, ${figures.tasks} as tasks)`,
-      `  answered ${figures.answered}, busy ${figures.busy}, JSON-RPC errors ${figures.rpc_errors}, cancelled ${figures.cancelled}, severed by a server kill ${figures.severed_by_kill}, LOST ${figures.lost}, MIXED ${figures.mixed}, wrong ${figures.wrong}`,
+      `  answered ${figures.answered}, busy ${figures.busy}, tasks refused at the cap ${figures.task_refused}, JSON-RPC errors ${figures.rpc_errors}, cancelled ${figures.cancelled}, severed by a server kill ${figures.severed_by_kill}, LOST ${figures.lost}, MIXED ${figures.mixed}, wrong ${figures.wrong}`,
       `  faults injected: ${JSON.stringify(faults)}`,
       `  answer ms: ${JSON.stringify(figures.answer_ms)}; loop ping ms: ${JSON.stringify(figures.ping_ms)}`,
       `  phase ends: ${JSON.stringify(figures.phase_ends)}`,

@@ -56,7 +56,7 @@ async function callThrough(ctx, front, client, rec, args, { task, signal }) {
   if (!task) return client.callTool(params, undefined, { timeout: CALL_TIMEOUT_MS, signal });
   let result = null;
   let error = null;
-  for await (const m of client.experimental.tasks.callToolStream(params, CallToolResultSchema, { task: { ttl: 600000 }, timeout: CALL_TIMEOUT_MS, signal })) {
+  for await (const m of client.experimental.tasks.callToolStream(params, CallToolResultSchema, { task: { ttl: 30000 }, timeout: CALL_TIMEOUT_MS, signal })) {
     if (m.type === 'result') result = m.result;
     else if (m.type === 'error') error = m.error;
   }
@@ -68,7 +68,8 @@ async function callThrough(ctx, front, client, rec, args, { task, signal }) {
  * Runs one cell (ARGS, expecting EXPECT) as a call in SESSION through FRONT, retrying while
  * the session is busy. Records it in the ledger. Resolves the last result or null.
  */
-export async function runCall(ctx, { front, client, session, lang, kind, expect, args, token, task, cancelAfterMs }) {
+export async function runCall(ctx, { front, client, session, lang, kind, expect, args, token, task: asTask, cancelAfterMs }) {
+  let task = asTask;
   const server = front === 'stdio' ? ctx.s1 : ctx.s2;
   for (let attempt = 0; attempt < 80; attempt++) {
     const rec = ctx.ledger.begin({ token, front, server: server.kind, session, lang, kind, expect, task });
@@ -91,6 +92,9 @@ export async function runCall(ctx, { front, client, session, lang, kind, expect,
       if (abort?.signal.aborted) ctx.ledger.noAnswer(rec, 'cancelled by the client', true);
       else if (err.rpc || err.code !== undefined && typeof err.code === 'number' && err.code > -33000 && err.code < -32000 && !/timed out/i.test(err.message)) {
         if (isBusy(err)) { ctx.ledger.answer(rec, null, { busy: true }); await sleep(300); continue; }
+        // The tasks cap (--max-tasks-per-client: finished tasks are kept for their TTL) refuses
+        // a task and says so; a plain call still runs.
+        if (task && /max-tasks/.test(err.message)) { ctx.ledger.answer(rec, null, { refused: true }); task = false; continue; }
         ctx.ledger.answer(rec, null, { error: err.message });
       } else if (server.killing || server.epoch !== epoch || /closed/i.test(err.message) && server.killedAt) {
         ctx.ledger.noAnswer(rec, `the server was killed (${err.message})`, true);
