@@ -26,6 +26,7 @@ export class Ledger {
     this.kills = []; // {server, at}: the server SIGKILLed (its log lines still queued are lost: the log's policy)
     this.failures = [];
     this.cellsDone = 0;
+    this.strayAnswers = 0; // SDK answers for no pending request (lanes.mjs watchAnswers)
   }
 
   fail(kind, message) {
@@ -85,7 +86,7 @@ export class Ledger {
     const curve = (k) => ctx.samples.filter((s) => s[k]).map((s) => ({ t: Math.round(s.t / 1000), rss_mb: Math.round(s[k].rss / 1024), fds: s[k].fds, threads: s[k].threads }));
     const figures = {
       seconds: Math.round(ms / 1000), calls: this.calls.length, answered: by('answered'), busy: by('busy'), task_refused: by('refused'), rpc_errors: by('rpc_error'),
-      cancelled: by('cancelled'), severed_by_kill: by('severed'), lost: by('lost'),
+      cancelled: by('cancelled'), severed_by_kill: by('severed'), lost: by('lost'), stray_answers: this.strayAnswers,
       mixed: this.failures.filter((f) => f.kind === 'mixed').length, wrong: this.failures.filter((f) => f.kind === 'wrong').length,
       by_front: Object.fromEntries(['stdio', 'http1', 'modern', 'gateway'].map((f) => [f, this.calls.filter((c) => c.front === f).length])),
       tasks: this.calls.filter((c) => c.task).length, faults,
@@ -97,7 +98,7 @@ export class Ledger {
     const line = (c) => c.map((p) => `${p.t}s:${p.rss_mb}MB/${p.fds}fd/${p.threads}th`).join(' ');
     const text = [
       `soak: ${figures.seconds} s, ${figures.calls} calls (${JSON.stringify(figures.by_front)}, ${figures.tasks} as tasks)`,
-      `  answered ${figures.answered}, busy ${figures.busy}, tasks refused at the cap ${figures.task_refused}, JSON-RPC errors ${figures.rpc_errors}, cancelled ${figures.cancelled}, severed by a server kill ${figures.severed_by_kill}, LOST ${figures.lost}, MIXED ${figures.mixed}, wrong ${figures.wrong}`,
+      `  answered ${figures.answered}, busy ${figures.busy}, tasks refused at the cap ${figures.task_refused}, JSON-RPC errors ${figures.rpc_errors}, cancelled ${figures.cancelled}, severed by a server kill ${figures.severed_by_kill}, stray (late or second) answers ${figures.stray_answers}, LOST ${figures.lost}, MIXED ${figures.mixed}, wrong ${figures.wrong}`,
       `  faults injected: ${JSON.stringify(faults)}`,
       `  answer ms: ${JSON.stringify(figures.answer_ms)}; loop ping ms: ${JSON.stringify(figures.ping_ms)}`,
       `  phase ends: ${JSON.stringify(figures.phase_ends)}`,

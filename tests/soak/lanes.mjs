@@ -12,6 +12,19 @@ const CALL_TIMEOUT_MS = 180000; // past this an unanswered call is lost
 const V = '2026-07-28';
 const TASKS = 'io.modelcontextprotocol/tasks';
 
+/**
+ * Counts the answers an SDK client got for no request it waits on: a second answer to one
+ * call, or a late one to a call it cancelled (the SDK cannot tell them apart: a figure).
+ */
+export function watchAnswers(ctx, client) {
+  const before = client.onerror;
+  client.onerror = (err) => {
+    if (/response for an unknown message ID/.test(err?.message ?? '')) ctx.ledger.strayAnswers++;
+    before?.(err);
+  };
+  return client;
+}
+
 /** A 2026-07-28 request over HTTP (raw fetch). Resolves { messages: every JSON-RPC message with our id, status }. */
 export async function modernPost(url, method, params, { tasks = false, signal } = {}) {
   const id = Math.floor(Math.random() * 1e12);
@@ -112,7 +125,7 @@ export async function runLane(ctx, phase, i, cells) {
   const lang = LANGS[(i + Math.floor(i / 3)) % 3];
   const session = `soak-p${phase}-s${i}`;
   let client = null;
-  if (front === 'http1') client = (await ctx.s2.connect()).client;
+  if (front === 'http1') client = watchAnswers(ctx, (await ctx.s2.connect()).client);
   const tasky = front !== 'stdio';
   for (let c = 0; c < cells; c++) {
     if (ctx.phaseDeadline && Date.now() > ctx.phaseDeadline) break;
@@ -153,7 +166,7 @@ export async function closeSession(ctx, front, client, session) {
  */
 export async function runGatewayPair(ctx, phase, n) {
   const session = `soak-p${phase}-gw`;
-  const { client } = await ctx.s2.connect();
+  const client = watchAnswers(ctx, (await ctx.s2.connect()).client);
   const first = await runCall(ctx, { front: 'http1', client, session, lang: 'python', kind: 'setup', expect: 'any', token: newToken(), args: { language: 'python', code: 'gw = 0' } });
   const kernelId = first?.structuredContent?.kernel_id;
   if (!kernelId) {

@@ -25,7 +25,7 @@ import { serverBinary, sleep, startHttpServer, startServer } from '../e2e/lib.mj
 import { FAULTS, runFault } from './faults.mjs';
 import { Ledger, checkExeclog, checkPhaseEnd, resourceSample, stateFormat } from './invariants.mjs';
 import { Rng, cellFor } from './work.mjs';
-import { runGatewayPair, runLane } from './lanes.mjs';
+import { runGatewayPair, runLane, watchAnswers } from './lanes.mjs';
 
 function parseArgs(argv) {
   const o = { seed: 1, sessions: 6, cells: 6, minutes: 0, phases: 2, parallel: 6, json: null, 'prev-bin': null };
@@ -53,6 +53,7 @@ async function startStdio(ctx, extra = []) {
     if (bin === undefined) delete process.env.CELLGATE_BIN; else process.env.CELLGATE_BIN = bin;
   }
   const proc = s.transport._process;
+  watchAnswers(ctx, s.client);
   const server = { kind: 'stdio', ...s, pid: s.transport.pid, killing: false, epoch: (ctx.s1?.epoch ?? 0) + 1 };
   proc.on('exit', (code, signal) => {
     if (!server.killing) ctx.ledger.fail('crash', `the stdio server ended by itself: code ${code} signal ${signal}\n${s.stderrText().slice(-3000)}`);
