@@ -532,21 +532,29 @@ s_pid_ended (long pid)
     return state && state[1] == ' ' && (state[2] == 'Z' || state[2] == 'X');
 }
 
-//  A kernel process that ended with cells of this connection in flight (killed, out of
-//  memory, its sandbox gone): nothing will answer them, and no run notices it before the
-//  agent's next call, which a running cell's busy state refuses. So the connection ends its
-//  cells, gives the busy state back and closes (1011, saying why): its front end is told
+//  Whether the connection waits on its kernel: cells in flight, or not ready yet (what its
+//  front end sent is held until the kernel answers a nudge).
+static bool
+s_waits (s_socket_t *self)
+{
+    return self->running || cg_gateway_cells_count (self->cells) > 0
+           || (!self->ready && self->wire);
+}
+
+//  A kernel process that ended while the connection waits on it (killed, out of memory, its
+//  sandbox gone): nothing will answer its cells or its nudges, and no run notices it before
+//  the agent's next call, which a running cell's busy state refuses. So the connection ends
+//  its cells, gives the busy state back and closes (1011, saying why): its front end is told
 //  instead of waiting for ever, and the agent's next call restarts the kernel.
 static void
 s_check_alive (s_socket_t *self, cg_registry_kernel_t *kernel, cg_registry_session_t *session)
 {
-    if (!kernel || kernel->pid <= 0 || (!self->running && cg_gateway_cells_count (self->cells) == 0)
-        || zclock_mono () < self->next_alive_check)
+    if (!kernel || kernel->pid <= 0 || !s_waits (self) || zclock_mono () < self->next_alive_check)
         return;
     self->next_alive_check = zclock_mono () + S_ALIVE_CHECK_MS;
     if (!s_pid_ended (kernel->pid))
         return;
-    cg_log (1, "gateway: kernel %s (pid %ld) ended while a front end's cell ran", self->kernel_id,
+    cg_log (1, "gateway: kernel %s (pid %ld) ended while a front end waited on it", self->kernel_id,
             kernel->pid);
     cg_gateway_cells_end_all (self->cells, self->gateway->registry, session,
                               "the kernel died before the cell ended");
@@ -572,7 +580,7 @@ s_timeout_ms (cg_gateway_t *self)
             due = socket->next_nudge - zclock_mono ();
         else if (cells_due > 0) /* a cell waiting for its reply or idle status gives up */
             due = (cells_due - cg_now_us () + 999) / 1000;
-        else if (socket->running || cg_gateway_cells_count (socket->cells) > 0)
+        else if (s_waits (socket))
             due = socket->next_alive_check - zclock_mono (); /* s_check_alive */
         else
             continue;

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -204,6 +205,25 @@ test("a kernel killed while a notebook cell runs: the notebook is told, the agen
   assert.equal(sc(after).stdout, '42\n', JSON.stringify(sc(after)).slice(0, 800));
   assert.equal(sc(after).kernel_restarted, true);
   ch.end();
+  await client.callTool({ name: 'close_session', arguments: { session_id: sid } });
+});
+
+// Found by the soak too: a notebook that attached to a kernel already dead waited for ever
+// (what it sent is held until the kernel answers, and nothing restarted it).
+test("a notebook attaching to a kernel that died is told; the agent's next call restarts it", async () => {
+  const sid = 'gw_dead';
+  const first = await callExec(client, { language: 'python', session_id: sid, code: 'print(1)' });
+  const listed = await client.callTool({ name: 'list_sessions', arguments: {} });
+  const pid = sc(listed).sessions.find((s) => s.session_id === sid).pid;
+  process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 100 && fs.existsSync(`/proc/${pid}`); i++) await sleep(100);
+  const ch = await openChannels(server.port, TOKEN, sc(first).kernel_id);
+  ch.execute("print('never')");
+  for (let i = 0; i < 600 && ch.closeFrame === null; i++) await sleep(100);
+  assert.equal(ch.closeFrame, 1011, `the notebook's connection was not closed: ${tail()}`);
+  const after = await callExec(client, { language: 'python', session_id: sid, code: 'print(6 * 7)' });
+  assert.equal(sc(after).stdout, '42\n', JSON.stringify(sc(after)).slice(0, 800));
+  assert.equal(sc(after).kernel_restarted, true);
   await client.callTool({ name: 'close_session', arguments: { session_id: sid } });
 });
 
