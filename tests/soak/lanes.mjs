@@ -9,6 +9,7 @@ const { CallToolResultSchema } = await import('../e2e/node_modules/@modelcontext
 
 export const FRONTS = ['stdio', 'http1', 'modern'];
 const CALL_TIMEOUT_MS = 180000; // past this an unanswered call is lost
+const NOTEBOOK_TIMEOUT_MS = 120000; // the same for a notebook's cell (its cells print and end at once)
 const V = '2026-07-28';
 const TASKS = 'io.modelcontextprotocol/tasks';
 
@@ -187,7 +188,7 @@ export async function runGatewayPair(ctx, phase, n) {
       const msgId = ch.execute(`gw += 1\nprint('${token}')`);
       const closed = ch.closed.then(() => { throw new Error(`the connection closed (${ch.closeFrame ?? 'no close frame'})`); });
       try {
-        await Promise.race([closed, ch.waitFor((m) => m.msg_type === 'execute_reply' && m.parent_header?.msg_id === msgId, CALL_TIMEOUT_MS)]);
+        await Promise.race([closed, ch.waitFor((m) => m.msg_type === 'execute_reply' && m.parent_header?.msg_id === msgId, NOTEBOOK_TIMEOUT_MS)]);
         await sleep(200); // the iopub messages that follow the reply
         const mine = ch.messages.filter((m) => m.parent_header?.msg_id === msgId);
         const replies = mine.filter((m) => m.msg_type === 'execute_reply').length;
@@ -197,7 +198,8 @@ export async function runGatewayPair(ctx, phase, n) {
       } catch (err) {
         // A close frame says why (the kernel died: 1011); then the next cell opens again.
         ctx.ledger.noAnswer(rec, `notebook: ${err.message}`, ch.closeFrame !== null);
-        if (ch.closeFrame !== null) ch = null;
+        ch.end();
+        ch = null; // the next cell on a new connection
       }
       closed.catch(() => {});
       ctx.ledger.cellsDone++;

@@ -21,7 +21,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { serverBinary, sleep, startHttpServer, startServer } from '../e2e/lib.mjs';
+import { REPO_ROOT, serverBinary, sleep, startHttpServer, startServer } from '../e2e/lib.mjs';
 import { FAULTS, runFault } from './faults.mjs';
 import { Ledger, checkExeclog, checkPhaseEnd, resourceSample, stateFormat } from './invariants.mjs';
 import { Rng, cellFor } from './work.mjs';
@@ -37,8 +37,10 @@ function parseArgs(argv) {
   return o;
 }
 
-// The servers' settings: small sandboxes, so that an OOM and a full workspace come fast.
-const SANDBOX_ARGS = ['--memory-mb', '256', '--workspace-mb', '64', '--max-sessions', '40', '--idle-ttl', '3600'];
+// The servers' settings: small sandboxes, so that an OOM and a full workspace come fast, and
+// the kernels dir named (a build's default is its source tree's: a --prev-bin built elsewhere
+// would have other settings, and the new server would rightly not adopt its sandboxes).
+const SANDBOX_ARGS = ['--kernels-dir', path.join(REPO_ROOT, 'kernels'), '--memory-mb', '256', '--workspace-mb', '64', '--max-sessions', '40', '--idle-ttl', '3600'];
 const GATEWAY_TOKEN = crypto.randomBytes(16).toString('hex');
 
 /** The stdio server (S1, --keep-sessions on) on a state dir it keeps across SIGKILL and restarts. */
@@ -114,6 +116,16 @@ async function main() {
   const ctx = { opts, rng, ledger, cellFor, stdioState: fs.mkdtempSync(path.join(os.tmpdir(), 'cg-soak-stdio-')),
     deadline: opts.minutes > 0 ? Date.now() + opts.minutes * 60000 : 0, samples: [], pings: [], baseline: {} };
   const started = Date.now();
+  // Interrupted: the servers stop (the stdio one with its kept sessions, as at any stop).
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, async () => {
+      for (const server of [ctx.s1, ctx.s2].filter(Boolean)) {
+        server.killing = true;
+        await server.close().catch(() => {});
+      }
+      process.exit(130);
+    });
+  }
   process.stderr.write(`soak: ${serverBinary()} seed ${opts.seed}, ${opts.sessions} sessions x ${opts.cells} cells, ${opts.phases} phases\n`);
   ctx.s1 = await startStdio(ctx);
   ctx.s2 = await startHttp(ctx);
