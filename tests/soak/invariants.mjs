@@ -216,9 +216,10 @@ export async function checkExeclog(ctx, server, label) {
     unlogged_at_a_kill: missing.length - unexplained.length } };
 }
 
-/** What the state dir says of its format: its top-level names and any version file. */
+/** What the state dir says of its format: its top-level names and its format file (<state dir>/format). */
 export function stateFormat(state) {
   const names = listDir(state);
-  const version = names.filter((n) => /version|format/i.test(n));
-  return { names, version: version.length ? version : 'none: the state dir has no format version' };
+  let format = null;
+  try { format = fs.readFileSync(path.join(state, 'format'), 'utf8').trim(); } catch { /* none */ }
+  return { names, format: format ?? 'none: the state dir has no format file' };
 }
