@@ -2,7 +2,9 @@
     (rebuilt from the lines when missing or corrupt), searched, and swept by age. */
 #define _GNU_SOURCE
 #include "artifacts/cg_execlog.h"
+#include "artifacts/cg_execlog_int.h"
 
+#include "base/cg_fault.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 #include "base/cg_utf8.h"
@@ -17,31 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define S_INDEX "index.sqlite"
-#define S_INDEX_VERSION 1 /* PRAGMA user_version of a built index (cg_execlog_rebuild sets it) */
-#define S_PREVIEW_CHARS 200
 #define S_DEFAULT_CAP (1024 * 1024)
 #define S_DAY_S 86400
-
-struct cg_execlog_t {
-    char *dir;
-    int dir_fd;
-    cg_execlog_options_t options;
-    sqlite3 *db;
-    sqlite3_stmt *insert;     /* a row of executions */
-    sqlite3_stmt *insert_fts; /* its text */
-};
-
-static const char *s_schema =
-    "CREATE TABLE IF NOT EXISTS executions (id INTEGER PRIMARY KEY, execution_id TEXT UNIQUE "
-    "NOT NULL, owner TEXT, session_id TEXT, language TEXT, status TEXT, exit_code INTEGER, "
-    "duration_ms INTEGER, executed_at TEXT, file TEXT, offset INTEGER, length INTEGER, "
-    "code_preview TEXT, error_preview TEXT);"
-    "CREATE INDEX IF NOT EXISTS executions_at ON executions (executed_at);"
-    "CREATE INDEX IF NOT EXISTS executions_owner ON executions (owner, executed_at);"
-    "CREATE INDEX IF NOT EXISTS executions_file ON executions (file);"
-    "CREATE VIRTUAL TABLE IF NOT EXISTS executions_text USING fts5 (code, output, tokenize = "
-    "'trigram');";
 
 int
 cg_execlog_mode_from_name (const char *name)
@@ -121,18 +100,6 @@ s_now_iso (char out[40])
 //  --------------------------------------------------------------------------
 //  Text helpers
 
-//  The first MAX characters of TEXT (UTF-8), as a new string.
-static char *
-s_prefix_chars (const char *text, int max)
-{
-    size_t i = 0;
-    for (int chars = 0; text[i] && chars < max; chars++)
-        for (i++; (text[i] & 0xC0) == 0x80; i++)
-            ;
-    return cg_xstrndup (text, i);
-}
-
-//  Cuts ENTRY's string KEY to the cap (at a character boundary), marking it.
 static void
 s_cap (json_t *entry, const char *key, size_t cap)
 {
@@ -148,8 +115,8 @@ s_cap (json_t *entry, const char *key, size_t cap)
     json_object_set_new (entry, mark, json_true ());
 }
 
-static const char *
-s_str (json_t *entry, const char *key)
+const char *
+cg_execlog_str (json_t *entry, const char *key)
 {
     return json_string_value (json_object_get (entry, key));
 }
@@ -197,95 +164,15 @@ s_line (json_t *entry, size_t *len)
 //  --------------------------------------------------------------------------
 //  The index
 
-static int
-s_db_error (cg_execlog_t *self, cg_error_t **err, const char *what)
+int
+cg_execlog_db_error (cg_execlog_t *self, cg_error_t **err, const char *what)
 {
-    return cg_error_set (err, EIO, "execution log index %s/" S_INDEX ": %s: %s", self->dir, what,
-                         sqlite3_errmsg (self->db));
+    return cg_error_set (err, EIO, "execution log index %s/" CG_EXECLOG_INDEX ": %s: %s", self->dir,
+                         what, sqlite3_errmsg (self->db));
 }
 
-//  Indexes ENTRY, whose line is LENGTH bytes at OFFSET in FILE.
-static int
-s_index_entry (cg_execlog_t *self, json_t *entry, const char *file, off_t offset, size_t length,
-               cg_error_t **err)
-{
-    const char *code = s_str (entry, "code") ? s_str (entry, "code") : "";
-    const char *out = s_str (entry, "stdout") ? s_str (entry, "stdout") : "";
-    const char *errs = s_str (entry, "stderr") ? s_str (entry, "stderr") : "";
-    const char *message = s_str (entry, "error_message");
-    cleanup_free char *code_preview = s_prefix_chars (code, S_PREVIEW_CHARS);
-    cleanup_free char *error_preview = *errs     ? s_prefix_chars (errs, S_PREVIEW_CHARS)
-                                       : message ? s_prefix_chars (message, S_PREVIEW_CHARS)
-                                                 : NULL;
-    cleanup_free char *output = cg_strdupf ("%s\n%s", out, errs);
-    sqlite3_stmt *st = self->insert;
-    sqlite3_reset (st);
-    sqlite3_bind_text (st, 1, s_str (entry, "execution_id"), -1, SQLITE_STATIC);
-    sqlite3_bind_text (st, 2, s_str (entry, "client_id"), -1, SQLITE_STATIC);
-    sqlite3_bind_text (st, 3, s_str (entry, "session_id"), -1, SQLITE_STATIC);
-    sqlite3_bind_text (st, 4, s_str (entry, "language"), -1, SQLITE_STATIC);
-    sqlite3_bind_text (st, 5, s_str (entry, "status"), -1, SQLITE_STATIC);
-    json_t *exit_code = json_object_get (entry, "exit_code");
-    if (json_is_integer (exit_code))
-        sqlite3_bind_int64 (st, 6, json_integer_value (exit_code));
-    else
-        sqlite3_bind_null (st, 6);
-    sqlite3_bind_int64 (st, 7, json_integer_value (json_object_get (entry, "duration_ms")));
-    sqlite3_bind_text (st, 8, s_str (entry, "executed_at"), -1, SQLITE_STATIC);
-    sqlite3_bind_text (st, 9, file, -1, SQLITE_STATIC);
-    sqlite3_bind_int64 (st, 10, offset);
-    sqlite3_bind_int64 (st, 11, (sqlite3_int64)length);
-    sqlite3_bind_text (st, 12, code_preview, -1, SQLITE_STATIC);
-    sqlite3_bind_text (st, 13, error_preview, -1, SQLITE_STATIC);
-    int rc = sqlite3_step (st);
-    sqlite3_reset (st);
-    if (rc != SQLITE_DONE)
-        return s_db_error (self, err, "insert");
-    if (sqlite3_changes (self->db) == 0)
-        return 0; /* the same execution indexed already */
-    st = self->insert_fts;
-    sqlite3_reset (st);
-    sqlite3_bind_int64 (st, 1, sqlite3_last_insert_rowid (self->db));
-    sqlite3_bind_text (st, 2, code, -1, SQLITE_STATIC);
-    sqlite3_bind_text (st, 3, output, -1, SQLITE_STATIC);
-    rc = sqlite3_step (st);
-    sqlite3_reset (st);
-    return rc == SQLITE_DONE ? 0 : s_db_error (self, err, "insert text");
-}
-
-//  Indexes every line of the executions file NAME. Returns how many, or -1 with *err.
-static int
-s_index_file (cg_execlog_t *self, const char *name, cg_error_t **err)
-{
-    int fd = openat (self->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    FILE *in = fd >= 0 ? fdopen (fd, "r") : NULL;
-    if (!in) {
-        if (fd >= 0)
-            close (fd);
-        return cg_error_set (err, errno, "open %s/%s: %s", self->dir, name, strerror (errno));
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    off_t offset = 0;
-    int count = 0, rc = 0;
-    while (rc == 0 && (n = getline (&line, &cap, in)) > 0) {
-        json_t *entry = line[n - 1] == '\n' ? json_loadb (line, (size_t)n, 0, NULL) : NULL;
-        //  A line that does not parse (cut short by a crash) is skipped, not fatal.
-        if (json_is_object (entry) && s_str (entry, "execution_id")) {
-            rc = s_index_entry (self, entry, name, offset, (size_t)n, err);
-            count++;
-        }
-        json_decref (entry);
-        offset += n;
-    }
-    free (line);
-    fclose (in);
-    return rc < 0 ? -1 : count;
-}
-
-static bool
-s_is_day_file (const char *name, time_t *day)
+bool
+cg_execlog_is_day_file (const char *name, time_t *day)
 {
     char date[11];
     if (strlen (name) != strlen ("executions-YYYY-MM-DD.jsonl")
@@ -297,8 +184,8 @@ s_is_day_file (const char *name, time_t *day)
 }
 
 //  The directory's file names starting with PREFIX, sorted. Caller destroys.
-static zlistx_t *
-s_files (cg_execlog_t *self, const char *prefix)
+zlistx_t *
+cg_execlog_files (cg_execlog_t *self, const char *prefix)
 {
     zlistx_t *names = zlistx_new ();
     zlistx_set_destructor (names, (zlistx_destructor_fn *)zstr_free);
@@ -316,116 +203,12 @@ s_files (cg_execlog_t *self, const char *prefix)
     return names;
 }
 
-static int
-s_exec (cg_execlog_t *self, const char *sql, cg_error_t **err)
+int
+cg_execlog_exec (cg_execlog_t *self, const char *sql, cg_error_t **err)
 {
     return sqlite3_exec (self->db, sql, NULL, NULL, NULL) == SQLITE_OK
                ? 0
-               : s_db_error (self, err, sql);
-}
-
-int
-cg_execlog_rebuild (cg_execlog_t *self, cg_error_t **err)
-{
-    if (s_exec (self, "BEGIN; DELETE FROM executions; DELETE FROM executions_text;", err) < 0)
-        return -1;
-    zlistx_t *names = s_files (self, "executions-");
-    int total = 0;
-    for (const char *name = zlistx_first (names); name && total >= 0; name = zlistx_next (names)) {
-        time_t day;
-        int n = s_is_day_file (name, &day) ? s_index_file (self, name, err) : 0;
-        total = n < 0 ? -1 : total + n;
-    }
-    zlistx_destroy (&names);
-    if (total < 0) {
-        sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
-    }
-    if (s_exec (self, "PRAGMA user_version = 1; COMMIT;", err) < 0)
-        return -1;
-    return total;
-}
-
-static void
-s_index_close (cg_execlog_t *self)
-{
-    sqlite3_finalize (self->insert);
-    sqlite3_finalize (self->insert_fts);
-    sqlite3_close (self->db);
-    self->insert = self->insert_fts = NULL;
-    self->db = NULL;
-}
-
-//  Opens the index and checks it. Returns 1 when it is whole and built, 0 when it must be
-//  built, -1 with *err when it cannot be used (corrupt, not a database).
-static int
-s_index_try (cg_execlog_t *self, const char *path, cg_error_t **err)
-{
-    if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
-        != SQLITE_OK)
-        return s_db_error (self, err, "open");
-    sqlite3_busy_timeout (self->db, 5000);
-    sqlite3_stmt *st = NULL;
-    bool ok = sqlite3_prepare_v2 (self->db, "PRAGMA quick_check", -1, &st, NULL) == SQLITE_OK
-              && sqlite3_step (st) == SQLITE_ROW
-              && strcmp ((const char *)sqlite3_column_text (st, 0), "ok") == 0;
-    sqlite3_finalize (st);
-    if (!ok)
-        return s_db_error (self, err, "check");
-    if (s_exec (self, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", err) < 0
-        || s_exec (self, s_schema, err) < 0)
-        return -1;
-    if (sqlite3_prepare_v2 (self->db,
-                            "INSERT OR IGNORE INTO executions (execution_id, owner, session_id, "
-                            "language, status, exit_code, duration_ms, executed_at, file, offset, "
-                            "length, code_preview, error_preview) VALUES (?, ?, ?, ?, ?, ?, ?, "
-                            "?, ?, ?, ?, ?, ?)",
-                            -1, &self->insert, NULL)
-            != SQLITE_OK
-        || sqlite3_prepare_v2 (self->db,
-                               "INSERT INTO executions_text (rowid, code, output) VALUES (?, "
-                               "?, ?)",
-                               -1, &self->insert_fts, NULL)
-               != SQLITE_OK)
-        return s_db_error (self, err, "prepare");
-    int version = 0;
-    if (sqlite3_prepare_v2 (self->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK
-        && sqlite3_step (st) == SQLITE_ROW)
-        version = sqlite3_column_int (st, 0);
-    sqlite3_finalize (st);
-    return version == S_INDEX_VERSION ? 1 : 0;
-}
-
-//  Opens the index, rebuilding it from the lines when it is missing, corrupt or old.
-static int
-s_index_open (cg_execlog_t *self, cg_error_t **err)
-{
-    cleanup_free char *path = cg_strdupf ("%s/" S_INDEX, self->dir);
-    cg_error_t *why = NULL;
-    int state = s_index_try (self, path, &why);
-    if (state < 0) {
-        cg_log (1, "execution log: %s; rebuilding it from the lines", cg_error_message (why));
-        cg_error_destroy (&why);
-        s_index_close (self);
-        cleanup_free char *aside = cg_strdupf ("%s.corrupt", path);
-        cleanup_free char *wal = cg_strdupf ("%s-wal", path);
-        cleanup_free char *shm = cg_strdupf ("%s-shm", path);
-        if (rename (path, aside) < 0 && errno != ENOENT)
-            return cg_error_set (err, errno, "rename %s: %s", path, strerror (errno));
-        unlink (wal);
-        unlink (shm);
-        state = s_index_try (self, path, err);
-        if (state < 0)
-            return -1;
-    }
-    if (state == 0) {
-        int count = cg_execlog_rebuild (self, err);
-        if (count < 0)
-            return -1;
-        if (count > 0)
-            cg_log (2, "execution log: indexed %d executions from %s", count, self->dir);
-    }
-    return 0;
+               : cg_execlog_db_error (self, err, sql);
 }
 
 //  --------------------------------------------------------------------------
@@ -447,7 +230,7 @@ cg_execlog_open (const char *dir, const cg_execlog_options_t *options, cg_error_
         cg_execlog_destroy (&self);
         return NULL;
     }
-    if (s_index_open (self, err) < 0)
+    if (cg_execlog_index_open (self, err) < 0)
         cg_execlog_destroy (&self);
     return self;
 }
@@ -458,7 +241,7 @@ cg_execlog_destroy (cg_execlog_t **self_p)
     cg_execlog_t *self = *self_p;
     if (!self)
         return;
-    s_index_close (self);
+    cg_execlog_index_close (self);
     if (self->dir_fd >= 0)
         close (self->dir_fd);
     free (self->dir);
@@ -509,17 +292,17 @@ cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
             s_cap (copy, texts[i], self->options.stream_cap);
     char now[40];
     time_t at;
-    if (s_parse_time (s_str (copy, "executed_at"), &at) < 0) {
+    if (s_parse_time (cg_execlog_str (copy, "executed_at"), &at) < 0) {
         s_now_iso (now);
         json_object_set_new (copy, "executed_at", json_string (now));
     }
     char file[40];
-    snprintf (file, sizeof file, "executions-%.10s.jsonl", s_str (copy, "executed_at"));
+    snprintf (file, sizeof file, "executions-%.10s.jsonl", cg_execlog_str (copy, "executed_at"));
     size_t len;
     cleanup_free char *line = s_line (copy, &len);
     off_t offset;
     int rc = s_append (self, file, line, len, &offset, err);
-    const char *session_id = s_str (copy, "session_id");
+    const char *session_id = cg_execlog_str (copy, "session_id");
     if (rc == 0 && s_plain_name (session_id)) {
         json_t *short_line = s_session_line (copy);
         cleanup_free char *name = cg_strdupf ("session-%s.jsonl", session_id);
@@ -528,8 +311,9 @@ cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
         rc = s_append (self, name, text, short_len, NULL, err);
         json_decref (short_line);
     }
+    cg_fault_hold ("log_index"); /* a test's crash between the line and its row */
     cg_error_t *why = NULL;
-    if (rc == 0 && s_index_entry (self, copy, file, offset, len, &why) < 0) {
+    if (rc == 0 && cg_execlog_index_entry (self, copy, file, offset, len, &why) < 0) {
         cg_log (1, "%s", cg_error_message (why));
         cg_error_destroy (&why);
     }
@@ -542,7 +326,7 @@ cg_execlog_session_event (cg_execlog_t *self, json_t *entry, cg_error_t **err)
 {
     if (self->options.mode == CG_EXECLOG_OFF)
         return 0;
-    const char *session_id = s_str (entry, "session_id");
+    const char *session_id = cg_execlog_str (entry, "session_id");
     if (!s_plain_name (session_id))
         return cg_error_set (err, EINVAL, "session id '%.*s' is not a plain name",
                              cg_utf8_prefix (session_id ? session_id : "", 64),
@@ -690,7 +474,7 @@ cg_execlog_search (cg_execlog_t *self, const cg_execlog_query_t *query, cg_error
             json_decref (results);
     }
     if (!result)
-        s_db_error (self, err, "search");
+        cg_execlog_db_error (self, err, "search");
     sqlite3_finalize (count);
     sqlite3_finalize (rows);
     return result;
@@ -734,7 +518,9 @@ cg_execlog_get (cg_execlog_t *self, const char *execution_id, const char *owner)
     sqlite3_finalize (st);
     //  The line must still be the one indexed (a file rewritten outside would differ).
     if (entry
-        && strcmp (s_str (entry, "execution_id") ? s_str (entry, "execution_id") : "", execution_id)
+        && strcmp (cg_execlog_str (entry, "execution_id") ? cg_execlog_str (entry, "execution_id")
+                                                          : "",
+                   execution_id)
                != 0)
         json_decref (entry), entry = NULL;
     return entry;
@@ -753,12 +539,12 @@ s_unindex_file (cg_execlog_t *self, const char *file, cg_error_t **err)
                          "DELETE FROM executions WHERE file = ?"};
     for (int i = 0; i < 2; i++) {
         if (sqlite3_prepare_v2 (self->db, sql[i], -1, &st, NULL) != SQLITE_OK)
-            return s_db_error (self, err, "delete");
+            return cg_execlog_db_error (self, err, "delete");
         sqlite3_bind_text (st, 1, file, -1, SQLITE_STATIC);
         int rc = sqlite3_step (st);
         sqlite3_finalize (st);
         if (rc != SQLITE_DONE)
-            return s_db_error (self, err, "delete");
+            return cg_execlog_db_error (self, err, "delete");
     }
     return 0;
 }
@@ -805,9 +591,9 @@ s_rewrite_day (cg_execlog_t *self, const char *name, time_t cut_success, time_t 
         if (!end)
             break; /* a cut last line goes */
         json_t *entry = json_loadb (line, (size_t)(end - line), 0, NULL);
-        const char *status = s_str (entry, "status");
+        const char *status = cg_execlog_str (entry, "status");
         time_t at;
-        bool stale = !entry || s_parse_time (s_str (entry, "executed_at"), &at) < 0
+        bool stale = !entry || s_parse_time (cg_execlog_str (entry, "executed_at"), &at) < 0
                      || at < (status && strcmp (status, "success") == 0 ? cut_success : cut_failed);
         json_decref (entry);
         if (stale)
@@ -825,7 +611,7 @@ s_rewrite_day (cg_execlog_t *self, const char *name, time_t cut_success, time_t 
     free (kept);
     if (rc < 0 || s_unindex_file (self, name, err) < 0)
         return -1;
-    if (kept_len && s_index_file (self, name, err) < 0)
+    if (kept_len && cg_execlog_index_file (self, name, err) < 0)
         return -1;
     return removed;
 }
@@ -843,7 +629,8 @@ s_session_last (cg_execlog_t *self, const char *name)
     while (start > 0 && text[start - 1] != '\n')
         start--;
     json_t *entry = json_loadb (text + start, len - start, 0, NULL);
-    const char *at = s_str (entry, "at") ? s_str (entry, "at") : s_str (entry, "started_at");
+    const char *at = cg_execlog_str (entry, "at") ? cg_execlog_str (entry, "at")
+                                                  : cg_execlog_str (entry, "started_at");
     time_t t = -1;
     if (s_parse_time (at, &t) < 0)
         t = -1;
@@ -862,13 +649,13 @@ cg_execlog_sweep (cg_execlog_t *self, time_t now, cg_error_t **err)
     s_format_time (cut_success, success_iso);
     s_format_time (cut_failed, failed_iso);
     int removed = 0;
-    if (s_exec (self, "BEGIN", err) < 0)
+    if (cg_execlog_exec (self, "BEGIN", err) < 0)
         return -1;
-    zlistx_t *names = s_files (self, "executions-");
+    zlistx_t *names = cg_execlog_files (self, "executions-");
     for (const char *name = zlistx_first (names); name && removed >= 0;
          name = zlistx_next (names)) {
         time_t day;
-        if (!s_is_day_file (name, &day))
+        if (!cg_execlog_is_day_file (name, &day))
             continue;
         if (day + S_DAY_S <= cut_both) {
             if (unlinkat (self->dir_fd, name, 0) < 0 && errno != ENOENT)
@@ -883,7 +670,7 @@ cg_execlog_sweep (cg_execlog_t *self, time_t now, cg_error_t **err)
         }
     }
     zlistx_destroy (&names);
-    names = s_files (self, "session-");
+    names = cg_execlog_files (self, "session-");
     time_t cut_session = now - (time_t)o->session_days * S_DAY_S;
     for (const char *name = zlistx_first (names); name && removed >= 0;
          name = zlistx_next (names)) {
@@ -896,5 +683,5 @@ cg_execlog_sweep (cg_execlog_t *self, time_t now, cg_error_t **err)
         sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
-    return s_exec (self, "COMMIT", err) < 0 ? -1 : removed;
+    return cg_execlog_exec (self, "COMMIT", err) < 0 ? -1 : removed;
 }

@@ -380,6 +380,12 @@ cg_gateway_cells_end (cg_gateway_cells_t *self, cg_registry_t *registry,
     return true;
 }
 
+size_t
+cg_gateway_cells_count (cg_gateway_cells_t *self)
+{
+    return zhashx_size (self->cells);
+}
+
 int64_t
 cg_gateway_cells_due (cg_gateway_cells_t *self)
 {

@@ -36,6 +36,9 @@ bool cg_gateway_cells_sent (cg_gateway_cells_t *self, const cg_jmsg_t *msg,
                             const cg_registry_session_t *session,
                             const cg_registry_kernel_t *kernel);
 
+/*  How many cells are followed (sent, not ended). */
+size_t cg_gateway_cells_count (cg_gateway_cells_t *self);
+
 /*  True when the cell of the execute_request MSG_ID (NULL: none) is followed. */
 bool cg_gateway_cells_has (cg_gateway_cells_t *self, const char *msg_id);
 

@@ -7,10 +7,12 @@
 #include "base/cg_log.h"
 #include "base/cg_util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -44,6 +46,8 @@ static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin",
 //  How long an ended connection may take to send what it has queued (its close frame)
 //  to a peer that still reads; a peer that does not is dropped after that.
 #define S_CLOSE_GRACE_MS 2000
+/*  How often a connection with cells in flight checks that its kernel's process still runs. */
+#define S_ALIVE_CHECK_MS 1000
 
 typedef struct s_socket_t s_socket_t;
 
@@ -69,6 +73,7 @@ struct s_socket_t {
                                   to their end (cg_gateway_cells) */
     bool ready;                /* an iopub message came: the subscription works */
     bool running;              /* a cell it sent runs (its kernel's frontend_busy is its) */
+    int64_t next_alive_check;  /* when to check its kernel's process again (zclock_mono) */
     zhashx_t *nudges;   /* msg_ids of its own kernel_info_requests (their answers are dropped) */
     int64_t next_nudge; /* when to nudge again (zclock_mono) */
     zlistx_t *held;     /* zframe_t: the front end's messages until ready (more: binary) */
@@ -511,6 +516,55 @@ s_cells_expire (s_socket_t *self, cg_registry_kernel_t *kernel, cg_registry_sess
     self->running = false;
 }
 
+//  True when process PID has ended (gone, or a zombie no one reaped yet).
+static bool
+s_pid_ended (long pid)
+{
+    char path[64], buf[512];
+    snprintf (path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen (path, "re");
+    if (!f)
+        return errno == ENOENT;
+    size_t n = fread (buf, 1, sizeof buf - 1, f);
+    fclose (f);
+    buf[n] = '\0';
+    const char *state = strrchr (buf, ')'); /* the name may hold anything */
+    return state && state[1] == ' ' && (state[2] == 'Z' || state[2] == 'X');
+}
+
+//  Whether the connection waits on its kernel: cells in flight, or not ready yet (what its
+//  front end sent is held until the kernel answers a nudge).
+static bool
+s_waits (s_socket_t *self)
+{
+    return self->running || cg_gateway_cells_count (self->cells) > 0
+           || (!self->ready && self->wire);
+}
+
+//  A kernel process that ended while the connection waits on it (killed, out of memory, its
+//  sandbox gone): nothing will answer its cells or its nudges, and no run notices it before
+//  the agent's next call, which a running cell's busy state refuses. So the connection ends
+//  its cells, gives the busy state back and closes (1011, saying why): its front end is told
+//  instead of waiting for ever, and the agent's next call restarts the kernel.
+static void
+s_check_alive (s_socket_t *self, cg_registry_kernel_t *kernel, cg_registry_session_t *session)
+{
+    if (!kernel || kernel->pid <= 0 || !s_waits (self) || zclock_mono () < self->next_alive_check)
+        return;
+    self->next_alive_check = zclock_mono () + S_ALIVE_CHECK_MS;
+    if (!s_pid_ended (kernel->pid))
+        return;
+    cg_log (1, "gateway: kernel %s (pid %ld) ended while a front end waited on it", self->kernel_id,
+            kernel->pid);
+    cg_gateway_cells_end_all (self->cells, self->gateway->registry, session,
+                              "the kernel died before the cell ended");
+    if (self->running)
+        kernel->frontend_busy = false;
+    self->running = false;
+    snprintf (kernel->execution_state, sizeof kernel->execution_state, "%s", "dead");
+    s_end (self, 1011, "the kernel died");
+}
+
 //  The ms until the connections want looking at again (-1: none).
 static int
 s_timeout_ms (cg_gateway_t *self)
@@ -526,6 +580,8 @@ s_timeout_ms (cg_gateway_t *self)
             due = socket->next_nudge - zclock_mono ();
         else if (cells_due > 0) /* a cell waiting for its reply or idle status gives up */
             due = (cells_due - cg_now_us () + 999) / 1000;
+        else if (s_waits (socket))
+            due = socket->next_alive_check - zclock_mono (); /* s_check_alive */
         else
             continue;
         int ms = due < 0 ? 0 : (int)due;
@@ -554,6 +610,8 @@ cg_gateway_ws_before_wait (cg_loop_t *loop, void *arg)
             s_nudge (socket);
         if (!socket->over)
             s_cells_expire (socket, kernel, session);
+        if (!socket->over)
+            s_check_alive (socket, kernel, session);
         if (socket->over)
             s_release (socket, kernel, session);
         if (s_done (socket)) {

@@ -1,19 +1,22 @@
 // The Jupyter gateway (issue 15) and the agent's kernel: an MCP client's session is a kernel
 // that GET /api/kernels lists under the kernel_id its results carry; a notebook attached to
 // it over the gateway's WebSocket (tests/gateway/gwclient.py, websocket-client) sees the
-// agent's state, the agent gets session_busy while a notebook cell runs, and DELETE of the
-// agent's kernel over REST only detaches the front end. tests/gateway/test_gateway.py covers the rest of the
-// API with a real Jupyter Server and nbclient.
+// agent's state, the agent gets session_busy while a notebook cell runs (and no longer once
+// the kernel died under it), and DELETE of the agent's kernel over REST only detaches the
+// front end. tests/gateway/test_gateway.py covers the rest of the API with a real Jupyter
+// Server and nbclient.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import readline from 'node:readline';
 import { after, before, test } from 'node:test';
 
-import { REPO_ROOT, callExec, sc, sleep, startHttpServer } from './lib.mjs';
+import { openChannels } from './gateway_ws_raw.mjs';
+import { REPO_ROOT, callExec, isBusy, sc, sleep, startHttpServer } from './lib.mjs';
 
 const TOKEN = crypto.randomBytes(16).toString('hex');
 const GWCLIENT = path.join(REPO_ROOT, 'tests', 'gateway', 'gwclient.py');
@@ -176,6 +179,52 @@ test("restarting the agent's kernel while its call runs is 409; interrupting end
   assert.match(JSON.stringify(sc(r)), /KeyboardInterrupt|interrupt/i, JSON.stringify(sc(r)).slice(0, 2000));
   const after = await callExec(client, { language: 'python', session_id: SESSION, code: 'print(agent_value)' });
   assert.equal(sc(after).stdout, '42\n', 'the interrupt kept the state');
+});
+
+// Found by the soak (tests/soak, issue 30): the kernel killed while a notebook's cell ran left
+// the notebook without an answer and the session busy for the agent as long as the WebSocket
+// stayed open. The gateway sees the kernel's process end: it closes the notebook's connection
+// (1011, "the kernel died") and the agent's next call restarts the kernel.
+test("a kernel killed while a notebook cell runs: the notebook is told, the agent's next call runs", async () => {
+  const sid = 'gw_killed';
+  const first = await callExec(client, { language: 'python', session_id: sid, code: 'print(1)' });
+  const ch = await openChannels(server.port, TOKEN, sc(first).kernel_id);
+  const msgId = ch.execute("import time\nprint('started', flush=True)\ntime.sleep(300)");
+  await ch.waitFor((m) => m.msg_type === 'stream' && m.parent_header?.msg_id === msgId);
+  const listed = await client.callTool({ name: 'list_sessions', arguments: {} });
+  const pid = sc(listed).sessions.find((s) => s.session_id === sid).pid;
+  process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 600 && ch.closeFrame === null; i++) await sleep(100);
+  assert.equal(ch.closeFrame, 1011, `the notebook's connection was not closed: ${tail()}`);
+  let after;
+  for (let i = 0; i < 20; i++) {
+    after = await callExec(client, { language: 'python', session_id: sid, code: 'print(6 * 7)' });
+    if (!isBusy(after)) break;
+    await sleep(500);
+  }
+  assert.equal(sc(after).stdout, '42\n', JSON.stringify(sc(after)).slice(0, 800));
+  assert.equal(sc(after).kernel_restarted, true);
+  ch.end();
+  await client.callTool({ name: 'close_session', arguments: { session_id: sid } });
+});
+
+// Found by the soak too: a notebook that attached to a kernel already dead waited for ever
+// (what it sent is held until the kernel answers, and nothing restarted it).
+test("a notebook attaching to a kernel that died is told; the agent's next call restarts it", async () => {
+  const sid = 'gw_dead';
+  const first = await callExec(client, { language: 'python', session_id: sid, code: 'print(1)' });
+  const listed = await client.callTool({ name: 'list_sessions', arguments: {} });
+  const pid = sc(listed).sessions.find((s) => s.session_id === sid).pid;
+  process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 100 && fs.existsSync(`/proc/${pid}`); i++) await sleep(100);
+  const ch = await openChannels(server.port, TOKEN, sc(first).kernel_id);
+  ch.execute("print('never')");
+  for (let i = 0; i < 600 && ch.closeFrame === null; i++) await sleep(100);
+  assert.equal(ch.closeFrame, 1011, `the notebook's connection was not closed: ${tail()}`);
+  const after = await callExec(client, { language: 'python', session_id: sid, code: 'print(6 * 7)' });
+  assert.equal(sc(after).stdout, '42\n', JSON.stringify(sc(after)).slice(0, 800));
+  assert.equal(sc(after).kernel_restarted, true);
+  await client.callTool({ name: 'close_session', arguments: { session_id: sid } });
 });
 
 test("DELETE of the agent's kernel over REST only detaches; close_session removes it", async () => {

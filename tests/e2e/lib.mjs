@@ -79,7 +79,8 @@ function mountsBelow(dir) {
  * validates every structuredContent against the tool's outputSchema).
  * opts: { args?: string[], env?: object (added to this process's env), name?: string,
  *         connectTimeoutMs?: number, asUser?: a user to run it as (setpriv; from root),
- *         capabilities?: the client's, onClient?: (client) => {} before it connects }.
+ *         capabilities?: the client's, onClient?: (client) => {} before it connects,
+ *         stateDir?: an existing state dir to use, which close() then leaves in place }.
  * Returns { client, stateDir, transport, tools, stderrText(), close() }.
  * Throws with the binary path and the server's stderr when the binary is missing or the
  * server does not complete the MCP handshake.
@@ -96,7 +97,7 @@ export async function startServer(opts = {}) {
     );
   }
 
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-'));
+  const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-'));
   let stderrBuf = '';
   const stderrText = () => stderrBuf;
 
@@ -129,6 +130,7 @@ export async function startServer(opts = {}) {
     } catch {
       // already closed
     }
+    if (opts.stateDir) return;
     const mounts = mountsBelow(stateDir);
     if (mounts.length > 0) {
       // Never recurse into a mount the server left behind; leave the dir for inspection.
@@ -243,7 +245,7 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * Starts `cellgate mcp --http 127.0.0.1:0 --state-dir <fresh temp dir> ...opts.args`
  * (MCP over Streamable HTTP) and waits for its port.
  * opts: { args?: string[], env?: object }.
- * Returns { url (the /mcp endpoint), origin, port, stateDir, stderrText(),
+ * Returns { url (the /mcp endpoint), origin, port, stateDir, proc (the server's process), stderrText(),
  *           connect(requestInit?, { capabilities?, onClient? }?) -> { client, transport },
  *           close() }.
  */
@@ -294,7 +296,7 @@ export async function startHttpServer(opts = {}) {
     clearTimeout(timer);
     if (mountsBelow(stateDir).length === 0) fs.rmSync(stateDir, { recursive: true, force: true });
   };
-  return { url, origin, port, stateDir, stderrText: () => stderrBuf, connect, close };
+  return { url, origin, port, stateDir, proc, stderrText: () => stderrBuf, connect, close };
 }
 
 /**

@@ -1,6 +1,7 @@
 /*  Unit tests: the execution log (cg_execlog) — entries written as lines and indexed,
     search by each filter and by text, get, per-client scoping, the retention sweep, the
-    index rebuilt from the lines when deleted or corrupt, and the metadata and off modes. */
+    index rebuilt from the lines when deleted or corrupt, caught up with the lines a crash left
+    unindexed or cut short, and the metadata and off modes. */
 #include "artifacts/cg_execlog.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
@@ -277,20 +278,83 @@ test_modes (const char *dir_metadata, const char *dir_off)
     EXPECT (cg_execlog_mode_from_name ("some") < 0, "bad mode name");
 }
 
+//  Appends TEXT to DIR's executions file of today, as a crash would have left it.
+static void
+s_append_raw (const char *dir, const char *text)
+{
+    const char *name = "append_raw";
+    time_t now = time (NULL);
+    struct tm tm;
+    gmtime_r (&now, &tm);
+    char path[600];
+    snprintf (path, sizeof path, "%s/executions-", dir);
+    strftime (path + strlen (path), sizeof path - strlen (path), "%Y-%m-%d.jsonl", &tm);
+    FILE *f = fopen (path, "a");
+    CHECK (f, "open %s", path);
+    fputs (text, f);
+    fclose (f);
+}
+
+//  A crash between a line and its row (SIGKILL on the log's worker after the write) leaves
+//  a line the index lacks; a crash in the write leaves a line cut short. The next open
+//  indexes the first, and the next line written after the second is whole and found.
+static void
+test_crash_catch_up (const char *dir)
+{
+    const char *name = "crash_catch_up";
+    cg_error_t *err = NULL;
+    cg_execlog_t *log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    s_record (log, s_entry ("exec_c1", "c", "python", "success", "print(1)", "1\n", "", 0));
+    s_record (log, s_entry ("exec_c2", "c", "python", "success", "print(2)", "2\n", "", 0));
+    cg_execlog_destroy (&log);
+    //  The line of exec_c3 written, its row not: the process died between them.
+    json_t *entry = s_entry ("exec_c3", "c", "python", "success", "crash_marker()", "", "", 0);
+    json_object_set_new (entry, "type", json_string ("execution"));
+    char *line = json_dumps (entry, JSON_COMPACT);
+    json_decref (entry);
+    s_append_raw (dir, line);
+    s_append_raw (dir, "\n");
+    free (line);
+    //  Then a line cut short: the process died in its write.
+    s_append_raw (dir, "{\"execution_id\":\"exec_torn\",\"code\":\"pri");
+    log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "reopen: %s", cg_error_message (err));
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 3, "the line without a row is indexed");
+    EXPECT (s_count (log, (cg_execlog_query_t){.query = "crash_marker"}) == 1,
+            "its code is searchable");
+    json_t *got = cg_execlog_get (log, "exec_c3", NULL);
+    EXPECT (got != NULL, "get exec_c3");
+    json_decref (got);
+    s_record (log, s_entry ("exec_c4", "c", "python", "success", "after_torn()", "", "", 0));
+    cg_execlog_destroy (&log);
+    //  exec_c4's line is whole: a rebuild from the lines finds it (and not the cut one).
+    char path[512];
+    snprintf (path, sizeof path, "%s/index.sqlite", dir);
+    unlink (path);
+    log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open without an index: %s", cg_error_message (err));
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 4, "four executions from the lines");
+    EXPECT (s_count (log, (cg_execlog_query_t){.query = "after_torn"}) == 1,
+            "the line after a cut one is whole");
+    cg_execlog_destroy (&log);
+}
+
 int
 main (void)
 {
     char base[] = "/tmp/cg-execlog-XXXXXX";
     if (!mkdtemp (base))
         return 1;
-    char dirs[6][64];
-    for (int i = 0; i < 6; i++)
+    char dirs[7][64];
+    for (int i = 0; i < 7; i++)
         snprintf (dirs[i], sizeof dirs[i], "%s/%d", base, i);
     test_search_and_get (dirs[0]);
     test_cap (dirs[1]);
     test_rebuild (dirs[2]);
     test_retention (dirs[3]);
     test_modes (dirs[4], dirs[5]);
+    test_crash_catch_up (dirs[6]);
     cg_rm_rf (base, NULL);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
