@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 
-import { leftovers, listDir } from './leftovers.mjs';
+import { leftovers, listDir, readText } from './leftovers.mjs';
 import { REPO_ROOT, callExec, sc, serverBinary, sleep, startRawServer, startServer } from './lib.mjs';
 
 // The create steps cellgate can be made to fail at, in the order a one-shot reaches them
