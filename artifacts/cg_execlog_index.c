@@ -176,49 +176,43 @@ s_catch_up_file (cg_execlog_t *self, const char *name, cg_error_t **err)
     return count;
 }
 
+//  Runs BEGIN_SQL, then FILE_FN on every day file, then COMMIT_SQL, all in one transaction
+//  (rolled back when one fails). Returns how many lines FILE_FN indexed, or -1 with *err.
+static int
+s_each_day_file (cg_execlog_t *self, const char *begin_sql,
+                 int (*file_fn) (cg_execlog_t *, const char *, cg_error_t **),
+                 const char *commit_sql, cg_error_t **err)
+{
+    if (cg_execlog_exec (self, begin_sql, err) < 0)
+        return -1;
+    zlistx_t *names = cg_execlog_files (self, "executions-");
+    int total = 0;
+    for (const char *name = zlistx_first (names); name && total >= 0; name = zlistx_next (names)) {
+        time_t day;
+        int n = cg_execlog_is_day_file (name, &day) ? file_fn (self, name, err) : 0;
+        total = n < 0 ? -1 : total + n;
+    }
+    zlistx_destroy (&names);
+    if (total < 0) {
+        sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    return cg_execlog_exec (self, commit_sql, err) < 0 ? -1 : total;
+}
+
 //  Catches the index up with every day file (s_catch_up_file). Returns how many lines it
 //  indexed, or -1 with *err.
 static int
 s_catch_up (cg_execlog_t *self, cg_error_t **err)
 {
-    if (cg_execlog_exec (self, "BEGIN", err) < 0)
-        return -1;
-    zlistx_t *names = cg_execlog_files (self, "executions-");
-    int total = 0;
-    for (const char *name = zlistx_first (names); name && total >= 0; name = zlistx_next (names)) {
-        time_t day;
-        int n = cg_execlog_is_day_file (name, &day) ? s_catch_up_file (self, name, err) : 0;
-        total = n < 0 ? -1 : total + n;
-    }
-    zlistx_destroy (&names);
-    if (total < 0) {
-        sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
-    }
-    return cg_execlog_exec (self, "COMMIT", err) < 0 ? -1 : total;
+    return s_each_day_file (self, "BEGIN", s_catch_up_file, "COMMIT", err);
 }
 
 int
 cg_execlog_rebuild (cg_execlog_t *self, cg_error_t **err)
 {
-    if (cg_execlog_exec (self, "BEGIN; DELETE FROM executions; DELETE FROM executions_text;", err)
-        < 0)
-        return -1;
-    zlistx_t *names = cg_execlog_files (self, "executions-");
-    int total = 0;
-    for (const char *name = zlistx_first (names); name && total >= 0; name = zlistx_next (names)) {
-        time_t day;
-        int n = cg_execlog_is_day_file (name, &day) ? cg_execlog_index_file (self, name, err) : 0;
-        total = n < 0 ? -1 : total + n;
-    }
-    zlistx_destroy (&names);
-    if (total < 0) {
-        sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
-    }
-    if (cg_execlog_exec (self, "PRAGMA user_version = 1; COMMIT;", err) < 0)
-        return -1;
-    return total;
+    return s_each_day_file (self, "BEGIN; DELETE FROM executions; DELETE FROM executions_text;",
+                            cg_execlog_index_file, "PRAGMA user_version = 1; COMMIT;", err);
 }
 
 void
