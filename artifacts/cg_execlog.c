@@ -214,6 +214,33 @@ cg_execlog_exec (cg_execlog_t *self, const char *sql, cg_error_t **err)
 //  --------------------------------------------------------------------------
 //  The log
 
+//  Ends with a newline each session file whose last line a crash cut short (the process
+//  died in its write), so that the next line appended to it is a line of its own. Logs
+//  how many.
+static void
+s_end_cut_session_files (cg_execlog_t *self)
+{
+    zlistx_t *names = cg_execlog_files (self, "session-");
+    int ended = 0;
+    for (const char *name = zlistx_first (names); name; name = zlistx_next (names)) {
+        cleanup_close int fd =
+            openat (self->dir_fd, name, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        char last = '\n';
+        if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_size == 0
+            || pread (fd, &last, 1, st.st_size - 1) != 1 || last == '\n')
+            continue;
+        if (write (fd, "\n", 1) == 1)
+            ended++;
+        else
+            cg_log (1, "execution log: %s/%s: %s", self->dir, name, strerror (errno));
+    }
+    zlistx_destroy (&names);
+    if (ended > 0)
+        cg_log (1, "execution log: ended %d session file(s) a crash left with a line cut short",
+                ended);
+}
+
 cg_execlog_t *
 cg_execlog_open (const char *dir, const cg_execlog_options_t *options, cg_error_t **err)
 {
@@ -232,7 +259,39 @@ cg_execlog_open (const char *dir, const cg_execlog_options_t *options, cg_error_
     }
     if (cg_execlog_index_open (self, err) < 0)
         cg_execlog_destroy (&self);
+    else
+        s_end_cut_session_files (self);
     return self;
+}
+
+cg_execlog_t *
+cg_execlog_open_reader (const cg_execlog_t *log, cg_error_t **err)
+{
+    cg_execlog_t *self = cg_xcalloc (1, sizeof *self);
+    self->dir = cg_xstrdup (log->dir);
+    self->options = log->options;
+    self->reader = true;
+    self->dir_fd = open (log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_free char *path = cg_strdupf ("%s/" CG_EXECLOG_INDEX, log->dir);
+    if (self->dir_fd < 0)
+        cg_error_set (err, errno, "open %s: %s", log->dir, strerror (errno));
+    else if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        cg_execlog_db_error (self, err, "open to read");
+    else {
+        sqlite3_busy_timeout (self->db, 5000);
+        return self;
+    }
+    cg_execlog_destroy (&self);
+    return NULL;
+}
+
+//  -1 with *err set when SELF is a reader (cg_execlog_open_reader), which never writes.
+static int
+s_writer (cg_execlog_t *self, cg_error_t **err)
+{
+    return self->reader
+               ? cg_error_set (err, EROFS, "execution log %s: a reader cannot write", self->dir)
+               : 0;
 }
 
 void
@@ -280,6 +339,8 @@ s_session_line (json_t *entry)
 int
 cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
 {
+    if (s_writer (self, err) < 0)
+        return -1;
     if (self->options.mode == CG_EXECLOG_OFF)
         return 0;
     json_t *copy = json_deep_copy (entry);
@@ -324,6 +385,8 @@ cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
 int
 cg_execlog_session_event (cg_execlog_t *self, json_t *entry, cg_error_t **err)
 {
+    if (s_writer (self, err) < 0)
+        return -1;
     if (self->options.mode == CG_EXECLOG_OFF)
         return 0;
     const char *session_id = cg_execlog_str (entry, "session_id");
@@ -641,6 +704,8 @@ s_session_last (cg_execlog_t *self, const char *name)
 int
 cg_execlog_sweep (cg_execlog_t *self, time_t now, cg_error_t **err)
 {
+    if (s_writer (self, err) < 0)
+        return -1;
     const cg_execlog_options_t *o = &self->options;
     time_t cut_success = now - (time_t)o->success_days * S_DAY_S;
     time_t cut_failed = now - (time_t)o->failed_days * S_DAY_S;

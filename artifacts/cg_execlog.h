@@ -5,7 +5,8 @@
     corrupt, it is rebuilt from them. Retention per category (successful executions,
     failed ones, session files) by a sweep the caller runs now and then. Names no
     protocol: entries are JSON objects in seed 002's layout, made by the caller.
-    Single-threaded: one owner calls everything. */
+    Single-threaded: one owner calls everything; a reader (cg_execlog_open_reader) is a
+    second handle on the same directory for another thread, which only searches and reads. */
 #ifndef CG_EXECLOG_H
 #define CG_EXECLOG_H
 
@@ -43,6 +44,13 @@ int cg_execlog_mode_from_name (const char *name);
     or no index can be opened at all. Caller owns it. */
 cg_execlog_t *cg_execlog_open (const char *dir, const cg_execlog_options_t *options,
                                cg_error_t **err);
+
+/*  Opens a reader of LOG (borrowed; it must stay open as long): its own read-only
+    connection to the index and its own directory handle, for one other thread than LOG's
+    owner to call cg_execlog_search and cg_execlog_get on while the owner writes (the index
+    is in WAL mode: a search sees what was committed when it began). The writing calls
+    fail on it (EROFS). Returns it, or NULL with *err set. Caller owns it. */
+cg_execlog_t *cg_execlog_open_reader (const cg_execlog_t *log, cg_error_t **err);
 
 /*  Closes the log; sets *self_p to NULL. Safe on NULL. */
 void cg_execlog_destroy (cg_execlog_t **self_p);

@@ -18,6 +18,7 @@ struct cg_execlog_t {
     sqlite3 *db;
     sqlite3_stmt *insert;     /* a row of executions */
     sqlite3_stmt *insert_fts; /* its text */
+    bool reader;              /* a second handle that only searches and reads (no statements) */
 };
 
 /*  ENTRY's string KEY, or NULL. */

@@ -17,10 +17,10 @@
     "session_dir", "workspace", "site", "ipc_dir", "oci_config", "container_start", "kernel_spec", \
         "connection_file", "kernel_sockets", "kernel_exec", "handshake"
 
-/*  The hold points: the execution log's worker about to search or read the log, or to index
-    a line it has just written; a transport's parser (stdio, Streamable HTTP) about to parse
-    a large message. */
-#define CG_FAULT_HOLDS "log_read", "log_index", "request_parse"
+/*  The hold points: the execution log's reader about to search or read the log; its writer
+    about to write a run's or a session's line, or to index a line it has just written; a
+    transport's parser (stdio, Streamable HTTP) about to parse a large message. */
+#define CG_FAULT_HOLDS "log_read", "log_write", "log_index", "request_parse"
 
 /*  Removes every `--test-fail-at LIST` and `--test-hold-at POINT:PATH` pair from ARGV (shifting the rest down and
     updating *ARGC) and arms the steps LIST names (comma-separated) and the holds. Call it

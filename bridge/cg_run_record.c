@@ -278,10 +278,11 @@ cg_run_record_new (cg_registry_t *registry, const cg_config_t *config, cg_execlo
     cg_run_record_t *self = cg_xcalloc (1, sizeof *self);
     *self =
         (cg_run_record_t){.config = config, .log = log, .log_worker = log_worker, .store = store};
-    //  The notebook record and the script counters before the answer (a client may export
-    //  the notebook or list its scripts as soon as it has it); the rest after.
+    //  The notebook record, the log's entry and the script counters before the answer (a
+    //  client may export the notebook, search the log or list its scripts as soon as it has
+    //  it: an MCP answer waits for the log's writes queued before it); the rest after.
     cg_registry_observe_runs_early (registry, s_notebook_cb, self);
-    cg_registry_observe_runs (registry, s_log_cb, self);
+    cg_registry_observe_runs_early (registry, s_log_cb, self);
     cg_registry_observe_runs (registry, s_metrics_cb, NULL);
     cg_registry_observe_runs_early (registry, s_script_cb, self);
     return self;

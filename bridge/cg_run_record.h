@@ -13,10 +13,11 @@
 
 typedef struct cg_run_record_t cg_run_record_t;
 
-/*  Registers the run observers on REGISTRY, once, at the process's start, in the order
-    they are told (after the front end's answer): the notebook cell, the execution-log entry (LOG; NULL: it could not be
-    opened, nothing is logged; written on LOG_WORKER, the one thread that calls LOG), the
-    metrics, the script's counters (recorded on STORE, the worker for slow disk work). All
+/*  Registers the run observers on REGISTRY, once, at the process's start: before the
+    front end's answer the notebook cell, the execution-log entry (LOG; NULL: it could not
+    be opened, nothing is logged; queued to LOG_WORKER, the one thread that writes LOG,
+    which an answer can wait for: cg_execlog_queue_then) and the script's counters
+    (recorded on STORE, the worker for slow disk work); after it the metrics. All
     arguments are borrowed and must outlive the registry. Returns the observers' state,
     which the caller destroys after the registry. */
 cg_run_record_t *cg_run_record_new (cg_registry_t *registry, const cg_config_t *config,

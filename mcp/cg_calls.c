@@ -79,6 +79,8 @@ cg_server_call_cancel (cg_server_t *self, cg_call_t *call)
 void
 cg_server_call_interrupt (cg_server_t *self, cg_call_t *call)
 {
+    if (call->ending)
+        return; /* its session's runner may be running another call's cell by now */
     zactor_t *runner = call->oneshot;
     if (!runner) {
         cg_registry_session_t *session =

@@ -66,6 +66,18 @@ cg_server_log_worker (cg_server_t *self)
     return self->log_worker;
 }
 
+cg_execlog_t *
+cg_server_log_reader (cg_server_t *self)
+{
+    return self->log_reader;
+}
+
+cg_worker_t *
+cg_server_log_reads (cg_server_t *self)
+{
+    return self->log_reads;
+}
+
 cg_loop_t *
 cg_server_loop (cg_server_t *self)
 {
@@ -159,6 +171,7 @@ s_store_cb (cg_loop_t *loop, short revents, void *arg)
     (void)revents;
     cg_worker_collect (((cg_server_t *)arg)->store);
     cg_worker_collect (((cg_server_t *)arg)->files);
+    cg_worker_collect (((cg_server_t *)arg)->log_reads);
 }
 
 //  Before each wait: the 2026-07-28 calls' streams looked at; once stdin has ended, the
@@ -204,6 +217,16 @@ cg_mcp_new (const cg_mcp_env_t *env)
     cg_loop_watch_socket (self->loop, cg_worker_sock (self->store), ZMQ_POLLIN, s_store_cb, self);
     self->files = cg_worker_new ("files", env->store_max);
     cg_loop_watch_socket (self->loop, cg_worker_sock (self->files), ZMQ_POLLIN, s_store_cb, self);
+    //  The log's searches and reads run beside its writes, so that no answer waiting for a
+    //  write (cg_tools_run) waits for a search.
+    cg_error_t *err = NULL;
+    if (self->execlog && !(self->log_reader = cg_execlog_open_reader (self->execlog, &err))) {
+        cg_log (0, "execution log: %s (it cannot be searched)", cg_error_message (err));
+        cg_error_destroy (&err);
+    }
+    self->log_reads = cg_worker_new ("log-search", env->log_reads_max);
+    cg_loop_watch_socket (self->loop, cg_worker_sock (self->log_reads), ZMQ_POLLIN, s_store_cb,
+                          self);
     //  The features and tools register their methods, hooks and their own loop hooks.
     for (size_t i = 0; env->setup[i]; i++)
         env->setup[i](self);
@@ -237,13 +260,17 @@ cg_mcp_destroy (cg_server_t **self_p)
     if (zsys_interrupted) {
         cg_worker_cancel_waiting (self->store);
         cg_worker_cancel_waiting (self->files);
+        cg_worker_cancel_waiting (self->log_reads);
     }
     cg_loop_forget (self->loop, self);
     cg_worker_destroy (&self->store);
     cg_worker_destroy (&self->files);
-    //  The log's searches queued are answered while the calls are here (the worker is the
-    //  process's and outlives this front end).
+    //  The runs' answers waiting for their log lines and the log's searches queued are
+    //  answered while the calls are here (the writer is the process's and outlives this
+    //  front end).
     cg_worker_flush (self->log_worker);
+    cg_worker_destroy (&self->log_reads);
+    cg_execlog_destroy (&self->log_reader);
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self->calls); /* before the registry: the calls' one-shot runners */
     cg_streamable_destroy (&self->streamable);

@@ -20,9 +20,10 @@ typedef struct {
     cg_loop_t *loop;
     cg_http_t *http;         /* the listener, NULL when off */
     cg_execlog_t *execlog;   /* NULL when it could not open */
-    cg_worker_t *log_worker; /* the thread that alone calls EXECLOG (its searches queue there) */
+    cg_worker_t *log_worker; /* the thread that alone writes EXECLOG */
     int in_fd, out_fd;       /* stdio's, used when CONFIG->http is not set */
     size_t store_max;        /* the disk work's queue (cg_server_store): works at once */
+    size_t log_reads_max;    /* the log's searches and reads (cg_server_log_reads): at once */
     /*  What registers with the core once it is set up (and on the loop), in order: the
         features, the tools, the conformance fixtures. NULL-terminated. */
     cg_server_setup_fn *const *setup;

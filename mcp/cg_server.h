@@ -59,6 +59,7 @@ typedef struct {
     char *run_id;             /* run_python's run id */
     zactor_t *oneshot;        /* the one-shot runner, owned here */
     bool cancelled;           /* notifications/cancelled arrived: send no response */
+    bool ending;              /* its run ended; its answer waits for the log (cg_tools_run) */
     cg_channel_t *channel;    /* where its answer goes (a reference) */
     json_t *progress_token;   /* _meta.progressToken, or NULL */
     int progress;             /* progress notifications sent */
@@ -129,7 +130,9 @@ cg_http_t *cg_server_http (cg_server_t *self);           /* the listener; NULL w
 cg_execlog_t *cg_server_execlog (cg_server_t *self);     /* NULL when it could not open */
 cg_worker_t *cg_server_store (cg_server_t *self);        /* slow disk work off the loop */
 cg_worker_t *cg_server_files_worker (cg_server_t *self); /* uploads and reads off the loop */
-cg_worker_t *cg_server_log_worker (cg_server_t *self);   /* the one thread calling the log */
+cg_worker_t *cg_server_log_worker (cg_server_t *self);   /* the one thread writing the log */
+cg_execlog_t *cg_server_log_reader (cg_server_t *self);  /* its reader, NULL when none */
+cg_worker_t *cg_server_log_reads (cg_server_t *self);    /* the thread calling the reader */
 cg_loop_t *cg_server_loop (cg_server_t *self);           /* the process's loop */
 
 /*  Dispatches REQ (its method set) with PARAMS through the method table: the method's

@@ -22,15 +22,16 @@ struct cg_server_t {
     cg_streamable_t *streamable;  /* the Streamable HTTP transport, or NULL */
     zhashx_t *calls;              /* key -> cg_call_t */
     unsigned long next_key;
-    zlistx_t *logs;          /* "<level>\t<message>" logged on this thread */
-    cg_execlog_t *execlog;   /* the process's execution log (borrowed), NULL when it could
-                              not open */
-    cg_worker_t *store;      /* the script library's and notebooks' disk work (cg_tools_jobs) */
-    cg_worker_t *files;      /* uploads' and read_artifact's (cg_tools_files) */
-    cg_worker_t *log_worker; /* the process's: the one thread that calls EXECLOG (borrowed) */
-    zhashx_t *tasks;         /* id -> cg_task_t (cg_tasks) */
-    int64_t next_ping_us;    /* when cg_server_calls_tick looks at the streams next */
-    zlistx_t *listeners;     /* 2026-07-28's subscriptions/listen requests (cg_listen) */
+    zlistx_t *logs;           /* "<level>\t<message>" logged on this thread */
+    cg_execlog_t *execlog;    /* the process's execution log (borrowed), or NULL */
+    cg_worker_t *store;       /* the script library's and notebooks' disk work (cg_tools_jobs) */
+    cg_worker_t *files;       /* uploads' and read_artifact's (cg_tools_files) */
+    cg_worker_t *log_worker;  /* the process's: the one thread that writes EXECLOG (borrowed) */
+    cg_execlog_t *log_reader; /* EXECLOG's reader (cg_execlog_open_reader), or NULL */
+    cg_worker_t *log_reads;   /* the thread that searches and reads with it (cg_tools_logs) */
+    zhashx_t *tasks;          /* id -> cg_task_t (cg_tasks) */
+    int64_t next_ping_us;     /* when cg_server_calls_tick looks at the streams next */
+    zlistx_t *listeners;      /* 2026-07-28's subscriptions/listen requests (cg_listen) */
     int64_t next_listen_us;
     int drain_stage;        /* stdin has ended (cg_server_drain): 0 not yet, 1 the calls in
                                flight may finish, 2 they were interrupted */

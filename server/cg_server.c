@@ -43,7 +43,7 @@ typedef struct {
     cg_loop_t *loop;
     cg_registry_t *registry;
     cg_execlog_t *execlog;    /* NULL when it could not open */
-    cg_worker_t *log_worker;  /* the thread that writes and searches it (cg_execlog_queue) */
+    cg_worker_t *log_worker;  /* the thread that writes it (cg_execlog_queue) */
     cg_run_record_t *records; /* the registry's run observers (cg_run_record) */
     cg_http_t *http;          /* the listener, NULL when off */
     cg_downloads_t *downloads;
@@ -321,7 +321,7 @@ cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *insta
     }
     cg_adopt (self.registry, backend, instance, config);
     self.execlog = s_execlog_open (config);
-    self.log_worker = cg_worker_new ("log", CG_TOOLS_LOG_JOBS_MAX);
+    self.log_worker = cg_worker_new ("log", CG_TOOLS_LOG_JOBS_MAX); /* writes: forced past it */
     cg_loop_watch_socket (self.loop, cg_worker_sock (self.log_worker), ZMQ_POLLIN, s_log_worker_cb,
                           self.log_worker);
     //  Before every wait, in this order: the registry (idle sessions, the pool), the
@@ -331,9 +331,17 @@ cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *insta
     int rc = s_http_start (&self) < 0 ? 1 : 0;
     if (rc == 0) {
         cg_server_setup_fn *setup[] = {s_mcp_features, extra, NULL};
-        cg_mcp_env_t env = {
-            config,          self.registry, self.loop, self.http,         self.execlog,
-            self.log_worker, in_fd,         out_fd,    CG_TOOLS_JOBS_MAX, setup};
+        cg_mcp_env_t env = {.config = config,
+                            .registry = self.registry,
+                            .loop = self.loop,
+                            .http = self.http,
+                            .execlog = self.execlog,
+                            .log_worker = self.log_worker,
+                            .in_fd = in_fd,
+                            .out_fd = out_fd,
+                            .store_max = CG_TOOLS_JOBS_MAX,
+                            .log_reads_max = CG_TOOLS_LOG_JOBS_MAX,
+                            .setup = setup};
         cg_server_t *mcp = cg_mcp_new (&env);
         s_frontend_add (&self, &cg_frontend_mcp, mcp);
         s_observers (&self, cg_server_store (mcp));

@@ -197,11 +197,11 @@ struct cg_tool_job_t {
 bool cg_tools_job_start (const cg_request_t *req, cg_tool_job_t *job);
 
 /*  The same on WORKER (borrowed), which the job's RUN needs: the execution log's tools
-    queue on the one thread that calls the log (cg_server_log_worker). */
+    queue on the thread that calls its reader (cg_server_log_reads). */
 bool cg_tools_job_start_on (const cg_request_t *req, cg_tool_job_t *job, cg_worker_t *worker);
 
-/*  The execution log's worker holds at most this many searches and reads waiting or
-    running (with the writes, which it takes past the limit). */
+/*  The execution log's reader holds at most this many searches and reads waiting or
+    running. */
 #define CG_TOOLS_LOG_JOBS_MAX 16
 
 /*  The request CALL (a job's) was made for, rebuilt to be handled again (as a tool's

@@ -2,7 +2,9 @@
     the store is artifacts/cg_execlog, its handle the process's (server/cg_server.c, which
     also writes each session's lifecycle; the runs' entries are bridge/cg_run_record's).
     The arguments are checked on the loop; the search or read runs as a job on the log's
-    worker (cg_server_log_worker), after every write queued before it. */
+    reader (cg_server_log_reads, cg_server_log_reader), beside its writer: it sees every
+    run whose answer came before it was asked (a run is answered once its line is written,
+    cg_tools_run), and a long one holds no write. */
 #include "mcp/tools/cg_tools.h"
 #include "artifacts/cg_notebook.h"
 #include "bridge/cg_outcome.h"
@@ -16,7 +18,7 @@
 static bool
 s_unavailable (const cg_request_t *req)
 {
-    if (cg_server_execlog (req->server))
+    if (cg_server_log_reader (req->server))
         return false;
     cg_request_result (req, cg_tools_error_object ("log_unavailable",
                                                    "The execution log could not be opened "
@@ -58,7 +60,7 @@ s_log_job_new (const cg_request_t *req, void (*run) (cg_tool_job_t *))
     s_log_job_t *self = cg_xcalloc (1, sizeof *self);
     self->job.run = run;
     self->job.free = s_log_job_free;
-    self->log = cg_server_execlog (req->server);
+    self->log = cg_server_log_reader (req->server);
     self->owner = cg_xstrdup (req->client->id);
     return self;
 }
@@ -126,7 +128,7 @@ cg_tools_search_execution_logs (const cg_request_t *req, json_t *arguments)
         .since = job->since,
         .limit = limit ? (int)json_integer_value (limit) : 20,
     };
-    cg_tools_job_start_on (req, &job->job, cg_server_log_worker (req->server));
+    cg_tools_job_start_on (req, &job->job, cg_server_log_reads (req->server));
 }
 
 //  On the log's worker: the entry, in get_execution_log's layout, or execution_not_found.
@@ -180,5 +182,5 @@ cg_tools_get_execution_log (const cg_request_t *req, json_t *arguments)
     }
     s_log_job_t *job = s_log_job_new (req, s_get_run);
     job->execution_id = cg_xstrdup (id);
-    cg_tools_job_start_on (req, &job->job, cg_server_log_worker (req->server));
+    cg_tools_job_start_on (req, &job->job, cg_server_log_reads (req->server));
 }

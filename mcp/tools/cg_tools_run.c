@@ -8,6 +8,7 @@
 #include "mcp/cg_jsonrpc.h"
 #include "mcp/tools/cg_run_result.h"
 #include "base/cg_util.h"
+#include "artifacts/cg_execlog_queue.h"
 #include "artifacts/cg_workspace.h"
 
 #include <sodium.h>
@@ -474,10 +475,40 @@ s_run_response (cg_server_t *server, cg_call_t *call, cg_registry_session_t *ses
     return result;
 }
 
+//  A run's answer waiting for the log's writer to write its lines.
+typedef struct {
+    cg_server_t *server;
+    char key[32];   /* its call's */
+    json_t *result; /* the call's result, or NULL: the runner gave none */
+} s_logged_answer_t;
+
+//  cg_execlog_then_fn: the lines queued before it are written (or the server is ending):
+//  the call, unless it is gone meanwhile (its client ended, the server stopped), is
+//  answered and ends.
+static void
+s_logged_answer_cb (void *arg, bool written)
+{
+    s_logged_answer_t *self = arg;
+    (void)written;
+    cg_call_t *call = cg_server_call (self->server, self->key);
+    if (call && self->result)
+        cg_server_call_answer (call, self->result);
+    else if (call)
+        cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
+    else
+        json_decref (self->result);
+    if (call)
+        cg_server_call_end (self->server, call);
+    free (self);
+}
+
 //  The answer of a run's call (cg_run_report_t's answer; ARG is the server), once the
 //  registry has ended the run: the resource subscribers hear of the run (before the
 //  answer, which ends an HTTP call's stream that carries their notifications), then the
-//  call is answered from the run's outcome (NULL: the runner gave none) and ends. A call
+//  call's answer is made from the run's outcome (NULL: the runner gave none) and sent once
+//  the execution log's lines about the run are written (its entry, queued by the registry's
+//  early observers, a package's install line by its tool's finish), so that a client never
+//  has an answer whose run is not in the log, even if the server is killed next. A call
 //  already gone (its client ended) has nothing to answer.
 static void
 s_answer_cb (void *arg, cg_registry_session_t *session, const cg_run_report_t *run)
@@ -488,15 +519,18 @@ s_answer_cb (void *arg, cg_registry_session_t *session, const cg_run_report_t *r
         return;
     cg_outcome_t *outcome = run->outcome;
     cg_resources_ran (server, call, session ? session->id : NULL, outcome);
-    if (!outcome)
-        cg_server_call_fail (call, CG_JSONRPC_INTERNAL_ERROR, "the runner returned no result");
-    else {
+    s_logged_answer_t *answer = cg_xcalloc (1, sizeof *answer);
+    answer->server = server;
+    snprintf (answer->key, sizeof answer->key, "%s", call->key);
+    if (outcome) {
         const cg_tool_t *row = cg_tools_find (call->tool);
-        cg_server_call_answer (call, row && row->finish
-                                         ? row->finish (server, call, session, outcome)
-                                         : s_run_response (server, call, session, outcome));
+        answer->result = row && row->finish ? row->finish (server, call, session, outcome)
+                                            : s_run_response (server, call, session, outcome);
     }
-    cg_server_call_end (server, call);
+    //  Its run has ended: nothing is left to interrupt (its session may run another's).
+    call->ending = true;
+    cg_execlog_queue_then (cg_server_log_worker (server), cg_server_execlog (server),
+                           s_logged_answer_cb, answer);
 }
 
 void

@@ -1,6 +1,7 @@
 // The main loop never waits on heavy work (issue 29, point 2): the execution log's searches
-// and reads run on the log's own worker, after the writes queued before them, at most
-// CG_TOOLS_LOG_JOBS_MAX (16) at once, beyond that a clear server_busy; uploads are decoded
+// and reads run on the log's reader thread, at most CG_TOOLS_LOG_JOBS_MAX (16) at once,
+// beyond that a clear server_busy, beside its writer, which a run's answer waits for (issue
+// 30: an answered run is in the log) and a search never holds; uploads are decoded
 // and written off the loop; a large Streamable HTTP body is parsed off the loop. Work is
 // held in flight with --test-hold-at POINT:PATH (released by creating PATH), or its order
 // checked against a ping sent right after it, so nothing here is timed.
@@ -31,7 +32,7 @@ async function heldServer(tag) {
   return { server, release: () => fs.writeFileSync(release, ''), held, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-test('a ping and other calls are answered while a log search is in flight; the search then finds the run logged before it', async () => {
+test('a ping and other calls, a run among them, are answered while a log search is in flight; the search then finds both runs', async () => {
   const { server, release, held, cleanup } = await heldServer('ping');
   const c = server.client;
   try {
@@ -48,8 +49,9 @@ test('a ping and other calls are answered while a log search is in flight; the s
     assert.equal(settled, false, 'the search is still held');
     release();
     const found = (await search).structuredContent;
-    // The first run was logged before the search was queued; the second one after it.
-    assert.deepEqual(found.results.map((r) => r.execution_id), [run.execution_id], JSON.stringify(found));
+    // The search runs once released, beside the writer: both runs were answered, so both
+    // are logged by then (newest first).
+    assert.deepEqual(found.results.map((r) => r.execution_id), [other.execution_id, run.execution_id], JSON.stringify(found));
     const again = (await call(c, 'search_execution_logs', { query: 'loop-marker' })).structuredContent;
     assert.equal(again.total_count, 2);
     const entry = (await call(c, 'get_execution_log', { execution_id: other.execution_id })).structuredContent;
@@ -61,7 +63,53 @@ test('a ping and other calls are answered while a log search is in flight; the s
   }
 });
 
-test('the log worker holds at most 16 searches; past that a call is answered server_busy at once', async () => {
+// Starts a server whose first log write (a run's entry or a session's line) waits until
+// release() is called.
+async function heldWriteServer(tag) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cg-e2e-loop-${tag}-`));
+  const release = path.join(dir, 'release');
+  const logs = path.join(dir, 'logs');
+  const server = await startServer({ name: `loop-${tag}`, args: ['--log-dir', logs, '--test-hold-at', `log_write:${release}`] });
+  const held = async () => {
+    for (let i = 0; i < 6000 && !server.stderrText().includes('held at log_write'); i++) await sleep(10);
+    assert.match(server.stderrText(), /held at log_write until/, 'the write reached the hold');
+  };
+  return { server, logs, release: () => fs.writeFileSync(release, ''), held, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+// The execution_ids in the day files of LOGS, read now.
+const loggedIds = (logs) => fs.readdirSync(logs).filter((f) => f.startsWith('executions-'))
+  .flatMap((f) => fs.readFileSync(path.join(logs, f), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l).execution_id));
+
+test('a run is answered only once its log line is written: while the write is held, pings and log searches are answered and the run is not', async () => {
+  const { server, logs, release, held, cleanup } = await heldWriteServer('write');
+  const c = server.client;
+  try {
+    let atAnswer = null;
+    const run = call(c, 'execute_code', { language: 'bash', code: 'echo held-write-marker' }).then((r) => {
+      atAnswer = loggedIds(logs); // read the moment the answer arrives
+      return r;
+    });
+    await held();
+    // The loop and the log's reader are free; the run's answer waits for its line.
+    for (let i = 0; i < 3; i++) assert.deepEqual(await c.ping({ timeout: 30000 }), {});
+    const search = (await call(c, 'search_execution_logs', { query: 'held-write-marker' })).structuredContent;
+    assert.equal(search.total_count, 0, JSON.stringify(search));
+    assert.equal(atAnswer, null, 'the run was answered before its log line was written');
+    release();
+    const result = (await run).structuredContent;
+    assert.equal(result.stdout, 'held-write-marker\n', JSON.stringify(result));
+    assert.ok(atAnswer.includes(result.execution_id), `its line was in the log when the answer came: ${JSON.stringify(atAnswer)}`);
+    const found = (await call(c, 'search_execution_logs', { query: 'held-write-marker' })).structuredContent;
+    assert.deepEqual(found.results.map((r) => r.execution_id), [result.execution_id]);
+  } finally {
+    release();
+    await server.close();
+    cleanup();
+  }
+});
+
+test('the log reader holds at most 16 searches; past that a call is answered server_busy at once', async () => {
   const { server, release, held, cleanup } = await heldServer('limit');
   const c = server.client;
   try {
@@ -78,7 +126,7 @@ test('the log worker holds at most 16 searches; past that a call is answered ser
     assert.equal(busy.length, 5, `16 out (1 held + 15 waiting), the other 5 refused: ${JSON.stringify(settled.map((r) => r.structuredContent))}`);
     assert.equal(settled.length, 5, 'only the refused calls are answered');
     assert.equal(busy[0].isError, true);
-    assert.match(busy[0].structuredContent.message, /log worker has 16 operations waiting, its limit/);
+    assert.match(busy[0].structuredContent.message, /log-search worker has 16 operations waiting, its limit/);
     release();
     const firstResult = (await first).structuredContent;
     assert.equal(firstResult.total_count, 0);

@@ -142,9 +142,11 @@ const FAULT_FNS = {
     sock.destroy();
     return true;
   },
-  // The stdio server SIGKILLed and started again on its state dir (--keep-sessions on): a
-  // kept session keeps its state. Then once more, precisely between an execution's log line
-  // and its index row (--test-hold-at log_index): the next start's index equals the lines.
+  // The stdio server SIGKILLed and started again on its state dir (--keep-sessions on), once
+  // more precisely between an execution's log line and its index row (--test-hold-at
+  // log_index: that run's answer waits for its write, so it is killed unanswered), and once
+  // again: the next start's index equals the lines, and the kept session kept its state
+  // across both kills.
   async server_kill_restart(ctx, server, phase) {
     const session = 'soak-fault-keep';
     const call = (code) => runCall(ctx, { front: 'stdio', session, lang: 'python', kind: 'fault', expect: 'any', token: newToken(), args: { language: 'python', code } });
@@ -156,13 +158,15 @@ const FAULT_FNS = {
       await killStdio(ctx);
       const hold = path.join(ctx.stdioState, `hold-${phase}`);
       ctx.s1 = await ctx.restartStdio(['--test-hold-at', `log_index:${hold}`]);
-      const after = await call('print(kept_value + 1)');
-      if (!/42/.test(after?.structuredContent?.stdout ?? '')) ctx.ledger.fail('keep', `a kept session lost its state across SIGKILL: ${JSON.stringify(after?.structuredContent ?? null).slice(0, 800)}`);
+      const unanswered = call('kept_value += 0');
       for (let i = 0; i < 400 && !ctx.s1.stderrText().includes('held at log_index'); i++) await sleep(25);
       const held = ctx.s1.stderrText().includes('held at log_index');
       if (!held) ctx.ledger.fail('fault', `the log's worker never reached log_index:\n${ctx.s1.stderrText().slice(-2000)}`);
       await killStdio(ctx);
+      await unanswered;
       ctx.s1 = await ctx.restartStdio();
+      const after = await call('print(kept_value + 1)');
+      if (!/42/.test(after?.structuredContent?.stdout ?? '')) ctx.ledger.fail('keep', `a kept session lost its state across SIGKILL: ${JSON.stringify(after?.structuredContent ?? null).slice(0, 800)}`);
       await checkExeclog(ctx, ctx.s1, `restart after a kill at log_index (phase ${phase})`);
       return held;
     } finally {

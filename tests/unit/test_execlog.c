@@ -1,12 +1,14 @@
 /*  Unit tests: the execution log (cg_execlog) — entries written as lines and indexed,
     search by each filter and by text, get, per-client scoping, the retention sweep, the
     index rebuilt from the lines when deleted or corrupt, caught up with the lines a crash left
-    unindexed or cut short, and the metadata and off modes. */
+    unindexed or cut short, a session file's line cut short, the metadata and off modes, and a
+    reader beside the writer. */
 #include "artifacts/cg_execlog.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 #include "cg_test.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -340,14 +342,97 @@ test_crash_catch_up (const char *dir)
     cg_execlog_destroy (&log);
 }
 
+//  A crash in a session line's write leaves it cut short: the next open ends it, so the
+//  next line appended to that session's file is whole.
+static void
+test_session_cut (const char *dir)
+{
+    const char *name = "session_cut";
+    cg_error_t *err = NULL;
+    cg_execlog_t *log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    json_t *start = json_pack ("{s:s, s:s}", "type", "session_start", "session_id", "sess_cut");
+    EXPECT (cg_execlog_session_event (log, start, &err) == 0, "session_start: %s",
+            cg_error_message (err));
+    json_decref (start);
+    cg_execlog_destroy (&log);
+    char path[600];
+    snprintf (path, sizeof path, "%s/session-sess_cut.jsonl", dir);
+    FILE *f = fopen (path, "a");
+    CHECK (f, "open %s", path);
+    fputs ("{\"type\":\"execution\",\"session_id\":\"sess_c", f);
+    fclose (f);
+    log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "reopen: %s", cg_error_message (err));
+    json_t *end = json_pack ("{s:s, s:s, s:s}", "type", "session_end", "session_id", "sess_cut",
+                             "reason", "closed");
+    EXPECT (cg_execlog_session_event (log, end, &err) == 0, "session_end");
+    json_decref (end);
+    cg_execlog_destroy (&log);
+    //  Three lines: the start, the cut one (ended), the end, which parses.
+    f = fopen (path, "r");
+    CHECK (f, "read %s", path);
+    char line[512];
+    int lines = 0;
+    json_t *last = NULL;
+    while (fgets (line, sizeof line, f)) {
+        lines++;
+        json_decref (last);
+        last = json_loads (line, 0, NULL);
+    }
+    fclose (f);
+    EXPECT (lines == 3, "three lines, not %d", lines);
+    EXPECT (last && strcmp (json_string_value (json_object_get (last, "type")), "session_end") == 0,
+            "the line after the cut one is whole");
+    json_decref (last);
+}
+
+//  A reader (cg_execlog_open_reader) searches and gets what the writer has written, each
+//  search seeing the writes done before it, and cannot write.
+static void
+test_reader (const char *dir)
+{
+    const char *name = "reader";
+    cg_error_t *err = NULL;
+    cg_execlog_t *log = cg_execlog_open (dir, &s_options, &err);
+    CHECK (log, "open: %s", cg_error_message (err));
+    s_record (log, s_entry ("exec_r1", "stdio", "python", "success", "print(1)", "1\n", "", 0));
+    cg_execlog_t *reader = cg_execlog_open_reader (log, &err);
+    CHECK (reader, "open a reader: %s", cg_error_message (err));
+    EXPECT (s_count (reader, (cg_execlog_query_t){0}) == 1, "the reader finds the first entry");
+    //  Written after the reader opened: its next search sees it.
+    s_record (log, s_entry ("exec_r2", "stdio", "bash", "failed", "false", "", "", 0));
+    EXPECT (s_count (reader, (cg_execlog_query_t){.language = "bash"}) == 1,
+            "the reader finds an entry written after it opened");
+    json_t *entry = cg_execlog_get (reader, "exec_r2", "stdio");
+    EXPECT (entry && strcmp (json_string_value (json_object_get (entry, "code")), "false") == 0,
+            "the reader gets the whole entry");
+    json_decref (entry);
+    //  It never writes: not a line, not a session's, not a sweep.
+    json_t *more = s_entry ("exec_r3", "stdio", "python", "success", "3", "", "", 0);
+    EXPECT (cg_execlog_record (reader, more, &err) < 0 && err && err->code == EROFS,
+            "a reader cannot record");
+    cg_error_destroy (&err);
+    json_t *event = json_pack ("{s:s, s:s}", "type", "session_start", "session_id", "sess_r");
+    EXPECT (cg_execlog_session_event (reader, event, &err) < 0, "a reader cannot write a session");
+    cg_error_destroy (&err);
+    EXPECT (cg_execlog_sweep (reader, time (NULL), &err) < 0, "a reader cannot sweep");
+    cg_error_destroy (&err);
+    json_decref (more);
+    json_decref (event);
+    EXPECT (s_count (log, (cg_execlog_query_t){0}) == 2, "the writer still has two entries");
+    cg_execlog_destroy (&reader);
+    cg_execlog_destroy (&log);
+}
+
 int
 main (void)
 {
     char base[] = "/tmp/cg-execlog-XXXXXX";
     if (!mkdtemp (base))
         return 1;
-    char dirs[7][64];
-    for (int i = 0; i < 7; i++)
+    char dirs[9][64];
+    for (int i = 0; i < 9; i++)
         snprintf (dirs[i], sizeof dirs[i], "%s/%d", base, i);
     test_search_and_get (dirs[0]);
     test_cap (dirs[1]);
@@ -355,6 +440,8 @@ main (void)
     test_retention (dirs[3]);
     test_modes (dirs[4], dirs[5]);
     test_crash_catch_up (dirs[6]);
+    test_reader (dirs[7]);
+    test_session_cut (dirs[8]);
     cg_rm_rf (base, NULL);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
