@@ -123,7 +123,8 @@ export async function runCall(ctx, { front, client, session, lang, kind, expect,
 /** A session's lane: CELLS cells of seeded kinds in one language through one front end, then close_session. */
 export async function runLane(ctx, phase, i, cells) {
   const front = FRONTS[i % 3];
-  const lang = LANGS[(i + Math.floor(i / 3)) % 3];
+  // Three front ends and four languages: every pair within 12 lanes, R in the short run's 6.
+  const lang = LANGS[i % LANGS.length];
   const session = `soak-p${phase}-s${i}`;
   let client = null;
   if (front === 'http1') client = watchAnswers(ctx, (await ctx.s2.connect()).client);

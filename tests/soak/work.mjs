@@ -25,8 +25,8 @@ let serial = 0;
 export const newToken = () => `SOAKT${++serial}X`;
 export const TOKEN_RE = /SOAKT\d+X/g;
 
-export const LANGS = ['python', 'javascript', 'bash'];
-// Kinds by weight; timeout and cancel only where an interrupt is prompt (Python, bash).
+export const LANGS = ['python', 'javascript', 'bash', 'r'];
+// Kinds by weight; timeout and cancel only where an interrupt is prompt (Python, bash, R).
 const KINDS = ['print', 'print', 'print', 'display', 'stdin', 'file', 'raise', 'timeout', 'cancel'];
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
@@ -37,7 +37,7 @@ const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwA
 export function cellFor(lang, kind, token) {
   const file = `f_${token.slice(5, -1)}.txt`; // no token in the name: a file a fault left is no foreign token
   if ((kind === 'timeout' || kind === 'cancel') && lang === 'javascript') kind = 'print';
-  if (kind === 'display' && lang !== 'python') kind = 'print';
+  if (kind === 'display' && (lang === 'javascript' || lang === 'bash')) kind = 'print';
   const py = {
     print: `print('${token}')`,
     display: `from IPython.display import HTML, Image, display\nimport base64\ndisplay(HTML('<b>${token}</b>'))\n`
@@ -62,7 +62,16 @@ export function cellFor(lang, kind, token) {
     timeout: `echo ${token}; sleep 60`,
     cancel: `echo ${token}; sleep 60`,
   };
-  const code = { python: py, javascript: js, bash: sh }[lang][kind];
+  const r = {
+    print: `cat('${token}\\n')`,
+    display: `IRdisplay::display_html('<b>${token}</b>')\nIRdisplay::display_png(jsonlite::base64_dec('${PNG}'))\ncat('${token}\\n')`,
+    stdin: `cat(readLines('stdin'), sep = '\\n')`,
+    file: `writeLines('${token}', '${file}')\ncat(readLines('${file}'), sep = '\\n')\ninvisible(file.remove('${file}'))`,
+    raise: `cat('${token}\\n')\nstop('${token}')`,
+    timeout: `cat('${token}\\n')\nSys.sleep(60)`,
+    cancel: `cat('${token}\\n')\nSys.sleep(60)`,
+  };
+  const code = { python: py, javascript: js, bash: sh, r }[lang][kind];
   const args = { language: lang, code };
   if (kind === 'stdin') args.stdin = `${token}\n`;
   if (kind === 'timeout') args.timeout = 2;
