@@ -2,13 +2,16 @@
 #include "base/cg_worker.h"
 #include "base/cg_util.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
 
 struct cg_worker_t {
     zactor_t *actor;
     char *name;
     size_t queue_max;
+    int nice;             /* added to the thread's nice value as it starts */
     size_t pending;       /* queued, not collected: the owner's thread alone */
     atomic_bool stopping; /* set by cg_worker_destroy: waiting works are not run */
 };
@@ -19,6 +22,14 @@ static void
 s_actor (zsock_t *pipe, void *arg)
 {
     cg_worker_t *self = arg;
+    if (self->nice > 0) {
+        //  Linux: PRIO_PROCESS 0 is this thread alone. Lowering one's own priority needs no
+        //  privilege; a failure leaves it as it was.
+        errno = 0;
+        int now = getpriority (PRIO_PROCESS, 0);
+        if (errno == 0)
+            setpriority (PRIO_PROCESS, 0, now + self->nice > 19 ? 19 : now + self->nice);
+    }
     zsock_signal (pipe, 0);
     while (true) {
         char *command = NULL;
@@ -44,9 +55,16 @@ s_actor (zsock_t *pipe, void *arg)
 cg_worker_t *
 cg_worker_new (const char *name, size_t queue_max)
 {
+    return cg_worker_new_nice (name, queue_max, 0);
+}
+
+cg_worker_t *
+cg_worker_new_nice (const char *name, size_t queue_max, int nice)
+{
     cg_worker_t *self = cg_xcalloc (1, sizeof *self);
     self->name = cg_xstrdup (name);
     self->queue_max = queue_max;
+    self->nice = nice;
     atomic_init (&self->stopping, false);
     self->actor = zactor_new (s_actor, self);
     return self;

@@ -33,6 +33,12 @@ struct cg_work_t {
     waiting or running. Returns it; the caller owns it. */
 cg_worker_t *cg_worker_new (const char *name, size_t queue_max);
 
+/*  As cg_worker_new, the thread's nice value raised by NICE (capped at 19) as it starts:
+    heavy work on a client's behalf (a search, an export, a decode) then yields the CPU to
+    the event loop and to the runs' answers, on a busy machine. */
+#define CG_WORKER_NICE 10
+cg_worker_t *cg_worker_new_nice (const char *name, size_t queue_max, int nice);
+
 /*  Stops the worker once the works queued have run (a client's last requests are done
     and answered), or, after cg_worker_cancel_waiting, once the one running has: every work
     still out comes back through its after_cb (RAN false for those that did not run) before

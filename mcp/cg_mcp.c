@@ -213,9 +213,9 @@ cg_mcp_new (const cg_mcp_env_t *env)
     size_t message_max = config->max_upload_bytes / 3 * 4 + 1024 * 1024;
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
-    self->store = cg_worker_new ("store", env->store_max);
+    self->store = cg_worker_new_nice ("store", env->store_max, CG_WORKER_NICE);
     cg_loop_watch_socket (self->loop, cg_worker_sock (self->store), ZMQ_POLLIN, s_store_cb, self);
-    self->files = cg_worker_new ("files", env->store_max);
+    self->files = cg_worker_new_nice ("files", env->store_max, CG_WORKER_NICE);
     cg_loop_watch_socket (self->loop, cg_worker_sock (self->files), ZMQ_POLLIN, s_store_cb, self);
     //  The log's searches and reads run beside its writes, so that no answer waiting for a
     //  write (cg_tools_run) waits for a search.
@@ -224,7 +224,7 @@ cg_mcp_new (const cg_mcp_env_t *env)
         cg_log (0, "execution log: %s (it cannot be searched)", cg_error_message (err));
         cg_error_destroy (&err);
     }
-    self->log_reads = cg_worker_new ("log-search", env->log_reads_max);
+    self->log_reads = cg_worker_new_nice ("log-search", env->log_reads_max, CG_WORKER_NICE);
     cg_loop_watch_socket (self->loop, cg_worker_sock (self->log_reads), ZMQ_POLLIN, s_store_cb,
                           self);
     //  The features and tools register their methods, hooks and their own loop hooks.

@@ -1,7 +1,8 @@
 /*  Unit tests for cg_worker: works run in order on another thread and come back to the
     owner's thread; the queue is bounded (EAGAIN naming the limit; force goes past it);
     destroy runs what is queued and hands every work back; flush does that and the worker
-    goes on; cancelled, the waiting ones come back unrun. */
+    goes on; cancelled, the waiting ones come back unrun; a niced worker's thread runs at
+    the nice value asked, the owner's thread at its own. */
 #include "base/cg_worker.h"
 #include "base/cg_util.h"
 #include "cg_test.h"
@@ -9,16 +10,18 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 typedef struct {
     cg_work_t work;
     int number;
     pthread_t ran_on; /* set by the work */
+    int nice;         /* the worker thread's nice value, set by the work */
     bool slow;        /* sleeps a little, so that others wait behind it */
 } s_work_t;
 
-static int s_order[64], s_done, s_not_run;
+static int s_order[64], s_nice[64], s_done, s_not_run;
 static pthread_t s_owner;
 static atomic_int s_slow_started; /* slow works that began running */
 
@@ -27,6 +30,7 @@ s_work_cb (cg_work_t *work)
 {
     s_work_t *self = (s_work_t *)work;
     self->ran_on = pthread_self ();
+    self->nice = getpriority (PRIO_PROCESS, 0);
     if (self->slow) {
         atomic_fetch_add (&s_slow_started, 1);
         usleep (200 * 1000);
@@ -41,7 +45,8 @@ s_after_cb (cg_work_t *work, bool ran)
     if (ran) {
         EXPECT (!pthread_equal (self->ran_on, s_owner), "work %d ran on the worker's thread",
                 self->number);
-        s_order[s_done++] = self->number;
+        s_order[s_done] = self->number;
+        s_nice[s_done++] = self->nice;
     }
     else
         s_not_run++;
@@ -126,6 +131,16 @@ main (void)
     cg_worker_destroy (&worker);
     EXPECT (s_done == 1 && s_not_run == 3, "the running one finished, 3 not run: %d ran, %d not",
             s_done, s_not_run);
+    //  Niced: its thread runs at the owner's nice value plus 3, the owner's is unchanged.
+    s_done = 0;
+    int own = getpriority (PRIO_PROCESS, 0);
+    worker = cg_worker_new_nice ("test", 4, 3);
+    EXPECT (cg_worker_queue (worker, &s_new (40, false)->work, false, &err) == 0, "40 queued");
+    s_collect (worker, 1);
+    EXPECT (s_done == 1 && s_nice[0] == (own + 3 > 19 ? 19 : own + 3),
+            "the work ran at nice %d, the owner is at %d", s_nice[0], own);
+    EXPECT (getpriority (PRIO_PROCESS, 0) == own, "the owner's nice value is unchanged");
+    cg_worker_destroy (&worker);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }
