@@ -6,7 +6,8 @@
 // the next), 10 s apart. Prints p50/p95/p99 of the spaced calls and the bursts per server,
 // the misses (calls the pool did not serve: execute_code calls minus the log's "claimed by
 // a one-shot run" lines, for both servers; and this build's cellgate_pool_misses_total and
-// target from /metrics), and the load average beside each phase.
+// target from /metrics), each call's time with its misses marked, and the load average
+// beside each phase.
 //
 //   node tests/bench/bench_pool_traffic.mjs [calls=30] [gap_ms=2000] [bursts=4] [pool=python=4] [density=100]
 //   CELLGATE_BASE_BIN (default /work/helpers/cellgate-base) and CELLGATE_BIN (default
@@ -49,6 +50,7 @@ async function start(name, bin) {
   server.label = name;
   server.spaced = [];
   server.burst = [];
+  server.calls = [];
   return server;
 }
 
@@ -72,12 +74,19 @@ async function waitFull(server, n) {
   }
 }
 
+// One call; its time (ms) and whether the pool served it (a claim logged meanwhile) go to
+// SERVER.calls as "<ms>" or "<ms>*" (a miss), printed per call after each phase.
 async function once(server) {
+  const claims = server.claims;
   const t0 = process.hrtime.bigint();
   const r = sc(await callExec(server.client, { language: 'python', code: 'print(1)' }));
   if (r.status !== 'success' || r.stdout !== '1\n') throw new Error(`${server.label}: ${JSON.stringify(r)}`);
-  return Number(process.hrtime.bigint() - t0) / 1e6;
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  await sleep(50); // the claim's log line, written before the answer, read from the pipe
+  server.calls.push(`${ms.toFixed(0)}${server.claims > claims ? '' : '*'}`);
+  return ms;
 }
+const perCall = (s) => { const text = s.calls.join(' '); s.calls = []; return text; };
 
 // The load: bench_density.mjs on a server of its own, started again whenever it ends.
 let loading = true;
@@ -93,6 +102,7 @@ const servers = [await start('base', BASE), await start('this build', MINE)];
 try {
   await Promise.all(servers.map((s) => waitFull(s, size)));
   for (const s of servers) await once(s); // the page cache warm
+  for (const s of servers) perCall(s);
   await Promise.all(servers.map((s) => waitFull(s, size)));
   startLoad();
   await sleep(15000); // the density server is opening sessions
@@ -106,7 +116,7 @@ try {
   }
   const text1 = await metrics(servers[1]);
   for (const [k, s] of servers.entries())
-    console.log(`  ${s.label.padEnd(10)} ${fmt(s.spaced)}  max ${Math.max(...s.spaced).toFixed(1)}  misses ${CALLS - (s.claims - claims0[k])}`);
+    console.log(`  ${s.label.padEnd(10)} ${fmt(s.spaced)}  max ${Math.max(...s.spaced).toFixed(1)}  misses ${CALLS - (s.claims - claims0[k])}\n    per call (ms, * a miss): ${perCall(s)}`);
   console.log(`  ratio of p99s (this build / base) ${(pct(servers[1].spaced, 99) / pct(servers[0].spaced, 99)).toFixed(3)}; ` +
     `this build's /metrics: misses ${sample(text1, 'cellgate_pool_misses_total{language="python"}')}, ` +
     `target ${sample(text1, 'cellgate_pool_target_sandboxes{language="python"}')} (load average after: ${load()})`);
@@ -121,7 +131,7 @@ try {
   }
   const text2 = await metrics(servers[1]);
   for (const [k, s] of servers.entries())
-    console.log(`  ${s.label.padEnd(10)} ${fmt(s.burst)}  misses ${BURSTS * BURST - (s.claims - claims1[k])} of ${BURSTS * BURST}`);
+    console.log(`  ${s.label.padEnd(10)} ${fmt(s.burst)}  misses ${BURSTS * BURST - (s.claims - claims1[k])} of ${BURSTS * BURST}\n    per call (ms, * a miss): ${perCall(s)}`);
   console.log(`  this build's /metrics: misses ${sample(text2, 'cellgate_pool_misses_total{language="python"}') - misses1} in the bursts, ` +
     `hits ${sample(text2, 'cellgate_pool_hits_total{language="python"}')} in all, target ${sample(text2, 'cellgate_pool_target_sandboxes{language="python"}')} (load average after: ${load()})`);
 } finally {

@@ -280,21 +280,28 @@ test_modes (const char *dir_metadata, const char *dir_off)
     EXPECT (cg_execlog_mode_from_name ("some") < 0, "bad mode name");
 }
 
-//  Appends TEXT to DIR's executions file of today, as a crash would have left it.
+//  Appends TEXT to the file PATH, as a crash would have left it.
+static void
+s_append_to (const char *path, const char *text)
+{
+    const char *name = "append_raw";
+    FILE *f = fopen (path, "a");
+    CHECK (f, "open %s", path);
+    fputs (text, f);
+    fclose (f);
+}
+
+//  Appends TEXT to DIR's executions file of today.
 static void
 s_append_raw (const char *dir, const char *text)
 {
-    const char *name = "append_raw";
     time_t now = time (NULL);
     struct tm tm;
     gmtime_r (&now, &tm);
     char path[600];
     snprintf (path, sizeof path, "%s/executions-", dir);
     strftime (path + strlen (path), sizeof path - strlen (path), "%Y-%m-%d.jsonl", &tm);
-    FILE *f = fopen (path, "a");
-    CHECK (f, "open %s", path);
-    fputs (text, f);
-    fclose (f);
+    s_append_to (path, text);
 }
 
 //  A crash between a line and its row (SIGKILL on the log's worker after the write) leaves
@@ -358,10 +365,7 @@ test_session_cut (const char *dir)
     cg_execlog_destroy (&log);
     char path[600];
     snprintf (path, sizeof path, "%s/session-sess_cut.jsonl", dir);
-    FILE *f = fopen (path, "a");
-    CHECK (f, "open %s", path);
-    fputs ("{\"type\":\"execution\",\"session_id\":\"sess_c", f);
-    fclose (f);
+    s_append_to (path, "{\"type\":\"execution\",\"session_id\":\"sess_c");
     log = cg_execlog_open (dir, &s_options, &err);
     CHECK (log, "reopen: %s", cg_error_message (err));
     json_t *end = json_pack ("{s:s, s:s, s:s}", "type", "session_end", "session_id", "sess_cut",
@@ -370,7 +374,7 @@ test_session_cut (const char *dir)
     json_decref (end);
     cg_execlog_destroy (&log);
     //  Three lines: the start, the cut one (ended), the end, which parses.
-    f = fopen (path, "r");
+    FILE *f = fopen (path, "r");
     CHECK (f, "read %s", path);
     char line[512];
     int lines = 0;
