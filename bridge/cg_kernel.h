@@ -84,6 +84,12 @@ int cg_kernel_reap_children (cg_kernel_t *self);
     it prints is dropped. Returns 0 when it ran and replied "ok", else -1. */
 int cg_kernel_run_silent (cg_kernel_t *self, const char *code, int timeout_ms);
 
+/*  As cg_kernel_run_silent, CONTROL (may be NULL) polled while it runs as cg_kernel_execute
+    polls it: CONTROL_CB's CG_CONTROL_ABORT stops waiting at once (returns -1; the code may
+    still run: the caller ends the kernel). */
+int cg_kernel_run_silent_ctl (cg_kernel_t *self, const char *code, int timeout_ms, zsock_t *control,
+                              cg_control_cb *control_cb, void *arg);
+
 /*  Interrupts the running cell per the spec's interrupt_mode. Returns 0 or -1. */
 int cg_kernel_interrupt (cg_kernel_t *self);
 

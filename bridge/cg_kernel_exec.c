@@ -255,10 +255,18 @@ cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text, 
 int
 cg_kernel_run_silent (cg_kernel_t *self, const char *code, int timeout_ms)
 {
+    return cg_kernel_run_silent_ctl (self, code, timeout_ms, NULL, NULL, NULL);
+}
+
+int
+cg_kernel_run_silent_ctl (cg_kernel_t *self, const char *code, int timeout_ms, zsock_t *control,
+                          cg_control_cb *control_cb, void *arg)
+{
     cg_run_t run;
     cg_run_init (&run, 4096);
-    cg_exec_end_t end = s_execute (
-        self, code, true, NULL, cg_now_us () + (int64_t)timeout_ms * 1000, NULL, NULL, NULL, &run);
+    cg_exec_end_t end =
+        s_execute (self, code, true, NULL, cg_now_us () + (int64_t)timeout_ms * 1000, control,
+                   control_cb, arg, &run);
     int rc =
         end == CG_EXEC_DONE && run.reply_status && strcmp (run.reply_status, "ok") == 0 ? 0 : -1;
     cg_run_clear (&run);

@@ -303,8 +303,29 @@ s_start (s_runner_t *self, const char *language, const char *const *env)
     return why;
 }
 
+//  cg_control_cb while a pooled sandbox's preload runs: $TERM (the pool or the server
+//  stops) ends the wait at once, so that a server told to stop is not held by a warm-up
+//  for as long as the preload takes (and killed for it, leaving the sandbox behind). The
+//  pool sends nothing else to a sandbox it has not seen ready.
+static cg_control_t
+s_warm_control_cb (zsock_t *control, void *arg, char **input)
+{
+    s_runner_t *self = arg;
+    (void)input;
+    zmsg_t *msg = zmsg_recv (control);
+    char *command = msg ? zmsg_popstr (msg) : NULL;
+    if (!command || strcmp (command, "$TERM") == 0)
+        self->terminated = true;
+    else
+        cg_log (1, "pool: %s while warming up, dropped", command);
+    zstr_free (&command);
+    zmsg_destroy (&msg);
+    return self->terminated ? CG_CONTROL_ABORT : CG_CONTROL_NONE;
+}
+
 //  A pooled runner's warm-up (cg_runner.h): the sandbox and its kernel, handshaken and
 //  preloaded before anyone claims it, at a low priority. No user code runs in it here.
+//  Told to stop during the preload, it says nothing more (self->terminated).
 static void
 s_warm (s_runner_t *self)
 {
@@ -319,10 +340,20 @@ s_warm (s_runner_t *self)
     else if (rc == 0) {
         cg_kernel_t *kernel = cg_session_kernel (self->session, self->args.language, &err);
         rc = kernel ? 0 : -1;
+        if (kernel && self->args.preload)
+            cg_log (3, "pool: sandbox %s runs its preload", self->args.slot);
         if (kernel && self->args.preload
-            && cg_kernel_run_silent (kernel, self->args.preload, S_PRELOAD_TIMEOUT_MS) < 0)
+            && cg_kernel_run_silent_ctl (kernel, self->args.preload, S_PRELOAD_TIMEOUT_MS,
+                                         self->pipe, s_warm_control_cb, self)
+                   < 0
+            && !self->terminated)
             cg_log (1, "pool: the preload failed in sandbox %s (it waits without it)",
                     self->args.slot);
+    }
+    if (self->terminated) {
+        cg_log (2, "pool: sandbox %s stopped during its warm-up", self->args.slot);
+        cg_error_destroy (&err);
+        return;
     }
     if (rc == 0) {
         long pid = 0;

@@ -162,6 +162,33 @@ test('shutdown destroys the pooled sandboxes: no container or run directory is l
   }
 });
 
+test('a server told to stop while a pooled sandbox preloads stops without waiting for it: no container, run directory or mount is left', async () => {
+  // The preload imports a module of the shared package layer that takes 120 s: a server that
+  // waited for it would be killed by the SDK's close (stdin ended, 2 s, SIGTERM, 2 s,
+  // SIGKILL) and leave its sandbox running.
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-pool-stop-'));
+  fs.mkdirSync(path.join(state, 'packages', 'python'), { recursive: true });
+  fs.writeFileSync(path.join(state, 'packages', 'python', 'cgslowpreload.py'), 'import time\ntime.sleep(120)\n');
+  const server = await startServer({ name: 'pool-stop-preload', stateDir: state, args: [...POOL_ARGS, '--pool', 'python=1', '--pool-preload', 'cgslowpreload'] });
+  let exit = null;
+  server.transport._process?.on('exit', (code, signal) => { exit = { code, signal }; });
+  try {
+    const end = Date.now() + 90000;
+    while (!/pool: sandbox \S+ runs its preload/.test(server.stderrText()) && Date.now() < end) await sleep(100);
+    assert.match(server.stderrText(), /pool: sandbox \S+ runs its preload/, 'the warm-up reached its preload');
+    assert.equal(runcContainers(state).length, 1, 'the warming sandbox runs');
+    await server.client.close();
+    for (let i = 0; i < 100 && !exit; i++) await sleep(100);
+    assert.notEqual(exit?.signal, 'SIGKILL', `the server was killed: ${JSON.stringify(exit)}\n${server.stderrText().slice(-2000)}`);
+    assert.deepEqual(runcContainers(state), []);
+    assert.deepEqual(sessionDirs(state), []);
+    assert.match(server.stderrText(), /stopped during its warm-up/);
+  } finally {
+    await server.close();
+    fs.rmSync(state, { recursive: true, force: true });
+  }
+});
+
 test('after a crash (SIGKILL) the next start removes the pooled sandboxes the dead server left', async () => {
   const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-pool-crash-'));
   const INIT = { jsonrpc: '2.0', id: 0, method: 'initialize',

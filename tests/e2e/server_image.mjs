@@ -196,6 +196,14 @@ export function serverImageSuite(engine, { skip, start }) {
       const bad = text.split('\n').filter((line) => / cellgate (error|warn): /.test(line)).slice(-20);
       if (bad.length) process.stderr.write(`--- the server's warnings and errors ---\n${bad.join('\n')}\n`);
       await remove(eng.socket, serverId);
+      // The server removes its sandboxes as it stops; any left (a CI run once left four,
+      // not seen since) are said, with the server's log tail, and removed.
+      const filter = encodeURIComponent(JSON.stringify({ label: [`org.cellgate.state=${state}`] }));
+      const left = (await api(eng.socket, 'GET', `/containers/json?all=1&filters=${filter}`)).body ?? [];
+      if (left.length) {
+        process.stderr.write(`--- ${engine}: the stopped server left ${left.length} sandbox(es): ${left.map((c) => `${c.Names?.[0]} ${c.Labels?.['org.cellgate.kind']} ${c.State}`).join(', ')}; its log's tail:\n${text.slice(-4000)}\n`);
+        for (const c of left) await api(eng.socket, 'DELETE', `/containers/${c.Id}?force=1&v=1`);
+      }
     }
     if (state) {
       try { execFileSync('umount', ['-l', state]); } catch { /* not mounted */ }
