@@ -251,6 +251,8 @@ cg_execlog_open (const char *dir, const cg_execlog_options_t *options, cg_error_
     self->options = *options;
     if (!self->options.stream_cap)
         self->options.stream_cap = S_DEFAULT_CAP;
+    pthread_mutex_init (&self->lock, NULL);
+    pthread_cond_init (&self->written, NULL);
     self->dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (self->dir_fd < 0) {
         cg_error_set (err, errno, "open %s: %s", dir, strerror (errno));
@@ -265,12 +267,15 @@ cg_execlog_open (const char *dir, const cg_execlog_options_t *options, cg_error_
 }
 
 cg_execlog_t *
-cg_execlog_open_reader (const cg_execlog_t *log, cg_error_t **err)
+cg_execlog_open_reader (cg_execlog_t *log, cg_error_t **err)
 {
     cg_execlog_t *self = cg_xcalloc (1, sizeof *self);
     self->dir = cg_xstrdup (log->dir);
     self->options = log->options;
     self->reader = true;
+    self->writer = log;
+    pthread_mutex_init (&self->lock, NULL);
+    pthread_cond_init (&self->written, NULL);
     self->dir_fd = open (log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     cleanup_free char *path = cg_strdupf ("%s/" CG_EXECLOG_INDEX, log->dir);
     if (self->dir_fd < 0)
@@ -303,9 +308,43 @@ cg_execlog_destroy (cg_execlog_t **self_p)
     cg_execlog_index_close (self);
     if (self->dir_fd >= 0)
         close (self->dir_fd);
+    pthread_mutex_destroy (&self->lock);
+    pthread_cond_destroy (&self->written);
     free (self->dir);
     free (self);
     *self_p = NULL;
+}
+
+uint64_t
+cg_execlog_ticket_take (cg_execlog_t *self)
+{
+    return ++self->queued;
+}
+
+uint64_t
+cg_execlog_ticket_last (cg_execlog_t *self)
+{
+    return self->queued;
+}
+
+void
+cg_execlog_ticket_done (cg_execlog_t *self, uint64_t ticket)
+{
+    pthread_mutex_lock (&self->lock);
+    if (ticket > self->done)
+        self->done = ticket;
+    pthread_cond_broadcast (&self->written);
+    pthread_mutex_unlock (&self->lock);
+}
+
+void
+cg_execlog_ticket_wait (cg_execlog_t *self, uint64_t ticket)
+{
+    cg_execlog_t *writer = self->writer ? self->writer : self;
+    pthread_mutex_lock (&writer->lock);
+    while (writer->done < ticket)
+        pthread_cond_wait (&writer->written, &writer->lock);
+    pthread_mutex_unlock (&writer->lock);
 }
 
 //  A session id usable in a file name (the front ends' rule, checked again here).
@@ -336,9 +375,19 @@ s_session_line (json_t *entry)
     return line;
 }
 
+//  An execution's line written, its index row not yet made.
+struct cg_execlog_line_t {
+    json_t *entry; /* as written */
+    char file[40]; /* the day's file it went to */
+    off_t offset;
+    size_t len;
+};
+
 int
-cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
+cg_execlog_record_line (cg_execlog_t *self, json_t *entry, cg_execlog_line_t **line_p,
+                        cg_error_t **err)
 {
+    *line_p = NULL;
     if (s_writer (self, err) < 0)
         return -1;
     if (self->options.mode == CG_EXECLOG_OFF)
@@ -357,12 +406,12 @@ cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
         s_now_iso (now);
         json_object_set_new (copy, "executed_at", json_string (now));
     }
-    char file[40];
-    snprintf (file, sizeof file, "executions-%.10s.jsonl", cg_execlog_str (copy, "executed_at"));
-    size_t len;
-    cleanup_free char *line = s_line (copy, &len);
-    off_t offset;
-    int rc = s_append (self, file, line, len, &offset, err);
+    cg_execlog_line_t *written = cg_xcalloc (1, sizeof *written);
+    written->entry = copy;
+    snprintf (written->file, sizeof written->file, "executions-%.10s.jsonl",
+              cg_execlog_str (copy, "executed_at"));
+    cleanup_free char *line = s_line (copy, &written->len);
+    int rc = s_append (self, written->file, line, written->len, &written->offset, err);
     const char *session_id = cg_execlog_str (copy, "session_id");
     if (rc == 0 && s_plain_name (session_id)) {
         json_t *short_line = s_session_line (copy);
@@ -372,13 +421,45 @@ cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
         rc = s_append (self, name, text, short_len, NULL, err);
         json_decref (short_line);
     }
+    if (rc == 0)
+        *line_p = written;
+    else
+        cg_execlog_line_destroy (&written);
+    return rc;
+}
+
+void
+cg_execlog_index_line (cg_execlog_t *self, cg_execlog_line_t **line_p)
+{
+    cg_execlog_line_t *line = *line_p;
+    if (!line)
+        return;
     cg_fault_hold ("log_index"); /* a test's crash between the line and its row */
     cg_error_t *why = NULL;
-    if (rc == 0 && cg_execlog_index_entry (self, copy, file, offset, len, &why) < 0) {
+    if (cg_execlog_index_entry (self, line->entry, line->file, line->offset, line->len, &why) < 0) {
         cg_log (1, "%s", cg_error_message (why));
         cg_error_destroy (&why);
     }
-    json_decref (copy);
+    cg_execlog_line_destroy (line_p);
+}
+
+void
+cg_execlog_line_destroy (cg_execlog_line_t **line_p)
+{
+    cg_execlog_line_t *line = *line_p;
+    if (!line)
+        return;
+    json_decref (line->entry);
+    free (line);
+    *line_p = NULL;
+}
+
+int
+cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err)
+{
+    cg_execlog_line_t *line = NULL;
+    int rc = cg_execlog_record_line (self, entry, &line, err);
+    cg_execlog_index_line (self, &line);
     return rc;
 }
 

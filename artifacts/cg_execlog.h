@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 typedef struct cg_execlog_t cg_execlog_t;
@@ -50,7 +51,18 @@ cg_execlog_t *cg_execlog_open (const char *dir, const cg_execlog_options_t *opti
     owner to call cg_execlog_search and cg_execlog_get on while the owner writes (the index
     is in WAL mode: a search sees what was committed when it began). The writing calls
     fail on it (EROFS). Returns it, or NULL with *err set. Caller owns it. */
-cg_execlog_t *cg_execlog_open_reader (const cg_execlog_t *log, cg_error_t **err);
+cg_execlog_t *cg_execlog_open_reader (cg_execlog_t *log, cg_error_t **err);
+
+/*  The writer's tickets, which let a reader wait for the writes queued before it asked
+    (the writer's queue runs them in order): the queueing thread takes one per write
+    (cg_execlog_ticket_take, returns it) and reads the last taken (cg_execlog_ticket_last);
+    the writing thread says each done (cg_execlog_ticket_done, in order); another thread
+    waits until TICKET is done (cg_execlog_ticket_wait, on the writer or one of its
+    readers). */
+uint64_t cg_execlog_ticket_take (cg_execlog_t *self);
+uint64_t cg_execlog_ticket_last (cg_execlog_t *self);
+void cg_execlog_ticket_done (cg_execlog_t *self, uint64_t ticket);
+void cg_execlog_ticket_wait (cg_execlog_t *self, uint64_t ticket);
 
 /*  Closes the log; sets *self_p to NULL. Safe on NULL. */
 void cg_execlog_destroy (cg_execlog_t **self_p);
@@ -64,6 +76,21 @@ void cg_execlog_destroy (cg_execlog_t **self_p);
     index. Returns 0, or -1 with *err set (a failed index update is logged, not failed:
     the line is written and the next rebuild finds it). */
 int cg_execlog_record (cg_execlog_t *self, json_t *entry, cg_error_t **err);
+
+/*  cg_execlog_record in two steps, for a caller that must know the line is in its file
+    before the index has it (an answer waits for the line only; a crash between them leaves
+    a line the next open indexes): writes the lines and sets *LINE_P to what the index
+    needs (NULL in off mode or on failure), which cg_execlog_index_line takes. */
+typedef struct cg_execlog_line_t cg_execlog_line_t;
+int cg_execlog_record_line (cg_execlog_t *self, json_t *entry, cg_execlog_line_t **line_p,
+                            cg_error_t **err);
+
+/*  Indexes the line *LINE_P (taken: freed, *LINE_P set to NULL; nothing when NULL); a failed
+    update is logged (the next rebuild finds the line). */
+void cg_execlog_index_line (cg_execlog_t *self, cg_execlog_line_t **line_p);
+
+/*  Frees a line not indexed; sets *LINE_P to NULL. Safe on NULL. */
+void cg_execlog_line_destroy (cg_execlog_line_t **line_p);
 
 /*  Appends the session lifecycle entry ENTRY (borrowed; "type" session_start,
     package_install or session_end, and a "session_id" that is a plain name) to the

@@ -6,6 +6,8 @@
 #include "artifacts/cg_execlog.h"
 
 #include <czmq.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <sqlite3.h>
 #include <sys/types.h>
 
@@ -19,6 +21,13 @@ struct cg_execlog_t {
     sqlite3_stmt *insert;     /* a row of executions */
     sqlite3_stmt *insert_fts; /* its text */
     bool reader;              /* a second handle that only searches and reads (no statements) */
+    cg_execlog_t *writer;     /* a reader's writer (borrowed), else NULL */
+    /*  The writer's tickets (cg_execlog_ticket_*): how many writes were queued, and the
+        last one done; DONE under LOCK, signalled by WRITTEN. */
+    uint64_t queued;
+    uint64_t done;
+    pthread_mutex_t lock;
+    pthread_cond_t written;
 };
 
 /*  ENTRY's string KEY, or NULL. */

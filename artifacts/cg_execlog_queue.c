@@ -6,16 +6,21 @@
 
 #include <time.h>
 
-typedef enum { S_RECORD, S_SESSION_EVENT, S_SWEEP, S_THEN } s_kind_t;
+typedef enum { S_RECORD, S_INDEX, S_SESSION_EVENT, S_SWEEP, S_THEN } s_kind_t;
 
 typedef struct {
     cg_work_t work;
     s_kind_t kind;
+    cg_worker_t *worker;
     cg_execlog_t *log;
+    uint64_t ticket;          /* its place in the writer's queue (cg_execlog_ticket_take) */
     json_t *entry;            /* the worker's own copy; NULL for a sweep */
+    cg_execlog_line_t *line;  /* S_RECORD's line written, for its S_INDEX */
     cg_execlog_then_fn *then; /* S_THEN's, with its argument */
     void *then_arg;
 } s_write_t;
+
+static void s_queue_work (s_write_t *self);
 
 //  On the worker's thread.
 static void
@@ -23,10 +28,9 @@ s_write_work (cg_work_t *work)
 {
     s_write_t *self = (s_write_t *)work;
     cg_error_t *err = NULL;
-    if (self->kind == S_THEN)
-        return;
-    if (self->kind != S_SWEEP)
+    if (self->kind == S_RECORD || self->kind == S_SESSION_EVENT)
         cg_fault_hold ("log_write"); /* a test's write in flight */
+    int rc = 0;
     if (self->kind == S_SWEEP) {
         int removed = cg_execlog_sweep (self->log, time (NULL), &err);
         if (removed < 0)
@@ -34,24 +38,57 @@ s_write_work (cg_work_t *work)
         else if (removed > 0)
             cg_log (2, "execution log retention: %d entries and files removed", removed);
     }
-    else if ((self->kind == S_RECORD ? cg_execlog_record (self->log, self->entry, &err)
-                                     : cg_execlog_session_event (self->log, self->entry, &err))
-             < 0)
+    else if (self->kind == S_RECORD)
+        rc = cg_execlog_record_line (self->log, self->entry, &self->line, &err);
+    else if (self->kind == S_INDEX)
+        cg_execlog_index_line (self->log, &self->line);
+    else if (self->kind == S_SESSION_EVENT)
+        rc = cg_execlog_session_event (self->log, self->entry, &err);
+    if (rc < 0)
         cg_log (1, "execution log: %s", cg_error_message (err));
     cg_error_destroy (&err);
     json_decref (self->entry);
     self->entry = NULL;
+    cg_execlog_ticket_done (self->log, self->ticket);
 }
 
-//  Back on the owner's thread (or never run: the server is ending at a signal).
+//  Back on the owner's thread (or never run: the server is ending at a signal). A record's
+//  line, written, is indexed next, by a work of its own: what waits for the line (an
+//  answer: cg_execlog_queue_then) does not wait for the index.
 static void
 s_write_after (cg_work_t *work, bool ran)
 {
     s_write_t *self = (s_write_t *)work;
+    if (!ran && self->log)
+        cg_execlog_ticket_done (self->log, self->ticket);
+    if (self->line) {
+        s_write_t *index = cg_xcalloc (1, sizeof *index);
+        *index = (s_write_t){.work = self->work,
+                             .kind = S_INDEX,
+                             .worker = self->worker,
+                             .log = self->log,
+                             .line = self->line};
+        self->line = NULL;
+        s_queue_work (index);
+    }
     if (self->then)
         self->then (self->then_arg, ran);
     json_decref (self->entry);
     free (self);
+}
+
+//  Queues SELF (its fields set but its ticket) on its worker, past the worker's limit.
+static void
+s_queue_work (s_write_t *self)
+{
+    self->ticket = cg_execlog_ticket_take (self->log);
+    cg_error_t *err = NULL;
+    if (cg_worker_queue (self->worker, &self->work, true, &err) < 0) {
+        cg_log (1, "execution log: %s", cg_error_message (err));
+        cg_error_destroy (&err);
+        cg_execlog_line_destroy (&self->line);
+        s_write_after (&self->work, false);
+    }
 }
 
 static void
@@ -67,15 +104,11 @@ s_queue (cg_worker_t *worker, cg_execlog_t *log, s_kind_t kind, json_t **entry_p
     s_write_t *self = cg_xcalloc (1, sizeof *self);
     *self = (s_write_t){.work = {.work_cb = s_write_work, .after_cb = s_write_after},
                         .kind = kind,
+                        .worker = worker,
                         .log = log,
                         .entry = entry ? json_deep_copy (entry) : NULL};
     json_decref (entry);
-    cg_error_t *err = NULL;
-    if (cg_worker_queue (worker, &self->work, true, &err) < 0) {
-        cg_log (1, "execution log: %s", cg_error_message (err));
-        cg_error_destroy (&err);
-        s_write_after (&self->work, false);
-    }
+    s_queue_work (self);
 }
 
 void
@@ -106,13 +139,9 @@ cg_execlog_queue_then (cg_worker_t *worker, cg_execlog_t *log, cg_execlog_then_f
     s_write_t *self = cg_xcalloc (1, sizeof *self);
     *self = (s_write_t){.work = {.work_cb = s_write_work, .after_cb = s_write_after},
                         .kind = S_THEN,
+                        .worker = worker,
                         .log = log,
                         .then = then,
                         .then_arg = arg};
-    cg_error_t *err = NULL;
-    if (cg_worker_queue (worker, &self->work, true, &err) < 0) {
-        cg_log (1, "execution log: %s", cg_error_message (err));
-        cg_error_destroy (&err);
-        s_write_after (&self->work, false);
-    }
+    s_queue_work (self);
 }

@@ -92,10 +92,14 @@ s_take_one (cg_worker_t *self)
 void
 cg_worker_flush (cg_worker_t *self)
 {
-    //  STOP comes after every work queued: each one's answer arrives before STOPPED.
-    if (zstr_send (self->actor, "STOP") == 0)
+    //  STOP comes after every work queued: each one's answer arrives before STOPPED. Works
+    //  an after_cb queued meanwhile come after that STOP: another round waits for them.
+    do {
+        if (zstr_send (self->actor, "STOP") != 0)
+            return;
         while (s_take_one (self))
             ;
+    } while (self->pending > 0);
 }
 
 void

@@ -45,9 +45,10 @@ cg_worker_t *cg_worker_new_nice (const char *name, size_t queue_max, int nice);
     this returns. Sets *SELF_P to NULL; safe on NULL. */
 void cg_worker_destroy (cg_worker_t **self_p);
 
-/*  Waits until every work queued so far has run (or been skipped) and calls their
-    after_cb, on the caller's thread; the worker goes on taking works. For an owner of
-    works that ends before the worker does. Callable from the owner's thread only. */
+/*  Waits until every work queued so far, and every one their after_cb queue, has run (or
+    been skipped) and calls their after_cb, on the caller's thread; the worker goes on
+    taking works. For an owner of works that ends before the worker does. Callable from the
+    owner's thread only. */
 void cg_worker_flush (cg_worker_t *self);
 
 /*  From now on works still waiting come back without running (RAN false): for a server

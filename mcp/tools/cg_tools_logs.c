@@ -2,9 +2,9 @@
     the store is artifacts/cg_execlog, its handle the process's (server/cg_server.c, which
     also writes each session's lifecycle; the runs' entries are bridge/cg_run_record's).
     The arguments are checked on the loop; the search or read runs as a job on the log's
-    reader (cg_server_log_reads, cg_server_log_reader), beside its writer: it sees every
-    run whose answer came before it was asked (a run is answered once its line is written,
-    cg_tools_run), and a long one holds no write. */
+    reader (cg_server_log_reads, cg_server_log_reader), beside its writer, once the writes
+    queued before it are done (cg_execlog_ticket_wait: a run whose answer came before it
+    was asked is indexed by then), and a long one holds no write. */
 #include "mcp/tools/cg_tools.h"
 #include "artifacts/cg_notebook.h"
 #include "bridge/cg_outcome.h"
@@ -30,7 +30,8 @@ s_unavailable (const cg_request_t *req)
 //  A search or a read, on the log's worker: every field is the job's own.
 typedef struct {
     cg_tool_job_t job;
-    cg_execlog_t *log;
+    cg_execlog_t *log;        /* the reader */
+    uint64_t ticket;          /* the last write queued before it (cg_execlog_ticket_last) */
     cg_execlog_query_t query; /* its strings are the job's (the fields below) */
     char *owner, *language, *status, *text, *since;
     char *execution_id; /* get_execution_log's */
@@ -61,6 +62,7 @@ s_log_job_new (const cg_request_t *req, void (*run) (cg_tool_job_t *))
     self->job.run = run;
     self->job.free = s_log_job_free;
     self->log = cg_server_log_reader (req->server);
+    self->ticket = cg_execlog_ticket_last (cg_server_execlog (req->server));
     self->owner = cg_xstrdup (req->client->id);
     return self;
 }
@@ -70,6 +72,7 @@ static void
 s_search_run (cg_tool_job_t *job)
 {
     s_log_job_t *self = (s_log_job_t *)job;
+    cg_execlog_ticket_wait (self->log, self->ticket);
     cg_fault_hold ("log_read");
     cg_error_t *err = NULL;
     json_t *found = cg_execlog_search (self->log, &self->query, &err);
@@ -137,6 +140,7 @@ s_get_run (cg_tool_job_t *job)
 {
     s_log_job_t *self = (s_log_job_t *)job;
     const char *id = self->execution_id;
+    cg_execlog_ticket_wait (self->log, self->ticket);
     cg_fault_hold ("log_read");
     json_t *entry = cg_execlog_get (self->log, id, self->owner);
     if (!entry) {

@@ -404,8 +404,20 @@ test_reader (const char *dir)
     cg_execlog_t *reader = cg_execlog_open_reader (log, &err);
     CHECK (reader, "open a reader: %s", cg_error_message (err));
     EXPECT (s_count (reader, (cg_execlog_query_t){0}) == 1, "the reader finds the first entry");
-    //  Written after the reader opened: its next search sees it.
-    s_record (log, s_entry ("exec_r2", "stdio", "bash", "failed", "false", "", "", 0));
+    //  Written after the reader opened, in two steps: the line, then its row; the reader's
+    //  next search sees it once the row is in.
+    uint64_t ticket = cg_execlog_ticket_take (log);
+    json_t *r2 = s_entry ("exec_r2", "stdio", "bash", "failed", "false", "", "", 0);
+    cg_execlog_line_t *line = NULL;
+    EXPECT (cg_execlog_record_line (log, r2, &line, &err) == 0 && line, "the line is written");
+    json_decref (r2);
+    EXPECT (s_count (reader, (cg_execlog_query_t){.language = "bash"}) == 0,
+            "a line without its row is not found yet");
+    cg_execlog_index_line (log, &line);
+    EXPECT (line == NULL, "the line is taken");
+    cg_execlog_ticket_done (log, ticket);
+    cg_execlog_ticket_wait (reader, ticket); /* done: returns at once */
+    EXPECT (cg_execlog_ticket_last (log) == ticket, "the last ticket taken");
     EXPECT (s_count (reader, (cg_execlog_query_t){.language = "bash"}) == 1,
             "the reader finds an entry written after it opened");
     json_t *entry = cg_execlog_get (reader, "exec_r2", "stdio");
