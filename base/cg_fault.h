@@ -12,10 +12,12 @@
 
 /*  The steps of a sandbox's creation, in the order they happen: the session's directories,
     its workspace file system, package layer and ipc dir, the OCI config, the started
-    container, then per kernel its spec, connection file, sockets, process and handshake. */
+    container, then per kernel its spec, connection file, sockets, process and handshake;
+    and of its end: the runtime's delete of its container (runc; as if the runtime died in
+    it). */
 #define CG_FAULT_STEPS                                                                             \
     "session_dir", "workspace", "site", "ipc_dir", "oci_config", "container_start", "kernel_spec", \
-        "connection_file", "kernel_sockets", "kernel_exec", "handshake"
+        "connection_file", "kernel_sockets", "kernel_exec", "handshake", "container_delete"
 
 /*  The hold points: the execution log's reader about to search or read the log; its writer
     about to write a run's or a session's line, or to index a line it has just written; a

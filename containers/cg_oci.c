@@ -714,23 +714,31 @@ s_oci_peak_end (void *impl, const cg_sandbox_t *sandbox, cg_container_peak_t *pe
     return cg_cgroup_peak_end (dir, self->cgroup_v2, peak);
 }
 
+//  How many times a container's delete is tried: a runtime process that dies in its delete
+//  (killed, out of memory) leaves the container behind, and one more try removes it.
+#define S_DELETE_TRIES 3
+
 static int
 s_oci_destroy_container (void *impl, const cg_sandbox_t *sandbox, cg_error_t **err)
 {
     cg_oci_t *self = impl;
-    cg_error_t *local = NULL;
-    if (s_runtime (self, NULL, NULL, &local, "delete", "--force", sandbox->id, NULL) < 0) {
+    for (int attempt = 1;; attempt++) {
+        cg_error_t *local = NULL;
+        if (cg_fault_at ("container_delete", &local) == 0
+            && s_runtime (self, NULL, NULL, &local, "delete", "--force", sandbox->id, NULL) == 0)
+            return 0;
         bool gone = strstr (local->message, "does not exist")
                     || strstr (local->message, "not exist") || strstr (local->message, "not found");
-        if (!gone) {
-            cg_error_set (err, local->code, "destroy container %s: %s", sandbox->id,
-                          local->message);
+        if (gone || attempt == S_DELETE_TRIES) {
+            if (!gone)
+                cg_error_set (err, local->code, "destroy container %s: %s", sandbox->id,
+                              local->message);
             cg_error_destroy (&local);
-            return -1;
+            return gone ? 0 : -1;
         }
+        cg_log (1, "destroy container %s: %s; trying again", sandbox->id, local->message);
         cg_error_destroy (&local);
     }
-    return 0;
 }
 
 //  Removes what a runtime killed during a create left with PREFIX, which `list` does not

@@ -167,6 +167,20 @@ test('a failure at each create step of a one-shot leaves nothing behind; the ser
   }
 });
 
+test('a container delete that fails once (the runtime died in it) is tried again: nothing is left', async () => {
+  const server = await startServer({ args: ['--test-fail-at', 'container_delete'] });
+  const state = server.stateDir;
+  try {
+    const instance = fs.readdirSync(path.join(state, 'instances'))[0];
+    const r = sc(await callExec(server.client, { language: 'python', code: 'print(1)' }));
+    assert.equal(r.stdout, '1\n', JSON.stringify(r));
+    assert.deepEqual(await settle(state, instance, { live: true }, 10000), EMPTY, 'after the one-shot run');
+    assert.match(server.stderrText(), /injected failure at container_delete; trying again/);
+  } finally {
+    await server.close();
+  }
+});
+
 test('a session whose sandbox fails at any create step works on its next call and leaves nothing once closed', async () => {
   for (const step of STEPS) {
     const server = await startServer({ args: ['--test-fail-at', step] });
