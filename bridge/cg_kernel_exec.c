@@ -21,6 +21,8 @@
 //  (ipykernel's IOPub thread lags its shell reply by seconds on a loaded machine).
 #define S_IDLE_WAIT_US 2000000
 #define S_IDLE_WAIT_LONG_US 15000000
+//  How many times a request the kernel aborted without starting it is sent.
+#define S_ABORTED_TRIES 3
 
 #define HB_INTERVAL_US 1000000
 #define HB_MAX_MISSES 5
@@ -190,6 +192,12 @@ s_execute (cg_kernel_t *self, const char *code, bool silent, const char *stdin_t
         }
         if (items[CH_SHELL].revents)
             s_take (self, CH_SHELL, parent_id, run, &feed);
+        //  Aborted before the kernel took it (IRkernel aborts every request queued behind a
+        //  cell that errored or was interrupted, whatever stop_on_error says): no status
+        //  will come for it, and its code never ran.
+        if (feed.replied && !run->started && run->reply_status
+            && strcmp (run->reply_status, "aborted") == 0)
+            break;
         if (items[CH_STDIN].revents)
             s_take (self, CH_STDIN, parent_id, run, &feed);
         if (items[S_RUN_LOG].revents)
@@ -249,7 +257,20 @@ cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text, 
         cg_error_destroy (&err);
         self->stdin_file_set = stdin_text != NULL;
     }
-    return s_execute (self, code, false, stdin_text, deadline_us, control, control_cb, arg, run);
+    cg_exec_end_t end;
+    for (int attempt = 1;; attempt++) {
+        end = s_execute (self, code, false, stdin_text, deadline_us, control, control_cb, arg, run);
+        bool aborted = end == CG_EXEC_DONE && !run->started && run->reply_status
+                       && strcmp (run->reply_status, "aborted") == 0;
+        if (!aborted || attempt == S_ABORTED_TRIES || cg_now_us () >= deadline_us)
+            return end;
+        //  The code never ran (the kernel was still ending a cell before it): sent again.
+        cg_log (1,
+                "the %s kernel aborted a request it had not started (its previous cell's "
+                "error or interrupt): sending it again",
+                self->spec->language);
+        cg_run_reset (run);
+    }
 }
 
 int

@@ -153,6 +153,8 @@ cg_run_reset (cg_run_t *run)
     run->display_max = kept.display_max;
     run->on_output = kept.on_output;
     run->on_output_arg = kept.on_output_arg;
+    run->ask = kept.ask;
+    run->ask_arg = kept.ask_arg;
 }
 
 void

@@ -68,7 +68,8 @@ void cg_run_init (cg_run_t *run, size_t max_output);
 /*  Frees what RUN holds and zeroes it. */
 void cg_run_clear (cg_run_t *run);
 
-/*  Empties RUN for another try of the same request, keeping its limits and live output. */
+/*  Empties RUN for another try of the same request, keeping its limits, live output and
+    ask callback. */
 void cg_run_reset (cg_run_t *run);
 
 /*  What cg_run_feed keeps between the messages of one execution. */

@@ -5,7 +5,7 @@
 // the script library, the warm pool and seed 001's tool. Checks share a few sessions.
 
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,6 +55,59 @@ test("start_session and send_to_session in R; 'R' is an alias; state across call
   assert.equal(listed.language, 'r');
   assert.equal(listed.executions_count, 3);
   assert.equal(sc(await call('close_session', { session_id: sid })).status, 'closed');
+});
+
+// Another client on the same kernel (as a Jupyter console would connect to its ipc
+// sockets: the key and sockets read from the session's ipc dir on the host) runs a cell that
+// sleeps, then fails. A call made meanwhile queues behind it, and IRkernel aborts every
+// request queued behind an error (status "aborted", never run): cellgate sends it again.
+const OTHER_CLIENT = String.raw`
+import hashlib, hmac, json, sys, uuid, datetime, zmq
+info = json.load(open(sys.argv[1] + '/kernel-r.json'))
+key = info['key'].encode()
+ctx = zmq.Context()
+shell = ctx.socket(zmq.DEALER); shell.connect('ipc://' + sys.argv[1] + '/r-1')
+iopub = ctx.socket(zmq.SUB); iopub.setsockopt(zmq.SUBSCRIBE, b''); iopub.connect('ipc://' + sys.argv[1] + '/r-2')
+def send(code):
+    header = {'msg_id': uuid.uuid4().hex, 'session': uuid.uuid4().hex, 'username': 'other', 'msg_type': 'execute_request',
+              'version': '5.3', 'date': datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    parts = [json.dumps(x).encode() for x in (header, {}, {}, {'code': code, 'silent': False, 'store_history': True,
+             'user_expressions': {}, 'allow_stdin': False, 'stop_on_error': True})]
+    shell.send_multipart([b'<IDS|MSG>', hmac.new(key, b''.join(parts), hashlib.sha256).hexdigest().encode()] + parts)
+    return header['msg_id']
+import time; time.sleep(0.5)  # the subscription is live
+mid = send('Sys.sleep(4); stop("the other client fails")')
+while True:
+    frames = iopub.recv_multipart()
+    i = frames.index(b'<IDS|MSG>')
+    parent, content = json.loads(frames[i + 3]), json.loads(frames[i + 5])
+    if parent.get('msg_id') == mid and content.get('execution_state') == 'busy':
+        print('busy', flush=True); break
+frames = shell.recv_multipart()
+print('reply', json.loads(frames[frames.index(b'<IDS|MSG>') + 5])['status'], flush=True)
+`;
+
+test('a call queued behind another client\'s failing cell, which IRkernel aborts without running it, is sent again and runs', async () => {
+  const sid = sc(await call('start_session', { language: 'r' })).session_id;
+  expectStatus(await run({ language: 'r', session_id: sid, code: 'y <- 1' }), 'success', server);
+  const pid = sc(await call('list_sessions', {})).sessions.find((x) => x.session_id === sid).pid;
+  const instances = path.join(server.stateDir, 'instances');
+  const dirs = fs.readdirSync(instances).flatMap((i) => fs.readdirSync(path.join(instances, i, 'sessions')).map((d) => path.join(instances, i, 'sessions', d)));
+  const dir = dirs.find((d) => fs.existsSync(path.join(d, 'bundle', 'kernel-r.pid')) && Number(fs.readFileSync(path.join(d, 'bundle', 'kernel-r.pid'), 'utf8')) === pid);
+  assert.ok(dir, `the session's directory (kernel pid ${pid})`);
+  const other = spawn(PYTHON, ['-c', OTHER_CLIENT, path.join(dir, 'ipc')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => other.on('exit', resolve));
+  let out = '';
+  other.stdout.on('data', (d) => { out += d; });
+  other.stderr.on('data', (d) => { out += d; });
+  for (let i = 0; i < 300 && !out.includes('busy'); i++) await sleep(100);
+  assert.match(out, /busy/, `the other client's cell runs: ${out}`);
+  const r = expectStatus(await run({ language: 'r', session_id: sid, code: 'cat("after the other client", y, "\\n")' }), 'success', server);
+  assert.equal(r.stdout, 'after the other client 1 \n');
+  await exited;
+  assert.match(out, /reply error/, out);
+  assert.match(server.stderrText(), /aborted a request it had not started/);
+  await call('close_session', { session_id: sid });
 });
 
 test('the last value is the returnValue, as JSON the way Python and JavaScript give it', async () => {
