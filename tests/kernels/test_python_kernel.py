@@ -129,8 +129,11 @@ class DeferredImportTests(unittest.TestCase):
         types = {c["text"]: c["type"] for c in content["metadata"]["_jupyter_types_experimental"]}
         self.assertEqual(types.get("upper"), "function")
         self.assertEqual(self.loaded("jedi", "jedi.api.classes"), ["jedi", "jedi.api.classes"])
-        # A traceback (stack_data) and the terminal shell's embed, run on first use.
-        reply = self.kc.execute_interactive("def f():\n    raise KeyError('k')\nf()", timeout=30)
+        # A traceback (stack_data) and the terminal shell's embed, run on first use. The error
+        # must not abort the next request (stop_on_error, jupyter_client's default, makes
+        # ipykernel abort a request that comes while it is still ending the failed one).
+        reply = self.kc.execute_interactive("def f():\n    raise KeyError('k')\nf()", timeout=30,
+                                            stop_on_error=False)
         self.assertEqual(reply["content"]["ename"], "KeyError")
         plain = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(reply["content"]["traceback"]))
         self.assertIn("raise KeyError('k')", plain)
