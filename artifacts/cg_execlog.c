@@ -241,24 +241,34 @@ s_end_cut_session_files (cg_execlog_t *self)
                 ended);
 }
 
-cg_execlog_t *
-cg_execlog_open (const char *dir, const cg_execlog_options_t *options, cg_error_t **err)
+//  A handle on the log in DIR with OPTIONS (copied), its directory open, no index yet.
+//  Returns it, or NULL with *err set.
+static cg_execlog_t *
+s_handle_new (const char *dir, const cg_execlog_options_t *options, cg_error_t **err)
 {
-    if (cg_mkdir_p (dir, 0700, err) < 0)
-        return NULL;
     cg_execlog_t *self = cg_xcalloc (1, sizeof *self);
     self->dir = cg_xstrdup (dir);
     self->options = *options;
-    if (!self->options.stream_cap)
-        self->options.stream_cap = S_DEFAULT_CAP;
     pthread_mutex_init (&self->lock, NULL);
     pthread_cond_init (&self->written, NULL);
     self->dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (self->dir_fd < 0) {
         cg_error_set (err, errno, "open %s: %s", dir, strerror (errno));
         cg_execlog_destroy (&self);
-        return NULL;
     }
+    return self;
+}
+
+cg_execlog_t *
+cg_execlog_open (const char *dir, const cg_execlog_options_t *options, cg_error_t **err)
+{
+    if (cg_mkdir_p (dir, 0700, err) < 0)
+        return NULL;
+    cg_execlog_t *self = s_handle_new (dir, options, err);
+    if (!self)
+        return NULL;
+    if (!self->options.stream_cap)
+        self->options.stream_cap = S_DEFAULT_CAP;
     if (cg_execlog_index_open (self, err) < 0)
         cg_execlog_destroy (&self);
     else
@@ -269,25 +279,19 @@ cg_execlog_open (const char *dir, const cg_execlog_options_t *options, cg_error_
 cg_execlog_t *
 cg_execlog_open_reader (cg_execlog_t *log, cg_error_t **err)
 {
-    cg_execlog_t *self = cg_xcalloc (1, sizeof *self);
-    self->dir = cg_xstrdup (log->dir);
-    self->options = log->options;
+    cg_execlog_t *self = s_handle_new (log->dir, &log->options, err);
+    if (!self)
+        return NULL;
     self->reader = true;
     self->writer = log;
-    pthread_mutex_init (&self->lock, NULL);
-    pthread_cond_init (&self->written, NULL);
-    self->dir_fd = open (log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     cleanup_free char *path = cg_strdupf ("%s/" CG_EXECLOG_INDEX, log->dir);
-    if (self->dir_fd < 0)
-        cg_error_set (err, errno, "open %s: %s", log->dir, strerror (errno));
-    else if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+    if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         cg_execlog_db_error (self, err, "open to read");
-    else {
-        sqlite3_busy_timeout (self->db, 5000);
-        return self;
+        cg_execlog_destroy (&self);
+        return NULL;
     }
-    cg_execlog_destroy (&self);
-    return NULL;
+    sqlite3_busy_timeout (self->db, 5000);
+    return self;
 }
 
 //  -1 with *err set when SELF is a reader (cg_execlog_open_reader), which never writes.

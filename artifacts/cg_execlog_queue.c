@@ -21,6 +21,20 @@ typedef struct {
 } s_write_t;
 
 static void s_queue_work (s_write_t *self);
+static void s_write_work (cg_work_t *work);
+static void s_write_after (cg_work_t *work, bool ran);
+
+//  A write of KIND to LOG on WORKER, its other fields empty.
+static s_write_t *
+s_write_new (cg_worker_t *worker, cg_execlog_t *log, s_kind_t kind)
+{
+    s_write_t *self = cg_xcalloc (1, sizeof *self);
+    *self = (s_write_t){.work = {.work_cb = s_write_work, .after_cb = s_write_after},
+                        .kind = kind,
+                        .worker = worker,
+                        .log = log};
+    return self;
+}
 
 //  On the worker's thread.
 static void
@@ -62,12 +76,8 @@ s_write_after (cg_work_t *work, bool ran)
     if (!ran && self->log)
         cg_execlog_ticket_done (self->log, self->ticket);
     if (self->line) {
-        s_write_t *index = cg_xcalloc (1, sizeof *index);
-        *index = (s_write_t){.work = self->work,
-                             .kind = S_INDEX,
-                             .worker = self->worker,
-                             .log = self->log,
-                             .line = self->line};
+        s_write_t *index = s_write_new (self->worker, self->log, S_INDEX);
+        index->line = self->line;
         self->line = NULL;
         s_queue_work (index);
     }
@@ -101,12 +111,8 @@ s_queue (cg_worker_t *worker, cg_execlog_t *log, s_kind_t kind, json_t **entry_p
         json_decref (entry);
         return;
     }
-    s_write_t *self = cg_xcalloc (1, sizeof *self);
-    *self = (s_write_t){.work = {.work_cb = s_write_work, .after_cb = s_write_after},
-                        .kind = kind,
-                        .worker = worker,
-                        .log = log,
-                        .entry = entry ? json_deep_copy (entry) : NULL};
+    s_write_t *self = s_write_new (worker, log, kind);
+    self->entry = entry ? json_deep_copy (entry) : NULL;
     json_decref (entry);
     s_queue_work (self);
 }
@@ -136,12 +142,8 @@ cg_execlog_queue_then (cg_worker_t *worker, cg_execlog_t *log, cg_execlog_then_f
         then (arg, true);
         return;
     }
-    s_write_t *self = cg_xcalloc (1, sizeof *self);
-    *self = (s_write_t){.work = {.work_cb = s_write_work, .after_cb = s_write_after},
-                        .kind = S_THEN,
-                        .worker = worker,
-                        .log = log,
-                        .then = then,
-                        .then_arg = arg};
+    s_write_t *self = s_write_new (worker, log, S_THEN);
+    self->then = then;
+    self->then_arg = arg;
     s_queue_work (self);
 }

@@ -67,13 +67,20 @@ s_log_job_new (const cg_request_t *req, void (*run) (cg_tool_job_t *))
     return self;
 }
 
-//  On the log's worker.
+//  On the log's reader, before a search or a read: once the writes queued before it are done.
+static void
+s_read_begin (s_log_job_t *self)
+{
+    cg_execlog_ticket_wait (self->log, self->ticket);
+    cg_fault_hold ("log_read");
+}
+
+//  On the log's reader.
 static void
 s_search_run (cg_tool_job_t *job)
 {
     s_log_job_t *self = (s_log_job_t *)job;
-    cg_execlog_ticket_wait (self->log, self->ticket);
-    cg_fault_hold ("log_read");
+    s_read_begin (self);
     cg_error_t *err = NULL;
     json_t *found = cg_execlog_search (self->log, &self->query, &err);
     if (!found) {
@@ -134,14 +141,13 @@ cg_tools_search_execution_logs (const cg_request_t *req, json_t *arguments)
     cg_tools_job_start_on (req, &job->job, cg_server_log_reads (req->server));
 }
 
-//  On the log's worker: the entry, in get_execution_log's layout, or execution_not_found.
+//  On the log's reader: the entry, in get_execution_log's layout, or execution_not_found.
 static void
 s_get_run (cg_tool_job_t *job)
 {
     s_log_job_t *self = (s_log_job_t *)job;
     const char *id = self->execution_id;
-    cg_execlog_ticket_wait (self->log, self->ticket);
-    cg_fault_hold ("log_read");
+    s_read_begin (self);
     json_t *entry = cg_execlog_get (self->log, id, self->owner);
     if (!entry) {
         cleanup_free char *message =
