@@ -307,35 +307,46 @@ def run_ipykernel_all(binaries, warmup, cells):
         close_all(runners)
 
 
+def traced_cells(binary, specs, warmup, cells, label, tracer_argv, settle_s):
+    """Runs CELLS warm cells on cellgate mcp (stdio, null kernel) after WARMUP, with a tracer
+    attached for them: TRACER_ARGV(pid, out) is its command line, writing to the file OUT,
+    SETTLE_S the time it takes to attach to every thread; it is stopped with SIGINT. Returns
+    (the server's pid, the lines the tracer wrote)."""
+    runner = McpStdio([binary, "mcp", "--kernelspecs", specs, "--pool", "off", "--http-listen", "off"], NULL,
+                      label)
+    out = tempfile.mktemp(prefix="cg-bench-tracer-")
+    try:
+        for _ in range(warmup):
+            runner.execute()
+        pid = runner.child.proc.pid
+        tracer = subprocess.Popen(tracer_argv(pid, out), stderr=subprocess.DEVNULL)
+        time.sleep(settle_s)
+        for _ in range(cells):
+            runner.execute()
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(30)
+        with open(out) as f:
+            return pid, f.read().splitlines()
+    finally:
+        runner.close()
+        if os.path.exists(out):
+            os.unlink(out)
+
+
 def syscalls_per_cell(binary, specs, warmup, cells):
     """strace -f -c on cellgate mcp (stdio, null kernel) over CELLS warm cells: system calls
     per cell, in all and the most frequent ({name: count}), or None without strace."""
     if not shutil.which("strace"):
         return None
-    runner = McpStdio([binary, "mcp", "--kernelspecs", specs, "--pool", "off", "--http-listen", "off"], NULL,
-                      "strace mcp")
-    out = tempfile.mktemp(prefix="cg-bench-strace-")
-    try:
-        for _ in range(warmup):
-            runner.execute()
-        tracer = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(runner.child.proc.pid)],
-                                  stderr=subprocess.DEVNULL)
-        time.sleep(1.0)  # attached to every thread before the first counted cell
-        for _ in range(cells):
-            runner.execute()
-        tracer.send_signal(signal.SIGINT)
-        tracer.wait(30)
-        counts = {}
-        with open(out) as f:
-            for line in f:
-                p = line.split()
-                if len(p) >= 5 and p[0][0].isdigit() and p[-1] != "total":
-                    counts[p[-1]] = int(p[3]) / cells
-        return counts
-    finally:
-        runner.close()
-        if os.path.exists(out):
-            os.unlink(out)
+    # attached to every thread before the first counted cell
+    _, lines = traced_cells(binary, specs, warmup, cells, "strace mcp",
+                            lambda pid, out: ["strace", "-f", "-c", "-o", out, "-p", str(pid)], 1.0)
+    counts = {}
+    for line in lines:
+        p = line.split()
+        if len(p) >= 5 and p[0][0].isdigit() and p[-1] != "total":
+            counts[p[-1]] = int(p[3]) / cells
+    return counts
 
 
 def switches_per_cell(binary, specs, warmup, cells):
@@ -344,35 +355,20 @@ def switches_per_cell(binary, specs, warmup, cells):
     runner and the log threads), or None without perf (or when it may not attach)."""
     if not shutil.which("perf"):
         return None
-    runner = McpStdio([binary, "mcp", "--kernelspecs", specs, "--pool", "off", "--http-listen", "off"], NULL,
-                      "perf mcp")
-    out = tempfile.mktemp(prefix="cg-bench-perf-")
-    try:
-        for _ in range(warmup):
-            runner.execute()
-        pid = runner.child.proc.pid
-        tracer = subprocess.Popen(["perf", "stat", "-x,", "--per-thread", "-e", "context-switches", "-p", str(pid),
-                                   "-o", out], stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
-        for _ in range(cells):
-            runner.execute()
-        tracer.send_signal(signal.SIGINT)
-        tracer.wait(30)
-        counts = {"main": 0.0, "zmq I/O": 0.0, "others": 0.0}
-        with open(out) as f:
-            for line in f:
-                p = line.split(",")
-                if len(p) < 4 or "context-switches" not in p[3] or not p[1].strip().isdigit():
-                    continue
-                comm, _, tid = p[0].strip().rpartition("-")
-                group = "main" if tid == str(pid) else "zmq I/O" if comm.startswith("ZMQbg/IO") else "others"
-                counts[group] += int(p[1]) / cells
-        counts["all"] = sum(counts.values())
-        return counts if counts["all"] else None
-    finally:
-        runner.close()
-        if os.path.exists(out):
-            os.unlink(out)
+    pid, lines = traced_cells(
+        binary, specs, warmup, cells, "perf mcp",
+        lambda pid, out: ["perf", "stat", "-x,", "--per-thread", "-e", "context-switches", "-p", str(pid), "-o", out],
+        0.5)
+    counts = {"main": 0.0, "zmq I/O": 0.0, "others": 0.0}
+    for line in lines:
+        p = line.split(",")
+        if len(p) < 4 or "context-switches" not in p[3] or not p[1].strip().isdigit():
+            continue
+        comm, _, tid = p[0].strip().rpartition("-")
+        group = "main" if tid == str(pid) else "zmq I/O" if comm.startswith("ZMQbg/IO") else "others"
+        counts[group] += int(p[1]) / cells
+    counts["all"] = sum(counts.values())
+    return counts if counts["all"] else None
 
 
 def build_shim(outdir):
