@@ -66,6 +66,8 @@ TEST_DEBS=(
   curl python3-jupyter-kernel-test
   # export_notebook's tests validate its notebooks with nbformat
   python3-nbformat
+  # e2e_r's second client on a kernel's ipc sockets (pyzmq)
+  python3-zmq
   # the Jupyter gateway's tests: real front ends (Jupyter Server and Notebook with
   # --gateway-url, nbclient), a WebSocket client, and Debian's Chromium for the browser test
   python3-jupyter-server python3-notebook python3-nbclient python3-websocket chromium
