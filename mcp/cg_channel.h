@@ -36,6 +36,8 @@ bool cg_client_links (const cg_client_t *client);
 bool cg_client_same_owner (const cg_client_t *a, const cg_client_t *b);
 
 typedef struct cg_channel_t cg_channel_t;
+typedef struct cg_channel_out_t cg_channel_out_t;
+typedef struct cg_worker_t cg_worker_t;
 
 /*  What a transport implements. SEND delivers MESSAGE (borrowed; TEXT is its encoding,
     LEN bytes, without a newline); FREE releases the transport's channel once nobody
@@ -54,16 +56,26 @@ struct cg_channel_t {
     cg_client_t *client; /* whose channel it is (borrowed) */
     size_t budget;       /* the largest message sent, serialized (--max-result-bytes) */
     int refs;
-    unsigned status; /* the HTTP status of an answer sent alone (0: 200; cg_channel_status) */
-    bool standing;   /* it outlives each request (stdio's): later notifications still arrive */
+    unsigned status;      /* the HTTP status of an answer sent alone (0: 200; cg_channel_status) */
+    bool standing;        /* it outlives each request (stdio's): later notifications still arrive */
+    cg_worker_t *encoder; /* encodes its large messages off the loop (NULL: all on the loop) */
+    cg_channel_out_t *out_head, *out_tail; /* sent, in order, behind one still being encoded */
 };
+
+/*  A message whose rough size (cg_channel_send) reaches this is encoded on the channel's
+    encoder: a result of a megabyte takes 10-20 ms to serialize and fit, which the loop and
+    every other client would wait for. */
+#define CG_CHANNEL_ENCODE_AWAY (64 * 1024)
 
 /*  Asks for STATUS as the HTTP status of SELF's answer (when the transport has one and the
     answer is sent alone, not on a stream): 2026-07-28's 400 and 404 errors. */
 void cg_channel_status (cg_channel_t *self, unsigned status);
 
 /*  Sends MESSAGE (stolen) on SELF: encoded compact, a tools/call result fitted into the
-    budget first (cg_result_encode; resource links when the client's revision has them). */
+    budget first (cg_result_encode; resource links when the client's revision has them).
+    A large message is encoded on SELF's encoder and goes out when that is done; the
+    messages sent on SELF after it wait for it, so a channel's messages keep their order.
+    SELF is kept until then. */
 void cg_channel_send (cg_channel_t *self, json_t *message);
 
 /*  Takes a reference to SELF and returns it; cg_channel_release gives one back (the last

@@ -18,6 +18,9 @@
 //  Log lines of the main thread waiting to be forwarded; more are dropped.
 #define LOG_QUEUE_MAX 1000
 
+//  Large messages waiting for the encoder at most (cg_server_encoder).
+#define ENCODER_QUEUE_MAX 64
+
 zhashx_t *
 cg_server_tasks (cg_server_t *self)
 {
@@ -58,6 +61,12 @@ cg_worker_t *
 cg_server_files_worker (cg_server_t *self)
 {
     return self->files;
+}
+
+cg_worker_t *
+cg_server_encoder (cg_server_t *self)
+{
+    return self->encoder;
 }
 
 cg_worker_t *
@@ -172,6 +181,7 @@ s_store_cb (cg_loop_t *loop, short revents, void *arg)
     cg_worker_collect (((cg_server_t *)arg)->store);
     cg_worker_collect (((cg_server_t *)arg)->files);
     cg_worker_collect (((cg_server_t *)arg)->log_reads);
+    cg_worker_collect (((cg_server_t *)arg)->encoder);
 }
 
 //  Before each wait: the 2026-07-28 calls' streams looked at; once stdin has ended, the
@@ -227,6 +237,10 @@ cg_mcp_new (const cg_mcp_env_t *env)
     self->log_reads = cg_worker_new_nice ("log-search", env->log_reads_max, CG_WORKER_NICE);
     cg_loop_watch_socket (self->loop, cg_worker_sock (self->log_reads), ZMQ_POLLIN, s_store_cb,
                           self);
+    //  Large messages to the clients are encoded beside the loop; past ENCODER_QUEUE_MAX
+    //  waiting, on it (cg_channel_send).
+    self->encoder = cg_worker_new_nice ("encoder", ENCODER_QUEUE_MAX, CG_WORKER_NICE);
+    cg_loop_watch_socket (self->loop, cg_worker_sock (self->encoder), ZMQ_POLLIN, s_store_cb, self);
     //  The features and tools register their methods, hooks and their own loop hooks.
     for (size_t i = 0; env->setup[i]; i++)
         env->setup[i](self);
@@ -261,6 +275,7 @@ cg_mcp_destroy (cg_server_t **self_p)
         cg_worker_cancel_waiting (self->store);
         cg_worker_cancel_waiting (self->files);
         cg_worker_cancel_waiting (self->log_reads);
+        cg_worker_cancel_waiting (self->encoder); /* encoded on the loop, still sent */
     }
     cg_loop_forget (self->loop, self);
     cg_worker_destroy (&self->store);
@@ -270,6 +285,8 @@ cg_mcp_destroy (cg_server_t **self_p)
     //  front end).
     cg_worker_flush (self->log_worker);
     cg_worker_destroy (&self->log_reads);
+    //  Then every answer given is encoded and sent, before the transports go.
+    cg_worker_destroy (&self->encoder);
     cg_execlog_destroy (&self->log_reader);
     cg_log_set_hook (NULL, NULL);
     zhashx_destroy (&self->calls); /* before the registry: the calls' one-shot runners */

@@ -130,6 +130,7 @@ cg_http_t *cg_server_http (cg_server_t *self);           /* the listener; NULL w
 cg_execlog_t *cg_server_execlog (cg_server_t *self);     /* NULL when it could not open */
 cg_worker_t *cg_server_store (cg_server_t *self);        /* slow disk work off the loop */
 cg_worker_t *cg_server_files_worker (cg_server_t *self); /* uploads and reads off the loop */
+cg_worker_t *cg_server_encoder (cg_server_t *self);      /* large messages' encoding */
 cg_worker_t *cg_server_log_worker (cg_server_t *self);   /* the one thread writing the log */
 cg_execlog_t *cg_server_log_reader (cg_server_t *self);  /* its reader, NULL when none */
 cg_worker_t *cg_server_log_reads (cg_server_t *self);    /* the thread calling the reader */

@@ -29,6 +29,7 @@ struct cg_server_t {
     cg_worker_t *log_worker;  /* the process's: the one thread that writes EXECLOG (borrowed) */
     cg_execlog_t *log_reader; /* EXECLOG's reader (cg_execlog_open_reader), or NULL */
     cg_worker_t *log_reads;   /* the thread that searches and reads with it (cg_tools_logs) */
+    cg_worker_t *encoder;     /* encodes the large messages to clients (cg_channel_send) */
     zhashx_t *tasks;          /* id -> cg_task_t (cg_tasks) */
     int64_t next_ping_us;     /* when cg_server_calls_tick looks at the streams next */
     zlistx_t *listeners;      /* 2026-07-28's subscriptions/listen requests (cg_listen) */

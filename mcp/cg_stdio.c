@@ -185,7 +185,8 @@ cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
                                          .client = &self->client,
                                          .budget = cg_server_config (server)->max_result_bytes,
                                          .refs = 1,
-                                         .standing = true};
+                                         .standing = true,
+                                         .encoder = cg_server_encoder (server)};
     self->channel->out_fd = out_fd;
     //  The client's pipe: written without waiting (cg_stdio_destroy puts the flags back).
     //  A terminal keeps blocking writes: its file description is shared with the shell and

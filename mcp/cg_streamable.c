@@ -20,7 +20,9 @@ typedef struct {
     cg_http_exchange_t *exchange;
     json_t *request_id; /* the request the answer is for */
     s_state_t state;
-    int accepts; /* CG_ACCEPT_JSON and/or CG_ACCEPT_SSE: what the answer may be */
+    int accepts;      /* CG_ACCEPT_JSON and/or CG_ACCEPT_SSE: what the answer may be */
+    char *session_id; /* its Mcp-Session-Id header, copied: a message encoded off the loop may
+                         go out after a DELETE freed the client; NULL for 2026-07-28's */
 } s_channel_t;
 
 //  An MCP session: the core's client and its standalone GET stream.
@@ -61,8 +63,7 @@ s_send (cg_channel_t *base, json_t *message, const char *text, size_t len)
     s_channel_t *self = (s_channel_t *)base;
     bool final = s_answers (message, self->request_id);
     //  A 2026-07-28 client has no MCP session: none is named.
-    const char *headers[] = {base->client->stateless ? NULL : "Mcp-Session-Id", base->client->id,
-                             NULL};
+    const char *headers[] = {self->session_id ? "Mcp-Session-Id" : NULL, self->session_id, NULL};
     if (self->state == S_DONE)
         return;
     if (self->state == S_PENDING && final && ((self->accepts & CG_ACCEPT_JSON) || base->status)) {
@@ -102,6 +103,7 @@ s_free (cg_channel_t *base)
         cg_http_stream_close (self->exchange);
     cg_http_exchange_release (&self->exchange);
     json_decref (self->request_id);
+    free (self->session_id);
     free (self);
 }
 
@@ -529,9 +531,11 @@ s_post_message (cg_streamable_t *self, cg_http_exchange_t *ex, const char *sid, 
         channel->base = (cg_channel_t){.ops = &s_ops,
                                        .client = client,
                                        .budget = cg_server_config (self->server)->max_result_bytes,
-                                       .refs = 1};
+                                       .refs = 1,
+                                       .encoder = cg_server_encoder (self->server)};
         channel->exchange = cg_http_exchange_keep (ex);
         channel->accepts = accepts;
+        channel->session_id = client->stateless ? NULL : cg_xstrdup (client->id);
         channel->request_id =
             kind == CG_JSONRPC_REQUEST ? json_incref (json_object_get (message, "id")) : NULL;
         cg_server_handle (self->server, &channel->base, message);

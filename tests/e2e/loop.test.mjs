@@ -289,3 +289,73 @@ test('over stdio, a client that stops reading holds only its own answers: the lo
     fs.rmSync(state, { recursive: true, force: true });
   }
 });
+
+// Starts a server (stdio, or HTTP with { http: true }) whose first large message to a client
+// waits in the encoder until release() is called.
+async function heldEncodeServer(tag, { http = false } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cg-e2e-loop-${tag}-`));
+  const release = path.join(dir, 'release');
+  const args = ['--test-hold-at', `encode:${release}`];
+  const server = http ? await startHttpServer({ args }) : await startServer({ name: `loop-${tag}`, args });
+  const held = async () => {
+    for (let i = 0; i < 6000 && !server.stderrText().includes('held at encode'); i++) await sleep(10);
+    assert.match(server.stderrText(), /held at encode until/, 'the large answer reached the encoder');
+  };
+  return { server, release: () => fs.writeFileSync(release, ''), held, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+// 60 KB of output (within a run's output cap): an answer of over 120 KB (stdout in the
+// text and in structuredContent), within the result budget.
+const BIG_CELL = 'head -c 60000 /dev/zero | tr "\\0" y';
+
+test('over stdio, a large answer is encoded off the loop: the gateway answers while it is held, and a ping sent after it waits its turn', async () => {
+  const { server, release, held, cleanup } = await heldEncodeServer('encode-stdio');
+  try {
+    const c = server.client;
+    const origin = server.stderrText().match(/listening on (http:\/\/[0-9.]+:\d+)/)?.[1];
+    assert.ok(origin, 'the listener\'s address is in the log');
+    const order = [];
+    const run = call(c, 'execute_code', { language: 'bash', code: BIG_CELL }).then((r) => { order.push('run'); return r; });
+    await held();
+    const ping = c.ping({ timeout: 60000 }).then(() => order.push('ping'));
+    const api = await fetch(`${origin}/api`);
+    assert.equal(api.status, 401, 'the loop is free: the gateway answers');
+    await api.text();
+    await sleep(200);
+    assert.deepEqual(order, [], 'the run\'s answer is held, the ping after it waits');
+    release();
+    await Promise.all([run, ping]);
+    assert.deepEqual(order, ['run', 'ping'], 'the channel\'s messages kept their order');
+    const result = (await run).structuredContent;
+    assert.ok(result.stdout === 'y'.repeat(60000), `the answer is whole (${result.stdout?.length} bytes)`);
+  } finally {
+    release();
+    await server.close();
+    cleanup();
+  }
+});
+
+test('over Streamable HTTP, a large answer held in the encoder holds no one else: another client\'s pings are answered, and a DELETE of its session meanwhile harms nothing', async () => {
+  const { server, release, held, cleanup } = await heldEncodeServer('encode-http', { http: true });
+  try {
+    const { client: a, transport: ta } = await server.connect();
+    const { client: b } = await server.connect();
+    let settled = false;
+    const run = call(a, 'execute_code', { language: 'bash', code: BIG_CELL }).finally(() => { settled = true; });
+    await held();
+    for (let i = 0; i < 5; i++) assert.deepEqual(await b.ping({ timeout: 30000 }), {});
+    assert.equal(settled, false, 'the large answer is still held');
+    // The client's MCP session ends while its answer is being encoded: the answer still goes
+    // out on its own POST's response, which names the session it was asked in.
+    await ta.terminateSession();
+    release();
+    const result = (await run).structuredContent;
+    assert.ok(result.stdout === 'y'.repeat(60000), `the answer is whole (${result.stdout?.length} bytes)`);
+    assert.deepEqual(await b.ping({ timeout: 30000 }), {});
+    assert.equal(server.proc.exitCode, null, 'the server is up');
+  } finally {
+    release();
+    await server.close();
+    cleanup();
+  }
+});
