@@ -3,8 +3,10 @@
 #include "mcp/cg_listen.h"
 #include "mcp/cg_jsonrpc.h"
 #include "artifacts/cg_downloads.h"
+#include "artifacts/cg_wsfs.h"
 #include "base/cg_utf8.h"
 #include "base/cg_util.h"
+#include "base/cg_worker.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -183,46 +185,132 @@ s_contents (const char *uri, const char *mime, const char *bytes, size_t len)
     return json_pack ("{s:s, s:s, s:s}", "uri", uri, "mimeType", mime, "blob", b64);
 }
 
-//  Answers resources/read of workspace file REL of SESSION for URI.
+//  resources/read of a workspace file, on the files worker (as read_artifact's): the file
+//  read and encoded there, on a workspace handle of its own; the answer given on the loop
+//  through a call (cg_server_call_new), which a cancel or the client's end takes away.
+typedef struct {
+    cg_work_t work;
+    cg_server_t *server;
+    char key[32];              /* the call's */
+    const cg_config_t *config; /* the server's, read only */
+    char *workspace;           /* the workspace's host directory */
+    char *owner, *session_id, *token;
+    char *uri, *rel;
+    char *canonical; /* REL normalized, set by the worker */
+    json_t *contents;
+    struct stat st;
+    cg_error_t *err;
+} s_read_t;
+
 static void
-s_read_file (const cg_request_t *req, cg_registry_session_t *session, const char *uri,
-             const char *rel)
+s_read_work (cg_work_t *work)
 {
-    const cg_config_t *config = cg_server_config (req->server);
-    cg_error_t *err = NULL;
-    cleanup_free char *canonical = cg_workspace_normalize (rel, &err);
-    struct stat st = {0};
+    s_read_t *self = (s_read_t *)work;
+    cg_workspace_t *ws = cg_workspace_open (self->workspace, &self->err);
+    self->canonical = ws ? cg_workspace_normalize (self->rel, &self->err) : NULL;
     size_t len = 0;
     cleanup_free char *bytes =
-        canonical ? cg_workspace_read (session->ws, canonical, config->max_artifact_read_bytes,
-                                       &len, &st, &err)
-                  : NULL;
-    if (bytes) {
-        json_t *contents = s_contents (uri, cg_mime_type (canonical), bytes, len);
-        cg_request_result (req, json_pack ("{s:[o]}", "contents", contents));
-        cg_registry_touch (session);
-    }
+        self->canonical ? cg_workspace_read (
+            ws, self->canonical, self->config->max_artifact_read_bytes, &len, &self->st, &self->err)
+                        : NULL;
+    if (bytes)
+        self->contents = s_contents (self->uri, cg_mime_type (self->canonical), bytes, len);
+    cg_workspace_destroy (&ws);
+}
+
+//  Answers REQ, a resources/read of SELF's file, as it was read.
+static void
+s_read_answer (const cg_request_t *req, s_read_t *self)
+{
+    const cg_config_t *config = self->config;
+    cg_error_t *err = self->err;
+    if (self->contents)
+        cg_request_result (req, json_pack ("{s:[O]}", "contents", self->contents));
     else if (err && err->code == EFBIG) {
         cg_http_t *http = cg_server_http (req->server);
         cleanup_free char *url =
-            http ? cg_downloads_url (http, session->id, session->token, canonical) : NULL;
+            http ? cg_downloads_url (http, self->session_id, self->token, self->canonical) : NULL;
         cleanup_free char *message = cg_strdupf (
-            "%s is %lld bytes, over the %zu-byte read limit (--max-artifact-read-bytes)%s%s", uri,
-            (long long)st.st_size, config->max_artifact_read_bytes, url ? "; download it: " : "",
-            url ? url : "");
+            "%s is %lld bytes, over the %zu-byte read limit (--max-artifact-read-bytes)%s%s",
+            self->uri, (long long)self->st.st_size, config->max_artifact_read_bytes,
+            url ? "; download it: " : "", url ? url : "");
         cg_request_error (req, CG_JSONRPC_INVALID_PARAMS, message);
     }
     else {
         cleanup_free char *message =
-            cg_strdupf ("Resource not found: %.*s (%s)", cg_utf8_prefix (uri, 256), uri,
+            cg_strdupf ("Resource not found: %.*s (%s)", cg_utf8_prefix (self->uri, 256), self->uri,
                         cg_error_message (err));
         cg_request_error_data (req,
                                err && (err->code == ENOENT || err->code == EISDIR)
                                    ? S_NOT_FOUND
                                    : CG_JSONRPC_INVALID_PARAMS,
-                               message, json_pack ("{s:s}", "uri", uri));
+                               message, json_pack ("{s:s}", "uri", self->uri));
     }
+}
+
+//  Back on the loop: the call, if it is still there and not cancelled, is answered.
+static void
+s_read_after (cg_work_t *work, bool ran)
+{
+    s_read_t *self = (s_read_t *)work;
+    cg_call_t *call = cg_server_call (self->server, self->key);
+    if (call) {
+        cg_request_t req = {.server = self->server,
+                            .id = call->id,
+                            .channel = call->channel,
+                            .client = call->channel->client,
+                            .started_us = call->started_us,
+                            .method = "resources/read",
+                            .modern = call->modern};
+        if (!ran && !call->cancelled)
+            cg_request_error (&req, CG_JSONRPC_INTERNAL_ERROR,
+                              "the server is ending: the resource was not read");
+        else if (!call->cancelled)
+            s_read_answer (&req, self);
+        cg_registry_session_t *session =
+            cg_registry_find (cg_server_registry (self->server), self->owner, self->session_id);
+        if (session)
+            cg_registry_touch (session);
+        cg_server_call_end (self->server, call);
+    }
+    free (self->workspace);
+    free (self->owner);
+    free (self->session_id);
+    free (self->token);
+    free (self->uri);
+    free (self->rel);
+    free (self->canonical);
+    json_decref (self->contents);
+    cg_error_destroy (&self->err);
+    free (self);
+}
+
+//  Reads workspace file REL of SESSION for URI on the files worker; the answer follows.
+static void
+s_read_file (const cg_request_t *req, cg_registry_session_t *session, const char *uri,
+             const char *rel)
+{
+    s_read_t *self = cg_xcalloc (1, sizeof *self);
+    *self = (s_read_t){.work = {.work_cb = s_read_work, .after_cb = s_read_after},
+                       .server = req->server,
+                       .config = cg_server_config (req->server),
+                       .workspace = cg_strdupf ("%s/" CG_WSFS_WORKSPACE, session->dir),
+                       .owner = cg_xstrdup (session->owner),
+                       .session_id = cg_xstrdup (session->id),
+                       .token = cg_xstrdup (session->token),
+                       .uri = cg_xstrdup (uri),
+                       .rel = cg_xstrdup (rel)};
+    cg_call_t *call = cg_server_call_new (req, "resources/read", NULL);
+    call->recorded = true; /* not a tool call: the operations log records tool calls only */
+    snprintf (self->key, sizeof self->key, "%s", call->key);
+    cg_registry_touch (session);
+    cg_error_t *err = NULL;
+    if (cg_worker_queue (cg_server_files_worker (req->server), &self->work, false, &err) == 0)
+        return;
+    cg_request_error (req, CG_JSONRPC_INTERNAL_ERROR, cg_error_message (err));
     cg_error_destroy (&err);
+    cg_server_call_end (req->server, call);
+    s_read_after (&self->work, false); /* frees it: the call is gone, nothing is sent */
 }
 
 void

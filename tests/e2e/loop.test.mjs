@@ -359,3 +359,23 @@ test('over Streamable HTTP, a large answer held in the encoder holds no one else
     cleanup();
   }
 });
+
+test('a ping sent right after a resources/read of an 8 MB file is answered first; the contents are whole', async () => {
+  const server = await startServer({ name: 'loop-resource' });
+  try {
+    const c = server.client;
+    const session_id = (await call(c, 'start_session', { language: 'bash' })).structuredContent.session_id;
+    const made = (await call(c, 'execute_code', { language: 'bash', session_id, code: 'head -c 8000000 /dev/zero | tr "\\0" r > big.txt; echo made' })).structuredContent;
+    assert.equal(made.stdout, 'made\n', JSON.stringify(made));
+    const uri = `cellgate://sessions/${session_id}/files/big.txt`;
+    const order = [];
+    const read = c.readResource({ uri }, { timeout: 120000 }).then((r) => { order.push('read'); return r; });
+    const ping = c.ping({ timeout: 60000 }).then(() => order.push('ping'));
+    await Promise.all([read, ping]);
+    assert.deepEqual(order, ['ping', 'read'], 'the loop answered the ping while the file was read and encoded elsewhere');
+    const text = (await read).contents[0].text;
+    assert.ok(text.length === 8000000 && !/[^r]/.test(text), `the contents are whole (${text.length} bytes)`);
+  } finally {
+    await server.close();
+  }
+});
