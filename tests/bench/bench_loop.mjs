@@ -11,7 +11,7 @@
 //   search_execution_logs (a two-letter query, which scans every run's text, then a word)
 //   and get_execution_log; save_script and search_scripts; export_notebook of the session;
 //   list_scripts; read_artifact of a 700 KB file; upload_file of 8 MB; resources/list;
-//   a download of the 64 MB file over HTTP.
+//   resources/read of the 700 KB file; a download of the 64 MB file over HTTP.
 // Meanwhile a pinger in a process of its own (so that the load's JSON work in this one does
 // not delay it), with its own MCP client, sends an MCP ping every 10 ms (the next one 10 ms
 // after the answer) and a gateway GET /api every 10 ms. Printed per server: the longest,
@@ -159,6 +159,7 @@ async function runServer(bin, label, fixtures) {
       read_artifact: async () => { await call(c, 'read_artifact', { session_id: SID, path: 'mid.bin' }); },
       upload: async (i) => { await call(c, 'upload_file', { session_id: SID, filename: `up-${i % 2}.bin`, content_base64: upload, overwrite: true }); },
       resources_list: async () => { await c.listResources(); },
+      resources_read: async () => { await c.readResource({ uri: `cellgate://sessions/${SID}/files/mid.bin` }); },
       download: async () => {
         if (!bigUrl) return;
         const r = await fetch(bigUrl);
