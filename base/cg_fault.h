@@ -22,8 +22,10 @@
 /*  The hold points: the execution log's reader about to search or read the log; its writer
     about to write a run's or a session's line, or to index a line it has just written; a
     transport's parser (stdio, Streamable HTTP) about to parse a large message; the encoder
-    about to encode a large message to a client. */
-#define CG_FAULT_HOLDS "log_read", "log_write", "log_index", "request_parse", "encode"
+    about to encode a large message to a client; the gateway's decoder about to check a large
+    kernel message. */
+#define CG_FAULT_HOLDS \
+    "log_read", "log_write", "log_index", "request_parse", "encode", "gateway_decode"
 
 /*  Removes every `--test-fail-at LIST` and `--test-hold-at POINT:PATH` pair from ARGV (shifting the rest down and
     updating *ARGC) and arms the steps LIST names (comma-separated) and the holds. Call it

@@ -237,8 +237,14 @@ cg_wire_raw_t *
 cg_wire_recv_raw (cg_wire_t *self, zsock_t *sock)
 {
     zmsg_t *zmsg = zmsg_recv (sock);
-    if (!zmsg)
-        return NULL;
+    return zmsg ? cg_wire_decode_raw (self, &zmsg) : NULL;
+}
+
+cg_wire_raw_t *
+cg_wire_decode_raw (cg_wire_t *self, zmsg_t **zmsg_p)
+{
+    zmsg_t *zmsg = *zmsg_p;
+    *zmsg_p = NULL;
     size_t count = zmsg_size (zmsg);
     cg_frame_t frames[MAX_FRAMES];
     size_t i = 0;

@@ -97,6 +97,11 @@ typedef struct {
 /*  As cg_wire_recv, keeping the parts. Returns a new message the caller destroys with
     cg_wire_raw_destroy, or NULL. */
 cg_wire_raw_t *cg_wire_recv_raw (cg_wire_t *self, zsock_t *sock);
+
+/*  As cg_wire_recv_raw for a message already received, *ZMSG_P (taken; set to NULL).
+    Touches nothing of SELF but its key and its count of rejected messages: a copy of a
+    wire (cg_wire_new with the same key) may decode on another thread. */
+cg_wire_raw_t *cg_wire_decode_raw (cg_wire_t *self, zmsg_t **zmsg_p);
 void cg_wire_raw_destroy (cg_wire_raw_t **self_p);
 
 /*  Signs PARTS (header, parent_header, metadata, content: JSON text, sent as given) and

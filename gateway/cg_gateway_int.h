@@ -5,6 +5,7 @@
 
 #include "gateway/cg_gateway.h"
 #include "gateway/cg_jmsg.h"
+#include "base/cg_worker.h"
 
 #define CG_GATEWAY_SOCKETS_MAX 64 /* WebSockets at once, all kernels */
 
@@ -16,8 +17,9 @@ struct cg_gateway_t {
     json_t *kernelspecs; /* the /api/kernelspecs answer */
     zhashx_t *waiting;   /* key -> cg_http_exchange_t (kept): a start or restart */
     unsigned next_key;
-    zlistx_t *sockets; /* s_socket_t (cg_gateway_ws.c) */
-    cg_loop_t *loop;   /* the process's: the WebSockets and their kernels' channels */
+    zlistx_t *sockets;    /* s_socket_t (cg_gateway_ws.c) */
+    cg_loop_t *loop;      /* the process's: the WebSockets and their kernels' channels */
+    cg_worker_t *decoder; /* checks and parses the kernels' large messages, off the loop */
 };
 
 /*  The Jupyter kernel name of LANGUAGE ("python3", "javascript") and back (NULL when
@@ -42,5 +44,9 @@ int cg_gateway_ws_before_wait (cg_loop_t *loop, void *arg);
 
 /*  Ends every WebSocket. */
 void cg_gateway_ws_close_all (cg_gateway_t *self);
+
+/*  The decoder's socket is readable: the large kernel messages checked meanwhile are
+    relayed (cg_loop_fn, ARG: the gateway). */
+void cg_gateway_ws_decoded (cg_loop_t *loop, short revents, void *arg);
 
 #endif

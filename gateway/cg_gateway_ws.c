@@ -4,6 +4,7 @@
 #include "gateway/cg_gateway_int.h"
 #include "gateway/cg_gateway_cells.h"
 #include "gateway/cg_ws.h"
+#include "base/cg_fault.h"
 #include "base/cg_log.h"
 #include "base/cg_util.h"
 
@@ -48,8 +49,23 @@ static const char *const s_channel_names[CH_COUNT] = {"shell", "iopub", "stdin",
 #define S_CLOSE_GRACE_MS 2000
 /*  How often a connection with cells in flight checks that its kernel's process still runs. */
 #define S_ALIVE_CHECK_MS 1000
+/*  A kernel message this large (all its frames) is checked (HMAC) and parsed on the
+    gateway's decoder, not the loop: 8 MB (--max-message-mb) take 150 ms or more. */
+#define S_DECODE_AWAY (64 * 1024)
 
 typedef struct s_socket_t s_socket_t;
+
+//  A large kernel message being decoded on the decoder; the connection reads no more of its
+//  kernel's messages until it is relayed (their order is kept).
+typedef struct {
+    cg_work_t work;
+    s_socket_t *socket;  /* NULL once the connection is freed */
+    int c;               /* its channel */
+    unsigned generation; /* of the kernel process it came from */
+    cg_wire_t *wire;     /* the work's own, with the kernel's key */
+    zmsg_t *zmsg;
+    cg_wire_raw_t *raw; /* decoded; NULL when it was dropped */
+} s_decode_t;
 
 //  A channel's watch on the loop, and what it calls back with.
 typedef struct {
@@ -85,6 +101,7 @@ struct s_socket_t {
     void *handle;                   /* its place in the gateway's list */
     cg_loop_watch_t *fd_watch;      /* the WebSocket's fd on the loop */
     s_channel_t channels[CH_COUNT]; /* the kernel sockets' watches */
+    s_decode_t *decoding;           /* its large kernel message on the decoder, or NULL */
 };
 
 static void s_channel_cb (cg_loop_t *loop, short revents, void *arg);
@@ -110,6 +127,9 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
 {
     s_disconnect (self);
     self->generation = kernel->generation;
+    if (self->decoding) /* a message of the old process: dropped when it comes back */
+        self->decoding->socket = NULL;
+    self->decoding = NULL;
     self->ready = false;
     self->next_nudge = 0;
     //  A new kernel process: none of its cells run.
@@ -153,12 +173,23 @@ s_connect (s_socket_t *self, const cg_registry_kernel_t *kernel)
     return 0;
 }
 
+//  Stops (EVENTS 0) or resumes (ZMQ_POLLIN) reading the kernel's channels.
+static void
+s_channels_watch (s_socket_t *self, short events)
+{
+    for (int c = 0; c < CH_COUNT; c++)
+        if (self->channels[c].watch)
+            cg_loop_watch_events (self->channels[c].watch, events);
+}
+
 static void
 s_socket_free (s_socket_t **self_p)
 {
     s_socket_t *self = *self_p;
     if (!self)
         return;
+    if (self->decoding) /* it comes back to no one */
+        self->decoding->socket = NULL;
     s_disconnect (self);
     cg_loop_unwatch (self->gateway->loop, &self->fd_watch);
     cg_ws_destroy (&self->ws);
@@ -319,46 +350,126 @@ s_cell_end (s_socket_t *self, const char *msg_id)
     cg_gateway_cells_end (self->cells, self->gateway->registry, session, msg_id);
 }
 
+//  Relays RAW (taken), a checked message of KERNEL from channel C, to the front end.
+//  Returns the bytes sent.
+static size_t
+s_relay_one (s_socket_t *self, int c, cg_registry_kernel_t *kernel, cg_wire_raw_t *raw)
+{
+    if (c == CH_IOPUB && !self->ready)
+        s_ready (self);
+    //  A followed cell's idle status (iopub) or execute_reply (shell): either may come
+    //  first; the cell ends after the second.
+    bool cell_over = c == CH_IOPUB   ? s_track_iopub (self, kernel, raw->msg)
+                     : c == CH_SHELL ? cg_gateway_cells_shell (self->cells, raw->msg)
+                                     : false;
+    if (raw->msg->parent_msg_id && zhashx_lookup (self->nudges, raw->msg->parent_msg_id)) {
+        if (c == CH_SHELL)
+            zhashx_delete (self->nudges, raw->msg->parent_msg_id);
+        cg_wire_raw_destroy (&raw);
+        return 0;
+    }
+    kernel->last_activity_us = zclock_time () * 1000;
+    size_t len = 0;
+    bool binary = false;
+    char *out = cg_jmsg_encode (self->protocol, s_channel_names[c], raw, &len, &binary);
+    if (cg_ws_send (self->ws, binary, out, len) < 0)
+        s_set_over (self);
+    free (out);
+    //  After the idle status or the reply went out: the front end never waits for the
+    //  records.
+    if (cell_over)
+        s_cell_end (self, raw->msg->parent_msg_id);
+    cg_wire_raw_destroy (&raw);
+    //  Checked per message: a batch of large ones would pile up far past the cap.
+    s_check_queue (self);
+    return len;
+}
+
+//  On the decoder's thread: the large message checked and parsed with the work's own wire.
+static void
+s_decode_work (cg_work_t *work)
+{
+    s_decode_t *self = (s_decode_t *)work;
+    cg_fault_hold ("gateway_decode"); /* a test's large kernel message in flight */
+    self->raw = cg_wire_decode_raw (self->wire, &self->zmsg);
+}
+
+//  Back on the loop: the message relayed (when its connection and kernel process are still
+//  there), and the connection reads its kernel's channels again.
+static void
+s_decode_after (cg_work_t *work, bool ran)
+{
+    s_decode_t *self = (s_decode_t *)work;
+    s_socket_t *socket = self->socket;
+    if (socket) {
+        socket->decoding = NULL;
+        cg_registry_session_t *session = NULL;
+        cg_registry_kernel_t *kernel = s_kernel (socket, &session);
+        if (ran && self->raw && kernel && !socket->over && kernel->generation == self->generation
+            && socket->sockets[self->c]) {
+            s_relay_one (socket, self->c, kernel, self->raw);
+            self->raw = NULL;
+        }
+        s_channels_watch (socket, ZMQ_POLLIN);
+    }
+    cg_wire_raw_destroy (&self->raw);
+    zmsg_destroy (&self->zmsg);
+    cg_wire_destroy (&self->wire);
+    free (self);
+}
+
+void
+cg_gateway_ws_decoded (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop;
+    (void)revents;
+    cg_worker_collect (((cg_gateway_t *)arg)->decoder);
+}
+
+//  Hands ZMSG (taken), a large message of KERNEL from channel C, to the decoder; the
+//  connection stops reading its kernel until it is back. Returns false (ZMSG given back)
+//  when the decoder is full.
+static bool
+s_decode_away (s_socket_t *self, int c, const cg_registry_kernel_t *kernel, zmsg_t **zmsg_p)
+{
+    s_decode_t *work = cg_xcalloc (1, sizeof *work);
+    *work = (s_decode_t){.work = {.work_cb = s_decode_work, .after_cb = s_decode_after},
+                         .socket = self,
+                         .c = c,
+                         .generation = self->generation,
+                         .wire = cg_wire_new (kernel->key, strlen (kernel->key),
+                                              self->gateway->config->max_message_bytes),
+                         .zmsg = *zmsg_p};
+    if (cg_worker_queue (self->gateway->decoder, &work->work, false, NULL) < 0) {
+        cg_wire_destroy (&work->wire);
+        free (work);
+        return false;
+    }
+    *zmsg_p = NULL;
+    self->decoding = work;
+    s_channels_watch (self, 0);
+    return true;
+}
+
 //  Relays what channel C has for the front end (at most S_BATCH messages, and the first
-//  that reaches S_BATCH_BYTES; the rest waits for the next round).
+//  that reaches S_BATCH_BYTES; the rest waits for the next round). A large message goes to
+//  the decoder, and the rest waits for it.
 static void
 s_relay (s_socket_t *self, int c, cg_registry_kernel_t *kernel)
 {
     size_t relayed = 0;
-    for (int n = 0; n < S_BATCH && relayed < S_BATCH_BYTES && !self->over && self->sockets[c]
-                    && (zsock_events (self->sockets[c]) & ZMQ_POLLIN);
+    for (int n = 0; n < S_BATCH && relayed < S_BATCH_BYTES && !self->over && !self->decoding
+                    && self->sockets[c] && (zsock_events (self->sockets[c]) & ZMQ_POLLIN);
          n++) {
-        cg_wire_raw_t *raw = cg_wire_recv_raw (self->wire, self->sockets[c]);
-        if (!raw)
+        zmsg_t *zmsg = zmsg_recv (self->sockets[c]);
+        if (!zmsg)
             continue;
-        if (c == CH_IOPUB && !self->ready)
-            s_ready (self);
-        //  A followed cell's idle status (iopub) or execute_reply (shell): either may come
-        //  first; the cell ends after the second.
-        bool cell_over = c == CH_IOPUB   ? s_track_iopub (self, kernel, raw->msg)
-                         : c == CH_SHELL ? cg_gateway_cells_shell (self->cells, raw->msg)
-                                         : false;
-        if (raw->msg->parent_msg_id && zhashx_lookup (self->nudges, raw->msg->parent_msg_id)) {
-            if (c == CH_SHELL)
-                zhashx_delete (self->nudges, raw->msg->parent_msg_id);
-            cg_wire_raw_destroy (&raw);
-            continue;
-        }
-        kernel->last_activity_us = zclock_time () * 1000;
-        size_t len = 0;
-        bool binary = false;
-        char *out = cg_jmsg_encode (self->protocol, s_channel_names[c], raw, &len, &binary);
-        relayed += len;
-        if (cg_ws_send (self->ws, binary, out, len) < 0)
-            s_set_over (self);
-        free (out);
-        //  After the idle status or the reply went out: the front end never waits for
-        //  the records.
-        if (cell_over)
-            s_cell_end (self, raw->msg->parent_msg_id);
-        cg_wire_raw_destroy (&raw);
-        //  Checked per message: a batch of large ones would pile up far past the cap.
-        s_check_queue (self);
+        if (zmsg_content_size (zmsg) >= S_DECODE_AWAY && kernel->key
+            && s_decode_away (self, c, kernel, &zmsg))
+            break;
+        cg_wire_raw_t *raw = cg_wire_decode_raw (self->wire, &zmsg);
+        if (raw)
+            relayed += s_relay_one (self, c, kernel, raw);
     }
 }
 
@@ -499,7 +610,7 @@ s_channel_cb (cg_loop_t *loop, short revents, void *arg)
     s_channel_t *channel = arg;
     cg_registry_session_t *session = NULL;
     cg_registry_kernel_t *kernel = s_kernel (channel->socket, &session);
-    if (kernel && (revents & ZMQ_POLLIN))
+    if (kernel && (revents & ZMQ_POLLIN) && !channel->socket->decoding)
         s_relay (channel->socket, channel->c, kernel);
 }
 

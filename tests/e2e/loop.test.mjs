@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { openChannels } from './gateway_ws_raw.mjs';
 import { sleep, startHttpServer, startRawServer, startServer } from './lib.mjs';
 
 const call = (client, name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
@@ -377,5 +378,40 @@ test('a ping sent right after a resources/read of an 8 MB file is answered first
     assert.ok(text.length === 8000000 && !/[^r]/.test(text), `the contents are whole (${text.length} bytes)`);
   } finally {
     await server.close();
+  }
+});
+
+test('a large kernel message to a notebook is checked and parsed off the loop: while it is held, pings and the gateway answer, and the cell\'s idle status waits behind it', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-e2e-loop-gwdecode-'));
+  const release = path.join(dir, 'release');
+  const token = 'gwdecode-token-0123456789abcdef';
+  const server = await startHttpServer({ args: ['--gateway-token', token, '--test-hold-at', `gateway_decode:${release}`] });
+  let ws;
+  try {
+    const { client: c } = await server.connect();
+    const kernelId = (await call(c, 'start_session', { language: 'python' })).structuredContent.kernel_id;
+    assert.ok(kernelId, 'the session is a kernel');
+    ws = await openChannels(server.port, token, kernelId);
+    const id = ws.execute("print('g' * 200000)");
+    for (let i = 0; i < 6000 && !server.stderrText().includes('held at gateway_decode'); i++) await sleep(10);
+    assert.match(server.stderrText(), /held at gateway_decode until/, 'the 200 KB stream message reached the decoder');
+    for (let i = 0; i < 5; i++) assert.deepEqual(await c.ping({ timeout: 30000 }), {});
+    const api = await fetch(`${server.origin}/api`, { headers: { Authorization: `token ${token}` } });
+    assert.equal(api.status, 200, 'the gateway answers');
+    await api.text();
+    const mine = () => ws.messages.filter((m) => m.parent_header?.msg_id === id);
+    const isIdle = (m) => m.parent_header?.msg_id === id && m.msg_type === 'status' && m.content.execution_state === 'idle';
+    assert.equal(mine().filter(isIdle).length, 0, 'the idle status after the held message waits for it');
+    fs.writeFileSync(release, '');
+    await ws.waitFor(isIdle);
+    const types = mine().map((m) => m.msg_type);
+    const stream = mine().find((m) => m.msg_type === 'stream');
+    assert.ok(stream && stream.content.text === `${'g'.repeat(200000)}\n`, `the output is whole: ${stream?.content.text.length}`);
+    assert.ok(types.indexOf('stream') < types.lastIndexOf('status'), `in order: ${types}`);
+  } finally {
+    fs.writeFileSync(release, '');
+    ws?.end();
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
