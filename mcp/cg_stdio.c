@@ -92,7 +92,8 @@ s_out_add (s_channel_t *self, const char *data, size_t len)
     if (self->out_off > 0 && self->out_off == self->out_len)
         self->out_off = self->out_len = 0;
     if (self->out_len + len > self->out_cap) {
-        memmove (self->out, self->out + self->out_off, self->out_len - self->out_off);
+        if (self->out_off > 0) /* (OUT may still be NULL: never offset it) */
+            memmove (self->out, self->out + self->out_off, self->out_len - self->out_off);
         self->out_len -= self->out_off;
         self->out_off = 0;
         if (self->out_len + len > self->out_cap) {
