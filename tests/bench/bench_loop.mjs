@@ -5,7 +5,7 @@
 // Each server (Streamable HTTP, the official MCP SDK client) gets: an execution log of
 // LOG_ENTRIES runs of 2 KB output (default 20,000; written as the log's own lines and
 // indexed once), a script library of SCRIPTS scripts (default 2,000, made once by
-// build/tests/bench_scripts and copied), a session with CELLS cells (default 300, 2 KB of output each)
+// tests/bench_scripts of CELLGATE_BIN's build and copied), a session with CELLS cells (default 300, 2 KB of output each)
 // and a 64 MB file in its workspace. Then, for LOAD_S seconds (default 20), these run
 // concurrently, each in its own loop, one request at a time:
 //   search_execution_logs (a two-letter query, which scans every run's text, then a word)
@@ -197,7 +197,8 @@ seedLog(path.join(fixtures, 'logs'));
 const indexer = fs.mkdtempSync(path.join(os.tmpdir(), 'cg-bench-loop-state-'));
 execFileSync(MINE_BIN, ['mcp', '--state-dir', indexer, '--log-dir', path.join(fixtures, 'logs'), '--http-listen', 'off', '--pool', 'off'], { input: '', stdio: ['pipe', 'ignore', 'ignore'] });
 fs.rmSync(indexer, { recursive: true, force: true });
-execFileSync(path.join(REPO_ROOT, 'build', 'tests', 'bench_scripts'), [String(SCRIPTS), '1', path.join(fixtures, 'scripts')], { stdio: 'ignore' });
+// The library's maker is the build's beside its binary (build/tests/bench_scripts).
+execFileSync(path.join(path.dirname(MINE_BIN), 'tests', 'bench_scripts'), [String(SCRIPTS), '1', path.join(fixtures, 'scripts')], { stdio: 'ignore' });
 const rows = [];
 try {
   for (const [label, bin] of [['base', BASE_BIN], ['this build', MINE_BIN]].filter(([, b]) => b !== 'none')) {
