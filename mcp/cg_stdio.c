@@ -110,7 +110,8 @@ s_out_add (s_channel_t *self, const char *data, size_t len)
 static void
 s_out_flush (s_channel_t *self)
 {
-    struct iovec part = {self->out + self->out_off, self->out_len - self->out_off};
+    struct iovec part = {self->out ? self->out + self->out_off : NULL,
+                         self->out_len - self->out_off};
     self->out_off += s_write (self, &part, part.iov_len ? 1 : 0);
     if (self->failed || self->out_off == self->out_len) {
         free (self->out);
