@@ -130,6 +130,13 @@ fi
 (cd build-fuzz && ctest --output-on-failure --timeout 300 -j"$cores")
 stage_done "ASan/UBSan ctest"
 
+# The sanitized server itself under end-to-end tests that bound no memory (ASan's quarantine
+# makes RSS meaningless): hostile protocol input, stdin's end, the work kept off the loop. A
+# sanitizer report ends the server with exit 1, which these tests see.
+CELLGATE_BIN=$PWD/build-fuzz/cellgate node --test --test-concurrency="$cores" \
+  tests/e2e/corpus_protocol.test.mjs tests/e2e/corpus_mcp_eof.test.mjs tests/e2e/loop.test.mjs
+stage_done "ASan/UBSan server e2e"
+
 # A bounded fuzzing run (libFuzzer with clang, ASan + UBSan): every target in tests/fuzz for
 # CELLGATE_FUZZ_SECONDS (10) each (16 targets: about 120 s on 2 cores with their start-up; the R kernel's tests took the rest), as many at once as there are cores, failing on any crash.
 CELLGATE_FUZZ_JOBS=${CELLGATE_FUZZ_JOBS:-$cores} tests/fuzz/run "${CELLGATE_FUZZ_SECONDS:-10}"
