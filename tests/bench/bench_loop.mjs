@@ -16,6 +16,9 @@
 // not delay it), with its own MCP client, sends an MCP ping every 10 ms (the next one 10 ms
 // after the answer) and a gateway GET /api every 10 ms. Printed per server: the longest,
 // p99 and p50 answer times of each, the pings, and how many of each operation completed.
+// The floor: a second, idle server of the same binary, pinged the same way by a pinger of
+// its own at the same time: what this machine's load alone does to a loop that has nothing
+// to do (on 2 cores the load's own client competes for the CPU).
 //
 //   node tests/bench/bench_loop.mjs [load_s=20] [log_entries=20000] [scripts=2000] [cells=300]
 //   BASE_BIN=/work/helpers/cellgate-base CELLGATE_BIN=build/cellgate node tests/bench/bench_loop.mjs
@@ -130,6 +133,7 @@ async function runServer(bin, label, fixtures) {
   const server = await startHttpServer({ args: ['--log-dir', logDir, '--scripts-dir', scriptsDir, '--pool', 'off'] });
   const startS = (performance.now() - t0) / 1000;
   const { client: c } = await server.connect();
+  const idle = await startHttpServer({ args: ['--pool', 'off'] });
   try {
     // The session: CELLS cells with output, a 64 MB file, a 700 KB one.
     const SID = (await call(c, 'start_session', { language: 'python' })).structuredContent.session_id;
@@ -170,6 +174,9 @@ async function runServer(bin, label, fixtures) {
     const child = fork(new URL(import.meta.url).pathname, ['--pinger', server.origin]);
     const fromChild = () => new Promise((resolve) => child.once('message', resolve));
     await fromChild();
+    const idleChild = fork(new URL(import.meta.url).pathname, ['--pinger', idle.origin]);
+    const fromIdle = () => new Promise((resolve) => idleChild.once('message', resolve));
+    await fromIdle();
     const loops = selected.map(([name, fn]) => (async () => {
       counts[name] = 0;
       for (let i = 0; !stop; i++) {
@@ -179,11 +186,14 @@ async function runServer(bin, label, fixtures) {
     await new Promise((r) => setTimeout(r, LOAD_S * 1000));
     stop = true;
     child.send('stop');
+    idleChild.send('stop');
     const { mcp: ping, api } = await fromChild();
+    const { mcp: idlePing } = await fromIdle();
     await Promise.all(loops);
-    return { label, bin, startS, ping, api, counts, load: os.loadavg().map((x) => x.toFixed(2)).join(' ') };
+    return { label, bin, startS, ping, api, idlePing, counts, load: os.loadavg().map((x) => x.toFixed(2)).join(' ') };
   } finally {
     await server.close();
+    await idle.close();
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
@@ -211,9 +221,11 @@ try {
 }
 const f = (x) => x.toFixed(1);
 process.stdout.write(`\nload ${LOAD_S} s, log ${LOG_ENTRIES} runs, ${SCRIPTS} scripts, ${CELLS} cells${ONLY ? `, only ${ONLY}` : ''}\n`);
-process.stdout.write('server | MCP ping: longest / p99 / p50 ms (pings) | GET /api: longest / p99 ms (gets) | load average\n');
+process.stdout.write('server | MCP ping: longest / p99 / p50 ms (pings) | GET /api: longest / p99 ms (gets) | idle peer\'s MCP ping meanwhile: longest / p99 / p50 ms | load average\n');
 for (const r of rows)
-  process.stdout.write(`${r.label} | ${f(r.ping.max)} / ${f(r.ping.p99)} / ${f(r.ping.p50)} (${r.ping.n}) | ${r.api ? `${f(r.api.max)} / ${f(r.api.p99)} (${r.api.n})` : '-'} | ${r.load}\n`);
+  process.stdout.write(`${r.label} | ${f(r.ping.max)} / ${f(r.ping.p99)} / ${f(r.ping.p50)} (${r.ping.n}) | ${r.api ? `${f(r.api.max)} / ${f(r.api.p99)} (${r.api.n})` : '-'} | ${f(r.idlePing.max)} / ${f(r.idlePing.p99)} / ${f(r.idlePing.p50)} | ${r.load}\n`);
+for (const r of rows)
+  process.stdout.write(`${r.label}: longest MCP ping stall / the idle peer's: ${(r.ping.max / r.idlePing.max).toFixed(2)}\n`);
 if (rows.length === 2)
   process.stdout.write(`longest MCP ping stall, this build / base: ${(rows[1].ping.max / rows[0].ping.max).toFixed(2)}\n`);
 }
