@@ -1,9 +1,11 @@
 /*  cg_loop — the process's event loop over zmq_poll: watches, timers, before-wait hooks. */
+#define _GNU_SOURCE /* dladdr */
 #include "base/cg_loop.h"
 #include "base/cg_log.h"
 #include "base/cg_util.h"
 
 #include <czmq.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
@@ -46,7 +48,37 @@ struct cg_loop_t {
     zmq_pollitem_t *items;    /* the round's poll items, */
     cg_loop_watch_t **polled; /* and the watch of each */
     size_t items_room;
+    int64_t longest_us; /* the longest callback since cg_loop_longest last read it */
 };
+
+//  A callback that holds the loop this long is logged (debug): everything else waits.
+#define S_SLOW_US 20000
+
+//  Notes that callback FN of KIND ran from START_US (zclock_usecs) until now: the longest
+//  kept, a slow one logged with its place in the binary (addr2line -e cellgate OFFSET).
+static void
+s_timed (cg_loop_t *self, const char *kind, void *fn, int64_t start_us)
+{
+    int64_t took = zclock_usecs () - start_us;
+    if (took > self->longest_us)
+        self->longest_us = took;
+    if (took < S_SLOW_US)
+        return;
+    Dl_info info = {0};
+    uintptr_t offset = dladdr (fn, &info) && info.dli_fbase
+                           ? (uintptr_t)fn - (uintptr_t)info.dli_fbase
+                           : (uintptr_t)fn;
+    cg_log (3, "event loop: a %s callback held the loop %.1f ms (%s+0x%lx)", kind,
+            (double)took / 1000, info.dli_fname ? info.dli_fname : "?", (unsigned long)offset);
+}
+
+int64_t
+cg_loop_longest (cg_loop_t *self)
+{
+    int64_t longest = self->longest_us;
+    self->longest_us = 0;
+    return longest;
+}
 
 static void
 s_vec_add (s_vec_t *vec, void *item)
@@ -243,8 +275,11 @@ s_before_wait (cg_loop_t *self)
     size_t count = self->hooks.size;
     for (size_t i = 0; i < count; i++) {
         cg_loop_hook_t *hook = self->hooks.items[i];
-        if (!hook->dead)
-            wait_ms = s_sooner (wait_ms, hook->fn (self, hook->arg));
+        if (hook->dead)
+            continue;
+        int64_t start = zclock_usecs ();
+        wait_ms = s_sooner (wait_ms, hook->fn (self, hook->arg));
+        s_timed (self, "before-wait", (void *)hook->fn, start);
     }
     int64_t now = zclock_mono ();
     for (size_t i = 0; i < self->timers.size; i++) {
@@ -301,7 +336,9 @@ s_fire_timers (cg_loop_t *self)
     for (size_t i = 0; i < count; i++) {
         if (due[i]->dead)
             continue;
+        int64_t start = zclock_usecs ();
         int again = due[i]->fn (self, due[i]->arg);
+        s_timed (self, "timer", (void *)due[i]->fn, start);
         if (due[i]->dead)
             continue;
         if (again < 0)
@@ -398,8 +435,11 @@ cg_loop_run_once (cg_loop_t *self)
             cg_log (0, "event loop: zmq_poll over %d items: %s", count, zmq_strerror (errno));
         for (int i = 0; rc == 1 && i < count; i++) {
             cg_loop_watch_t *watch = self->polled[i];
-            if (self->items[i].revents && !watch->dead)
+            if (self->items[i].revents && !watch->dead) {
+                int64_t start = zclock_usecs ();
                 watch->fn (self, self->items[i].revents, watch->arg);
+                s_timed (self, "watch", (void *)watch->fn, start);
+            }
         }
         if (rc == 1)
             s_fire_timers (self);

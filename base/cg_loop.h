@@ -33,6 +33,11 @@ typedef int (cg_loop_hook_fn) (cg_loop_t *loop, void *arg);
 /*  A new loop with nothing watched. Caller owns it. */
 cg_loop_t *cg_loop_new (void);
 
+/*  The longest any one callback (watch, timer, before-wait hook) held SELF, in µs (wall
+    time), since the last call; and starts counting again. A callback over 20 ms is logged
+    (debug level) with its offset in the binary. */
+int64_t cg_loop_longest (cg_loop_t *self);
+
 /*  Frees the loop and every watch, timer and hook still in it (their ARGs are borrowed and
     untouched). Sets *SELF_P to NULL; safe on NULL. */
 void cg_loop_destroy (cg_loop_t **self_p);

@@ -4,7 +4,10 @@
     waits for the next; before-wait hooks run in order before each wait, bound it, and may
     stop the loop. cg_zpoll answers as zmq_poll does: a socket with a message waiting is
     ready even when its ZMQ_FD was already read (the second of two queued messages), one
-    that gets a message while it waits wakes it, an fd item too, and the timeout ends it. */
+    that gets a message while it waits wakes it, an fd item too, and the timeout ends it.
+    A callback that holds the loop over 20 ms is logged (debug) with its place in the binary,
+    and cg_loop_longest gives the longest since it was last asked. */
+#include "base/cg_log.h"
 #include "base/cg_loop.h"
 #include "cg_test.h"
 
@@ -317,6 +320,45 @@ test_zpoll (void)
     close (fds[1]);
 }
 
+static char s_logged[512];
+
+static void
+s_log_hook (void *arg, int level, const char *message)
+{
+    (void)arg;
+    if (level == 3 && strstr (message, "event loop:"))
+        snprintf (s_logged, sizeof s_logged, "%s", message);
+}
+
+static int
+s_slow_timer_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    (void)arg;
+    usleep (30000); /* at least 30 ms: what a slow callback does to everyone */
+    return -1;
+}
+
+static void
+test_slow (void)
+{
+    const char *name = "slow";
+    cg_loop_t *loop = cg_loop_new ();
+    cg_log_set_level (3);
+    cg_log_set_hook (s_log_hook, NULL);
+    cg_loop_longest (loop);
+    cg_loop_timer (loop, 0, s_slow_timer_cb, NULL);
+    CHECK (cg_loop_run_once (loop) == 1, "a round");
+    int64_t longest = cg_loop_longest (loop);
+    EXPECT (longest >= 30000, "the timer's 30 ms are the longest: %lld us", (long long)longest);
+    EXPECT (strstr (s_logged, "a timer callback held the loop") && strstr (s_logged, "+0x"),
+            "the slow callback is logged with its offset: %s", s_logged);
+    EXPECT (cg_loop_longest (loop) == 0, "counting starts again once read");
+    cg_log_set_hook (NULL, NULL);
+    cg_log_set_level (2);
+    cg_loop_destroy (&loop);
+}
+
 int
 main (void)
 {
@@ -325,6 +367,7 @@ main (void)
     test_removal ();
     test_before_wait ();
     test_zpoll ();
+    test_slow ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
 }
