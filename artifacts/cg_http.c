@@ -7,6 +7,8 @@
 #include "artifacts/cg_http_policy.h"
 
 #include "base/cg_limits.h"
+#include "base/cg_log.h"
+#include "base/cg_utf8.h"
 #include "base/cg_util.h"
 
 #include <assert.h>
@@ -21,6 +23,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+
+//  A request handler that holds the loop this long is logged (debug), with its request.
+#define S_SLOW_HANDLER_US 20000
 
 typedef struct {
     char *path;
@@ -565,7 +570,12 @@ s_exchange_continue (struct MHD_Connection *connection, s_request_t *request,
     if (!ex->called) {
         ex->called = true;
         cg_http_policy_request_in (connection);
+        int64_t start = cg_now_us ();
         ex->handler (ex->arg, ex);
+        int64_t took = cg_now_us () - start;
+        if (took >= S_SLOW_HANDLER_US) /* (the loop's log says the turn; this, the request) */
+            cg_log (3, "http: the handler of %s %.*s held the loop %.1f ms", ex->method,
+                    cg_utf8_prefix (ex->path, 200), ex->path, (double)took / 1000);
     }
     if (ex->pending) {
         struct MHD_Response *response = ex->pending;

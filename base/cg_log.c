@@ -37,6 +37,12 @@ cg_log_set_level (int level)
     atomic_store (&s_level, level);
 }
 
+bool
+cg_log_enabled (int level)
+{
+    return level <= atomic_load (&s_level);
+}
+
 int
 cg_log_level_from_name (const char *name)
 {

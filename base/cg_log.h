@@ -26,6 +26,9 @@ void cg_log_fields (int level, const json_t *fields, const char *fmt, ...)
 
 void cg_log_set_level (int level);
 
+/*  True when lines of LEVEL are written (for work done only to be logged). */
+bool cg_log_enabled (int level);
+
 /*  Returns the level of NAME: error, warn (or warning), info or debug, in any case; -1
     when NAME is none of them. */
 int cg_log_level_from_name (const char *name);

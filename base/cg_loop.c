@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct cg_loop_watch_t {
     void *socket; /* a libzmq socket, or NULL for an fd */
@@ -54,12 +55,32 @@ struct cg_loop_t {
 //  A callback that holds the loop this long is logged (debug): everything else waits.
 #define S_SLOW_US 20000
 
-//  Notes that callback FN of KIND ran from START_US (zclock_usecs) until now: the longest
-//  kept, a slow one logged with its place in the binary (addr2line -e cellgate OFFSET).
-static void
-s_timed (cg_loop_t *self, const char *kind, void *fn, int64_t start_us)
+//  When a callback starts: the loop's clock, and (when the debug log is on) the thread's CPU
+//  time, which tells the loop's own work from a wait for the CPU.
+typedef struct {
+    int64_t wall_us, cpu_us; /* cpu_us: -1 when not measured */
+} s_start_t;
+
+static int64_t
+s_cpu_us (void)
 {
-    int64_t took = zclock_usecs () - start_us;
+    struct timespec ts;
+    clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static s_start_t
+s_start (void)
+{
+    return (s_start_t){zclock_usecs (), cg_log_enabled (3) ? s_cpu_us () : -1};
+}
+
+//  Notes that callback FN of KIND ran from START until now: the longest kept, a slow one
+//  logged with its CPU time and its place in the binary (addr2line -e cellgate OFFSET).
+static void
+s_timed (cg_loop_t *self, const char *kind, void *fn, s_start_t start)
+{
+    int64_t took = zclock_usecs () - start.wall_us;
     if (took > self->longest_us)
         self->longest_us = took;
     if (took < S_SLOW_US)
@@ -68,8 +89,11 @@ s_timed (cg_loop_t *self, const char *kind, void *fn, int64_t start_us)
     uintptr_t offset = dladdr (fn, &info) && info.dli_fbase
                            ? (uintptr_t)fn - (uintptr_t)info.dli_fbase
                            : (uintptr_t)fn;
-    cg_log (3, "event loop: a %s callback held the loop %.1f ms (%s+0x%lx)", kind,
-            (double)took / 1000, info.dli_fname ? info.dli_fname : "?", (unsigned long)offset);
+    double cpu_ms = start.cpu_us < 0 ? -1 : (double)(s_cpu_us () - start.cpu_us) / 1000;
+    cg_log (3,
+            "event loop: a %s callback held the loop %.1f ms, %.1f ms of it on the CPU (%s+0x%lx)",
+            kind, (double)took / 1000, cpu_ms, info.dli_fname ? info.dli_fname : "?",
+            (unsigned long)offset);
 }
 
 int64_t
@@ -277,7 +301,7 @@ s_before_wait (cg_loop_t *self)
         cg_loop_hook_t *hook = self->hooks.items[i];
         if (hook->dead)
             continue;
-        int64_t start = zclock_usecs ();
+        s_start_t start = s_start ();
         wait_ms = s_sooner (wait_ms, hook->fn (self, hook->arg));
         s_timed (self, "before-wait", (void *)hook->fn, start);
     }
@@ -336,7 +360,7 @@ s_fire_timers (cg_loop_t *self)
     for (size_t i = 0; i < count; i++) {
         if (due[i]->dead)
             continue;
-        int64_t start = zclock_usecs ();
+        s_start_t start = s_start ();
         int again = due[i]->fn (self, due[i]->arg);
         s_timed (self, "timer", (void *)due[i]->fn, start);
         if (due[i]->dead)
@@ -436,7 +460,7 @@ cg_loop_run_once (cg_loop_t *self)
         for (int i = 0; rc == 1 && i < count; i++) {
             cg_loop_watch_t *watch = self->polled[i];
             if (self->items[i].revents && !watch->dead) {
-                int64_t start = zclock_usecs ();
+                s_start_t start = s_start ();
                 watch->fn (self, self->items[i].revents, watch->arg);
                 s_timed (self, "watch", (void *)watch->fn, start);
             }

@@ -134,14 +134,17 @@ async function runServer(bin, label, fixtures) {
   // The server's own account: each loop callback over 20 ms (cg_loop, debug level), kept
   // from the load's start.
   const held = [];
+  const handlers = [];
   let counting = false;
   let partial = '';
   server.proc.stderr.on('data', (chunk) => {
     const lines = (partial + chunk.toString('utf8')).split('\n');
     partial = lines.pop();
     for (const line of lines) {
-      const m = counting && line.match(/event loop: a (\S+) callback held the loop ([0-9.]+) ms \((.*)\+(0x[0-9a-f]+)\)/);
-      if (m) held.push({ kind: m[1], ms: Number(m[2]), file: m[3], offset: m[4] });
+      const m = counting && line.match(/event loop: a (\S+) callback held the loop ([0-9.]+) ms, ([0-9.-]+) ms of it on the CPU \((.*)\+(0x[0-9a-f]+)\)/);
+      if (m) held.push({ kind: m[1], ms: Number(m[2]), cpu: Number(m[3]), file: m[4], offset: m[5] });
+      const h = counting && line.match(/http: the handler of (\S+ \S+) held the loop ([0-9.]+) ms/);
+      if (h) handlers.push({ request: h[1], ms: Number(h[2]) });
     }
   });
   const startS = (performance.now() - t0) / 1000;
@@ -209,8 +212,10 @@ async function runServer(bin, label, fixtures) {
     const where = (h) => {
       try { return execFileSync('addr2line', ['-f', '-s', '-e', h.file, h.offset], { encoding: 'utf8' }).trim().split('\n').join(' '); } catch { return h.offset; }
     };
-    const slow = held.slice(0, 5).map((h) => `${h.ms} ms ${h.kind} ${where(h)}`);
-    return { label, bin, startS, ping, api, idlePing, held: held.length, slow, counts, load: os.loadavg().map((x) => x.toFixed(2)).join(' ') };
+    const slow = held.slice(0, 5).map((h) => `${h.ms} ms (CPU ${h.cpu}) ${h.kind} ${where(h)}`);
+    handlers.sort((a, b) => b.ms - a.ms);
+    const slowRequests = handlers.slice(0, 5).map((h) => `${h.ms} ms ${h.request}`);
+    return { label, bin, startS, ping, api, idlePing, held: held.length, slow, slowRequests, counts, load: os.loadavg().map((x) => x.toFixed(2)).join(' ') };
   } finally {
     await server.close();
     await idle.close();
@@ -245,7 +250,7 @@ process.stdout.write('server | MCP ping: longest / p99 / p50 ms (pings) | GET /a
 for (const r of rows)
   process.stdout.write(`${r.label} | ${f(r.ping.max)} / ${f(r.ping.p99)} / ${f(r.ping.p50)} (${r.ping.n}) | ${r.api ? `${f(r.api.max)} / ${f(r.api.p99)} (${r.api.n})` : '-'} | ${f(r.idlePing.max)} / ${f(r.idlePing.p99)} / ${f(r.idlePing.p50)} | ${r.load}\n`);
 for (const r of rows)
-  process.stdout.write(`${r.label}: longest MCP ping stall / the idle peer's: ${(r.ping.max / r.idlePing.max).toFixed(2)}; loop callbacks over 20 ms (the server's own log, wall time): ${r.held}${r.slow.length ? `, longest ${r.slow.join(', ')}` : ''}\n`);
+  process.stdout.write(`${r.label}: longest MCP ping stall / the idle peer's: ${(r.ping.max / r.idlePing.max).toFixed(2)}; loop callbacks over 20 ms (the server's own log, wall time): ${r.held}${r.slow.length ? `, longest ${r.slow.join(', ')}` : ''}${r.slowRequests.length ? `; request handlers among them: ${r.slowRequests.join(', ')}` : ''}\n`);
 if (rows.length === 2)
   process.stdout.write(`longest MCP ping stall, this build / base: ${(rows[1].ping.max / rows[0].ping.max).toFixed(2)}\n`);
 }

@@ -351,7 +351,8 @@ test_slow (void)
     CHECK (cg_loop_run_once (loop) == 1, "a round");
     int64_t longest = cg_loop_longest (loop);
     EXPECT (longest >= 30000, "the timer's 30 ms are the longest: %lld us", (long long)longest);
-    EXPECT (strstr (s_logged, "a timer callback held the loop") && strstr (s_logged, "+0x"),
+    EXPECT (strstr (s_logged, "a timer callback held the loop") && strstr (s_logged, "on the CPU")
+                && strstr (s_logged, "+0x"),
             "the slow callback is logged with its offset: %s", s_logged);
     EXPECT (cg_loop_longest (loop) == 0, "counting starts again once read");
     cg_log_set_hook (NULL, NULL);
