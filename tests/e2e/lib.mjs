@@ -125,8 +125,20 @@ export async function startServer(opts = {}) {
   const close = async () => {
     if (closed) return;
     closed = true;
+    // The server's stdin ends and it is given the time it takes to finish: its calls in
+    // flight get --eof-grace (10 s), then every sandbox is torn down. The SDK's close alone
+    // sends SIGTERM after 2 s and SIGKILL 2 s later, which on a loaded machine can land in
+    // a teardown (between a container's delete and its unmount) and leave mounts behind.
+    const proc = transport._process;
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      let timer;
+      const exited = new Promise((r) => proc.once('close', r));
+      try { proc.stdin?.end(); } catch { /* gone */ }
+      await Promise.race([exited, new Promise((r) => { timer = setTimeout(r, 30000); })]);
+      clearTimeout(timer);
+    }
     try {
-      await client.close(); // ends the server's stdin, then SIGTERM/SIGKILL after grace periods
+      await client.close(); // SIGTERM/SIGKILL after grace periods, if it is still there
     } catch {
       // already closed
     }
