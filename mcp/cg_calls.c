@@ -103,6 +103,21 @@ cg_server_call (cg_server_t *self, const char *key)
     return key ? zhashx_lookup (self->calls, key) : NULL;
 }
 
+cg_request_t
+cg_server_call_request (cg_server_t *self, cg_call_t *call)
+{
+    return (cg_request_t){.server = self,
+                          .id = call->id,
+                          .channel = call->channel,
+                          .client = call->channel->client,
+                          .progress_token = call->progress_token,
+                          .call_name = call->tool,
+                          .started_us = call->started_us,
+                          .task = call->task,
+                          .method = "tools/call",
+                          .modern = call->modern};
+}
+
 void
 cg_server_call_end (cg_server_t *self, cg_call_t *call)
 {

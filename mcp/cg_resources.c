@@ -255,13 +255,9 @@ s_read_after (cg_work_t *work, bool ran)
     s_read_t *self = (s_read_t *)work;
     cg_call_t *call = cg_server_call (self->server, self->key);
     if (call) {
-        cg_request_t req = {.server = self->server,
-                            .id = call->id,
-                            .channel = call->channel,
-                            .client = call->channel->client,
-                            .started_us = call->started_us,
-                            .method = "resources/read",
-                            .modern = call->modern};
+        cg_request_t req = cg_server_call_request (self->server, call);
+        req.method = "resources/read";
+        req.call_name = NULL; /* not a tool call: no operations-log record */
         if (!ran && !call->cancelled)
             cg_request_error (&req, CG_JSONRPC_INTERNAL_ERROR,
                               "the server is ending: the resource was not read");

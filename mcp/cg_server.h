@@ -90,6 +90,11 @@ zhashx_t *cg_server_calls (cg_server_t *self);
 /*  Returns the call KEY, or NULL. */
 cg_call_t *cg_server_call (cg_server_t *self, const char *key);
 
+/*  The request CALL of SELF was made for, rebuilt to be answered or handled again later:
+    everything borrowed from CALL; as a tools/call (its tool is the caller's to look up); a
+    2026-07-28 request's modern_elicit and modern_tasks are the caller's to set. */
+cg_request_t cg_server_call_request (cg_server_t *self, cg_call_t *call);
+
 /*  Answers CALL with RESULT (a JSON-RPC result, stolen) unless it was cancelled; sends
     nothing and frees RESULT when it was. Either way CALL's record goes to the log once
     (cg_oplog; a call ended unanswered is recorded by cg_server_call_end). */

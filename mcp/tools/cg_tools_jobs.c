@@ -46,17 +46,9 @@ s_after (cg_work_t *work, bool ran)
 cg_request_t
 cg_tools_job_request (cg_server_t *server, cg_call_t *call)
 {
-    return (cg_request_t){.server = server,
-                          .id = call->id,
-                          .channel = call->channel,
-                          .client = call->channel->client,
-                          .progress_token = call->progress_token,
-                          .tool = cg_tools_find (call->tool),
-                          .call_name = call->tool,
-                          .started_us = call->started_us,
-                          .task = call->task,
-                          .method = "tools/call",
-                          .modern = call->modern};
+    cg_request_t req = cg_server_call_request (server, call);
+    req.tool = cg_tools_find (call->tool);
+    return req;
 }
 
 void
