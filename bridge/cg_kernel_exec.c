@@ -21,8 +21,11 @@
 //  (ipykernel's IOPub thread lags its shell reply by seconds on a loaded machine).
 #define S_IDLE_WAIT_US 2000000
 #define S_IDLE_WAIT_LONG_US 15000000
-//  How many times a request the kernel aborted without starting it is sent.
-#define S_ABORTED_TRIES 3
+//  How many times a request the kernel aborted without starting it is sent, and the pause
+//  before each resend, times the attempt: IRkernel aborts whatever reaches it while it
+//  drains its queue after a failed cell, so a resend at once can be aborted too.
+#define S_ABORTED_TRIES 5
+#define S_ABORTED_PAUSE_US 100000
 
 #define HB_INTERVAL_US 1000000
 #define HB_MAX_MISSES 5
@@ -262,8 +265,10 @@ cg_kernel_execute (cg_kernel_t *self, const char *code, const char *stdin_text, 
         end = s_execute (self, code, false, stdin_text, deadline_us, control, control_cb, arg, run);
         bool aborted = end == CG_EXEC_DONE && !run->started && run->reply_status
                        && strcmp (run->reply_status, "aborted") == 0;
-        if (!aborted || attempt == S_ABORTED_TRIES || cg_now_us () >= deadline_us)
+        int64_t pause_us = (int64_t)attempt * S_ABORTED_PAUSE_US;
+        if (!aborted || attempt == S_ABORTED_TRIES || cg_now_us () + pause_us >= deadline_us)
             return end;
+        zclock_sleep ((int)(pause_us / 1000));
         //  The code never ran (the kernel was still ending a cell before it): sent again.
         cg_log (1,
                 "the %s kernel aborted a request it had not started (its previous cell's "
