@@ -18,6 +18,8 @@ struct cg_loop_watch_t {
     short events;
     cg_loop_watch_fn *fn;
     void *arg;
+    cg_loop_when_fn *when; /* NULL, or asked before each wait whether to take part */
+    void *when_arg;
     bool dead; /* removed: freed at the end of the round */
 };
 
@@ -203,6 +205,13 @@ cg_loop_watch_events (cg_loop_watch_t *watch, short events)
 }
 
 void
+cg_loop_watch_when (cg_loop_watch_t *watch, cg_loop_when_fn *when, void *when_arg)
+{
+    watch->when = when;
+    watch->when_arg = when_arg;
+}
+
+void
 cg_loop_unwatch (cg_loop_t *self, cg_loop_watch_t **watch_p)
 {
     if (!watch_p || !*watch_p)
@@ -326,7 +335,7 @@ s_items (cg_loop_t *self)
     int count = 0;
     for (size_t i = 0; i < self->watches.size; i++) {
         cg_loop_watch_t *watch = self->watches.items[i];
-        if (watch->dead || !watch->events)
+        if (watch->dead || !watch->events || (watch->when && !watch->when (watch->when_arg)))
             continue;
         self->items[count] =
             (zmq_pollitem_t){watch->socket, watch->socket ? 0 : watch->fd, watch->events, 0};

@@ -56,6 +56,17 @@ cg_loop_watch_t *cg_loop_watch_socket (cg_loop_t *self, void *socket, short even
 /*  Changes what WATCH waits for, from the next wait on. */
 void cg_loop_watch_events (cg_loop_watch_t *watch, short events);
 
+/*  Whether a watch takes part in the coming wait (cg_loop_watch_when). */
+typedef bool (cg_loop_when_fn) (void *arg);
+
+/*  Makes WATCH take part in a wait only when WHEN (WHEN_ARG, borrowed: it must outlive the
+    watch) answers true just before it, asked on the loop's thread each round. For a socket
+    that has something to read only while its owner has work out (a worker's): polled
+    anyway, an idle socket costs every wait ZeroMQ's system calls for nothing. WHEN's answer
+    must change only on the loop's thread, so that the round that follows sees it. NULL
+    WHEN: every round, as before. */
+void cg_loop_watch_when (cg_loop_watch_t *watch, cg_loop_when_fn *when, void *when_arg);
+
 /*  Ends *WATCH_P (its fn is not called again, even later in this round) and sets *WATCH_P
     to NULL. Safe on NULL. */
 void cg_loop_unwatch (cg_loop_t *self, cg_loop_watch_t **watch_p);

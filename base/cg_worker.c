@@ -141,6 +141,22 @@ cg_worker_sock (cg_worker_t *self)
     return zactor_sock (self->actor);
 }
 
+//  cg_loop_when_fn: a worker's socket is read only while works are out.
+static bool
+s_busy (void *arg)
+{
+    return ((cg_worker_t *)arg)->pending > 0;
+}
+
+cg_loop_watch_t *
+cg_worker_watch (cg_worker_t *self, cg_loop_t *loop, cg_loop_watch_fn *fn, void *arg)
+{
+    cg_loop_watch_t *watch =
+        cg_loop_watch_socket (loop, zactor_sock (self->actor), ZMQ_POLLIN, fn, arg);
+    cg_loop_watch_when (watch, s_busy, self);
+    return watch;
+}
+
 void
 cg_worker_collect (cg_worker_t *self)
 {

@@ -8,6 +8,7 @@
 #define CG_WORKER_H
 
 #include "base/cg_error.h"
+#include "base/cg_loop.h"
 
 #include <czmq.h>
 #include <stdbool.h>
@@ -64,6 +65,13 @@ int cg_worker_queue (cg_worker_t *self, cg_work_t *work, bool force, cg_error_t 
 
 /*  The socket that is readable when finished works wait to be collected (for zmq_poll). */
 zsock_t *cg_worker_sock (cg_worker_t *self);
+
+/*  Watches SELF's socket on LOOP (the owner's) for finished works, calling FN with ARG, in
+    the rounds that begin with works out only: an idle worker costs the loop's waits
+    nothing. Returns the watch (the loop's): cg_loop_unwatch, or cg_loop_forget of ARG,
+    ends it, and must before SELF is destroyed. */
+cg_loop_watch_t *cg_worker_watch (cg_worker_t *self, cg_loop_t *loop, cg_loop_watch_fn *fn,
+                                  void *arg);
 
 /*  Calls the after_cb of every finished work waiting, on the caller's thread. */
 void cg_worker_collect (cg_worker_t *self);

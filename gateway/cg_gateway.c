@@ -504,8 +504,7 @@ cg_gateway_new (const cg_config_t *config, cg_registry_t *registry, cg_http_t *h
     cg_loop_before_wait (loop, cg_gateway_ws_before_wait, self);
     //  One large kernel message per WebSocket at most (cg_gateway_ws.c).
     self->decoder = cg_worker_new_nice ("gateway decoder", CG_GATEWAY_SOCKETS_MAX, CG_WORKER_NICE);
-    cg_loop_watch_socket (loop, cg_worker_sock (self->decoder), ZMQ_POLLIN, cg_gateway_ws_decoded,
-                          self);
+    cg_worker_watch (self->decoder, loop, cg_gateway_ws_decoded, self);
     cg_http_route (http, "/api", 0, S_BODY_MAX, s_api, self);
     cg_http_route (http, "/api/", CG_HTTP_PREFIX, S_BODY_MAX, s_api, self);
     cg_http_route (http, "/kernelspecs/", CG_HTTP_PREFIX | CG_HTTP_GET_ONLY, 0, s_resources, self);

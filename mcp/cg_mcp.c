@@ -224,9 +224,9 @@ cg_mcp_new (const cg_mcp_env_t *env)
     if (message_max < MIN_MESSAGE_MAX)
         message_max = MIN_MESSAGE_MAX;
     self->store = cg_worker_new_nice ("store", env->store_max, CG_WORKER_NICE);
-    cg_loop_watch_socket (self->loop, cg_worker_sock (self->store), ZMQ_POLLIN, s_store_cb, self);
+    cg_worker_watch (self->store, self->loop, s_store_cb, self);
     self->files = cg_worker_new_nice ("files", env->store_max, CG_WORKER_NICE);
-    cg_loop_watch_socket (self->loop, cg_worker_sock (self->files), ZMQ_POLLIN, s_store_cb, self);
+    cg_worker_watch (self->files, self->loop, s_store_cb, self);
     //  The log's searches and reads run beside its writes, so that no answer waiting for a
     //  write (cg_tools_run) waits for a search.
     cg_error_t *err = NULL;
@@ -235,12 +235,11 @@ cg_mcp_new (const cg_mcp_env_t *env)
         cg_error_destroy (&err);
     }
     self->log_reads = cg_worker_new_nice ("log-search", env->log_reads_max, CG_WORKER_NICE);
-    cg_loop_watch_socket (self->loop, cg_worker_sock (self->log_reads), ZMQ_POLLIN, s_store_cb,
-                          self);
+    cg_worker_watch (self->log_reads, self->loop, s_store_cb, self);
     //  Large messages to the clients are encoded beside the loop; past ENCODER_QUEUE_MAX
     //  waiting, on it (cg_channel_send).
     self->encoder = cg_worker_new_nice ("encoder", ENCODER_QUEUE_MAX, CG_WORKER_NICE);
-    cg_loop_watch_socket (self->loop, cg_worker_sock (self->encoder), ZMQ_POLLIN, s_store_cb, self);
+    cg_worker_watch (self->encoder, self->loop, s_store_cb, self);
     //  The features and tools register their methods, hooks and their own loop hooks.
     for (size_t i = 0; env->setup[i]; i++)
         env->setup[i](self);

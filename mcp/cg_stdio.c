@@ -203,8 +203,7 @@ cg_stdio_new (cg_server_t *server, int in_fd, int out_fd, size_t message_max)
     self->input_open = true;
     self->message_max = message_max;
     self->parser = cg_worker_new_nice ("request parser", 1, CG_WORKER_NICE);
-    self->parser_watch = cg_loop_watch_socket (
-        cg_server_loop (server), cg_worker_sock (self->parser), ZMQ_POLLIN, s_parser_cb, self);
+    self->parser_watch = cg_worker_watch (self->parser, cg_server_loop (server), s_parser_cb, self);
     self->cap = READ_CHUNK;
     self->buf = cg_xmalloc (self->cap);
     return self;

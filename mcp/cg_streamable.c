@@ -625,8 +625,7 @@ cg_streamable_new (cg_server_t *server, cg_http_t *http, size_t message_max)
     cg_http_route (http, "/mcp", 0, message_max, s_handle, self);
     self->reap_hook = cg_loop_before_wait (cg_server_loop (server), s_reap_cb, self);
     self->parser = cg_worker_new_nice ("request parser", S_PARSE_QUEUE_MAX, CG_WORKER_NICE);
-    self->parser_watch = cg_loop_watch_socket (
-        cg_server_loop (server), cg_worker_sock (self->parser), ZMQ_POLLIN, s_parser_cb, self);
+    self->parser_watch = cg_worker_watch (self->parser, cg_server_loop (server), s_parser_cb, self);
     const cg_config_t *config = cg_server_config (server);
     cleanup_free char *host =
         cg_xstrndup (config->http, (size_t)(strrchr (config->http, ':') - config->http));

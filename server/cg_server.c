@@ -322,8 +322,7 @@ cg_serve (const cg_config_t *config, cg_backend_t *backend, cg_instance_t *insta
     cg_adopt (self.registry, backend, instance, config);
     self.execlog = s_execlog_open (config);
     self.log_worker = cg_worker_new ("log", CG_TOOLS_LOG_JOBS_MAX); /* writes: forced past it */
-    cg_loop_watch_socket (self.loop, cg_worker_sock (self.log_worker), ZMQ_POLLIN, s_log_worker_cb,
-                          self.log_worker);
+    cg_worker_watch (self.log_worker, self.loop, s_log_worker_cb, self.log_worker);
     //  Before every wait, in this order: the registry (idle sessions, the pool), the
     //  gateway, MCP's own, then the listener.
     cg_registry_on_loop (self.registry, self.loop);

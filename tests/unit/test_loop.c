@@ -5,6 +5,7 @@
     stop the loop. cg_zpoll answers as zmq_poll does: a socket with a message waiting is
     ready even when its ZMQ_FD was already read (the second of two queued messages), one
     that gets a message while it waits wakes it, an fd item too, and the timeout ends it.
+    A watch given a when-function takes part in a wait only while it answers true.
     A callback that holds the loop over 20 ms is logged (debug) with its place in the binary,
     and cg_loop_longest gives the longest since it was last asked. */
 #include "base/cg_log.h"
@@ -124,6 +125,49 @@ test_fds (void)
     close (fds[1]);
     cg_loop_destroy (&loop);
     EXPECT (loop == NULL, "destroy sets NULL");
+}
+
+static bool
+s_when (void *arg)
+{
+    return *(bool *)arg;
+}
+
+static void
+test_when (void)
+{
+    const char *name = "when";
+    cg_loop_t *loop = cg_loop_new ();
+    zsock_t *pull = zsock_new_pull ("inproc://test-loop-when"),
+            *push = zsock_new_push (">inproc://test-loop-when");
+    bool busy = false;
+    s_arg_t s = {.letter = 's', .fd = -1};
+    cg_loop_watch_t *ws = cg_loop_watch_socket (loop, pull, ZMQ_POLLIN, s_watch_cb, &s);
+    cg_loop_watch_when (ws, s_when, &busy);
+    zstr_send (push, "hello");
+    cg_loop_timer (loop, 50, s_timer_cb, &(s_arg_t){.letter = 't'});
+    s_trace[0] = '\0';
+    CHECK (cg_loop_run_once (loop) == 1, "a round");
+    EXPECT (strcmp (s_trace, "t") == 0, "a message waits, but the watch is not asked: %s", s_trace);
+    busy = true;
+    cg_loop_timer (loop, 50, s_timer_cb, &(s_arg_t){.letter = 't'});
+    s_trace[0] = '\0';
+    CHECK (cg_loop_run_once (loop) == 1, "a round");
+    EXPECT (strcmp (s_trace, "s") == 0, "asked, the watch fires: %s", s_trace);
+    char *text = zstr_recv (pull);
+    EXPECT (text && strcmp (text, "hello") == 0, "its message is there");
+    zstr_free (&text);
+    cg_loop_watch_when (ws, NULL, NULL);
+    busy = false;
+    zstr_send (push, "again");
+    s_trace[0] = '\0';
+    CHECK (cg_loop_run_once (loop) == 1, "a round");
+    EXPECT (strncmp (s_trace, "s", 1) == 0, "without a when-function, every round: %s", s_trace);
+    zstr_free (&(char *){zstr_recv (pull)});
+    cg_loop_unwatch (loop, &ws);
+    zsock_destroy (&push);
+    zsock_destroy (&pull);
+    cg_loop_destroy (&loop);
 }
 
 static void
@@ -364,6 +408,7 @@ int
 main (void)
 {
     test_fds ();
+    test_when ();
     test_timers ();
     test_removal ();
     test_before_wait ();

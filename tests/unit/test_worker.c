@@ -74,6 +74,34 @@ s_collect (cg_worker_t *worker, int n)
     }
 }
 
+static cg_worker_t *s_watched;
+static int s_watched_fired;
+
+static void
+s_watched_cb (cg_loop_t *loop, short revents, void *arg)
+{
+    (void)loop, (void)revents;
+    (*(int *)arg)++;
+    cg_worker_collect (s_watched);
+}
+
+static int
+s_queue_timer_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop;
+    cg_error_t *err = NULL;
+    EXPECT (cg_worker_queue (arg, &s_new (50, false)->work, false, &err) == 0, "50 queued");
+    return -1;
+}
+
+//  Ends every round within 100 ms, so that a watch never asked cannot hang the test.
+static int
+s_tick_cb (cg_loop_t *loop, void *arg)
+{
+    (void)loop, (void)arg;
+    return 100;
+}
+
 int
 main (void)
 {
@@ -117,6 +145,24 @@ main (void)
     s_collect (worker, 3);
     EXPECT (s_done == 3 && s_order[2] == 32, "the worker runs works after a flush");
     cg_worker_destroy (&worker);
+    //  Watched on a loop (cg_worker_watch): idle, the loop's wait leaves it out; a work
+    //  queued from a callback opens it for the next round, and it comes back there.
+    s_done = 0;
+    worker = cg_worker_new ("test", 4);
+    cg_loop_t *loop = cg_loop_new ();
+    s_watched = worker;
+    cg_worker_watch (worker, loop, s_watched_cb, &s_watched_fired);
+    cg_loop_timer (loop, 0, s_queue_timer_cb, worker);
+    cg_loop_timer (loop, 100, s_tick_cb, &s_watched_fired);
+    for (int i = 0; i < 100 && s_done < 1; i++)
+        cg_loop_run_once (loop);
+    EXPECT (s_done == 1 && s_order[0] == 50 && s_watched_fired >= 1
+                && cg_worker_pending (worker) == 0,
+            "queued from a timer, the work came back through the loop: %d back, %d fired", s_done,
+            s_watched_fired);
+    cg_loop_forget (loop, &s_watched_fired);
+    cg_worker_destroy (&worker);
+    cg_loop_destroy (&loop);
     //  Cancelled: the one running finishes, the waiting ones come back unrun.
     s_done = 0;
     worker = cg_worker_new ("test", 4);
