@@ -232,6 +232,28 @@ def egress_seeds():
     for name, text in logs.items():
         write('egress_log', name, text.encode('latin-1'))
 
+def remote_seeds():
+    # fuzz_remote_msg: a direction byte (bit 0: down), then frames.
+    def msg(down, *frames):
+        return bytes([1 if down else 0]) + b''.join(frame(f) for f in frames)
+    write('remote_msg', 'hello', msg(False, 'HELLO', '1', 'cg-0a1b2c3d4e5f-00aa11bb22cc'))
+    write('remote_msg', 'started', msg(False, 'STARTED', 'k1', '4242'))
+    write('remote_msg', 'exited_signal', msg(False, 'EXITED', 'k1', '137'))
+    write('remote_msg', 'failed', msg(False, 'FAILED', 'k1', 'exec: no such file: python3 \u00e9'))
+    write('remote_msg', 'stats', msg(False, 'STATS', '1048576', '2097152', '-1'))
+    write('remote_msg', 'from_shell', msg(False, 'FROM', '0', b'\x00\x8bE\x11', b'<IDS|MSG>', 'a' * 64,
+                                          '{"msg_type":"execute_reply"}', '{}', '{}', '{"status":"ok"}'))
+    write('remote_msg', 'from_iopub', msg(False, 'FROM', '1', '', 'kernel.stream', b'<IDS|MSG>', 'sig', '{}', '{}', '{}', '{}'))
+    write('remote_msg', 'bye_up', msg(False, 'BYE', 'out of memory'))
+    write('remote_msg', 'welcome', msg(True, 'WELCOME', '1'))
+    write('remote_msg', 'exec', msg(True, 'EXEC', 'k2', json.dumps({'argv': ['python3', '-m', 'ipykernel_launcher', '-f', '/run/cellgate/ipc/kernel-k2.json'], 'env': ['PYTHONPATH=/opt/cellgate/site/python', 'HOME=/mnt/data'], 'cwd': '/mnt/data'})))
+    write('remote_msg', 'exec_bad_spec', msg(True, 'EXEC', 'k2', '{"argv":[],"cwd":"x"}'))
+    write('remote_msg', 'signal_all', msg(True, 'SIGNAL', '*', '9'))
+    write('remote_msg', 'stats_ask', msg(True, 'STATS?'))
+    write('remote_msg', 'put', msg(True, 'PUT', 'kernel-k2.json', '{"key":"secret","transport":"ipc"}'))
+    write('remote_msg', 'to_control', msg(True, 'TO', '3', 'peer', b'<IDS|MSG>', 'sig', '{"msg_type":"interrupt_request"}', '{}', '{}', '{}'))
+    write('remote_msg', 'wrong_way', msg(True, 'HELLO', '1', 'x'))
+
 if __name__ == '__main__':
     clean()
     contents = wire_and_kernel_seeds()
@@ -241,5 +263,6 @@ if __name__ == '__main__':
     http_seeds()
     workspace_seeds()
     egress_seeds()
+    remote_seeds()
     for target in sorted(os.listdir(CORPUS)):
         print('%s: %d files' % (target, len(os.listdir(os.path.join(CORPUS, target)))))
