@@ -87,7 +87,8 @@ cg_remote_hub_new (const char *endpoint, const cg_remote_keys_t *keys, size_t ma
     zsock_set_handshake_ivl (self->router, S_HANDSHAKE_MS);
     zsock_set_sndhwm (self->router, S_SEND_HWM);
     zsock_set_sndtimeo (self->router, 0);
-    zsock_set_maxmsgsize (self->router, (int)(max_frame_bytes > INT32_MAX ? INT32_MAX : max_frame_bytes));
+    zsock_set_maxmsgsize (self->router,
+                          (int)(max_frame_bytes > INT32_MAX ? INT32_MAX : max_frame_bytes));
     zsock_set_linger (self->router, 0);
     if (zsock_bind (self->router, "%s", endpoint) < 0) {
         cg_error_set (err, errno ? errno : EADDRNOTAVAIL, "relay hub: bind %s: %s", endpoint,
@@ -261,8 +262,8 @@ cg_remote_hub_send (cg_remote_hub_t *self, zframe_t *route, zmsg_t **msg, cg_err
         return 0;
     int code = errno;
     zmsg_destroy (msg);
-    return cg_error_set (err, code == EHOSTUNREACH ? ENOTCONN : code,
-                         "relay hub: %s", code == EHOSTUNREACH ? "the relay is not connected" : zmq_strerror (code));
+    return cg_error_set (err, code == EHOSTUNREACH ? ENOTCONN : code, "relay hub: %s",
+                         code == EHOSTUNREACH ? "the relay is not connected" : zmq_strerror (code));
 }
 
 zsock_t *

@@ -13,7 +13,8 @@ typedef enum {
     S_VERSION, /* a number, 1 to 65535 */
     S_ID,      /* an exec or sandbox id */
     S_TARGET,  /* an exec id or "*" */
-    S_NAME,    /* a file name in the ipc dir */
+    S_NAME,    /* a file name in the ipc dir, into id */
+    S_FILE,    /* a file name in the ipc dir, into text */
     S_NUMBER,  /* the next of number[]: 0 to 2^62 */
     S_UNKNOWN, /* the next of number[]: as S_NUMBER, or -1 */
     S_STATUS,  /* the next of number[]: 0 to 383 (128 + a signal up to 255) */
@@ -31,7 +32,7 @@ typedef struct {
     const char *name;
     cg_remote_dir_t dir;
     bool both; /* sent either way (BYE) */
-    s_slot_t slots[4];
+    s_slot_t slots[5];
 } s_row_t;
 
 //  Indexed by cg_remote_verb_t.
@@ -41,13 +42,14 @@ static const s_row_t s_rows[] = {
     [CG_REMOTE_EXITED] = {"EXITED", CG_REMOTE_UP, false, {S_ID, S_STATUS, S_END}},
     [CG_REMOTE_FAILED] = {"FAILED", CG_REMOTE_UP, false, {S_ID, S_TEXT, S_END}},
     [CG_REMOTE_STATS] = {"STATS", CG_REMOTE_UP, false, {S_NUMBER, S_NUMBER, S_UNKNOWN, S_END}},
-    [CG_REMOTE_FROM] = {"FROM", CG_REMOTE_UP, false, {S_CHANNEL, S_PEER, S_PARTS, S_END}},
+    [CG_REMOTE_FROM] = {"FROM", CG_REMOTE_UP, false, {S_ID, S_CHANNEL, S_PEER, S_PARTS, S_END}},
     [CG_REMOTE_WELCOME] = {"WELCOME", CG_REMOTE_DOWN, false, {S_VERSION, S_END}},
     [CG_REMOTE_EXEC] = {"EXEC", CG_REMOTE_DOWN, false, {S_ID, S_SPEC, S_END}},
     [CG_REMOTE_SIGNAL] = {"SIGNAL", CG_REMOTE_DOWN, false, {S_TARGET, S_SIGNAL, S_END}},
     [CG_REMOTE_STATS_ASK] = {"STATS?", CG_REMOTE_DOWN, false, {S_END}},
     [CG_REMOTE_PUT] = {"PUT", CG_REMOTE_DOWN, false, {S_NAME, S_BYTES, S_END}},
-    [CG_REMOTE_TO] = {"TO", CG_REMOTE_DOWN, false, {S_CHANNEL, S_PEER, S_PARTS, S_END}},
+    [CG_REMOTE_ATTACH] = {"ATTACH", CG_REMOTE_DOWN, false, {S_ID, S_FILE, S_END}},
+    [CG_REMOTE_TO] = {"TO", CG_REMOTE_DOWN, false, {S_ID, S_CHANNEL, S_PEER, S_PARTS, S_END}},
     [CG_REMOTE_BYE] = {"BYE", CG_REMOTE_UP, true, {S_TEXT, S_END}},
 };
 #define S_VERBS (sizeof s_rows / sizeof s_rows[0])
@@ -129,60 +131,66 @@ s_take (s_slot_t slot, const cg_remote_bytes_t *frame, cg_remote_msg_t *msg, siz
 {
     int64_t value;
     switch (slot) {
-    case S_VERSION:
-        if ((msg->version = s_number (frame, 65535)) < 1)
-            return "not a version (1 to 65535)";
-        return NULL;
-    case S_ID:
-        msg->id = *frame;
-        return s_id_ok (frame) ? NULL : "not an id (1 to 64 of [0-9a-z_-])";
-    case S_TARGET:
-        msg->id = *frame;
-        return s_is (frame, "*") || s_id_ok (frame) ? NULL : "neither an exec id nor *";
-    case S_NAME:
-        msg->id = *frame;
-        return s_name_ok (frame) ? NULL : "not a file name (1 to 128 of [A-Za-z0-9._-], no leading dot)";
-    case S_NUMBER:
-    case S_UNKNOWN:
-    case S_STATUS:
-    case S_SIGNAL:
-        value = slot == S_STATUS   ? s_number (frame, 383)
-                : slot == S_SIGNAL ? s_number (frame, 64)
-                                   : s_number (frame, INT64_C (1) << 62);
-        if (slot == S_UNKNOWN && s_is (frame, "-1"))
-            value = -1;
-        else if (value < 0 || (slot == S_SIGNAL && value == 0))
-            return slot == S_STATUS   ? "not an exit status (0 to 383)"
-                   : slot == S_SIGNAL ? "not a signal (1 to 64)"
-                                      : "not a number";
-        msg->number[(*numbers)++] = value;
-        return NULL;
-    case S_TEXT:
-        msg->text = *frame;
-        return frame->size <= CG_REMOTE_TEXT_MAX && s_text_ok (frame->data, frame->size)
-                   ? NULL
-                   : "not a message (UTF-8 without NUL, 1,024 bytes at most)";
-    case S_SPEC:
-        msg->text = *frame;
-        return frame->size <= CG_REMOTE_SPEC_MAX ? NULL : "a spec over 64 KiB";
-    case S_BYTES:
-        msg->text = *frame;
-        return frame->size <= CG_REMOTE_PUT_MAX ? NULL : "a file over 64 KiB";
-    case S_CHANNEL:
-        value = s_number (frame, CG_REMOTE_CHANNELS - 1);
-        msg->channel = (int)value;
-        return value < 0 ? "not a channel (0 to 4)" : NULL;
-    case S_PEER:
-        msg->peer = *frame;
-        if (frame->size > CG_REMOTE_PEER_MAX)
-            return "a peer over 255 bytes";
-        //  iopub has no peer; every other channel's message goes to or comes from one.
-        if ((msg->channel == CG_REMOTE_IOPUB) != (frame->size == 0))
-            return "a peer on iopub, or none on another channel";
-        return NULL;
-    case S_PARTS:
-    case S_END:
-        break;
+        case S_VERSION:
+            if ((msg->version = s_number (frame, 65535)) < 1)
+                return "not a version (1 to 65535)";
+            return NULL;
+        case S_ID:
+            msg->id = *frame;
+            return s_id_ok (frame) ? NULL : "not an id (1 to 64 of [0-9a-z_-])";
+        case S_TARGET:
+            msg->id = *frame;
+            return s_is (frame, "*") || s_id_ok (frame) ? NULL : "neither an exec id nor *";
+        case S_NAME:
+        case S_FILE:
+            if (slot == S_NAME)
+                msg->id = *frame;
+            else
+                msg->text = *frame;
+            return s_name_ok (frame)
+                       ? NULL
+                       : "not a file name (1 to 128 of [A-Za-z0-9._-], no leading dot)";
+        case S_NUMBER:
+        case S_UNKNOWN:
+        case S_STATUS:
+        case S_SIGNAL:
+            value = slot == S_STATUS   ? s_number (frame, 383)
+                    : slot == S_SIGNAL ? s_number (frame, 64)
+                                       : s_number (frame, INT64_C (1) << 62);
+            if (slot == S_UNKNOWN && s_is (frame, "-1"))
+                value = -1;
+            else if (value < 0 || (slot == S_SIGNAL && value == 0))
+                return slot == S_STATUS   ? "not an exit status (0 to 383)"
+                       : slot == S_SIGNAL ? "not a signal (1 to 64)"
+                                          : "not a number";
+            msg->number[(*numbers)++] = value;
+            return NULL;
+        case S_TEXT:
+            msg->text = *frame;
+            return frame->size <= CG_REMOTE_TEXT_MAX && s_text_ok (frame->data, frame->size)
+                       ? NULL
+                       : "not a message (UTF-8 without NUL, 1,024 bytes at most)";
+        case S_SPEC:
+            msg->text = *frame;
+            return frame->size <= CG_REMOTE_SPEC_MAX ? NULL : "a spec over 64 KiB";
+        case S_BYTES:
+            msg->text = *frame;
+            return frame->size <= CG_REMOTE_PUT_MAX ? NULL : "a file over 64 KiB";
+        case S_CHANNEL:
+            value = s_number (frame, CG_REMOTE_CHANNELS - 1);
+            msg->channel = (int)value;
+            return value < 0 ? "not a channel (0 to 4)" : NULL;
+        case S_PEER:
+            msg->peer = *frame;
+            if (frame->size > CG_REMOTE_PEER_MAX)
+                return "a peer over 255 bytes";
+            //  iopub has no peer; every other channel's message goes to or comes from one.
+            if ((msg->channel == CG_REMOTE_IOPUB) != (frame->size == 0))
+                return "a peer on iopub, or none on another channel";
+            return NULL;
+        case S_PARTS:
+        case S_END:
+            break;
     }
     return "?";
 }
@@ -225,8 +233,8 @@ cg_remote_decode (const cg_remote_bytes_t *frames, size_t count, cg_remote_dir_t
         at++;
     }
     if (at != count)
-        return cg_error_set (err, EPROTO, "relay message: %s with %zu frames, too many",
-                             row->name, count);
+        return cg_error_set (err, EPROTO, "relay message: %s with %zu frames, too many", row->name,
+                             count);
     return 0;
 }
 
@@ -258,37 +266,38 @@ cg_remote_encode (const cg_remote_msg_t *msg)
     size_t numbers = 0;
     for (const s_slot_t *slot = row->slots; *slot != S_END; slot++)
         switch (*slot) {
-        case S_VERSION:
-            s_add_number (zmsg, msg->version);
-            break;
-        case S_ID:
-        case S_TARGET:
-        case S_NAME:
-            zmsg_addmem (zmsg, msg->id.data, msg->id.size);
-            break;
-        case S_NUMBER:
-        case S_UNKNOWN:
-        case S_STATUS:
-        case S_SIGNAL:
-            s_add_number (zmsg, msg->number[numbers++]);
-            break;
-        case S_TEXT:
-        case S_SPEC:
-        case S_BYTES:
-            zmsg_addmem (zmsg, msg->text.data, msg->text.size);
-            break;
-        case S_CHANNEL:
-            s_add_number (zmsg, msg->channel);
-            break;
-        case S_PEER:
-            zmsg_addmem (zmsg, msg->peer.data, msg->peer.size);
-            break;
-        case S_PARTS:
-            for (size_t i = 0; i < msg->part_count; i++)
-                zmsg_addmem (zmsg, msg->parts[i].data, msg->parts[i].size);
-            break;
-        case S_END:
-            break;
+            case S_VERSION:
+                s_add_number (zmsg, msg->version);
+                break;
+            case S_ID:
+            case S_TARGET:
+            case S_NAME:
+                zmsg_addmem (zmsg, msg->id.data, msg->id.size);
+                break;
+            case S_NUMBER:
+            case S_UNKNOWN:
+            case S_STATUS:
+            case S_SIGNAL:
+                s_add_number (zmsg, msg->number[numbers++]);
+                break;
+            case S_TEXT:
+            case S_SPEC:
+            case S_BYTES:
+            case S_FILE:
+                zmsg_addmem (zmsg, msg->text.data, msg->text.size);
+                break;
+            case S_CHANNEL:
+                s_add_number (zmsg, msg->channel);
+                break;
+            case S_PEER:
+                zmsg_addmem (zmsg, msg->peer.data, msg->peer.size);
+                break;
+            case S_PARTS:
+                for (size_t i = 0; i < msg->part_count; i++)
+                    zmsg_addmem (zmsg, msg->parts[i].data, msg->parts[i].size);
+                break;
+            case S_END:
+                break;
         }
     return zmsg;
 }

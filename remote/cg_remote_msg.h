@@ -9,8 +9,9 @@
       EXITED   <exec> <status>            it ended: its exit code, or 128 + its signal
       FAILED   <exec> <message>           it could not be started
       STATS    <memory> <peak> <oom>      bytes, bytes, OOM kills (-1: unknown)
-      FROM     <channel> <peer> <part>... a kernel's message on channel 0-4 (shell, iopub,
-                                          stdin, control, hb) to <peer>, byte for byte
+      FROM     <kernel> <channel> <peer> <part>...
+                                          an ATTACHed kernel's message on channel 0-4 (shell,
+                                          iopub, stdin, control, hb) to <peer>, byte for byte
       BYE      <message>                  the relay is ending
 
     server to relay (CG_REMOTE_DOWN)
@@ -22,7 +23,12 @@
       STATS?                              ask for STATS
       PUT      <name> <bytes>             a small file (a kernel's connection file) into the
                                           sandbox's ipc dir, readable by the sandbox user only
-      TO       <channel> <peer> <part>... a message to a kernel on channel 0-4 from <peer>
+      ATTACH   <kernel> <name>            the kernel started by EXEC <kernel> binds the ipc
+                                          sockets connection file <name> (PUT before) names:
+                                          forward its channels (until its EXITED)
+      TO       <kernel> <channel> <peer> <part>...
+                                          a message to an ATTACHed kernel on channel 0-4
+                                          from <peer>
       BYE      <message>
 
     Numbers are decimal ASCII without sign or leading zeros (but -1 where it may be unknown);
@@ -76,6 +82,7 @@ typedef enum {
     CG_REMOTE_SIGNAL,
     CG_REMOTE_STATS_ASK,
     CG_REMOTE_PUT,
+    CG_REMOTE_ATTACH,
     CG_REMOTE_TO,
     CG_REMOTE_BYE,
 } cg_remote_verb_t;
@@ -90,20 +97,22 @@ typedef struct {
     encoded. Only the fields of its verb mean anything. */
 typedef struct {
     cg_remote_verb_t verb;
-    int64_t version;        /* HELLO, WELCOME */
-    cg_remote_bytes_t id;   /* HELLO: the sandbox; EXEC, STARTED, EXITED, FAILED, SIGNAL:
-                               the exec (SIGNAL: "*" for every process); PUT: the name */
-    cg_remote_bytes_t text; /* FAILED, BYE: the message; EXEC: the spec; PUT: the contents */
-    int64_t number[3];      /* STARTED: pid; EXITED: status; SIGNAL: the signal; STATS:
+    int64_t version;                /* HELLO, WELCOME */
+    cg_remote_bytes_t id;           /* HELLO: the sandbox; EXEC, STARTED, EXITED, FAILED, SIGNAL,
+                               ATTACH, TO, FROM: the exec (SIGNAL: "*" for every process);
+                               PUT: the name */
+    cg_remote_bytes_t text;         /* FAILED, BYE: the message; EXEC: the spec; PUT: the contents;
+                               ATTACH: the connection file's name */
+    int64_t number[3];              /* STARTED: pid; EXITED: status; SIGNAL: the signal; STATS:
                                memory, peak, OOM kills */
-    int channel;            /* TO, FROM */
-    cg_remote_bytes_t peer; /* TO, FROM */
+    int channel;                    /* TO, FROM */
+    cg_remote_bytes_t peer;         /* TO, FROM */
     const cg_remote_bytes_t *parts; /* TO, FROM: the kernel message's frames */
     size_t part_count;
 } cg_remote_msg_t;
 
-/*  The frames of one message at most (verb, channel, peer and the parts). */
-#define CG_REMOTE_FRAMES_MAX (3 + CG_REMOTE_PARTS_MAX)
+/*  The frames of one message at most (verb, kernel, channel, peer and the parts). */
+#define CG_REMOTE_FRAMES_MAX (4 + CG_REMOTE_PARTS_MAX)
 
 /*  VERB's name on the wire ("HELLO"). Static. */
 const char *cg_remote_verb_name (cg_remote_verb_t verb);
@@ -135,8 +144,7 @@ typedef struct {
 /*  Parses SPEC (SIZE bytes of JSON: {"argv": [...], "env": [...], "cwd": "/..."}, nothing
     else) into *OUT. Strings must be UTF-8 without NUL, CG_REMOTE_ARG_MAX bytes at most.
     Returns 0 (free with cg_remote_spec_free), or -1 with *err set (EPROTO). */
-int cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out,
-                          cg_error_t **err);
+int cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_error_t **err);
 
 /*  Makes the JSON text of a spec of ARGV, ENV (NULL-terminated; ENV may be NULL) and CWD.
     Caller frees. */

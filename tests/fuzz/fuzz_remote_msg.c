@@ -6,7 +6,7 @@
     (cg_fuzz_frame), at most CG_REMOTE_FRAMES_MAX + 2 of them.
 
     Invariants: a refused message says why (EPROTO); an accepted one has the verb's own
-    fields within their limits (ids of [0-9a-z_-], 1 to 64; a channel 0 to 4 with a peer
+    fields within their limits (ids of [0-9a-z_-], 1 to 64, the kernel's of TO and FROM too; a channel 0 to 4 with a peer
     exactly when it is not iopub; 1 to 64 parts; texts UTF-8 without NUL), encodes to the
     very frames it came from, and decodes from them to the same message; an EXEC's spec,
     when it parses, has 1 to 256 arguments, KEY=VALUE variables and an absolute cwd, and
@@ -59,9 +59,10 @@ s_check_spec (const cg_remote_bytes_t *text)
     CG_FUZZ_CHECK (cg_remote_spec_parse (again, strlen (again), &back, &err) == 0,
                    "a spec's own text parses");
     for (size_t i = 0; i <= argc; i++)
-        CG_FUZZ_CHECK ((!spec.argv[i] && !back.argv[i])
-                           || (spec.argv[i] && back.argv[i] && strcmp (spec.argv[i], back.argv[i]) == 0),
-                       "the same arguments");
+        CG_FUZZ_CHECK (
+            (!spec.argv[i] && !back.argv[i])
+                || (spec.argv[i] && back.argv[i] && strcmp (spec.argv[i], back.argv[i]) == 0),
+            "the same arguments");
     CG_FUZZ_CHECK (strcmp (spec.cwd, back.cwd) == 0, "the same cwd");
     free (again);
     cg_remote_spec_free (&back);
@@ -89,26 +90,30 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         return 0;
     }
     switch (msg.verb) {
-    case CG_REMOTE_HELLO:
-    case CG_REMOTE_STARTED:
-    case CG_REMOTE_EXITED:
-    case CG_REMOTE_FAILED:
-    case CG_REMOTE_EXEC:
-    case CG_REMOTE_SIGNAL:
-        s_check_id (&msg.id);
-        break;
-    case CG_REMOTE_FROM:
-    case CG_REMOTE_TO:
-        CG_FUZZ_CHECK (msg.channel >= 0 && msg.channel < CG_REMOTE_CHANNELS, "a channel");
-        CG_FUZZ_CHECK ((msg.channel == CG_REMOTE_IOPUB) == (msg.peer.size == 0), "a peer unless iopub");
-        CG_FUZZ_CHECK (msg.peer.size <= CG_REMOTE_PEER_MAX, "a peer's length");
-        CG_FUZZ_CHECK (msg.part_count >= 1 && msg.part_count <= CG_REMOTE_PARTS_MAX, "parts");
-        break;
-    default:
-        break;
+        case CG_REMOTE_HELLO:
+        case CG_REMOTE_STARTED:
+        case CG_REMOTE_EXITED:
+        case CG_REMOTE_FAILED:
+        case CG_REMOTE_EXEC:
+        case CG_REMOTE_SIGNAL:
+        case CG_REMOTE_ATTACH:
+            s_check_id (&msg.id);
+            break;
+        case CG_REMOTE_FROM:
+        case CG_REMOTE_TO:
+            s_check_id (&msg.id);
+            CG_FUZZ_CHECK (msg.channel >= 0 && msg.channel < CG_REMOTE_CHANNELS, "a channel");
+            CG_FUZZ_CHECK ((msg.channel == CG_REMOTE_IOPUB) == (msg.peer.size == 0),
+                           "a peer unless iopub");
+            CG_FUZZ_CHECK (msg.peer.size <= CG_REMOTE_PEER_MAX, "a peer's length");
+            CG_FUZZ_CHECK (msg.part_count >= 1 && msg.part_count <= CG_REMOTE_PARTS_MAX, "parts");
+            break;
+        default:
+            break;
     }
     if (msg.verb == CG_REMOTE_FAILED || msg.verb == CG_REMOTE_BYE)
-        CG_FUZZ_CHECK (msg.text.size <= CG_REMOTE_TEXT_MAX && cg_fuzz_utf8_valid (msg.text.data, msg.text.size)
+        CG_FUZZ_CHECK (msg.text.size <= CG_REMOTE_TEXT_MAX
+                           && cg_fuzz_utf8_valid (msg.text.data, msg.text.size)
                            && !memchr (msg.text.data, 0, msg.text.size),
                        "a text is UTF-8 without NUL");
     if (msg.verb == CG_REMOTE_EXEC)

@@ -241,9 +241,9 @@ def remote_seeds():
     write('remote_msg', 'exited_signal', msg(False, 'EXITED', 'k1', '137'))
     write('remote_msg', 'failed', msg(False, 'FAILED', 'k1', 'exec: no such file: python3 \u00e9'))
     write('remote_msg', 'stats', msg(False, 'STATS', '1048576', '2097152', '-1'))
-    write('remote_msg', 'from_shell', msg(False, 'FROM', '0', b'\x00\x8bE\x11', b'<IDS|MSG>', 'a' * 64,
+    write('remote_msg', 'from_shell', msg(False, 'FROM', 'k1', '0', b'\x00\x8bE\x11', b'<IDS|MSG>', 'a' * 64,
                                           '{"msg_type":"execute_reply"}', '{}', '{}', '{"status":"ok"}'))
-    write('remote_msg', 'from_iopub', msg(False, 'FROM', '1', '', 'kernel.stream', b'<IDS|MSG>', 'sig', '{}', '{}', '{}', '{}'))
+    write('remote_msg', 'from_iopub', msg(False, 'FROM', 'k1', '1', '', 'kernel.stream', b'<IDS|MSG>', 'sig', '{}', '{}', '{}', '{}'))
     write('remote_msg', 'bye_up', msg(False, 'BYE', 'out of memory'))
     write('remote_msg', 'welcome', msg(True, 'WELCOME', '1'))
     write('remote_msg', 'exec', msg(True, 'EXEC', 'k2', json.dumps({'argv': ['python3', '-m', 'ipykernel_launcher', '-f', '/run/cellgate/ipc/kernel-k2.json'], 'env': ['PYTHONPATH=/opt/cellgate/site/python', 'HOME=/mnt/data'], 'cwd': '/mnt/data'})))
@@ -251,7 +251,8 @@ def remote_seeds():
     write('remote_msg', 'signal_all', msg(True, 'SIGNAL', '*', '9'))
     write('remote_msg', 'stats_ask', msg(True, 'STATS?'))
     write('remote_msg', 'put', msg(True, 'PUT', 'kernel-k2.json', '{"key":"secret","transport":"ipc"}'))
-    write('remote_msg', 'to_control', msg(True, 'TO', '3', 'peer', b'<IDS|MSG>', 'sig', '{"msg_type":"interrupt_request"}', '{}', '{}', '{}'))
+    write('remote_msg', 'to_control', msg(True, 'TO', 'k2', '3', 'peer', b'<IDS|MSG>', 'sig', '{"msg_type":"interrupt_request"}', '{}', '{}', '{}'))
+    write('remote_msg', 'attach', msg(True, 'ATTACH', 'k2', 'kernel-k2.json'))
     write('remote_msg', 'wrong_way', msg(True, 'HELLO', '1', 'x'))
 
 if __name__ == '__main__':

@@ -76,19 +76,37 @@ test_messages (void)
         {{.verb = CG_REMOTE_HELLO, .version = 1, .id = B ("cg-0a1b-2c3d")}, CG_REMOTE_UP},
         {{.verb = CG_REMOTE_STARTED, .id = B ("k1"), .number = {4242}}, CG_REMOTE_UP},
         {{.verb = CG_REMOTE_EXITED, .id = B ("k1"), .number = {137}}, CG_REMOTE_UP},
-        {{.verb = CG_REMOTE_FAILED, .id = B ("k1"), .text = B ("no such file: \xc3\xa9")}, CG_REMOTE_UP},
-        {{.verb = CG_REMOTE_STATS, .number = {1 << 20, 2 << 20, -1}}, CG_REMOTE_UP},
-        {{.verb = CG_REMOTE_FROM, .channel = 0, .peer = B ("\x01peer"), .parts = parts, .part_count = 4},
+        {{.verb = CG_REMOTE_FAILED, .id = B ("k1"), .text = B ("no such file: \xc3\xa9")},
          CG_REMOTE_UP},
-        {{.verb = CG_REMOTE_FROM, .channel = CG_REMOTE_IOPUB, .parts = parts, .part_count = 1},
+        {{.verb = CG_REMOTE_STATS, .number = {1 << 20, 2 << 20, -1}}, CG_REMOTE_UP},
+        {{.verb = CG_REMOTE_FROM,
+          .id = B ("k1"),
+          .channel = 0,
+          .peer = B ("\x01peer"),
+          .parts = parts,
+          .part_count = 4},
+         CG_REMOTE_UP},
+        {{.verb = CG_REMOTE_FROM,
+          .id = B ("k1"),
+          .channel = CG_REMOTE_IOPUB,
+          .parts = parts,
+          .part_count = 1},
          CG_REMOTE_UP},
         {{.verb = CG_REMOTE_WELCOME, .version = 1}, CG_REMOTE_DOWN},
-        {{.verb = CG_REMOTE_EXEC, .id = B ("k2"), .text = B ("{\"argv\":[\"x\"],\"env\":[],\"cwd\":\"/\"}")},
+        {{.verb = CG_REMOTE_EXEC,
+          .id = B ("k2"),
+          .text = B ("{\"argv\":[\"x\"],\"env\":[],\"cwd\":\"/\"}")},
          CG_REMOTE_DOWN},
         {{.verb = CG_REMOTE_SIGNAL, .id = B ("*"), .number = {9}}, CG_REMOTE_DOWN},
         {{.verb = CG_REMOTE_STATS_ASK}, CG_REMOTE_DOWN},
         {{.verb = CG_REMOTE_PUT, .id = B ("kernel-k2.json"), .text = {"\0bin", 4}}, CG_REMOTE_DOWN},
-        {{.verb = CG_REMOTE_TO, .channel = 4, .peer = B ("p"), .parts = parts, .part_count = 3},
+        {{.verb = CG_REMOTE_ATTACH, .id = B ("k2"), .text = B ("kernel-k2.json")}, CG_REMOTE_DOWN},
+        {{.verb = CG_REMOTE_TO,
+          .id = B ("k2"),
+          .channel = 4,
+          .peer = B ("p"),
+          .parts = parts,
+          .part_count = 3},
          CG_REMOTE_DOWN},
         {{.verb = CG_REMOTE_BYE, .text = B ("going")}, CG_REMOTE_DOWN},
         {{.verb = CG_REMOTE_BYE, .text = B ("")}, CG_REMOTE_UP},
@@ -106,7 +124,7 @@ test_messages (void)
         {{"HELO", "1", "x", NULL}, CG_REMOTE_UP, "unknown verb"},
         {{"hello", "1", "x", NULL}, CG_REMOTE_UP, "unknown verb"},
         {{"EXEC", "k1", "{}", NULL}, CG_REMOTE_UP, "not sent this way"},
-        {{"FROM", "0", "p", "x", NULL}, CG_REMOTE_DOWN, "not sent this way"},
+        {{"FROM", "k", "0", "p", "x", NULL}, CG_REMOTE_DOWN, "not sent this way"},
         {{"HELLO", "0", "x", NULL}, CG_REMOTE_UP, "not a version"},
         {{"HELLO", "01", "x", NULL}, CG_REMOTE_UP, "not a version"},
         {{"HELLO", "1", "X", NULL}, CG_REMOTE_UP, "not an id"},
@@ -123,10 +141,12 @@ test_messages (void)
         {{"SIGNAL", "**", "9", NULL}, CG_REMOTE_DOWN, "neither an exec id nor *"},
         {{"STATS", "1", "2", "-2", NULL}, CG_REMOTE_UP, "not a number"},
         {{"FAILED", "k", "\xff", NULL}, CG_REMOTE_UP, "UTF-8"},
-        {{"FROM", "5", "p", "x", NULL}, CG_REMOTE_UP, "not a channel"},
-        {{"FROM", "1", "p", "x", NULL}, CG_REMOTE_UP, "a peer on iopub"},
-        {{"FROM", "0", "", "x", NULL}, CG_REMOTE_UP, "none on another channel"},
-        {{"FROM", "0", "p", NULL}, CG_REMOTE_UP, "0 parts"},
+        {{"FROM", "k", "5", "p", "x", NULL}, CG_REMOTE_UP, "not a channel"},
+        {{"FROM", "k", "1", "p", "x", NULL}, CG_REMOTE_UP, "a peer on iopub"},
+        {{"FROM", "k", "0", "", "x", NULL}, CG_REMOTE_UP, "none on another channel"},
+        {{"FROM", "k", "0", "p", NULL}, CG_REMOTE_UP, "0 parts"},
+        {{"FROM", "K", "0", "p", "x", NULL}, CG_REMOTE_UP, "not an id"},
+        {{"ATTACH", "k", "../k.json", NULL}, CG_REMOTE_DOWN, "not a file name"},
         {{"PUT", "../x", "y", NULL}, CG_REMOTE_DOWN, "not a file name"},
         {{"PUT", ".hidden", "y", NULL}, CG_REMOTE_DOWN, "not a file name"},
         {{"PUT", "a/b", "y", NULL}, CG_REMOTE_DOWN, "not a file name"},
@@ -140,29 +160,33 @@ test_messages (void)
                 bad[i].frames[0] ? bad[i].frames[0] : "-", bad[i].why, why);
     }
     //  The parts' cap, and a peer's.
-    const char *many[CG_REMOTE_PARTS_MAX + 5] = {"TO", "0", "p"};
+    const char *many[CG_REMOTE_PARTS_MAX + 6] = {"TO", "k", "0", "p"};
     for (int i = 0; i <= CG_REMOTE_PARTS_MAX; i++)
-        many[3 + i] = "x";
+        many[4 + i] = "x";
     cg_remote_msg_t msg;
     char why[256];
     EXPECT (s_decode (many, CG_REMOTE_DOWN, &msg, why, sizeof why) < 0 && strstr (why, "65 parts"),
             "65 parts refused: %s", why);
-    many[3 + CG_REMOTE_PARTS_MAX] = NULL;
+    many[4 + CG_REMOTE_PARTS_MAX] = NULL;
     EXPECT (s_decode (many, CG_REMOTE_DOWN, &msg, why, sizeof why) == 0 && msg.part_count == 64,
             "64 parts taken: %s", why);
     char peer[CG_REMOTE_PEER_MAX + 2];
     memset (peer, 'p', sizeof peer - 1);
     peer[sizeof peer - 1] = '\0';
-    EXPECT (s_decode ((const char *[]){"TO", "0", peer, "x", NULL}, CG_REMOTE_DOWN, &msg, why, sizeof why) < 0
+    EXPECT (s_decode ((const char *[]){"TO", "k", "0", peer, "x", NULL}, CG_REMOTE_DOWN, &msg, why,
+                      sizeof why)
+                    < 0
                 && strstr (why, "peer over 255"),
             "a 256-byte peer refused: %s", why);
     //  A file over 64 KiB is refused before anything is made of it.
     size_t big_size = CG_REMOTE_PUT_MAX + 1;
     char *big = cg_xcalloc (1, big_size + 1);
     memset (big, 'a', big_size);
-    EXPECT (s_decode ((const char *[]){"PUT", "f", big, NULL}, CG_REMOTE_DOWN, &msg, why, sizeof why) < 0
-                && strstr (why, "over 64 KiB"),
-            "a PUT over 64 KiB refused: %s", why);
+    EXPECT (
+        s_decode ((const char *[]){"PUT", "f", big, NULL}, CG_REMOTE_DOWN, &msg, why, sizeof why)
+                < 0
+            && strstr (why, "over 64 KiB"),
+        "a PUT over 64 KiB refused: %s", why);
     free (big);
 }
 
@@ -174,8 +198,8 @@ test_spec (void)
     char *text = cg_remote_spec_text ((const char *[]){"python3", "-m", "x", NULL},
                                       (const char *[]){"A=1", "B=", NULL}, "/mnt/data");
     EXPECT (cg_remote_spec_parse (text, strlen (text), &spec, &err) == 0 && spec.argv
-                && strcmp (spec.argv[2], "x") == 0 && !spec.argv[3] && strcmp (spec.env[1], "B=") == 0
-                && strcmp (spec.cwd, "/mnt/data") == 0,
+                && strcmp (spec.argv[2], "x") == 0 && !spec.argv[3]
+                && strcmp (spec.env[1], "B=") == 0 && strcmp (spec.cwd, "/mnt/data") == 0,
             "a spec made by cg_remote_spec_text parses back: %s", text);
     cg_remote_spec_free (&spec);
     free (text);
@@ -194,7 +218,8 @@ test_spec (void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         EXPECT (cg_remote_spec_parse (bad[i], strlen (bad[i]), &spec, &err) < 0 && err
                     && err->code == EPROTO && !spec.argv && !spec.env && !spec.cwd,
-                "bad spec refused, nothing kept: %s (%s)", bad[i], err ? cg_error_message (err) : "");
+                "bad spec refused, nothing kept: %s (%s)", bad[i],
+                err ? cg_error_message (err) : "");
         cg_error_destroy (&err);
     }
 }
@@ -263,7 +288,8 @@ test_link (void)
             sandbox ? sandbox : "nothing");
     //  The way back reaches it.
     if (got) {
-        zmsg_t *welcome = cg_remote_encode (&(cg_remote_msg_t){.verb = CG_REMOTE_WELCOME, .version = 1});
+        zmsg_t *welcome =
+            cg_remote_encode (&(cg_remote_msg_t){.verb = CG_REMOTE_WELCOME, .version = 1});
         EXPECT (cg_remote_hub_send (hub, route, &welcome, &err) == 0 && !welcome, "welcome sent");
         zsock_set_rcvtimeo (dealer, 5000);
         zmsg_t *back = zmsg_recv (dealer);
@@ -284,14 +310,16 @@ test_link (void)
     zsock_t *clients[] = {unknown, plain, fooled};
     for (size_t i = 0; i < 3; i++) {
         zsock_set_sndtimeo (clients[i], 0);
-        zmsg_t *msg = cg_remote_encode (&(cg_remote_msg_t){.verb = CG_REMOTE_HELLO, .version = 1, .id = B ("sb-one")});
+        zmsg_t *msg = cg_remote_encode (
+            &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO, .version = 1, .id = B ("sb-one")});
         zmsg_send (&msg, clients[i]);
         zmsg_destroy (&msg);
     }
     got = s_hub_wait (hub, 1500, &route, &sandbox);
-    EXPECT (!got, "no message from an unknown key, a plain client or a relay fooled about the server");
-    EXPECT (cg_remote_hub_refused (hub) >= refused + 1, "the unknown key's handshake was refused: %zu",
-            cg_remote_hub_refused (hub) - refused);
+    EXPECT (!got,
+            "no message from an unknown key, a plain client or a relay fooled about the server");
+    EXPECT (cg_remote_hub_refused (hub) >= refused + 1,
+            "the unknown key's handshake was refused: %zu", cg_remote_hub_refused (hub) - refused);
     zmsg_destroy (&got);
     zframe_destroy (&route);
     zstr_free (&sandbox);
@@ -302,7 +330,8 @@ test_link (void)
     cg_remote_hub_forget (hub, "sb-one");
     zsock_destroy (&dealer);
     dealer = cg_remote_dial (endpoint, server.public_key, &relay, 1 << 20, &err);
-    hello = cg_remote_encode (&(cg_remote_msg_t){.verb = CG_REMOTE_HELLO, .version = 1, .id = B ("sb-one")});
+    hello = cg_remote_encode (
+        &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO, .version = 1, .id = B ("sb-one")});
     zsock_set_sndtimeo (dealer, 0);
     zmsg_send (&hello, dealer);
     zmsg_destroy (&hello);
