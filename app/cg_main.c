@@ -19,6 +19,7 @@
 #include "bridge/cg_state.h"
 #include "bridge/cg_sweep.h"
 #include "egress/cg_egress_relay.h"
+#include "remote/cg_remote_relay.h"
 #include "base/cg_util.h"
 #include "base/cg_fs.h"
 #include "base/cg_version.h"
@@ -267,6 +268,8 @@ static const struct {
     {"docker-exec", cg_docker_exec_main},
     //  The egress relay (cg_egress_relay.h), started once by the server.
     {"egress-relay", cg_egress_relay_main},
+    //  A remote sandbox's init (cg_remote_relay.h), started by the engine in its container.
+    {"relay", cg_remote_relay_main},
     //  The image preview helper (cg_preview.h), started by a runner thread; it locks
     //  itself down before it reads the untrusted image.
     {"preview", s_preview_main},

@@ -1,0 +1,672 @@
+/*  cg_remote_relay — the relay's loop: the link, the processes, the kernels' channels. */
+#define _GNU_SOURCE
+#include "remote/cg_remote_relay.h"
+#include "remote/cg_remote_link.h"
+#include "remote/cg_remote_msg.h"
+#include "base/cg_fs.h"
+#include "base/cg_log.h"
+#include "base/cg_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <jansson.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+//  A kernel's messages from the server held until its sockets are found, and how long the
+//  relay looks for them after ATTACH.
+#define S_PENDING_MAX 64
+#define S_ATTACH_MS 60000
+#define S_CONNECTION_FILE_MAX 65536
+
+typedef struct {
+    zframe_t *peer; /* the server's client socket, as the hub's ROUTER named it */
+    zsock_t *sock;  /* a DEALER to the kernel's socket, under the peer's routing id */
+} s_peer_t;
+
+//  One process started by EXEC; a kernel once ATTACHed.
+typedef struct {
+    char id[CG_REMOTE_ID_MAX + 1];
+    pid_t pid;
+    bool attached;                    /* ATTACH came: look for its sockets */
+    bool connected;                   /* every socket found */
+    int64_t attach_deadline;          /* zclock_mono */
+    char *base;                       /* the sockets' names: BASE, '-' or ':', the port */
+    int ports[CG_REMOTE_CHANNELS];
+    int fds[CG_REMOTE_CHANNELS];      /* O_PATH of each socket once found, else -1 */
+    zsock_t *iopub;                   /* SUB */
+    s_peer_t peers[CG_REMOTE_CHANNELS][CG_REMOTE_PEERS_MAX];
+    size_t peer_count[CG_REMOTE_CHANNELS];
+    zlist_t *pending; /* zmsg_t: TO messages before the sockets were found */
+} s_exec_t;
+
+typedef struct {
+    const char *server, *server_key, *keys_file, *sandbox, *ipc_dir;
+    int uid, gid; /* -1: as the relay */
+    bool isolate_net;
+    size_t max_message_bytes;
+    zsock_t *link;
+    int ipc_fd;
+    int signal_fd;
+    s_exec_t *execs[CG_REMOTE_EXECS_MAX];
+    bool welcomed, done;
+    int status; /* the exit status */
+} s_relay_t;
+
+//  Sends MSG over the link; a full queue drops it (the server is not reading).
+static void
+s_send (s_relay_t *self, const cg_remote_msg_t *msg)
+{
+    zmsg_t *zmsg = cg_remote_encode (msg);
+    if (zmsg_send (&zmsg, self->link) < 0)
+        zmsg_destroy (&zmsg);
+}
+
+static cg_remote_bytes_t
+s_text (const char *text)
+{
+    return (cg_remote_bytes_t){text, strlen (text)};
+}
+
+static s_exec_t *
+s_find (s_relay_t *self, const cg_remote_bytes_t *id)
+{
+    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
+        if (self->execs[i] && strlen (self->execs[i]->id) == id->size
+            && memcmp (self->execs[i]->id, id->data, id->size) == 0)
+            return self->execs[i];
+    return NULL;
+}
+
+static void
+s_exec_free (s_relay_t *self, s_exec_t *exec)
+{
+    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
+        if (self->execs[i] == exec)
+            self->execs[i] = NULL;
+    for (int c = 0; c < CG_REMOTE_CHANNELS; c++) {
+        for (size_t p = 0; p < exec->peer_count[c]; p++) {
+            zframe_destroy (&exec->peers[c][p].peer);
+            zsock_destroy (&exec->peers[c][p].sock);
+        }
+        if (exec->fds[c] >= 0)
+            close (exec->fds[c]);
+    }
+    zsock_destroy (&exec->iopub);
+    if (exec->pending) {
+        for (zmsg_t *m = zlist_pop (exec->pending); m; m = zlist_pop (exec->pending))
+            zmsg_destroy (&m);
+        zlist_destroy (&exec->pending);
+    }
+    free (exec->base);
+    free (exec);
+}
+
+//  The child's side of EXEC: its own session, the sandbox user, no new privileges, no
+//  network, then the program. Never returns; an errno that stopped it goes up ERR_FD.
+static void
+s_child (s_relay_t *self, const cg_remote_spec_t *spec, int err_fd)
+{
+    int null_fd = open ("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+        dup2 (null_fd, STDIN_FILENO);
+        if (null_fd > STDIN_FILENO)
+            close (null_fd);
+    }
+    sigset_t none;
+    sigemptyset (&none);
+    sigprocmask (SIG_SETMASK, &none, NULL);
+    setsid ();
+    int failed = 0;
+    if (self->isolate_net && unshare (CLONE_NEWNET) < 0)
+        failed = errno;
+    if (!failed && self->gid >= 0 && (setgroups (0, NULL) < 0 || setgid ((gid_t)self->gid) < 0))
+        failed = errno;
+    if (!failed && self->uid >= 0 && setuid ((uid_t)self->uid) < 0)
+        failed = errno;
+    if (!failed && prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        failed = errno;
+    if (!failed && chdir (spec->cwd) < 0)
+        failed = errno;
+    if (!failed) {
+        execvpe (spec->argv[0], spec->argv, spec->env);
+        failed = errno;
+    }
+    if (write (err_fd, &failed, sizeof failed) < 0)
+        _exit (127);
+    _exit (127);
+}
+
+static void
+s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
+{
+    char id[CG_REMOTE_ID_MAX + 1];
+    snprintf (id, sizeof id, "%.*s", (int)msg->id.size, (const char *)msg->id.data);
+    cg_remote_spec_t spec;
+    cg_error_t *err = NULL;
+    const char *why = NULL;
+    size_t slot = 0;
+    while (slot < CG_REMOTE_EXECS_MAX && self->execs[slot])
+        slot++;
+    if (s_find (self, &msg->id))
+        why = "an exec of that id runs already";
+    else if (slot == CG_REMOTE_EXECS_MAX)
+        why = "the relay runs 64 processes already, its limit";
+    else if (cg_remote_spec_parse (msg->text.data, msg->text.size, &spec, &err) < 0)
+        why = cg_error_message (err);
+    if (why) {
+        s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (why)});
+        cg_error_destroy (&err);
+        return;
+    }
+    int pipe_fds[2];
+    pid_t pid = -1;
+    int failed = 0;
+    if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
+        failed = errno;
+    else if ((pid = fork ()) == 0) {
+        close (pipe_fds[0]);
+        s_child (self, &spec, pipe_fds[1]);
+    }
+    else {
+        failed = pid < 0 ? errno : 0;
+        close (pipe_fds[1]);
+        //  The exec closed the pipe (it worked), or the child wrote why it failed.
+        int child_errno = 0;
+        if (pid > 0 && read (pipe_fds[0], &child_errno, sizeof child_errno) == sizeof child_errno)
+            failed = child_errno;
+        close (pipe_fds[0]);
+    }
+    cg_remote_spec_free (&spec);
+    if (failed) {
+        if (pid > 0)
+            waitpid (pid, NULL, 0);
+        cleanup_free char *text = cg_strdupf ("start %s: %s", id, strerror (failed));
+        s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (text)});
+        return;
+    }
+    s_exec_t *exec = cg_xcalloc (1, sizeof *exec);
+    snprintf (exec->id, sizeof exec->id, "%s", id);
+    exec->pid = pid;
+    for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
+        exec->fds[c] = -1;
+    self->execs[slot] = exec;
+    s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_STARTED, .id = msg->id, .number = {pid}});
+}
+
+static void
+s_on_signal (s_relay_t *self, const cg_remote_msg_t *msg)
+{
+    int signal = (int)msg->number[0];
+    if (msg->id.size == 1 && ((const char *)msg->id.data)[0] == '*') {
+        //  Every process this relay may signal, but itself (and, as PID 1, init).
+        kill (-1, signal);
+        return;
+    }
+    s_exec_t *exec = s_find (self, &msg->id);
+    if (exec && exec->pid > 0)
+        kill (exec->pid, signal);
+}
+
+static void
+s_on_put (s_relay_t *self, const cg_remote_msg_t *msg)
+{
+    char name[160];
+    snprintf (name, sizeof name, "%.*s", (int)msg->id.size, (const char *)msg->id.data);
+    //  Written beside and renamed over the name: nothing the sandbox's code planted there
+    //  is followed or opened.
+    cg_error_t *err = NULL;
+    if (cg_write_file_at (self->ipc_fd, name, msg->text.data, msg->text.size, 0400,
+                          self->uid >= 0 ? (uid_t)self->uid : (uid_t)-1,
+                          self->gid >= 0 ? (gid_t)self->gid : (gid_t)-1, &err)
+        < 0) {
+        cg_log (1, "relay: PUT %s: %s", name, cg_error_message (err));
+        cg_error_destroy (&err);
+    }
+}
+
+//  Reads connection file NAME for EXEC: the sockets' base name and ports. The file is in
+//  the sandbox's ipc dir (its code may have rewritten it): only the last part of "ip" is
+//  used, below the relay's own ipc dir. Returns false when it is not an ipc kernel's.
+static bool
+s_read_connection (s_relay_t *self, s_exec_t *exec, const char *name)
+{
+    int fd = openat (self->ipc_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char *text = cg_xmalloc (S_CONNECTION_FILE_MAX + 1);
+    ssize_t len = read (fd, text, S_CONNECTION_FILE_MAX);
+    close (fd);
+    json_t *root = len > 0 ? json_loadb (text, (size_t)len, 0, NULL) : NULL;
+    free (text);
+    static const char *const keys[CG_REMOTE_CHANNELS] = {"shell_port", "iopub_port", "stdin_port",
+                                                        "control_port", "hb_port"};
+    const char *transport = json_string_value (json_object_get (root, "transport"));
+    const char *ip = json_string_value (json_object_get (root, "ip"));
+    const char *base = ip ? strrchr (ip, '/') : NULL;
+    base = base ? base + 1 : ip;
+    bool ok = transport && strcmp (transport, "ipc") == 0 && base
+              && cg_valid_name (base, 64, "._-") && base[0] != '.';
+    for (int c = 0; ok && c < CG_REMOTE_CHANNELS; c++) {
+        json_int_t port = json_integer_value (json_object_get (root, keys[c]));
+        ok = port >= 1 && port <= 65535;
+        exec->ports[c] = (int)port;
+    }
+    if (ok)
+        exec->base = cg_xstrdup (base);
+    json_decref (root);
+    return ok;
+}
+
+static void
+s_on_attach (s_relay_t *self, const cg_remote_msg_t *msg)
+{
+    s_exec_t *exec = s_find (self, &msg->id);
+    char name[160];
+    snprintf (name, sizeof name, "%.*s", (int)msg->text.size, (const char *)msg->text.data);
+    const char *why = !exec ? "no such exec"
+                      : exec->attached ? "attached already"
+                      : !s_read_connection (self, exec, name)
+                          ? "its connection file is not an ipc kernel's"
+                          : NULL;
+    if (why) {
+        cleanup_free char *text = cg_strdupf ("attach %s: %s", name, why);
+        s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (text)});
+        return;
+    }
+    exec->attached = true;
+    exec->attach_deadline = zclock_mono () + S_ATTACH_MS;
+    exec->pending = zlist_new ();
+}
+
+//  A DEALER to EXEC's channel C under PEER's routing id (the shell's and stdin's must be
+//  the same: the kernel sends input_request to the shell request's identity).
+static zsock_t *
+s_peer_sock (s_relay_t *self, s_exec_t *exec, int c, const cg_remote_bytes_t *peer)
+{
+    for (size_t p = 0; p < exec->peer_count[c]; p++)
+        if (zframe_size (exec->peers[c][p].peer) == peer->size
+            && memcmp (zframe_data (exec->peers[c][p].peer), peer->data, peer->size) == 0)
+            return exec->peers[c][p].sock;
+    if (exec->peer_count[c] == CG_REMOTE_PEERS_MAX) {
+        cg_log (1, "relay: kernel %s: %d clients on a channel already; a message dropped",
+                exec->id, CG_REMOTE_PEERS_MAX);
+        return NULL;
+    }
+    zsock_t *sock = zsock_new (ZMQ_DEALER);
+    zsock_set_linger (sock, 0);
+    zsock_set_maxmsgsize (sock, (int64_t)self->max_message_bytes);
+    //  A routing id may not start with a zero byte (libzmq's own are made so).
+    if (peer->size > 0 && ((const uint8_t *)peer->data)[0] != 0)
+        zmq_setsockopt (zsock_resolve (sock), ZMQ_ROUTING_ID, peer->data, peer->size);
+    zsock_connect (sock, "ipc:///proc/self/fd/%d", exec->fds[c]);
+    s_peer_t *slot = &exec->peers[c][exec->peer_count[c]++];
+    slot->peer = zframe_new (peer->data, peer->size);
+    slot->sock = sock;
+    return sock;
+}
+
+//  Sends a TO message's parts to the kernel.
+static void
+s_deliver (s_relay_t *self, s_exec_t *exec, const cg_remote_msg_t *msg)
+{
+    if (msg->channel == CG_REMOTE_IOPUB)
+        return; /* a subscription: the relay takes every iopub message anyway */
+    zsock_t *sock = s_peer_sock (self, exec, msg->channel, &msg->peer);
+    if (!sock)
+        return;
+    zmsg_t *out = zmsg_new ();
+    for (size_t i = 0; i < msg->part_count; i++)
+        zmsg_addmem (out, msg->parts[i].data, msg->parts[i].size);
+    zsock_set_sndtimeo (sock, 0);
+    if (zmsg_send (&out, sock) < 0)
+        zmsg_destroy (&out);
+}
+
+static void
+s_on_to (s_relay_t *self, const cg_remote_msg_t *msg, zmsg_t **raw)
+{
+    s_exec_t *exec = s_find (self, &msg->id);
+    if (!exec || !exec->attached)
+        return;
+    if (exec->connected) {
+        s_deliver (self, exec, msg);
+        return;
+    }
+    if (zlist_size (exec->pending) >= S_PENDING_MAX) {
+        cg_log (1, "relay: kernel %s: %d messages wait for its sockets; one dropped", exec->id,
+                S_PENDING_MAX);
+        return;
+    }
+    zlist_append (exec->pending, *raw);
+    *raw = NULL;
+}
+
+//  Opens every socket EXEC's kernel has bound by now (a socket, not followed through a
+//  link); once all are there, connects its iopub and delivers what waited.
+static void
+s_connect (s_relay_t *self, s_exec_t *exec)
+{
+    bool all = true;
+    for (int c = 0; c < CG_REMOTE_CHANNELS; c++) {
+        if (exec->fds[c] >= 0)
+            continue;
+        char name[96];
+        int fd = -1;
+        for (int form = 0; form < 2 && fd < 0; form++) {
+            snprintf (name, sizeof name, "%s%c%d", exec->base, form ? ':' : '-', exec->ports[c]);
+            fd = openat (self->ipc_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            struct stat st;
+            if (fd >= 0 && (fstat (fd, &st) < 0 || !S_ISSOCK (st.st_mode))) {
+                close (fd);
+                fd = -1;
+            }
+        }
+        exec->fds[c] = fd;
+        all = all && fd >= 0;
+    }
+    if (!all) {
+        if (zclock_mono () > exec->attach_deadline) {
+            exec->attached = false;
+            cleanup_free char *text = cg_strdupf ("attach: the kernel bound no sockets within %d s", S_ATTACH_MS / 1000);
+            s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = s_text (exec->id), .text = s_text (text)});
+        }
+        return;
+    }
+    exec->connected = true;
+    exec->iopub = zsock_new (ZMQ_SUB);
+    zsock_set_linger (exec->iopub, 0);
+    zsock_set_maxmsgsize (exec->iopub, (int64_t)self->max_message_bytes);
+    zsock_set_subscribe (exec->iopub, "");
+    zsock_connect (exec->iopub, "ipc:///proc/self/fd/%d", exec->fds[CG_REMOTE_IOPUB]);
+    for (zmsg_t *raw = zlist_pop (exec->pending); raw; raw = zlist_pop (exec->pending)) {
+        cg_remote_bytes_t frames[CG_REMOTE_FRAMES_MAX];
+        int count = cg_remote_frames_of (raw, frames, CG_REMOTE_FRAMES_MAX);
+        cg_remote_msg_t msg;
+        if (count > 0 && cg_remote_decode (frames, (size_t)count, CG_REMOTE_DOWN, &msg, NULL) == 0)
+            s_deliver (self, exec, &msg);
+        zmsg_destroy (&raw);
+    }
+}
+
+//  Forwards what the kernel sent on SOCK (channel C, to PEER) over the link.
+static void
+s_forward (s_relay_t *self, s_exec_t *exec, int c, zsock_t *sock, zframe_t *peer)
+{
+    while (zsock_events (sock) & ZMQ_POLLIN) {
+        zmsg_t *in = zmsg_recv (sock);
+        if (!in)
+            return;
+        cg_remote_bytes_t parts[CG_REMOTE_PARTS_MAX];
+        int count = cg_remote_frames_of (in, parts, CG_REMOTE_PARTS_MAX);
+        if (count > 0)
+            s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FROM,
+                                             .id = s_text (exec->id),
+                                             .channel = c,
+                                             .peer = peer ? (cg_remote_bytes_t){zframe_data (peer), zframe_size (peer)}
+                                                          : (cg_remote_bytes_t){"", 0},
+                                             .parts = parts,
+                                             .part_count = (size_t)count});
+        else
+            cg_log (1, "relay: kernel %s sent a message of over %d parts; dropped", exec->id,
+                    CG_REMOTE_PARTS_MAX);
+        zmsg_destroy (&in);
+    }
+}
+
+static void
+s_stats (s_relay_t *self)
+{
+    //  cgroup v2 inside the sandbox (its own, as a container sees it).
+    long long current = -1, peak = -1, oom = -1;
+    FILE *f;
+    if ((f = fopen ("/sys/fs/cgroup/memory.current", "r"))) {
+        if (fscanf (f, "%lld", &current) != 1)
+            current = -1;
+        fclose (f);
+    }
+    if ((f = fopen ("/sys/fs/cgroup/memory.peak", "r"))) {
+        if (fscanf (f, "%lld", &peak) != 1)
+            peak = -1;
+        fclose (f);
+    }
+    if ((f = fopen ("/sys/fs/cgroup/memory.events", "r"))) {
+        char key[32];
+        long long value;
+        while (fscanf (f, "%31s %lld", key, &value) == 2)
+            if (strcmp (key, "oom_kill") == 0)
+                oom = value;
+        fclose (f);
+    }
+    s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_STATS,
+                                     .number = {current < 0 ? 0 : current,
+                                                peak < 0 ? (current < 0 ? 0 : current) : peak, oom}});
+}
+
+//  One message from the server.
+static void
+s_on_link (s_relay_t *self)
+{
+    while (zsock_events (self->link) & ZMQ_POLLIN) {
+        zmsg_t *raw = zmsg_recv (self->link);
+        if (!raw)
+            return;
+        cg_remote_bytes_t frames[CG_REMOTE_FRAMES_MAX];
+        int count = cg_remote_frames_of (raw, frames, CG_REMOTE_FRAMES_MAX);
+        cg_remote_msg_t msg;
+        cg_error_t *err = NULL;
+        if (count < 0 || cg_remote_decode (frames, (size_t)count, CG_REMOTE_DOWN, &msg, &err) < 0) {
+            cg_log (1, "relay: %s", err ? cg_error_message (err) : "a message of too many frames");
+            cg_error_destroy (&err);
+            zmsg_destroy (&raw);
+            continue;
+        }
+        switch (msg.verb) {
+        case CG_REMOTE_WELCOME:
+            self->welcomed = true;
+            break;
+        case CG_REMOTE_EXEC:
+            s_on_exec (self, &msg);
+            break;
+        case CG_REMOTE_SIGNAL:
+            s_on_signal (self, &msg);
+            break;
+        case CG_REMOTE_STATS_ASK:
+            s_stats (self);
+            break;
+        case CG_REMOTE_PUT:
+            s_on_put (self, &msg);
+            break;
+        case CG_REMOTE_ATTACH:
+            s_on_attach (self, &msg);
+            break;
+        case CG_REMOTE_TO:
+            s_on_to (self, &msg, &raw);
+            break;
+        case CG_REMOTE_BYE:
+            self->done = true;
+            break;
+        default:
+            break;
+        }
+        zmsg_destroy (&raw);
+    }
+}
+
+//  Reaps every child that ended and reports the ones the server started.
+static void
+s_reap (s_relay_t *self)
+{
+    struct signalfd_siginfo info;
+    while (read (self->signal_fd, &info, sizeof info) == sizeof info)
+        ;
+    int status;
+    pid_t pid;
+    while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
+        for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++) {
+            s_exec_t *exec = self->execs[i];
+            if (!exec || exec->pid != pid)
+                continue;
+            int code = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+            s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_EXITED, .id = s_text (exec->id), .number = {code}});
+            s_exec_free (self, exec);
+        }
+    }
+}
+
+static bool
+s_args (s_relay_t *self, int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"server", required_argument, NULL, 's'},     {"server-key", required_argument, NULL, 'k'},
+        {"keys", required_argument, NULL, 'f'},       {"sandbox", required_argument, NULL, 'i'},
+        {"ipc-dir", required_argument, NULL, 'd'},    {"uid", required_argument, NULL, 'u'},
+        {"gid", required_argument, NULL, 'g'},        {"isolate-net", no_argument, NULL, 'n'},
+        {"max-message-mb", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0}};
+    self->uid = self->gid = -1;
+    self->max_message_bytes = (size_t)8 << 20;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long (argc, argv, "", options, NULL)) != -1) {
+        switch (opt) {
+        case 's': self->server = optarg; break;
+        case 'k': self->server_key = optarg; break;
+        case 'f': self->keys_file = optarg; break;
+        case 'i': self->sandbox = optarg; break;
+        case 'd': self->ipc_dir = optarg; break;
+        case 'u': self->uid = atoi (optarg); break;
+        case 'g': self->gid = atoi (optarg); break;
+        case 'n': self->isolate_net = true; break;
+        case 'm': self->max_message_bytes = (size_t)atoi (optarg) << 20; break;
+        default: return false;
+        }
+    }
+    return self->server && self->server_key && self->keys_file && self->sandbox && self->ipc_dir
+           && self->max_message_bytes > 0;
+}
+
+//  The relay's own keys from FILE: two lines, public then secret.
+static bool
+s_read_keys (const char *file, cg_remote_keys_t *keys)
+{
+    cg_error_t *err = NULL;
+    size_t len = 0;
+    cleanup_free char *text = cg_read_file (file, 4096, &len, &err);
+    cg_error_destroy (&err);
+    if (!text)
+        return false;
+    bool ok = sscanf (text, "%40s %40s", keys->public_key, keys->secret_key) == 2
+              && strlen (keys->public_key) == 40 && strlen (keys->secret_key) == 40;
+    explicit_bzero (text, len);
+    return ok;
+}
+
+//  One round: wait for the link, a child's end or a kernel's message; then handle them.
+static void
+s_round (s_relay_t *self)
+{
+    zmq_pollitem_t items[2 + CG_REMOTE_EXECS_MAX * (1 + 4 * CG_REMOTE_PEERS_MAX)];
+    struct {
+        s_exec_t *exec;
+        int c;
+        zsock_t *sock;
+        zframe_t *peer;
+    } owners[sizeof items / sizeof items[0]];
+    int count = 0;
+    items[count++] = (zmq_pollitem_t){zsock_resolve (self->link), 0, ZMQ_POLLIN, 0};
+    items[count++] = (zmq_pollitem_t){NULL, self->signal_fd, ZMQ_POLLIN, 0};
+    bool looking = false;
+    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++) {
+        s_exec_t *exec = self->execs[i];
+        if (!exec || !exec->attached)
+            continue;
+        if (!exec->connected) {
+            looking = true;
+            continue;
+        }
+        owners[count] = (typeof (owners[0])){exec, CG_REMOTE_IOPUB, exec->iopub, NULL};
+        items[count++] = (zmq_pollitem_t){zsock_resolve (exec->iopub), 0, ZMQ_POLLIN, 0};
+        for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
+            for (size_t p = 0; p < exec->peer_count[c]; p++) {
+                owners[count] = (typeof (owners[0])){exec, c, exec->peers[c][p].sock, exec->peers[c][p].peer};
+                items[count++] = (zmq_pollitem_t){zsock_resolve (exec->peers[c][p].sock), 0, ZMQ_POLLIN, 0};
+            }
+    }
+    if (zmq_poll (items, count, looking ? 20 : 1000) < 0 && errno != EINTR) {
+        self->done = true;
+        return;
+    }
+    if (items[1].revents)
+        s_reap (self);
+    //  The kernels' messages first: an exec freed by the link's messages is not read.
+    for (int i = 2; i < count; i++)
+        if (items[i].revents)
+            s_forward (self, owners[i].exec, owners[i].c, owners[i].sock, owners[i].peer);
+    if (items[0].revents)
+        s_on_link (self);
+    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
+        if (self->execs[i] && self->execs[i]->attached && !self->execs[i]->connected)
+            s_connect (self, self->execs[i]);
+}
+
+int
+cg_remote_relay_main (int argc, char **argv)
+{
+    s_relay_t self = {.ipc_fd = -1, .signal_fd = -1, .status = 0};
+    cg_remote_keys_t keys;
+    if (!s_args (&self, argc, argv)) {
+        fprintf (stderr, "usage: cellgate relay --server tcp://HOST:PORT --server-key Z85 "
+                         "--keys FILE --sandbox ID --ipc-dir DIR [--uid N --gid N] "
+                         "[--isolate-net] [--max-message-mb N]\n");
+        return 2;
+    }
+    if (!s_read_keys (self.keys_file, &keys)) {
+        fprintf (stderr, "cellgate relay: %s: not two CURVE keys (public, secret)\n", self.keys_file);
+        return 2;
+    }
+    self.ipc_fd = open (self.ipc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (self.ipc_fd < 0) {
+        fprintf (stderr, "cellgate relay: %s: %s\n", self.ipc_dir, strerror (errno));
+        return 2;
+    }
+    sigset_t mask;
+    sigemptyset (&mask);
+    sigaddset (&mask, SIGCHLD);
+    sigprocmask (SIG_BLOCK, &mask, NULL);
+    self.signal_fd = signalfd (-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    zsys_init ();
+    zsys_set_logstream (NULL);
+    cg_error_t *err = NULL;
+    self.link = cg_remote_dial (self.server, self.server_key, &keys, self.max_message_bytes, &err);
+    explicit_bzero (&keys, sizeof keys);
+    if (!self.link) {
+        fprintf (stderr, "cellgate relay: %s\n", cg_error_message (err));
+        cg_error_destroy (&err);
+        return 2;
+    }
+    zsock_set_sndtimeo (self.link, 1000);
+    s_send (&self, &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO, .version = CG_REMOTE_VERSION, .id = s_text (self.sandbox)});
+    while (!self.done && !zsys_interrupted)
+        s_round (&self);
+    s_send (&self, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = s_text ("relay ending")});
+    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
+        if (self.execs[i]) {
+            if (self.execs[i]->pid > 0)
+                kill (self.execs[i]->pid, SIGKILL);
+            s_exec_free (&self, self.execs[i]);
+        }
+    zsock_destroy (&self.link);
+    close (self.ipc_fd);
+    close (self.signal_fd);
+    return self.status;
+}

@@ -1,0 +1,282 @@
+/*  The relay end to end on this machine (issue 31): `cellgate relay` (CELLGATE_BIN) dials a
+    hub of this test's own over real CURVE on loopback, with a key admitted for its sandbox;
+    the test puts a connection file into the relay's ipc dir, has it start a real ipykernel
+    (Debian's /usr/bin/python3) and attach it, binds the kernel's mirror (cg_remote_mirror)
+    in a host ipc dir of its own and talks Jupyter to the mirror with the bridge's wire
+    codec, as cg_kernel does: kernel_info, a cell whose stream output and reply come back
+    signed by the kernel, then SIGNAL and the exit reported, and BYE ending the relay. As
+    root, the kernel runs as nobody (65534) in a network namespace of its own, and cannot
+    read the relay's key file: the cell says so. Skips (77) without python3's ipykernel. */
+#define _GNU_SOURCE
+#include "remote/cg_remote_link.h"
+#include "remote/cg_remote_mirror.h"
+#include "remote/cg_remote_msg.h"
+#include "bridge/cg_wire.h"
+#include "base/cg_fs.h"
+#include "base/cg_util.h"
+#include "cg_test.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define S_PYTHON "/usr/bin/python3"
+#define S_NOBODY 65534
+
+typedef struct {
+    cg_remote_hub_t *hub;
+    zframe_t *route; /* the relay's */
+    cg_remote_mirror_t *mirror;
+    zmsg_t *got;        /* the last message from the relay that was not FROM */
+    cg_remote_msg_t msg; /* decoded, borrowing from GOT */
+} s_pump_t;
+
+//  Moves messages between the mirror and the relay for up to MS, returning early when the
+//  relay sent something other than FROM (kept in SELF->got) or, when SOCK is set, when it
+//  has a message to read.
+static bool
+s_pump (s_pump_t *self, int ms, zsock_t *sock)
+{
+    zmsg_destroy (&self->got);
+    int64_t until = zclock_mono () + ms;
+    while (zclock_mono () < until) {
+        zmq_pollitem_t items[8];
+        int n = 0;
+        items[n++] = (zmq_pollitem_t){zsock_resolve (cg_remote_hub_sock (self->hub)), 0, ZMQ_POLLIN, 0};
+        items[n++] = (zmq_pollitem_t){zsock_resolve (cg_remote_hub_zap_sock (self->hub)), 0, ZMQ_POLLIN, 0};
+        for (int c = 0; self->mirror && c < CG_REMOTE_CHANNELS; c++)
+            if (c != CG_REMOTE_IOPUB)
+                items[n++] = (zmq_pollitem_t){zsock_resolve (cg_remote_mirror_sock (self->mirror, c)), 0, ZMQ_POLLIN, 0};
+        if (sock)
+            items[n++] = (zmq_pollitem_t){zsock_resolve (sock), 0, ZMQ_POLLIN, 0};
+        zmq_poll (items, n, 20);
+        cg_remote_hub_admit (self->hub);
+        for (int c = 0; self->mirror && c < CG_REMOTE_CHANNELS; c++) {
+            zmsg_t *to;
+            while (self->route && (to = cg_remote_mirror_take (self->mirror, c)))
+                cg_remote_hub_send (self->hub, self->route, &to, NULL);
+        }
+        zframe_t *route = NULL;
+        char *sandbox = NULL;
+        zmsg_t *in;
+        while ((in = cg_remote_hub_recv (self->hub, &route, &sandbox))) {
+            cg_remote_bytes_t frames[CG_REMOTE_FRAMES_MAX];
+            int count = cg_remote_frames_of (in, frames, CG_REMOTE_FRAMES_MAX);
+            cg_remote_msg_t msg;
+            bool ok = strcmp (sandbox, "sb-relay") == 0 && count > 0
+                      && cg_remote_decode (frames, (size_t)count, CG_REMOTE_UP, &msg, NULL) == 0;
+            zstr_free (&sandbox);
+            if (ok && !self->route)
+                self->route = zframe_dup (route);
+            zframe_destroy (&route);
+            if (ok && msg.verb == CG_REMOTE_FROM && self->mirror) {
+                cg_remote_mirror_put (self->mirror, &msg);
+                zmsg_destroy (&in);
+                continue;
+            }
+            if (ok) {
+                self->got = in;
+                self->msg = msg;
+                return true;
+            }
+            zmsg_destroy (&in);
+        }
+        if (sock && (zsock_events (sock) & ZMQ_POLLIN))
+            return true;
+    }
+    return false;
+}
+
+//  Pumps until the relay sends VERB (other messages are skipped). True when it did.
+static bool
+s_expect (s_pump_t *self, cg_remote_verb_t verb, int ms)
+{
+    int64_t until = zclock_mono () + ms;
+    while (zclock_mono () < until)
+        if (s_pump (self, (int)(until - zclock_mono ()), NULL) && self->msg.verb == verb)
+            return true;
+    return false;
+}
+
+static void
+s_send (s_pump_t *self, const cg_remote_msg_t *msg)
+{
+    zmsg_t *zmsg = cg_remote_encode (msg);
+    cg_remote_hub_send (self->hub, self->route, &zmsg, NULL);
+}
+
+#define B(text) ((cg_remote_bytes_t){(text), strlen (text)})
+
+//  Sends MSG_TYPE on SOCK and pumps until a message of REPLY_TYPE comes on READ (the same
+//  or another socket), which it returns (caller destroys), or NULL after MS.
+static cg_msg_t *
+s_request (s_pump_t *pump, cg_wire_t *wire, zsock_t *sock, const char *msg_type, json_t *content,
+           zsock_t *read, const char *reply_type, int ms, json_t **outputs)
+{
+    if (sock)
+        cg_wire_send (wire, sock, msg_type, content, NULL, NULL);
+    int64_t until = zclock_mono () + ms;
+    while (zclock_mono () < until) {
+        if (!s_pump (pump, 100, read))
+            continue;
+        while (zsock_events (read) & ZMQ_POLLIN) {
+            cg_msg_t *msg = cg_wire_recv (wire, read);
+            if (msg && strcmp (msg->msg_type, reply_type) == 0)
+                return msg;
+            if (msg && outputs && strcmp (msg->msg_type, "stream") == 0)
+                json_array_append (*outputs, json_object_get (msg->content, "text"));
+            cg_msg_destroy (&msg);
+        }
+    }
+    return NULL;
+}
+
+static void
+test_relay (const char *exe)
+{
+    const char *name = "relay";
+    bool root = geteuid () == 0;
+    cg_error_t *err = NULL;
+    char host_ipc[] = "/tmp/cg-relay-host-XXXXXX", relay_ipc[] = "/tmp/cg-relay-sandbox-XXXXXX",
+         secrets[] = "/tmp/cg-relay-secrets-XXXXXX";
+    CHECK (mkdtemp (host_ipc) && mkdtemp (relay_ipc) && mkdtemp (secrets), "temp dirs");
+    if (root)
+        CHECK (chown (relay_ipc, S_NOBODY, S_NOBODY) == 0, "the sandbox's ipc dir is nobody's");
+    cg_remote_keys_t server, relay;
+    CHECK (cg_remote_keys_new (&server, &err) == 0 && cg_remote_keys_new (&relay, &err) == 0, "keys");
+    s_pump_t pump = {0};
+    pump.hub = cg_remote_hub_new ("tcp://127.0.0.1:*", &server, 8 << 20, &err);
+    CHECK (pump.hub, "hub: %s", err ? cg_error_message (err) : "");
+    CHECK (cg_remote_hub_allow (pump.hub, "sb-relay", relay.public_key, &err) == 0, "admit");
+    cleanup_free char *keys_file = cg_strdupf ("%s/relay.keys", secrets);
+    cleanup_free char *keys_text = cg_strdupf ("%s\n%s\n", relay.public_key, relay.secret_key);
+    CHECK (cg_write_file (keys_file, keys_text, strlen (keys_text), 0600, &err) == 0, "keys file");
+
+    pid_t pid = fork ();
+    if (pid == 0) {
+        char *argv[] = {cg_xstrdup (exe), "relay", "--server", cg_xstrdup (cg_remote_hub_endpoint (pump.hub)),
+                        "--server-key", server.public_key, "--keys", keys_file, "--sandbox", "sb-relay",
+                        "--ipc-dir", relay_ipc, root ? "--uid" : NULL, "65534", "--gid", "65534",
+                        "--isolate-net", NULL};
+        execv (exe, argv);
+        _exit (127);
+    }
+    CHECK (pid > 0, "fork");
+    EXPECT (s_expect (&pump, CG_REMOTE_HELLO, 10000) && pump.msg.id.size == 8
+                && memcmp (pump.msg.id.data, "sb-relay", 8) == 0,
+            "the relay's HELLO arrives under its sandbox");
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_WELCOME, .version = CG_REMOTE_VERSION});
+
+    //  The connection file: the host's copy for the mirror, the relay's by PUT.
+    char key[33];
+    cg_random_hex (key, 16);
+    json_t *conn = json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}", "transport", "ipc", "ip",
+                              cg_strdupf ("%s/kern", relay_ipc), "shell_port", 1, "iopub_port", 2,
+                              "stdin_port", 3, "control_port", 4, "hb_port", 5, "key", key,
+                              "signature_scheme", "hmac-sha256");
+    cleanup_free char *conn_text = json_dumps (conn, JSON_COMPACT);
+    json_decref (conn);
+    CHECK (cg_write_json (host_ipc, "kernel-k1.json", json_loads (conn_text, 0, NULL), 0600, &err) == 0,
+           "the host's connection file");
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_PUT, .id = B ("kernel-k1.json"), .text = B (conn_text)});
+    cleanup_free char *conn_path = cg_strdupf ("%s/kernel-k1.json", relay_ipc);
+    cleanup_free char *home = cg_strdupf ("HOME=%s", relay_ipc);
+    cleanup_free char *spec = cg_remote_spec_text (
+        (const char *[]){S_PYTHON, "-m", "ipykernel_launcher", "-f", conn_path, NULL},
+        (const char *[]){"PATH=/usr/bin:/bin", home, "JUPYTER_RUNTIME_DIR=/tmp", NULL}, "/tmp");
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k1"), .text = B (spec)});
+    EXPECT (s_expect (&pump, CG_REMOTE_STARTED, 10000) && pump.msg.number[0] > 0, "STARTED with a pid");
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_ATTACH, .id = B ("k1"), .text = B ("kernel-k1.json")});
+    pump.mirror = cg_remote_mirror_new (host_ipc, "kernel-k1.json", "k1", 8 << 20, &err);
+    CHECK (pump.mirror, "mirror: %s", err ? cg_error_message (err) : "");
+
+    //  A client of the mirror, as cg_kernel is of a local kernel.
+    cg_wire_t *wire = cg_wire_new (key, strlen (key), 8 << 20);
+    zsock_t *shell = zsock_new (ZMQ_DEALER), *iopub = zsock_new (ZMQ_SUB);
+    zsock_set_identity (shell, "client-one");
+    zsock_set_subscribe (iopub, "");
+    zsock_connect (shell, "ipc://%s/kern-1", host_ipc);
+    zsock_connect (iopub, "ipc://%s/kern:2", host_ipc);
+    cg_msg_t *info = NULL;
+    for (int i = 0; i < 60 && !info; i++)
+        info = s_request (&pump, wire, shell, "kernel_info_request", NULL, shell, "kernel_info_reply", 1000, NULL);
+    EXPECT (info && json_object_get (info->content, "implementation"), "kernel_info_reply through the relay, signed");
+    cg_msg_destroy (&info);
+    //  iopub is subscribed once a status or anything comes; a few cells settle it.
+    cleanup_free char *netns = NULL;
+    char link[64] = "";
+    ssize_t len = readlink ("/proc/self/ns/net", link, sizeof link - 1);
+    link[len > 0 ? len : 0] = '\0';
+    netns = cg_xstrdup (link);
+    cleanup_free char *code = cg_strdupf (
+        "import os\ntry:\n    open(%s%s%s).read(); k = 'read'\nexcept OSError as e:\n    k = type(e).__name__\n"
+        "print(6 * 7, os.getuid(), os.readlink('/proc/self/ns/net') != %s%s%s, k)",
+        "'", keys_file, "'", "'", netns, "'");
+    json_t *outputs = json_array ();
+    cg_msg_t *reply = NULL;
+    for (int i = 0; i < 5 && json_array_size (outputs) == 0; i++) {
+        cg_msg_destroy (&reply);
+        reply = s_request (&pump, wire, shell, "execute_request",
+                           json_pack ("{s:s, s:b}", "code", code, "silent", 0), shell, "execute_reply",
+                           20000, NULL);
+        //  The output comes on iopub, before or after the reply: read it a while.
+        cg_msg_t *idle = s_request (&pump, wire, NULL, NULL, NULL, iopub, "execute_result", 1500, &outputs);
+        cg_msg_destroy (&idle);
+    }
+    const char *status = reply ? json_string_value (json_object_get (reply->content, "status")) : NULL;
+    EXPECT (status && strcmp (status, "ok") == 0, "execute_reply ok: %s", status ? status : "none");
+    cg_msg_destroy (&reply);
+    const char *text = json_string_value (json_array_get (outputs, json_array_size (outputs) - 1));
+    cleanup_free char *want = cg_strdupf ("42 %d True %s\n", root ? S_NOBODY : (int)getuid (),
+                                          root ? "PermissionError" : "read");
+    EXPECT (text && strcmp (text, root ? want : want) == 0,
+            "the cell's stream came through iopub: %s (want %s)", text ? text : "nothing", want);
+    json_decref (outputs);
+
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_SIGNAL, .id = B ("k1"), .number = {SIGKILL}});
+    EXPECT (s_expect (&pump, CG_REMOTE_EXITED, 10000) && pump.msg.number[0] == 128 + SIGKILL,
+            "EXITED with 128 + SIGKILL");
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k2"),
+                                      .text = B ("{\"argv\":[\"/nonexistent\"],\"env\":[],\"cwd\":\"/\"}")});
+    EXPECT (s_expect (&pump, CG_REMOTE_FAILED, 10000) && pump.msg.text.size > 0, "a program that is not there: FAILED");
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = B ("done")});
+    int wstatus = -1;
+    for (int i = 0; i < 100 && waitpid (pid, &wstatus, WNOHANG) == 0; i++)
+        s_pump (&pump, 50, NULL);
+    EXPECT (WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0, "the relay ends at BYE: %d", wstatus);
+    if (!WIFEXITED (wstatus))
+        kill (pid, SIGKILL), waitpid (pid, NULL, 0);
+
+    zsock_destroy (&shell);
+    zsock_destroy (&iopub);
+    cg_wire_destroy (&wire);
+    cg_remote_mirror_destroy (&pump.mirror);
+    zframe_destroy (&pump.route);
+    zmsg_destroy (&pump.got);
+    cg_remote_hub_destroy (&pump.hub);
+    cg_rm_rf (host_ipc, NULL);
+    cg_rm_rf (relay_ipc, NULL);
+    cg_rm_rf (secrets, NULL);
+}
+
+int
+main (void)
+{
+    const char *exe = getenv ("CELLGATE_BIN");
+    if (!exe || access (exe, X_OK) != 0) {
+        fprintf (stderr, "skipped: CELLGATE_BIN is not the cellgate binary\n");
+        return 77;
+    }
+    if (system (S_PYTHON " -c 'import ipykernel' 2>/dev/null") != 0) {
+        fprintf (stderr, "skipped: " S_PYTHON " has no ipykernel (scripts/setup.sh installs it)\n");
+        return 77;
+    }
+    zsys_init ();
+    zsys_set_logstream (NULL);
+    test_relay (exe);
+    printf ("%d passed, %d failed\n", s_passes, s_failures);
+    return s_failures ? 1 : 0;
+}
