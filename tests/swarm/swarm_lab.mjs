@@ -195,7 +195,7 @@ export async function startSwarm({ workers = 2 } = {}) {
     killCgroups(node.netns);
   };
 
-  const stop = async () => {
+  let stop = async () => {
     if (stopped) return;
     stopped = true;
     const t0 = Date.now();
@@ -216,6 +216,18 @@ export async function startSwarm({ workers = 2 } = {}) {
     unmountBelow([tmp, ...nodes.map((n) => n.dataRoot)]);
     await teardown(owner);
     timings.stop = (Date.now() - t0) / 1000;
+  };
+
+  // A test runner's SIGTERM or a ^C takes the lab down before the process goes (a SIGKILL
+  // leaves it to the next start's gc).
+  const onSignal = (signal) => { stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143)); };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const stopOnce = stop;
+  stop = async () => {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+    await stopOnce();
   };
 
   try {

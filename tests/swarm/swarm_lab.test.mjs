@@ -155,9 +155,21 @@ describe('swarm lab', { skip }, () => {
     process.stderr.write(`swarm lab: mended node2 ready again after ${seconds(Date.now() - t1)}\n`);
   });
 
+  test('a worker whose dockerd is killed is reported down', async () => {
+    const victim = lab.nodes[1];
+    const pids = execFileSync('ip', ['netns', 'pids', victim.netns], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    assert.ok(pids.length >= 2, 'its dockerd and containerd');
+    const t0 = Date.now();
+    await lab.stopNode(victim.name);
+    assert.deepEqual(pids.filter((p) => fs.existsSync(`/proc/${p}`)), []);
+    await until('node1 down', 120000, async () => (await lab.engineCall(lab.manager, 'GET', `/nodes/${victim.nodeId}`)).body.Status.State === 'down');
+    process.stderr.write(`swarm lab: node1's dockerd killed, reported down after ${seconds(Date.now() - t0)}\n`);
+    assert.equal(execFileSync('ip', ['netns', 'pids', victim.netns], { encoding: 'utf8' }).trim(), '');
+  });
+
   test('stop() leaves no namespace, veth, daemon, mount or temp dir', async () => {
     const pids = lab.daemonPids();
-    assert.ok(pids.length >= 6, `dockerd and containerd of each node: ${pids}`);
+    assert.ok(pids.length >= 4, `dockerd and containerd of each live node: ${pids}`);
     const dirs = [lab.tmp, ...lab.nodes.map((n) => n.dataRoot), ...lab.nodes.map((n) => n.execRoot)];
     const t0 = Date.now();
     await lab.stop();
