@@ -28,10 +28,17 @@ export const dockerdMissing = () => {
   return false;
 };
 
-/** One Engine API call on SOCKET: resolves { status, body (parsed JSON when it is) }. BODY: a readable stream or undefined. */
-export function engineCall(socket, method, pathname, body) {
+/**
+ * One Engine API call on SOCKET: resolves { status, body (parsed JSON when it is), text }.
+ * BODY: a readable stream (sent as a tar: an image load), any other value (sent as JSON), or
+ * undefined. OPTS.timeoutMs: the call fails after that long (default: no limit).
+ */
+export function engineCall(socket, method, pathname, body, { timeoutMs = 0 } = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: socket, method, path: `/v1.41${pathname}`, headers: body ? { 'Content-Type': 'application/x-tar' } : {} }, (res) => {
+    const stream = typeof body?.pipe === 'function';
+    const json = body !== undefined && !stream ? JSON.stringify(body) : null;
+    const headers = stream ? { 'Content-Type': 'application/x-tar' } : json !== null ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(json) } : {};
+    const req = http.request({ socketPath: socket, method, path: `/v1.41${pathname}`, headers }, (res) => {
       let text = '';
       res.on('data', (chunk) => { text += chunk; });
       res.on('end', () => {
@@ -39,14 +46,17 @@ export function engineCall(socket, method, pathname, body) {
         try { parsed = text ? JSON.parse(text) : null; } catch { /* a stream of JSON lines, or text */ }
         resolve({ status: res.statusCode, body: parsed, text });
       });
+      res.on('error', reject);
     });
     req.on('error', reject);
-    if (body) body.pipe(req);
-    else req.end();
+    if (timeoutMs > 0) req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${pathname}: no answer in ${timeoutMs} ms`)));
+    if (stream) body.pipe(req);
+    else req.end(json ?? undefined);
   });
 }
 
-function alive(pid) {
+/** Whether process PID exists. */
+export function alive(pid) {
   try { process.kill(pid, 0); return true; } catch { return false; }
 }
 
@@ -60,39 +70,50 @@ async function waitForCache() {
   throw new Error(`another dockerd (pid file ${PID_FILE}) used the cache for ${LOCK_WAIT_MS / 1000} s`);
 }
 
-// Every mount point at or below one of DIRS, deepest first.
-function mountsBelow(dirs) {
+/** Every mount point (of this mount namespace) at or below one of DIRS, deepest first. */
+export function mountsBelow(dirs) {
   const points = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter(Boolean)
     .map((line) => line.split(' ')[4].replace(/\\040/g, ' '));
   return points.filter((p) => dirs.some((d) => p === d || p.startsWith(`${d}/`))).sort((a, b) => b.length - a.length);
 }
 
-function unmountBelow(dirs) {
+/** Lazily unmounts every mount point at or below one of DIRS. */
+export function unmountBelow(dirs) {
   for (const point of mountsBelow(dirs)) {
     try { execFileSync('umount', ['-l', point], { stdio: 'ignore' }); } catch { /* already gone */ }
   }
 }
 
-// Loads Podman's sandbox image into the engine when the cache does not hold that image ID.
-async function loadImage(socket) {
-  const id = execFileSync('podman', ['image', 'inspect', '--format', '{{.Id}}', PODMAN_IMAGE], { encoding: 'utf8' }).trim();
+/** Podman's image ID of the sandbox image. */
+export const podmanImageId = () => execFileSync('podman', ['image', 'inspect', '--format', '{{.Id}}', PODMAN_IMAGE], { encoding: 'utf8' }).trim();
+
+/**
+ * Loads Podman's sandbox image into the engine on SOCKET unless it holds it already and STAMP
+ * (a file) names Podman's current image ID; the previous image goes. OPTS.tar: a file that
+ * `podman save` already wrote (several engines load one save), else `podman save` is piped
+ * in. Resolves the seconds the load took, or 0 when the engine had the image.
+ */
+export async function loadImage(socket, stamp, { tar = null, label = 'dockerd' } = {}) {
+  const id = podmanImageId();
   const have = await engineCall(socket, 'GET', `/images/${encodeURIComponent(PODMAN_IMAGE)}/json`);
-  const stamp = fs.existsSync(IMAGE_STAMP) ? fs.readFileSync(IMAGE_STAMP, 'utf8').trim() : '';
-  if (have.status === 200 && stamp === id) return;
+  const had = fs.existsSync(stamp) ? fs.readFileSync(stamp, 'utf8').trim() : '';
+  if (have.status === 200 && had === id) return 0;
   const started = Date.now();
-  const save = spawn('podman', ['save', PODMAN_IMAGE], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const loaded = await engineCall(socket, 'POST', '/images/load?quiet=1', save.stdout);
+  const save = tar ? null : spawn('podman', ['save', PODMAN_IMAGE], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const loaded = await engineCall(socket, 'POST', '/images/load?quiet=1', tar ? fs.createReadStream(tar) : save.stdout);
   if (loaded.status !== 200 || /"error/.test(loaded.text)) throw new Error(`docker load: ${loaded.status} ${loaded.text}`);
   // The previous image, when there was one, goes (its layers are the cache's only other use).
   if (have.status === 200 && have.body?.Id && have.body.Id !== `sha256:${id}`) {
     await engineCall(socket, 'DELETE', `/images/${have.body.Id}?force=1`);
   }
-  fs.writeFileSync(IMAGE_STAMP, `${id}\n`);
-  process.stderr.write(`dockerd: loaded ${PODMAN_IMAGE} (${id.slice(0, 12)}) into ${DATA_ROOT} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  fs.writeFileSync(stamp, `${id}\n`);
+  const seconds = (Date.now() - started) / 1000;
+  process.stderr.write(`${label}: loaded ${PODMAN_IMAGE} (${id.slice(0, 12)}) in ${seconds.toFixed(1)} s\n`);
+  return seconds;
 }
 
-// Removes the containers a killed test left in the cache's engine (they all are cellgate's).
-async function removeLeftovers(socket) {
+/** Removes every container of the engine on SOCKET (those a killed test left in a cached data root). */
+export async function removeLeftovers(socket) {
   const list = await engineCall(socket, 'GET', '/containers/json?all=1');
   for (const c of Array.isArray(list.body) ? list.body : []) await engineCall(socket, 'DELETE', `/containers/${c.Id}?force=1&v=1`);
 }
@@ -147,7 +168,7 @@ export async function startDockerd() {
   if (ping?.status !== 200) return fail('did not answer /_ping');
   try {
     await removeLeftovers(socket);
-    await loadImage(socket);
+    await loadImage(socket, IMAGE_STAMP, { label: `dockerd (${DATA_ROOT})` });
   } catch (err) {
     return fail(err.message);
   }
