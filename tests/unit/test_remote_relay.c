@@ -30,7 +30,7 @@ typedef struct {
     cg_remote_hub_t *hub;
     zframe_t *route; /* the relay's */
     cg_remote_mirror_t *mirror;
-    zmsg_t *got;        /* the last message from the relay that was not FROM */
+    zmsg_t *got;         /* the last message from the relay that was not FROM */
     cg_remote_msg_t msg; /* decoded, borrowing from GOT */
 } s_pump_t;
 
@@ -45,11 +45,14 @@ s_pump (s_pump_t *self, int ms, zsock_t *sock)
     while (zclock_mono () < until) {
         zmq_pollitem_t items[8];
         int n = 0;
-        items[n++] = (zmq_pollitem_t){zsock_resolve (cg_remote_hub_sock (self->hub)), 0, ZMQ_POLLIN, 0};
-        items[n++] = (zmq_pollitem_t){zsock_resolve (cg_remote_hub_zap_sock (self->hub)), 0, ZMQ_POLLIN, 0};
+        items[n++] =
+            (zmq_pollitem_t){zsock_resolve (cg_remote_hub_sock (self->hub)), 0, ZMQ_POLLIN, 0};
+        items[n++] =
+            (zmq_pollitem_t){zsock_resolve (cg_remote_hub_zap_sock (self->hub)), 0, ZMQ_POLLIN, 0};
         for (int c = 0; self->mirror && c < CG_REMOTE_CHANNELS; c++)
             if (c != CG_REMOTE_IOPUB)
-                items[n++] = (zmq_pollitem_t){zsock_resolve (cg_remote_mirror_sock (self->mirror, c)), 0, ZMQ_POLLIN, 0};
+                items[n++] = (zmq_pollitem_t){
+                    zsock_resolve (cg_remote_mirror_sock (self->mirror, c)), 0, ZMQ_POLLIN, 0};
         if (sock)
             items[n++] = (zmq_pollitem_t){zsock_resolve (sock), 0, ZMQ_POLLIN, 0};
         zmq_poll (items, n, 20);
@@ -146,7 +149,8 @@ test_relay (const char *exe)
     if (root)
         CHECK (chown (relay_ipc, S_NOBODY, S_NOBODY) == 0, "the sandbox's ipc dir is nobody's");
     cg_remote_keys_t server, relay;
-    CHECK (cg_remote_keys_new (&server, &err) == 0 && cg_remote_keys_new (&relay, &err) == 0, "keys");
+    CHECK (cg_remote_keys_new (&server, &err) == 0 && cg_remote_keys_new (&relay, &err) == 0,
+           "keys");
     s_pump_t pump = {0};
     pump.hub = cg_remote_hub_new ("tcp://127.0.0.1:*", &server, 8 << 20, &err);
     CHECK (pump.hub, "hub: %s", err ? cg_error_message (err) : "");
@@ -157,10 +161,24 @@ test_relay (const char *exe)
 
     pid_t pid = fork ();
     if (pid == 0) {
-        char *argv[] = {cg_xstrdup (exe), "relay", "--server", cg_xstrdup (cg_remote_hub_endpoint (pump.hub)),
-                        "--server-key", server.public_key, "--keys", keys_file, "--sandbox", "sb-relay",
-                        "--ipc-dir", relay_ipc, root ? "--uid" : NULL, "65534", "--gid", "65534",
-                        "--isolate-net", NULL};
+        char *argv[] = {cg_xstrdup (exe),
+                        "relay",
+                        "--server",
+                        cg_xstrdup (cg_remote_hub_endpoint (pump.hub)),
+                        "--server-key",
+                        server.public_key,
+                        "--keys",
+                        keys_file,
+                        "--sandbox",
+                        "sb-relay",
+                        "--ipc-dir",
+                        relay_ipc,
+                        root ? "--uid" : NULL,
+                        "65534",
+                        "--gid",
+                        "65534",
+                        "--isolate-net",
+                        NULL};
         execv (exe, argv);
         _exit (127);
     }
@@ -173,23 +191,28 @@ test_relay (const char *exe)
     //  The connection file: the host's copy for the mirror, the relay's by PUT.
     char key[33];
     cg_random_hex (key, 16);
-    json_t *conn = json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}", "transport", "ipc", "ip",
-                              cg_strdupf ("%s/kern", relay_ipc), "shell_port", 1, "iopub_port", 2,
-                              "stdin_port", 3, "control_port", 4, "hb_port", 5, "key", key,
-                              "signature_scheme", "hmac-sha256");
+    cleanup_free char *inside_ip = cg_strdupf ("%s/kern", relay_ipc);
+    json_t *conn =
+        json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}", "transport", "ipc", "ip",
+                   inside_ip, "shell_port", 1, "iopub_port", 2, "stdin_port", 3, "control_port", 4,
+                   "hb_port", 5, "key", key, "signature_scheme", "hmac-sha256");
     cleanup_free char *conn_text = json_dumps (conn, JSON_COMPACT);
     json_decref (conn);
-    CHECK (cg_write_json (host_ipc, "kernel-k1.json", json_loads (conn_text, 0, NULL), 0600, &err) == 0,
+    CHECK (cg_write_json (host_ipc, "kernel-k1.json", json_loads (conn_text, 0, NULL), 0600, &err)
+               == 0,
            "the host's connection file");
-    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_PUT, .id = B ("kernel-k1.json"), .text = B (conn_text)});
+    s_send (&pump, &(cg_remote_msg_t){
+                       .verb = CG_REMOTE_PUT, .id = B ("kernel-k1.json"), .text = B (conn_text)});
     cleanup_free char *conn_path = cg_strdupf ("%s/kernel-k1.json", relay_ipc);
     cleanup_free char *home = cg_strdupf ("HOME=%s", relay_ipc);
     cleanup_free char *spec = cg_remote_spec_text (
         (const char *[]){S_PYTHON, "-m", "ipykernel_launcher", "-f", conn_path, NULL},
         (const char *[]){"PATH=/usr/bin:/bin", home, "JUPYTER_RUNTIME_DIR=/tmp", NULL}, "/tmp");
     s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k1"), .text = B (spec)});
-    EXPECT (s_expect (&pump, CG_REMOTE_STARTED, 10000) && pump.msg.number[0] > 0, "STARTED with a pid");
-    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_ATTACH, .id = B ("k1"), .text = B ("kernel-k1.json")});
+    EXPECT (s_expect (&pump, CG_REMOTE_STARTED, 10000) && pump.msg.number[0] > 0,
+            "STARTED with a pid");
+    s_send (&pump, &(cg_remote_msg_t){
+                       .verb = CG_REMOTE_ATTACH, .id = B ("k1"), .text = B ("kernel-k1.json")});
     pump.mirror = cg_remote_mirror_new (host_ipc, "kernel-k1.json", "k1", 8 << 20, &err);
     CHECK (pump.mirror, "mirror: %s", err ? cg_error_message (err) : "");
 
@@ -202,8 +225,10 @@ test_relay (const char *exe)
     zsock_connect (iopub, "ipc://%s/kern:2", host_ipc);
     cg_msg_t *info = NULL;
     for (int i = 0; i < 60 && !info; i++)
-        info = s_request (&pump, wire, shell, "kernel_info_request", NULL, shell, "kernel_info_reply", 1000, NULL);
-    EXPECT (info && json_object_get (info->content, "implementation"), "kernel_info_reply through the relay, signed");
+        info = s_request (&pump, wire, shell, "kernel_info_request", NULL, shell,
+                          "kernel_info_reply", 1000, NULL);
+    EXPECT (info && json_object_get (info->content, "implementation"),
+            "kernel_info_reply through the relay, signed");
     cg_msg_destroy (&info);
     //  iopub is subscribed once a status or anything comes; a few cells settle it.
     cleanup_free char *netns = NULL;
@@ -211,22 +236,25 @@ test_relay (const char *exe)
     ssize_t len = readlink ("/proc/self/ns/net", link, sizeof link - 1);
     link[len > 0 ? len : 0] = '\0';
     netns = cg_xstrdup (link);
-    cleanup_free char *code = cg_strdupf (
-        "import os\ntry:\n    open(%s%s%s).read(); k = 'read'\nexcept OSError as e:\n    k = type(e).__name__\n"
-        "print(6 * 7, os.getuid(), os.readlink('/proc/self/ns/net') != %s%s%s, k)",
-        "'", keys_file, "'", "'", netns, "'");
+    cleanup_free char *code =
+        cg_strdupf ("import os\ntry:\n    open(%s%s%s).read(); k = 'read'\nexcept OSError as e:\n  "
+                    "  k = type(e).__name__\n"
+                    "print(6 * 7, os.getuid(), os.readlink('/proc/self/ns/net') != %s%s%s, k)",
+                    "'", keys_file, "'", "'", netns, "'");
     json_t *outputs = json_array ();
     cg_msg_t *reply = NULL;
     for (int i = 0; i < 5 && json_array_size (outputs) == 0; i++) {
         cg_msg_destroy (&reply);
         reply = s_request (&pump, wire, shell, "execute_request",
-                           json_pack ("{s:s, s:b}", "code", code, "silent", 0), shell, "execute_reply",
-                           20000, NULL);
+                           json_pack ("{s:s, s:b}", "code", code, "silent", 0), shell,
+                           "execute_reply", 20000, NULL);
         //  The output comes on iopub, before or after the reply: read it a while.
-        cg_msg_t *idle = s_request (&pump, wire, NULL, NULL, NULL, iopub, "execute_result", 1500, &outputs);
+        cg_msg_t *idle =
+            s_request (&pump, wire, NULL, NULL, NULL, iopub, "execute_result", 1500, &outputs);
         cg_msg_destroy (&idle);
     }
-    const char *status = reply ? json_string_value (json_object_get (reply->content, "status")) : NULL;
+    const char *status =
+        reply ? json_string_value (json_object_get (reply->content, "status")) : NULL;
     EXPECT (status && strcmp (status, "ok") == 0, "execute_reply ok: %s", status ? status : "none");
     cg_msg_destroy (&reply);
     const char *text = json_string_value (json_array_get (outputs, json_array_size (outputs) - 1));
@@ -236,17 +264,22 @@ test_relay (const char *exe)
             "the cell's stream came through iopub: %s (want %s)", text ? text : "nothing", want);
     json_decref (outputs);
 
-    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_SIGNAL, .id = B ("k1"), .number = {SIGKILL}});
+    s_send (&pump,
+            &(cg_remote_msg_t){.verb = CG_REMOTE_SIGNAL, .id = B ("k1"), .number = {SIGKILL}});
     EXPECT (s_expect (&pump, CG_REMOTE_EXITED, 10000) && pump.msg.number[0] == 128 + SIGKILL,
             "EXITED with 128 + SIGKILL");
-    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k2"),
-                                      .text = B ("{\"argv\":[\"/nonexistent\"],\"env\":[],\"cwd\":\"/\"}")});
-    EXPECT (s_expect (&pump, CG_REMOTE_FAILED, 10000) && pump.msg.text.size > 0, "a program that is not there: FAILED");
+    s_send (&pump, &(cg_remote_msg_t){
+                       .verb = CG_REMOTE_EXEC,
+                       .id = B ("k2"),
+                       .text = B ("{\"argv\":[\"/nonexistent\"],\"env\":[],\"cwd\":\"/\"}")});
+    EXPECT (s_expect (&pump, CG_REMOTE_FAILED, 10000) && pump.msg.text.size > 0,
+            "a program that is not there: FAILED");
     s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = B ("done")});
     int wstatus = -1;
     for (int i = 0; i < 100 && waitpid (pid, &wstatus, WNOHANG) == 0; i++)
         s_pump (&pump, 50, NULL);
-    EXPECT (WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0, "the relay ends at BYE: %d", wstatus);
+    EXPECT (WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0, "the relay ends at BYE: %d",
+            wstatus);
     if (!WIFEXITED (wstatus))
         kill (pid, SIGKILL), waitpid (pid, NULL, 0);
 
