@@ -16,7 +16,7 @@
 
 struct cg_remote_mirror_t {
     char *kernel;
-    int dir_fd; /* the ipc dir, O_PATH */
+    int dir_fd;                         /* the ipc dir, O_PATH */
     char *names[CG_REMOTE_CHANNELS][2]; /* BASE-PORT, BASE:PORT */
     zsock_t *socks[CG_REMOTE_CHANNELS];
 };
@@ -35,7 +35,7 @@ s_read_connection (int dir_fd, const char *name, int ports[CG_REMOTE_CHANNELS])
     json_t *root = len > 0 ? json_loadb (text, (size_t)len, 0, NULL) : NULL;
     free (text);
     static const char *const keys[CG_REMOTE_CHANNELS] = {"shell_port", "iopub_port", "stdin_port",
-                                                        "control_port", "hb_port"};
+                                                         "control_port", "hb_port"};
     const char *transport = json_string_value (json_object_get (root, "transport"));
     const char *ip = json_string_value (json_object_get (root, "ip"));
     const char *base = ip ? strrchr (ip, '/') : NULL;
@@ -137,13 +137,13 @@ cg_remote_mirror_take (cg_remote_mirror_t *self, int c)
         int count = cg_remote_frames_of (in, parts, CG_REMOTE_PARTS_MAX);
         zmsg_t *to = NULL;
         if (peer && count > 0 && zframe_size (peer) <= CG_REMOTE_PEER_MAX && zframe_size (peer) > 0)
-            to = cg_remote_encode (&(cg_remote_msg_t){
-                .verb = CG_REMOTE_TO,
-                .id = {self->kernel, strlen (self->kernel)},
-                .channel = c,
-                .peer = {zframe_data (peer), zframe_size (peer)},
-                .parts = parts,
-                .part_count = (size_t)count});
+            to = cg_remote_encode (
+                &(cg_remote_msg_t){.verb = CG_REMOTE_TO,
+                                   .id = {self->kernel, strlen (self->kernel)},
+                                   .channel = c,
+                                   .peer = {zframe_data (peer), zframe_size (peer)},
+                                   .parts = parts,
+                                   .part_count = (size_t)count});
         else
             cg_log (1, "kernel %s: a client's message of %d parts dropped (TO carries 1 to %d)",
                     self->kernel, count, CG_REMOTE_PARTS_MAX);

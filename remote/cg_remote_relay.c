@@ -38,13 +38,13 @@ typedef struct {
 typedef struct {
     char id[CG_REMOTE_ID_MAX + 1];
     pid_t pid;
-    bool attached;                    /* ATTACH came: look for its sockets */
-    bool connected;                   /* every socket found */
-    int64_t attach_deadline;          /* zclock_mono */
-    char *base;                       /* the sockets' names: BASE, '-' or ':', the port */
+    bool attached;           /* ATTACH came: look for its sockets */
+    bool connected;          /* every socket found */
+    int64_t attach_deadline; /* zclock_mono */
+    char *base;              /* the sockets' names: BASE, '-' or ':', the port */
     int ports[CG_REMOTE_CHANNELS];
-    int fds[CG_REMOTE_CHANNELS];      /* O_PATH of each socket once found, else -1 */
-    zsock_t *iopub;                   /* SUB */
+    int fds[CG_REMOTE_CHANNELS]; /* O_PATH of each socket once found, else -1 */
+    zsock_t *iopub;              /* SUB */
     s_peer_t peers[CG_REMOTE_CHANNELS][CG_REMOTE_PEERS_MAX];
     size_t peer_count[CG_REMOTE_CHANNELS];
     zlist_t *pending; /* zmsg_t: TO messages before the sockets were found */
@@ -165,7 +165,8 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
     else if (cg_remote_spec_parse (msg->text.data, msg->text.size, &spec, &err) < 0)
         why = cg_error_message (err);
     if (why) {
-        s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (why)});
+        s_send (self,
+                &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (why)});
         cg_error_destroy (&err);
         return;
     }
@@ -192,7 +193,8 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
         if (pid > 0)
             waitpid (pid, NULL, 0);
         cleanup_free char *text = cg_strdupf ("start %s: %s", id, strerror (failed));
-        s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (text)});
+        s_send (self,
+                &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (text)});
         return;
     }
     s_exec_t *exec = cg_xcalloc (1, sizeof *exec);
@@ -250,13 +252,13 @@ s_read_connection (s_relay_t *self, s_exec_t *exec, const char *name)
     json_t *root = len > 0 ? json_loadb (text, (size_t)len, 0, NULL) : NULL;
     free (text);
     static const char *const keys[CG_REMOTE_CHANNELS] = {"shell_port", "iopub_port", "stdin_port",
-                                                        "control_port", "hb_port"};
+                                                         "control_port", "hb_port"};
     const char *transport = json_string_value (json_object_get (root, "transport"));
     const char *ip = json_string_value (json_object_get (root, "ip"));
     const char *base = ip ? strrchr (ip, '/') : NULL;
     base = base ? base + 1 : ip;
-    bool ok = transport && strcmp (transport, "ipc") == 0 && base
-              && cg_valid_name (base, 64, "._-") && base[0] != '.';
+    bool ok = transport && strcmp (transport, "ipc") == 0 && base && cg_valid_name (base, 64, "._-")
+              && base[0] != '.';
     for (int c = 0; ok && c < CG_REMOTE_CHANNELS; c++) {
         json_int_t port = json_integer_value (json_object_get (root, keys[c]));
         ok = port >= 1 && port <= 65535;
@@ -274,14 +276,15 @@ s_on_attach (s_relay_t *self, const cg_remote_msg_t *msg)
     s_exec_t *exec = s_find (self, &msg->id);
     char name[160];
     snprintf (name, sizeof name, "%.*s", (int)msg->text.size, (const char *)msg->text.data);
-    const char *why = !exec ? "no such exec"
+    const char *why = !exec            ? "no such exec"
                       : exec->attached ? "attached already"
                       : !s_read_connection (self, exec, name)
                           ? "its connection file is not an ipc kernel's"
                           : NULL;
     if (why) {
         cleanup_free char *text = cg_strdupf ("attach %s: %s", name, why);
-        s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (text)});
+        s_send (self,
+                &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (text)});
         return;
     }
     exec->attached = true;
@@ -299,8 +302,8 @@ s_peer_sock (s_relay_t *self, s_exec_t *exec, int c, const cg_remote_bytes_t *pe
             && memcmp (zframe_data (exec->peers[c][p].peer), peer->data, peer->size) == 0)
             return exec->peers[c][p].sock;
     if (exec->peer_count[c] == CG_REMOTE_PEERS_MAX) {
-        cg_log (1, "relay: kernel %s: %d clients on a channel already; a message dropped",
-                exec->id, CG_REMOTE_PEERS_MAX);
+        cg_log (1, "relay: kernel %s: %d clients on a channel already; a message dropped", exec->id,
+                CG_REMOTE_PEERS_MAX);
         return NULL;
     }
     zsock_t *sock = zsock_new (ZMQ_DEALER);
@@ -378,8 +381,11 @@ s_connect (s_relay_t *self, s_exec_t *exec)
     if (!all) {
         if (zclock_mono () > exec->attach_deadline) {
             exec->attached = false;
-            cleanup_free char *text = cg_strdupf ("attach: the kernel bound no sockets within %d s", S_ATTACH_MS / 1000);
-            s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = s_text (exec->id), .text = s_text (text)});
+            cleanup_free char *text =
+                cg_strdupf ("attach: the kernel bound no sockets within %d s", S_ATTACH_MS / 1000);
+            s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED,
+                                             .id = s_text (exec->id),
+                                             .text = s_text (text)});
         }
         return;
     }
@@ -413,7 +419,8 @@ s_forward (s_relay_t *self, s_exec_t *exec, int c, zsock_t *sock, zframe_t *peer
             s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FROM,
                                              .id = s_text (exec->id),
                                              .channel = c,
-                                             .peer = peer ? (cg_remote_bytes_t){zframe_data (peer), zframe_size (peer)}
+                                             .peer = peer ? (cg_remote_bytes_t){zframe_data (peer),
+                                                                                zframe_size (peer)}
                                                           : (cg_remote_bytes_t){"", 0},
                                              .parts = parts,
                                              .part_count = (size_t)count});
@@ -448,9 +455,10 @@ s_stats (s_relay_t *self)
                 oom = value;
         fclose (f);
     }
-    s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_STATS,
-                                     .number = {current < 0 ? 0 : current,
-                                                peak < 0 ? (current < 0 ? 0 : current) : peak, oom}});
+    s_send (self,
+            &(cg_remote_msg_t){.verb = CG_REMOTE_STATS,
+                               .number = {current < 0 ? 0 : current,
+                                          peak < 0 ? (current < 0 ? 0 : current) : peak, oom}});
 }
 
 //  One message from the server.
@@ -472,32 +480,32 @@ s_on_link (s_relay_t *self)
             continue;
         }
         switch (msg.verb) {
-        case CG_REMOTE_WELCOME:
-            self->welcomed = true;
-            break;
-        case CG_REMOTE_EXEC:
-            s_on_exec (self, &msg);
-            break;
-        case CG_REMOTE_SIGNAL:
-            s_on_signal (self, &msg);
-            break;
-        case CG_REMOTE_STATS_ASK:
-            s_stats (self);
-            break;
-        case CG_REMOTE_PUT:
-            s_on_put (self, &msg);
-            break;
-        case CG_REMOTE_ATTACH:
-            s_on_attach (self, &msg);
-            break;
-        case CG_REMOTE_TO:
-            s_on_to (self, &msg, &raw);
-            break;
-        case CG_REMOTE_BYE:
-            self->done = true;
-            break;
-        default:
-            break;
+            case CG_REMOTE_WELCOME:
+                self->welcomed = true;
+                break;
+            case CG_REMOTE_EXEC:
+                s_on_exec (self, &msg);
+                break;
+            case CG_REMOTE_SIGNAL:
+                s_on_signal (self, &msg);
+                break;
+            case CG_REMOTE_STATS_ASK:
+                s_stats (self);
+                break;
+            case CG_REMOTE_PUT:
+                s_on_put (self, &msg);
+                break;
+            case CG_REMOTE_ATTACH:
+                s_on_attach (self, &msg);
+                break;
+            case CG_REMOTE_TO:
+                s_on_to (self, &msg, &raw);
+                break;
+            case CG_REMOTE_BYE:
+                self->done = true;
+                break;
+            default:
+                break;
         }
         zmsg_destroy (&raw);
     }
@@ -518,7 +526,8 @@ s_reap (s_relay_t *self)
             if (!exec || exec->pid != pid)
                 continue;
             int code = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
-            s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_EXITED, .id = s_text (exec->id), .number = {code}});
+            s_send (self, &(cg_remote_msg_t){
+                              .verb = CG_REMOTE_EXITED, .id = s_text (exec->id), .number = {code}});
             s_exec_free (self, exec);
         }
     }
@@ -527,28 +536,51 @@ s_reap (s_relay_t *self)
 static bool
 s_args (s_relay_t *self, int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"server", required_argument, NULL, 's'},     {"server-key", required_argument, NULL, 'k'},
-        {"keys", required_argument, NULL, 'f'},       {"sandbox", required_argument, NULL, 'i'},
-        {"ipc-dir", required_argument, NULL, 'd'},    {"uid", required_argument, NULL, 'u'},
-        {"gid", required_argument, NULL, 'g'},        {"isolate-net", no_argument, NULL, 'n'},
-        {"max-message-mb", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"server", required_argument, NULL, 's'},
+                                            {"server-key", required_argument, NULL, 'k'},
+                                            {"keys", required_argument, NULL, 'f'},
+                                            {"sandbox", required_argument, NULL, 'i'},
+                                            {"ipc-dir", required_argument, NULL, 'd'},
+                                            {"uid", required_argument, NULL, 'u'},
+                                            {"gid", required_argument, NULL, 'g'},
+                                            {"isolate-net", no_argument, NULL, 'n'},
+                                            {"max-message-mb", required_argument, NULL, 'm'},
+                                            {NULL, 0, NULL, 0}};
     self->uid = self->gid = -1;
     self->max_message_bytes = (size_t)8 << 20;
     int opt;
     optind = 1;
     while ((opt = getopt_long (argc, argv, "", options, NULL)) != -1) {
         switch (opt) {
-        case 's': self->server = optarg; break;
-        case 'k': self->server_key = optarg; break;
-        case 'f': self->keys_file = optarg; break;
-        case 'i': self->sandbox = optarg; break;
-        case 'd': self->ipc_dir = optarg; break;
-        case 'u': self->uid = atoi (optarg); break;
-        case 'g': self->gid = atoi (optarg); break;
-        case 'n': self->isolate_net = true; break;
-        case 'm': self->max_message_bytes = (size_t)atoi (optarg) << 20; break;
-        default: return false;
+            case 's':
+                self->server = optarg;
+                break;
+            case 'k':
+                self->server_key = optarg;
+                break;
+            case 'f':
+                self->keys_file = optarg;
+                break;
+            case 'i':
+                self->sandbox = optarg;
+                break;
+            case 'd':
+                self->ipc_dir = optarg;
+                break;
+            case 'u':
+                self->uid = atoi (optarg);
+                break;
+            case 'g':
+                self->gid = atoi (optarg);
+                break;
+            case 'n':
+                self->isolate_net = true;
+                break;
+            case 'm':
+                self->max_message_bytes = (size_t)atoi (optarg) << 20;
+                break;
+            default:
+                return false;
         }
     }
     return self->server && self->server_key && self->keys_file && self->sandbox && self->ipc_dir
@@ -598,8 +630,10 @@ s_round (s_relay_t *self)
         items[count++] = (zmq_pollitem_t){zsock_resolve (exec->iopub), 0, ZMQ_POLLIN, 0};
         for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
             for (size_t p = 0; p < exec->peer_count[c]; p++) {
-                owners[count] = (typeof (owners[0])){exec, c, exec->peers[c][p].sock, exec->peers[c][p].peer};
-                items[count++] = (zmq_pollitem_t){zsock_resolve (exec->peers[c][p].sock), 0, ZMQ_POLLIN, 0};
+                owners[count] =
+                    (typeof (owners[0])){exec, c, exec->peers[c][p].sock, exec->peers[c][p].peer};
+                items[count++] =
+                    (zmq_pollitem_t){zsock_resolve (exec->peers[c][p].sock), 0, ZMQ_POLLIN, 0};
             }
     }
     if (zmq_poll (items, count, looking ? 20 : 1000) < 0 && errno != EINTR) {
@@ -631,7 +665,8 @@ cg_remote_relay_main (int argc, char **argv)
         return 2;
     }
     if (!s_read_keys (self.keys_file, &keys)) {
-        fprintf (stderr, "cellgate relay: %s: not two CURVE keys (public, secret)\n", self.keys_file);
+        fprintf (stderr, "cellgate relay: %s: not two CURVE keys (public, secret)\n",
+                 self.keys_file);
         return 2;
     }
     self.ipc_fd = open (self.ipc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -655,7 +690,9 @@ cg_remote_relay_main (int argc, char **argv)
         return 2;
     }
     zsock_set_sndtimeo (self.link, 1000);
-    s_send (&self, &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO, .version = CG_REMOTE_VERSION, .id = s_text (self.sandbox)});
+    s_send (&self, &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO,
+                                      .version = CG_REMOTE_VERSION,
+                                      .id = s_text (self.sandbox)});
     while (!self.done && !zsys_interrupted)
         s_round (&self);
     s_send (&self, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = s_text ("relay ending")});
