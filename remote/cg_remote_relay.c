@@ -674,6 +674,14 @@ cg_remote_relay_main (int argc, char **argv)
         fprintf (stderr, "cellgate relay: %s: %s\n", self.ipc_dir, strerror (errno));
         return 2;
     }
+    //  The kernels bind their sockets there, as the sandbox user: the dir is theirs (a
+    //  tmpfs the engine made is root's).
+    if (self.uid >= 0 && geteuid () == 0
+        && (fchown (self.ipc_fd, (uid_t)self.uid, (gid_t)(self.gid >= 0 ? self.gid : self.uid)) < 0
+            || fchmod (self.ipc_fd, 0700) < 0)) {
+        fprintf (stderr, "cellgate relay: %s: %s\n", self.ipc_dir, strerror (errno));
+        return 2;
+    }
     sigset_t mask;
     sigemptyset (&mask);
     sigaddset (&mask, SIGCHLD);
