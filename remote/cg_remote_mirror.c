@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define S_CONNECTION_FILE_MAX 65536
 //  What waits for a client that does not read, per socket (as cg_kernel's own queues).
 #define S_QUEUE_MAX 1000
 
@@ -21,36 +20,6 @@ struct cg_remote_mirror_t {
     zsock_t *socks[CG_REMOTE_CHANNELS];
 };
 
-//  The base name and ports of the connection file NAME in DIR_FD. Returns the base name
-//  (caller frees) or NULL.
-static char *
-s_read_connection (int dir_fd, const char *name, int ports[CG_REMOTE_CHANNELS])
-{
-    int fd = openat (dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    char *text = cg_xmalloc (S_CONNECTION_FILE_MAX);
-    ssize_t len = read (fd, text, S_CONNECTION_FILE_MAX);
-    close (fd);
-    json_t *root = len > 0 ? json_loadb (text, (size_t)len, 0, NULL) : NULL;
-    free (text);
-    static const char *const keys[CG_REMOTE_CHANNELS] = {"shell_port", "iopub_port", "stdin_port",
-                                                         "control_port", "hb_port"};
-    const char *transport = json_string_value (json_object_get (root, "transport"));
-    const char *ip = json_string_value (json_object_get (root, "ip"));
-    const char *base = ip ? strrchr (ip, '/') : NULL;
-    base = base ? base + 1 : ip;
-    bool ok = transport && strcmp (transport, "ipc") == 0 && cg_valid_name (base, 64, "._-");
-    for (int c = 0; ok && c < CG_REMOTE_CHANNELS; c++) {
-        json_int_t port = json_integer_value (json_object_get (root, keys[c]));
-        ok = port >= 1 && port <= 65535;
-        ports[c] = (int)port;
-    }
-    char *result = ok ? cg_xstrdup (base) : NULL;
-    json_decref (root);
-    return result;
-}
-
 cg_remote_mirror_t *
 cg_remote_mirror_new (const char *ipc_dir, const char *connection_name, const char *kernel,
                       size_t max_frame_bytes, cg_error_t **err)
@@ -60,7 +29,7 @@ cg_remote_mirror_new (const char *ipc_dir, const char *connection_name, const ch
     self->dir_fd = open (ipc_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     int ports[CG_REMOTE_CHANNELS];
     cleanup_free char *base =
-        self->dir_fd >= 0 ? s_read_connection (self->dir_fd, connection_name, ports) : NULL;
+        self->dir_fd >= 0 ? cg_remote_connection_read (self->dir_fd, connection_name, ports) : NULL;
     if (!base) {
         cg_error_set (err, self->dir_fd < 0 ? errno : EINVAL,
                       "kernel %s: %s/%s is not an ipc kernel's connection file", kernel, ipc_dir,

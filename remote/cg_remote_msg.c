@@ -4,9 +4,12 @@
 #include "base/cg_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 //  What a frame after the verb holds, and where it goes in the message.
 typedef enum {
@@ -401,4 +404,38 @@ cg_remote_spec_free (cg_remote_spec_t *spec)
     s_free_list (&spec->env);
     free (spec->cwd);
     spec->cwd = NULL;
+}
+
+char *
+cg_remote_connection_read (int dir_fd, const char *name, int ports[CG_REMOTE_CHANNELS])
+{
+    enum { S_CONNECTION_FILE_MAX = 65536 };
+    int fd = openat (dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return NULL;
+    if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode)) {
+        close (fd);
+        return NULL;
+    }
+    char *text = cg_xmalloc (S_CONNECTION_FILE_MAX);
+    ssize_t len = read (fd, text, S_CONNECTION_FILE_MAX);
+    close (fd);
+    json_t *root = len > 0 ? json_loadb (text, (size_t)len, 0, NULL) : NULL;
+    free (text);
+    static const char *const keys[CG_REMOTE_CHANNELS] = {"shell_port", "iopub_port", "stdin_port",
+                                                         "control_port", "hb_port"};
+    const char *transport = json_string_value (json_object_get (root, "transport"));
+    const char *ip = json_string_value (json_object_get (root, "ip"));
+    const char *base = ip ? strrchr (ip, '/') : NULL;
+    base = base ? base + 1 : ip;
+    bool ok = transport && strcmp (transport, "ipc") == 0 && cg_valid_name (base, 64, "._-");
+    for (int c = 0; ok && c < CG_REMOTE_CHANNELS; c++) {
+        json_int_t port = json_integer_value (json_object_get (root, keys[c]));
+        ok = port >= 1 && port <= 65535;
+        ports[c] = (int)port;
+    }
+    char *result = ok ? cg_xstrdup (base) : NULL;
+    json_decref (root);
+    return result;
 }

@@ -131,6 +131,14 @@ int cg_remote_frames_of (zmsg_t *zmsg, cg_remote_bytes_t *frames, size_t max);
     cg_remote_decode would take it): anything else is a programmer's mistake and aborts. */
 zmsg_t *cg_remote_encode (const cg_remote_msg_t *msg);
 
+/*  Reads the kernel connection file NAME in DIR_FD, a dir the sandbox's code may write (no
+    link followed, nothing but a regular file opened, never blocking, 64 KiB at most): its
+    sockets' base name (the last part of "ip": 1 to 64 of [A-Za-z0-9._-], no leading dot;
+    the caller frees it) and the five channels' ports into PORTS (shell, iopub, stdin,
+    control, hb). Both ends read it: the relay to find the kernel's sockets, the server to
+    bind their mirror. Returns NULL when it is not an ipc kernel's connection file. */
+char *cg_remote_connection_read (int dir_fd, const char *name, int ports[CG_REMOTE_CHANNELS]);
+
 /*  An EXEC's spec, parsed: strings allocated, NULL-terminated lists. */
 typedef struct {
     char **argv; /* 1 to CG_REMOTE_ARGS_MAX */

@@ -27,7 +27,6 @@
 //  relay looks for them after ATTACH.
 #define S_PENDING_MAX 64
 #define S_ATTACH_MS 60000
-#define S_CONNECTION_FILE_MAX 65536
 
 typedef struct {
     zframe_t *peer; /* the server's client socket, as the hub's ROUTER named it */
@@ -237,39 +236,6 @@ s_on_put (s_relay_t *self, const cg_remote_msg_t *msg)
     }
 }
 
-//  Reads connection file NAME for EXEC: the sockets' base name and ports. The file is in
-//  the sandbox's ipc dir (its code may have rewritten it): only the last part of "ip" is
-//  used, below the relay's own ipc dir. Returns false when it is not an ipc kernel's.
-static bool
-s_read_connection (s_relay_t *self, s_exec_t *exec, const char *name)
-{
-    int fd = openat (self->ipc_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    char *text = cg_xmalloc (S_CONNECTION_FILE_MAX + 1);
-    ssize_t len = read (fd, text, S_CONNECTION_FILE_MAX);
-    close (fd);
-    json_t *root = len > 0 ? json_loadb (text, (size_t)len, 0, NULL) : NULL;
-    free (text);
-    static const char *const keys[CG_REMOTE_CHANNELS] = {"shell_port", "iopub_port", "stdin_port",
-                                                         "control_port", "hb_port"};
-    const char *transport = json_string_value (json_object_get (root, "transport"));
-    const char *ip = json_string_value (json_object_get (root, "ip"));
-    const char *base = ip ? strrchr (ip, '/') : NULL;
-    base = base ? base + 1 : ip;
-    bool ok = transport && strcmp (transport, "ipc") == 0 && base && cg_valid_name (base, 64, "._-")
-              && base[0] != '.';
-    for (int c = 0; ok && c < CG_REMOTE_CHANNELS; c++) {
-        json_int_t port = json_integer_value (json_object_get (root, keys[c]));
-        ok = port >= 1 && port <= 65535;
-        exec->ports[c] = (int)port;
-    }
-    if (ok)
-        exec->base = cg_xstrdup (base);
-    json_decref (root);
-    return ok;
-}
-
 static void
 s_on_attach (s_relay_t *self, const cg_remote_msg_t *msg)
 {
@@ -278,7 +244,7 @@ s_on_attach (s_relay_t *self, const cg_remote_msg_t *msg)
     snprintf (name, sizeof name, "%.*s", (int)msg->text.size, (const char *)msg->text.data);
     const char *why = !exec            ? "no such exec"
                       : exec->attached ? "attached already"
-                      : !s_read_connection (self, exec, name)
+                      : !(exec->base = cg_remote_connection_read (self->ipc_fd, name, exec->ports))
                           ? "its connection file is not an ipc kernel's"
                           : NULL;
     if (why) {

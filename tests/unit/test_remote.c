@@ -4,13 +4,18 @@
     the sandbox id its key was admitted for, whatever it claims; one with an unknown key, a
     plain client without CURVE and a relay that trusts another server's key get nothing
     through, and the hub counts the refusals; a forgotten sandbox's key is refused; the
-    table is capped). */
+    table is capped); the kernel connection file both ends read (no FIFO opened, no link
+    followed, an ipc kernel's only). */
 #include "remote/cg_remote_link.h"
 #include "remote/cg_remote_msg.h"
+#include "base/cg_fs.h"
 #include "base/cg_util.h"
 #include "cg_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 
 #define B(text) ((cg_remote_bytes_t){(text), sizeof (text) - 1})
@@ -224,6 +229,46 @@ test_spec (void)
     }
 }
 
+//  The connection file both ends read, in a dir the sandbox's code may write: a FIFO or a
+//  link planted at its name is neither opened nor followed (a FIFO would block the reader),
+//  and only an ipc kernel's file with five ports is taken, by its base name.
+static void
+test_connection (void)
+{
+    const char *name = "connection";
+    char dir[] = "/tmp/cg-remote-conn-XXXXXX";
+    CHECK (mkdtemp (dir), "temp dir");
+    int dir_fd = open (dir, O_RDONLY | O_DIRECTORY);
+    const char *good =
+        "{\"transport\":\"ipc\",\"ip\":\"/run/cellgate/ipc/python\",\"shell_port\":1,"
+        "\"iopub_port\":2,\"stdin_port\":3,\"control_port\":4,\"hb_port\":5,\"key\":\"k\"}";
+    cg_write_file_at (dir_fd, "good.json", good, strlen (good), 0600, (uid_t)-1, (gid_t)-1, NULL);
+    const char *tcp =
+        "{\"transport\":\"tcp\",\"ip\":\"127.0.0.1\",\"shell_port\":1,\"iopub_port\":2,"
+        "\"stdin_port\":3,\"control_port\":4,\"hb_port\":5}";
+    cg_write_file_at (dir_fd, "tcp.json", tcp, strlen (tcp), 0600, (uid_t)-1, (gid_t)-1, NULL);
+    const char *dots = "{\"transport\":\"ipc\",\"ip\":\"/x/..\",\"shell_port\":1,\"iopub_port\":2,"
+                       "\"stdin_port\":3,\"control_port\":4,\"hb_port\":5}";
+    cg_write_file_at (dir_fd, "dots.json", dots, strlen (dots), 0600, (uid_t)-1, (gid_t)-1, NULL);
+    CHECK (mkfifoat (dir_fd, "fifo.json", 0600) == 0
+               && symlinkat ("good.json", dir_fd, "link.json") == 0,
+           "a FIFO and a link planted");
+    int ports[CG_REMOTE_CHANNELS] = {0};
+    char *base = cg_remote_connection_read (dir_fd, "good.json", ports);
+    EXPECT (base && strcmp (base, "python") == 0 && ports[0] == 1 && ports[4] == 5,
+            "an ipc kernel's file: its base name and ports");
+    free (base);
+    EXPECT (!cg_remote_connection_read (dir_fd, "fifo.json", ports),
+            "a FIFO is not opened (nor waited on)");
+    EXPECT (!cg_remote_connection_read (dir_fd, "link.json", ports), "a link is not followed");
+    EXPECT (!cg_remote_connection_read (dir_fd, "tcp.json", ports), "a tcp kernel's is refused");
+    EXPECT (!cg_remote_connection_read (dir_fd, "dots.json", ports),
+            "an ip ending in .. is refused");
+    EXPECT (!cg_remote_connection_read (dir_fd, "missing.json", ports), "a missing file: NULL");
+    close (dir_fd);
+    cg_rm_rf (dir, NULL);
+}
+
 //  Waits up to MS for a message at HUB (answering handshakes meanwhile).
 static zmsg_t *
 s_hub_wait (cg_remote_hub_t *hub, int ms, zframe_t **route, char **sandbox)
@@ -366,6 +411,7 @@ main (void)
     zsys_set_logstream (NULL);
     test_messages ();
     test_spec ();
+    test_connection ();
     test_link ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
