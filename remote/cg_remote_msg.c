@@ -22,9 +22,10 @@ typedef enum {
     S_UNKNOWN, /* the next of number[]: as S_NUMBER, or -1 */
     S_STATUS,  /* the next of number[]: 0 to 383 (128 + a signal up to 255) */
     S_SIGNAL,  /* the next of number[]: 1 to 64 */
+    S_STREAM,  /* the next of number[]: 1 or 2 */
     S_TEXT,    /* a message */
     S_SPEC,    /* an EXEC's spec (parsed later, cg_remote_spec_parse) */
-    S_BYTES,   /* a PUT's contents */
+    S_BYTES,   /* a PUT's contents, OUT's and IN's bytes: 64 KiB at most */
     S_CHANNEL,
     S_PEER,
     S_PARTS, /* the rest: 1 to CG_REMOTE_PARTS_MAX frames */
@@ -44,10 +45,12 @@ static const s_row_t s_rows[] = {
     [CG_REMOTE_STARTED] = {"STARTED", CG_REMOTE_UP, false, {S_ID, S_NUMBER, S_END}},
     [CG_REMOTE_EXITED] = {"EXITED", CG_REMOTE_UP, false, {S_ID, S_STATUS, S_END}},
     [CG_REMOTE_FAILED] = {"FAILED", CG_REMOTE_UP, false, {S_ID, S_TEXT, S_END}},
+    [CG_REMOTE_OUT] = {"OUT", CG_REMOTE_UP, false, {S_ID, S_STREAM, S_BYTES, S_END}},
     [CG_REMOTE_STATS] = {"STATS", CG_REMOTE_UP, false, {S_NUMBER, S_NUMBER, S_UNKNOWN, S_END}},
     [CG_REMOTE_FROM] = {"FROM", CG_REMOTE_UP, false, {S_ID, S_CHANNEL, S_PEER, S_PARTS, S_END}},
     [CG_REMOTE_WELCOME] = {"WELCOME", CG_REMOTE_DOWN, false, {S_VERSION, S_END}},
     [CG_REMOTE_EXEC] = {"EXEC", CG_REMOTE_DOWN, false, {S_ID, S_SPEC, S_END}},
+    [CG_REMOTE_IN] = {"IN", CG_REMOTE_DOWN, false, {S_ID, S_BYTES, S_END}},
     [CG_REMOTE_SIGNAL] = {"SIGNAL", CG_REMOTE_DOWN, false, {S_TARGET, S_SIGNAL, S_END}},
     [CG_REMOTE_STATS_ASK] = {"STATS?", CG_REMOTE_DOWN, false, {S_END}},
     [CG_REMOTE_PUT] = {"PUT", CG_REMOTE_DOWN, false, {S_NAME, S_BYTES, S_END}},
@@ -157,14 +160,17 @@ s_take (s_slot_t slot, const cg_remote_bytes_t *frame, cg_remote_msg_t *msg, siz
         case S_UNKNOWN:
         case S_STATUS:
         case S_SIGNAL:
+        case S_STREAM:
             value = slot == S_STATUS   ? s_number (frame, 383)
                     : slot == S_SIGNAL ? s_number (frame, 64)
+                    : slot == S_STREAM ? s_number (frame, 2)
                                        : s_number (frame, INT64_C (1) << 62);
             if (slot == S_UNKNOWN && s_is (frame, "-1"))
                 value = -1;
-            else if (value < 0 || (slot == S_SIGNAL && value == 0))
+            else if (value < 0 || ((slot == S_SIGNAL || slot == S_STREAM) && value == 0))
                 return slot == S_STATUS   ? "not an exit status (0 to 383)"
                        : slot == S_SIGNAL ? "not a signal (1 to 64)"
+                       : slot == S_STREAM ? "not a stream (1 or 2)"
                                           : "not a number";
             msg->number[(*numbers)++] = value;
             return NULL;
@@ -178,7 +184,7 @@ s_take (s_slot_t slot, const cg_remote_bytes_t *frame, cg_remote_msg_t *msg, siz
             return frame->size <= CG_REMOTE_SPEC_MAX ? NULL : "a spec over 64 KiB";
         case S_BYTES:
             msg->text = *frame;
-            return frame->size <= CG_REMOTE_PUT_MAX ? NULL : "a file over 64 KiB";
+            return frame->size <= CG_REMOTE_PUT_MAX ? NULL : "over 64 KiB";
         case S_CHANNEL:
             value = s_number (frame, CG_REMOTE_CHANNELS - 1);
             msg->channel = (int)value;
@@ -281,6 +287,7 @@ cg_remote_encode (const cg_remote_msg_t *msg)
             case S_UNKNOWN:
             case S_STATUS:
             case S_SIGNAL:
+            case S_STREAM:
                 s_add_number (zmsg, msg->number[numbers++]);
                 break;
             case S_TEXT:
@@ -346,7 +353,10 @@ cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_e
     json_t *value;
     json_object_foreach (root, key, value)
     {
-        if (strcmp (key, "argv") != 0 && strcmp (key, "env") != 0 && strcmp (key, "cwd") != 0) {
+        bool flag = strcmp (key, "stdin") == 0 || strcmp (key, "output") == 0;
+        if ((flag && !json_is_boolean (value))
+            || (!flag && strcmp (key, "argv") != 0 && strcmp (key, "env") != 0
+                && strcmp (key, "cwd") != 0)) {
             json_decref (root);
             return cg_error_set (err, EPROTO, "exec spec: unknown member");
         }
@@ -361,6 +371,8 @@ cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_e
         env_ok = strchr (out->env[i], '=') && out->env[i][0] != '=';
     if (cwd_ok)
         out->cwd = cg_xstrdup (cwd);
+    out->stdin = json_is_true (json_object_get (root, "stdin"));
+    out->output = json_is_true (json_object_get (root, "output"));
     json_decref (root);
     if (!out->argv || !env_ok || !cwd_ok) {
         const char *what = !out->argv ? "argv (1 to 256 strings)"
@@ -373,14 +385,16 @@ cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_e
 }
 
 char *
-cg_remote_spec_text (const char *const *argv, const char *const *env, const char *cwd)
+cg_remote_spec_text (const char *const *argv, const char *const *env, const char *cwd, bool stdin,
+                     bool output)
 {
     json_t *args = json_array (), *vars = json_array ();
     for (size_t i = 0; argv[i]; i++)
         json_array_append_new (args, json_string (argv[i]));
     for (size_t i = 0; env && env[i]; i++)
         json_array_append_new (vars, json_string (env[i]));
-    json_t *root = json_pack ("{s:o, s:o, s:s}", "argv", args, "env", vars, "cwd", cwd);
+    json_t *root = json_pack ("{s:o, s:o, s:s, s:b, s:b}", "argv", args, "env", vars, "cwd", cwd,
+                              "stdin", stdin, "output", output);
     char *text = json_dumps (root, JSON_COMPACT);
     json_decref (root);
     if (!text)

@@ -8,6 +8,9 @@
       STARTED  <exec> <pid>               an EXEC's process runs, as <pid> in the sandbox
       EXITED   <exec> <status>            it ended: its exit code, or 128 + its signal
       FAILED   <exec> <message>           it could not be started
+      OUT      <exec> <stream> <bytes>    what it wrote to stdout (1) or stderr (2), when its
+                                          spec asked for its output; every OUT of a process
+                                          comes before its EXITED
       STATS    <memory> <peak> <oom>      bytes, bytes, OOM kills (-1: unknown)
       FROM     <kernel> <channel> <peer> <part>...
                                           an ATTACHed kernel's message on channel 0-4 (shell,
@@ -16,8 +19,10 @@
 
     server to relay (CG_REMOTE_DOWN)
       WELCOME  <version>
-      EXEC     <exec> <spec>              start a process: spec is JSON {argv, env, cwd}
-                                          (cg_remote_spec_parse)
+      EXEC     <exec> <spec>              start a process: spec is JSON {argv, env, cwd,
+                                          stdin, output} (cg_remote_spec_parse)
+      IN       <exec> <bytes>             bytes for its stdin (when its spec asked for it);
+                                          none: its stdin is closed
       SIGNAL   <exec>|* <signal>          signal an EXEC's process, or (*) every process but
                                           the relay
       STATS?                              ask for STATS
@@ -75,10 +80,12 @@ typedef enum {
     CG_REMOTE_STARTED,
     CG_REMOTE_EXITED,
     CG_REMOTE_FAILED,
+    CG_REMOTE_OUT,
     CG_REMOTE_STATS,
     CG_REMOTE_FROM,
     CG_REMOTE_WELCOME,
     CG_REMOTE_EXEC,
+    CG_REMOTE_IN,
     CG_REMOTE_SIGNAL,
     CG_REMOTE_STATS_ASK,
     CG_REMOTE_PUT,
@@ -97,14 +104,16 @@ typedef struct {
     encoded. Only the fields of its verb mean anything. */
 typedef struct {
     cg_remote_verb_t verb;
-    int64_t version;                /* HELLO, WELCOME */
-    cg_remote_bytes_t id;           /* HELLO: the sandbox; EXEC, STARTED, EXITED, FAILED, SIGNAL,
-                               ATTACH, TO, FROM: the exec (SIGNAL: "*" for every process);
-                               PUT: the name */
-    cg_remote_bytes_t text;         /* FAILED, BYE: the message; EXEC: the spec; PUT: the contents;
-                               ATTACH: the connection file's name */
-    int64_t number[3];              /* STARTED: pid; EXITED: status; SIGNAL: the signal; STATS:
-                               memory, peak, OOM kills */
+    int64_t version; /* HELLO, WELCOME */
+    //  HELLO: the sandbox; EXEC, STARTED, EXITED, FAILED, OUT, IN, SIGNAL, ATTACH, TO, FROM:
+    //  the exec (SIGNAL: "*" for every process); PUT: the file's name.
+    cg_remote_bytes_t id;
+    //  FAILED, BYE: the message; EXEC: the spec; PUT, OUT, IN: the bytes; ATTACH: the
+    //  connection file's name.
+    cg_remote_bytes_t text;
+    //  STARTED: the pid; EXITED: the status; SIGNAL: the signal; STATS: memory, peak, OOM
+    //  kills; OUT: the stream (1 or 2).
+    int64_t number[3];
     int channel;                    /* TO, FROM */
     cg_remote_bytes_t peer;         /* TO, FROM */
     const cg_remote_bytes_t *parts; /* TO, FROM: the kernel message's frames */
@@ -144,19 +153,22 @@ typedef struct {
     char **argv; /* 1 to CG_REMOTE_ARGS_MAX */
     char **env;  /* 0 to CG_REMOTE_ARGS_MAX, each KEY=VALUE */
     char *cwd;   /* absolute */
+    bool stdin;  /* its stdin is a pipe the server writes (IN), else /dev/null */
+    bool output; /* its stdout and stderr come back (OUT), else the relay's stderr */
 } cg_remote_spec_t;
 
 #define CG_REMOTE_ARGS_MAX 256
 #define CG_REMOTE_ARG_MAX 4096
 
-/*  Parses SPEC (SIZE bytes of JSON: {"argv": [...], "env": [...], "cwd": "/..."}, nothing
-    else) into *OUT. Strings must be UTF-8 without NUL, CG_REMOTE_ARG_MAX bytes at most.
+/*  Parses SPEC (SIZE bytes of JSON: {"argv": [...], "env": [...], "cwd": "/...", and
+    optionally "stdin" and "output", booleans; nothing else) into *OUT. Strings must be UTF-8 without NUL, CG_REMOTE_ARG_MAX bytes at most.
     Returns 0 (free with cg_remote_spec_free), or -1 with *err set (EPROTO). */
 int cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_error_t **err);
 
-/*  Makes the JSON text of a spec of ARGV, ENV (NULL-terminated; ENV may be NULL) and CWD.
-    Caller frees. */
-char *cg_remote_spec_text (const char *const *argv, const char *const *env, const char *cwd);
+/*  Makes the JSON text of a spec of ARGV, ENV (NULL-terminated; ENV may be NULL), CWD,
+    STDIN and OUTPUT. Caller frees. */
+char *cg_remote_spec_text (const char *const *argv, const char *const *env, const char *cwd,
+                           bool stdin, bool output);
 
 /*  Frees what cg_remote_spec_parse made; safe on a zeroed spec. */
 void cg_remote_spec_free (cg_remote_spec_t *spec);

@@ -27,6 +27,10 @@
 //  relay looks for them after ATTACH.
 #define S_PENDING_MAX 64
 #define S_ATTACH_MS 60000
+//  A process's output read at once (one OUT), and its stdin's bytes the relay holds while
+//  the process does not read them.
+#define S_OUT_CHUNK 65536
+#define S_IN_MAX (1 << 20)
 
 typedef struct {
     zframe_t *peer; /* the server's client socket, as the hub's ROUTER named it */
@@ -47,6 +51,11 @@ typedef struct {
     s_peer_t peers[CG_REMOTE_CHANNELS][CG_REMOTE_PEERS_MAX];
     size_t peer_count[CG_REMOTE_CHANNELS];
     zlist_t *pending; /* zmsg_t: TO messages before the sockets were found */
+    int out_fds[2];   /* its stdout's and stderr's read ends (OUT), or -1 */
+    int in_fd;        /* its stdin's write end (IN), or -1 */
+    char *in_buf;     /* IN's bytes not written yet */
+    size_t in_len;
+    bool in_eof; /* close its stdin once IN_BUF is written */
 } s_exec_t;
 
 typedef struct {
@@ -102,6 +111,12 @@ s_exec_free (s_relay_t *self, s_exec_t *exec)
             close (exec->fds[c]);
     }
     zsock_destroy (&exec->iopub);
+    for (int i = 0; i < 2; i++)
+        if (exec->out_fds[i] >= 0)
+            close (exec->out_fds[i]);
+    if (exec->in_fd >= 0)
+        close (exec->in_fd);
+    free (exec->in_buf);
     if (exec->pending) {
         for (zmsg_t *m = zlist_pop (exec->pending); m; m = zlist_pop (exec->pending))
             zmsg_destroy (&m);
@@ -111,20 +126,22 @@ s_exec_free (s_relay_t *self, s_exec_t *exec)
     free (exec);
 }
 
-//  The child's side of EXEC: its own session, the sandbox user, no new privileges, no
-//  network, then the program. Never returns; an errno that stopped it goes up ERR_FD.
+//  The child's side of EXEC: STDIO[i] (or /dev/null for stdin, the relay's own for the
+//  others, where it is -1) as fd i, its own session, the sandbox user, no new privileges,
+//  no network, then the program. Never returns; an errno that stopped it goes up ERR_FD.
 static void
-s_child (s_relay_t *self, const cg_remote_spec_t *spec, int err_fd)
+s_child (s_relay_t *self, const cg_remote_spec_t *spec, int err_fd, const int stdio[3])
 {
     int null_fd = open ("/dev/null", O_RDWR);
-    if (null_fd >= 0) {
-        dup2 (null_fd, STDIN_FILENO);
-        if (null_fd > STDIN_FILENO)
-            close (null_fd);
+    for (int i = 0; i < 3; i++) {
+        int fd = stdio[i] >= 0 ? stdio[i] : i == 0 ? null_fd : -1;
+        if (fd >= 0)
+            dup2 (fd, i); /* dup2 clears O_CLOEXEC on the copy */
     }
     sigset_t none;
     sigemptyset (&none);
     sigprocmask (SIG_SETMASK, &none, NULL);
+    signal (SIGPIPE, SIG_DFL); /* the relay ignores it; an ignored signal stays so past exec */
     setsid ();
     int failed = 0;
     if (self->isolate_net && unshare (CLONE_NEWNET) < 0)
@@ -170,13 +187,28 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
         return;
     }
     int pipe_fds[2];
+    //  The process's ends (stdin's read end, stdout's and stderr's write ends) and the
+    //  relay's (stdin's write end, the others' read ends), when the spec asks for them.
+    int child_io[3] = {-1, -1, -1}, relay_io[3] = {-1, -1, -1};
     pid_t pid = -1;
     int failed = 0;
-    if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
-        failed = errno;
+    for (int i = 0; i < 3 && !failed; i++) {
+        int io[2];
+        if (!(i == 0 ? spec.stdin : spec.output))
+            continue;
+        if (pipe2 (io, O_CLOEXEC) < 0) {
+            failed = errno;
+            break;
+        }
+        child_io[i] = io[i == 0 ? 0 : 1];
+        relay_io[i] = io[i == 0 ? 1 : 0];
+        fcntl (relay_io[i], F_SETFL, O_NONBLOCK);
+    }
+    if (failed || pipe2 (pipe_fds, O_CLOEXEC) < 0)
+        failed = failed ? failed : errno;
     else if ((pid = fork ()) == 0) {
         close (pipe_fds[0]);
-        s_child (self, &spec, pipe_fds[1]);
+        s_child (self, &spec, pipe_fds[1], child_io);
     }
     else {
         failed = pid < 0 ? errno : 0;
@@ -188,7 +220,13 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
         close (pipe_fds[0]);
     }
     cg_remote_spec_free (&spec);
+    for (int i = 0; i < 3; i++)
+        if (child_io[i] >= 0)
+            close (child_io[i]);
     if (failed) {
+        for (int i = 0; i < 3; i++)
+            if (relay_io[i] >= 0)
+                close (relay_io[i]);
         if (pid > 0)
             waitpid (pid, NULL, 0);
         cleanup_free char *text = cg_strdupf ("start %s: %s", id, strerror (failed));
@@ -201,6 +239,9 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
     exec->pid = pid;
     for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
         exec->fds[c] = -1;
+    exec->in_fd = relay_io[0];
+    exec->out_fds[0] = relay_io[1];
+    exec->out_fds[1] = relay_io[2];
     self->execs[slot] = exec;
     s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_STARTED, .id = msg->id, .number = {pid}});
 }
@@ -427,6 +468,77 @@ s_stats (s_relay_t *self)
                                           peak < 0 ? (current < 0 ? 0 : current) : peak, oom}});
 }
 
+//  Writes what IN left for EXEC's stdin, as far as the pipe takes it, and closes it once
+//  everything is written and IN said the end. A process that closed its stdin loses what
+//  waited.
+static void
+s_write_in (s_exec_t *exec)
+{
+    while (exec->in_fd >= 0 && exec->in_len > 0) {
+        ssize_t n = write (exec->in_fd, exec->in_buf, exec->in_len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n < 0) {
+            exec->in_len = 0;
+            exec->in_eof = true;
+            break;
+        }
+        memmove (exec->in_buf, exec->in_buf + n, exec->in_len - (size_t)n);
+        exec->in_len -= (size_t)n;
+    }
+    if (exec->in_fd >= 0 && exec->in_eof && exec->in_len == 0) {
+        close (exec->in_fd);
+        exec->in_fd = -1;
+    }
+}
+
+static void
+s_on_in (s_relay_t *self, const cg_remote_msg_t *msg)
+{
+    s_exec_t *exec = s_find (self, &msg->id);
+    if (!exec || exec->in_fd < 0 || exec->in_eof)
+        return;
+    if (msg->text.size == 0)
+        exec->in_eof = true;
+    else if (exec->in_len + msg->text.size > S_IN_MAX) {
+        cg_log (1, "relay: %s does not read its stdin: %d bytes wait, the limit; IN dropped",
+                exec->id, S_IN_MAX);
+        return;
+    }
+    else {
+        exec->in_buf = cg_xrealloc (exec->in_buf, exec->in_len + msg->text.size);
+        memcpy (exec->in_buf + exec->in_len, msg->text.data, msg->text.size);
+        exec->in_len += msg->text.size;
+    }
+    s_write_in (exec);
+}
+
+//  Sends what EXEC's stdout (I 0) or stderr (1) has to read as OUT messages, closing it at
+//  its end: a few chunks, or (DRAIN, the process ended) all there is now.
+static void
+s_read_out (s_relay_t *self, s_exec_t *exec, int i, bool drain)
+{
+    static char buf[S_OUT_CHUNK];
+    for (int chunks = 0; exec->out_fds[i] >= 0 && (drain || chunks < 16); chunks++) {
+        ssize_t n = read (exec->out_fds[i], buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) {
+            close (exec->out_fds[i]);
+            exec->out_fds[i] = -1;
+            return;
+        }
+        s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_OUT,
+                                         .id = s_text (exec->id),
+                                         .number = {i + 1},
+                                         .text = {buf, (size_t)n}});
+    }
+}
+
 //  One message from the server.
 static void
 s_on_link (s_relay_t *self)
@@ -451,6 +563,9 @@ s_on_link (s_relay_t *self)
                 break;
             case CG_REMOTE_EXEC:
                 s_on_exec (self, &msg);
+                break;
+            case CG_REMOTE_IN:
+                s_on_in (self, &msg);
                 break;
             case CG_REMOTE_SIGNAL:
                 s_on_signal (self, &msg);
@@ -491,6 +606,9 @@ s_reap (s_relay_t *self)
             s_exec_t *exec = self->execs[i];
             if (!exec || exec->pid != pid)
                 continue;
+            //  What it wrote comes before its end.
+            s_read_out (self, exec, 0, true);
+            s_read_out (self, exec, 1, true);
             int code = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
             s_send (self, &(cg_remote_msg_t){
                               .verb = CG_REMOTE_EXITED, .id = s_text (exec->id), .number = {code}});
@@ -569,49 +687,77 @@ s_read_keys (const char *file, cg_remote_keys_t *keys)
     return ok;
 }
 
-//  One round: wait for the link, a child's end or a kernel's message; then handle them.
+//  What one poll item is for.
+typedef struct {
+    s_exec_t *exec;
+    enum { S_KERNEL, S_OUT, S_IN } kind;
+    int c; /* S_KERNEL: the channel; S_OUT: the stream (0, 1) */
+    zsock_t *sock;
+    zframe_t *peer;
+} s_owner_t;
+
+#define S_ITEMS_MAX (2 + CG_REMOTE_EXECS_MAX * (1 + 4 * CG_REMOTE_PEERS_MAX + 3))
+
+//  The poll items of one exec into ITEMS and OWNERS from COUNT on; returns the new count.
+static int
+s_exec_items (s_exec_t *exec, zmq_pollitem_t *items, s_owner_t *owners, int count)
+{
+    for (int i = 0; i < 2; i++)
+        if (exec->out_fds[i] >= 0) {
+            owners[count] = (s_owner_t){exec, S_OUT, i, NULL, NULL};
+            items[count++] = (zmq_pollitem_t){NULL, exec->out_fds[i], ZMQ_POLLIN, 0};
+        }
+    if (exec->in_fd >= 0 && exec->in_len > 0) {
+        owners[count] = (s_owner_t){exec, S_IN, 0, NULL, NULL};
+        items[count++] = (zmq_pollitem_t){NULL, exec->in_fd, ZMQ_POLLOUT, 0};
+    }
+    if (!exec->connected)
+        return count;
+    owners[count] = (s_owner_t){exec, S_KERNEL, CG_REMOTE_IOPUB, exec->iopub, NULL};
+    items[count++] = (zmq_pollitem_t){zsock_resolve (exec->iopub), 0, ZMQ_POLLIN, 0};
+    for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
+        for (size_t p = 0; p < exec->peer_count[c]; p++) {
+            s_peer_t *peer = &exec->peers[c][p];
+            owners[count] = (s_owner_t){exec, S_KERNEL, c, peer->sock, peer->peer};
+            items[count++] = (zmq_pollitem_t){zsock_resolve (peer->sock), 0, ZMQ_POLLIN, 0};
+        }
+    return count;
+}
+
+//  One round: wait for the link, a child's end, a process's output or a kernel's message;
+//  then handle them: the processes' and kernels' first (the items point to their execs,
+//  which a child's end or the link's messages may free), then the ends, then the link.
 static void
 s_round (s_relay_t *self)
 {
-    zmq_pollitem_t items[2 + CG_REMOTE_EXECS_MAX * (1 + 4 * CG_REMOTE_PEERS_MAX)];
-    struct {
-        s_exec_t *exec;
-        int c;
-        zsock_t *sock;
-        zframe_t *peer;
-    } owners[sizeof items / sizeof items[0]];
+    static zmq_pollitem_t items[S_ITEMS_MAX];
+    static s_owner_t owners[S_ITEMS_MAX];
     int count = 0;
     items[count++] = (zmq_pollitem_t){zsock_resolve (self->link), 0, ZMQ_POLLIN, 0};
     items[count++] = (zmq_pollitem_t){NULL, self->signal_fd, ZMQ_POLLIN, 0};
     bool looking = false;
-    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++) {
-        s_exec_t *exec = self->execs[i];
-        if (!exec || !exec->attached)
-            continue;
-        if (!exec->connected) {
-            looking = true;
-            continue;
+    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
+        if (self->execs[i]) {
+            looking = looking || (self->execs[i]->attached && !self->execs[i]->connected);
+            count = s_exec_items (self->execs[i], items, owners, count);
         }
-        owners[count] = (typeof (owners[0])){exec, CG_REMOTE_IOPUB, exec->iopub, NULL};
-        items[count++] = (zmq_pollitem_t){zsock_resolve (exec->iopub), 0, ZMQ_POLLIN, 0};
-        for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
-            for (size_t p = 0; p < exec->peer_count[c]; p++) {
-                owners[count] =
-                    (typeof (owners[0])){exec, c, exec->peers[c][p].sock, exec->peers[c][p].peer};
-                items[count++] =
-                    (zmq_pollitem_t){zsock_resolve (exec->peers[c][p].sock), 0, ZMQ_POLLIN, 0};
-            }
-    }
     if (zmq_poll (items, count, looking ? 20 : 1000) < 0 && errno != EINTR) {
         self->done = true;
         return;
     }
+    for (int i = 2; i < count; i++) {
+        if (!items[i].revents)
+            continue;
+        s_owner_t *owner = &owners[i];
+        if (owner->kind == S_KERNEL)
+            s_forward (self, owner->exec, owner->c, owner->sock, owner->peer);
+        else if (owner->kind == S_OUT)
+            s_read_out (self, owner->exec, owner->c, false);
+        else
+            s_write_in (owner->exec);
+    }
     if (items[1].revents)
         s_reap (self);
-    //  The kernels' messages first: an exec freed by the link's messages is not read.
-    for (int i = 2; i < count; i++)
-        if (items[i].revents)
-            s_forward (self, owners[i].exec, owners[i].c, owners[i].sock, owners[i].peer);
     if (items[0].revents)
         s_on_link (self);
     for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
@@ -648,6 +794,8 @@ cg_remote_relay_main (int argc, char **argv)
         fprintf (stderr, "cellgate relay: %s: %s\n", self.ipc_dir, strerror (errno));
         return 2;
     }
+    //  A process that closed its stdin must not end the relay.
+    signal (SIGPIPE, SIG_IGN);
     sigset_t mask;
     sigemptyset (&mask);
     sigaddset (&mask, SIGCHLD);

@@ -53,8 +53,9 @@ s_check_spec (const cg_remote_bytes_t *text)
     CG_FUZZ_CHECK (argc >= 1 && argc <= CG_REMOTE_ARGS_MAX && envc <= CG_REMOTE_ARGS_MAX,
                    "argument counts");
     CG_FUZZ_CHECK (spec.cwd[0] == '/', "an absolute cwd");
-    char *again = cg_remote_spec_text ((const char *const *)spec.argv,
-                                       (const char *const *)spec.env, spec.cwd);
+    char *again =
+        cg_remote_spec_text ((const char *const *)spec.argv, (const char *const *)spec.env,
+                             spec.cwd, spec.stdin, spec.output);
     cg_remote_spec_t back;
     CG_FUZZ_CHECK (cg_remote_spec_parse (again, strlen (again), &back, &err) == 0,
                    "a spec's own text parses");
@@ -63,7 +64,9 @@ s_check_spec (const cg_remote_bytes_t *text)
             (!spec.argv[i] && !back.argv[i])
                 || (spec.argv[i] && back.argv[i] && strcmp (spec.argv[i], back.argv[i]) == 0),
             "the same arguments");
-    CG_FUZZ_CHECK (strcmp (spec.cwd, back.cwd) == 0, "the same cwd");
+    CG_FUZZ_CHECK (strcmp (spec.cwd, back.cwd) == 0 && spec.stdin == back.stdin
+                       && spec.output == back.output,
+                   "the same cwd and stdio");
     free (again);
     cg_remote_spec_free (&back);
     cg_remote_spec_free (&spec);
@@ -97,6 +100,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         case CG_REMOTE_EXEC:
         case CG_REMOTE_SIGNAL:
         case CG_REMOTE_ATTACH:
+        case CG_REMOTE_OUT:
+        case CG_REMOTE_IN:
             s_check_id (&msg.id);
             break;
         case CG_REMOTE_FROM:
@@ -111,6 +116,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         default:
             break;
     }
+    if (msg.verb == CG_REMOTE_OUT)
+        CG_FUZZ_CHECK (msg.number[0] == 1 || msg.number[0] == 2, "a stream");
     if (msg.verb == CG_REMOTE_FAILED || msg.verb == CG_REMOTE_BYE)
         CG_FUZZ_CHECK (msg.text.size <= CG_REMOTE_TEXT_MAX
                            && cg_fuzz_utf8_valid (msg.text.data, msg.text.size)

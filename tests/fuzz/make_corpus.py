@@ -253,6 +253,10 @@ def remote_seeds():
     write('remote_msg', 'put', msg(True, 'PUT', 'kernel-k2.json', '{"key":"secret","transport":"ipc"}'))
     write('remote_msg', 'to_control', msg(True, 'TO', 'k2', '3', 'peer', b'<IDS|MSG>', 'sig', '{"msg_type":"interrupt_request"}', '{}', '{}', '{}'))
     write('remote_msg', 'attach', msg(True, 'ATTACH', 'k2', 'kernel-k2.json'))
+    write('remote_msg', 'out', msg(False, 'OUT', 'k3', '2', b'\x00error: \xff\n'))
+    write('remote_msg', 'in', msg(True, 'IN', 'k3', 'hello\n'))
+    write('remote_msg', 'in_eof', msg(True, 'IN', 'k3', ''))
+    write('remote_msg', 'exec_stdio', msg(True, 'EXEC', 'k3', json.dumps({'argv': ['/bin/bash', '-c', 'cat'], 'env': [], 'cwd': '/mnt/data', 'stdin': True, 'output': True})))
     write('remote_msg', 'wrong_way', msg(True, 'HELLO', '1', 'x'))
 
 if __name__ == '__main__':

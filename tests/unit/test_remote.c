@@ -84,6 +84,15 @@ test_messages (void)
         {{.verb = CG_REMOTE_FAILED, .id = B ("k1"), .text = B ("no such file: \xc3\xa9")},
          CG_REMOTE_UP},
         {{.verb = CG_REMOTE_STATS, .number = {1 << 20, 2 << 20, -1}}, CG_REMOTE_UP},
+        {{.verb = CG_REMOTE_OUT,
+          .id = B ("k1"),
+          .number = {2},
+          .text = {"\0\xff"
+                   "bytes",
+                   7}},
+         CG_REMOTE_UP},
+        {{.verb = CG_REMOTE_IN, .id = B ("k1"), .text = B ("line\n")}, CG_REMOTE_DOWN},
+        {{.verb = CG_REMOTE_IN, .id = B ("k1")}, CG_REMOTE_DOWN},
         {{.verb = CG_REMOTE_FROM,
           .id = B ("k1"),
           .channel = 0,
@@ -156,6 +165,10 @@ test_messages (void)
         {{"PUT", ".hidden", "y", NULL}, CG_REMOTE_DOWN, "not a file name"},
         {{"PUT", "a/b", "y", NULL}, CG_REMOTE_DOWN, "not a file name"},
         {{"STATS?", "x", NULL}, CG_REMOTE_DOWN, "too many"},
+        {{"OUT", "k", "0", "x", NULL}, CG_REMOTE_UP, "not a stream"},
+        {{"OUT", "k", "3", "x", NULL}, CG_REMOTE_UP, "not a stream"},
+        {{"IN", "k", "x", NULL}, CG_REMOTE_UP, "not sent this way"},
+        {{"OUT", "k", "1", "x", NULL}, CG_REMOTE_DOWN, "not sent this way"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cg_remote_msg_t msg;
@@ -200,11 +213,13 @@ test_spec (void)
 {
     cg_remote_spec_t spec;
     cg_error_t *err = NULL;
-    char *text = cg_remote_spec_text ((const char *[]){"python3", "-m", "x", NULL},
-                                      (const char *[]){"A=1", "B=", NULL}, "/mnt/data");
+    char *text =
+        cg_remote_spec_text ((const char *[]){"python3", "-m", "x", NULL},
+                             (const char *[]){"A=1", "B=", NULL}, "/mnt/data", true, false);
     EXPECT (cg_remote_spec_parse (text, strlen (text), &spec, &err) == 0 && spec.argv
                 && strcmp (spec.argv[2], "x") == 0 && !spec.argv[3]
-                && strcmp (spec.env[1], "B=") == 0 && strcmp (spec.cwd, "/mnt/data") == 0,
+                && strcmp (spec.env[1], "B=") == 0 && strcmp (spec.cwd, "/mnt/data") == 0
+                && spec.stdin && !spec.output,
             "a spec made by cg_remote_spec_text parses back: %s", text);
     cg_remote_spec_free (&spec);
     free (text);
@@ -219,6 +234,8 @@ test_spec (void)
         "{\"argv\":[1],\"env\":[],\"cwd\":\"/\"}",
         "{\"argv\":[\"x\"],\"env\":[],\"cwd\":\"/\",\"uid\":0}",
         "{\"argv\":[\"x\"],\"argv\":[\"y\"],\"env\":[],\"cwd\":\"/\"}",
+        "{\"argv\":[\"x\"],\"env\":[],\"cwd\":\"/\",\"stdin\":\"yes\"}",
+        "{\"argv\":[\"x\"],\"env\":[],\"cwd\":\"/\",\"output\":1}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         EXPECT (cg_remote_spec_parse (bad[i], strlen (bad[i]), &spec, &err) < 0 && err

@@ -4,7 +4,8 @@
     (Debian's /usr/bin/python3) and attach it, binds the kernel's mirror (cg_remote_mirror)
     in a host ipc dir of its own and talks Jupyter to the mirror with the bridge's wire
     codec, as cg_kernel does: kernel_info, a cell whose stream output and reply come back
-    signed by the kernel, then SIGNAL and the exit reported, and BYE ending the relay. As
+    signed by the kernel, then SIGNAL and the exit reported, a command's stdin (IN) and
+    output (OUT, before its EXITED), and BYE ending the relay. As
     root, the kernel runs as nobody (65534) in a network namespace of its own, and cannot
     read the relay's key file: the cell says so. Skips (77) without python3's ipykernel. */
 #define _GNU_SOURCE
@@ -178,7 +179,8 @@ s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello
     cleanup_free char *home = cg_strdupf ("HOME=%s", where->relay_ipc);
     cleanup_free char *spec = cg_remote_spec_text (
         (const char *[]){S_PYTHON, "-m", "ipykernel_launcher", "-f", conn_path, NULL},
-        (const char *[]){"PATH=/usr/bin:/bin", home, "JUPYTER_RUNTIME_DIR=/tmp", NULL}, "/tmp");
+        (const char *[]){"PATH=/usr/bin:/bin", home, "JUPYTER_RUNTIME_DIR=/tmp", NULL}, "/tmp",
+        false, false);
     s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k1"), .text = B (spec)});
     EXPECT (s_expect (pump, CG_REMOTE_STARTED, 10000) && pump->msg.number[0] > 0,
             "STARTED with a pid");
@@ -246,6 +248,32 @@ s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello
                       .text = B ("{\"argv\":[\"/nonexistent\"],\"env\":[],\"cwd\":\"/\"}")});
     EXPECT (s_expect (pump, CG_REMOTE_FAILED, 10000) && pump->msg.text.size > 0,
             "a program that is not there: FAILED");
+    //  A command with its stdin and output: what it reads comes from IN, what it writes
+    //  comes back as OUT, all of it before its EXITED.
+    cleanup_free char *command = cg_remote_spec_text (
+        (const char *[]){"/bin/sh", "-c", "read x; echo \"got $x\"; echo err >&2; exit 3", NULL},
+        (const char *[]){"PATH=/usr/bin:/bin", NULL}, "/", true, true);
+    s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k3"), .text = B (command)});
+    EXPECT (s_expect (pump, CG_REMOTE_STARTED, 10000), "the command STARTED");
+    s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_IN, .id = B ("k3"), .text = B ("hello\n")});
+    s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_IN, .id = B ("k3")});
+    char out[2][256] = {"", ""};
+    int64_t exit_code = -1;
+    for (int64_t until = zclock_mono () + 10000; zclock_mono () < until && exit_code < 0;) {
+        if (!s_pump (pump, 200, NULL))
+            continue;
+        if (pump->msg.verb == CG_REMOTE_OUT) {
+            char *to = out[pump->msg.number[0] - 1];
+            size_t have = strlen (to);
+            snprintf (to + have, 256 - have, "%.*s", (int)pump->msg.text.size,
+                      (const char *)pump->msg.text.data);
+        }
+        else if (pump->msg.verb == CG_REMOTE_EXITED)
+            exit_code = pump->msg.number[0];
+    }
+    EXPECT (exit_code == 3 && strcmp (out[0], "got hello\n") == 0 && strcmp (out[1], "err\n") == 0,
+            "stdin from IN, stdout and stderr as OUT before EXITED 3: %lld, [%s], [%s]",
+            (long long)exit_code, out[0], out[1]);
     s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = B ("done")});
     zsock_destroy (&shell);
     zsock_destroy (&iopub);
