@@ -26,6 +26,7 @@ COPY base /src/base
 COPY containers /src/containers
 COPY artifacts /src/artifacts
 COPY egress /src/egress
+COPY remote /src/remote
 COPY bridge /src/bridge
 COPY gateway /src/gateway
 COPY mcp /src/mcp
