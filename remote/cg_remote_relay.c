@@ -64,6 +64,7 @@ typedef struct {
     bool isolate_net;
     size_t max_message_bytes;
     zsock_t *link;
+    zsock_t *link_monitor; /* the link's handshakes: HELLO again after each reconnection */
     int ipc_fd;
     int signal_fd;
     s_exec_t *execs[CG_REMOTE_EXECS_MAX];
@@ -687,6 +688,14 @@ s_read_keys (const char *file, cg_remote_keys_t *keys)
     return ok;
 }
 
+static void
+s_hello (s_relay_t *self)
+{
+    s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO,
+                                     .version = CG_REMOTE_VERSION,
+                                     .id = s_text (self->sandbox)});
+}
+
 //  What one poll item is for.
 typedef struct {
     s_exec_t *exec;
@@ -696,7 +705,7 @@ typedef struct {
     zframe_t *peer;
 } s_owner_t;
 
-#define S_ITEMS_MAX (2 + CG_REMOTE_EXECS_MAX * (1 + 4 * CG_REMOTE_PEERS_MAX + 3))
+#define S_ITEMS_MAX (3 + CG_REMOTE_EXECS_MAX * (1 + 4 * CG_REMOTE_PEERS_MAX + 3))
 
 //  The poll items of one exec into ITEMS and OWNERS from COUNT on; returns the new count.
 static int
@@ -735,6 +744,8 @@ s_round (s_relay_t *self)
     int count = 0;
     items[count++] = (zmq_pollitem_t){zsock_resolve (self->link), 0, ZMQ_POLLIN, 0};
     items[count++] = (zmq_pollitem_t){NULL, self->signal_fd, ZMQ_POLLIN, 0};
+    items[count++] = (zmq_pollitem_t){zsock_resolve (self->link_monitor), 0,
+                                      (short)(self->link_monitor ? ZMQ_POLLIN : 0), 0};
     bool looking = false;
     for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
         if (self->execs[i]) {
@@ -745,7 +756,7 @@ s_round (s_relay_t *self)
         self->done = true;
         return;
     }
-    for (int i = 2; i < count; i++) {
+    for (int i = 3; i < count; i++) {
         if (!items[i].revents)
             continue;
         s_owner_t *owner = &owners[i];
@@ -758,6 +769,14 @@ s_round (s_relay_t *self)
     }
     if (items[1].revents)
         s_reap (self);
+    bool handshake = false;
+    while (items[2].revents && (zsock_events (self->link_monitor) & ZMQ_POLLIN)) {
+        zmsg_t *event = zmsg_recv (self->link_monitor);
+        handshake = handshake || event;
+        zmsg_destroy (&event);
+    }
+    if (handshake)
+        s_hello (self);
     if (items[0].revents)
         s_on_link (self);
     for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
@@ -812,9 +831,14 @@ cg_remote_relay_main (int argc, char **argv)
         return 2;
     }
     zsock_set_sndtimeo (self.link, 1000);
-    s_send (&self, &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO,
-                                      .version = CG_REMOTE_VERSION,
-                                      .id = s_text (self.sandbox)});
+    //  HELLO now, and again at every handshake (a server restarted, a network back): a server
+    //  learns a relay's way back from its messages, and an idle relay would send none.
+    //  A repeated HELLO is the same relay's.
+    if (zmq_socket_monitor (zsock_resolve (self.link), "inproc://cg-relay-link",
+                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+        == 0)
+        self.link_monitor = zsock_new_pair (">inproc://cg-relay-link");
+    s_hello (&self);
     while (!self.done && !zsys_interrupted)
         s_round (&self);
     s_send (&self, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = s_text ("relay ending")});
@@ -824,6 +848,7 @@ cg_remote_relay_main (int argc, char **argv)
                 kill (self.execs[i]->pid, SIGKILL);
             s_exec_free (&self, self.execs[i]);
         }
+    zsock_destroy (&self.link_monitor);
     zsock_destroy (&self.link);
     close (self.ipc_fd);
     close (self.signal_fd);

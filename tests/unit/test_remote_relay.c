@@ -5,7 +5,8 @@
     in a host ipc dir of its own and talks Jupyter to the mirror with the bridge's wire
     codec, as cg_kernel does: kernel_info, a cell whose stream output and reply come back
     signed by the kernel, then SIGNAL and the exit reported, a command's stdin (IN) and
-    output (OUT, before its EXITED), and BYE ending the relay. As
+    output (OUT, before its EXITED), HELLO again after the hub restarted, and BYE ending
+    the relay. As
     root, the kernel runs as nobody (65534) in a network namespace of its own, and cannot
     read the relay's key file: the cell says so. Skips (77) without python3's ipykernel. */
 #define _GNU_SOURCE
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,7 +148,8 @@ typedef struct {
 } s_where_t;
 
 //  Drives a relay that dialed PUMP's hub as sandbox "sb-relay": a real ipykernel started,
-//  attached and run through the mirror in HOST_IPC, then killed, a failing exec, and BYE.
+//  attached and run through the mirror in HOST_IPC, then killed, a failing exec, a command
+//  with its stdio.
 //  Returns false when the relay never said HELLO.
 static bool
 s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello_ms)
@@ -274,7 +277,6 @@ s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello
     EXPECT (exit_code == 3 && strcmp (out[0], "got hello\n") == 0 && strcmp (out[1], "err\n") == 0,
             "stdin from IN, stdout and stderr as OUT before EXITED 3: %lld, [%s], [%s]",
             (long long)exit_code, out[0], out[1]);
-    s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = B ("done")});
     zsock_destroy (&shell);
     zsock_destroy (&iopub);
     cg_wire_destroy (&wire);
@@ -314,6 +316,8 @@ test_local (const char *exe)
 
     pid_t pid = fork ();
     if (pid == 0) {
+        //  The relay ends with this test, whatever way the test ends.
+        prctl (PR_SET_PDEATHSIG, SIGKILL);
         char *argv[] = {cg_xstrdup (exe),
                         "relay",
                         "--server",
@@ -338,9 +342,29 @@ test_local (const char *exe)
     CHECK (pid > 0, "fork");
     s_where_t where = {relay_ipc, keys_file, root ? S_NOBODY : (int)geteuid ()};
     s_drive (&pump, &where, host_ipc, 10000);
+    //  The hub restarted on the same port with the same keys (a server restarted): the
+    //  relay, idle, says HELLO again once its link is back.
+    cleanup_free char *endpoint = cg_xstrdup (cg_remote_hub_endpoint (pump.hub));
+    s_pump_end (&pump);
+    //  libzmq closes a listener on its I/O thread: the port may take a moment to be free.
+    for (int i = 0; i < 100 && !pump.hub; i++) {
+        cg_error_destroy (&err);
+        if (!(pump.hub = cg_remote_hub_new (endpoint, &server, 8 << 20, &err)))
+            usleep (50 * 1000);
+    }
+    EXPECT (pump.hub && cg_remote_hub_allow (pump.hub, "sb-relay", relay.public_key, &err) == 0,
+            "the hub again on %s: %s", endpoint, err ? cg_error_message (err) : "");
+    cg_error_destroy (&err);
+    if (pump.hub) {
+        EXPECT (s_expect (&pump, CG_REMOTE_HELLO, 10000), "after the hub's restart, HELLO again");
+        s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = B ("done")});
+    }
     int wstatus = -1;
     for (int i = 0; i < 100 && waitpid (pid, &wstatus, WNOHANG) == 0; i++)
-        s_pump (&pump, 50, NULL);
+        if (pump.hub)
+            s_pump (&pump, 50, NULL);
+        else
+            usleep (50 * 1000);
     EXPECT (WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0, "the relay ends at BYE: %d",
             wstatus);
     if (!WIFEXITED (wstatus))
@@ -397,6 +421,7 @@ s_remote (int argc, char **argv)
         return 1;
     s_where_t where = {relay_ipc, keys_path, uid};
     s_drive (&pump, &where, host_ipc, 120000);
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = B ("done")});
     s_pump (&pump, 500, NULL); /* the relay's BYE */
     s_pump_end (&pump);
     cg_rm_rf (host_ipc, NULL);
