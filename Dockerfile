@@ -17,7 +17,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
       libzmq3-dev libczmq-dev libjansson-dev libsodium-dev libmicrohttpd-dev \
-      libsqlite3-dev libcurl4-openssl-dev libgd-dev libwslay-dev nettle-dev \
+      libsqlite3-dev libcurl4-openssl-dev libgd-dev libwslay-dev nettle-dev libseccomp-dev \
  && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt CHANGELOG.md /src/
 COPY scripts/version.sh /src/scripts/
@@ -47,7 +47,7 @@ FROM $BASE
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libzmq5 libczmq4 libjansson4 libsodium23 libmicrohttpd12 libsqlite3-0 libcurl4 \
-      libgd3 libwslay1 libnettle8 e2fsprogs catatonit ca-certificates \
+      libgd3 libwslay1 libnettle8 libseccomp2 e2fsprogs catatonit ca-certificates \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/cellgate /usr/bin/cellgate

@@ -354,8 +354,9 @@ cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_e
     json_object_foreach (root, key, value)
     {
         bool flag = strcmp (key, "stdin") == 0 || strcmp (key, "output") == 0;
-        if ((flag && !json_is_boolean (value))
-            || (!flag && strcmp (key, "argv") != 0 && strcmp (key, "env") != 0
+        bool object = strcmp (key, "seccomp") == 0;
+        if ((flag && !json_is_boolean (value)) || (object && !json_is_object (value))
+            || (!flag && !object && strcmp (key, "argv") != 0 && strcmp (key, "env") != 0
                 && strcmp (key, "cwd") != 0)) {
             json_decref (root);
             return cg_error_set (err, EPROTO, "exec spec: unknown member");
@@ -373,6 +374,7 @@ cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_e
         out->cwd = cg_xstrdup (cwd);
     out->stdin = json_is_true (json_object_get (root, "stdin"));
     out->output = json_is_true (json_object_get (root, "output"));
+    out->seccomp = json_incref (json_object_get (root, "seccomp"));
     json_decref (root);
     if (!out->argv || !env_ok || !cwd_ok) {
         const char *what = !out->argv ? "argv (1 to 256 strings)"
@@ -386,7 +388,7 @@ cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_e
 
 char *
 cg_remote_spec_text (const char *const *argv, const char *const *env, const char *cwd, bool stdin,
-                     bool output)
+                     bool output, const json_t *seccomp)
 {
     json_t *args = json_array (), *vars = json_array ();
     for (size_t i = 0; argv[i]; i++)
@@ -395,6 +397,8 @@ cg_remote_spec_text (const char *const *argv, const char *const *env, const char
         json_array_append_new (vars, json_string (env[i]));
     json_t *root = json_pack ("{s:o, s:o, s:s, s:b, s:b}", "argv", args, "env", vars, "cwd", cwd,
                               "stdin", stdin, "output", output);
+    if (seccomp)
+        json_object_set_new (root, "seccomp", json_deep_copy (seccomp));
     char *text = json_dumps (root, JSON_COMPACT);
     json_decref (root);
     if (!text)
@@ -418,6 +422,8 @@ cg_remote_spec_free (cg_remote_spec_t *spec)
     s_free_list (&spec->env);
     free (spec->cwd);
     spec->cwd = NULL;
+    json_decref (spec->seccomp);
+    spec->seccomp = NULL;
 }
 
 char *

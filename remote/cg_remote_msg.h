@@ -20,7 +20,7 @@
     server to relay (CG_REMOTE_DOWN)
       WELCOME  <version>
       EXEC     <exec> <spec>              start a process: spec is JSON {argv, env, cwd,
-                                          stdin, output} (cg_remote_spec_parse)
+                                          stdin, output, seccomp} (cg_remote_spec_parse)
       IN       <exec> <bytes>             bytes for its stdin (when its spec asked for it);
                                           none: its stdin is closed
       SIGNAL   <exec>|* <signal>          signal an EXEC's process, or (*) every process but
@@ -48,6 +48,7 @@
 #include "base/cg_error.h"
 
 #include <czmq.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -150,25 +151,27 @@ char *cg_remote_connection_read (int dir_fd, const char *name, int ports[CG_REMO
 
 /*  An EXEC's spec, parsed: strings allocated, NULL-terminated lists. */
 typedef struct {
-    char **argv; /* 1 to CG_REMOTE_ARGS_MAX */
-    char **env;  /* 0 to CG_REMOTE_ARGS_MAX, each KEY=VALUE */
-    char *cwd;   /* absolute */
-    bool stdin;  /* its stdin is a pipe the server writes (IN), else /dev/null */
-    bool output; /* its stdout and stderr come back (OUT), else the relay's stderr */
+    char **argv;     /* 1 to CG_REMOTE_ARGS_MAX */
+    char **env;      /* 0 to CG_REMOTE_ARGS_MAX, each KEY=VALUE */
+    char *cwd;       /* absolute */
+    bool stdin;      /* its stdin is a pipe the server writes (IN), else /dev/null */
+    bool output;     /* its stdout and stderr come back (OUT), else the relay's stderr */
+    json_t *seccomp; /* the seccomp profile it runs under (OCI's linux.seccomp), or NULL */
 } cg_remote_spec_t;
 
 #define CG_REMOTE_ARGS_MAX 256
 #define CG_REMOTE_ARG_MAX 4096
 
 /*  Parses SPEC (SIZE bytes of JSON: {"argv": [...], "env": [...], "cwd": "/...", and
-    optionally "stdin" and "output", booleans; nothing else) into *OUT. Strings must be UTF-8 without NUL, CG_REMOTE_ARG_MAX bytes at most.
+    optionally "stdin" and "output", booleans, and "seccomp", an object (compiled by the
+    relay, cg_remote_seccomp); nothing else) into *OUT. Strings must be UTF-8 without NUL, CG_REMOTE_ARG_MAX bytes at most.
     Returns 0 (free with cg_remote_spec_free), or -1 with *err set (EPROTO). */
 int cg_remote_spec_parse (const void *spec, size_t size, cg_remote_spec_t *out, cg_error_t **err);
 
 /*  Makes the JSON text of a spec of ARGV, ENV (NULL-terminated; ENV may be NULL), CWD,
-    STDIN and OUTPUT. Caller frees. */
+    STDIN, OUTPUT and SECCOMP (borrowed; NULL: none). Caller frees. */
 char *cg_remote_spec_text (const char *const *argv, const char *const *env, const char *cwd,
-                           bool stdin, bool output);
+                           bool stdin, bool output, const json_t *seccomp);
 
 /*  Frees what cg_remote_spec_parse made; safe on a zeroed spec. */
 void cg_remote_spec_free (cg_remote_spec_t *spec);

@@ -3,6 +3,7 @@
 #include "remote/cg_remote_relay.h"
 #include "remote/cg_remote_link.h"
 #include "remote/cg_remote_msg.h"
+#include "remote/cg_remote_seccomp.h"
 #include "base/cg_fs.h"
 #include "base/cg_log.h"
 #include "base/cg_util.h"
@@ -131,7 +132,8 @@ s_exec_free (s_relay_t *self, s_exec_t *exec)
 //  others, where it is -1) as fd i, its own session, the sandbox user, no new privileges,
 //  no network, then the program. Never returns; an errno that stopped it goes up ERR_FD.
 static void
-s_child (s_relay_t *self, const cg_remote_spec_t *spec, int err_fd, const int stdio[3])
+s_child (s_relay_t *self, const cg_remote_spec_t *spec, int err_fd, const int stdio[3],
+         scmp_filter_ctx filter)
 {
     int null_fd = open ("/dev/null", O_RDWR);
     for (int i = 0; i < 3; i++) {
@@ -155,6 +157,10 @@ s_child (s_relay_t *self, const cg_remote_spec_t *spec, int err_fd, const int st
         failed = errno;
     if (!failed && chdir (spec->cwd) < 0)
         failed = errno;
+    //  Last: the filter may deny what the steps above needed.
+    int rc;
+    if (!failed && filter && (rc = seccomp_load (filter)) < 0)
+        failed = -rc;
     if (!failed) {
         execvpe (spec->argv[0], spec->argv, spec->env);
         failed = errno;
@@ -181,6 +187,11 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
         why = "the relay runs 64 processes already, its limit";
     else if (cg_remote_spec_parse (msg->text.data, msg->text.size, &spec, &err) < 0)
         why = cg_error_message (err);
+    scmp_filter_ctx filter = NULL;
+    if (!why && spec.seccomp && !(filter = cg_remote_seccomp_compile (spec.seccomp, &err))) {
+        why = cg_error_message (err);
+        cg_remote_spec_free (&spec);
+    }
     if (why) {
         s_send (self,
                 &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (why)});
@@ -209,7 +220,7 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
         failed = failed ? failed : errno;
     else if ((pid = fork ()) == 0) {
         close (pipe_fds[0]);
-        s_child (self, &spec, pipe_fds[1], child_io);
+        s_child (self, &spec, pipe_fds[1], child_io, filter);
     }
     else {
         failed = pid < 0 ? errno : 0;
@@ -221,6 +232,8 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
         close (pipe_fds[0]);
     }
     cg_remote_spec_free (&spec);
+    if (filter)
+        seccomp_release (filter);
     for (int i = 0; i < 3; i++)
         if (child_io[i] >= 0)
             close (child_io[i]);

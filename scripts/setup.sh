@@ -37,6 +37,8 @@ DEBS=(
   libgd-dev
   # the Jupyter gateway's WebSocket framing (RFC 6455), and SHA-1 for its handshake
   libwslay-dev nettle-dev
+  # the remote sandboxes' relay: the sandbox's seccomp profile compiled for its processes
+  libseccomp-dev
   # sandbox: OCI runtimes, the container's init, mkfs.ext4 for the workspaces' file systems
   runc crun catatonit e2fsprogs
   # the kernel and what the sandboxed Python ships with

@@ -55,7 +55,7 @@ s_check_spec (const cg_remote_bytes_t *text)
     CG_FUZZ_CHECK (spec.cwd[0] == '/', "an absolute cwd");
     char *again =
         cg_remote_spec_text ((const char *const *)spec.argv, (const char *const *)spec.env,
-                             spec.cwd, spec.stdin, spec.output);
+                             spec.cwd, spec.stdin, spec.output, spec.seccomp);
     cg_remote_spec_t back;
     CG_FUZZ_CHECK (cg_remote_spec_parse (again, strlen (again), &back, &err) == 0,
                    "a spec's own text parses");
@@ -65,7 +65,8 @@ s_check_spec (const cg_remote_bytes_t *text)
                 || (spec.argv[i] && back.argv[i] && strcmp (spec.argv[i], back.argv[i]) == 0),
             "the same arguments");
     CG_FUZZ_CHECK (strcmp (spec.cwd, back.cwd) == 0 && spec.stdin == back.stdin
-                       && spec.output == back.output,
+                       && spec.output == back.output
+                       && (spec.seccomp ? json_equal (spec.seccomp, back.seccomp) : !back.seccomp),
                    "the same cwd and stdio");
     free (again);
     cg_remote_spec_free (&back);

@@ -5,16 +5,22 @@
     plain client without CURVE and a relay that trusts another server's key get nothing
     through, and the hub counts the refusals; a forgotten sandbox's key is refused; the
     table is capped); the kernel connection file both ends read (no FIFO opened, no link
-    followed, an ipc kernel's only). */
+    followed, an ipc kernel's only); the sandbox's seccomp profile compiled for the relay's
+    processes, its denial in force in a child, a broken profile refused. */
 #include "remote/cg_remote_link.h"
 #include "remote/cg_remote_msg.h"
+#include "remote/cg_remote_seccomp.h"
+#include "containers/cg_seccomp.h"
 #include "base/cg_fs.h"
 #include "base/cg_util.h"
 #include "cg_test.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -215,7 +221,7 @@ test_spec (void)
     cg_error_t *err = NULL;
     char *text =
         cg_remote_spec_text ((const char *[]){"python3", "-m", "x", NULL},
-                             (const char *[]){"A=1", "B=", NULL}, "/mnt/data", true, false);
+                             (const char *[]){"A=1", "B=", NULL}, "/mnt/data", true, false, NULL);
     EXPECT (cg_remote_spec_parse (text, strlen (text), &spec, &err) == 0 && spec.argv
                 && strcmp (spec.argv[2], "x") == 0 && !spec.argv[3]
                 && strcmp (spec.env[1], "B=") == 0 && strcmp (spec.cwd, "/mnt/data") == 0
@@ -236,6 +242,7 @@ test_spec (void)
         "{\"argv\":[\"x\"],\"argv\":[\"y\"],\"env\":[],\"cwd\":\"/\"}",
         "{\"argv\":[\"x\"],\"env\":[],\"cwd\":\"/\",\"stdin\":\"yes\"}",
         "{\"argv\":[\"x\"],\"env\":[],\"cwd\":\"/\",\"output\":1}",
+        "{\"argv\":[\"x\"],\"env\":[],\"cwd\":\"/\",\"seccomp\":[]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         EXPECT (cg_remote_spec_parse (bad[i], strlen (bad[i]), &spec, &err) < 0 && err
@@ -244,6 +251,67 @@ test_spec (void)
                 err ? cg_error_message (err) : "");
         cg_error_destroy (&err);
     }
+}
+
+//  The sandbox's profile (containers/cg_seccomp) compiles; loaded into a child, it denies
+//  what it denies (personality with a persona outside Docker's list) and allows the rest;
+//  a broken profile is refused naming what is wrong.
+static void
+test_seccomp (void)
+{
+    const char *name = "seccomp";
+    cg_error_t *err = NULL;
+    json_t *profile = cg_seccomp_profile ();
+    scmp_filter_ctx filter = cg_remote_seccomp_compile (profile, &err);
+    CHECK (filter, "the sandbox's profile compiles: %s", err ? cg_error_message (err) : "");
+    pid_t pid = fork ();
+    if (pid == 0) {
+        prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        if (seccomp_load (filter) < 0)
+            _exit (10);
+        errno = 0;
+        int denied = personality (0x0040000) == -1 && errno == EPERM; /* ADDR_NO_RANDOMIZE */
+        int allowed = getpid () > 0 && personality (0xffffffff) != -1;
+        _exit (denied && allowed ? 0 : 11);
+    }
+    int status = -1;
+    waitpid (pid, &status, 0);
+    EXPECT (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+            "under the filter, personality(ADDR_NO_RANDOMIZE) is EPERM, a query allowed: %d",
+            status);
+    seccomp_release (filter);
+    json_decref (profile);
+    const char *bad[] = {
+        "{\"syscalls\":[]}",
+        "{\"defaultAction\":\"SCMP_ACT_TRAPX\",\"syscalls\":[]}",
+        "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"read\"],\"action\":"
+        "\"NOPE\"}]}",
+        "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"read\"],\"action\":"
+        "\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":7,\"op\":\"SCMP_CMP_EQ\"}]}]}",
+        "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[7],\"action\":\"SCMP_ACT_"
+        "ALLOW\"}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *json = json_loads (bad[i], 0, NULL);
+        scmp_filter_ctx none = cg_remote_seccomp_compile (json, &err);
+        EXPECT (!none && err && err->code == EINVAL, "a broken profile refused: %s (%s)", bad[i],
+                err ? cg_error_message (err) : "compiled");
+        cg_error_destroy (&err);
+        if (none)
+            seccomp_release (none);
+        json_decref (json);
+    }
+    //  An unknown syscall name is left to the default action, not refused.
+    json_t *unknown = json_loads ("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":"
+                                  "[\"no_such_call\",\"read\"],\"action\":\"SCMP_ACT_ALLOW\"}]}",
+                                  0, NULL);
+    scmp_filter_ctx some = cg_remote_seccomp_compile (unknown, &err);
+    EXPECT (some, "a name libseccomp does not know is skipped: %s",
+            err ? cg_error_message (err) : "");
+    cg_error_destroy (&err);
+    if (some)
+        seccomp_release (some);
+    json_decref (unknown);
 }
 
 //  The connection file both ends read, in a dir the sandbox's code may write: a FIFO or a
@@ -429,6 +497,7 @@ main (void)
     test_messages ();
     test_spec ();
     test_connection ();
+    test_seccomp ();
     test_link ();
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;

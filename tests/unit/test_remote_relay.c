@@ -14,6 +14,7 @@
 #include "remote/cg_remote_mirror.h"
 #include "remote/cg_remote_msg.h"
 #include "bridge/cg_wire.h"
+#include "containers/cg_seccomp.h"
 #include "base/cg_fs.h"
 #include "base/cg_util.h"
 #include "cg_test.h"
@@ -180,10 +181,13 @@ s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello
                       .verb = CG_REMOTE_PUT, .id = B ("kernel-k1.json"), .text = B (conn_text)});
     cleanup_free char *conn_path = cg_strdupf ("%s/kernel-k1.json", where->relay_ipc);
     cleanup_free char *home = cg_strdupf ("HOME=%s", where->relay_ipc);
+    //  The sandbox's seccomp profile, as runc gets it for the local backends.
+    json_t *profile = cg_seccomp_profile ();
     cleanup_free char *spec = cg_remote_spec_text (
         (const char *[]){S_PYTHON, "-m", "ipykernel_launcher", "-f", conn_path, NULL},
         (const char *[]){"PATH=/usr/bin:/bin", home, "JUPYTER_RUNTIME_DIR=/tmp", NULL}, "/tmp",
-        false, false);
+        false, false, profile);
+    json_decref (profile);
     s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k1"), .text = B (spec)});
     EXPECT (s_expect (pump, CG_REMOTE_STARTED, 10000) && pump->msg.number[0] > 0,
             "STARTED with a pid");
@@ -209,12 +213,15 @@ s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello
     EXPECT (info && json_object_get (info->content, "implementation"),
             "kernel_info_reply through the relay, signed");
     cg_msg_destroy (&info);
-    //  The kernel's uid, its network interfaces (only lo in a namespace of its own) and
-    //  whether it can read the relay's key.
+    //  The kernel's uid, its network interfaces (only lo in a namespace of its own), whether
+    //  it can read the relay's key, and whether the profile's filter holds it
+    //  (personality(ADDR_NO_RANDOMIZE) is EPERM under it, allowed without).
     cleanup_free char *code = cg_strdupf (
-        "import os, socket\ntry:\n    open('%s').read(); k = 'read'\nexcept OSError as e:\n"
-        "    k = type(e).__name__\nprint(6 * 7, os.getuid(), [n for _, n in "
-        "socket.if_nameindex()], k)",
+        "import ctypes, os, socket\ntry:\n    open('%s').read(); k = 'read'\nexcept OSError as e:\n"
+        "    k = type(e).__name__\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "p = libc.personality(0x0040000) == -1 and ctypes.get_errno() == 1\n"
+        "print(6 * 7, os.getuid(), [n for _, n in socket.if_nameindex()], k, 'filtered' if p else "
+        "'unfiltered')",
         where->keys_path);
     json_t *outputs = json_array ();
     cg_msg_t *reply = NULL;
@@ -235,7 +242,7 @@ s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello
     const char *text = json_string_value (json_array_get (outputs, json_array_size (outputs) - 1));
     bool isolated = where->kernel_uid != (int)geteuid () || geteuid () != 0;
     cleanup_free char *want =
-        cg_strdupf ("42 %d ['lo'] %s\n", where->kernel_uid,
+        cg_strdupf ("42 %d ['lo'] %s filtered\n", where->kernel_uid,
                     isolated && where->kernel_uid != 0 ? "PermissionError" : "read");
     EXPECT (text && strcmp (text, want) == 0, "the cell's stream came through iopub: %s (want %s)",
             text ? text : "nothing", want);
@@ -255,7 +262,7 @@ s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello
     //  comes back as OUT, all of it before its EXITED.
     cleanup_free char *command = cg_remote_spec_text (
         (const char *[]){"/bin/sh", "-c", "read x; echo \"got $x\"; echo err >&2; exit 3", NULL},
-        (const char *[]){"PATH=/usr/bin:/bin", NULL}, "/", true, true);
+        (const char *[]){"PATH=/usr/bin:/bin", NULL}, "/", true, true, NULL);
     s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k3"), .text = B (command)});
     EXPECT (s_expect (pump, CG_REMOTE_STARTED, 10000), "the command STARTED");
     s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_IN, .id = B ("k3"), .text = B ("hello\n")});
