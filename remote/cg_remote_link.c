@@ -12,9 +12,13 @@
 #define S_ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define S_ZAP_DOMAIN "cellgate-relay"
 
-//  How long a handshake may take, and a relay's messages waiting to be sent to it.
+//  How long a handshake may take, a relay's messages waiting to be sent to it, and the
+//  messages either end holds from the other before it stops reading (64 of a process's
+//  64 KiB output chunks: a relay reads a process's output only while its link takes more,
+//  so a slow server slows the process instead of losing its output).
 #define S_HANDSHAKE_MS 10000
 #define S_SEND_HWM 1000
+#define S_LINK_HWM 64
 
 struct cg_remote_hub_t {
     zsock_t *zap;    /* REP at S_ZAP_ENDPOINT */
@@ -86,6 +90,7 @@ cg_remote_hub_new (const char *endpoint, const cg_remote_keys_t *keys, size_t ma
     zsock_set_router_mandatory (self->router, 1);
     zsock_set_handshake_ivl (self->router, S_HANDSHAKE_MS);
     zsock_set_sndhwm (self->router, S_SEND_HWM);
+    zsock_set_rcvhwm (self->router, S_LINK_HWM);
     zsock_set_sndtimeo (self->router, 0);
     zsock_set_maxmsgsize (self->router,
                           (int)(max_frame_bytes > INT32_MAX ? INT32_MAX : max_frame_bytes));
@@ -283,6 +288,7 @@ cg_remote_dial (const char *endpoint, const char *server_public_key, const cg_re
     zsock_set_curve_publickey (sock, keys->public_key);
     zsock_set_curve_secretkey (sock, keys->secret_key);
     zsock_set_handshake_ivl (sock, S_HANDSHAKE_MS);
+    zsock_set_sndhwm (sock, S_LINK_HWM);
     zsock_set_maxmsgsize (sock, (int)(max_frame_bytes > INT32_MAX ? INT32_MAX : max_frame_bytes));
     zsock_set_linger (sock, 0);
     if (zsock_connect (sock, "%s", endpoint) < 0) {

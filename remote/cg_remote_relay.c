@@ -56,7 +56,8 @@ typedef struct {
     int in_fd;        /* its stdin's write end (IN), or -1 */
     char *in_buf;     /* IN's bytes not written yet */
     size_t in_len;
-    bool in_eof; /* close its stdin once IN_BUF is written */
+    bool in_eof;   /* close its stdin once IN_BUF is written */
+    int exit_code; /* -1 while it runs; then EXITED waits for its output to be sent */
 } s_exec_t;
 
 typedef struct {
@@ -253,6 +254,7 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
     exec->pid = pid;
     for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
         exec->fds[c] = -1;
+    exec->exit_code = -1;
     exec->in_fd = relay_io[0];
     exec->out_fds[0] = relay_io[1];
     exec->out_fds[1] = relay_io[2];
@@ -529,17 +531,25 @@ s_on_in (s_relay_t *self, const cg_remote_msg_t *msg)
     s_write_in (exec);
 }
 
-//  Sends what EXEC's stdout (I 0) or stderr (1) has to read as OUT messages, closing it at
-//  its end: a few chunks, or (DRAIN, the process ended) all there is now.
+static bool
+s_link_writable (s_relay_t *self)
+{
+    return (zsock_events (self->link) & ZMQ_POLLOUT) != 0;
+}
+
+//  Sends what EXEC's stdout (I 0) or stderr (1) has to read as OUT messages, a few chunks,
+//  and only while the link takes them: a server that does not read slows the process down
+//  (its pipe fills) instead of losing its output. Closes the pipe at its end, or, once the
+//  process has ended (its EXITED waits for this), when nothing more is there now.
 static void
-s_read_out (s_relay_t *self, s_exec_t *exec, int i, bool drain)
+s_read_out (s_relay_t *self, s_exec_t *exec, int i)
 {
     static char buf[S_OUT_CHUNK];
-    for (int chunks = 0; exec->out_fds[i] >= 0 && (drain || chunks < 16); chunks++) {
+    for (int chunks = 0; exec->out_fds[i] >= 0 && chunks < 16 && s_link_writable (self); chunks++) {
         ssize_t n = read (exec->out_fds[i], buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && errno == EAGAIN)
+        if (n < 0 && errno == EAGAIN && exec->exit_code < 0)
             return;
         if (n <= 0) {
             close (exec->out_fds[i]);
@@ -551,6 +561,20 @@ s_read_out (s_relay_t *self, s_exec_t *exec, int i, bool drain)
                                          .number = {i + 1},
                                          .text = {buf, (size_t)n}});
     }
+}
+
+//  EXITED for an ended process once all its output is sent; then it is forgotten.
+static void
+s_finish (s_relay_t *self, s_exec_t *exec)
+{
+    for (int i = 0; i < 2; i++)
+        s_read_out (self, exec, i);
+    if (exec->out_fds[0] >= 0 || exec->out_fds[1] >= 0)
+        return;
+    s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_EXITED,
+                                     .id = s_text (exec->id),
+                                     .number = {exec->exit_code}});
+    s_exec_free (self, exec);
 }
 
 //  One message from the server.
@@ -620,13 +644,9 @@ s_reap (s_relay_t *self)
             s_exec_t *exec = self->execs[i];
             if (!exec || exec->pid != pid)
                 continue;
-            //  What it wrote comes before its end.
-            s_read_out (self, exec, 0, true);
-            s_read_out (self, exec, 1, true);
-            int code = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
-            s_send (self, &(cg_remote_msg_t){
-                              .verb = CG_REMOTE_EXITED, .id = s_text (exec->id), .number = {code}});
-            s_exec_free (self, exec);
+            //  Its EXITED comes after what it wrote (s_finish).
+            exec->exit_code = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+            exec->pid = 0;
         }
     }
 }
@@ -721,11 +741,16 @@ typedef struct {
 #define S_ITEMS_MAX (3 + CG_REMOTE_EXECS_MAX * (1 + 4 * CG_REMOTE_PEERS_MAX + 3))
 
 //  The poll items of one exec into ITEMS and OWNERS from COUNT on; returns the new count.
+//  Its output is waited on only while the link is WRITABLE (else *WANT_LINK: the round
+//  waits for the link to take more).
 static int
-s_exec_items (s_exec_t *exec, zmq_pollitem_t *items, s_owner_t *owners, int count)
+s_exec_items (s_exec_t *exec, zmq_pollitem_t *items, s_owner_t *owners, int count, bool writable,
+              bool *want_link)
 {
     for (int i = 0; i < 2; i++)
-        if (exec->out_fds[i] >= 0) {
+        if (exec->out_fds[i] >= 0 && !writable)
+            *want_link = true;
+        else if (exec->out_fds[i] >= 0) {
             owners[count] = (s_owner_t){exec, S_OUT, i, NULL, NULL};
             items[count++] = (zmq_pollitem_t){NULL, exec->out_fds[i], ZMQ_POLLIN, 0};
         }
@@ -759,12 +784,14 @@ s_round (s_relay_t *self)
     items[count++] = (zmq_pollitem_t){NULL, self->signal_fd, ZMQ_POLLIN, 0};
     items[count++] = (zmq_pollitem_t){zsock_resolve (self->link_monitor), 0,
                                       (short)(self->link_monitor ? ZMQ_POLLIN : 0), 0};
-    bool looking = false;
+    bool looking = false, writable = s_link_writable (self), want_link = false;
     for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
         if (self->execs[i]) {
             looking = looking || (self->execs[i]->attached && !self->execs[i]->connected);
-            count = s_exec_items (self->execs[i], items, owners, count);
+            count = s_exec_items (self->execs[i], items, owners, count, writable, &want_link);
         }
+    if (want_link)
+        items[0].events |= ZMQ_POLLOUT;
     if (zmq_poll (items, count, looking ? 20 : 1000) < 0 && errno != EINTR) {
         self->done = true;
         return;
@@ -776,7 +803,7 @@ s_round (s_relay_t *self)
         if (owner->kind == S_KERNEL)
             s_forward (self, owner->exec, owner->c, owner->sock, owner->peer);
         else if (owner->kind == S_OUT)
-            s_read_out (self, owner->exec, owner->c, false);
+            s_read_out (self, owner->exec, owner->c);
         else
             s_write_in (owner->exec);
     }
@@ -792,9 +819,12 @@ s_round (s_relay_t *self)
         s_hello (self);
     if (items[0].revents)
         s_on_link (self);
-    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
+    for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++) {
+        if (self->execs[i] && self->execs[i]->exit_code >= 0)
+            s_finish (self, self->execs[i]);
         if (self->execs[i] && self->execs[i]->attached && !self->execs[i]->connected)
             s_connect (self, self->execs[i]);
+    }
 }
 
 int

@@ -60,9 +60,9 @@ s_add_rule (scmp_filter_ctx ctx, uint32_t default_action, const json_t *rule)
         enum scmp_compare op = s_op (json_string_value (json_object_get (arg, "op")));
         if (index < 0 || index > 5 || !op)
             return "an arg without an index of 0 to 5 or a known op";
-        cmps[i] = (struct scmp_arg_cmp){(unsigned)index, op,
-                                        (scmp_datum_t)json_integer_value (json_object_get (arg, "value")),
-                                        (scmp_datum_t)json_integer_value (json_object_get (arg, "valueTwo"))};
+        cmps[i] = (struct scmp_arg_cmp){
+            (unsigned)index, op, (scmp_datum_t)json_integer_value (json_object_get (arg, "value")),
+            (scmp_datum_t)json_integer_value (json_object_get (arg, "valueTwo"))};
     }
     if (action == default_action)
         return NULL; /* libseccomp refuses a rule that repeats the default */

@@ -5,8 +5,8 @@
     in a host ipc dir of its own and talks Jupyter to the mirror with the bridge's wire
     codec, as cg_kernel does: kernel_info, a cell whose stream output and reply come back
     signed by the kernel, then SIGNAL and the exit reported, a command's stdin (IN) and
-    output (OUT, before its EXITED), HELLO again after the hub restarted, and BYE ending
-    the relay. As
+    output (OUT, before its EXITED), 32 MiB of output kept whole while the hub does not
+    read, HELLO again after the hub restarted, and BYE ending the relay. As
     root, the kernel runs as nobody (65534) in a network namespace of its own, and cannot
     read the relay's key file: the cell says so. Skips (77) without python3's ipykernel. */
 #define _GNU_SOURCE
@@ -349,6 +349,27 @@ test_local (const char *exe)
     CHECK (pid > 0, "fork");
     s_where_t where = {relay_ipc, keys_file, root ? S_NOBODY : (int)geteuid ()};
     s_drive (&pump, &where, host_ipc, 10000);
+    //  A server that does not read for a while: a process's 32 MiB of output all arrive
+    //  (the relay stops reading the process's pipe while its link is full), then EXITED.
+    cleanup_free char *flood =
+        cg_remote_spec_text ((const char *[]){"/bin/sh", "-c", "head -c 33554432 /dev/zero", NULL},
+                             (const char *[]){"PATH=/usr/bin:/bin", NULL}, "/", false, true, NULL);
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k4"), .text = B (flood)});
+    EXPECT (s_expect (&pump, CG_REMOTE_STARTED, 10000), "the flood STARTED");
+    sleep (3);
+    size_t got = 0;
+    int64_t flood_exit = -1;
+    for (int64_t until = zclock_mono () + 60000; zclock_mono () < until && flood_exit < 0;) {
+        if (!s_pump (&pump, 200, NULL))
+            continue;
+        if (pump.msg.verb == CG_REMOTE_OUT)
+            got += pump.msg.text.size;
+        else if (pump.msg.verb == CG_REMOTE_EXITED)
+            flood_exit = pump.msg.number[0];
+    }
+    EXPECT (got == 33554432 && flood_exit == 0,
+            "every byte of a 32 MiB output arrived after 3 s unread, then EXITED 0: %zu, %lld", got,
+            (long long)flood_exit);
     //  The hub restarted on the same port with the same keys (a server restarted): the
     //  relay, idle, says HELLO again once its link is back.
     cleanup_free char *endpoint = cg_xstrdup (cg_remote_hub_endpoint (pump.hub));
