@@ -2,7 +2,8 @@
 """Writes the fuzz targets' seed corpora (tests/fuzz/corpus/<target>/seed_*) from the
 golden files (tests/golden/wire) and small hand-written cases, in each target's input
 format (see the comment at the top of each fuzz_<target>.c). Deterministic; run it again
-after the goldens change. Inputs the fuzzers found (crash_*, found_*) are kept."""
+after the goldens change. Inputs the fuzzers found (crash_*, found_*) and seeds written by
+hand (hand_*) are kept."""
 import base64, json, os, struct, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
