@@ -299,6 +299,15 @@ s_on_attach (s_relay_t *self, const cg_remote_msg_t *msg)
     s_exec_t *exec = s_find (self, &msg->id);
     char name[160];
     snprintf (name, sizeof name, "%.*s", (int)msg->text.size, (const char *)msg->text.data);
+    //  An earlier ATTACH whose sockets never came (s_connect) left its name and queue.
+    if (exec && !exec->attached) {
+        free (exec->base);
+        exec->base = NULL;
+        for (zmsg_t *m = exec->pending ? zlist_pop (exec->pending) : NULL; m;
+             m = zlist_pop (exec->pending))
+            zmsg_destroy (&m);
+        zlist_destroy (&exec->pending);
+    }
     const char *why = !exec            ? "no such exec"
                       : exec->attached ? "attached already"
                       : !(exec->base = cg_remote_connection_read (self->ipc_fd, name, exec->ports))
