@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 //  A kernel's messages from the server held until its sockets are found, and how long the
-//  relay looks for them after ATTACH.
+//  relay looks for them after ATTACH (--attach-ms).
 #define S_PENDING_MAX 64
 #define S_ATTACH_MS 60000
 //  A process's output read at once (one OUT), and its stdin's bytes the relay holds while
@@ -65,6 +65,7 @@ typedef struct {
     int uid, gid; /* -1: as the relay */
     bool isolate_net;
     size_t max_message_bytes;
+    int attach_ms; /* how long an ATTACH looks for the kernel's sockets */
     zsock_t *link;
     zsock_t *link_monitor; /* the link's handshakes: HELLO again after each reconnection */
     int ipc_fd;
@@ -320,7 +321,7 @@ s_on_attach (s_relay_t *self, const cg_remote_msg_t *msg)
         return;
     }
     exec->attached = true;
-    exec->attach_deadline = zclock_mono () + S_ATTACH_MS;
+    exec->attach_deadline = zclock_mono () + self->attach_ms;
     exec->pending = zlist_new ();
 }
 
@@ -414,7 +415,7 @@ s_connect (s_relay_t *self, s_exec_t *exec)
         if (zclock_mono () > exec->attach_deadline) {
             exec->attached = false;
             cleanup_free char *text =
-                cg_strdupf ("attach: the kernel bound no sockets within %d s", S_ATTACH_MS / 1000);
+                cg_strdupf ("attach: the kernel bound no sockets within %d ms", self->attach_ms);
             s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED,
                                              .id = s_text (exec->id),
                                              .text = s_text (text)});
@@ -672,9 +673,11 @@ s_args (s_relay_t *self, int argc, char **argv)
                                             {"gid", required_argument, NULL, 'g'},
                                             {"isolate-net", no_argument, NULL, 'n'},
                                             {"max-message-mb", required_argument, NULL, 'm'},
+                                            {"attach-ms", required_argument, NULL, 'a'},
                                             {NULL, 0, NULL, 0}};
     self->uid = self->gid = -1;
     self->max_message_bytes = (size_t)8 << 20;
+    self->attach_ms = S_ATTACH_MS;
     int opt;
     optind = 1;
     while ((opt = getopt_long (argc, argv, "", options, NULL)) != -1) {
@@ -706,12 +709,15 @@ s_args (s_relay_t *self, int argc, char **argv)
             case 'm':
                 self->max_message_bytes = (size_t)atoi (optarg) << 20;
                 break;
+            case 'a':
+                self->attach_ms = atoi (optarg);
+                break;
             default:
                 return false;
         }
     }
     return self->server && self->server_key && self->keys_file && self->sandbox && self->ipc_dir
-           && self->max_message_bytes > 0;
+           && self->max_message_bytes > 0 && self->attach_ms > 0;
 }
 
 //  The relay's own keys from FILE: two lines, public then secret.
@@ -844,7 +850,7 @@ cg_remote_relay_main (int argc, char **argv)
     if (!s_args (&self, argc, argv)) {
         fprintf (stderr, "usage: cellgate relay --server tcp://HOST:PORT --server-key Z85 "
                          "--keys FILE --sandbox ID --ipc-dir DIR [--uid N --gid N] "
-                         "[--isolate-net] [--max-message-mb N]\n");
+                         "[--isolate-net] [--max-message-mb N] [--attach-ms N]\n");
         return 2;
     }
     if (!s_read_keys (self.keys_file, &keys)) {

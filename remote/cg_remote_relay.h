@@ -16,7 +16,8 @@
 #define CG_REMOTE_PEERS_MAX 16
 
 /*  `cellgate relay --server tcp://HOST:PORT --server-key Z85 --keys FILE --sandbox ID
-    --ipc-dir DIR [--uid N --gid N] [--isolate-net] [--max-message-mb N]`: KEYS holds the
+    --ipc-dir DIR [--uid N --gid N] [--isolate-net] [--max-message-mb N] [--attach-ms N]`
+    (how long an ATTACH looks for the kernel's sockets; 60,000): KEYS holds the
     relay's public and secret key (Z85), one a line. Runs until the server says BYE, the
     link's key is refused for good, or SIGTERM. Returns the process's exit status. */
 int cg_remote_relay_main (int argc, char **argv);

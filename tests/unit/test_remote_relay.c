@@ -146,6 +146,8 @@ typedef struct {
     const char *relay_ipc; /* the relay's ipc dir, as it sees it */
     const char *keys_path; /* the relay's key file, as the kernel would see it */
     int kernel_uid;        /* the uid the kernel runs as */
+    bool local;            /* RELAY_IPC is on this machine: ATTACH once the sockets are there
+                              (the relay here runs with a short --attach-ms) */
 } s_where_t;
 
 //  Drives a relay that dialed PUMP's hub as sandbox "sb-relay": a real ipykernel started,
@@ -191,6 +193,16 @@ s_drive (s_pump_t *pump, const s_where_t *where, const char *host_ipc, int hello
     s_send (pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k1"), .text = B (spec)});
     EXPECT (s_expect (pump, CG_REMOTE_STARTED, 10000) && pump->msg.number[0] > 0,
             "STARTED with a pid");
+    for (int i = 0; where->local && i < 60 * 50; i++) {
+        int bound = 0;
+        for (int port = 1; port <= 5; port++) {
+            cleanup_free char *socket = cg_strdupf ("%s/kern-%d", where->relay_ipc, port);
+            bound += access (socket, F_OK) == 0;
+        }
+        if (bound == 5)
+            break;
+        s_pump (pump, 20, NULL);
+    }
     s_send (pump, &(cg_remote_msg_t){
                       .verb = CG_REMOTE_ATTACH, .id = B ("k1"), .text = B ("kernel-k1.json")});
     pump->mirror = cg_remote_mirror_new (host_ipc, "kernel-k1.json", "k1", 8 << 20, &err);
@@ -337,6 +349,8 @@ test_local (const char *exe)
                         "sb-relay",
                         "--ipc-dir",
                         relay_ipc,
+                        "--attach-ms",
+                        "1000",
                         root ? "--isolate-net" : NULL,
                         "--uid",
                         "65534",
@@ -347,8 +361,36 @@ test_local (const char *exe)
         _exit (127);
     }
     CHECK (pid > 0, "fork");
-    s_where_t where = {relay_ipc, keys_file, root ? S_NOBODY : (int)geteuid ()};
+    s_where_t where = {relay_ipc, keys_file, root ? S_NOBODY : (int)geteuid (), true};
     s_drive (&pump, &where, host_ipc, 10000);
+    //  An ATTACH whose kernel binds nothing fails after --attach-ms (1 s here), and a second
+    //  one fails the same way (the first's name and queue freed: the sanitized build's
+    //  relay, which ends at BYE with a leak check, fails this test otherwise).
+    cleanup_free char *idle =
+        cg_remote_spec_text ((const char *[]){"/bin/sleep", "30", NULL},
+                             (const char *[]){"PATH=/usr/bin:/bin", NULL}, "/", false, false, NULL);
+    const char *nowhere = "{\"transport\":\"ipc\",\"ip\":\"/x/nokernel\",\"shell_port\":1,"
+                          "\"iopub_port\":2,\"stdin_port\":3,\"control_port\":4,\"hb_port\":5}";
+    s_send (&pump, &(cg_remote_msg_t){
+                       .verb = CG_REMOTE_PUT, .id = B ("kernel-k5.json"), .text = B (nowhere)});
+    s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_EXEC, .id = B ("k5"), .text = B (idle)});
+    EXPECT (s_expect (&pump, CG_REMOTE_STARTED, 10000), "a process that binds nothing STARTED");
+    for (int i = 0; i < 2; i++) {
+        s_send (&pump, &(cg_remote_msg_t){
+                           .verb = CG_REMOTE_ATTACH, .id = B ("k5"), .text = B ("kernel-k5.json")});
+        s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_TO,
+                                          .id = B ("k5"),
+                                          .channel = 0,
+                                          .peer = B ("p"),
+                                          .parts = &B ("x"),
+                                          .part_count = 1});
+        EXPECT (s_expect (&pump, CG_REMOTE_FAILED, 10000)
+                    && memmem (pump.msg.text.data, pump.msg.text.size, "no sockets", 10),
+                "ATTACH %d without sockets: FAILED after --attach-ms", i + 1);
+    }
+    s_send (&pump,
+            &(cg_remote_msg_t){.verb = CG_REMOTE_SIGNAL, .id = B ("k5"), .number = {SIGKILL}});
+    EXPECT (s_expect (&pump, CG_REMOTE_EXITED, 10000), "and it is killed");
     //  A server that does not read for a while: a process's 32 MiB of output all arrive
     //  (the relay stops reading the process's pipe while its link is full), then EXITED.
     cleanup_free char *flood =
@@ -447,7 +489,7 @@ s_remote (int argc, char **argv)
     char host_ipc[] = "/tmp/cg-relay-host-XXXXXX";
     if (!mkdtemp (host_ipc))
         return 1;
-    s_where_t where = {relay_ipc, keys_path, uid};
+    s_where_t where = {relay_ipc, keys_path, uid, false};
     s_drive (&pump, &where, host_ipc, 120000);
     s_send (&pump, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = B ("done")});
     s_pump (&pump, 500, NULL); /* the relay's BYE */
