@@ -1,6 +1,8 @@
-/*  cg_remote_relay — the relay's loop: the link, the processes, the kernels' channels. */
+/*  cg_remote_relay — the relay's loop: the link and the processes (the kernels' channels:
+    cg_remote_relay_kernel.c). */
 #define _GNU_SOURCE
 #include "remote/cg_remote_relay.h"
+#include "remote/cg_remote_relay_int.h"
 #include "remote/cg_remote_link.h"
 #include "remote/cg_remote_msg.h"
 #include "remote/cg_remote_seccomp.h"
@@ -24,74 +26,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-//  A kernel's messages from the server held until its sockets are found, and how long the
-//  relay looks for them after ATTACH (--attach-ms).
-#define S_PENDING_MAX 64
-#define S_ATTACH_MS 60000
 //  A process's output read at once (one OUT), and its stdin's bytes the relay holds while
 //  the process does not read them.
 #define S_OUT_CHUNK 65536
 #define S_IN_MAX (1 << 20)
 
-typedef struct {
-    zframe_t *peer; /* the server's client socket, as the hub's ROUTER named it */
-    zsock_t *sock;  /* a DEALER to the kernel's socket, under the peer's routing id */
-} s_peer_t;
-
-//  One process started by EXEC; a kernel once ATTACHed.
-typedef struct {
-    char id[CG_REMOTE_ID_MAX + 1];
-    pid_t pid;
-    bool attached;           /* ATTACH came: look for its sockets */
-    bool connected;          /* every socket found */
-    int64_t attach_deadline; /* zclock_mono */
-    char *base;              /* the sockets' names: BASE, '-' or ':', the port */
-    int ports[CG_REMOTE_CHANNELS];
-    int fds[CG_REMOTE_CHANNELS]; /* O_PATH of each socket once found, else -1 */
-    zsock_t *iopub;              /* SUB */
-    s_peer_t peers[CG_REMOTE_CHANNELS][CG_REMOTE_PEERS_MAX];
-    size_t peer_count[CG_REMOTE_CHANNELS];
-    zlist_t *pending; /* zmsg_t: TO messages before the sockets were found */
-    int out_fds[2];   /* its stdout's and stderr's read ends (OUT), or -1 */
-    int in_fd;        /* its stdin's write end (IN), or -1 */
-    char *in_buf;     /* IN's bytes not written yet */
-    size_t in_len;
-    bool in_eof;   /* close its stdin once IN_BUF is written */
-    int exit_code; /* -1 while it runs; then EXITED waits for its output to be sent */
-} s_exec_t;
-
-typedef struct {
-    const char *server, *server_key, *keys_file, *sandbox, *ipc_dir;
-    int uid, gid; /* -1: as the relay */
-    bool isolate_net;
-    size_t max_message_bytes;
-    int attach_ms; /* how long an ATTACH looks for the kernel's sockets */
-    zsock_t *link;
-    zsock_t *link_monitor; /* the link's handshakes: HELLO again after each reconnection */
-    int ipc_fd;
-    int signal_fd;
-    s_exec_t *execs[CG_REMOTE_EXECS_MAX];
-    bool welcomed, done;
-    int status; /* the exit status */
-} s_relay_t;
-
-//  Sends MSG over the link; a full queue drops it (the server is not reading).
-static void
-s_send (s_relay_t *self, const cg_remote_msg_t *msg)
+void
+cg_relay_send (cg_relay_t *self, const cg_remote_msg_t *msg)
 {
     zmsg_t *zmsg = cg_remote_encode (msg);
     if (zmsg_send (&zmsg, self->link) < 0)
         zmsg_destroy (&zmsg);
 }
 
-static cg_remote_bytes_t
-s_text (const char *text)
+cg_remote_bytes_t
+cg_relay_text (const char *text)
 {
     return (cg_remote_bytes_t){text, strlen (text)};
 }
 
-static s_exec_t *
-s_find (s_relay_t *self, const cg_remote_bytes_t *id)
+cg_relay_exec_t *
+cg_relay_find (cg_relay_t *self, const cg_remote_bytes_t *id)
 {
     for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
         if (self->execs[i] && strlen (self->execs[i]->id) == id->size
@@ -101,32 +56,18 @@ s_find (s_relay_t *self, const cg_remote_bytes_t *id)
 }
 
 static void
-s_exec_free (s_relay_t *self, s_exec_t *exec)
+s_exec_free (cg_relay_t *self, cg_relay_exec_t *exec)
 {
     for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
         if (self->execs[i] == exec)
             self->execs[i] = NULL;
-    for (int c = 0; c < CG_REMOTE_CHANNELS; c++) {
-        for (size_t p = 0; p < exec->peer_count[c]; p++) {
-            zframe_destroy (&exec->peers[c][p].peer);
-            zsock_destroy (&exec->peers[c][p].sock);
-        }
-        if (exec->fds[c] >= 0)
-            close (exec->fds[c]);
-    }
-    zsock_destroy (&exec->iopub);
+    cg_relay_kernel_free (exec);
     for (int i = 0; i < 2; i++)
         if (exec->out_fds[i] >= 0)
             close (exec->out_fds[i]);
     if (exec->in_fd >= 0)
         close (exec->in_fd);
     free (exec->in_buf);
-    if (exec->pending) {
-        for (zmsg_t *m = zlist_pop (exec->pending); m; m = zlist_pop (exec->pending))
-            zmsg_destroy (&m);
-        zlist_destroy (&exec->pending);
-    }
-    free (exec->base);
     free (exec);
 }
 
@@ -134,7 +75,7 @@ s_exec_free (s_relay_t *self, s_exec_t *exec)
 //  others, where it is -1) as fd i, its own session, the sandbox user, no new privileges,
 //  no network, then the program. Never returns; an errno that stopped it goes up ERR_FD.
 static void
-s_child (s_relay_t *self, const cg_remote_spec_t *spec, int err_fd, const int stdio[3],
+s_child (cg_relay_t *self, const cg_remote_spec_t *spec, int err_fd, const int stdio[3],
          scmp_filter_ctx filter)
 {
     int null_fd = open ("/dev/null", O_RDWR);
@@ -173,7 +114,7 @@ s_child (s_relay_t *self, const cg_remote_spec_t *spec, int err_fd, const int st
 }
 
 static void
-s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
+s_on_exec (cg_relay_t *self, const cg_remote_msg_t *msg)
 {
     char id[CG_REMOTE_ID_MAX + 1];
     snprintf (id, sizeof id, "%.*s", (int)msg->id.size, (const char *)msg->id.data);
@@ -183,7 +124,7 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
     size_t slot = 0;
     while (slot < CG_REMOTE_EXECS_MAX && self->execs[slot])
         slot++;
-    if (s_find (self, &msg->id))
+    if (cg_relay_find (self, &msg->id))
         why = "an exec of that id runs already";
     else if (slot == CG_REMOTE_EXECS_MAX)
         why = "the relay runs 64 processes already, its limit";
@@ -195,8 +136,9 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
         cg_remote_spec_free (&spec);
     }
     if (why) {
-        s_send (self,
-                &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (why)});
+        cg_relay_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED,
+                                                .id = msg->id,
+                                                .text = cg_relay_text (why)});
         cg_error_destroy (&err);
         return;
     }
@@ -246,11 +188,12 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
         if (pid > 0)
             waitpid (pid, NULL, 0);
         cleanup_free char *text = cg_strdupf ("start %s: %s", id, strerror (failed));
-        s_send (self,
-                &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (text)});
+        cg_relay_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED,
+                                                .id = msg->id,
+                                                .text = cg_relay_text (text)});
         return;
     }
-    s_exec_t *exec = cg_xcalloc (1, sizeof *exec);
+    cg_relay_exec_t *exec = cg_xcalloc (1, sizeof *exec);
     snprintf (exec->id, sizeof exec->id, "%s", id);
     exec->pid = pid;
     for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
@@ -260,11 +203,12 @@ s_on_exec (s_relay_t *self, const cg_remote_msg_t *msg)
     exec->out_fds[0] = relay_io[1];
     exec->out_fds[1] = relay_io[2];
     self->execs[slot] = exec;
-    s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_STARTED, .id = msg->id, .number = {pid}});
+    cg_relay_send (self,
+                   &(cg_remote_msg_t){.verb = CG_REMOTE_STARTED, .id = msg->id, .number = {pid}});
 }
 
 static void
-s_on_signal (s_relay_t *self, const cg_remote_msg_t *msg)
+s_on_signal (cg_relay_t *self, const cg_remote_msg_t *msg)
 {
     int signal = (int)msg->number[0];
     if (msg->id.size == 1 && ((const char *)msg->id.data)[0] == '*') {
@@ -272,13 +216,13 @@ s_on_signal (s_relay_t *self, const cg_remote_msg_t *msg)
         kill (-1, signal);
         return;
     }
-    s_exec_t *exec = s_find (self, &msg->id);
+    cg_relay_exec_t *exec = cg_relay_find (self, &msg->id);
     if (exec && exec->pid > 0)
         kill (exec->pid, signal);
 }
 
 static void
-s_on_put (s_relay_t *self, const cg_remote_msg_t *msg)
+s_on_put (cg_relay_t *self, const cg_remote_msg_t *msg)
 {
     char name[160];
     snprintf (name, sizeof name, "%.*s", (int)msg->id.size, (const char *)msg->id.data);
@@ -295,177 +239,7 @@ s_on_put (s_relay_t *self, const cg_remote_msg_t *msg)
 }
 
 static void
-s_on_attach (s_relay_t *self, const cg_remote_msg_t *msg)
-{
-    s_exec_t *exec = s_find (self, &msg->id);
-    char name[160];
-    snprintf (name, sizeof name, "%.*s", (int)msg->text.size, (const char *)msg->text.data);
-    //  An earlier ATTACH whose sockets never came (s_connect) left its name and queue.
-    if (exec && !exec->attached) {
-        free (exec->base);
-        exec->base = NULL;
-        for (zmsg_t *m = exec->pending ? zlist_pop (exec->pending) : NULL; m;
-             m = zlist_pop (exec->pending))
-            zmsg_destroy (&m);
-        zlist_destroy (&exec->pending);
-    }
-    const char *why = !exec            ? "no such exec"
-                      : exec->attached ? "attached already"
-                      : !(exec->base = cg_remote_connection_read (self->ipc_fd, name, exec->ports))
-                          ? "its connection file is not an ipc kernel's"
-                          : NULL;
-    if (why) {
-        cleanup_free char *text = cg_strdupf ("attach %s: %s", name, why);
-        s_send (self,
-                &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED, .id = msg->id, .text = s_text (text)});
-        return;
-    }
-    exec->attached = true;
-    exec->attach_deadline = zclock_mono () + self->attach_ms;
-    exec->pending = zlist_new ();
-}
-
-//  A DEALER to EXEC's channel C under PEER's routing id (the shell's and stdin's must be
-//  the same: the kernel sends input_request to the shell request's identity).
-static zsock_t *
-s_peer_sock (s_relay_t *self, s_exec_t *exec, int c, const cg_remote_bytes_t *peer)
-{
-    for (size_t p = 0; p < exec->peer_count[c]; p++)
-        if (zframe_size (exec->peers[c][p].peer) == peer->size
-            && memcmp (zframe_data (exec->peers[c][p].peer), peer->data, peer->size) == 0)
-            return exec->peers[c][p].sock;
-    if (exec->peer_count[c] == CG_REMOTE_PEERS_MAX) {
-        cg_log (1, "relay: kernel %s: %d clients on a channel already; a message dropped", exec->id,
-                CG_REMOTE_PEERS_MAX);
-        return NULL;
-    }
-    zsock_t *sock = zsock_new (ZMQ_DEALER);
-    zsock_set_linger (sock, 0);
-    zsock_set_maxmsgsize (sock, (int64_t)self->max_message_bytes);
-    //  A routing id may not start with a zero byte (libzmq's own are made so).
-    if (peer->size > 0 && ((const uint8_t *)peer->data)[0] != 0)
-        zmq_setsockopt (zsock_resolve (sock), ZMQ_ROUTING_ID, peer->data, peer->size);
-    zsock_connect (sock, "ipc:///proc/self/fd/%d", exec->fds[c]);
-    s_peer_t *slot = &exec->peers[c][exec->peer_count[c]++];
-    slot->peer = zframe_new (peer->data, peer->size);
-    slot->sock = sock;
-    return sock;
-}
-
-//  Sends a TO message's parts to the kernel.
-static void
-s_deliver (s_relay_t *self, s_exec_t *exec, const cg_remote_msg_t *msg)
-{
-    if (msg->channel == CG_REMOTE_IOPUB)
-        return; /* a subscription: the relay takes every iopub message anyway */
-    zsock_t *sock = s_peer_sock (self, exec, msg->channel, &msg->peer);
-    if (!sock)
-        return;
-    zmsg_t *out = zmsg_new ();
-    for (size_t i = 0; i < msg->part_count; i++)
-        zmsg_addmem (out, msg->parts[i].data, msg->parts[i].size);
-    zsock_set_sndtimeo (sock, 0);
-    if (zmsg_send (&out, sock) < 0)
-        zmsg_destroy (&out);
-}
-
-static void
-s_on_to (s_relay_t *self, const cg_remote_msg_t *msg, zmsg_t **raw)
-{
-    s_exec_t *exec = s_find (self, &msg->id);
-    if (!exec || !exec->attached)
-        return;
-    if (exec->connected) {
-        s_deliver (self, exec, msg);
-        return;
-    }
-    if (zlist_size (exec->pending) >= S_PENDING_MAX) {
-        cg_log (1, "relay: kernel %s: %d messages wait for its sockets; one dropped", exec->id,
-                S_PENDING_MAX);
-        return;
-    }
-    zlist_append (exec->pending, *raw);
-    *raw = NULL;
-}
-
-//  Opens every socket EXEC's kernel has bound by now (a socket, not followed through a
-//  link); once all are there, connects its iopub and delivers what waited.
-static void
-s_connect (s_relay_t *self, s_exec_t *exec)
-{
-    bool all = true;
-    for (int c = 0; c < CG_REMOTE_CHANNELS; c++) {
-        if (exec->fds[c] >= 0)
-            continue;
-        char name[96];
-        int fd = -1;
-        for (int form = 0; form < 2 && fd < 0; form++) {
-            snprintf (name, sizeof name, "%s%c%d", exec->base, form ? ':' : '-', exec->ports[c]);
-            fd = openat (self->ipc_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-            struct stat st;
-            if (fd >= 0 && (fstat (fd, &st) < 0 || !S_ISSOCK (st.st_mode))) {
-                close (fd);
-                fd = -1;
-            }
-        }
-        exec->fds[c] = fd;
-        all = all && fd >= 0;
-    }
-    if (!all) {
-        if (zclock_mono () > exec->attach_deadline) {
-            exec->attached = false;
-            cleanup_free char *text =
-                cg_strdupf ("attach: the kernel bound no sockets within %d ms", self->attach_ms);
-            s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FAILED,
-                                             .id = s_text (exec->id),
-                                             .text = s_text (text)});
-        }
-        return;
-    }
-    exec->connected = true;
-    exec->iopub = zsock_new (ZMQ_SUB);
-    zsock_set_linger (exec->iopub, 0);
-    zsock_set_maxmsgsize (exec->iopub, (int64_t)self->max_message_bytes);
-    zsock_set_subscribe (exec->iopub, "");
-    zsock_connect (exec->iopub, "ipc:///proc/self/fd/%d", exec->fds[CG_REMOTE_IOPUB]);
-    for (zmsg_t *raw = zlist_pop (exec->pending); raw; raw = zlist_pop (exec->pending)) {
-        cg_remote_bytes_t frames[CG_REMOTE_FRAMES_MAX];
-        int count = cg_remote_frames_of (raw, frames, CG_REMOTE_FRAMES_MAX);
-        cg_remote_msg_t msg;
-        if (count > 0 && cg_remote_decode (frames, (size_t)count, CG_REMOTE_DOWN, &msg, NULL) == 0)
-            s_deliver (self, exec, &msg);
-        zmsg_destroy (&raw);
-    }
-}
-
-//  Forwards what the kernel sent on SOCK (channel C, to PEER) over the link.
-static void
-s_forward (s_relay_t *self, s_exec_t *exec, int c, zsock_t *sock, zframe_t *peer)
-{
-    while (zsock_events (sock) & ZMQ_POLLIN) {
-        zmsg_t *in = zmsg_recv (sock);
-        if (!in)
-            return;
-        cg_remote_bytes_t parts[CG_REMOTE_PARTS_MAX];
-        int count = cg_remote_frames_of (in, parts, CG_REMOTE_PARTS_MAX);
-        if (count > 0)
-            s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_FROM,
-                                             .id = s_text (exec->id),
-                                             .channel = c,
-                                             .peer = peer ? (cg_remote_bytes_t){zframe_data (peer),
-                                                                                zframe_size (peer)}
-                                                          : (cg_remote_bytes_t){"", 0},
-                                             .parts = parts,
-                                             .part_count = (size_t)count});
-        else
-            cg_log (1, "relay: kernel %s sent a message of over %d parts; dropped", exec->id,
-                    CG_REMOTE_PARTS_MAX);
-        zmsg_destroy (&in);
-    }
-}
-
-static void
-s_stats (s_relay_t *self)
+s_stats (cg_relay_t *self)
 {
     //  cgroup v2 inside the sandbox (its own, as a container sees it).
     long long current = -1, peak = -1, oom = -1;
@@ -488,17 +262,17 @@ s_stats (s_relay_t *self)
                 oom = value;
         fclose (f);
     }
-    s_send (self,
-            &(cg_remote_msg_t){.verb = CG_REMOTE_STATS,
-                               .number = {current < 0 ? 0 : current,
-                                          peak < 0 ? (current < 0 ? 0 : current) : peak, oom}});
+    cg_relay_send (
+        self, &(cg_remote_msg_t){.verb = CG_REMOTE_STATS,
+                                 .number = {current < 0 ? 0 : current,
+                                            peak < 0 ? (current < 0 ? 0 : current) : peak, oom}});
 }
 
 //  Writes what IN left for EXEC's stdin, as far as the pipe takes it, and closes it once
 //  everything is written and IN said the end. A process that closed its stdin loses what
 //  waited.
 static void
-s_write_in (s_exec_t *exec)
+s_write_in (cg_relay_exec_t *exec)
 {
     while (exec->in_fd >= 0 && exec->in_len > 0) {
         ssize_t n = write (exec->in_fd, exec->in_buf, exec->in_len);
@@ -521,9 +295,9 @@ s_write_in (s_exec_t *exec)
 }
 
 static void
-s_on_in (s_relay_t *self, const cg_remote_msg_t *msg)
+s_on_in (cg_relay_t *self, const cg_remote_msg_t *msg)
 {
-    s_exec_t *exec = s_find (self, &msg->id);
+    cg_relay_exec_t *exec = cg_relay_find (self, &msg->id);
     if (!exec || exec->in_fd < 0 || exec->in_eof)
         return;
     if (msg->text.size == 0)
@@ -542,7 +316,7 @@ s_on_in (s_relay_t *self, const cg_remote_msg_t *msg)
 }
 
 static bool
-s_link_writable (s_relay_t *self)
+s_link_writable (cg_relay_t *self)
 {
     return (zsock_events (self->link) & ZMQ_POLLOUT) != 0;
 }
@@ -552,7 +326,7 @@ s_link_writable (s_relay_t *self)
 //  (its pipe fills) instead of losing its output. Closes the pipe at its end, or, once the
 //  process has ended (its EXITED waits for this), when nothing more is there now.
 static void
-s_read_out (s_relay_t *self, s_exec_t *exec, int i)
+s_read_out (cg_relay_t *self, cg_relay_exec_t *exec, int i)
 {
     static char buf[S_OUT_CHUNK];
     for (int chunks = 0; exec->out_fds[i] >= 0 && chunks < 16 && s_link_writable (self); chunks++) {
@@ -566,30 +340,30 @@ s_read_out (s_relay_t *self, s_exec_t *exec, int i)
             exec->out_fds[i] = -1;
             return;
         }
-        s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_OUT,
-                                         .id = s_text (exec->id),
-                                         .number = {i + 1},
-                                         .text = {buf, (size_t)n}});
+        cg_relay_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_OUT,
+                                                .id = cg_relay_text (exec->id),
+                                                .number = {i + 1},
+                                                .text = {buf, (size_t)n}});
     }
 }
 
 //  EXITED for an ended process once all its output is sent; then it is forgotten.
 static void
-s_finish (s_relay_t *self, s_exec_t *exec)
+s_finish (cg_relay_t *self, cg_relay_exec_t *exec)
 {
     for (int i = 0; i < 2; i++)
         s_read_out (self, exec, i);
     if (exec->out_fds[0] >= 0 || exec->out_fds[1] >= 0)
         return;
-    s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_EXITED,
-                                     .id = s_text (exec->id),
-                                     .number = {exec->exit_code}});
+    cg_relay_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_EXITED,
+                                            .id = cg_relay_text (exec->id),
+                                            .number = {exec->exit_code}});
     s_exec_free (self, exec);
 }
 
 //  One message from the server.
 static void
-s_on_link (s_relay_t *self)
+s_on_link (cg_relay_t *self)
 {
     while (zsock_events (self->link) & ZMQ_POLLIN) {
         zmsg_t *raw = zmsg_recv (self->link);
@@ -625,10 +399,10 @@ s_on_link (s_relay_t *self)
                 s_on_put (self, &msg);
                 break;
             case CG_REMOTE_ATTACH:
-                s_on_attach (self, &msg);
+                cg_relay_kernel_attach (self, &msg);
                 break;
             case CG_REMOTE_TO:
-                s_on_to (self, &msg, &raw);
+                cg_relay_kernel_to (self, &msg, &raw);
                 break;
             case CG_REMOTE_BYE:
                 self->done = true;
@@ -642,7 +416,7 @@ s_on_link (s_relay_t *self)
 
 //  Reaps every child that ended and reports the ones the server started.
 static void
-s_reap (s_relay_t *self)
+s_reap (cg_relay_t *self)
 {
     struct signalfd_siginfo info;
     while (read (self->signal_fd, &info, sizeof info) == sizeof info)
@@ -651,7 +425,7 @@ s_reap (s_relay_t *self)
     pid_t pid;
     while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
         for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++) {
-            s_exec_t *exec = self->execs[i];
+            cg_relay_exec_t *exec = self->execs[i];
             if (!exec || exec->pid != pid)
                 continue;
             //  Its EXITED comes after what it wrote (s_finish).
@@ -662,7 +436,7 @@ s_reap (s_relay_t *self)
 }
 
 static bool
-s_args (s_relay_t *self, int argc, char **argv)
+s_args (cg_relay_t *self, int argc, char **argv)
 {
     static const struct option options[] = {{"server", required_argument, NULL, 's'},
                                             {"server-key", required_argument, NULL, 'k'},
@@ -677,7 +451,7 @@ s_args (s_relay_t *self, int argc, char **argv)
                                             {NULL, 0, NULL, 0}};
     self->uid = self->gid = -1;
     self->max_message_bytes = (size_t)8 << 20;
-    self->attach_ms = S_ATTACH_MS;
+    self->attach_ms = CG_RELAY_ATTACH_MS;
     int opt;
     optind = 1;
     while ((opt = getopt_long (argc, argv, "", options, NULL)) != -1) {
@@ -737,16 +511,16 @@ s_read_keys (const char *file, cg_remote_keys_t *keys)
 }
 
 static void
-s_hello (s_relay_t *self)
+s_hello (cg_relay_t *self)
 {
-    s_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO,
-                                     .version = CG_REMOTE_VERSION,
-                                     .id = s_text (self->sandbox)});
+    cg_relay_send (self, &(cg_remote_msg_t){.verb = CG_REMOTE_HELLO,
+                                            .version = CG_REMOTE_VERSION,
+                                            .id = cg_relay_text (self->sandbox)});
 }
 
 //  What one poll item is for.
 typedef struct {
-    s_exec_t *exec;
+    cg_relay_exec_t *exec;
     enum { S_KERNEL, S_OUT, S_IN } kind;
     int c; /* S_KERNEL: the channel; S_OUT: the stream (0, 1) */
     zsock_t *sock;
@@ -759,8 +533,8 @@ typedef struct {
 //  Its output is waited on only while the link is WRITABLE (else *WANT_LINK: the round
 //  waits for the link to take more).
 static int
-s_exec_items (s_exec_t *exec, zmq_pollitem_t *items, s_owner_t *owners, int count, bool writable,
-              bool *want_link)
+s_exec_items (cg_relay_exec_t *exec, zmq_pollitem_t *items, s_owner_t *owners, int count,
+              bool writable, bool *want_link)
 {
     for (int i = 0; i < 2; i++)
         if (exec->out_fds[i] >= 0 && !writable)
@@ -779,7 +553,7 @@ s_exec_items (s_exec_t *exec, zmq_pollitem_t *items, s_owner_t *owners, int coun
     items[count++] = (zmq_pollitem_t){zsock_resolve (exec->iopub), 0, ZMQ_POLLIN, 0};
     for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
         for (size_t p = 0; p < exec->peer_count[c]; p++) {
-            s_peer_t *peer = &exec->peers[c][p];
+            cg_relay_peer_t *peer = &exec->peers[c][p];
             owners[count] = (s_owner_t){exec, S_KERNEL, c, peer->sock, peer->peer};
             items[count++] = (zmq_pollitem_t){zsock_resolve (peer->sock), 0, ZMQ_POLLIN, 0};
         }
@@ -790,7 +564,7 @@ s_exec_items (s_exec_t *exec, zmq_pollitem_t *items, s_owner_t *owners, int coun
 //  then handle them: the processes' and kernels' first (the items point to their execs,
 //  which a child's end or the link's messages may free), then the ends, then the link.
 static void
-s_round (s_relay_t *self)
+s_round (cg_relay_t *self)
 {
     static zmq_pollitem_t items[S_ITEMS_MAX];
     static s_owner_t owners[S_ITEMS_MAX];
@@ -816,7 +590,7 @@ s_round (s_relay_t *self)
             continue;
         s_owner_t *owner = &owners[i];
         if (owner->kind == S_KERNEL)
-            s_forward (self, owner->exec, owner->c, owner->sock, owner->peer);
+            cg_relay_kernel_forward (self, owner->exec, owner->c, owner->sock, owner->peer);
         else if (owner->kind == S_OUT)
             s_read_out (self, owner->exec, owner->c);
         else
@@ -838,14 +612,14 @@ s_round (s_relay_t *self)
         if (self->execs[i] && self->execs[i]->exit_code >= 0)
             s_finish (self, self->execs[i]);
         if (self->execs[i] && self->execs[i]->attached && !self->execs[i]->connected)
-            s_connect (self, self->execs[i]);
+            cg_relay_kernel_connect (self, self->execs[i]);
     }
 }
 
 int
 cg_remote_relay_main (int argc, char **argv)
 {
-    s_relay_t self = {.ipc_fd = -1, .signal_fd = -1, .status = 0};
+    cg_relay_t self = {.ipc_fd = -1, .signal_fd = -1, .status = 0};
     cg_remote_keys_t keys;
     if (!s_args (&self, argc, argv)) {
         fprintf (stderr, "usage: cellgate relay --server tcp://HOST:PORT --server-key Z85 "
@@ -899,7 +673,8 @@ cg_remote_relay_main (int argc, char **argv)
     s_hello (&self);
     while (!self.done && !zsys_interrupted)
         s_round (&self);
-    s_send (&self, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = s_text ("relay ending")});
+    cg_relay_send (
+        &self, &(cg_remote_msg_t){.verb = CG_REMOTE_BYE, .text = cg_relay_text ("relay ending")});
     for (size_t i = 0; i < CG_REMOTE_EXECS_MAX; i++)
         if (self.execs[i]) {
             if (self.execs[i]->pid > 0)
