@@ -1,6 +1,7 @@
 /*  cg_remote_link — the relays' CURVE link: key pairs, the server's hub and its ZAP
     handler, a relay's dialing socket. */
 #include "remote/cg_remote_link.h"
+#include "remote/cg_remote_msg.h"
 #include "base/cg_log.h"
 #include "base/cg_util.h"
 
@@ -43,19 +44,6 @@ s_key_ok (const char *key)
 {
     uint8_t raw[32];
     return key && strlen (key) == 40 && zmq_z85_decode (raw, key) != NULL;
-}
-
-static bool
-s_id_ok (const char *id)
-{
-    size_t len = id ? strlen (id) : 0;
-    if (len == 0 || len > 64)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z') || id[i] == '_'
-              || id[i] == '-'))
-            return false;
-    return true;
 }
 
 cg_remote_hub_t *
@@ -136,7 +124,7 @@ int
 cg_remote_hub_allow (cg_remote_hub_t *self, const char *sandbox, const char *relay_public_key,
                      cg_error_t **err)
 {
-    if (!s_id_ok (sandbox))
+    if (!sandbox || !cg_remote_id_ok (sandbox, strlen (sandbox)))
         return cg_error_set (err, EINVAL, "relay hub: not a sandbox id");
     if (!s_key_ok (relay_public_key))
         return cg_error_set (err, EINVAL, "relay hub: not a CURVE public key (40 Z85 characters)");

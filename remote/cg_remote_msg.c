@@ -90,13 +90,13 @@ s_number (const cg_remote_bytes_t *frame, int64_t max)
     return value;
 }
 
-static bool
-s_id_ok (const cg_remote_bytes_t *frame)
+bool
+cg_remote_id_ok (const void *data, size_t size)
 {
-    if (frame->size == 0 || frame->size > CG_REMOTE_ID_MAX)
+    if (size == 0 || size > CG_REMOTE_ID_MAX)
         return false;
-    for (size_t i = 0; i < frame->size; i++) {
-        char c = ((const char *)frame->data)[i];
+    for (size_t i = 0; i < size; i++) {
+        char c = ((const char *)data)[i];
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_' || c == '-'))
             return false;
     }
@@ -143,10 +143,13 @@ s_take (s_slot_t slot, const cg_remote_bytes_t *frame, cg_remote_msg_t *msg, siz
             return NULL;
         case S_ID:
             msg->id = *frame;
-            return s_id_ok (frame) ? NULL : "not an id (1 to 64 of [0-9a-z_-])";
+            return cg_remote_id_ok (frame->data, frame->size) ? NULL
+                                                              : "not an id (1 to 64 of [0-9a-z_-])";
         case S_TARGET:
             msg->id = *frame;
-            return s_is (frame, "*") || s_id_ok (frame) ? NULL : "neither an exec id nor *";
+            return s_is (frame, "*") || cg_remote_id_ok (frame->data, frame->size)
+                       ? NULL
+                       : "neither an exec id nor *";
         case S_NAME:
         case S_FILE:
             if (slot == S_NAME)

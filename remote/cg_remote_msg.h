@@ -124,6 +124,10 @@ typedef struct {
 /*  The frames of one message at most (verb, kernel, channel, peer and the parts). */
 #define CG_REMOTE_FRAMES_MAX (4 + CG_REMOTE_PARTS_MAX)
 
+/*  True when the SIZE bytes at DATA are an exec or sandbox id: 1 to CG_REMOTE_ID_MAX of
+    [0-9a-z_-]. */
+bool cg_remote_id_ok (const void *data, size_t size);
+
 /*  VERB's name on the wire ("HELLO"). Static. */
 const char *cg_remote_verb_name (cg_remote_verb_t verb);
 
