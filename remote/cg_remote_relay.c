@@ -380,9 +380,6 @@ s_on_link (cg_relay_t *self)
             continue;
         }
         switch (msg.verb) {
-            case CG_REMOTE_WELCOME:
-                self->welcomed = true;
-                break;
             case CG_REMOTE_EXEC:
                 s_on_exec (self, &msg);
                 break;
@@ -619,7 +616,7 @@ s_round (cg_relay_t *self)
 int
 cg_remote_relay_main (int argc, char **argv)
 {
-    cg_relay_t self = {.ipc_fd = -1, .signal_fd = -1, .status = 0};
+    cg_relay_t self = {.ipc_fd = -1, .signal_fd = -1};
     cg_remote_keys_t keys;
     if (!s_args (&self, argc, argv)) {
         fprintf (stderr, "usage: cellgate relay --server tcp://HOST:PORT --server-key Z85 "
@@ -685,5 +682,5 @@ cg_remote_relay_main (int argc, char **argv)
     zsock_destroy (&self.link);
     close (self.ipc_fd);
     close (self.signal_fd);
-    return self.status;
+    return 0;
 }

@@ -53,8 +53,7 @@ typedef struct {
     int ipc_fd;
     int signal_fd;
     cg_relay_exec_t *execs[CG_REMOTE_EXECS_MAX];
-    bool welcomed, done;
-    int status; /* the exit status */
+    bool done;
 } cg_relay_t;
 
 /*  Sends MSG over the link; a full queue drops it (the server is not reading). */
