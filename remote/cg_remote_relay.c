@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -432,6 +433,20 @@ s_reap (cg_relay_t *self)
     }
 }
 
+//  TEXT as a decimal number from MIN to MAX into *OUT; false for anything else (atoi would
+//  take "abc" for 0, and a --uid of 0 is root).
+static bool
+s_number_arg (const char *text, long min, long max, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long value = strtol (text, &end, 10);
+    if (errno || end == text || *end || value < min || value > max)
+        return false;
+    *out = (int)value;
+    return true;
+}
+
 static bool
 s_args (cg_relay_t *self, int argc, char **argv)
 {
@@ -447,9 +462,9 @@ s_args (cg_relay_t *self, int argc, char **argv)
                                             {"attach-ms", required_argument, NULL, 'a'},
                                             {NULL, 0, NULL, 0}};
     self->uid = self->gid = -1;
-    self->max_message_bytes = (size_t)8 << 20;
     self->attach_ms = CG_RELAY_ATTACH_MS;
-    int opt;
+    int opt, mb = 8;
+    bool numbers_ok = true;
     optind = 1;
     while ((opt = getopt_long (argc, argv, "", options, NULL)) != -1) {
         switch (opt) {
@@ -469,26 +484,27 @@ s_args (cg_relay_t *self, int argc, char **argv)
                 self->ipc_dir = optarg;
                 break;
             case 'u':
-                self->uid = atoi (optarg);
+                numbers_ok = numbers_ok && s_number_arg (optarg, 0, INT32_MAX, &self->uid);
                 break;
             case 'g':
-                self->gid = atoi (optarg);
+                numbers_ok = numbers_ok && s_number_arg (optarg, 0, INT32_MAX, &self->gid);
                 break;
             case 'n':
                 self->isolate_net = true;
                 break;
             case 'm':
-                self->max_message_bytes = (size_t)atoi (optarg) << 20;
+                numbers_ok = numbers_ok && s_number_arg (optarg, 1, 4096, &mb);
                 break;
             case 'a':
-                self->attach_ms = atoi (optarg);
+                numbers_ok = numbers_ok && s_number_arg (optarg, 1, INT32_MAX, &self->attach_ms);
                 break;
             default:
                 return false;
         }
     }
-    return self->server && self->server_key && self->keys_file && self->sandbox && self->ipc_dir
-           && self->max_message_bytes > 0 && self->attach_ms > 0;
+    self->max_message_bytes = (size_t)mb << 20;
+    return numbers_ok && self->server && self->server_key && self->keys_file && self->sandbox
+           && self->ipc_dir;
 }
 
 //  The relay's own keys from FILE: two lines, public then secret.
@@ -621,7 +637,8 @@ cg_remote_relay_main (int argc, char **argv)
     if (!s_args (&self, argc, argv)) {
         fprintf (stderr, "usage: cellgate relay --server tcp://HOST:PORT --server-key Z85 "
                          "--keys FILE --sandbox ID --ipc-dir DIR [--uid N --gid N] "
-                         "[--isolate-net] [--max-message-mb N] [--attach-ms N]\n");
+                         "[--isolate-net] [--max-message-mb N] [--attach-ms N]\n"
+                         "  (each N a decimal number; --max-message-mb from 1 to 4096)\n");
         return 2;
     }
     if (!s_read_keys (self.keys_file, &keys)) {

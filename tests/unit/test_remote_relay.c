@@ -20,6 +20,7 @@
 #include "cg_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -499,6 +500,60 @@ s_remote (int argc, char **argv)
     return s_failures ? 1 : 0;
 }
 
+//  A number option that is not one (atoi took "abc" for 0: --uid 0 is root) ends the relay
+//  at once with its usage (exit 2), before it dials anything.
+static void
+test_bad_args (const char *exe)
+{
+    const char *name = "bad_args";
+    //  Everything else right (a key file, an ipc dir), so that the number alone stops it.
+    char dir[] = "/tmp/cg-relay-args-XXXXXX";
+    CHECK (mkdtemp (dir), "temp dir");
+    cg_remote_keys_t keys;
+    CHECK (cg_remote_keys_new (&keys, NULL) == 0, "keys");
+    cleanup_free char *keys_file = cg_strdupf ("%s/keys", dir);
+    cleanup_free char *keys_text = cg_strdupf ("%s\n%s\n", keys.public_key, keys.secret_key);
+    CHECK (cg_write_file (keys_file, keys_text, strlen (keys_text), 0600, NULL) == 0, "keys file");
+    const char *bad[][2] = {{"--uid", "abc"},
+                            {"--gid", "-1"},
+                            {"--attach-ms", "5x"},
+                            {"--max-message-mb", "0"},
+                            {"--uid", "99999999999"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pid_t pid = fork ();
+        if (pid == 0) {
+            prctl (PR_SET_PDEATHSIG, SIGKILL);
+            int null_fd = open ("/dev/null", O_WRONLY);
+            dup2 (null_fd, STDERR_FILENO);
+            char *argv[] = {cg_xstrdup (exe),
+                            "relay",
+                            "--server",
+                            "tcp://127.0.0.1:9",
+                            "--server-key",
+                            keys.public_key,
+                            "--keys",
+                            keys_file,
+                            "--sandbox",
+                            "sb",
+                            "--ipc-dir",
+                            dir,
+                            cg_xstrdup (bad[i][0]),
+                            cg_xstrdup (bad[i][1]),
+                            NULL};
+            execv (exe, argv);
+            _exit (127);
+        }
+        int status = -1;
+        for (int t = 0; t < 100 && waitpid (pid, &status, WNOHANG) == 0; t++)
+            usleep (50 * 1000);
+        if (status == -1)
+            kill (pid, SIGKILL), waitpid (pid, NULL, 0);
+        EXPECT (WIFEXITED (status) && WEXITSTATUS (status) == 2, "%s %s: usage, exit 2 (%d)",
+                bad[i][0], bad[i][1], status);
+    }
+    cg_rm_rf (dir, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -518,6 +573,7 @@ main (int argc, char **argv)
     }
     zsys_init ();
     zsys_set_logstream (NULL);
+    test_bad_args (exe);
     test_local (exe);
     printf ("%d passed, %d failed\n", s_passes, s_failures);
     return s_failures ? 1 : 0;
