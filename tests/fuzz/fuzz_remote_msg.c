@@ -3,21 +3,29 @@
     input, since a sandbox's code may have taken its relay over.
 
     Input: one byte (bit 0: the direction, up or down), then length-prefixed frames
-    (cg_fuzz_frame), at most CG_REMOTE_FRAMES_MAX + 2 of them.
+    (cg_fuzz_frame), at most CG_REMOTE_FRAMES_MAX + 2 of them. With bit 1 set instead, the
+    rest is a kernel's connection file as the sandbox's code may have written it, read by
+    cg_remote_connection_read (the relay and the server both read it).
 
     Invariants: a refused message says why (EPROTO); an accepted one has the verb's own
     fields within their limits (ids of [0-9a-z_-], 1 to 64, the kernel's of TO and FROM too; a channel 0 to 4 with a peer
     exactly when it is not iopub; 1 to 64 parts; texts UTF-8 without NUL), encodes to the
     very frames it came from, and decodes from them to the same message; an EXEC's spec,
     when it parses, has 1 to 256 arguments, KEY=VALUE variables and an absolute cwd, and
-    cg_remote_spec_text of it parses back to the same. */
+    cg_remote_spec_text of it parses back to the same. A connection file, when taken, gives a
+    base name of 1 to 64 of [A-Za-z0-9._-] starting with a letter or digit, and five ports from
+    1 to 65535. */
 #define _GNU_SOURCE
 #include "cg_fuzz.h"
 
 #include "remote/cg_remote_msg.h"
 
+#include "base/cg_fs.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 static void
@@ -73,10 +81,42 @@ s_check_spec (const cg_remote_bytes_t *text)
     cg_remote_spec_free (&spec);
 }
 
+//  The connection file TEXT (SIZE bytes), written where the reader looks, and read.
+static void
+s_check_connection (const uint8_t *text, size_t size)
+{
+    static int dir_fd = -1;
+    if (dir_fd < 0)
+        dir_fd = open (cg_fuzz_scratch_dir ("remote_msg"), O_RDONLY | O_DIRECTORY);
+    CG_FUZZ_CHECK (dir_fd >= 0
+                       && cg_write_file_at (dir_fd, "kernel.json", text, size, 0600, (uid_t)-1,
+                                            (gid_t)-1, NULL)
+                              == 0,
+                   "the scratch file");
+    int ports[CG_REMOTE_CHANNELS];
+    char *base = cg_remote_connection_read (dir_fd, "kernel.json", ports);
+    if (!base)
+        return;
+    size_t len = strlen (base);
+    CG_FUZZ_CHECK (len >= 1 && len <= 64 && base[0] != '.' && base[0] != '-' && base[0] != '_',
+                   "a base name's length and first character");
+    for (size_t i = 0; i < len; i++)
+        CG_FUZZ_CHECK (
+            strchr ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", base[i]),
+            "a base name's characters");
+    for (int c = 0; c < CG_REMOTE_CHANNELS; c++)
+        CG_FUZZ_CHECK (ports[c] >= 1 && ports[c] <= 65535, "a port");
+    free (base);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     cg_fuzz_init ();
+    if (size > 0 && (data[0] & 2)) {
+        s_check_connection (data + 1, size - 1);
+        return 0;
+    }
     cg_fuzz_in_t in = {data, size};
     cg_remote_dir_t dir = (cg_fuzz_byte (&in) & 1) ? CG_REMOTE_DOWN : CG_REMOTE_UP;
     cg_remote_bytes_t frames[CG_REMOTE_FRAMES_MAX + 2];

@@ -258,6 +258,11 @@ def remote_seeds():
     write('remote_msg', 'in', msg(True, 'IN', 'k3', 'hello\n'))
     write('remote_msg', 'in_eof', msg(True, 'IN', 'k3', ''))
     write('remote_msg', 'exec_stdio', msg(True, 'EXEC', 'k3', json.dumps({'argv': ['/bin/bash', '-c', 'cat'], 'env': [], 'cwd': '/mnt/data', 'stdin': True, 'output': True})))
+    conn = {'transport': 'ipc', 'ip': '/run/cellgate/ipc/python', 'shell_port': 1, 'iopub_port': 2,
+            'stdin_port': 3, 'control_port': 4, 'hb_port': 5, 'key': 'k', 'signature_scheme': 'hmac-sha256'}
+    write('remote_msg', 'connection', bytes([2]) + json.dumps(conn).encode())
+    write('remote_msg', 'connection_tcp', bytes([2]) + json.dumps(dict(conn, transport='tcp')).encode())
+    write('remote_msg', 'connection_dots', bytes([2]) + json.dumps(dict(conn, ip='/x/..')).encode())
     write('remote_msg', 'wrong_way', msg(True, 'HELLO', '1', 'x'))
 
 if __name__ == '__main__':
